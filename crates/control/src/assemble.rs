@@ -1,0 +1,330 @@
+//! Turns both sides' stream reports into the results model.
+//!
+//! Loss is computed here, where both counts meet: lost = packets the sender's kernel
+//! accepted − unique packets the receiver counted. Received rates use the sender's duration
+//! (as iperf3 does for UDP) so that a short tail of in-flight packets does not inflate them.
+
+use engine::live::LiveSnapshot;
+use engine::results::{
+    GapStats, IntervalRow, LatencyKind, LatencyUs, RunResult, StreamResult, Summary,
+};
+use engine::spec::{Protocol, TestSpec};
+use engine::stats::histogram::LatencyHistogram;
+use engine::tcp::{TcpReceiverReport, TcpSenderReport};
+use engine::udp::{UdpReceiverReport, UdpSenderReport};
+
+use crate::client::{IntervalSample, TestOutcome};
+use crate::messages::StreamReport;
+use crate::streams::{self, Sender};
+
+fn pct_of_core(cpu: std::time::Duration, wall: f64) -> Option<f64> {
+    (wall > 0.0).then(|| cpu.as_secs_f64() / wall * 100.0)
+}
+
+fn udp_summary(
+    spec: &TestSpec,
+    one_way: bool,
+    tx: &UdpSenderReport,
+    rx: &UdpReceiverReport,
+) -> (Summary, Option<String>) {
+    let dur = tx.elapsed.as_secs_f64();
+    let per_s = |bytes: u64| (dur > 0.0).then(|| bytes as f64 * 8.0 / dur);
+    let lost = tx.packets.saturating_sub(rx.packets);
+    let (latency_us, hist) = if one_way {
+        (
+            rx.latency
+                .as_ref()
+                .map(|s| LatencyUs::from_summary(LatencyKind::OneWay, s)),
+            rx.latency_histogram.clone(),
+        )
+    } else {
+        (
+            tx.rtt
+                .as_ref()
+                .map(|s| LatencyUs::from_summary(LatencyKind::RoundTrip, s)),
+            tx.rtt_histogram.clone(),
+        )
+    };
+    let s = Summary {
+        duration_s: dur,
+        target_bps: spec.rate.bits_per_sec(spec.len),
+        offered_bps: per_s(tx.bytes),
+        received_bps: per_s(rx.bytes),
+        sent_packets: Some(tx.packets),
+        received_packets: Some(rx.packets),
+        lost_packets: Some(lost),
+        duplicate_packets: Some(rx.duplicates),
+        reordered_packets: Some(rx.reordered),
+        late_packets: Some(rx.late),
+        loss_ratio: (tx.packets > 0).then(|| lost as f64 / tx.packets as f64),
+        jitter_us: (rx.packets > 1).then_some(rx.jitter_us),
+        latency_us,
+        rx_gap_us: rx.gaps.as_ref().map(|g| GapStats {
+            nominal_us: tx.target_pps.map(|p| 1e6 / p),
+            p50_us: g.p50_us,
+            p99_us: g.p99_us,
+            count: g.count,
+        }),
+        pacing_error_us: tx.pacing_error,
+        sent_bytes: Some(tx.bytes),
+        received_bytes: Some(rx.bytes),
+        retransmits: None,
+        tcp_rtt_us: None,
+        generator_limited: tx.generator_limited,
+        sender_cpu: pct_of_core(tx.cpu_time, dur),
+        receiver_cpu: pct_of_core(rx.cpu_time, dur),
+    };
+    (s, hist)
+}
+
+fn tcp_summary(spec: &TestSpec, tx: &TcpSenderReport, rx: &TcpReceiverReport) -> Summary {
+    let tdur = tx.elapsed.as_secs_f64();
+    let rdur = rx.elapsed.as_secs_f64();
+    Summary {
+        duration_s: tdur,
+        target_bps: spec.rate.bits_per_sec(spec.len),
+        offered_bps: (tdur > 0.0).then(|| tx.bytes as f64 * 8.0 / tdur),
+        received_bps: (rdur > 0.0).then(|| rx.bytes as f64 * 8.0 / rdur),
+        sent_bytes: Some(tx.bytes),
+        received_bytes: Some(rx.bytes),
+        retransmits: tx.retransmits,
+        tcp_rtt_us: tx.rtt_us.map(f64::from),
+        generator_limited: tx.generator_limited,
+        sender_cpu: pct_of_core(tx.cpu_time, tdur),
+        receiver_cpu: pct_of_core(rx.cpu_time, rdur.max(tdur)),
+        ..Summary::default()
+    }
+}
+
+fn find(o: &TestOutcome, id: u8, want_tx: bool) -> Option<&StreamReport> {
+    o.local.iter().chain(&o.remote).find(|r| {
+        r.stream_id() == id
+            && matches!(r, StreamReport::UdpTx(_) | StreamReport::TcpTx(_)) == want_tx
+    })
+}
+
+/// Per-stream results and totals of one test.
+pub fn streams_and_summaries(
+    o: &TestOutcome,
+) -> (Vec<StreamResult>, Option<Summary>, Option<Summary>) {
+    let mut out = Vec::new();
+    for (id, who) in streams::plan(&o.spec) {
+        let (Some(tx), Some(rx)) = (find(o, id, true), find(o, id, false)) else {
+            continue;
+        };
+        let (summary, hist) = match (tx, rx) {
+            (StreamReport::UdpTx(t), StreamReport::UdpRx(r)) => {
+                udp_summary(&o.spec, o.one_way, t, r)
+            }
+            (StreamReport::TcpTx(t), StreamReport::TcpRx(r)) => (tcp_summary(&o.spec, t, r), None),
+            _ => continue,
+        };
+        out.push(StreamResult {
+            id,
+            protocol: o.spec.protocol.as_str().to_owned(),
+            direction: if who == Sender::Client { "tx" } else { "rx" }.to_owned(),
+            summary,
+            latency_histogram: hist,
+        });
+    }
+    let tx: Vec<&StreamResult> = out.iter().filter(|s| s.direction == "tx").collect();
+    let rx: Vec<&StreamResult> = out.iter().filter(|s| s.direction == "rx").collect();
+    let (sum_tx, sum_rx) = (sum(&tx), sum(&rx));
+    (out, sum_tx, sum_rx)
+}
+
+fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, None) | (None, x) => x,
+    }
+}
+
+fn addf(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, None) | (None, x) => x,
+    }
+}
+
+/// Totals over streams: counts and rates add up, jitter is the mean of the streams'
+/// jitter, latency percentiles come from the merged histograms.
+pub fn sum(streams: &[&StreamResult]) -> Option<Summary> {
+    let first = streams.first()?;
+    if streams.len() == 1 {
+        return Some(first.summary.clone());
+    }
+    let mut s = Summary {
+        duration_s: 0.0,
+        generator_limited: false,
+        ..Summary::default()
+    };
+    let mut merged = LatencyHistogram::new();
+    let mut kind = None;
+    let mut jitters = Vec::new();
+    for st in streams {
+        let x = &st.summary;
+        s.duration_s = s.duration_s.max(x.duration_s);
+        s.target_bps = addf(s.target_bps, x.target_bps);
+        s.offered_bps = addf(s.offered_bps, x.offered_bps);
+        s.received_bps = addf(s.received_bps, x.received_bps);
+        s.sent_packets = add(s.sent_packets, x.sent_packets);
+        s.received_packets = add(s.received_packets, x.received_packets);
+        s.lost_packets = add(s.lost_packets, x.lost_packets);
+        s.duplicate_packets = add(s.duplicate_packets, x.duplicate_packets);
+        s.reordered_packets = add(s.reordered_packets, x.reordered_packets);
+        s.late_packets = add(s.late_packets, x.late_packets);
+        s.sent_bytes = add(s.sent_bytes, x.sent_bytes);
+        s.received_bytes = add(s.received_bytes, x.received_bytes);
+        s.retransmits = add(s.retransmits, x.retransmits);
+        s.sender_cpu = addf(s.sender_cpu, x.sender_cpu);
+        s.receiver_cpu = addf(s.receiver_cpu, x.receiver_cpu);
+        s.generator_limited |= x.generator_limited;
+        if let Some(j) = x.jitter_us {
+            jitters.push(j);
+        }
+        if let Some(h) = st
+            .latency_histogram
+            .as_deref()
+            .and_then(|b| LatencyHistogram::from_base64(b).ok())
+        {
+            merged.merge(&h);
+            kind = x.latency_us.map(|l| l.kind);
+        }
+    }
+    s.loss_ratio = match (s.lost_packets, s.sent_packets) {
+        (Some(l), Some(n)) if n > 0 => Some(l as f64 / n as f64),
+        _ => None,
+    };
+    s.jitter_us = (!jitters.is_empty()).then(|| jitters.iter().sum::<f64>() / jitters.len() as f64);
+    s.latency_us = kind.and_then(|k| merged.summary().map(|m| LatencyUs::from_summary(k, &m)));
+    Some(s)
+}
+
+/// Interval rows for sample `cur` (one per direction), as differences from `prev`.
+pub fn interval_rows(
+    spec: &TestSpec,
+    prev: Option<&IntervalSample>,
+    cur: &IntervalSample,
+) -> Vec<IntervalRow> {
+    let plan = streams::plan(spec);
+    let len = cur.length.as_secs_f64();
+    let start = f64::from(cur.index) * len;
+    let mut rows = Vec::new();
+    for (dir, sender) in [("tx", Sender::Client), ("rx", Sender::Server)] {
+        let ids: Vec<u8> = plan
+            .iter()
+            .filter(|(_, w)| *w == sender)
+            .map(|(i, _)| *i)
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        // The sender's totals live on its side, the receiver's on the other.
+        let (snd_now, rcv_now) = if sender == Sender::Client {
+            (&cur.local, &cur.remote)
+        } else {
+            (&cur.remote, &cur.local)
+        };
+        let pick = |set: Option<&Vec<(u8, LiveSnapshot)>>, id: u8| -> LiveSnapshot {
+            set.and_then(|v| v.iter().find(|(i, _)| *i == id).map(|(_, s)| *s))
+                .unwrap_or_default()
+        };
+        let (snd_prev, rcv_prev) = match prev {
+            Some(p) if sender == Sender::Client => (Some(&p.local), Some(&p.remote)),
+            Some(p) => (Some(&p.remote), Some(&p.local)),
+            None => (None, None),
+        };
+        let mut sent = LiveSnapshot::default();
+        let mut recv = LiveSnapshot::default();
+        let mut jitter_max = 0u64;
+        for &id in &ids {
+            let ds = pick(Some(snd_now), id).since(&pick(snd_prev, id));
+            let dr = pick(Some(rcv_now), id).since(&pick(rcv_prev, id));
+            sent.packets += ds.packets;
+            sent.bytes += ds.bytes;
+            sent.retransmits += ds.retransmits;
+            recv.packets += dr.packets;
+            recv.bytes += dr.bytes;
+            recv.lost += dr.lost;
+            jitter_max = jitter_max.max(dr.jitter_ns);
+        }
+        let bps = |b: u64| if len > 0.0 { b as f64 * 8.0 / len } else { 0.0 };
+        let udp = spec.protocol == Protocol::Udp;
+        rows.push(IntervalRow {
+            start_s: start,
+            end_s: start + len,
+            direction: dir.to_owned(),
+            sent_bytes: sent.bytes,
+            received_bytes: Some(recv.bytes),
+            sent_bps: bps(sent.bytes),
+            received_bps: Some(bps(recv.bytes)),
+            sent_packets: udp.then_some(sent.packets),
+            received_packets: udp.then_some(recv.packets),
+            lost_packets: udp.then_some(recv.lost),
+            jitter_us: udp.then_some(jitter_max as f64 / 1000.0),
+            retransmits: (!udp).then_some(sent.retransmits),
+        });
+    }
+    rows
+}
+
+/// The whole result document of a throughput test.
+pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Value) -> RunResult {
+    let mut r = RunResult::new(command, params);
+    let (streams, sum_tx, sum_rx) = streams_and_summaries(o);
+    r.backend = Some(backend_name(o));
+    r.timestamp_source = Some(timestamp_source(o));
+    let mut prev = None;
+    for s in &o.intervals {
+        r.intervals.extend(interval_rows(&o.spec, prev, s));
+        prev = Some(s);
+    }
+    let (main, other) = match o.spec.direction {
+        engine::spec::Direction::Reverse => (sum_rx, None),
+        engine::spec::Direction::Forward => (sum_tx, None),
+        engine::spec::Direction::Bidir => (sum_tx, sum_rx),
+    };
+    r.summary = main;
+    r.reverse_summary = other;
+    for s in &streams {
+        if s.summary.generator_limited {
+            r.notes.push(format!(
+                "stream {} ({}): the sender fell behind its schedule by more than 1 %; its figures show the tool's limit, not the network's",
+                s.id, s.direction
+            ));
+        }
+    }
+    if o.spec.protocol == Protocol::Udp && !o.one_way {
+        r.notes.push("client and server clocks are not shared: latency is round-trip, from echoed probes (pass --synced-clocks if the hosts run PTP)".into());
+    }
+    r.streams = streams;
+    r
+}
+
+fn backend_name(o: &TestOutcome) -> String {
+    o.local
+        .iter()
+        .chain(&o.remote)
+        .find_map(|r| match r {
+            StreamReport::UdpTx(t) => Some(t.backend.clone()),
+            StreamReport::TcpTx(_) => Some("tcp".to_owned()),
+            _ => None,
+        })
+        .unwrap_or_else(|| o.spec.protocol.as_str().to_owned())
+}
+
+fn timestamp_source(o: &TestOutcome) -> String {
+    let kernel = o.local.iter().chain(&o.remote).any(|r| match r {
+        StreamReport::UdpRx(x) => x.kernel_timestamps,
+        StreamReport::UdpTx(x) => x.kernel_timestamps,
+        _ => false,
+    });
+    if o.spec.protocol == Protocol::Tcp {
+        "none".into()
+    } else if kernel {
+        "kernel-software".into()
+    } else {
+        "user".into()
+    }
+}

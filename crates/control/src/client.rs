@@ -1,0 +1,432 @@
+//! The client side of a test: connect, authenticate, request, connect the data streams,
+//! run the local half, collect interval reports and the server's results.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use engine::live::LiveSnapshot;
+use engine::spec::{EchoSpec, Protocol, TestSpec};
+use engine::{tcp, udp};
+
+use crate::frame::{read_msg_within, write_msg};
+use crate::messages::{ClientMsg, Limits, ServerMsg, StreamReport};
+use crate::server::{spawn_reader, tcp_send_config, udp_send_config};
+use crate::streams::{self, Sender, SideRun};
+use crate::{auth, ProtoError, MAGIC, VERSION};
+
+/// Time allowed for each handshake step.
+const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the client waits for the server's results after finishing.
+const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the client's UDP receivers keep reading after the server's results arrived.
+const UDP_GRACE: Duration = Duration::from_millis(100);
+/// How long the client's TCP receivers may take to reach end of stream.
+const TCP_GRACE: Duration = Duration::from_secs(3);
+
+/// How to reach and talk to a server.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Server control address.
+    pub server: SocketAddr,
+    /// Pre-shared key, if the server wants one.
+    pub key: Option<Vec<u8>>,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+}
+
+/// An established, authenticated control connection.
+pub struct Session {
+    ctrl: TcpStream,
+    server: SocketAddr,
+    /// Server and client share one clock (same boot id).
+    pub same_host: bool,
+    /// The server's limits.
+    pub limits: Limits,
+}
+
+/// Everything both sides reported about one test.
+#[derive(Debug, Clone)]
+pub struct TestOutcome {
+    /// The request.
+    pub spec: TestSpec,
+    /// Receivers recorded one-way latency.
+    pub one_way: bool,
+    /// Server and client share one clock.
+    pub same_host: bool,
+    /// Reports of the client's streams.
+    pub local: Vec<StreamReport>,
+    /// Reports of the server's streams.
+    pub remote: Vec<StreamReport>,
+    /// Interval samples: (interval end, client streams, server streams).
+    pub intervals: Vec<IntervalSample>,
+}
+
+/// Totals of every stream at the end of one interval, from both sides.
+#[derive(Debug, Clone)]
+pub struct IntervalSample {
+    /// Interval number (0-based).
+    pub index: u32,
+    /// Interval length.
+    pub length: Duration,
+    /// Client streams' totals.
+    pub local: Vec<(u8, LiveSnapshot)>,
+    /// Server streams' totals.
+    pub remote: Vec<(u8, LiveSnapshot)>,
+}
+
+/// Turns a server error message into an error.
+fn expect_ok(msg: ServerMsg) -> Result<ServerMsg, ProtoError> {
+    match msg {
+        ServerMsg::Error { code, message } => Err(ProtoError::Refused { code, message }),
+        other => Ok(other),
+    }
+}
+
+impl Session {
+    /// Connects, exchanges hellos and authenticates.
+    pub fn connect(cfg: &ClientConfig) -> Result<Self, ProtoError> {
+        let mut ctrl =
+            TcpStream::connect_timeout(&cfg.server, cfg.connect_timeout).map_err(ProtoError::Io)?;
+        ctrl.set_nodelay(true).map_err(ProtoError::Io)?;
+        ctrl.set_write_timeout(Some(STEP_TIMEOUT))
+            .map_err(ProtoError::Io)?;
+        write_msg(
+            &mut ctrl,
+            &ClientMsg::Hello {
+                magic: MAGIC.into(),
+                version: VERSION,
+            },
+        )?;
+        let hello = expect_ok(read_msg_within(&ctrl, STEP_TIMEOUT)?)?;
+        let ServerMsg::Hello {
+            version,
+            host_id,
+            challenge,
+            limits,
+        } = hello
+        else {
+            return Err(ProtoError::Unexpected(
+                "the server did not answer with hello".into(),
+            ));
+        };
+        if version != VERSION {
+            return Err(ProtoError::Version(format!(
+                "server speaks version {version}, this client {VERSION}"
+            )));
+        }
+        if let Some(ns_hex) = challenge {
+            let key = cfg.key.as_ref().ok_or_else(|| {
+                ProtoError::Auth("the server requires authentication: pass --auth-key-file".into())
+            })?;
+            let ns = auth::from_hex(&ns_hex)
+                .ok_or_else(|| ProtoError::Malformed("challenge is not hex".into()))?;
+            let nc =
+                auth::nonce().map_err(|e| ProtoError::Io(std::io::Error::other(e.to_string())))?;
+            let mac = auth::client_proof(key, &ns, &nc);
+            write_msg(
+                &mut ctrl,
+                &ClientMsg::Auth {
+                    client_nonce: auth::to_hex(&nc),
+                    mac: auth::to_hex(&mac),
+                },
+            )?;
+            match read_msg_within(&ctrl, STEP_TIMEOUT)? {
+                ServerMsg::AuthOk { mac } => {
+                    let ok = auth::from_hex(&mac)
+                        .is_some_and(|m| auth::verify_server(key, &ns, &nc, &m));
+                    if !ok {
+                        return Err(ProtoError::Auth(
+                            "the server could not prove it knows the key".into(),
+                        ));
+                    }
+                }
+                ServerMsg::Error { message, .. } => return Err(ProtoError::Auth(message)),
+                _ => {
+                    return Err(ProtoError::Unexpected(
+                        "expected the authentication result".into(),
+                    ))
+                }
+            }
+        }
+        let same_host = host_id.is_some() && host_id == engine::env::boot_id();
+        Ok(Self {
+            ctrl,
+            server: cfg.server,
+            same_host,
+            limits,
+        })
+    }
+
+    /// Runs one throughput test. `on_interval` sees each interval as soon as both sides'
+    /// figures for it are in.
+    pub fn run_test(
+        mut self,
+        spec: &TestSpec,
+        interval: Option<Duration>,
+        mut on_interval: impl FnMut(&IntervalSample),
+    ) -> Result<TestOutcome, ProtoError> {
+        spec.validate().map_err(|m| ProtoError::Refused {
+            code: crate::messages::ErrorCode::BadRequest,
+            message: m,
+        })?;
+        let one_way = self.same_host || spec.synced_clocks;
+        let interval_ms = interval
+            .map(|i| i.as_millis().clamp(1, u128::from(u32::MAX)) as u32)
+            .unwrap_or(0);
+        write_msg(
+            &mut self.ctrl,
+            &ClientMsg::Test {
+                spec: spec.clone(),
+                one_way,
+                interval_ms,
+            },
+        )?;
+        let accepted = expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)?;
+        let ServerMsg::Accepted {
+            test_id,
+            token,
+            ports,
+        } = accepted
+        else {
+            return Err(ProtoError::Unexpected(
+                "expected the test to be accepted".into(),
+            ));
+        };
+        let plan = streams::plan(spec);
+        let mut side = SideRun::new();
+        let setup = match spec.protocol {
+            Protocol::Udp => self.setup_udp(spec, one_way, test_id, &ports, &plan, &mut side),
+            Protocol::Tcp => self.setup_tcp(spec, test_id, token, &ports, &plan, &mut side),
+        };
+        if let Err(e) = setup {
+            let _ = write_msg(
+                &mut self.ctrl,
+                &ClientMsg::Abort {
+                    reason: e.to_string(),
+                },
+            );
+            return Err(ProtoError::Io(e));
+        }
+        match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
+            ServerMsg::Ready => {}
+            _ => return Err(ProtoError::Unexpected("expected ready".into())),
+        }
+        if let Err(e) = side.start() {
+            side.abort();
+            let _ = write_msg(
+                &mut self.ctrl,
+                &ClientMsg::Abort {
+                    reason: e.to_string(),
+                },
+            );
+            return Err(ProtoError::Io(e));
+        }
+        let rx = spawn_reader::<ServerMsg>(&self.ctrl, spec.duration + RESULTS_TIMEOUT)
+            .map_err(ProtoError::Io)?;
+        let start = Instant::now();
+        let mut local_ticks: BTreeMap<u32, Vec<(u8, LiveSnapshot)>> = BTreeMap::new();
+        let mut remote_ticks: BTreeMap<u32, Vec<(u8, LiveSnapshot)>> = BTreeMap::new();
+        let mut samples = Vec::new();
+        let mut tick = 0u32;
+        let mut finished = false;
+        let mut remote_reports = None;
+        let results_deadline = start + spec.duration + RESULTS_TIMEOUT;
+        while remote_reports.is_none() {
+            let now = Instant::now();
+            if now >= results_deadline {
+                side.abort();
+                return Err(ProtoError::Timeout);
+            }
+            let next_tick = interval
+                .map(|i| start + i * (tick + 1))
+                .filter(|t| *t <= start + spec.duration + interval.unwrap_or_default());
+            let mut wait = Duration::from_millis(20);
+            if let Some(t) = next_tick {
+                wait = wait.min(t.saturating_duration_since(now));
+            }
+            match rx.recv_timeout(wait) {
+                Ok(Ok(ServerMsg::Interval { index, streams })) => {
+                    remote_ticks.insert(index, streams);
+                }
+                Ok(Ok(ServerMsg::Results { reports })) => remote_reports = Some(reports),
+                Ok(Ok(ServerMsg::Error { code, message })) => {
+                    side.abort();
+                    return Err(ProtoError::Refused { code, message });
+                }
+                Ok(Ok(_)) => {
+                    side.abort();
+                    return Err(ProtoError::Unexpected(
+                        "unexpected message during the test".into(),
+                    ));
+                }
+                Ok(Err(e)) => {
+                    side.abort();
+                    return Err(e);
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    side.abort();
+                    return Err(ProtoError::Closed);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if let Some(t) = next_tick {
+                if Instant::now() >= t {
+                    local_ticks.insert(tick, side.sample());
+                    tick += 1;
+                }
+            }
+            while let Some((&k, _)) = local_ticks.first_key_value() {
+                let Some(remote) = remote_ticks.remove(&k) else {
+                    break;
+                };
+                let local = local_ticks.remove(&k).unwrap_or_default();
+                let s = IntervalSample {
+                    index: k,
+                    length: interval.unwrap_or_default(),
+                    local,
+                    remote,
+                };
+                on_interval(&s);
+                samples.push(s);
+            }
+            if !finished && side.senders_done() {
+                finished = true;
+                let reports = side.join_senders();
+                write_msg(
+                    &mut self.ctrl,
+                    &ClientMsg::Finish {
+                        reports: reports.clone(),
+                    },
+                )?;
+                side.keep(reports);
+            }
+        }
+        let grace = if spec.protocol == Protocol::Tcp {
+            TCP_GRACE
+        } else {
+            UDP_GRACE
+        };
+        let mut local = side.take_kept();
+        local.extend(side.finish_receivers(grace));
+        Ok(TestOutcome {
+            spec: spec.clone(),
+            one_way,
+            same_host: self.same_host,
+            local,
+            remote: remote_reports.unwrap_or_default(),
+            intervals: samples,
+        })
+    }
+
+    fn setup_udp(
+        &self,
+        spec: &TestSpec,
+        one_way: bool,
+        test_id: u16,
+        ports: &[u16],
+        plan: &[(u8, Sender)],
+        side: &mut SideRun,
+    ) -> std::io::Result<()> {
+        if ports.len() != plan.len() {
+            return Err(std::io::Error::other(
+                "the server announced the wrong number of stream ports",
+            ));
+        }
+        let bind: SocketAddr = if self.server.is_ipv4() {
+            "0.0.0.0:0"
+        } else {
+            "[::]:0"
+        }
+        .parse()
+        .map_err(|_| std::io::Error::other("bad bind address"))?;
+        let mut socks = Vec::new();
+        for ((id, _), port) in plan.iter().zip(ports) {
+            let s = UdpSocket::bind(bind)?;
+            s.connect(SocketAddr::new(self.server.ip(), *port))?;
+            udp::prepare_socket(&s, spec.window, spec.dscp)?;
+            udp::register(&s, test_id, *id, 15)?;
+            socks.push(s);
+        }
+        for (s, (id, who)) in socks.iter().zip(plan) {
+            if *who == Sender::Server {
+                let cfg = udp::UdpRecvConfig {
+                    test_id,
+                    stream_id: *id,
+                    one_way,
+                    max_len: spec.len,
+                };
+                side.udp_receiver(s.try_clone()?, cfg)?;
+            }
+        }
+        for (s, (id, who)) in socks.into_iter().zip(plan) {
+            if *who == Sender::Client {
+                side.udp_sender_pending(s, udp_send_config(spec, test_id, *id, one_way));
+            }
+        }
+        Ok(())
+    }
+
+    fn setup_tcp(
+        &self,
+        spec: &TestSpec,
+        test_id: u16,
+        token: u64,
+        ports: &[u16],
+        plan: &[(u8, Sender)],
+        side: &mut SideRun,
+    ) -> std::io::Result<()> {
+        let port = *ports
+            .first()
+            .ok_or_else(|| std::io::Error::other("the server announced no data port"))?;
+        let addr = SocketAddr::new(self.server.ip(), port);
+        for (id, who) in plan {
+            let mut s = TcpStream::connect_timeout(&addr, STEP_TIMEOUT)?;
+            tcp::prepare_stream(&s, spec.window, spec.dscp)?;
+            streams::write_greeting(&mut s, test_id, *id, token)?;
+            match who {
+                Sender::Server => side.tcp_receiver(s, *id)?,
+                Sender::Client => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens an echo socket on the server and runs ping-pong for each message size.
+    pub fn run_echo(
+        mut self,
+        spec: &EchoSpec,
+        sizes: &[usize],
+        per_size: Duration,
+    ) -> Result<Vec<udp::PingPongReport>, ProtoError> {
+        write_msg(&mut self.ctrl, &ClientMsg::Echo { spec: spec.clone() })?;
+        let port = match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
+            ServerMsg::EchoReady { port } => port,
+            _ => return Err(ProtoError::Unexpected("expected echo-ready".into())),
+        };
+        let bind = if self.server.is_ipv4() {
+            "0.0.0.0:0"
+        } else {
+            "[::]:0"
+        };
+        let sock = UdpSocket::bind(bind).map_err(ProtoError::Io)?;
+        sock.connect(SocketAddr::new(self.server.ip(), port))
+            .map_err(ProtoError::Io)?;
+        let kernel_ts = engine::sys::enable_rx_timestamps(&sock).is_ok();
+        let mut out = Vec::new();
+        for &size in sizes {
+            out.push(
+                udp::run_ping_pong(&sock, size, per_size, spec.spin, kernel_ts)
+                    .map_err(ProtoError::Io)?,
+            );
+        }
+        let _ = write_msg(
+            &mut self.ctrl,
+            &ClientMsg::Finish {
+                reports: Vec::new(),
+            },
+        );
+        Ok(out)
+    }
+}

@@ -1,0 +1,85 @@
+//! The wirebench control protocol, server and client.
+//!
+//! A test is negotiated over one TCP connection ([`messages`], framed by [`frame`]): hello
+//! with magic and version, optional HMAC authentication ([`auth`]), the test request,
+//! accepted with ports and a test id, data streams connected, `Ready`, interval reports from
+//! the server, `Finish` from the client, `Results` from the server. The data itself flows on
+//! separate sockets run by [`engine`]. [`server`] serves many tests at once, one thread per
+//! control connection, with limits and timeouts on every read; [`client`] runs one test and
+//! [`assemble`] turns both sides' reports into the results model.
+//!
+//! This crate does not print or parse command lines; the binary does.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod assemble;
+pub mod auth;
+pub mod client;
+pub mod frame;
+pub mod messages;
+pub mod server;
+mod streams;
+
+use std::io;
+
+/// Identifies the wirebench control protocol in the hello.
+pub const MAGIC: &str = "wirebench";
+/// Control protocol version spoken by this build.
+pub const VERSION: u32 = 1;
+/// Default control port (iperf3 uses 5201; a different default lets both run side by side).
+pub const DEFAULT_PORT: u16 = 5301;
+
+/// Errors of the control protocol.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtoError {
+    /// The peer closed the connection between messages.
+    #[error("the peer closed the connection")]
+    Closed,
+    /// The peer closed the connection in the middle of a message.
+    #[error("the peer closed the connection in the middle of a message")]
+    Truncated,
+    /// A read or write timed out.
+    #[error("timed out waiting for the peer")]
+    Timeout,
+    /// A length prefix above the cap.
+    #[error("message of {0} bytes exceeds the {max} byte limit", max = frame::MAX_MESSAGE)]
+    TooLarge(usize),
+    /// The body is not a valid message.
+    #[error("malformed message: {0}")]
+    Malformed(String),
+    /// A message could not be encoded.
+    #[error("cannot encode message: {0}")]
+    Encode(String),
+    /// The peer speaks another protocol or version.
+    #[error("protocol mismatch: {0}")]
+    Version(String),
+    /// A valid message arrived where another was expected.
+    #[error("unexpected message: {0}")]
+    Unexpected(String),
+    /// The server refused the request.
+    #[error("server refused: {message} ({code:?})")]
+    Refused {
+        /// The server's class.
+        code: messages::ErrorCode,
+        /// The server's explanation.
+        message: String,
+    },
+    /// Authentication failed.
+    #[error("authentication failed: {0}")]
+    Auth(String),
+    /// Socket or thread error.
+    #[error("I/O error: {0}")]
+    Io(io::Error),
+}
+
+impl ProtoError {
+    /// Maps timeouts to [`ProtoError::Timeout`], other I/O errors to [`ProtoError::Io`].
+    pub fn from_io(e: io::Error) -> Self {
+        match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ProtoError::Timeout,
+            io::ErrorKind::UnexpectedEof => ProtoError::Truncated,
+            _ => ProtoError::Io(e),
+        }
+    }
+}

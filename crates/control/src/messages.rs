@@ -1,0 +1,187 @@
+//! The control messages, typed. Compatibility rules:
+//!
+//! - A connection starts with [`ClientMsg::Hello`] carrying [`crate::MAGIC`] and
+//!   [`crate::VERSION`]; the server answers [`ServerMsg::Hello`] or, for another magic or
+//!   version, [`ServerMsg::Error`] with [`ErrorCode::Version`] and closes.
+//! - Within one version, messages and fields only change together with the version number.
+//! - Every message is one JSON object tagged by `type`, framed by [`crate::frame`].
+
+use serde::{Deserialize, Serialize};
+
+use engine::live::LiveSnapshot;
+use engine::spec::{EchoSpec, TestSpec};
+use engine::tcp::{TcpReceiverReport, TcpSenderReport};
+use engine::udp::{UdpReceiverReport, UdpSenderReport};
+
+/// Client to server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientMsg {
+    /// First message of every connection.
+    Hello {
+        /// Must equal [`crate::MAGIC`].
+        magic: String,
+        /// The client's protocol version.
+        version: u32,
+    },
+    /// Answer to the server's challenge: HMAC-SHA256 over both nonces (see [`crate::auth`]).
+    Auth {
+        /// Client nonce, hex.
+        client_nonce: String,
+        /// HMAC, hex.
+        mac: String,
+    },
+    /// Run a throughput test.
+    Test {
+        /// What to run.
+        spec: TestSpec,
+        /// Receivers record one-way latency (shared or synchronised clocks).
+        one_way: bool,
+        /// Interval report period in milliseconds (0 = none).
+        interval_ms: u32,
+    },
+    /// Open an echo socket for ping-pong latency.
+    Echo {
+        /// What to run.
+        spec: EchoSpec,
+    },
+    /// The client's senders are done; here is what they sent.
+    Finish {
+        /// Reports of the client's senders.
+        reports: Vec<StreamReport>,
+    },
+    /// Stop now; results are not wanted.
+    Abort {
+        /// Why, for the server's log.
+        reason: String,
+    },
+}
+
+/// Server to client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ServerMsg {
+    /// Answer to the client's hello.
+    Hello {
+        /// The server's protocol version.
+        version: u32,
+        /// The server's boot id: equal boot ids share one clock.
+        host_id: Option<String>,
+        /// Present when the server requires authentication: its nonce, hex.
+        challenge: Option<String>,
+        /// What the server allows.
+        limits: Limits,
+    },
+    /// Authentication succeeded; the server proves it knows the key too.
+    AuthOk {
+        /// HMAC over the nonces in the other order, hex.
+        mac: String,
+    },
+    /// The test is set up; connect the data streams.
+    Accepted {
+        /// Test id (in every data packet's header).
+        test_id: u16,
+        /// Token the client sends on every TCP data connection.
+        token: u64,
+        /// UDP: one port per stream id (index 0 = stream 1). TCP: one listening port.
+        ports: Vec<u16>,
+    },
+    /// All data streams are connected; the test runs from now.
+    Ready,
+    /// Live counters of the server's streams at the end of interval `index`.
+    Interval {
+        /// 0-based interval number.
+        index: u32,
+        /// (stream id, totals so far).
+        streams: Vec<(u8, LiveSnapshot)>,
+    },
+    /// Final reports of the server's streams.
+    Results {
+        /// One per stream the server sent or received.
+        reports: Vec<StreamReport>,
+    },
+    /// The echo socket is ready.
+    EchoReady {
+        /// UDP port to send messages to.
+        port: u16,
+    },
+    /// Something went wrong; the server closes the connection after this.
+    Error {
+        /// Machine-readable class.
+        code: ErrorCode,
+        /// Human-readable explanation.
+        message: String,
+    },
+}
+
+/// Classes of [`ServerMsg::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Wrong magic or unsupported version.
+    Version,
+    /// Authentication required or failed.
+    Auth,
+    /// The request exceeds a server limit.
+    Limit,
+    /// The server is running its maximum number of tests.
+    Busy,
+    /// The request is invalid.
+    BadRequest,
+    /// The message could not be decoded or came out of order.
+    Protocol,
+    /// A read timed out.
+    Timeout,
+    /// The server failed internally (sockets, threads).
+    Internal,
+}
+
+/// Server limits, announced in the hello.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Total bits/s per test over all streams (`None` = no limit).
+    pub max_rate_bps: Option<f64>,
+    /// Longest test.
+    pub max_duration_s: f64,
+    /// Most streams per test (both directions together).
+    pub max_streams: u16,
+    /// Most tests at once.
+    pub max_tests: u16,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_rate_bps: None,
+            max_duration_s: 3600.0,
+            max_streams: 128,
+            max_tests: 16,
+        }
+    }
+}
+
+/// One stream's final report, from whichever side ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StreamReport {
+    /// A UDP sender.
+    UdpTx(UdpSenderReport),
+    /// A UDP receiver.
+    UdpRx(UdpReceiverReport),
+    /// A TCP sender.
+    TcpTx(TcpSenderReport),
+    /// A TCP receiver.
+    TcpRx(TcpReceiverReport),
+}
+
+impl StreamReport {
+    /// The stream id the report belongs to.
+    pub fn stream_id(&self) -> u8 {
+        match self {
+            StreamReport::UdpTx(r) => r.stream_id,
+            StreamReport::UdpRx(r) => r.stream_id,
+            StreamReport::TcpTx(r) => r.stream_id,
+            StreamReport::TcpRx(r) => r.stream_id,
+        }
+    }
+}

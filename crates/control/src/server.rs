@@ -1,0 +1,747 @@
+//! The wirebench server: many tests at once, each on its own control connection thread.
+//!
+//! Every read has a deadline; a connection that sends bad bytes, an oversized length, an
+//! unknown version or nothing at all gets an error message (when it can still be sent) and
+//! is closed, and no other connection or test notices. Limits (rate, duration, streams,
+//! concurrent tests) are checked before any socket of a test is opened.
+
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use engine::spec::{EchoSpec, Protocol, TestSpec};
+use engine::{tcp, udp};
+
+use crate::frame::{read_msg, read_msg_within, write_msg};
+use crate::messages::{ClientMsg, ErrorCode, Limits, ServerMsg};
+use crate::streams::{self, Sender, SideRun};
+use crate::{auth, ProtoError, MAGIC, VERSION};
+
+/// Default time a client has for each message before its test runs (hello, auth, request).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time the client has to connect its data streams after `Accepted`.
+const STREAM_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long UDP receivers keep reading after the senders finished.
+const UDP_GRACE: Duration = Duration::from_millis(250);
+/// How long TCP receivers may take to reach end of stream after the senders finished.
+const TCP_GRACE: Duration = Duration::from_secs(3);
+/// Extra time past the test's duration before the server gives up on a silent client.
+const FINISH_SLACK: Duration = Duration::from_secs(10);
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub bind: SocketAddr,
+    /// Limits announced to and enforced on clients.
+    pub limits: Limits,
+    /// Pre-shared key; `Some` makes authentication mandatory.
+    pub key: Option<Vec<u8>>,
+    /// Time a client has for each handshake message.
+    pub handshake_timeout: Duration,
+}
+
+struct Ctx {
+    limits: Limits,
+    key: Option<Vec<u8>>,
+    host_id: Option<String>,
+    handshake_timeout: Duration,
+    active_tests: AtomicUsize,
+    connections: AtomicUsize,
+    next_test_id: AtomicU16,
+}
+
+/// A bound server, ready to serve.
+pub struct Server {
+    listener: TcpListener,
+    ctx: Arc<Ctx>,
+}
+
+/// A server running on a background thread (used by `demo` and tests).
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A slot in a counter, released on drop.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl<'a> Slot<'a> {
+    fn take(counter: &'a AtomicUsize, max: usize) -> Option<Self> {
+        counter
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(counter))
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Server {
+    /// Binds the listening socket.
+    pub fn bind(cfg: ServerConfig) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(cfg.bind)?;
+        let ctx = Ctx {
+            limits: cfg.limits,
+            key: cfg.key,
+            host_id: engine::env::boot_id(),
+            handshake_timeout: cfg.handshake_timeout,
+            active_tests: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
+            next_test_id: AtomicU16::new(1),
+        };
+        Ok(Self {
+            listener,
+            ctx: Arc::new(ctx),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts connections until `stop` is set (checked every 50 ms).
+    pub fn serve(self, stop: &AtomicBool) -> std::io::Result<()> {
+        self.listener.set_nonblocking(true)?;
+        let max_conns = usize::from(self.ctx.limits.max_tests) * 2 + 16;
+        while !stop.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((stream, peer)) => {
+                    let ctx = self.ctx.clone();
+                    let _ = stream.set_nonblocking(false);
+                    let spawned =
+                        std::thread::Builder::new()
+                            .name("wb-conn".into())
+                            .spawn(move || {
+                                let Some(_slot) = Slot::take(&ctx.connections, max_conns) else {
+                                    let mut s = stream;
+                                    let _ = write_msg(
+                                        &mut s,
+                                        &refusal(ErrorCode::Busy, "too many connections"),
+                                    );
+                                    return;
+                                };
+                                match handle_connection(stream, &ctx) {
+                                    Ok(()) => tracing::info!("{peer}: done"),
+                                    Err(e) => tracing::warn!("{peer}: {e}"),
+                                }
+                            });
+                    if let Err(e) = spawned {
+                        tracing::error!("cannot start a connection thread: {e}");
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the server on a background thread until the handle is dropped.
+    pub fn spawn(self) -> std::io::Result<ServerHandle> {
+        let addr = self.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("wb-server".into())
+            .spawn(move || {
+                let _ = self.serve(&s);
+            })?;
+        Ok(ServerHandle {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn refusal(code: ErrorCode, message: impl Into<String>) -> ServerMsg {
+    ServerMsg::Error {
+        code,
+        message: message.into(),
+    }
+}
+
+/// Sends an error to the client (best effort) and returns it as this connection's error.
+fn refuse(ctrl: &mut TcpStream, code: ErrorCode, message: String) -> ProtoError {
+    let _ = write_msg(ctrl, &refusal(code, message.clone()));
+    ProtoError::Refused { code, message }
+}
+
+fn handle_connection(mut ctrl: TcpStream, ctx: &Ctx) -> Result<(), ProtoError> {
+    ctrl.set_nodelay(true).map_err(ProtoError::Io)?;
+    ctrl.set_write_timeout(Some(ctx.handshake_timeout))
+        .map_err(ProtoError::Io)?;
+    let hello = read_or_refuse(&mut ctrl, ctx.handshake_timeout, "hello")?;
+    match hello {
+        ClientMsg::Hello { magic, version } if magic == MAGIC && version == VERSION => {}
+        ClientMsg::Hello { magic, version } => {
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Version,
+                format!("this server speaks {MAGIC} protocol version {VERSION}; client sent {magic:?} version {version}"),
+            ))
+        }
+        other => return Err(refuse(&mut ctrl, ErrorCode::Protocol, format!("expected hello, got {}", kind(&other)))),
+    }
+    let challenge = match &ctx.key {
+        Some(_) => {
+            Some(auth::nonce().map_err(|e| ProtoError::Io(std::io::Error::other(e.to_string())))?)
+        }
+        None => None,
+    };
+    write_msg(
+        &mut ctrl,
+        &ServerMsg::Hello {
+            version: VERSION,
+            host_id: ctx.host_id.clone(),
+            challenge: challenge.map(|c| auth::to_hex(&c)),
+            limits: ctx.limits,
+        },
+    )?;
+    if let (Some(key), Some(ns)) = (&ctx.key, challenge) {
+        let msg: ClientMsg = read_msg_within(&ctrl, ctx.handshake_timeout)
+            .map_err(|e| refuse(&mut ctrl, ErrorCode::Auth, e.to_string()))?;
+        let ClientMsg::Auth { client_nonce, mac } = msg else {
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Auth,
+                "this server requires authentication (--auth-key-file)".into(),
+            ));
+        };
+        let (Some(nc), Some(mac)) = (auth::from_hex(&client_nonce), auth::from_hex(&mac)) else {
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Auth,
+                "authentication fields are not hex".into(),
+            ));
+        };
+        if nc.len() != 32 || !auth::verify_client(key, &ns, &nc, &mac) {
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Auth,
+                "authentication failed: wrong key".into(),
+            ));
+        }
+        write_msg(
+            &mut ctrl,
+            &ServerMsg::AuthOk {
+                mac: auth::to_hex(&auth::server_proof(key, &ns, &nc)),
+            },
+        )?;
+    }
+    let request = read_or_refuse(&mut ctrl, ctx.handshake_timeout, "a test request")?;
+    match request {
+        ClientMsg::Test {
+            spec,
+            one_way,
+            interval_ms,
+        } => serve_test(ctrl, ctx, spec, one_way, interval_ms),
+        ClientMsg::Echo { spec } => serve_echo(ctrl, ctx, spec),
+        other => Err(refuse(
+            &mut ctrl,
+            ErrorCode::Protocol,
+            format!("expected a test request, got {}", kind(&other)),
+        )),
+    }
+}
+
+/// Reads one handshake message; a timeout or undecodable message is answered with an
+/// error before the connection closes.
+fn read_or_refuse(
+    ctrl: &mut TcpStream,
+    timeout: Duration,
+    what: &str,
+) -> Result<ClientMsg, ProtoError> {
+    match read_msg_within(ctrl, timeout) {
+        Ok(m) => Ok(m),
+        Err(ProtoError::Closed) => Err(ProtoError::Closed),
+        Err(e) => {
+            let code = if matches!(e, ProtoError::Timeout) {
+                ErrorCode::Timeout
+            } else {
+                ErrorCode::Protocol
+            };
+            Err(refuse(ctrl, code, format!("expected {what}: {e}")))
+        }
+    }
+}
+
+fn kind(m: &ClientMsg) -> &'static str {
+    match m {
+        ClientMsg::Hello { .. } => "hello",
+        ClientMsg::Auth { .. } => "auth",
+        ClientMsg::Test { .. } => "test",
+        ClientMsg::Echo { .. } => "echo",
+        ClientMsg::Finish { .. } => "finish",
+        ClientMsg::Abort { .. } => "abort",
+    }
+}
+
+/// Checks a request against the server's limits; the message names the limit.
+pub fn check_limits(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
+    spec.validate()?;
+    if spec.duration.as_secs_f64() > limits.max_duration_s {
+        return Err(format!(
+            "duration {:.1} s exceeds this server's --max-duration of {:.1} s",
+            spec.duration.as_secs_f64(),
+            limits.max_duration_s
+        ));
+    }
+    let n = streams::total_streams(spec);
+    if n > limits.max_streams {
+        return Err(format!(
+            "{n} streams exceed this server's --max-streams of {}",
+            limits.max_streams
+        ));
+    }
+    if let Some(max) = limits.max_rate_bps {
+        match spec.total_bits_per_sec() {
+            None => {
+                return Err(format!(
+                    "this server limits tests to {max:.0} bit/s (--max-rate); give a rate with -b"
+                ))
+            }
+            Some(total) if total > max * 1.000_001 => {
+                return Err(format!(
+                    "{total:.0} bit/s exceeds this server's --max-rate of {max:.0} bit/s"
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn serve_test(
+    mut ctrl: TcpStream,
+    ctx: &Ctx,
+    spec: TestSpec,
+    one_way: bool,
+    interval_ms: u32,
+) -> Result<(), ProtoError> {
+    if let Err(msg) = check_limits(&spec, &ctx.limits) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    }
+    let Some(_slot) = Slot::take(&ctx.active_tests, usize::from(ctx.limits.max_tests)) else {
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Busy,
+            format!(
+                "the server is running its maximum of {} tests (--max-tests)",
+                ctx.limits.max_tests
+            ),
+        ));
+    };
+    let test_id = ctx.next_test_id.fetch_add(1, Ordering::Relaxed);
+    let token = u64::from_le_bytes(
+        auth::nonce()
+            .map(|n| n[..8].try_into().unwrap_or([0; 8]))
+            .unwrap_or([0; 8]),
+    );
+    let local_ip = ctrl.local_addr().map_err(ProtoError::Io)?.ip();
+    let plan = streams::plan(&spec);
+    let mut side = SideRun::new();
+    let setup = match spec.protocol {
+        Protocol::Udp => setup_udp(
+            &mut ctrl, &spec, one_way, test_id, token, local_ip, &plan, &mut side,
+        ),
+        Protocol::Tcp => setup_tcp(&mut ctrl, &spec, test_id, token, local_ip, &plan, &mut side),
+    };
+    if let Err(e) = setup {
+        side.abort();
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Internal,
+            format!("stream setup failed: {e}"),
+        ));
+    }
+    write_msg(&mut ctrl, &ServerMsg::Ready)?;
+    run_control_loop(ctrl, spec, interval_ms, side)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn setup_udp(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    one_way: bool,
+    test_id: u16,
+    token: u64,
+    local_ip: IpAddr,
+    plan: &[(u8, Sender)],
+    side: &mut SideRun,
+) -> std::io::Result<()> {
+    let mut socks = Vec::with_capacity(plan.len());
+    for _ in plan {
+        let s = UdpSocket::bind((local_ip, 0))?;
+        udp::prepare_socket(&s, spec.window, spec.dscp)?;
+        socks.push(s);
+    }
+    let ports = socks
+        .iter()
+        .map(|s| s.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()?;
+    write_msg(
+        ctrl,
+        &ServerMsg::Accepted {
+            test_id,
+            token,
+            ports,
+        },
+    )
+    .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let deadline = Instant::now() + STREAM_SETUP_TIMEOUT;
+    for (s, (id, _)) in socks.iter().zip(plan) {
+        udp::accept_registration(
+            s,
+            test_id,
+            *id,
+            deadline.saturating_duration_since(Instant::now()),
+        )?;
+    }
+    // Receivers first so that nothing the client sends at once is missed.
+    for (s, (id, who)) in socks.iter().zip(plan) {
+        if *who == Sender::Client {
+            let cfg = udp::UdpRecvConfig {
+                test_id,
+                stream_id: *id,
+                one_way,
+                max_len: spec.len,
+            };
+            side.udp_receiver(s.try_clone()?, cfg)?;
+        }
+    }
+    for (s, (id, who)) in socks.into_iter().zip(plan) {
+        if *who == Sender::Server {
+            side.udp_sender(s, udp_send_config(spec, test_id, *id, one_way))?;
+        }
+    }
+    Ok(())
+}
+
+/// The sender configuration both sides derive from a request.
+pub(crate) fn udp_send_config(
+    spec: &TestSpec,
+    test_id: u16,
+    stream_id: u8,
+    one_way: bool,
+) -> udp::UdpSendConfig {
+    udp::UdpSendConfig {
+        test_id,
+        stream_id,
+        payload_len: spec.len,
+        rate: spec.rate,
+        duration: spec.duration,
+        backend: spec.udp_backend,
+        echo_probes: !one_way,
+    }
+}
+
+fn setup_tcp(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    test_id: u16,
+    token: u64,
+    local_ip: IpAddr,
+    plan: &[(u8, Sender)],
+    side: &mut SideRun,
+) -> std::io::Result<()> {
+    let listener = TcpListener::bind((local_ip, 0))?;
+    let port = listener.local_addr()?.port();
+    write_msg(
+        ctrl,
+        &ServerMsg::Accepted {
+            test_id,
+            token,
+            ports: vec![port],
+        },
+    )
+    .map_err(|e| std::io::Error::other(e.to_string()))?;
+    listener.set_nonblocking(true)?;
+    let deadline = Instant::now() + STREAM_SETUP_TIMEOUT;
+    let mut conns: Vec<Option<TcpStream>> = (0..plan.len()).map(|_| None).collect();
+    while conns.iter().any(Option::is_none) {
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "not all TCP data connections arrived",
+            ));
+        }
+        match listener.accept() {
+            Ok((mut s, _)) => {
+                s.set_nonblocking(false)?;
+                let Ok(id) = streams::read_greeting(&mut s, test_id, token, Duration::from_secs(2))
+                else {
+                    continue;
+                };
+                if let Some(slot) = plan.iter().position(|(i, _)| *i == id) {
+                    if conns[slot].is_none() {
+                        tcp::prepare_stream(&s, spec.window, spec.dscp)?;
+                        conns[slot] = Some(s);
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for (c, (id, who)) in conns.into_iter().zip(plan) {
+        let Some(s) = c else { continue };
+        match who {
+            Sender::Client => side.tcp_receiver(s, *id)?,
+            Sender::Server => side.tcp_sender(s, tcp_send_config(spec, *id))?,
+        }
+    }
+    Ok(())
+}
+
+/// TCP sender configuration derived from a request.
+pub(crate) fn tcp_send_config(spec: &TestSpec, stream_id: u8) -> tcp::TcpSendConfig {
+    tcp::TcpSendConfig {
+        stream_id,
+        block_len: spec.len,
+        rate: spec.rate,
+        duration: spec.duration,
+    }
+}
+
+/// Reads client messages on a helper thread so that the control loop can wait with a
+/// timeout without tearing a message in half.
+pub(crate) fn spawn_reader<T>(
+    ctrl: &TcpStream,
+    timeout: Duration,
+) -> std::io::Result<mpsc::Receiver<Result<T, ProtoError>>>
+where
+    T: serde::de::DeserializeOwned + Send + 'static,
+{
+    let mut r = ctrl.try_clone()?;
+    r.set_read_timeout(Some(timeout))?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("wb-ctrl-rx".into())
+        .spawn(move || loop {
+            let m = read_msg::<T>(&mut r);
+            let end = m.is_err();
+            if tx.send(m).is_err() || end {
+                break;
+            }
+        })?;
+    Ok(rx)
+}
+
+fn run_control_loop(
+    mut ctrl: TcpStream,
+    spec: TestSpec,
+    interval_ms: u32,
+    mut side: SideRun,
+) -> Result<(), ProtoError> {
+    let limit = spec.duration + FINISH_SLACK;
+    let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
+    let start = Instant::now();
+    let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
+    let mut index = 0u32;
+    let finish = loop {
+        let now = start.elapsed();
+        if now >= limit {
+            side.abort();
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Timeout,
+                "the client did not finish the test in time".into(),
+            ));
+        }
+        let next_tick = interval
+            .map(|i| i * (index + 1))
+            .filter(|t| *t <= spec.duration + i_or_zero(interval));
+        let wait = next_tick
+            .map(|t| t.saturating_sub(now))
+            .unwrap_or(Duration::from_millis(100))
+            .min(limit - now);
+        match rx.recv_timeout(wait) {
+            Ok(Ok(ClientMsg::Finish { reports })) => break reports,
+            Ok(Ok(ClientMsg::Abort { reason })) => {
+                side.abort();
+                tracing::info!("client aborted: {reason}");
+                return Ok(());
+            }
+            Ok(Ok(other)) => {
+                side.abort();
+                return Err(refuse(
+                    &mut ctrl,
+                    ErrorCode::Protocol,
+                    format!("unexpected {} during a test", kind(&other)),
+                ));
+            }
+            Ok(Err(e)) => {
+                side.abort();
+                return Err(e);
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                side.abort();
+                return Err(ProtoError::Closed);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Some(t) = next_tick {
+            if start.elapsed() >= t {
+                write_msg(
+                    &mut ctrl,
+                    &ServerMsg::Interval {
+                        index,
+                        streams: side.sample(),
+                    },
+                )?;
+                index += 1;
+            }
+        }
+    };
+    // The client's sender reports stay with the client: it assembles the results.
+    let _ = finish;
+    let mut reports = side.join_senders();
+    let grace = if spec.protocol == Protocol::Tcp {
+        TCP_GRACE
+    } else {
+        UDP_GRACE
+    };
+    reports.extend(side.finish_receivers(grace));
+    write_msg(&mut ctrl, &ServerMsg::Results { reports })
+}
+
+fn i_or_zero(i: Option<Duration>) -> Duration {
+    i.unwrap_or(Duration::ZERO)
+}
+
+fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), ProtoError> {
+    if spec.duration.as_secs_f64() > ctx.limits.max_duration_s {
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Limit,
+            format!(
+                "duration exceeds this server's --max-duration of {:.1} s",
+                ctx.limits.max_duration_s
+            ),
+        ));
+    }
+    let Some(_slot) = Slot::take(&ctx.active_tests, usize::from(ctx.limits.max_tests)) else {
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Busy,
+            "the server is running its maximum number of tests".into(),
+        ));
+    };
+    let local_ip = ctrl.local_addr().map_err(ProtoError::Io)?.ip();
+    let sock = UdpSocket::bind((local_ip, 0)).map_err(ProtoError::Io)?;
+    let _ = engine::sys::enable_rx_timestamps(&sock);
+    let port = sock.local_addr().map_err(ProtoError::Io)?.port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let spin = spec.spin;
+    let echo = std::thread::Builder::new()
+        .name("wb-echo".into())
+        .spawn(move || udp::run_echo(&sock, spin, &s2))
+        .map_err(ProtoError::Io)?;
+    write_msg(&mut ctrl, &ServerMsg::EchoReady { port })?;
+    let limit = spec.duration + FINISH_SLACK;
+    let res = read_msg_within::<ClientMsg>(&ctrl, limit);
+    stop.store(true, Ordering::Relaxed);
+    let echoed = echo.join().unwrap_or(0);
+    tracing::info!("echo test done: {echoed} messages echoed");
+    match res {
+        Ok(ClientMsg::Finish { .. } | ClientMsg::Abort { .. }) | Err(ProtoError::Closed) => Ok(()),
+        Ok(other) => Err(refuse(
+            &mut ctrl,
+            ErrorCode::Protocol,
+            format!("unexpected {} during an echo test", kind(&other)),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use engine::spec::{Direction, Rate, UdpBackend};
+
+    fn spec() -> TestSpec {
+        TestSpec {
+            protocol: Protocol::Udp,
+            duration: Duration::from_secs(10),
+            rate: Rate::BitsPerSec(100e6),
+            len: 1000,
+            streams: 2,
+            direction: Direction::Bidir,
+            udp_backend: UdpBackend::Auto,
+            synced_clocks: false,
+            dscp: None,
+            window: None,
+        }
+    }
+
+    #[test]
+    fn limits_name_the_limit() {
+        let l = Limits {
+            max_rate_bps: Some(150e6),
+            max_duration_s: 5.0,
+            max_streams: 3,
+            max_tests: 1,
+        };
+        let e = check_limits(&spec(), &l).unwrap_err();
+        assert!(e.contains("--max-duration"), "{e}");
+        let l = Limits {
+            max_duration_s: 60.0,
+            ..l
+        };
+        let e = check_limits(&spec(), &l).unwrap_err();
+        assert!(
+            e.contains("4 streams") && e.contains("--max-streams"),
+            "{e}"
+        );
+        let l = Limits {
+            max_streams: 8,
+            ..l
+        };
+        let e = check_limits(&spec(), &l).unwrap_err();
+        assert!(e.contains("--max-rate"), "{e}");
+        let l = Limits {
+            max_rate_bps: Some(200e6),
+            ..l
+        };
+        assert!(check_limits(&spec(), &l).is_ok());
+        let mut unlimited = spec();
+        unlimited.rate = Rate::Unlimited;
+        assert!(check_limits(&unlimited, &l).unwrap_err().contains("-b"));
+    }
+}

@@ -1,0 +1,341 @@
+//! The data streams one side of a test runs: which side sends which stream, the TCP data
+//! greeting, and a runner that owns the data-plane threads of one side.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use engine::live::{LiveCounters, LiveSnapshot};
+use engine::spec::{Direction, TestSpec};
+use engine::{tcp, udp};
+
+use crate::messages::StreamReport;
+
+/// Who sends a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sender {
+    Client,
+    Server,
+}
+
+/// Stream ids and their senders: forward `1..=P` from the client, reverse `1..=P` from the
+/// server, bidir `1..=P` from the client and `P+1..=2P` from the server.
+pub(crate) fn plan(spec: &TestSpec) -> Vec<(u8, Sender)> {
+    let p = spec.streams;
+    match spec.direction {
+        Direction::Forward => (1..=p).map(|i| (i, Sender::Client)).collect(),
+        Direction::Reverse => (1..=p).map(|i| (i, Sender::Server)).collect(),
+        Direction::Bidir => (1..=p)
+            .map(|i| (i, Sender::Client))
+            .chain((1..=p).map(|i| (p.saturating_add(i), Sender::Server)))
+            .collect(),
+    }
+}
+
+/// Total streams of a test (both directions).
+pub(crate) fn total_streams(spec: &TestSpec) -> u16 {
+    let p = u16::from(spec.streams);
+    if spec.direction == Direction::Bidir {
+        2 * p
+    } else {
+        p
+    }
+}
+
+/// Length of the greeting that opens every TCP data connection.
+pub(crate) const GREETING_LEN: usize = 15;
+const GREETING_MAGIC: &[u8; 4] = b"WBTD";
+
+/// `WBTD`, test id (u16 BE), stream id (u8), token (u64 BE).
+pub(crate) fn write_greeting(
+    s: &mut TcpStream,
+    test_id: u16,
+    stream_id: u8,
+    token: u64,
+) -> std::io::Result<()> {
+    let mut g = [0u8; GREETING_LEN];
+    g[..4].copy_from_slice(GREETING_MAGIC);
+    g[4..6].copy_from_slice(&test_id.to_be_bytes());
+    g[6] = stream_id;
+    g[7..15].copy_from_slice(&token.to_be_bytes());
+    s.write_all(&g)
+}
+
+/// Reads and checks a greeting; returns the stream id.
+pub(crate) fn read_greeting(
+    s: &mut TcpStream,
+    test_id: u16,
+    token: u64,
+    timeout: Duration,
+) -> Result<u8, String> {
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let mut g = [0u8; GREETING_LEN];
+    s.read_exact(&mut g)
+        .map_err(|e| format!("no data-connection greeting: {e}"))?;
+    if &g[..4] != GREETING_MAGIC {
+        return Err("data connection did not start with the wirebench greeting".into());
+    }
+    let tid = u16::from_be_bytes([g[4], g[5]]);
+    let tok = u64::from_be_bytes([g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14]]);
+    if tid != test_id || tok != token {
+        return Err("data connection carries another test's id or token".into());
+    }
+    Ok(g[6])
+}
+
+struct Running {
+    id: u8,
+    live: Arc<LiveCounters>,
+    handle: JoinHandle<StreamReport>,
+}
+
+/// A sender set up but not yet started (the client starts its senders at `Ready`).
+enum Pending {
+    Udp(UdpSocket, udp::UdpSendConfig),
+    Tcp(TcpStream, tcp::TcpSendConfig),
+}
+
+/// The data-plane threads of one side of one test.
+pub(crate) struct SideRun {
+    sender_stop: Arc<AtomicBool>,
+    receiver_stop: Arc<AtomicBool>,
+    senders: Vec<Running>,
+    receivers: Vec<Running>,
+    pending: Vec<Pending>,
+    kept: Vec<StreamReport>,
+}
+
+impl SideRun {
+    pub(crate) fn new() -> Self {
+        Self {
+            sender_stop: Arc::new(AtomicBool::new(false)),
+            receiver_stop: Arc::new(AtomicBool::new(false)),
+            senders: Vec::new(),
+            receivers: Vec::new(),
+            pending: Vec::new(),
+            kept: Vec::new(),
+        }
+    }
+
+    /// Queues a UDP sender for [`SideRun::start`].
+    pub(crate) fn udp_sender_pending(&mut self, sock: UdpSocket, cfg: udp::UdpSendConfig) {
+        self.pending.push(Pending::Udp(sock, cfg));
+    }
+
+    /// Queues a TCP sender for [`SideRun::start`].
+    pub(crate) fn tcp_sender_pending(&mut self, s: TcpStream, cfg: tcp::TcpSendConfig) {
+        self.pending.push(Pending::Tcp(s, cfg));
+    }
+
+    /// Starts the queued senders.
+    pub(crate) fn start(&mut self) -> std::io::Result<()> {
+        for p in std::mem::take(&mut self.pending) {
+            match p {
+                Pending::Udp(s, c) => self.udp_sender(s, c)?,
+                Pending::Tcp(s, c) => self.tcp_sender(s, c)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps reports already collected (the client's sender reports) for the outcome.
+    pub(crate) fn keep(&mut self, reports: Vec<StreamReport>) {
+        self.kept.extend(reports);
+    }
+
+    /// The kept reports.
+    pub(crate) fn take_kept(&mut self) -> Vec<StreamReport> {
+        std::mem::take(&mut self.kept)
+    }
+
+    fn spawn(
+        &mut self,
+        id: u8,
+        is_sender: bool,
+        name: &str,
+        f: impl FnOnce(&LiveCounters, &AtomicBool) -> StreamReport + Send + 'static,
+    ) -> std::io::Result<()> {
+        let live = Arc::new(LiveCounters::default());
+        let stop = if is_sender {
+            self.sender_stop.clone()
+        } else {
+            self.receiver_stop.clone()
+        };
+        let l = live.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("wb-{name}-{id}"))
+            .spawn(move || f(&l, &stop))?;
+        let r = Running { id, live, handle };
+        if is_sender {
+            self.senders.push(r);
+        } else {
+            self.receivers.push(r);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn udp_sender(
+        &mut self,
+        sock: UdpSocket,
+        cfg: udp::UdpSendConfig,
+    ) -> std::io::Result<()> {
+        self.spawn(cfg.stream_id, true, "udp-tx", move |live, stop| {
+            StreamReport::UdpTx(udp::run_sender(&sock, &cfg, live, stop))
+        })
+    }
+
+    pub(crate) fn udp_receiver(
+        &mut self,
+        sock: UdpSocket,
+        cfg: udp::UdpRecvConfig,
+    ) -> std::io::Result<()> {
+        self.spawn(cfg.stream_id, false, "udp-rx", move |live, stop| {
+            StreamReport::UdpRx(udp::run_receiver(&sock, &cfg, live, stop))
+        })
+    }
+
+    pub(crate) fn tcp_sender(
+        &mut self,
+        s: TcpStream,
+        cfg: tcp::TcpSendConfig,
+    ) -> std::io::Result<()> {
+        self.spawn(cfg.stream_id, true, "tcp-tx", move |live, stop| {
+            StreamReport::TcpTx(tcp::run_sender(&s, &cfg, live, stop))
+        })
+    }
+
+    pub(crate) fn tcp_receiver(&mut self, s: TcpStream, id: u8) -> std::io::Result<()> {
+        self.spawn(id, false, "tcp-rx", move |live, stop| {
+            StreamReport::TcpRx(tcp::run_receiver(&s, id, live, stop))
+        })
+    }
+
+    /// Current totals of every stream of this side.
+    pub(crate) fn sample(&self) -> Vec<(u8, LiveSnapshot)> {
+        self.senders
+            .iter()
+            .chain(&self.receivers)
+            .map(|r| (r.id, r.live.snapshot()))
+            .collect()
+    }
+
+    pub(crate) fn senders_done(&self) -> bool {
+        self.senders.iter().all(|r| r.handle.is_finished())
+    }
+
+    /// Waits for the senders (they stop at their own deadline) and returns their reports.
+    pub(crate) fn join_senders(&mut self) -> Vec<StreamReport> {
+        self.senders
+            .drain(..)
+            .filter_map(|r| r.handle.join().ok())
+            .collect()
+    }
+
+    /// Gives receivers up to `grace` to finish by themselves (end of stream), then stops
+    /// them (each drains what its socket still holds) and returns their reports.
+    pub(crate) fn finish_receivers(&mut self, grace: Duration) -> Vec<StreamReport> {
+        let until = Instant::now() + grace;
+        while Instant::now() < until && !self.receivers.iter().all(|r| r.handle.is_finished()) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.receiver_stop.store(true, Ordering::Relaxed);
+        self.receivers
+            .drain(..)
+            .filter_map(|r| r.handle.join().ok())
+            .collect()
+    }
+
+    /// Stops everything now and waits for the threads.
+    pub(crate) fn abort(&mut self) {
+        self.sender_stop.store(true, Ordering::Relaxed);
+        self.receiver_stop.store(true, Ordering::Relaxed);
+        for r in self.senders.drain(..).chain(self.receivers.drain(..)) {
+            let _ = r.handle.join();
+        }
+    }
+}
+
+impl Drop for SideRun {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use engine::spec::{Protocol, Rate, UdpBackend};
+
+    fn spec(direction: Direction, streams: u8) -> TestSpec {
+        TestSpec {
+            protocol: Protocol::Udp,
+            duration: Duration::from_secs(1),
+            rate: Rate::Unlimited,
+            len: 100,
+            streams,
+            direction,
+            udp_backend: UdpBackend::Auto,
+            synced_clocks: false,
+            dscp: None,
+            window: None,
+        }
+    }
+
+    #[test]
+    fn stream_plans() {
+        assert_eq!(
+            plan(&spec(Direction::Forward, 2)),
+            vec![(1, Sender::Client), (2, Sender::Client)]
+        );
+        assert_eq!(
+            plan(&spec(Direction::Reverse, 1)),
+            vec![(1, Sender::Server)]
+        );
+        assert_eq!(
+            plan(&spec(Direction::Bidir, 2)),
+            vec![
+                (1, Sender::Client),
+                (2, Sender::Client),
+                (3, Sender::Server),
+                (4, Sender::Server)
+            ]
+        );
+        assert_eq!(total_streams(&spec(Direction::Bidir, 3)), 6);
+    }
+
+    #[test]
+    fn greeting_round_trip_and_rejects() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            write_greeting(&mut c, 7, 3, 0xdead_beef).unwrap();
+            let mut c2 = TcpStream::connect(addr).unwrap();
+            write_greeting(&mut c2, 7, 3, 1).unwrap();
+            let mut c3 = TcpStream::connect(addr).unwrap();
+            c3.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        });
+        let (mut a, _) = l.accept().unwrap();
+        assert_eq!(
+            read_greeting(&mut a, 7, 0xdead_beef, Duration::from_secs(2)),
+            Ok(3)
+        );
+        let (mut b, _) = l.accept().unwrap();
+        assert!(
+            read_greeting(&mut b, 7, 0xdead_beef, Duration::from_secs(2))
+                .unwrap_err()
+                .contains("token")
+        );
+        let (mut c, _) = l.accept().unwrap();
+        assert!(
+            read_greeting(&mut c, 7, 0xdead_beef, Duration::from_secs(2))
+                .unwrap_err()
+                .contains("greeting")
+        );
+        t.join().unwrap();
+    }
+}

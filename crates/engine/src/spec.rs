@@ -1,0 +1,209 @@
+//! What a test asks for: protocol, rate, payload length, streams, direction and duration.
+//!
+//! These types travel in the control protocol (serde) and are what the data plane runs;
+//! the CLI resolves its flags into them. Units live in the types: rates in bits or packets
+//! per second, lengths in payload bytes (the UDP or TCP payload, as iperf3 counts).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Transport protocol of a throughput test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// TCP streams (one connection per stream).
+    Tcp,
+    /// UDP streams carrying the wirebench test header.
+    Udp,
+}
+
+impl Protocol {
+    /// Lower-case name, as in the JSON results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+    }
+}
+
+/// Offered load of one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Rate {
+    /// As fast as the sender can go.
+    Unlimited,
+    /// Payload bits per second (iperf3's `-b`).
+    BitsPerSec(f64),
+    /// Packets (UDP datagrams or TCP writes) per second.
+    PacketsPerSec(f64),
+}
+
+impl Rate {
+    /// Packets per second for a given payload length, or `None` when unlimited.
+    pub fn packets_per_sec(self, payload_len: usize) -> Option<f64> {
+        match self {
+            Rate::Unlimited => None,
+            Rate::BitsPerSec(bps) => Some(bps / (payload_len.max(1) as f64 * 8.0)),
+            Rate::PacketsPerSec(pps) => Some(pps),
+        }
+    }
+
+    /// Payload bits per second for a given payload length, or `None` when unlimited.
+    pub fn bits_per_sec(self, payload_len: usize) -> Option<f64> {
+        match self {
+            Rate::Unlimited => None,
+            Rate::BitsPerSec(bps) => Some(bps),
+            Rate::PacketsPerSec(pps) => Some(pps * payload_len as f64 * 8.0),
+        }
+    }
+}
+
+/// Which way the data flows, seen from the client (iperf3's `-R` and `--bidir`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Client sends, server receives.
+    Forward,
+    /// Server sends, client receives (`-R`).
+    Reverse,
+    /// Both at once, with `streams` streams each way (`--bidir`).
+    Bidir,
+}
+
+/// How a UDP sender hands datagrams to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum UdpBackend {
+    /// GSO for unlimited or very high rates, `sendmmsg` otherwise.
+    #[default]
+    Auto,
+    /// One datagram per message, up to 64 per `sendmmsg` call, paced per packet.
+    Sendmmsg,
+    /// UDP generic segmentation offload: one `send` carries up to 64 datagrams.
+    Gso,
+}
+
+impl UdpBackend {
+    /// Packet rates above this use GSO in `Auto` mode: below it the per-packet gap
+    /// (≥ 5 µs) is long enough that sending datagram by datagram keeps even spacing.
+    pub const AUTO_GSO_ABOVE_PPS: f64 = 200_000.0;
+
+    /// Resolves `Auto` for a given packet rate (`None` = unlimited).
+    pub fn resolve(self, pps: Option<f64>) -> UdpBackend {
+        match self {
+            UdpBackend::Auto => match pps {
+                None => UdpBackend::Gso,
+                Some(p) if p > Self::AUTO_GSO_ABOVE_PPS => UdpBackend::Gso,
+                Some(_) => UdpBackend::Sendmmsg,
+            },
+            other => other,
+        }
+    }
+
+    /// The name recorded in results (`udp-sendmmsg`, `udp-gso`).
+    pub fn result_name(self) -> &'static str {
+        match self {
+            UdpBackend::Auto => "udp-auto",
+            UdpBackend::Sendmmsg => "udp-sendmmsg",
+            UdpBackend::Gso => "udp-gso",
+        }
+    }
+}
+
+/// A complete throughput-test request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    /// TCP or UDP.
+    pub protocol: Protocol,
+    /// How long senders send.
+    pub duration: Duration,
+    /// Offered load per stream.
+    pub rate: Rate,
+    /// Payload bytes per datagram (UDP) or per write (TCP).
+    pub len: usize,
+    /// Parallel streams (per direction with `Bidir`).
+    pub streams: u8,
+    /// Data direction.
+    pub direction: Direction,
+    /// UDP send path.
+    pub udp_backend: UdpBackend,
+    /// The user declares the two hosts' clocks synchronised (PTP/NTP): one-way latency
+    /// is then reported even between different hosts.
+    pub synced_clocks: bool,
+    /// DSCP to mark data packets with (0..=63).
+    pub dscp: Option<u8>,
+    /// Socket buffer size in bytes (`-w`).
+    pub window: Option<u32>,
+}
+
+impl TestSpec {
+    /// Smallest UDP payload: the wirebench test header.
+    pub const MIN_UDP_LEN: usize = wire::testhdr::HEADER_LEN;
+    /// Largest UDP payload over IPv4 (65535 − 20 − 8).
+    pub const MAX_UDP_LEN: usize = 65_507;
+    /// Largest TCP write size accepted.
+    pub const MAX_TCP_LEN: usize = 16 * 1024 * 1024;
+
+    /// Checks the request for values that cannot run; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.duration.is_zero() {
+            return Err("duration must be greater than zero".into());
+        }
+        if self.streams == 0 {
+            return Err("streams must be at least 1".into());
+        }
+        match self.protocol {
+            Protocol::Udp if self.len < Self::MIN_UDP_LEN || self.len > Self::MAX_UDP_LEN => {
+                return Err(format!(
+                    "len {} out of range for UDP: {}..={} bytes (the test header takes {})",
+                    self.len,
+                    Self::MIN_UDP_LEN,
+                    Self::MAX_UDP_LEN,
+                    Self::MIN_UDP_LEN
+                ))
+            }
+            Protocol::Tcp if self.len == 0 || self.len > Self::MAX_TCP_LEN => {
+                return Err(format!(
+                    "len {} out of range for TCP: 1..={} bytes",
+                    self.len,
+                    Self::MAX_TCP_LEN
+                ))
+            }
+            _ => {}
+        }
+        match self.rate {
+            Rate::BitsPerSec(r) | Rate::PacketsPerSec(r) if !(r.is_finite() && r > 0.0) => {
+                return Err(format!("rate must be a positive number, got {r}"))
+            }
+            _ => {}
+        }
+        if let Some(d) = self.dscp {
+            if d > 63 {
+                return Err(format!("dscp {d} out of range 0..=63"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Total offered bits/s over all streams of one direction (`None` = unlimited).
+    pub fn total_bits_per_sec(&self) -> Option<f64> {
+        self.rate
+            .bits_per_sec(self.len)
+            .map(|r| r * f64::from(self.streams))
+    }
+}
+
+/// A ping-pong latency request: the server echoes every datagram back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EchoSpec {
+    /// How long the client may keep the echo socket busy.
+    pub duration: Duration,
+    /// Largest message the client will send (payload bytes).
+    pub max_len: usize,
+    /// The server busy-polls its socket instead of sleeping in `recv`.
+    pub spin: bool,
+}

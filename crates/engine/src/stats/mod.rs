@@ -1,0 +1,21 @@
+//! Per-stream receive statistics (pure: packets and timestamps in, counters out).
+//!
+//! - [`seq`]: exact loss / duplicate / reorder / late accounting over a bitmap window
+//!   (RFC 4737 Type-P-Reordered, RFC 5560 "only the first copy is evaluated");
+//! - [`jitter`]: RFC 3550 §6.4.1 interarrival jitter;
+//! - [`histogram`]: the HDR latency histogram (ns, 1 ns ..= 100 s, 3 digits), its report summary
+//!   and its base64 V2 + deflate encoding for results files;
+//! - [`receiver`]: one receive stream's accumulator combining the three, with cheap snapshots.
+//!
+//! What this module does not do: read sockets or clocks, parse packets, or decide verdicts
+//! (RFC 2544 pass/fail and SLA checks live in the method crate).
+
+pub mod histogram;
+pub mod jitter;
+pub mod receiver;
+pub mod seq;
+
+pub use histogram::{HistogramError, LatencyHistogram, LatencySummary};
+pub use jitter::Rfc3550Jitter;
+pub use receiver::{RxSnapshot, StreamReceiver};
+pub use seq::{Arrival, SeqCounters, SeqTracker, DEFAULT_WINDOW};

@@ -1,0 +1,309 @@
+//! Every `unsafe` call of wirebench lives here: batch syscalls (`sendmmsg`, `recvmmsg`),
+//! control messages (`SCM_TIMESTAMPING`), socket options that socket2 does not cover
+//! (`SO_TIMESTAMPING`, `UDP_SEGMENT`, `TCP_INFO`), per-thread CPU time and timer slack.
+//!
+//! Each function wraps exactly one kernel interface, checks its return value and turns it
+//! into `io::Result`. Nothing here keeps state beyond the buffers it owns.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use crate::clock::UnixNanos;
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `value` lives for the call; the length passed is exactly its size.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    cvt(ret).map(drop)
+}
+
+/// Asks the kernel for software receive timestamps (`SO_TIMESTAMPING` with
+/// `SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE`). The stamps arrive as
+/// `SCM_TIMESTAMPING` control messages and are read by [`RecvBatch`].
+pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> io::Result<()> {
+    let flags = libc::SOF_TIMESTAMPING_RX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE;
+    setsockopt_int(
+        sock.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_TIMESTAMPING,
+        flags as libc::c_int,
+    )
+}
+
+/// Sets `UDP_SEGMENT` (UDP GSO, Linux 4.18+): every `send` of a buffer larger than
+/// `segment` bytes leaves as separate datagrams of `segment` bytes each.
+pub fn set_udp_segment(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {
+    setsockopt_int(
+        sock.as_raw_fd(),
+        libc::SOL_UDP,
+        libc::UDP_SEGMENT,
+        libc::c_int::from(segment),
+    )
+}
+
+/// Sets this thread's timer slack to 1 ns so that short sleeps wake on time
+/// (the default 50 µs slack makes sleeps overshoot).
+pub fn set_timer_slack_1ns() {
+    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long by value; no memory is touched.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// CPU time consumed by the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu_time() -> Duration {
+    // SAFETY: `ts` is a valid out-parameter for clock_gettime.
+    let mut ts: libc::timespec = unsafe { zeroed() };
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if ret != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The fields of `struct tcp_info` that results use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TcpInfo {
+    /// Segments retransmitted over the connection's life (`tcpi_total_retrans`).
+    pub total_retrans: u32,
+    /// Smoothed round-trip time in microseconds (`tcpi_rtt`).
+    pub rtt_us: u32,
+    /// Round-trip time variation in microseconds (`tcpi_rttvar`).
+    pub rttvar_us: u32,
+    /// Congestion window in segments (`tcpi_snd_cwnd`).
+    pub snd_cwnd: u32,
+    /// Maximum segment size the sender uses (`tcpi_snd_mss`).
+    pub snd_mss: u32,
+}
+
+/// Reads `TCP_INFO` from a connected TCP socket.
+pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<TcpInfo> {
+    // SAFETY: `info` is a plain-old-data struct; the kernel fills at most `len` bytes.
+    let mut info: libc::tcp_info = unsafe { zeroed() };
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    let ret = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    cvt(ret)?;
+    Ok(TcpInfo {
+        total_retrans: info.tcpi_total_retrans,
+        rtt_us: info.tcpi_rtt,
+        rttvar_us: info.tcpi_rttvar,
+        snd_cwnd: info.tcpi_snd_cwnd,
+        snd_mss: info.tcpi_snd_mss,
+    })
+}
+
+/// Space for one `SCM_TIMESTAMPING` control message (three `timespec`s) plus slack.
+const CMSG_SPACE: usize = 128;
+
+/// A reusable batch of receive buffers for `recvmmsg(2)`, with room for a kernel receive
+/// timestamp per datagram.
+pub struct RecvBatch {
+    bufs: Vec<u8>,
+    buf_len: usize,
+    cmsgs: Vec<u8>,
+    iovecs: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+    received: usize,
+}
+
+// SAFETY: the raw pointers inside `iovecs`/`hdrs` only ever point into `bufs`/`cmsgs`,
+// which the struct owns; they are rebuilt before every syscall.
+unsafe impl Send for RecvBatch {}
+
+impl RecvBatch {
+    /// `count` buffers of `buf_len` bytes each.
+    pub fn new(count: usize, buf_len: usize) -> Self {
+        let count = count.max(1);
+        Self {
+            bufs: vec![0; count * buf_len],
+            buf_len,
+            cmsgs: vec![0; count * CMSG_SPACE],
+            // SAFETY: iovec and mmsghdr are plain C structs for which all-zero is valid.
+            iovecs: (0..count).map(|_| unsafe { zeroed() }).collect(),
+            hdrs: (0..count).map(|_| unsafe { zeroed() }).collect(),
+            received: 0,
+        }
+    }
+
+    /// Receives up to the batch size of datagrams with one `recvmmsg` call. `nonblocking`
+    /// adds `MSG_DONTWAIT`; otherwise the socket's own receive timeout applies.
+    /// Returns how many datagrams arrived (0 is never returned: a timeout is an error of
+    /// kind `WouldBlock`).
+    pub fn recv(&mut self, sock: &impl AsRawFd, nonblocking: bool) -> io::Result<usize> {
+        let count = self.hdrs.len();
+        let bufs = self.bufs.as_mut_ptr();
+        let cmsgs = self.cmsgs.as_mut_ptr();
+        for i in 0..count {
+            // SAFETY: i < count, so both offsets stay inside the owned allocations.
+            let (buf, cmsg) = unsafe { (bufs.add(i * self.buf_len), cmsgs.add(i * CMSG_SPACE)) };
+            self.iovecs[i] = libc::iovec {
+                iov_base: buf.cast(),
+                iov_len: self.buf_len,
+            };
+            let hdr = &mut self.hdrs[i].msg_hdr;
+            hdr.msg_name = std::ptr::null_mut();
+            hdr.msg_namelen = 0;
+            hdr.msg_iov = &mut self.iovecs[i];
+            hdr.msg_iovlen = 1;
+            hdr.msg_control = cmsg.cast();
+            hdr.msg_controllen = CMSG_SPACE as _;
+            hdr.msg_flags = 0;
+            self.hdrs[i].msg_len = 0;
+        }
+        let flags = if nonblocking { libc::MSG_DONTWAIT } else { 0 };
+        // SAFETY: every header points at buffers owned by `self` that outlive the call.
+        let ret = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                self.hdrs.as_mut_ptr(),
+                count as libc::c_uint,
+                flags,
+                std::ptr::null_mut(),
+            )
+        };
+        let n = cvt(ret)? as usize;
+        self.received = n;
+        Ok(n)
+    }
+
+    /// Datagram `i` of the last batch (payload bytes, truncated to the buffer size) and its
+    /// kernel software receive timestamp, when the kernel supplied one.
+    pub fn get(&self, i: usize) -> Option<(&[u8], Option<UnixNanos>)> {
+        if i >= self.received {
+            return None;
+        }
+        let len = (self.hdrs[i].msg_len as usize).min(self.buf_len);
+        let data = &self.bufs[i * self.buf_len..i * self.buf_len + len];
+        Some((data, self.timestamp(i)))
+    }
+
+    fn timestamp(&self, i: usize) -> Option<UnixNanos> {
+        let hdr = &self.hdrs[i].msg_hdr;
+        // SAFETY: the kernel wrote `msg_controllen` bytes of well-formed cmsgs into our
+        // buffer; the CMSG_* macros only walk inside [msg_control, msg_control+controllen).
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET
+                    && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPING
+                {
+                    let data = libc::CMSG_DATA(cmsg) as *const libc::timespec;
+                    // ts[0] is the software stamp (ts[2] would be hardware).
+                    let ts = std::ptr::read_unaligned(data);
+                    if ts.tv_sec == 0 && ts.tv_nsec == 0 {
+                        return None;
+                    }
+                    return Some(UnixNanos(
+                        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
+                    ));
+                }
+                cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
+            }
+        }
+        None
+    }
+}
+
+/// A reusable batch of send buffers for `sendmmsg(2)` on a connected socket.
+pub struct SendBatch {
+    bufs: Vec<u8>,
+    buf_len: usize,
+    lens: Vec<usize>,
+    iovecs: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: as for RecvBatch, the raw pointers only point into owned buffers and are
+// rebuilt before each syscall.
+unsafe impl Send for SendBatch {}
+
+impl SendBatch {
+    /// `count` buffers of `buf_len` bytes each.
+    pub fn new(count: usize, buf_len: usize) -> Self {
+        let count = count.max(1);
+        Self {
+            bufs: vec![0; count * buf_len],
+            buf_len,
+            lens: vec![buf_len; count],
+            // SAFETY: all-zero is a valid iovec / mmsghdr.
+            iovecs: (0..count).map(|_| unsafe { zeroed() }).collect(),
+            hdrs: (0..count).map(|_| unsafe { zeroed() }).collect(),
+        }
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> usize {
+        self.hdrs.len()
+    }
+
+    /// Mutable access to slot `i`'s buffer; `len` bytes of it are sent.
+    pub fn slot_mut(&mut self, i: usize, len: usize) -> &mut [u8] {
+        let len = len.min(self.buf_len);
+        self.lens[i] = len;
+        &mut self.bufs[i * self.buf_len..i * self.buf_len + len]
+    }
+
+    /// Sends slots `0..n` with one `sendmmsg` call; returns how many the kernel took.
+    pub fn send(&mut self, sock: &impl AsRawFd, n: usize, nonblocking: bool) -> io::Result<usize> {
+        let n = n.min(self.hdrs.len());
+        let bufs = self.bufs.as_mut_ptr();
+        for i in 0..n {
+            // SAFETY: i < count keeps the offset inside `bufs`.
+            let buf = unsafe { bufs.add(i * self.buf_len) };
+            self.iovecs[i] = libc::iovec {
+                iov_base: buf.cast(),
+                iov_len: self.lens[i],
+            };
+            let hdr = &mut self.hdrs[i].msg_hdr;
+            hdr.msg_name = std::ptr::null_mut();
+            hdr.msg_namelen = 0;
+            hdr.msg_iov = &mut self.iovecs[i];
+            hdr.msg_iovlen = 1;
+            hdr.msg_control = std::ptr::null_mut();
+            hdr.msg_controllen = 0;
+            hdr.msg_flags = 0;
+        }
+        let flags = if nonblocking { libc::MSG_DONTWAIT } else { 0 };
+        // SAFETY: headers point at owned buffers valid for the duration of the call.
+        let ret = unsafe {
+            libc::sendmmsg(
+                sock.as_raw_fd(),
+                self.hdrs.as_mut_ptr(),
+                n as libc::c_uint,
+                flags,
+            )
+        };
+        Ok(cvt(ret)? as usize)
+    }
+}

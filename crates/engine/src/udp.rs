@@ -1,0 +1,710 @@
+//! UDP data plane: a paced sender and an accounting receiver, each on its own OS thread.
+//!
+//! The sender follows an absolute schedule (packet n is due at t0 + n/rate), sends due
+//! packets in `sendmmsg` batches or as one GSO super-datagram, spins for short gaps and
+//! sleeps for long ones, and records how late each packet left. Every datagram carries the
+//! wirebench test header (stream, sequence, transmit time). Some datagrams ask the receiver
+//! to echo them; the sender reads the echoes and keeps a round-trip histogram.
+//!
+//! The receiver reads `recvmmsg` batches with kernel receive timestamps, ignores datagrams
+//! of other tests, echoes what it is asked to, and feeds everything else into the exact
+//! per-stream accounting of [`crate::stats`]. It does not decide when a test ends: the
+//! caller sets the stop flag.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use wire::testhdr::{self, TestFlags, TestHeaderRepr};
+
+use crate::clock::{Clock, RealClock, UnixNanos};
+use crate::live::{LiveCounters, LiveSnapshot};
+use crate::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use crate::spec::{Rate, UdpBackend};
+use crate::stats::histogram::{LatencyHistogram, LatencySummary};
+use crate::stats::receiver::StreamReceiver;
+use crate::stats::seq::{SeqTracker, DEFAULT_WINDOW};
+use crate::sys::{self, RecvBatch, SendBatch};
+
+/// Datagrams per `sendmmsg` / `recvmmsg` call.
+pub const BATCH: usize = 64;
+/// Largest GSO super-datagram payload (the kernel limit is 64 KiB including headers).
+const GSO_MAX_BYTES: usize = 65_000;
+/// Round-trip probes per second and stream when the clocks are not shared.
+const PROBES_PER_SEC: f64 = 1000.0;
+/// How long the sender keeps reading echoes after its last packet.
+const ECHO_DRAIN: Duration = Duration::from_millis(50);
+/// Receive timeout: how quickly a receiver notices its stop flag.
+const RECV_TIMEOUT: Duration = Duration::from_millis(20);
+
+/// What a UDP sender does.
+#[derive(Debug, Clone)]
+pub struct UdpSendConfig {
+    /// Test id written into every header.
+    pub test_id: u16,
+    /// Stream id written into every header.
+    pub stream_id: u8,
+    /// Payload bytes per datagram (≥ the test header).
+    pub payload_len: usize,
+    /// Offered load.
+    pub rate: Rate,
+    /// How long to send.
+    pub duration: Duration,
+    /// `Sendmmsg` or `Gso` (`Auto` is resolved by the caller).
+    pub backend: UdpBackend,
+    /// Flag some datagrams for echo to measure round-trip latency.
+    pub echo_probes: bool,
+}
+
+/// What a UDP sender did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSenderReport {
+    /// Stream id.
+    pub stream_id: u8,
+    /// Datagrams the kernel accepted.
+    pub packets: u64,
+    /// Payload bytes the kernel accepted.
+    pub bytes: u64,
+    /// From the first send to the end of sending.
+    pub elapsed: Duration,
+    /// Scheduled packet rate (`None` = unlimited).
+    pub target_pps: Option<f64>,
+    /// Share of due packets not sent by the end (0..1).
+    pub behind_ratio: f64,
+    /// `behind_ratio` above the 1 % threshold.
+    pub generator_limited: bool,
+    /// How late packets left against their deadlines.
+    pub pacing_error: Option<LatencySummary>,
+    /// Round-trip time of echoed probes.
+    pub rtt: Option<LatencySummary>,
+    /// The raw round-trip histogram (base64 HdrHistogram V2 + deflate).
+    pub rtt_histogram: Option<String>,
+    /// Echo replies whose timestamp came from the kernel.
+    pub kernel_timestamps: bool,
+    /// CPU time of the sending thread.
+    pub cpu_time: Duration,
+    /// Backend actually used (`udp-sendmmsg`, `udp-gso`).
+    pub backend: String,
+    /// Send calls that failed (buffer full, peer gone).
+    pub send_errors: u64,
+}
+
+/// What a UDP receiver measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpReceiverReport {
+    /// Stream id.
+    pub stream_id: u8,
+    /// Unique packets received.
+    pub packets: u64,
+    /// Payload bytes of unique packets.
+    pub bytes: u64,
+    /// Extra copies.
+    pub duplicates: u64,
+    /// RFC 4737 reordered.
+    pub reordered: u64,
+    /// Older than the sequence window when they arrived.
+    pub late: u64,
+    /// Sequence numbers missing below the highest seen.
+    pub lost_so_far: u64,
+    /// RFC 3550 jitter, µs.
+    pub jitter_us: f64,
+    /// One-way latency (when the clocks are shared or synchronised).
+    pub latency: Option<LatencySummary>,
+    /// The raw one-way histogram.
+    pub latency_histogram: Option<String>,
+    /// One-way samples dropped because receive time preceded transmit time.
+    pub clock_skew_samples: u64,
+    /// Inter-arrival gap percentiles.
+    pub gaps: Option<LatencySummary>,
+    /// First arrival to last arrival.
+    pub active: Duration,
+    /// Datagrams of other tests or not wirebench at all.
+    pub foreign: u64,
+    /// Datagrams echoed back.
+    pub echoed: u64,
+    /// Receive timestamps came from the kernel.
+    pub kernel_timestamps: bool,
+    /// CPU time of the receiving thread.
+    pub cpu_time: Duration,
+}
+
+/// Applies the options every data socket gets: buffers, DSCP, receive timestamps.
+pub fn prepare_socket(sock: &UdpSocket, window: Option<u32>, dscp: Option<u8>) -> io::Result<bool> {
+    let s = socket2::SockRef::from(sock);
+    let buf = window.map(|w| w as usize).unwrap_or(4 * 1024 * 1024);
+    // Best effort: the kernel caps these at net.core.[rw]mem_max.
+    let _ = s.set_send_buffer_size(buf);
+    let _ = s.set_recv_buffer_size(buf);
+    if let Some(d) = dscp {
+        let tos = u32::from(d) << 2;
+        match sock.local_addr()? {
+            SocketAddr::V4(_) => s.set_tos_v4(tos)?,
+            SocketAddr::V6(_) => s.set_tclass_v6(tos)?,
+        }
+    }
+    Ok(sys::enable_rx_timestamps(sock).is_ok())
+}
+
+/// Client side of the stream handshake: sends a CONTROL datagram on the connected socket
+/// until the server answers (up to `attempts` × 200 ms).
+pub fn register(sock: &UdpSocket, test_id: u16, stream_id: u8, attempts: u32) -> io::Result<()> {
+    let clock = RealClock::new();
+    let mut buf = [0u8; testhdr::HEADER_LEN];
+    let hello = TestHeaderRepr {
+        flags: TestFlags::CONTROL,
+        test_id,
+        stream_id,
+        seq: 0,
+        tx_ns: clock.wall().0,
+    };
+    emit_header(&hello, &mut buf);
+    sock.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let mut reply = [0u8; 2048];
+    for _ in 0..attempts.max(1) {
+        sock.send(&buf)?;
+        loop {
+            match sock.recv(&mut reply) {
+                Ok(n) => {
+                    if let Some(h) = testhdr::parse_fast(&reply[..n]) {
+                        if h.flags.contains(TestFlags::CONTROL)
+                            && h.test_id == test_id
+                            && h.stream_id == stream_id
+                        {
+                            return Ok(());
+                        }
+                    }
+                }
+                Err(e) if is_timeout(&e) => break,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the server did not answer the UDP stream handshake",
+    ))
+}
+
+/// Server side of the stream handshake: waits on an unconnected socket for the client's
+/// CONTROL datagram, connects the socket to its sender and answers.
+pub fn accept_registration(
+    sock: &UdpSocket,
+    test_id: u16,
+    stream_id: u8,
+    timeout: Duration,
+) -> io::Result<SocketAddr> {
+    let clock = RealClock::new();
+    let start = clock.mono();
+    sock.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let mut buf = [0u8; 2048];
+    while clock.mono().saturating_sub(start) < timeout {
+        match sock.recv_from(&mut buf) {
+            Ok((n, peer)) => {
+                let Some(h) = testhdr::parse_fast(&buf[..n]) else {
+                    continue;
+                };
+                if h.flags.contains(TestFlags::CONTROL)
+                    && h.test_id == test_id
+                    && h.stream_id == stream_id
+                {
+                    sock.connect(peer)?;
+                    sock.send(&buf[..n])?;
+                    return Ok(peer);
+                }
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        "no UDP stream handshake from the client",
+    ))
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn emit_header(h: &TestHeaderRepr, buf: &mut [u8]) {
+    // The buffer is always at least HEADER_LEN long (checked by TestSpec::validate).
+    let mut view = testhdr::TestHeader::new_unchecked(&mut buf[..testhdr::HEADER_LEN]);
+    h.emit(&mut view);
+}
+
+/// Runs a paced UDP sender on a connected socket until `cfg.duration` has passed or
+/// `stop` is set.
+pub fn run_sender(
+    sock: &UdpSocket,
+    cfg: &UdpSendConfig,
+    live: &LiveCounters,
+    stop: &AtomicBool,
+) -> UdpSenderReport {
+    sys::set_timer_slack_1ns();
+    let clock = RealClock::new();
+    let len = cfg.payload_len.max(testhdr::HEADER_LEN);
+    let target_pps = cfg.rate.packets_per_sec(len);
+    let mut backend = cfg.backend.resolve(target_pps);
+    let gso_segments = (GSO_MAX_BYTES / len).clamp(1, BATCH);
+    if backend == UdpBackend::Gso
+        && (gso_segments < 2
+            || len > u16::MAX as usize
+            || sys::set_udp_segment(sock, len as u16).is_err())
+    {
+        backend = UdpBackend::Sendmmsg;
+    }
+    let batch_max = if backend == UdpBackend::Gso {
+        gso_segments
+    } else {
+        BATCH
+    };
+    let schedule = match target_pps {
+        Some(pps) => Schedule::per_second(pps),
+        None => Schedule::unlimited(),
+    };
+    let mut pacer = Pacer::new(schedule, batch_max, None);
+    let probe_every: u64 = match (cfg.echo_probes, target_pps) {
+        (false, _) => 0,
+        (true, Some(pps)) => ((pps / PROBES_PER_SEC).round() as u64).max(1),
+        (true, None) => 1024,
+    };
+    let _ = sock.set_write_timeout(Some(Duration::from_millis(50)));
+
+    let template = TestHeaderRepr {
+        flags: TestFlags::empty(),
+        test_id: cfg.test_id,
+        stream_id: cfg.stream_id,
+        seq: 0,
+        tx_ns: 0,
+    };
+    let mut mmsg = SendBatch::new(batch_max, len);
+    let mut gso_buf = vec![
+        0u8;
+        if backend == UdpBackend::Gso {
+            len * batch_max
+        } else {
+            0
+        }
+    ];
+    for i in 0..batch_max {
+        emit_header(&template, mmsg.slot_mut(i, len));
+        if backend == UdpBackend::Gso {
+            emit_header(&template, &mut gso_buf[i * len..(i + 1) * len]);
+        }
+    }
+    let mut echo = EchoReader::new(probe_every > 0);
+    let mut seq: u64 = 0;
+    let mut bytes: u64 = 0;
+    let mut send_errors: u64 = 0;
+    let t0 = clock.mono();
+    let mut elapsed = Duration::ZERO;
+    while !stop.load(Ordering::Relaxed) {
+        elapsed = clock.mono().saturating_sub(t0);
+        if elapsed >= cfg.duration {
+            break;
+        }
+        match pacer.poll(elapsed) {
+            PaceAction::Send(k) => {
+                let now = clock.wall().0;
+                let k = k.min(batch_max);
+                let sent = if backend == UdpBackend::Gso {
+                    for i in 0..k {
+                        stamp(
+                            &mut gso_buf[i * len..(i + 1) * len],
+                            seq + i as u64,
+                            now,
+                            probe_every,
+                        );
+                    }
+                    match sock.send(&gso_buf[..k * len]) {
+                        Ok(_) => k,
+                        Err(_) => 0,
+                    }
+                } else {
+                    for i in 0..k {
+                        stamp(mmsg.slot_mut(i, len), seq + i as u64, now, probe_every);
+                    }
+                    mmsg.send(sock, k, false).unwrap_or_default()
+                };
+                if sent == 0 {
+                    send_errors += 1;
+                    // Buffer full or peer gone: give the kernel a moment, keep the schedule.
+                    std::thread::yield_now();
+                } else {
+                    pacer.sent(sent, elapsed);
+                    seq += sent as u64;
+                    bytes += (sent * len) as u64;
+                    live.publish(&LiveSnapshot {
+                        packets: seq,
+                        bytes,
+                        ..Default::default()
+                    });
+                }
+                echo.poll(sock, &clock, elapsed);
+            }
+            PaceAction::Wait(until) => {
+                echo.poll(sock, &clock, elapsed);
+                match pacing::wait_plan(
+                    until.saturating_sub(elapsed),
+                    pacing::DEFAULT_SPIN_THRESHOLD,
+                ) {
+                    WaitPlan::Sleep(d) => std::thread::sleep(d),
+                    WaitPlan::Spin => std::hint::spin_loop(),
+                }
+            }
+            PaceAction::Done => break,
+        }
+    }
+    let behind_ratio = if target_pps.is_some() {
+        pacer.behind_ratio(elapsed)
+    } else {
+        0.0
+    };
+    let drain_until = clock.mono() + ECHO_DRAIN;
+    while probe_every > 0 && clock.mono() < drain_until {
+        echo.poll(sock, &clock, Duration::MAX);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    UdpSenderReport {
+        stream_id: cfg.stream_id,
+        packets: seq,
+        bytes,
+        elapsed,
+        target_pps,
+        behind_ratio,
+        generator_limited: behind_ratio > pacing::GENERATOR_LIMITED_THRESHOLD,
+        pacing_error: pacer.pacing_error().summary(),
+        rtt: echo.hist.summary(),
+        rtt_histogram: (!echo.hist.is_empty()).then(|| echo.hist.to_base64()),
+        kernel_timestamps: echo.kernel_ts,
+        cpu_time: sys::thread_cpu_time(),
+        backend: backend.result_name().to_owned(),
+        send_errors,
+    }
+}
+
+/// Writes sequence number, transmit time and the echo flag into one datagram's header.
+#[inline]
+fn stamp(buf: &mut [u8], seq: u64, now_ns: u64, probe_every: u64) {
+    testhdr::write_seq_ts(buf, seq, now_ns);
+    let echo = probe_every > 0 && seq % probe_every == 0;
+    let flags = if echo {
+        TestFlags::ECHO_REQUEST
+    } else {
+        TestFlags::empty()
+    };
+    testhdr::write_flags(buf, flags);
+}
+
+/// Reads echoed probes on a sender's socket and keeps their round-trip times.
+struct EchoReader {
+    enabled: bool,
+    batch: RecvBatch,
+    hist: LatencyHistogram,
+    kernel_ts: bool,
+    last_poll: Duration,
+}
+
+impl EchoReader {
+    fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            batch: RecvBatch::new(if enabled { 16 } else { 1 }, 2048),
+            hist: LatencyHistogram::new(),
+            kernel_ts: false,
+            last_poll: Duration::ZERO,
+        }
+    }
+
+    /// Drains echoes without blocking, at most once per 500 µs of schedule time.
+    fn poll(&mut self, sock: &UdpSocket, clock: &RealClock, elapsed: Duration) {
+        if !self.enabled
+            || (elapsed != Duration::MAX
+                && elapsed.saturating_sub(self.last_poll) < Duration::from_micros(500))
+        {
+            return;
+        }
+        self.last_poll = elapsed;
+        while let Ok(n) = self.batch.recv(sock, true) {
+            for i in 0..n {
+                let Some((data, ts)) = self.batch.get(i) else {
+                    continue;
+                };
+                let Some(h) = testhdr::parse_fast(data) else {
+                    continue;
+                };
+                if !h.flags.contains(TestFlags::ECHO_REPLY) {
+                    continue;
+                }
+                let rx = match ts {
+                    Some(t) => {
+                        self.kernel_ts = true;
+                        t
+                    }
+                    None => clock.wall(),
+                };
+                if rx.0 >= h.tx_ns {
+                    self.hist.record(Duration::from_nanos(rx.0 - h.tx_ns));
+                }
+            }
+            if n < 16 {
+                break;
+            }
+        }
+    }
+}
+
+/// What a UDP receiver does.
+#[derive(Debug, Clone)]
+pub struct UdpRecvConfig {
+    /// Only datagrams of this test are counted.
+    pub test_id: u16,
+    /// Stream id expected (datagrams of other streams of the same test are foreign here).
+    pub stream_id: u8,
+    /// Record one-way latency (the clocks are shared or synchronised).
+    pub one_way: bool,
+    /// Largest datagram expected.
+    pub max_len: usize,
+}
+
+/// Runs a receiver on a connected socket until `stop` is set.
+pub fn run_receiver(
+    sock: &UdpSocket,
+    cfg: &UdpRecvConfig,
+    live: &LiveCounters,
+    stop: &AtomicBool,
+) -> UdpReceiverReport {
+    let clock = RealClock::new();
+    let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
+    let mut batch = RecvBatch::new(BATCH, cfg.max_len.max(testhdr::HEADER_LEN) + 64);
+    let mut rx = StreamReceiver::with_tracker(SeqTracker::with_origin(DEFAULT_WINDOW, 0));
+    let mut foreign = 0u64;
+    let mut echoed = 0u64;
+    let mut kernel_ts = false;
+    let mut echo_buf = vec![0u8; cfg.max_len.max(testhdr::HEADER_LEN) + 64];
+    // Once stopped, the receiver drains what its socket still holds without waiting.
+    let mut draining = false;
+    loop {
+        draining = draining || stop.load(Ordering::Relaxed);
+        let n = match batch.recv(sock, draining) {
+            Ok(n) => n,
+            Err(e) if draining && is_timeout(&e) => break,
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!("udp receiver stream {}: {e}", cfg.stream_id);
+                break;
+            }
+        };
+        for i in 0..n {
+            let Some((data, ts)) = batch.get(i) else {
+                continue;
+            };
+            let Some(h) = testhdr::parse_fast(data) else {
+                foreign += 1;
+                continue;
+            };
+            if h.test_id != cfg.test_id || h.stream_id != cfg.stream_id {
+                foreign += 1;
+                continue;
+            }
+            if h.flags.contains(TestFlags::CONTROL) {
+                // A retransmitted handshake: answer again, it is not data.
+                let _ = sock.send(data);
+                continue;
+            }
+            if h.flags.contains(TestFlags::ECHO_REPLY) {
+                continue;
+            }
+            let rx_time = match ts {
+                Some(t) => {
+                    kernel_ts = true;
+                    t
+                }
+                None => clock.wall(),
+            };
+            if h.flags.contains(TestFlags::ECHO_REQUEST) {
+                let m = data.len().min(echo_buf.len());
+                echo_buf[..m].copy_from_slice(&data[..m]);
+                testhdr::write_flags(&mut echo_buf[..m], TestFlags::ECHO_REPLY);
+                if sock.send(&echo_buf[..m]).is_ok() {
+                    echoed += 1;
+                }
+            }
+            rx.on_packet(h.seq, UnixNanos(h.tx_ns), rx_time, data.len(), cfg.one_way);
+        }
+        let s = rx.snapshot();
+        live.publish(&LiveSnapshot {
+            packets: s.packets,
+            bytes: s.bytes,
+            lost: s.lost_so_far,
+            duplicates: s.duplicates,
+            reordered: s.reordered,
+            jitter_ns: (s.jitter_us * 1000.0) as u64,
+            retransmits: 0,
+        });
+    }
+    let s = rx.snapshot();
+    let active = match (s.first_rx, s.last_rx) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => Duration::ZERO,
+    };
+    UdpReceiverReport {
+        stream_id: cfg.stream_id,
+        packets: s.packets,
+        bytes: s.bytes,
+        duplicates: s.duplicates,
+        reordered: s.reordered,
+        late: s.late,
+        lost_so_far: s.lost_so_far,
+        jitter_us: s.jitter_us,
+        latency: rx.latency().summary(),
+        latency_histogram: (!rx.latency().is_empty()).then(|| rx.latency().to_base64()),
+        clock_skew_samples: rx.clock_skew_samples(),
+        gaps: rx.gaps().summary(),
+        active,
+        foreign,
+        echoed,
+        kernel_timestamps: kernel_ts,
+        cpu_time: sys::thread_cpu_time(),
+    }
+}
+
+/// Echo server for ping-pong latency: answers every test-header datagram with the
+/// ECHO_REPLY flag set, until `stop` is set. `spin` busy-polls instead of sleeping in
+/// `recv`. Returns the number of datagrams echoed.
+pub fn run_echo(sock: &UdpSocket, spin: bool, stop: &AtomicBool) -> u64 {
+    let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
+    let _ = sock.set_nonblocking(spin);
+    let mut buf = vec![0u8; 65_536];
+    let mut echoed = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        match sock.recv_from(&mut buf) {
+            Ok((n, peer)) => {
+                if testhdr::parse_fast(&buf[..n]).is_none() {
+                    continue;
+                }
+                testhdr::write_flags(&mut buf[..n], TestFlags::ECHO_REPLY);
+                if sock.send_to(&buf[..n], peer).is_ok() {
+                    echoed += 1;
+                }
+            }
+            Err(e) if is_timeout(&e) => {
+                if spin {
+                    std::hint::spin_loop();
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    echoed
+}
+
+/// What one ping-pong run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PingPongReport {
+    /// Message payload bytes.
+    pub size: usize,
+    /// Messages sent.
+    pub sent: u64,
+    /// Answers received.
+    pub received: u64,
+    /// Round-trip times.
+    pub rtt: Option<LatencySummary>,
+    /// The raw round-trip histogram.
+    pub rtt_histogram: Option<String>,
+    /// `spin` (busy-polling) or `blocking`.
+    pub mode: String,
+    /// Answers were stamped by the kernel on arrival.
+    pub kernel_timestamps: bool,
+}
+
+/// How long ping-pong waits for an answer before counting the message lost.
+const PING_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Sends one message at a time on a connected socket to an echo server and waits for its
+/// answer, for `duration`. The round trip is the answer's receive time (kernel stamp when
+/// available) minus the transmit time written into the message just before `send`.
+pub fn run_ping_pong(
+    sock: &UdpSocket,
+    size: usize,
+    duration: Duration,
+    spin: bool,
+    kernel_ts: bool,
+) -> io::Result<PingPongReport> {
+    let clock = RealClock::new();
+    let size = size.max(testhdr::HEADER_LEN);
+    sock.set_nonblocking(spin)?;
+    sock.set_read_timeout(Some(PING_TIMEOUT))?;
+    let mut buf = vec![0u8; size];
+    let mut batch = RecvBatch::new(1, size.max(2048));
+    let mut hist = LatencyHistogram::new();
+    let mut kernel_seen = false;
+    let (mut sent, mut received) = (0u64, 0u64);
+    let head = TestHeaderRepr {
+        flags: TestFlags::ECHO_REQUEST,
+        test_id: 0,
+        stream_id: 0,
+        seq: 0,
+        tx_ns: 0,
+    };
+    emit_header(&head, &mut buf);
+    let t0 = clock.mono();
+    while clock.mono().saturating_sub(t0) < duration {
+        let seq = sent;
+        let tx = clock.wall().0;
+        testhdr::write_seq_ts(&mut buf, seq, tx);
+        sock.send(&buf)?;
+        sent += 1;
+        let wait_start = clock.mono();
+        'wait: loop {
+            match batch.recv(sock, spin) {
+                Ok(_) => {
+                    let Some((data, ts)) = batch.get(0) else {
+                        continue;
+                    };
+                    let Some(h) = testhdr::parse_fast(data) else {
+                        continue;
+                    };
+                    if h.seq != seq || !h.flags.contains(TestFlags::ECHO_REPLY) {
+                        continue; // a late answer to an earlier message
+                    }
+                    let rx = match ts.filter(|_| kernel_ts) {
+                        Some(t) => {
+                            kernel_seen = true;
+                            t
+                        }
+                        None => clock.wall(),
+                    };
+                    hist.record(Duration::from_nanos(rx.0.saturating_sub(tx)));
+                    received += 1;
+                    break 'wait;
+                }
+                Err(e) if is_timeout(&e) => {
+                    if !spin || clock.mono().saturating_sub(wait_start) >= PING_TIMEOUT {
+                        break 'wait;
+                    }
+                    std::hint::spin_loop();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    sock.set_nonblocking(false)?;
+    Ok(PingPongReport {
+        size,
+        sent,
+        received,
+        rtt: hist.summary(),
+        rtt_histogram: (!hist.is_empty()).then(|| hist.to_base64()),
+        mode: if spin { "spin" } else { "blocking" }.to_owned(),
+        kernel_timestamps: kernel_seen,
+    })
+}

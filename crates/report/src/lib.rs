@@ -1,0 +1,13 @@
+//! Renderers of the results model. They only read [`engine::results`]; none measures.
+//!
+//! - [`units`]: SI formatting of rates, sizes and times;
+//! - [`text`]: the terminal output (interval lines, summary tables, sweep, block-size and
+//!   latency tables), deterministic bytes for a given result;
+//! - [`json`]: the JSON document.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod json;
+pub mod table;
+pub mod text;
+pub mod units;

@@ -1,0 +1,456 @@
+//! Terminal output. Every function is a pure rendering of the results model: the same
+//! result gives the same bytes.
+
+use engine::results::{
+    BlocksizeRow, IntervalRow, LatencyRow, LatencyUs, RunResult, StreamResult, Summary, SweepTable,
+};
+
+use crate::table::{render, Align};
+use crate::units::{block, bps, bytes, pct, us};
+
+const L: Align = Align::Left;
+const R: Align = Align::Right;
+
+fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+/// One interval line, iperf3-like.
+pub fn interval_line(r: &IntervalRow) -> String {
+    let mut s = format!(
+        "[SUM {}] {:6.2}-{:<6.2} s  sent {:>10} {:>14}",
+        r.direction,
+        r.start_s,
+        r.end_s,
+        bytes(r.sent_bytes),
+        bps(r.sent_bps)
+    );
+    if let Some(rb) = r.received_bps {
+        s.push_str(&format!("  received {:>14}", bps(rb)));
+    }
+    if let (Some(lost), Some(sent)) = (r.lost_packets, r.sent_packets) {
+        s.push_str(&format!("  lost {lost}/{sent}"));
+    }
+    if let Some(j) = r.jitter_us {
+        s.push_str(&format!("  jitter {} us", us(j)));
+    }
+    if let Some(rt) = r.retransmits {
+        s.push_str(&format!("  retr {rt}"));
+    }
+    s
+}
+
+fn stream_label(s: &StreamResult) -> String {
+    format!("{} {}", s.id, s.direction)
+}
+
+fn udp_row(label: String, x: &Summary) -> Vec<String> {
+    vec![
+        label,
+        format!("{:.2}", x.duration_s),
+        opt(x.target_bps, bps),
+        opt(x.offered_bps, bps),
+        opt(x.received_bps, bps),
+        opt(x.sent_packets, |v| v.to_string()),
+        opt(x.received_packets, |v| v.to_string()),
+        opt(x.lost_packets, |v| v.to_string()),
+        opt(x.loss_ratio, pct),
+        opt(x.duplicate_packets, |v| v.to_string()),
+        opt(x.reordered_packets, |v| v.to_string()),
+        opt(x.late_packets, |v| v.to_string()),
+        opt(x.jitter_us, us),
+    ]
+}
+
+fn tcp_row(label: String, x: &Summary) -> Vec<String> {
+    vec![
+        label,
+        format!("{:.2}", x.duration_s),
+        opt(x.offered_bps, bps),
+        opt(x.received_bps, bps),
+        opt(x.sent_bytes, bytes),
+        opt(x.received_bytes, bytes),
+        opt(x.retransmits, |v| v.to_string()),
+        opt(x.tcp_rtt_us, us),
+    ]
+}
+
+fn latency_cells(label: String, l: &LatencyUs) -> Vec<String> {
+    vec![
+        label,
+        l.kind.as_str().to_owned(),
+        l.count.to_string(),
+        us(l.min),
+        us(l.avg),
+        us(l.p50),
+        us(l.p90),
+        us(l.p99),
+        us(l.p999),
+        us(l.max),
+    ]
+}
+
+/// The summary of a client run: throughput table, latency table, and the facts a reader
+/// needs to trust them (backend, timestamps, CPU, pacing, generator limits, notes).
+pub fn client_summary(r: &RunResult) -> String {
+    let mut out = String::new();
+    let udp = r.streams.first().is_some_and(|s| s.protocol == "udp");
+    let sums: Vec<(String, &Summary)> = [
+        ("SUM tx", r.summary.as_ref()),
+        ("SUM rx", r.reverse_summary.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(l, s)| s.map(|s| (l.to_owned(), s)))
+    .collect();
+    let sum_label = |i: usize| -> String {
+        // With one direction, the first sum is that direction's.
+        let dir = r
+            .streams
+            .first()
+            .map(|s| s.direction.as_str())
+            .unwrap_or("tx");
+        if sums.len() == 1 {
+            format!("SUM {dir}")
+        } else {
+            sums[i].0.clone()
+        }
+    };
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for s in &r.streams {
+        rows.push(if udp {
+            udp_row(stream_label(s), &s.summary)
+        } else {
+            tcp_row(stream_label(s), &s.summary)
+        });
+    }
+    if r.streams.len() > 1 {
+        for (i, (_, s)) in sums.iter().enumerate() {
+            rows.push(if udp {
+                udp_row(sum_label(i), s)
+            } else {
+                tcp_row(sum_label(i), s)
+            });
+        }
+    }
+    if udp {
+        out.push_str(&render(
+            &[
+                ("stream", L),
+                ("secs", R),
+                ("target", R),
+                ("offered", R),
+                ("received", R),
+                ("sent", R),
+                ("recv", R),
+                ("lost", R),
+                ("loss", R),
+                ("dup", R),
+                ("reord", R),
+                ("late", R),
+                ("jitter us", R),
+            ],
+            &rows,
+        ));
+        let mut lat_rows = Vec::new();
+        for s in &r.streams {
+            if let Some(l) = &s.summary.latency_us {
+                lat_rows.push(latency_cells(stream_label(s), l));
+            }
+        }
+        if r.streams.len() > 1 {
+            for (i, (_, s)) in sums.iter().enumerate() {
+                if let Some(l) = &s.latency_us {
+                    lat_rows.push(latency_cells(sum_label(i), l));
+                }
+            }
+        }
+        if !lat_rows.is_empty() {
+            out.push_str("\nlatency (us)\n");
+            out.push_str(&render(
+                &[
+                    ("stream", L),
+                    ("kind", L),
+                    ("samples", R),
+                    ("min", R),
+                    ("avg", R),
+                    ("p50", R),
+                    ("p90", R),
+                    ("p99", R),
+                    ("p99.9", R),
+                    ("max", R),
+                ],
+                &lat_rows,
+            ));
+        } else {
+            out.push_str("\nlatency: no samples\n");
+        }
+    } else {
+        out.push_str(&render(
+            &[
+                ("stream", L),
+                ("secs", R),
+                ("Tx rate", R),
+                ("Rx rate", R),
+                ("sent", R),
+                ("received", R),
+                ("retr", R),
+                ("rtt us", R),
+            ],
+            &rows,
+        ));
+    }
+    out.push('\n');
+    out.push_str(&facts(r));
+    out
+}
+
+/// Backend, timestamp source, CPU, pacing and notes.
+pub fn facts(r: &RunResult) -> String {
+    let mut out = String::new();
+    if let Some(b) = &r.backend {
+        out.push_str(&format!("backend: {b}"));
+        if let Some(t) = &r.timestamp_source {
+            out.push_str(&format!(", timestamps: {t}"));
+        }
+        out.push('\n');
+    }
+    for (label, s) in [
+        ("", r.summary.as_ref()),
+        ("reverse ", r.reverse_summary.as_ref()),
+    ] {
+        let Some(s) = s else { continue };
+        let mut parts = Vec::new();
+        if let Some(c) = s.sender_cpu {
+            parts.push(format!("sender {c:.1} %"));
+        }
+        if let Some(c) = s.receiver_cpu {
+            parts.push(format!("receiver {c:.1} %"));
+        }
+        if !parts.is_empty() {
+            out.push_str(&format!("{label}cpu (of one core): {}\n", parts.join(", ")));
+        }
+        if let Some(g) = &s.rx_gap_us {
+            out.push_str(&format!(
+                "{label}pacing at the receiver: gap p50 {} us, p99 {} us{}\n",
+                us(g.p50_us),
+                us(g.p99_us),
+                g.nominal_us
+                    .map(|n| format!(" (nominal {} us)", us(n)))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(p) = &s.pacing_error_us {
+            out.push_str(&format!(
+                "{label}sender lateness vs schedule: p50 {} us, p99 {} us\n",
+                us(p.p50_us),
+                us(p.p99_us)
+            ));
+        }
+        if s.generator_limited {
+            out.push_str(&format!(
+                "{label}GENERATOR LIMITED: the sender could not keep the asked rate\n"
+            ));
+        }
+    }
+    for n in &r.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}
+
+/// The zero-loss sweep table of the FRER report.
+pub fn sweep(t: &SweepTable) -> String {
+    let rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                bps(r.target_bps),
+                bps(r.achieved_bps),
+                format!("{:.3} %", r.loss_pct),
+                format!("{:.1}", r.duration_s),
+                if r.generator_limited {
+                    format!("{} (generator limited)", r.status.label())
+                } else {
+                    r.status.label().to_owned()
+                },
+            ]
+        })
+        .collect();
+    let mut out = render(
+        &[
+            ("target", R),
+            ("achieved", R),
+            ("loss", R),
+            ("secs", R),
+            ("status", L),
+        ],
+        &rows,
+    );
+    out.push_str(&match t.max_zero_loss_bps {
+        Some(v) => format!("maximum sustained zero-loss rate: {}\n", bps(v)),
+        None => "maximum sustained zero-loss rate: none (the lowest target already lost packets)\n"
+            .into(),
+    });
+    out
+}
+
+/// The netio-style block-size table.
+pub fn blocksize(rows: &[BlocksizeRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                block(r.block_bytes),
+                format!("{:.2}", r.tx_mbyte_s),
+                format!("{:.2}", r.rx_mbyte_s),
+            ]
+        })
+        .collect();
+    render(
+        &[("block", R), ("Tx MByte/s", R), ("Rx MByte/s", R)],
+        &cells,
+    )
+}
+
+/// Ping-pong latency per message size.
+pub fn latency(rows: &[LatencyRow]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.size.to_string(),
+                r.samples.to_string(),
+                r.lost.to_string(),
+                us(r.rtt_us.min),
+                us(r.rtt_us.avg),
+                us(r.rtt_us.p50),
+                us(r.rtt_us.p90),
+                us(r.rtt_us.p99),
+                us(r.rtt_us.p999),
+                us(r.rtt_us.p9999),
+                us(r.rtt_us.max),
+                us(r.half_rtt_p50_us),
+            ]
+        })
+        .collect();
+    let mut out = String::from("round-trip time (us)\n");
+    out.push_str(&render(
+        &[
+            ("size", R),
+            ("samples", R),
+            ("lost", R),
+            ("min", R),
+            ("avg", R),
+            ("p50", R),
+            ("p90", R),
+            ("p99", R),
+            ("p99.9", R),
+            ("p99.99", R),
+            ("max", R),
+            ("half-rtt p50", R),
+        ],
+        &cells,
+    ));
+    if let Some(m) = rows.first().map(|r| &r.mode) {
+        out.push_str(&format!("mode: {m}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use engine::results::{SweepRow, SweepStatus};
+
+    #[test]
+    fn sweep_table_is_stable() {
+        let t = SweepTable {
+            rows: vec![
+                SweepRow {
+                    target_bps: 400e6,
+                    offered_bps: 400e6,
+                    achieved_bps: 399.9e6,
+                    loss_pct: 0.0,
+                    sent_packets: 169_837,
+                    lost_packets: 0,
+                    duration_s: 5.0,
+                    status: SweepStatus::ZeroLoss,
+                    generator_limited: false,
+                },
+                SweepRow {
+                    target_bps: 450e6,
+                    offered_bps: 440e6,
+                    achieved_bps: 438e6,
+                    loss_pct: 0.45,
+                    sent_packets: 186_820,
+                    lost_packets: 841,
+                    duration_s: 5.0,
+                    status: SweepStatus::Marginal,
+                    generator_limited: true,
+                },
+            ],
+            max_zero_loss_bps: Some(400e6),
+        };
+        let expected = concat!(
+            "       target       achieved     loss  secs  status\n",
+            "-------------  -------------  -------  ----  ----------------------------\n",
+            "400.00 Mbit/s  399.90 Mbit/s  0.000 %   5.0  zero-loss\n",
+            "450.00 Mbit/s  438.00 Mbit/s  0.450 %   5.0  marginal (generator limited)\n",
+            "maximum sustained zero-loss rate: 400.00 Mbit/s\n",
+        );
+        assert_eq!(sweep(&t), expected);
+    }
+
+    #[test]
+    fn blocksize_table_is_stable() {
+        let rows = vec![
+            BlocksizeRow {
+                block_bytes: 1024,
+                tx_mbyte_s: 101.234,
+                rx_mbyte_s: 99.5,
+                duration_s: 2.0,
+            },
+            BlocksizeRow {
+                block_bytes: 32768,
+                tx_mbyte_s: 1101.2,
+                rx_mbyte_s: 1099.0,
+                duration_s: 2.0,
+            },
+        ];
+        let expected = concat!(
+            "block  Tx MByte/s  Rx MByte/s\n",
+            "-----  ----------  ----------\n",
+            "   1k      101.23       99.50\n",
+            "  32k     1101.20     1099.00\n",
+        );
+        assert_eq!(blocksize(&rows), expected);
+    }
+
+    #[test]
+    fn interval_line_shows_loss_and_jitter() {
+        let r = IntervalRow {
+            start_s: 0.0,
+            end_s: 1.0,
+            direction: "tx".into(),
+            sent_bytes: 62_500_000,
+            received_bytes: Some(62_400_000),
+            sent_bps: 500e6,
+            received_bps: Some(499.2e6),
+            sent_packets: Some(42_459),
+            received_packets: Some(42_391),
+            lost_packets: Some(68),
+            jitter_us: Some(3.125),
+            retransmits: None,
+        };
+        let l = interval_line(&r);
+        assert!(
+            l.contains("sent   62.50 MB  500.00 Mbit/s") && l.contains("received  499.20 Mbit/s"),
+            "{l}"
+        );
+        assert!(
+            l.contains("lost 68/42459") && l.contains("jitter 3.12 us"),
+            "{l}"
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! Human units: bit rates with SI prefixes (as network engineers read them), byte sizes,
+//! microseconds.
+
+/// `499.84 Mbit/s`: SI prefixes (k = 1000), three significant digits or two decimals.
+pub fn bps(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let (scaled, unit) = if v >= 1e9 {
+        (v / 1e9, "Gbit/s")
+    } else if v >= 1e6 {
+        (v / 1e6, "Mbit/s")
+    } else if v >= 1e3 {
+        (v / 1e3, "kbit/s")
+    } else {
+        (v, "bit/s")
+    };
+    format!("{} {unit}", two_dec(scaled))
+}
+
+fn two_dec(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// `12.34 MB` (10^6 bytes) style byte counts.
+pub fn bytes(v: u64) -> String {
+    let f = v as f64;
+    if f >= 1e9 {
+        format!("{:.2} GB", f / 1e9)
+    } else if f >= 1e6 {
+        format!("{:.2} MB", f / 1e6)
+    } else if f >= 1e3 {
+        format!("{:.2} kB", f / 1e3)
+    } else {
+        format!("{v} B")
+    }
+}
+
+/// Microseconds with a precision that suits the magnitude: `3.21`, `45.6`, `1234`.
+pub fn us(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// A percentage with up to 4 decimals, trimmed: `0 %`, `0.0125 %`, `12.5 %`.
+pub fn pct(ratio: f64) -> String {
+    let p = ratio * 100.0;
+    if p == 0.0 {
+        return "0 %".into();
+    }
+    let s = format!("{p:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} %")
+}
+
+/// A block size as netio labels it: `1k`, `32k`, `1M`, or bytes.
+pub fn block(b: usize) -> String {
+    if b >= 1 << 20 && b % (1 << 20) == 0 {
+        format!("{}M", b >> 20)
+    } else if b >= 1024 && b % 1024 == 0 {
+        format!("{}k", b >> 10)
+    } else {
+        format!("{b}")
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(bps(499_840_000.0), "499.84 Mbit/s");
+        assert_eq!(bps(31.7e9), "31.70 Gbit/s");
+        assert_eq!(bps(64_000.0), "64.00 kbit/s");
+        assert_eq!(bps(12.0), "12.00 bit/s");
+        assert_eq!(bytes(1_234_567), "1.23 MB");
+        assert_eq!(bytes(999), "999 B");
+        assert_eq!(us(3.214), "3.21");
+        assert_eq!(us(45.66), "45.7");
+        assert_eq!(us(1234.4), "1234");
+        assert_eq!(pct(0.0), "0 %");
+        assert_eq!(pct(0.000125), "0.0125 %");
+        assert_eq!(pct(0.125), "12.5 %");
+        assert_eq!(block(1024), "1k");
+        assert_eq!(block(32 * 1024), "32k");
+        assert_eq!(block(1 << 20), "1M");
+        assert_eq!(block(1500), "1500");
+    }
+}

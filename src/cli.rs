@@ -1,0 +1,225 @@
+//! The command line, as clap structs: syntax and per-value validation only ("low" args).
+//! [`crate::commands`] resolves them into the library's typed configuration.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::units;
+
+/// Network benchmarking: TCP/UDP throughput, loss, duplicates, reordering, jitter and
+/// latency percentiles; zero-loss sweeps; block-size sweeps; ping-pong latency.
+///
+/// Exit codes: 0 success; 1 the test could not run (connection, server refusal,
+/// protocol error); 2 bad command line or input.
+#[derive(Debug, Parser)]
+#[command(name = "wirebench", version, about, long_about, max_term_width = 100)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve tests to many clients at once.
+    Server(ServerArgs),
+    /// Run a TCP or UDP throughput test against a server (iperf3's flags).
+    Client(ClientArgs),
+    /// UDP ping-pong latency per message size (like sockperf).
+    Latency(LatencyArgs),
+    /// UDP rate staircase: loss per target rate and the maximum zero-loss rate.
+    Sweep(SweepArgs),
+    /// TCP throughput per write size, each direction (like netio).
+    Blocksize(BlocksizeArgs),
+    /// Start a loopback server and run a short TCP, UDP, latency and sweep tour.
+    Demo(DemoArgs),
+}
+
+fn rate(s: &str) -> Result<f64, String> {
+    units::rate_bps(s)
+}
+
+fn size(s: &str) -> Result<usize, String> {
+    units::size_bytes(s)
+}
+
+/// A comma-separated list of byte sizes.
+#[derive(Debug, Clone)]
+pub struct SizeList(pub Vec<usize>);
+
+fn sizes(s: &str) -> Result<SizeList, String> {
+    units::size_list(s).map(SizeList)
+}
+
+fn secs(s: &str) -> Result<Duration, String> {
+    units::seconds(s)
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind: IpAddr,
+    /// Control port.
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
+    /// Largest total rate one test may ask for, bits/s (e.g. 1G). Unlimited if absent.
+    #[arg(long, value_parser = rate)]
+    pub max_rate: Option<f64>,
+    /// Longest test, seconds.
+    #[arg(long, value_parser = secs, default_value = "3600")]
+    pub max_duration: Duration,
+    /// Most streams per test (both directions together).
+    #[arg(long, default_value_t = 128)]
+    pub max_streams: u16,
+    /// Most tests running at once.
+    #[arg(long, default_value_t = 16)]
+    pub max_tests: u16,
+    /// Require clients to prove they hold this pre-shared key (HMAC challenge/response;
+    /// the key never crosses the network). At least 16 bytes.
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Seconds a client has for each handshake message before it is disconnected.
+    #[arg(long, value_parser = secs, default_value = "10")]
+    pub handshake_timeout: Duration,
+    /// Serve only this long, then exit (seconds). Runs until killed if absent.
+    #[arg(long, value_parser = secs)]
+    pub run_for: Option<Duration>,
+}
+
+/// Flags every command that talks to a server shares.
+#[derive(Debug, Args, Clone)]
+pub struct Target {
+    /// Server host name or address.
+    pub host: String,
+    /// Server control port.
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
+    /// Pre-shared key file, when the server requires authentication.
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Print one JSON document instead of tables.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BackendArg {
+    /// GSO above 200 kpps or when unlimited, sendmmsg otherwise.
+    Auto,
+    /// One datagram per message, batched with sendmmsg.
+    Sendmmsg,
+    /// UDP generic segmentation offload.
+    Gso,
+}
+
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// UDP instead of TCP.
+    #[arg(short, long)]
+    pub udp: bool,
+    /// Seconds to send.
+    #[arg(short, long, value_parser = secs, default_value = "10")]
+    pub time: Duration,
+    /// Rate per stream in bits/s (k/M/G suffixes); 0 = unlimited. UDP default 1M, TCP unlimited.
+    #[arg(short, long, value_parser = rate)]
+    pub bitrate: Option<f64>,
+    /// Rate per stream in packets (datagrams or writes) per second, instead of -b.
+    #[arg(long, conflicts_with = "bitrate")]
+    pub pps: Option<f64>,
+    /// Payload bytes per datagram (UDP, default 1472) or per write (TCP, default 128k).
+    #[arg(short, long, value_parser = size)]
+    pub length: Option<usize>,
+    /// Parallel streams.
+    #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=128))]
+    pub parallel: u8,
+    /// Reverse: the server sends, the client receives.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Seconds between interval reports (0 = none).
+    #[arg(short, long, default_value = "1")]
+    pub interval: f64,
+    /// The two hosts' clocks are synchronised (PTP): report one-way latency across hosts.
+    #[arg(long)]
+    pub synced_clocks: bool,
+    /// UDP send path.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub udp_backend: BackendArg,
+    /// DSCP value for data packets (0-63).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub dscp: Option<u8>,
+    /// Socket buffer size, bytes (k/M suffixes).
+    #[arg(short = 'w', long, value_parser = size)]
+    pub window: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Message sizes in bytes, comma-separated (minimum 18, the test header).
+    #[arg(short, long, value_parser = sizes, default_value = "64")]
+    pub length: SizeList,
+    /// Seconds per message size.
+    #[arg(short, long, value_parser = secs, default_value = "5")]
+    pub time: Duration,
+    /// Busy-poll for answers instead of sleeping in recv (lower latency, one core busy).
+    #[arg(long)]
+    pub spin: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Lowest target rate, bits/s.
+    #[arg(long, value_parser = rate)]
+    pub from: f64,
+    /// Highest target rate, bits/s.
+    #[arg(long, value_parser = rate)]
+    pub to: f64,
+    /// Step between targets, bits/s.
+    #[arg(long, value_parser = rate)]
+    pub step: f64,
+    /// Seconds per step.
+    #[arg(short, long, value_parser = secs, default_value = "5")]
+    pub time: Duration,
+    /// UDP payload bytes.
+    #[arg(short, long, value_parser = size, default_value = "1472")]
+    pub length: usize,
+    /// Sweep the server-to-client direction.
+    #[arg(short = 'R', long)]
+    pub reverse: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BlocksizeArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Write sizes, comma-separated (k = 1024 bytes).
+    #[arg(long, value_parser = sizes, default_value = "1k,2k,4k,8k,16k,32k")]
+    pub sizes: SizeList,
+    /// Seconds per size and direction.
+    #[arg(short, long, value_parser = secs, default_value = "5")]
+    pub time: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Print one JSON document instead of tables.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+    /// Seconds per throughput test.
+    #[arg(short, long, value_parser = secs, default_value = "3")]
+    pub time: Duration,
+}

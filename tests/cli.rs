@@ -1,0 +1,77 @@
+//! Command-line errors: clear message, exit code 2, nothing started.
+
+use crate::util::*;
+
+fn fails_with(args: &[&str], needle: &str) {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "wirebench {args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "wirebench {args:?}: expected '{needle}' in: {err}"
+    );
+}
+
+#[test]
+fn bad_values_name_the_problem() {
+    fails_with(&["client", "127.0.0.1", "-u", "-b", "fast"], "500M");
+    fails_with(
+        &["client", "127.0.0.1", "-u", "-l", "10"],
+        "len 10 out of range",
+    );
+    fails_with(&["client", "127.0.0.1", "-t", "0"], "out of range");
+    fails_with(&["client", "127.0.0.1", "-P", "0"], "0");
+    fails_with(
+        &[
+            "sweep",
+            "127.0.0.1",
+            "--from",
+            "500M",
+            "--to",
+            "100M",
+            "--step",
+            "10M",
+        ],
+        "below --from",
+    );
+    fails_with(
+        &["blocksize", "127.0.0.1", "--sizes", "1k,0"],
+        "block size 0",
+    );
+    fails_with(&["latency", "127.0.0.1", "-l", "8"], "outside 18");
+    fails_with(
+        &["server", "--auth-key-file", "/nonexistent/key"],
+        "cannot read key file",
+    );
+}
+
+#[test]
+fn unreachable_server_is_exit_1_with_the_address() {
+    // A port nothing listens on: bind one, note it, close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = run(&["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+}
+
+#[test]
+fn help_lists_the_commands_and_exit_codes() {
+    let out = run(&["--help"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    for c in [
+        "server",
+        "client",
+        "latency",
+        "sweep",
+        "blocksize",
+        "demo",
+        "Exit codes",
+    ] {
+        assert!(s.contains(c), "{c} missing from --help:\n{s}");
+    }
+}

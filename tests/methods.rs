@@ -1,0 +1,134 @@
+//! sweep, blocksize, latency and demo end to end on loopback.
+
+use crate::util::*;
+
+#[test]
+fn sweep_classifies_each_step() {
+    let srv = ServerProc::start(&[]);
+    let p = srv.port_arg();
+    let v = run_json(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--from",
+        "10M",
+        "--to",
+        "30M",
+        "--step",
+        "10M",
+        "-t",
+        "1",
+        "-J",
+    ]);
+    let rows = v
+        .pointer("/sweep/rows")
+        .and_then(|r| r.as_array())
+        .expect("rows");
+    assert_eq!(rows.len(), 3);
+    for (row, target) in rows.iter().zip([10e6, 20e6, 30e6]) {
+        assert_eq!(row["target_bps"].as_f64().unwrap(), target);
+        let status = row["status"].as_str().unwrap();
+        let loss = row["loss_pct"].as_f64().unwrap();
+        let expect = if loss == 0.0 {
+            "zero-loss"
+        } else if loss < 0.5 {
+            "marginal"
+        } else {
+            "loss"
+        };
+        assert_eq!(status, expect, "{row}");
+        let achieved = row["achieved_bps"].as_f64().unwrap();
+        assert!(achieved > 0.0 && achieved <= target * 1.01, "{row}");
+    }
+}
+
+#[test]
+fn blocksize_measures_both_directions() {
+    let srv = ServerProc::start(&[]);
+    let p = srv.port_arg();
+    let v = run_json(&[
+        "blocksize",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--sizes",
+        "1k,32k",
+        "-t",
+        "1",
+        "-J",
+    ]);
+    let rows = v
+        .pointer("/blocksize")
+        .and_then(|r| r.as_array())
+        .expect("rows");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["block_bytes"], 1024);
+    for r in rows {
+        assert!(r["tx_mbyte_s"].as_f64().unwrap() > 1.0, "{r}");
+        assert!(r["rx_mbyte_s"].as_f64().unwrap() > 1.0, "{r}");
+    }
+}
+
+#[test]
+fn latency_gives_percentiles_per_size() {
+    let srv = ServerProc::start(&[]);
+    let p = srv.port_arg();
+    let v = run_json(&[
+        "latency",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-l",
+        "64,1024",
+        "-t",
+        "1",
+        "-J",
+    ]);
+    let rows = v
+        .pointer("/latency")
+        .and_then(|r| r.as_array())
+        .expect("rows");
+    assert_eq!(rows.len(), 2);
+    for (r, size) in rows.iter().zip([64, 1024]) {
+        assert_eq!(r["size"], size);
+        assert!(r["samples"].as_u64().unwrap() > 100, "{r}");
+        let rtt = &r["rtt_us"];
+        let (min, p50, p9999, max) = (
+            rtt["min"].as_f64().unwrap(),
+            rtt["p50"].as_f64().unwrap(),
+            rtt["p9999"].as_f64().unwrap(),
+            rtt["max"].as_f64().unwrap(),
+        );
+        assert!(
+            0.0 < min && min <= p50 && p50 <= p9999 && p9999 <= max,
+            "{rtt}"
+        );
+        assert_eq!(rtt["kind"], "round-trip");
+    }
+}
+
+#[test]
+fn demo_runs_every_part_and_prints_its_tables() {
+    let out = run(&["demo", "-t", "1"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for needle in [
+        "== TCP",
+        "Tx rate",
+        "== UDP",
+        "jitter us",
+        "round-trip time (us)",
+        "maximum sustained zero-loss rate",
+        "demo done",
+    ] {
+        assert!(
+            s.contains(needle),
+            "'{needle}' missing from demo output:\n{s}"
+        );
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests: they run the real `wirebench` binary as server and client on
+//! loopback. One test binary (`autotests = false`), one module per area.
+
+mod util;
+
+mod bad_input;
+mod cli;
+mod client;
+mod methods;
+mod server;

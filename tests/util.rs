@@ -1,0 +1,102 @@
+//! Helpers: run the binary, start a server on a free port and stop it on drop.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_wirebench")
+}
+
+/// Runs `wirebench ARGS` to completion.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run wirebench")
+}
+
+/// Runs and parses stdout as JSON, failing with both streams shown if it is not.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = run(args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "wirebench {args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// A `wirebench server` child process on 127.0.0.1 and a free port; killed on drop.
+pub struct ServerProc {
+    child: Child,
+    pub port: u16,
+}
+
+impl ServerProc {
+    pub fn start(extra: &[&str]) -> Self {
+        let mut child = Command::new(bin())
+            .args(["server", "--bind", "127.0.0.1", "-p", "0"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start server");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stderr).lines();
+            if let Some(Ok(first)) = lines.next() {
+                let _ = tx.send(first);
+            }
+            for _ in lines {}
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("server announced its address");
+        let port = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("cannot find the port in: {line}"));
+        Self { child, port }
+    }
+
+    pub fn port_arg(&self) -> String {
+        self.port.to_string()
+    }
+
+    /// The server process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn u64_at(v: &serde_json::Value, path: &str) -> u64 {
+    v.pointer(path)
+        .and_then(|x| x.as_u64())
+        .unwrap_or_else(|| panic!("no integer at {path} in {v:#}"))
+}
+
+pub fn f64_at(v: &serde_json::Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(|x| x.as_f64())
+        .unwrap_or_else(|| panic!("no number at {path} in {v:#}"))
+}
+
+pub fn str_at<'a>(v: &'a serde_json::Value, path: &str) -> &'a str {
+    v.pointer(path)
+        .and_then(|x| x.as_str())
+        .unwrap_or_else(|| panic!("no string at {path} in {v:#}"))
+}
