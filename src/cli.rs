@@ -161,6 +161,33 @@ pub struct ClientArgs {
     /// Socket buffer size, bytes (k/M suffixes).
     #[arg(short = 'w', long, value_parser = size)]
     pub window: Option<usize>,
+    /// Pin the client's data threads to CPU N and, with N,M, the server's to CPU M.
+    #[arg(short = 'A', long, value_parser = affinity)]
+    pub affinity: Option<Affinity>,
+}
+
+/// `-A N[,M]`: client CPU and optional server CPU.
+#[derive(Debug, Clone)]
+pub struct Affinity {
+    pub client: u16,
+    pub server: Option<u16>,
+}
+
+fn affinity(s: &str) -> Result<Affinity, String> {
+    let err = || format!("'{s}' is not N or N,M (CPU numbers)");
+    let mut parts = s.split(',');
+    let client = parts
+        .next()
+        .and_then(|p| p.trim().parse().ok())
+        .ok_or_else(err)?;
+    let server = match parts.next() {
+        Some(p) => Some(p.trim().parse().map_err(|_| err())?),
+        None => None,
+    };
+    if parts.next().is_some() {
+        return Err(err());
+    }
+    Ok(Affinity { client, server })
 }
 
 #[derive(Debug, Args)]

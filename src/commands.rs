@@ -50,6 +50,7 @@ fn client_config(t: &Target) -> Result<ClientConfig> {
         server: resolve_addr(&t.host, t.port)?,
         key,
         connect_timeout: Duration::from_secs(5),
+        cpu: None,
     })
 }
 
@@ -153,6 +154,7 @@ pub fn client_spec(a: &ClientArgs) -> Result<TestSpec> {
         synced_clocks: a.synced_clocks,
         dscp: a.dscp,
         window,
+        server_cpu: a.affinity.as_ref().and_then(|x| x.server),
     };
     spec.validate().map_err(usage)?;
     Ok(spec)
@@ -190,14 +192,15 @@ fn run_one(
     Ok(outcome)
 }
 
-fn spec_params(spec: &TestSpec, server: &SocketAddr) -> serde_json::Value {
-    serde_json::json!({ "server": server.to_string(), "test": spec })
+fn spec_params(spec: &TestSpec, cfg: &ClientConfig) -> serde_json::Value {
+    serde_json::json!({ "server": cfg.server.to_string(), "client_cpu": cfg.cpu, "test": spec })
 }
 
 /// `wirebench client`.
 pub fn client(a: &ClientArgs) -> Result<()> {
     let spec = client_spec(a)?;
-    let cfg = client_config(&a.target)?;
+    let mut cfg = client_config(&a.target)?;
+    cfg.cpu = a.affinity.as_ref().map(|x| usize::from(x.client));
     let interval = interval_of(a.interval)?;
     let json = a.target.json;
     if !json {
@@ -214,7 +217,7 @@ pub fn client(a: &ClientArgs) -> Result<()> {
         );
     }
     let outcome = run_one(&cfg, &spec, interval, json)?;
-    let r = assemble::throughput_result(&outcome, "client", spec_params(&spec, &cfg.server));
+    let r = assemble::throughput_result(&outcome, "client", spec_params(&spec, &cfg));
     if !json {
         println!();
     }
@@ -242,8 +245,7 @@ impl Trial for ServerTrial {
             ..self.base.clone()
         };
         let outcome = run_one(&self.cfg, &spec, None, true)?;
-        let r =
-            assemble::throughput_result(&outcome, "trial", spec_params(&spec, &self.cfg.server));
+        let r = assemble::throughput_result(&outcome, "trial", spec_params(&spec, &self.cfg));
         let s = r.summary.clone().context("the trial produced no result")?;
         self.runs.push(r);
         Ok(TrialResult {
@@ -269,6 +271,7 @@ fn base_spec(protocol: Protocol) -> TestSpec {
         synced_clocks: false,
         dscp: None,
         window: None,
+        server_cpu: None,
     }
 }
 
@@ -451,6 +454,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
         server: handle.addr(),
         key: None,
         connect_timeout: Duration::from_secs(5),
+        cpu: None,
     };
     let say = |s: &str| {
         if !a.json {
@@ -473,7 +477,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
         ..base_spec(Protocol::Tcp)
     };
     let o = run_one(&cfg, &tcp, Some(Duration::from_secs(1)), a.json)?;
-    let r = assemble::throughput_result(&o, "client", spec_params(&tcp, &cfg.server));
+    let r = assemble::throughput_result(&o, "client", spec_params(&tcp, &cfg));
     say(&format!("\n{}", report::text::client_summary(&r)));
     all.runs.push(r);
 
@@ -487,7 +491,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
         ..base_spec(Protocol::Udp)
     };
     let o = run_one(&cfg, &udp, Some(Duration::from_secs(1)), a.json)?;
-    let r = assemble::throughput_result(&o, "client", spec_params(&udp, &cfg.server));
+    let r = assemble::throughput_result(&o, "client", spec_params(&udp, &cfg));
     say(&format!("\n{}", report::text::client_summary(&r)));
     all.runs.push(r);
 

@@ -179,7 +179,7 @@ fn human_output_has_intervals_summary_and_latency() {
         "{s}"
     );
     assert!(
-        s.contains("backend: udp-sendmmsg, timestamps: kernel-software"),
+        s.contains("backend: udp-sendmmsg, timestamps: kernel-software, receiver: blocking"),
         "{s}"
     );
 }

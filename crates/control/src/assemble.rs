@@ -275,6 +275,10 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
     let (streams, sum_tx, sum_rx) = streams_and_summaries(o);
     r.backend = Some(backend_name(o));
     r.timestamp_source = Some(timestamp_source(o));
+    r.receive_mode = o.local.iter().chain(&o.remote).find_map(|x| match x {
+        StreamReport::UdpRx(rx) => Some(rx.mode.clone()),
+        _ => None,
+    });
     let mut prev = None;
     for s in &o.intervals {
         r.intervals.extend(interval_rows(&o.spec, prev, s));

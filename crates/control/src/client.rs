@@ -12,7 +12,7 @@ use engine::{tcp, udp};
 
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, Limits, ServerMsg, StreamReport};
-use crate::server::{spawn_reader, tcp_send_config, udp_send_config};
+use crate::server::{spawn_reader, tcp_send_config, udp_recv_config, udp_send_config};
 use crate::streams::{self, Sender, SideRun};
 use crate::{auth, ProtoError, MAGIC, VERSION};
 
@@ -34,6 +34,8 @@ pub struct ClientConfig {
     pub key: Option<Vec<u8>>,
     /// Connect timeout.
     pub connect_timeout: Duration,
+    /// CPU the client pins its data-plane threads to.
+    pub cpu: Option<usize>,
 }
 
 /// An established, authenticated control connection.
@@ -44,6 +46,7 @@ pub struct Session {
     pub same_host: bool,
     /// The server's limits.
     pub limits: Limits,
+    cpu: Option<usize>,
 }
 
 /// Everything both sides reported about one test.
@@ -156,6 +159,7 @@ impl Session {
             server: cfg.server,
             same_host,
             limits,
+            cpu: cfg.cpu,
         })
     }
 
@@ -195,7 +199,7 @@ impl Session {
             ));
         };
         let plan = streams::plan(spec);
-        let mut side = SideRun::new();
+        let mut side = SideRun::new(self.cpu);
         let setup = match spec.protocol {
             Protocol::Udp => self.setup_udp(spec, one_way, test_id, &ports, &plan, &mut side),
             Protocol::Tcp => self.setup_tcp(spec, test_id, token, &ports, &plan, &mut side),
@@ -351,13 +355,7 @@ impl Session {
         }
         for (s, (id, who)) in socks.iter().zip(plan) {
             if *who == Sender::Server {
-                let cfg = udp::UdpRecvConfig {
-                    test_id,
-                    stream_id: *id,
-                    one_way,
-                    max_len: spec.len,
-                };
-                side.udp_receiver(s.try_clone()?, cfg)?;
+                side.udp_receiver(s.try_clone()?, udp_recv_config(spec, test_id, *id, one_way))?;
             }
         }
         for (s, (id, who)) in socks.into_iter().zip(plan) {

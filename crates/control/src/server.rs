@@ -372,7 +372,7 @@ fn serve_test(
     );
     let local_ip = ctrl.local_addr().map_err(ProtoError::Io)?.ip();
     let plan = streams::plan(&spec);
-    let mut side = SideRun::new();
+    let mut side = SideRun::new(spec.server_cpu.map(usize::from));
     let setup = match spec.protocol {
         Protocol::Udp => setup_udp(
             &mut ctrl, &spec, one_way, test_id, token, local_ip, &plan, &mut side,
@@ -433,13 +433,7 @@ fn setup_udp(
     // Receivers first so that nothing the client sends at once is missed.
     for (s, (id, who)) in socks.iter().zip(plan) {
         if *who == Sender::Client {
-            let cfg = udp::UdpRecvConfig {
-                test_id,
-                stream_id: *id,
-                one_way,
-                max_len: spec.len,
-            };
-            side.udp_receiver(s.try_clone()?, cfg)?;
+            side.udp_receiver(s.try_clone()?, udp_recv_config(spec, test_id, *id, one_way))?;
         }
     }
     for (s, (id, who)) in socks.into_iter().zip(plan) {
@@ -448,6 +442,22 @@ fn setup_udp(
         }
     }
     Ok(())
+}
+
+/// The receiver configuration both sides derive from a request.
+pub(crate) fn udp_recv_config(
+    spec: &TestSpec,
+    test_id: u16,
+    stream_id: u8,
+    one_way: bool,
+) -> udp::UdpRecvConfig {
+    udp::UdpRecvConfig {
+        test_id,
+        stream_id,
+        one_way,
+        max_len: spec.len,
+        spin: udp::spin_receiver_for(spec.rate.packets_per_sec(spec.len)),
+    }
 }
 
 /// The sender configuration both sides derive from a request.
@@ -707,6 +717,7 @@ mod test {
             synced_clocks: false,
             dscp: None,
             window: None,
+            server_cpu: None,
         }
     }
 

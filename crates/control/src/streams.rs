@@ -107,10 +107,12 @@ pub(crate) struct SideRun {
     receivers: Vec<Running>,
     pending: Vec<Pending>,
     kept: Vec<StreamReport>,
+    cpu: Option<usize>,
 }
 
 impl SideRun {
-    pub(crate) fn new() -> Self {
+    /// A side whose data-plane threads pin themselves to `cpu`, if given.
+    pub(crate) fn new(cpu: Option<usize>) -> Self {
         Self {
             sender_stop: Arc::new(AtomicBool::new(false)),
             receiver_stop: Arc::new(AtomicBool::new(false)),
@@ -118,6 +120,7 @@ impl SideRun {
             receivers: Vec::new(),
             pending: Vec::new(),
             kept: Vec::new(),
+            cpu,
         }
     }
 
@@ -166,9 +169,17 @@ impl SideRun {
             self.receiver_stop.clone()
         };
         let l = live.clone();
+        let cpu = self.cpu;
         let handle = std::thread::Builder::new()
             .name(format!("wb-{name}-{id}"))
-            .spawn(move || f(&l, &stop))?;
+            .spawn(move || {
+                if let Some(c) = cpu {
+                    if let Err(e) = engine::sys::pin_current_thread(c) {
+                        tracing::warn!("cannot pin to CPU {c}: {e}");
+                    }
+                }
+                f(&l, &stop)
+            })?;
         let r = Running { id, live, handle };
         if is_sender {
             self.senders.push(r);
@@ -282,6 +293,7 @@ mod test {
             synced_clocks: false,
             dscp: None,
             window: None,
+            server_cpu: None,
         }
     }
 

@@ -29,6 +29,10 @@ pub struct RunResult {
     /// Send/receive path that produced the figures (e.g. `udp-sendmmsg`, `udp-gso`, `tcp`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// How the receiver waited for packets: `blocking` (sleeps in `recvmmsg`) or `spin`
+    /// (busy-polls; used above 100 kpps). Figures differ between the two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receive_mode: Option<String>,
     /// Where latency timestamps came from (`kernel-software`, `user`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp_source: Option<String>,
@@ -74,6 +78,7 @@ impl RunResult {
             params,
             environment: Environment::probe(),
             backend: None,
+            receive_mode: None,
             timestamp_source: None,
             intervals: Vec::new(),
             streams: Vec::new(),

@@ -137,6 +137,8 @@ pub struct TestSpec {
     pub dscp: Option<u8>,
     /// Socket buffer size in bytes (`-w`).
     pub window: Option<u32>,
+    /// CPU the server pins its data-plane threads to (iperf3's `-A n,m` second part).
+    pub server_cpu: Option<u16>,
 }
 
 impl TestSpec {

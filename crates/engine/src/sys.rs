@@ -73,6 +73,24 @@ pub fn set_timer_slack_1ns() {
     }
 }
 
+/// Pins the calling thread to one CPU (`sched_setaffinity`).
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("CPU {cpu} is out of range"),
+        ));
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (index checked above);
+    // sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of it.
+    let ret = unsafe {
+        let mut set: libc::cpu_set_t = zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
+    };
+    cvt(ret).map(drop)
+}
+
 /// CPU time consumed by the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
 pub fn thread_cpu_time() -> Duration {
     // SAFETY: `ts` is a valid out-parameter for clock_gettime.

@@ -126,6 +126,8 @@ pub struct UdpReceiverReport {
     pub echoed: u64,
     /// Receive timestamps came from the kernel.
     pub kernel_timestamps: bool,
+    /// `spin` (busy-polling) or `blocking`.
+    pub mode: String,
     /// CPU time of the receiving thread.
     pub cpu_time: Duration,
 }
@@ -471,6 +473,17 @@ pub struct UdpRecvConfig {
     pub one_way: bool,
     /// Largest datagram expected.
     pub max_len: usize,
+    /// Busy-poll the socket instead of sleeping in `recvmmsg` (see [`spin_receiver_for`]).
+    pub spin: bool,
+}
+
+/// Expected packet rates above this make the receiver busy-poll: at such rates it never
+/// idles anyway, and a sleeping receiver makes the sender's CPU pay for every wake-up.
+pub const SPIN_RECEIVER_ABOVE_PPS: f64 = 100_000.0;
+
+/// Whether a receiver for a stream of this rate (`None` = unlimited) should busy-poll.
+pub fn spin_receiver_for(pps: Option<f64>) -> bool {
+    pps.is_none_or(|p| p > SPIN_RECEIVER_ABOVE_PPS)
 }
 
 /// Runs a receiver on a connected socket until `stop` is set.
@@ -492,9 +505,13 @@ pub fn run_receiver(
     let mut draining = false;
     loop {
         draining = draining || stop.load(Ordering::Relaxed);
-        let n = match batch.recv(sock, draining) {
+        let n = match batch.recv(sock, draining || cfg.spin) {
             Ok(n) => n,
             Err(e) if draining && is_timeout(&e) => break,
+            Err(e) if cfg.spin && is_timeout(&e) => {
+                std::hint::spin_loop();
+                continue;
+            }
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => continue,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
@@ -572,6 +589,7 @@ pub fn run_receiver(
         foreign,
         echoed,
         kernel_timestamps: kernel_ts,
+        mode: if cfg.spin { "spin" } else { "blocking" }.to_owned(),
         cpu_time: sys::thread_cpu_time(),
     }
 }

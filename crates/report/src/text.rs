@@ -212,6 +212,9 @@ pub fn facts(r: &RunResult) -> String {
         if let Some(t) = &r.timestamp_source {
             out.push_str(&format!(", timestamps: {t}"));
         }
+        if let Some(m) = &r.receive_mode {
+            out.push_str(&format!(", receiver: {m}"));
+        }
         out.push('\n');
     }
     for (label, s) in [
