@@ -203,6 +203,10 @@ pub struct LatencyArgs {
     /// Busy-poll for answers instead of sleeping in recv (lower latency, one core busy).
     #[arg(long)]
     pub spin: bool,
+    /// Stamp answers when recv returns (user space, as sockperf does) instead of with the
+    /// kernel's receive timestamp; includes this host's wake-up time.
+    #[arg(long)]
+    pub user_timestamps: bool,
 }
 
 #[derive(Debug, Args)]

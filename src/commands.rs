@@ -369,6 +369,7 @@ fn latency_result(
     sizes: &[usize],
     time: Duration,
     spin: bool,
+    user_timestamps: bool,
 ) -> Result<RunResult> {
     if sizes.is_empty() {
         bail!(usage("give at least one message size with -l"));
@@ -396,6 +397,7 @@ fn latency_result(
             },
             sizes,
             time,
+            !user_timestamps,
         )
         .with_context(|| format!("latency test with {} failed", cfg.server))?;
     let mut rows = Vec::new();
@@ -427,7 +429,7 @@ fn latency_result(
 /// `wirebench latency`.
 pub fn latency(a: &LatencyArgs) -> Result<()> {
     let cfg = client_config(&a.target)?;
-    let r = latency_result(&cfg, &a.length.0, a.time, a.spin)?;
+    let r = latency_result(&cfg, &a.length.0, a.time, a.spin, a.user_timestamps)?;
     print_result(&r, a.target.json, |r| {
         let mut s = r
             .latency
@@ -496,7 +498,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
     all.runs.push(r);
 
     say("== UDP ping-pong latency, 64 and 1472 bytes, 1 s each ==");
-    let r = latency_result(&cfg, &[64, 1472], Duration::from_secs(1), false)?;
+    let r = latency_result(&cfg, &[64, 1472], Duration::from_secs(1), false, false)?;
     say(&format!(
         "{}{}",
         r.latency

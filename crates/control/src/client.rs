@@ -12,7 +12,7 @@ use engine::{tcp, udp};
 
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, Limits, ServerMsg, StreamReport};
-use crate::server::{spawn_reader, tcp_send_config, udp_recv_config, udp_send_config};
+use crate::server::{spawn_reader, tcp_send_config, udp_recv_config, udp_send_config, TICK_SLACK};
 use crate::streams::{self, Sender, SideRun};
 use crate::{auth, ProtoError, MAGIC, VERSION};
 
@@ -245,7 +245,7 @@ impl Session {
             }
             let next_tick = interval
                 .map(|i| start + i * (tick + 1))
-                .filter(|t| *t <= start + spec.duration + interval.unwrap_or_default());
+                .filter(|t| *t <= start + spec.duration + TICK_SLACK);
             let mut wait = Duration::from_millis(20);
             if let Some(t) = next_tick {
                 wait = wait.min(t.saturating_duration_since(now));
@@ -392,11 +392,14 @@ impl Session {
     }
 
     /// Opens an echo socket on the server and runs ping-pong for each message size.
+    /// `kernel_timestamps` stamps answers on arrival in the kernel (excluding this host's
+    /// wake-up time); `false` stamps them after `recv` returns, as sockperf does.
     pub fn run_echo(
         mut self,
         spec: &EchoSpec,
         sizes: &[usize],
         per_size: Duration,
+        kernel_timestamps: bool,
     ) -> Result<Vec<udp::PingPongReport>, ProtoError> {
         write_msg(&mut self.ctrl, &ClientMsg::Echo { spec: spec.clone() })?;
         let port = match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
@@ -411,7 +414,7 @@ impl Session {
         let sock = UdpSocket::bind(bind).map_err(ProtoError::Io)?;
         sock.connect(SocketAddr::new(self.server.ip(), port))
             .map_err(ProtoError::Io)?;
-        let kernel_ts = engine::sys::enable_rx_timestamps(&sock).is_ok();
+        let kernel_ts = kernel_timestamps && engine::sys::enable_rx_timestamps(&sock).is_ok();
         let mut out = Vec::new();
         for &size in sizes {
             out.push(

@@ -27,6 +27,8 @@ const STREAM_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 const UDP_GRACE: Duration = Duration::from_millis(250);
 /// How long TCP receivers may take to reach end of stream after the senders finished.
 const TCP_GRACE: Duration = Duration::from_secs(3);
+/// Interval ticks up to this much past the test's end still count (timer rounding).
+pub(crate) const TICK_SLACK: Duration = Duration::from_millis(1);
 /// Extra time past the test's duration before the server gives up on a silent client.
 const FINISH_SLACK: Duration = Duration::from_secs(10);
 
@@ -582,6 +584,11 @@ fn run_control_loop(
     let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
     let start = Instant::now();
     let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
+    let tick_at = |k: u32| {
+        interval
+            .map(|i| i * (k + 1))
+            .filter(|t| *t <= spec.duration + TICK_SLACK)
+    };
     let mut index = 0u32;
     let finish = loop {
         let now = start.elapsed();
@@ -593,9 +600,7 @@ fn run_control_loop(
                 "the client did not finish the test in time".into(),
             ));
         }
-        let next_tick = interval
-            .map(|i| i * (index + 1))
-            .filter(|t| *t <= spec.duration + i_or_zero(interval));
+        let next_tick = tick_at(index);
         let wait = next_tick
             .map(|t| t.saturating_sub(now))
             .unwrap_or(Duration::from_millis(100))
@@ -640,6 +645,17 @@ fn run_control_loop(
     };
     // The client's sender reports stay with the client: it assembles the results.
     let _ = finish;
+    // Ticks that the client's finish overtook: the senders are done, the counters final.
+    while tick_at(index).is_some() {
+        write_msg(
+            &mut ctrl,
+            &ServerMsg::Interval {
+                index,
+                streams: side.sample(),
+            },
+        )?;
+        index += 1;
+    }
     let mut reports = side.join_senders();
     let grace = if spec.protocol == Protocol::Tcp {
         TCP_GRACE
@@ -648,10 +664,6 @@ fn run_control_loop(
     };
     reports.extend(side.finish_receivers(grace));
     write_msg(&mut ctrl, &ServerMsg::Results { reports })
-}
-
-fn i_or_zero(i: Option<Duration>) -> Duration {
-    i.unwrap_or(Duration::ZERO)
 }
 
 fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), ProtoError> {

@@ -30,6 +30,10 @@ use crate::sys::{self, RecvBatch, SendBatch};
 
 /// Datagrams per `sendmmsg` / `recvmmsg` call.
 pub const BATCH: usize = 64;
+/// Datagrams per `recvmmsg` call on the receiver.
+pub const RX_BATCH: usize = 64;
+/// Most segments in one GSO send (the kernel's UDP_MAX_SEGMENTS is 64 on older kernels).
+const GSO_MAX_SEGMENTS: usize = 64;
 /// Largest GSO super-datagram payload (the kernel limit is 64 KiB including headers).
 const GSO_MAX_BYTES: usize = 65_000;
 /// Round-trip probes per second and stream when the clocks are not shared.
@@ -253,7 +257,7 @@ pub fn run_sender(
     let len = cfg.payload_len.max(testhdr::HEADER_LEN);
     let target_pps = cfg.rate.packets_per_sec(len);
     let mut backend = cfg.backend.resolve(target_pps);
-    let gso_segments = (GSO_MAX_BYTES / len).clamp(1, BATCH);
+    let gso_segments = (GSO_MAX_BYTES / len).clamp(1, GSO_MAX_SEGMENTS);
     if backend == UdpBackend::Gso
         && (gso_segments < 2
             || len > u16::MAX as usize
@@ -326,6 +330,13 @@ pub fn run_sender(
                     }
                     match sock.send(&gso_buf[..k * len]) {
                         Ok(_) => k,
+                        Err(e) if seq == 0 && gso_unsupported(&e) => {
+                            // The route cannot segment: fall back for good, and say so.
+                            tracing::info!("UDP GSO refused ({e}); falling back to sendmmsg");
+                            let _ = sys::set_udp_segment(sock, 0);
+                            backend = UdpBackend::Sendmmsg;
+                            0
+                        }
                         Err(_) => 0,
                     }
                 } else {
@@ -389,6 +400,14 @@ pub fn run_sender(
         backend: backend.result_name().to_owned(),
         send_errors,
     }
+}
+
+/// Errors with which the kernel refuses a GSO send on this socket or route.
+fn gso_unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO | libc::EINVAL | libc::EOPNOTSUPP | libc::EMSGSIZE | libc::ENOPROTOOPT)
+    )
 }
 
 /// Writes sequence number, transmit time and the echo flag into one datagram's header.
@@ -495,7 +514,7 @@ pub fn run_receiver(
 ) -> UdpReceiverReport {
     let clock = RealClock::new();
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
-    let mut batch = RecvBatch::new(BATCH, cfg.max_len.max(testhdr::HEADER_LEN) + 64);
+    let mut batch = RecvBatch::new(RX_BATCH, cfg.max_len.max(testhdr::HEADER_LEN) + 64);
     let mut rx = StreamReceiver::with_tracker(SeqTracker::with_origin(DEFAULT_WINDOW, 0));
     let mut foreign = 0u64;
     let mut echoed = 0u64;
