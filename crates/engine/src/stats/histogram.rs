@@ -17,17 +17,21 @@
 //! instead), no time-windowed histograms, no auto-resize (the range is fixed on purpose so that all
 //! histograms of a run merge without error).
 //!
-//! Decoding limits: [`LatencyHistogram::from_base64`] rejects input longer than
-//! [`MAX_BASE64_LEN`] and never panics on bad input, but the V2 header inside the deflate stream
-//! declares its own payload length (up to 4 GiB) and the `hdrhistogram` decoder allocates that
-//! buffer before reading it, so a hostile peer could force a large transient allocation. Callers
-//! that take histograms from the network should bound their message size (the control protocol
-//! does) and treat this as a known limit.
+//! Decoding limits: the text handed to [`LatencyHistogram::from_base64`] comes from remote peers
+//! and from files, so decoding is bounded before anything is sized from the input. The text may
+//! be at most [`MAX_BASE64_LEN`] long; the "V2 + deflate" wrapper is parsed here and inflated
+//! through a hard limit of [`MAX_DECODED_LEN`] bytes; the V2 header inside is checked (format,
+//! bounds, and a counts array no longer than this type's own 1 ns..100 s, 3-digit layout needs,
+//! with a payload no longer than that array can encode to) before the bytes reach the
+//! `hdrhistogram` decoder, which would otherwise allocate whatever payload length (up to 4 GiB)
+//! and counts array the header declares. Decoding never panics on bad input.
 
 use std::fmt;
+use std::io::{Cursor, Read};
 use std::time::Duration;
 
 use base64::Engine as _;
+use flate2::read::ZlibDecoder;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -43,6 +47,10 @@ pub const SIGNIFICANT_DIGITS: u8 = 3;
 /// Longest base64 text accepted by [`LatencyHistogram::from_base64`] (1 MiB). A full 1 ns..100 s
 /// histogram with every bucket used encodes to well under 100 KiB.
 pub const MAX_BASE64_LEN: usize = 1 << 20;
+/// Largest uncompressed V2 encoding (header and counts) that [`LatencyHistogram::from_base64`]
+/// will inflate (1 MiB). The largest valid encoding of a histogram whose counts array fits this
+/// type's range is about 250 KiB (28,672 counts of at most 9 bytes each, plus a 40-byte header).
+pub const MAX_DECODED_LEN: usize = 1 << 20;
 
 /// Errors from [`LatencyHistogram::from_base64`].
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +70,200 @@ pub enum HistogramError {
     /// The bytes are not a valid HdrHistogram V2 (optionally deflate-compressed) encoding.
     #[error("encoded histogram is not a valid HdrHistogram V2 encoding: {0}")]
     Decode(String),
+    /// The encoding declares a size beyond the decoding limits (see [`MAX_DECODED_LEN`]): a
+    /// payload or counts array larger than a histogram of this type's range can need.
+    #[error("encoded histogram declares a {what} of {len}, more than the limit of {max}")]
+    TooLarge {
+        /// Which declared size is too large.
+        what: &'static str,
+        /// The declared size.
+        len: u64,
+        /// The limit it exceeds.
+        max: u64,
+    },
+}
+
+fn decode_error(msg: impl Into<String>) -> HistogramError {
+    HistogramError::Decode(msg.into())
+}
+
+// HdrHistogram V2 format (see hdrhistogram's `serialization` module, which matches the Java and C
+// implementations). Everything is big-endian.
+//
+// "V2 + deflate" wrapper:  cookie u32 | deflate length u32 | zlib stream (of a plain V2 encoding)
+// plain V2 header (40 B):  cookie u32 | payload length u32 | normalizing index offset u32 |
+//                          significant digits u32 | lowest discernible value u64 |
+//                          highest trackable value u64 | integer-to-double ratio f64
+// followed by the payload: the counts array as zig-zag LEB128 varints (at most 9 bytes each), a
+// negative number standing for a run of that many zero counts.
+//
+// Cookies carry the counter word size in bits 4..8 (hdrhistogram writes 0x10); as in the Java
+// implementation only the base (the cookie with those bits cleared) identifies the format.
+const V2_COOKIE_BASE: u32 = 0x1c84_9303;
+const V2_COMPRESSED_COOKIE_BASE: u32 = 0x1c84_9304;
+const COOKIE_WORD_SIZE_BITS: u32 = 0xf0;
+/// The exact plain-V2 cookie the `hdrhistogram` deserializer accepts.
+const V2_COOKIE: u32 = V2_COOKIE_BASE | 0x10;
+const V2_HEADER_LEN: usize = 40;
+const MAX_VARINT_LEN: usize = 9;
+
+fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    let b = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn be_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    let b = bytes.get(at..at.checked_add(8)?)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    Some(u64::from_be_bytes(a))
+}
+
+/// Length of the counts array `hdrhistogram::Histogram::new_with_bounds(low, high, digits)`
+/// allocates, without allocating it; `None` where that constructor would fail. This mirrors
+/// hdrhistogram 7.x (`new_with_bounds`, `buckets_to_cover`, `num_bins`), including its
+/// floating-point magnitudes, so that the result is exact; a test checks it against the crate.
+fn counts_len(low: u64, high: u64, digits: u32) -> Option<u64> {
+    if !(1..=u64::MAX / 2).contains(&low) || high < 2 * low || digits > 5 {
+        return None;
+    }
+    let largest = 2 * 10_u32.pow(digits);
+    let unit_magnitude = (low as f64).log2().floor() as u32;
+    let sub_bucket_count_magnitude = f64::from(largest).log2().ceil() as u32;
+    if unit_magnitude + sub_bucket_count_magnitude > 63 {
+        return None;
+    }
+    let sub_bucket_count = 1_u64 << sub_bucket_count_magnitude;
+    let mut smallest_untrackable = sub_bucket_count << unit_magnitude;
+    let mut buckets: u64 = 1;
+    while smallest_untrackable <= high {
+        if smallest_untrackable > u64::MAX / 2 {
+            buckets += 1;
+            break;
+        }
+        smallest_untrackable <<= 1;
+        buckets += 1;
+    }
+    Some((buckets + 1) * (sub_bucket_count / 2))
+}
+
+/// Length of the counts array of this type's own histogram (1 ns..100 s, 3 digits): no decoded
+/// histogram may need more.
+fn max_counts_len() -> u64 {
+    // The constants are valid bounds (see `new_histogram`), so this is always `Some`.
+    counts_len(LOWEST_NS, HIGHEST_NS, u32::from(SIGNIFICANT_DIGITS)).unwrap_or(0)
+}
+
+/// Checks a plain V2 header against the decoding limits and returns its payload length.
+fn check_v2_header(header: &[u8; V2_HEADER_LEN]) -> Result<usize, HistogramError> {
+    let field = |at| be_u32(header, at).unwrap_or(0);
+    let cookie = field(0);
+    if cookie & !COOKIE_WORD_SIZE_BITS != V2_COOKIE_BASE {
+        return Err(decode_error(format!(
+            "cookie {cookie:#010x} is not an HdrHistogram V2 cookie"
+        )));
+    }
+    let payload_len = field(4);
+    if field(8) != 0 {
+        return Err(decode_error("normalizing index offsets are not supported"));
+    }
+    let digits = field(12);
+    let low = be_u64(header, 16).unwrap_or(0);
+    let high = be_u64(header, 24).unwrap_or(0);
+    let ratio = f64::from_bits(be_u64(header, 32).unwrap_or(0));
+    if ratio != 1.0 {
+        return Err(decode_error(format!(
+            "integer-to-double conversion ratio {ratio} is not supported (only 1.0)"
+        )));
+    }
+    let counts = counts_len(low, high, digits).ok_or_else(|| {
+        decode_error(format!(
+            "invalid bounds: lowest {low}, highest {high}, {digits} significant digits"
+        ))
+    })?;
+    let max_counts = max_counts_len();
+    if counts > max_counts {
+        return Err(HistogramError::TooLarge {
+            what: "counts array length",
+            len: counts,
+            max: max_counts,
+        });
+    }
+    // Every count takes at most one varint, so no valid payload is longer than this.
+    let max_payload =
+        (counts * MAX_VARINT_LEN as u64).min((MAX_DECODED_LEN - V2_HEADER_LEN) as u64);
+    if u64::from(payload_len) > max_payload {
+        return Err(HistogramError::TooLarge {
+            what: "payload length",
+            len: u64::from(payload_len),
+            max: max_payload,
+        });
+    }
+    // Bounded by `MAX_DECODED_LEN` just above, so this always fits.
+    usize::try_from(payload_len).map_err(|_| decode_error("payload length does not fit usize"))
+}
+
+/// Turns a V2 or V2 + deflate encoding into a checked plain V2 encoding, with the exact cookie
+/// the `hdrhistogram` deserializer expects, at most [`MAX_DECODED_LEN`] bytes long.
+fn checked_v2_bytes(bytes: &[u8]) -> Result<Vec<u8>, HistogramError> {
+    let cookie = be_u32(bytes, 0).ok_or_else(|| decode_error("shorter than a cookie"))?;
+    let mut v2 = match cookie & !COOKIE_WORD_SIZE_BITS {
+        V2_COMPRESSED_COOKIE_BASE => inflate_v2(&bytes[4..])?,
+        V2_COOKIE_BASE => {
+            let header: &[u8; V2_HEADER_LEN] = bytes
+                .get(..V2_HEADER_LEN)
+                .and_then(|h| h.try_into().ok())
+                .ok_or_else(|| decode_error("shorter than a V2 header"))?;
+            let total = V2_HEADER_LEN + check_v2_header(header)?;
+            if bytes.len() != total {
+                return Err(decode_error(format!(
+                    "V2 header declares {total} bytes, {} present",
+                    bytes.len()
+                )));
+            }
+            bytes.to_vec()
+        }
+        _ => {
+            return Err(decode_error(format!(
+                "cookie {cookie:#010x} is not an HdrHistogram V2 cookie"
+            )))
+        }
+    };
+    v2[..4].copy_from_slice(&V2_COOKIE.to_be_bytes());
+    Ok(v2)
+}
+
+/// Inflates the part of a "V2 + deflate" encoding after its cookie, checking the V2 header before
+/// reading (or allocating room for) the payload.
+fn inflate_v2(wrapped: &[u8]) -> Result<Vec<u8>, HistogramError> {
+    let declared = be_u32(wrapped, 0).ok_or_else(|| decode_error("truncated deflate wrapper"))?;
+    let data = &wrapped[4..];
+    if u64::from(declared) != data.len() as u64 {
+        return Err(decode_error(format!(
+            "wrapper declares {declared} bytes of compressed data, {} present",
+            data.len()
+        )));
+    }
+    let inflate_error = |e: std::io::Error| decode_error(format!("bad deflate data: {e}"));
+    let mut reader = ZlibDecoder::new(data).take(MAX_DECODED_LEN as u64);
+    let mut header = [0u8; V2_HEADER_LEN];
+    reader.read_exact(&mut header).map_err(inflate_error)?;
+    let payload_len = check_v2_header(&header)?;
+    let mut v2 = vec![0u8; V2_HEADER_LEN + payload_len];
+    v2[..V2_HEADER_LEN].copy_from_slice(&header);
+    reader
+        .read_exact(&mut v2[V2_HEADER_LEN..])
+        .map_err(inflate_error)?;
+    // The zlib stream must end right after the payload; reading to its end also checks the
+    // Adler-32 trailer. At most one further byte of output is produced.
+    let mut probe = [0u8; 1];
+    match reader.get_mut().read(&mut probe) {
+        Ok(0) => Ok(v2),
+        Ok(_) => Err(decode_error(
+            "compressed data continues after the end of the histogram",
+        )),
+        Err(e) => Err(inflate_error(e)),
+    }
 }
 
 /// An HDR histogram of durations, kept in nanoseconds (1 ns ..= 100 s, 3 significant digits).
@@ -255,11 +457,18 @@ impl LatencyHistogram {
     /// compressed or not, in standard base64).
     ///
     /// A histogram encoded with other bounds is re-recorded into this type's fixed range
-    /// (values above 100 s count as 100 s).
+    /// (values above 100 s count as 100 s). Its counts array may be no longer than this type's
+    /// own (e.g. 1 µs..1000 s at 3 digits or 1 ns..100 s at 2 digits are accepted, 1 ns..100 s at
+    /// 4 digits is not).
+    ///
+    /// Safe on untrusted input: memory use is bounded (see [`MAX_DECODED_LEN`]) whatever sizes
+    /// the encoding declares.
     ///
     /// # Errors
     /// [`HistogramError::TooLong`] above [`MAX_BASE64_LEN`], [`HistogramError::Base64`] for bad
-    /// base64, [`HistogramError::Decode`] for bytes that are not a V2 histogram. Never panics.
+    /// base64, [`HistogramError::TooLarge`] when the encoding declares a payload or counts array
+    /// beyond the limits, [`HistogramError::Decode`] for bytes that are not a V2 histogram
+    /// (including truncated ones and data after the end). Never panics.
     pub fn from_base64(text: &str) -> Result<LatencyHistogram, HistogramError> {
         let text = text.trim();
         if text.len() > MAX_BASE64_LEN {
@@ -269,8 +478,9 @@ impl LatencyHistogram {
             });
         }
         let bytes = base64::engine::general_purpose::STANDARD.decode(text)?;
+        let v2 = checked_v2_bytes(&bytes)?;
         let decoded: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+            .deserialize(&mut Cursor::new(v2.as_slice()))
             .map_err(|e| HistogramError::Decode(e.to_string()))?;
         let canonical = new_histogram();
         let same_layout = decoded.low() == canonical.low()
@@ -321,7 +531,12 @@ impl<'de> Deserialize<'de> for LatencyHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::engine::general_purpose::STANDARD;
+    use flate2::write::ZlibEncoder;
+    use flate2::Compression;
+    use hdrhistogram::serialization::V2Serializer;
     use proptest::prelude::*;
+    use std::io::Write;
 
     fn us(x: u64) -> Duration {
         Duration::from_micros(x)
@@ -463,26 +678,283 @@ mod tests {
             LatencyHistogram::from_base64(&long),
             Err(HistogramError::TooLong { .. })
         ));
-        // A valid encoding cut short: an error, except that the decoder stops once the
-        // histogram is complete and does not check the deflate end marker or the zlib Adler-32
-        // trailer, so a cut in those last bytes still gives the exact histogram (never a wrong
-        // one).
+        // A valid encoding cut short, or with bytes added after it, is an error.
         let mut h = LatencyHistogram::new();
         h.record(us(3));
         h.record(us(3_000));
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(h.to_base64())
-            .unwrap();
+        let bytes = STANDARD.decode(h.to_base64()).unwrap();
         for cut in 0..bytes.len() {
-            let text = base64::engine::general_purpose::STANDARD.encode(&bytes[..cut]);
-            match LatencyHistogram::from_base64(&text) {
-                Err(_) => {}
-                Ok(back) => {
-                    assert!(cut + 8 >= bytes.len(), "cut at {cut} of {}", bytes.len());
-                    assert_eq!(back, h);
+            let r = LatencyHistogram::from_base64(&STANDARD.encode(&bytes[..cut]));
+            assert!(r.is_err(), "cut at {cut} of {}", bytes.len());
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(
+            LatencyHistogram::from_base64(&STANDARD.encode(&longer)),
+            Err(HistogramError::Decode(_))
+        ));
+    }
+
+    /// A plain V2 header (hdrhistogram's cookie) with the given fields.
+    fn v2_header(payload_len: u32, low: u64, high: u64, digits: u32) -> Vec<u8> {
+        let mut v = Vec::with_capacity(V2_HEADER_LEN);
+        v.extend(V2_COOKIE.to_be_bytes());
+        v.extend(payload_len.to_be_bytes());
+        v.extend(0u32.to_be_bytes()); // normalizing index offset
+        v.extend(digits.to_be_bytes());
+        v.extend(low.to_be_bytes());
+        v.extend(high.to_be_bytes());
+        v.extend(1.0f64.to_be_bytes()); // integer-to-double ratio
+        v
+    }
+
+    /// `v2_header` with this type's own bounds.
+    fn own_header(payload_len: u32) -> Vec<u8> {
+        v2_header(
+            payload_len,
+            LOWEST_NS,
+            HIGHEST_NS,
+            u32::from(SIGNIFICANT_DIGITS),
+        )
+    }
+
+    fn zlib(bytes: &[u8]) -> Vec<u8> {
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+        z.write_all(bytes).unwrap();
+        z.finish().unwrap()
+    }
+
+    /// The "V2 + deflate" wrapper (hdrhistogram's cookie) around a zlib stream.
+    fn wrap(zlib_data: &[u8]) -> Vec<u8> {
+        let mut v = (V2_COMPRESSED_COOKIE_BASE | 0x10).to_be_bytes().to_vec();
+        v.extend(u32::try_from(zlib_data.len()).unwrap().to_be_bytes());
+        v.extend(zlib_data);
+        v
+    }
+
+    fn decode_bytes(bytes: &[u8]) -> Result<LatencyHistogram, HistogramError> {
+        LatencyHistogram::from_base64(&STANDARD.encode(bytes))
+    }
+
+    fn sample_histogram() -> LatencyHistogram {
+        let mut h = LatencyHistogram::new();
+        for i in 1..=500u64 {
+            h.record_ns(i * 7_919);
+        }
+        h.record(Duration::from_secs(3));
+        h
+    }
+
+    #[test]
+    fn hand_built_wrapper_matches_hdrhistogram() {
+        // The test helpers produce what hdrhistogram produces, so the hostile inputs below differ
+        // from valid ones only where intended.
+        let h = sample_histogram();
+        let mut plain = Vec::new();
+        V2Serializer::new()
+            .serialize(h.as_hdr(), &mut plain)
+            .unwrap();
+        let payload_len = u32::try_from(plain.len() - V2_HEADER_LEN).unwrap();
+        assert_eq!(plain[..V2_HEADER_LEN], own_header(payload_len)[..]);
+        assert_eq!(decode_bytes(&wrap(&zlib(&plain))).unwrap(), h);
+        let mut deflated = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(h.as_hdr(), &mut deflated)
+            .unwrap();
+        assert_eq!(deflated[..4], wrap(&[])[..4]);
+    }
+
+    #[test]
+    fn hostile_payload_length_is_rejected_before_allocating() {
+        // hdrhistogram's own decoder sizes its buffer from this field (up to 4 GiB) before
+        // reading. Here it is checked against the counts array first: the error names the
+        // header field, so nothing was sized from it.
+        for claimed in [u32::MAX, 1 << 31, (MAX_DECODED_LEN as u32) + 1, 258_049] {
+            let header = own_header(claimed);
+            let compressed = wrap(&zlib(&header));
+            assert!(STANDARD.encode(&compressed).len() < 100);
+            for bytes in [compressed, header] {
+                match decode_bytes(&bytes) {
+                    Err(HistogramError::TooLarge {
+                        what: "payload length",
+                        len,
+                        max,
+                    }) => {
+                        assert_eq!(len, u64::from(claimed));
+                        assert_eq!(max, max_counts_len() * MAX_VARINT_LEN as u64);
+                    }
+                    other => panic!("claimed {claimed}: {other:?}"),
                 }
             }
         }
+        // The claim is checked against the histogram's own counts array, not only the limit.
+        let small_max = counts_len(1_000, 1_000_000, 1).unwrap() * MAX_VARINT_LEN as u64;
+        assert!(small_max < 2_000);
+        let small = v2_header(small_max as u32 + 1, 1_000, 1_000_000, 1);
+        assert!(matches!(
+            decode_bytes(&wrap(&zlib(&small))),
+            Err(HistogramError::TooLarge {
+                what: "payload length",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn hostile_counts_array_is_rejected() {
+        // 1..u64::MAX at 5 digits would be a ~50 MB counts array.
+        for (low, high, digits) in [
+            (1, u64::MAX, 5),
+            (1, HIGHEST_NS, 4),
+            (1, HIGHEST_NS * 100, 3),
+        ] {
+            let header = v2_header(0, low, high, digits);
+            for bytes in [wrap(&zlib(&header)), header] {
+                assert!(
+                    matches!(
+                        decode_bytes(&bytes),
+                        Err(HistogramError::TooLarge { what: "counts array length", len, max })
+                            if len > max && max == max_counts_len()
+                    ),
+                    "{low} {high} {digits}"
+                );
+            }
+        }
+        // Bounds hdrhistogram refuses are plain decode errors.
+        for (low, high, digits) in [(0, 100, 3), (10, 19, 3), (1, 100, 6), (1, 100, u32::MAX)] {
+            let header = v2_header(0, low, high, digits);
+            assert!(
+                matches!(
+                    decode_bytes(&wrap(&zlib(&header))),
+                    Err(HistogramError::Decode(_))
+                ),
+                "{low} {high} {digits}"
+            );
+        }
+        // Unsupported header features.
+        let mut offset = own_header(0);
+        offset[8..12].copy_from_slice(&1u32.to_be_bytes());
+        let mut ratio = own_header(0);
+        ratio[32..40].copy_from_slice(&2.0f64.to_be_bytes());
+        let mut cookie = own_header(0);
+        cookie[3] = 0x01; // V1 cookie base
+        for header in [offset, ratio, cookie] {
+            assert!(matches!(
+                decode_bytes(&wrap(&zlib(&header))),
+                Err(HistogramError::Decode(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn inflate_bomb_is_rejected() {
+        let zeros = vec![0u8; 4 * MAX_DECODED_LEN];
+        // A header claiming a payload of 2 MiB (zero bytes, i.e. zero counts) that is really
+        // there.
+        let mut claims_big = own_header(2 * MAX_DECODED_LEN as u32);
+        claims_big.extend(&zeros[..2 * MAX_DECODED_LEN]);
+        // A valid empty histogram followed by 4 MiB of zero bytes.
+        let mut trailing = own_header(1);
+        trailing.push(0);
+        assert!(decode_bytes(&wrap(&zlib(&trailing))).unwrap().is_empty());
+        trailing.extend(&zeros);
+        // 4 MiB of zero bytes with no header at all.
+        let headless = &zeros[..];
+        for (name, inflated) in [
+            ("claims big", &claims_big[..]),
+            ("trailing", &trailing[..]),
+            ("headless", headless),
+        ] {
+            let compressed = wrap(&zlib(inflated));
+            assert!(inflated.len() > MAX_DECODED_LEN);
+            assert!(compressed.len() < 8 * 1024, "{name}: {}", compressed.len());
+            let r = checked_v2_bytes(&compressed);
+            assert!(r.is_err(), "{name}");
+            match (name, decode_bytes(&compressed)) {
+                ("claims big", Err(HistogramError::TooLarge { what, .. })) => {
+                    assert_eq!(what, "payload length");
+                }
+                ("trailing" | "headless", Err(HistogramError::Decode(_))) => {}
+                (_, other) => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn largest_valid_histogram_decodes() {
+        // Every bucket used, with counts that need long varints: the longest encoding a
+        // histogram of this range can have must stay within the limits.
+        let mut h = LatencyHistogram::new();
+        let mut v = 0;
+        let mut i = 0u64;
+        while v <= HIGHEST_NS {
+            let count = if i % 8 == 0 { 1 << 60 } else { (1 << 48) + i };
+            h.record_n_ns(v, count);
+            v = h.as_hdr().next_non_equivalent(v);
+            i += 1;
+        }
+        // Every index up to the one holding 100 s (the last bucket is only partly in range).
+        assert!(i > 28_000 && i <= max_counts_len(), "{i}");
+        let v2 = checked_v2_bytes(&STANDARD.decode(h.to_base64()).unwrap()).unwrap();
+        assert!(v2.len() > 200_000, "{}", v2.len());
+        assert!(v2.len() <= MAX_DECODED_LEN);
+        assert_eq!(LatencyHistogram::from_base64(&h.to_base64()).unwrap(), h);
+    }
+
+    #[test]
+    fn counts_len_matches_hdrhistogram() {
+        assert_eq!(
+            Some(new_histogram().distinct_values() as u64),
+            counts_len(LOWEST_NS, HIGHEST_NS, u32::from(SIGNIFICANT_DIGITS))
+        );
+        assert_eq!(max_counts_len(), 28_672);
+        const _: () = assert!(28_672 * MAX_VARINT_LEN + V2_HEADER_LEN <= MAX_DECODED_LEN);
+        for (low, high, digits) in [
+            (1, 2, 0),
+            (1, u64::MAX, 0),
+            (1, u64::MAX, 3),
+            (1 << 40, u64::MAX, 2),
+            (1 << 52, u64::MAX, 2),
+            ((1 << 53) + 1, u64::MAX, 1),
+            (u64::MAX / 2, u64::MAX, 0),
+            (u64::MAX / 2 + 1, u64::MAX, 0),
+            (1_000, 1_000_000_000_000, 2),
+            (0, 10, 3),
+            (5, 9, 3),
+        ] {
+            let expected = Histogram::<u64>::new_with_bounds(low, high, digits as u8)
+                .ok()
+                .map(|h| h.distinct_values() as u64);
+            assert_eq!(
+                counts_len(low, high, digits),
+                expected,
+                "{low} {high} {digits}"
+            );
+        }
+    }
+
+    #[test]
+    fn hdrhistogram_encodings_still_decode() {
+        let h = sample_histogram();
+        let mut deflated = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(h.as_hdr(), &mut deflated)
+            .unwrap();
+        assert_eq!(decode_bytes(&deflated).unwrap(), h);
+        assert_eq!(STANDARD.encode(&deflated), h.to_base64());
+        let mut plain = Vec::new();
+        V2Serializer::new()
+            .serialize(h.as_hdr(), &mut plain)
+            .unwrap();
+        assert_eq!(decode_bytes(&plain).unwrap(), h);
+        // Cookies are matched on their base, as HdrHistogram (Java) does: 0x1c849304 and
+        // 0x1c849303 work like hdrhistogram's 0x1c849314 and 0x1c849313.
+        let mut inner = plain.clone();
+        inner[..4].copy_from_slice(&V2_COOKIE_BASE.to_be_bytes());
+        let mut outer = wrap(&zlib(&inner));
+        outer[..4].copy_from_slice(&V2_COMPRESSED_COOKIE_BASE.to_be_bytes());
+        assert_eq!(decode_bytes(&outer).unwrap(), h);
+        assert_eq!(decode_bytes(&inner).unwrap(), h);
     }
 
     proptest! {
@@ -510,6 +982,70 @@ mod tests {
             }
             let text = base64::engine::general_purpose::STANDARD.encode(&bytes);
             let _ = LatencyHistogram::from_base64(&text);
+        }
+
+        #[test]
+        fn truncated_encodings_are_errors(
+            values in proptest::collection::vec(0u64..200_000_000_000, 0..200),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut h = LatencyHistogram::new();
+            for v in &values {
+                h.record_ns(*v);
+            }
+            let bytes = STANDARD.decode(h.to_base64()).unwrap();
+            let cut = cut.index(bytes.len());
+            prop_assert!(decode_bytes(&bytes[..cut]).is_err());
+            // Also cut inside the zlib stream while keeping the wrapper length consistent.
+            if cut >= 8 {
+                prop_assert!(decode_bytes(&wrap(&bytes[8..cut])).is_err());
+            }
+        }
+
+        #[test]
+        fn random_headers_and_payloads_never_panic(
+            payload_len in prop_oneof![0u32..64, any::<u32>()],
+            low in prop_oneof![Just(1u64), 0u64..4, any::<u64>()],
+            high in prop_oneof![Just(HIGHEST_NS), any::<u64>()],
+            digits in prop_oneof![0u32..7, any::<u32>()],
+            payload in proptest::collection::vec(any::<u8>(), 0..64),
+            compress in any::<bool>(),
+        ) {
+            let mut v2 = v2_header(payload_len, low, high, digits);
+            v2.extend(&payload);
+            let bytes = if compress { wrap(&zlib(&v2)) } else { v2 };
+            if let Ok(checked) = checked_v2_bytes(&bytes) {
+                prop_assert!(checked.len() <= MAX_VARINT_LEN * 28_672 + V2_HEADER_LEN);
+            }
+            let _ = decode_bytes(&bytes);
+        }
+
+        #[test]
+        fn counts_len_matches_hdrhistogram_anywhere(
+            low in prop_oneof![1u64..10_000, any::<u64>()],
+            high in any::<u64>(),
+            digits in 0u32..7,
+        ) {
+            let ours = counts_len(low, high, digits);
+            // Only build histograms of moderate size (the formula is what keeps this cheap).
+            if ours.is_none_or(|n| n <= 1 << 20) {
+                let theirs = u8::try_from(digits)
+                    .ok()
+                    .and_then(|d| Histogram::<u64>::new_with_bounds(low, high, d).ok())
+                    .map(|h| h.distinct_values() as u64);
+                prop_assert_eq!(ours, theirs);
+            }
+        }
+
+        #[test]
+        fn random_deflate_data_never_panics(
+            data in proptest::collection::vec(any::<u8>(), 0..256),
+            zlib_header in any::<bool>(),
+        ) {
+            // Random bytes inside a well-formed wrapper, optionally behind a valid zlib header.
+            let mut z = if zlib_header { vec![0x78, 0x9c] } else { Vec::new() };
+            z.extend(&data);
+            let _ = decode_bytes(&wrap(&z));
         }
 
         #[test]
