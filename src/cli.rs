@@ -150,8 +150,11 @@ pub struct ClientArgs {
     #[arg(short, long, default_value = "1")]
     pub interval: f64,
     /// The two hosts' clocks are synchronised (PTP): report one-way latency across hosts.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "round_trip")]
     pub synced_clocks: bool,
+    /// Measure round-trip latency from echoed probes even when the clocks are shared.
+    #[arg(long)]
+    pub round_trip: bool,
     /// UDP send path.
     #[arg(long, value_enum, default_value = "auto")]
     pub udp_backend: BackendArg,

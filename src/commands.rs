@@ -51,6 +51,7 @@ fn client_config(t: &Target) -> Result<ClientConfig> {
         key,
         connect_timeout: Duration::from_secs(5),
         cpu: None,
+        force_round_trip: false,
     })
 }
 
@@ -201,6 +202,7 @@ pub fn client(a: &ClientArgs) -> Result<()> {
     let spec = client_spec(a)?;
     let mut cfg = client_config(&a.target)?;
     cfg.cpu = a.affinity.as_ref().map(|x| usize::from(x.client));
+    cfg.force_round_trip = a.round_trip;
     let interval = interval_of(a.interval)?;
     let json = a.target.json;
     if !json {
@@ -457,6 +459,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
         key: None,
         connect_timeout: Duration::from_secs(5),
         cpu: None,
+        force_round_trip: false,
     };
     let say = |s: &str| {
         if !a.json {

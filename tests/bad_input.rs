@@ -131,21 +131,34 @@ fn a_client_that_vanishes_mid_test_frees_its_slot() {
     let req = r#"{"type":"test","spec":{"protocol":"udp","duration":{"secs":1,"nanos":0},"rate":{"kind":"bits_per_sec","value":1000000.0},"len":100,"streams":1,"direction":"forward","udp_backend":"auto","synced_clocks":false,"dscp":null,"window":null},"one_way":true,"interval_ms":0}"#;
     s.write_all(&framed(req)).unwrap();
     drop(s);
-    // The stream setup times out (5 s) and the slot is released; a real test then runs.
-    std::thread::sleep(Duration::from_secs(6));
-    assert!(srv.alive());
+    // The stream setup times out (5 s) and the slot is released; until then the server
+    // turns new tests away, after that a real test runs.
     let p = srv.port_arg();
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "1M",
-        "-t",
-        "1",
-        "-J",
-    ]);
+    let start = std::time::Instant::now();
+    let v = loop {
+        let out = run(&[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-u",
+            "-b",
+            "1M",
+            "-t",
+            "1",
+            "-J",
+        ]);
+        if out.status.success() {
+            break serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON");
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--max-tests"), "{err}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the slot was never released"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(srv.alive());
     assert!(u64_at(&v, "/summary/sent_packets") > 0);
 }

@@ -9,12 +9,48 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_wirebench")
 }
 
-/// Runs `wirebench ARGS` to completion.
+/// Longest any single wirebench run in the tests may take before it counts as a hang.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs `wirebench ARGS` to completion; kills it and fails after [`RUN_TIMEOUT`].
 pub fn run(args: &[&str]) -> Output {
-    Command::new(bin())
+    use std::io::Read;
+    let mut child = Command::new(bin())
         .args(args)
-        .output()
-        .expect("run wirebench")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run wirebench");
+    // Read both pipes while waiting, so a large output cannot block the child.
+    let mut out_pipe = child.stdout.take().expect("stdout");
+    let mut err_pipe = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out_pipe.read_to_end(&mut v);
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err_pipe.read_to_end(&mut v);
+        v
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if start.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("wirebench {args:?} hung for {RUN_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+    }
 }
 
 /// Runs and parses stdout as JSON, failing with both streams shown if it is not.

@@ -72,7 +72,7 @@ fn udp_summary(
         tcp_rtt_us: None,
         generator_limited: tx.generator_limited,
         sender_cpu: pct_of_core(tx.cpu_time, dur),
-        receiver_cpu: pct_of_core(rx.cpu_time, dur),
+        receiver_cpu: pct_of_core(rx.cpu_time, rx.wall_time.as_secs_f64()),
     };
     (s, hist)
 }
@@ -84,7 +84,8 @@ fn tcp_summary(spec: &TestSpec, tx: &TcpSenderReport, rx: &TcpReceiverReport) ->
         duration_s: tdur,
         target_bps: spec.rate.bits_per_sec(spec.len),
         offered_bps: (tdur > 0.0).then(|| tx.bytes as f64 * 8.0 / tdur),
-        received_bps: (rdur > 0.0).then(|| rx.bytes as f64 * 8.0 / rdur),
+        received_bps: (rdur > 0.0)
+            .then(|| rx.bytes.saturating_sub(rx.first_read_bytes) as f64 * 8.0 / rdur),
         sent_bytes: Some(tx.bytes),
         received_bytes: Some(rx.bytes),
         retransmits: tx.retransmits,
@@ -103,13 +104,16 @@ fn find(o: &TestOutcome, id: u8, want_tx: bool) -> Option<&StreamReport> {
     })
 }
 
-/// Per-stream results and totals of one test.
+/// Per-stream results and totals of one test, and the ids of streams whose reports are
+/// missing (a data thread failed): those are left out of the totals, and say so.
 pub fn streams_and_summaries(
     o: &TestOutcome,
-) -> (Vec<StreamResult>, Option<Summary>, Option<Summary>) {
+) -> (Vec<StreamResult>, Option<Summary>, Option<Summary>, Vec<u8>) {
     let mut out = Vec::new();
+    let mut missing = Vec::new();
     for (id, who) in streams::plan(&o.spec) {
         let (Some(tx), Some(rx)) = (find(o, id, true), find(o, id, false)) else {
+            missing.push(id);
             continue;
         };
         let (summary, hist) = match (tx, rx) {
@@ -130,7 +134,7 @@ pub fn streams_and_summaries(
     let tx: Vec<&StreamResult> = out.iter().filter(|s| s.direction == "tx").collect();
     let rx: Vec<&StreamResult> = out.iter().filter(|s| s.direction == "rx").collect();
     let (sum_tx, sum_rx) = (sum(&tx), sum(&rx));
-    (out, sum_tx, sum_rx)
+    (out, sum_tx, sum_rx, missing)
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -237,7 +241,7 @@ pub fn interval_rows(
         };
         let mut sent = LiveSnapshot::default();
         let mut recv = LiveSnapshot::default();
-        let mut jitter_max = 0u64;
+        let mut jitter_sum = 0u64;
         for &id in &ids {
             let ds = pick(Some(snd_now), id).since(&pick(snd_prev, id));
             let dr = pick(Some(rcv_now), id).since(&pick(rcv_prev, id));
@@ -247,7 +251,7 @@ pub fn interval_rows(
             recv.packets += dr.packets;
             recv.bytes += dr.bytes;
             recv.lost += dr.lost;
-            jitter_max = jitter_max.max(dr.jitter_ns);
+            jitter_sum += dr.jitter_ns;
         }
         let bps = |b: u64| if len > 0.0 { b as f64 * 8.0 / len } else { 0.0 };
         let udp = spec.protocol == Protocol::Udp;
@@ -262,7 +266,8 @@ pub fn interval_rows(
             sent_packets: udp.then_some(sent.packets),
             received_packets: udp.then_some(recv.packets),
             lost_packets: udp.then_some(recv.lost),
-            jitter_us: udp.then_some(jitter_max as f64 / 1000.0),
+            // The mean over streams, as in the summary.
+            jitter_us: udp.then_some(jitter_sum as f64 / 1000.0 / ids.len() as f64),
             retransmits: (!udp).then_some(sent.retransmits),
         });
     }
@@ -272,7 +277,7 @@ pub fn interval_rows(
 /// The whole result document of a throughput test.
 pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Value) -> RunResult {
     let mut r = RunResult::new(command, params);
-    let (streams, sum_tx, sum_rx) = streams_and_summaries(o);
+    let (streams, sum_tx, sum_rx, missing) = streams_and_summaries(o);
     r.backend = Some(backend_name(o));
     r.timestamp_source = Some(timestamp_source(o));
     r.receive_mode = o.local.iter().chain(&o.remote).find_map(|x| match x {
@@ -300,7 +305,32 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
         }
     }
     if o.spec.protocol == Protocol::Udp && !o.one_way {
-        r.notes.push("client and server clocks are not shared: latency is round-trip, from echoed probes (pass --synced-clocks if the hosts run PTP)".into());
+        r.notes.push(if o.same_host {
+            "latency is round-trip, from echoed probes (--round-trip)".into()
+        } else {
+            "client and server clocks are not shared: latency is round-trip, from echoed probes (pass --synced-clocks if the hosts run PTP)".into()
+        });
+    }
+    if !missing.is_empty() {
+        r.notes.push(format!(
+            "no report for stream(s) {missing:?} (a data thread failed): the totals leave them out"
+        ));
+    }
+    for x in o.local.iter().chain(&o.remote) {
+        if let StreamReport::UdpRx(rx) = x {
+            if o.one_way && rx.clock_skew_samples > 0 {
+                r.notes.push(format!(
+                    "stream {}: {} packets arrived before they were sent by the receiver's clock; the clocks are not synchronised well enough and those samples are left out of the one-way latency",
+                    rx.stream_id, rx.clock_skew_samples
+                ));
+            }
+            if rx.foreign > 0 {
+                r.notes.push(format!(
+                    "stream {}: {} datagrams of other tests or not wirebench were ignored",
+                    rx.stream_id, rx.foreign
+                ));
+            }
+        }
     }
     r.streams = streams;
     r
@@ -318,17 +348,16 @@ fn backend_name(o: &TestOutcome) -> String {
         .unwrap_or_else(|| o.spec.protocol.as_str().to_owned())
 }
 
+/// Where the latency figures' timestamps came from: the receivers' (one-way) or the
+/// senders' echo readers (round-trip).
 fn timestamp_source(o: &TestOutcome) -> String {
+    if o.spec.protocol == Protocol::Tcp {
+        return "none".into();
+    }
     let kernel = o.local.iter().chain(&o.remote).any(|r| match r {
-        StreamReport::UdpRx(x) => x.kernel_timestamps,
-        StreamReport::UdpTx(x) => x.kernel_timestamps,
+        StreamReport::UdpRx(x) => o.one_way && x.kernel_timestamps,
+        StreamReport::UdpTx(x) => !o.one_way && x.kernel_timestamps,
         _ => false,
     });
-    if o.spec.protocol == Protocol::Tcp {
-        "none".into()
-    } else if kernel {
-        "kernel-software".into()
-    } else {
-        "user".into()
-    }
+    if kernel { "kernel-software" } else { "user" }.into()
 }

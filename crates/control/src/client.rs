@@ -12,7 +12,10 @@ use engine::{tcp, udp};
 
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, Limits, ServerMsg, StreamReport};
-use crate::server::{spawn_reader, tcp_send_config, udp_recv_config, udp_send_config, TICK_SLACK};
+use crate::server::{
+    grace, sent_counts, spawn_reader, tcp_send_config, udp_recv_config, udp_send_config, TestKey,
+    TICK_SLACK,
+};
 use crate::streams::{self, Sender, SideRun};
 use crate::{auth, ProtoError, MAGIC, VERSION};
 
@@ -20,10 +23,6 @@ use crate::{auth, ProtoError, MAGIC, VERSION};
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the client waits for the server's results after finishing.
 const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long the client's UDP receivers keep reading after the server's results arrived.
-const UDP_GRACE: Duration = Duration::from_millis(100);
-/// How long the client's TCP receivers may take to reach end of stream.
-const TCP_GRACE: Duration = Duration::from_secs(3);
 
 /// How to reach and talk to a server.
 #[derive(Debug, Clone)]
@@ -36,6 +35,8 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// CPU the client pins its data-plane threads to.
     pub cpu: Option<usize>,
+    /// Measure round-trip latency with echoed probes even when the clocks are shared.
+    pub force_round_trip: bool,
 }
 
 /// An established, authenticated control connection.
@@ -47,6 +48,7 @@ pub struct Session {
     /// The server's limits.
     pub limits: Limits,
     cpu: Option<usize>,
+    force_round_trip: bool,
 }
 
 /// Everything both sides reported about one test.
@@ -160,6 +162,7 @@ impl Session {
             same_host,
             limits,
             cpu: cfg.cpu,
+            force_round_trip: cfg.force_round_trip,
         })
     }
 
@@ -175,10 +178,12 @@ impl Session {
             code: crate::messages::ErrorCode::BadRequest,
             message: m,
         })?;
-        let one_way = self.same_host || spec.synced_clocks;
+        let one_way = (self.same_host || spec.synced_clocks) && !self.force_round_trip;
         let interval_ms = interval
             .map(|i| i.as_millis().clamp(1, u128::from(u32::MAX)) as u32)
             .unwrap_or(0);
+        // Both sides tick on the same whole-millisecond period.
+        let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
         write_msg(
             &mut self.ctrl,
             &ClientMsg::Test {
@@ -198,11 +203,16 @@ impl Session {
                 "expected the test to be accepted".into(),
             ));
         };
+        let key = TestKey {
+            test_id,
+            token,
+            one_way,
+        };
         let plan = streams::plan(spec);
         let mut side = SideRun::new(self.cpu);
         let setup = match spec.protocol {
-            Protocol::Udp => self.setup_udp(spec, one_way, test_id, &ports, &plan, &mut side),
-            Protocol::Tcp => self.setup_tcp(spec, test_id, token, &ports, &plan, &mut side),
+            Protocol::Udp => self.setup_udp(spec, key, &ports, &plan, &mut side),
+            Protocol::Tcp => self.setup_tcp(spec, key, &ports, &plan, &mut side),
         };
         if let Err(e) = setup {
             let _ = write_msg(
@@ -230,22 +240,26 @@ impl Session {
         let rx = spawn_reader::<ServerMsg>(&self.ctrl, spec.duration + RESULTS_TIMEOUT)
             .map_err(ProtoError::Io)?;
         let start = Instant::now();
+        let end = start + spec.duration;
         let mut local_ticks: BTreeMap<u32, Vec<(u8, LiveSnapshot)>> = BTreeMap::new();
         let mut remote_ticks: BTreeMap<u32, Vec<(u8, LiveSnapshot)>> = BTreeMap::new();
         let mut samples = Vec::new();
         let mut tick = 0u32;
         let mut finished = false;
         let mut remote_reports = None;
-        let results_deadline = start + spec.duration + RESULTS_TIMEOUT;
+        let results_deadline = end + RESULTS_TIMEOUT;
+        let fail = |side: &mut SideRun, e: ProtoError| {
+            side.abort();
+            Err(e)
+        };
         while remote_reports.is_none() {
             let now = Instant::now();
             if now >= results_deadline {
-                side.abort();
-                return Err(ProtoError::Timeout);
+                return fail(&mut side, ProtoError::Timeout);
             }
             let next_tick = interval
                 .map(|i| start + i * (tick + 1))
-                .filter(|t| *t <= start + spec.duration + TICK_SLACK);
+                .filter(|t| *t <= end + TICK_SLACK);
             let mut wait = Duration::from_millis(20);
             if let Some(t) = next_tick {
                 wait = wait.min(t.saturating_duration_since(now));
@@ -256,22 +270,17 @@ impl Session {
                 }
                 Ok(Ok(ServerMsg::Results { reports })) => remote_reports = Some(reports),
                 Ok(Ok(ServerMsg::Error { code, message })) => {
-                    side.abort();
-                    return Err(ProtoError::Refused { code, message });
+                    return fail(&mut side, ProtoError::Refused { code, message })
                 }
                 Ok(Ok(_)) => {
-                    side.abort();
-                    return Err(ProtoError::Unexpected(
-                        "unexpected message during the test".into(),
-                    ));
+                    return fail(
+                        &mut side,
+                        ProtoError::Unexpected("unexpected message during the test".into()),
+                    )
                 }
-                Ok(Err(e)) => {
-                    side.abort();
-                    return Err(e);
-                }
+                Ok(Err(e)) => return fail(&mut side, e),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    side.abort();
-                    return Err(ProtoError::Closed);
+                    return fail(&mut side, ProtoError::Closed)
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
@@ -295,7 +304,9 @@ impl Session {
                 on_interval(&s);
                 samples.push(s);
             }
-            if !finished && side.senders_done() {
+            // Finish once the test's time is up and this side's senders are done (in
+            // reverse mode there are none, but the time must still be up).
+            if !finished && Instant::now() >= end && side.senders_done() {
                 finished = true;
                 let reports = side.join_senders();
                 write_msg(
@@ -307,19 +318,17 @@ impl Session {
                 side.keep(reports);
             }
         }
-        let grace = if spec.protocol == Protocol::Tcp {
-            TCP_GRACE
-        } else {
-            UDP_GRACE
-        };
+        let remote = remote_reports.unwrap_or_default();
+        let (quiet, cap) = grace(spec.protocol);
         let mut local = side.take_kept();
-        local.extend(side.finish_receivers(grace));
+        local.extend(side.finish_receivers(&sent_counts(&remote), quiet, cap));
+        let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
         Ok(TestOutcome {
             spec: spec.clone(),
             one_way,
             same_host: self.same_host,
             local,
-            remote: remote_reports.unwrap_or_default(),
+            remote,
             intervals: samples,
         })
     }
@@ -327,8 +336,7 @@ impl Session {
     fn setup_udp(
         &self,
         spec: &TestSpec,
-        one_way: bool,
-        test_id: u16,
+        key: TestKey,
         ports: &[u16],
         plan: &[(u8, Sender)],
         side: &mut SideRun,
@@ -346,21 +354,23 @@ impl Session {
         .parse()
         .map_err(|_| std::io::Error::other("bad bind address"))?;
         let mut socks = Vec::new();
+        let deadline = Instant::now() + STEP_TIMEOUT;
         for ((id, _), port) in plan.iter().zip(ports) {
             let s = UdpSocket::bind(bind)?;
             s.connect(SocketAddr::new(self.server.ip(), *port))?;
             udp::prepare_socket(&s, spec.window, spec.dscp)?;
-            udp::register(&s, test_id, *id, 15)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            udp::register(&s, key.test_id, *id, key.token, left)?;
             socks.push(s);
         }
         for (s, (id, who)) in socks.iter().zip(plan) {
             if *who == Sender::Server {
-                side.udp_receiver(s.try_clone()?, udp_recv_config(spec, test_id, *id, one_way))?;
+                side.udp_receiver(s.try_clone()?, udp_recv_config(spec, key, *id))?;
             }
         }
         for (s, (id, who)) in socks.into_iter().zip(plan) {
             if *who == Sender::Client {
-                side.udp_sender_pending(s, udp_send_config(spec, test_id, *id, one_way));
+                side.udp_sender_pending(s, udp_send_config(spec, key, *id));
             }
         }
         Ok(())
@@ -369,8 +379,7 @@ impl Session {
     fn setup_tcp(
         &self,
         spec: &TestSpec,
-        test_id: u16,
-        token: u64,
+        key: TestKey,
         ports: &[u16],
         plan: &[(u8, Sender)],
         side: &mut SideRun,
@@ -382,7 +391,7 @@ impl Session {
         for (id, who) in plan {
             let mut s = TcpStream::connect_timeout(&addr, STEP_TIMEOUT)?;
             tcp::prepare_stream(&s, spec.window, spec.dscp)?;
-            streams::write_greeting(&mut s, test_id, *id, token)?;
+            streams::write_greeting(&mut s, key.test_id, *id, key.token)?;
             match who {
                 Sender::Server => side.tcp_receiver(s, *id)?,
                 Sender::Client => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),

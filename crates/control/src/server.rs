@@ -15,7 +15,7 @@ use engine::spec::{EchoSpec, Protocol, TestSpec};
 use engine::{tcp, udp};
 
 use crate::frame::{read_msg, read_msg_within, write_msg};
-use crate::messages::{ClientMsg, ErrorCode, Limits, ServerMsg};
+use crate::messages::{ClientMsg, ErrorCode, Limits, ServerMsg, StreamReport};
 use crate::streams::{self, Sender, SideRun};
 use crate::{auth, ProtoError, MAGIC, VERSION};
 
@@ -23,10 +23,8 @@ use crate::{auth, ProtoError, MAGIC, VERSION};
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time the client has to connect its data streams after `Accepted`.
 const STREAM_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long UDP receivers keep reading after the senders finished.
-const UDP_GRACE: Duration = Duration::from_millis(250);
-/// How long TCP receivers may take to reach end of stream after the senders finished.
-const TCP_GRACE: Duration = Duration::from_secs(3);
+/// Most buffer memory one test may make the server allocate.
+pub const MAX_TEST_BUFFER_BYTES: u64 = 512 << 20;
 /// Interval ticks up to this much past the test's end still count (timer rounding).
 pub(crate) const TICK_SLACK: Duration = Duration::from_millis(1);
 /// Extra time past the test's duration before the server gives up on a silent client.
@@ -149,7 +147,13 @@ impl Server {
                                     );
                                     return;
                                 };
-                                match handle_connection(stream, &ctx) {
+                                let closer = stream.try_clone().ok();
+                                let result = handle_connection(stream, &ctx);
+                                // Ends the control reader thread with the connection.
+                                if let Some(c) = closer {
+                                    let _ = c.shutdown(std::net::Shutdown::Both);
+                                }
+                                match result {
                                     Ok(()) => tracing::info!("{peer}: done"),
                                     Err(e) => tracing::warn!("{peer}: {e}"),
                                 }
@@ -321,6 +325,15 @@ pub fn check_limits(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
             limits.max_duration_s
         ));
     }
+    if spec.buffer_bytes() > MAX_TEST_BUFFER_BYTES {
+        return Err(format!(
+            "{} streams of {}-byte payloads need {} MiB of buffers; this server allows {} MiB per test",
+            streams::total_streams(spec),
+            spec.len,
+            spec.buffer_bytes() >> 20,
+            MAX_TEST_BUFFER_BYTES >> 20
+        ));
+    }
     let n = streams::total_streams(spec);
     if n > limits.max_streams {
         return Err(format!(
@@ -423,60 +436,66 @@ fn setup_udp(
         },
     )
     .map_err(|e| std::io::Error::other(e.to_string()))?;
-    let deadline = Instant::now() + STREAM_SETUP_TIMEOUT;
-    for (s, (id, _)) in socks.iter().zip(plan) {
-        udp::accept_registration(
-            s,
-            test_id,
-            *id,
-            deadline.saturating_duration_since(Instant::now()),
-        )?;
-    }
+    let peer_ip = ctrl.peer_addr()?.ip();
+    let pairs: Vec<(&UdpSocket, u8)> = socks
+        .iter()
+        .zip(plan)
+        .map(|(s, (id, _))| (s, *id))
+        .collect();
+    udp::accept_registrations(&pairs, test_id, token, peer_ip, STREAM_SETUP_TIMEOUT)?;
+    let key = TestKey {
+        test_id,
+        token,
+        one_way,
+    };
     // Receivers first so that nothing the client sends at once is missed.
     for (s, (id, who)) in socks.iter().zip(plan) {
         if *who == Sender::Client {
-            side.udp_receiver(s.try_clone()?, udp_recv_config(spec, test_id, *id, one_way))?;
+            side.udp_receiver(s.try_clone()?, udp_recv_config(spec, key, *id))?;
         }
     }
     for (s, (id, who)) in socks.into_iter().zip(plan) {
         if *who == Sender::Server {
-            side.udp_sender(s, udp_send_config(spec, test_id, *id, one_way))?;
+            side.udp_sender(s, udp_send_config(spec, key, *id))?;
         }
     }
     Ok(())
 }
 
+/// What identifies a test on its data sockets, and how its latency is measured.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TestKey {
+    /// In every data packet's header.
+    pub(crate) test_id: u16,
+    /// Secret of the test: in CONTROL datagrams and TCP greetings.
+    pub(crate) token: u64,
+    /// Receivers record one-way latency; otherwise senders send echo probes.
+    pub(crate) one_way: bool,
+}
+
 /// The receiver configuration both sides derive from a request.
-pub(crate) fn udp_recv_config(
-    spec: &TestSpec,
-    test_id: u16,
-    stream_id: u8,
-    one_way: bool,
-) -> udp::UdpRecvConfig {
+pub(crate) fn udp_recv_config(spec: &TestSpec, key: TestKey, stream_id: u8) -> udp::UdpRecvConfig {
     udp::UdpRecvConfig {
-        test_id,
+        test_id: key.test_id,
         stream_id,
-        one_way,
+        one_way: key.one_way,
         max_len: spec.len,
         spin: udp::spin_receiver_for(spec.rate.packets_per_sec(spec.len)),
+        token: key.token,
     }
 }
 
 /// The sender configuration both sides derive from a request.
-pub(crate) fn udp_send_config(
-    spec: &TestSpec,
-    test_id: u16,
-    stream_id: u8,
-    one_way: bool,
-) -> udp::UdpSendConfig {
+pub(crate) fn udp_send_config(spec: &TestSpec, key: TestKey, stream_id: u8) -> udp::UdpSendConfig {
     udp::UdpSendConfig {
-        test_id,
+        test_id: key.test_id,
         stream_id,
         payload_len: spec.len,
         rate: spec.rate,
         duration: spec.duration,
         backend: spec.udp_backend,
-        echo_probes: !one_way,
+        echo_probes: !key.one_way,
+        token: key.token,
     }
 }
 
@@ -590,7 +609,10 @@ fn run_control_loop(
             .filter(|t| *t <= spec.duration + TICK_SLACK)
     };
     let mut index = 0u32;
-    let finish = loop {
+    let mut client_reports: Option<Vec<StreamReport>> = None;
+    // Runs until the client has finished and this side's senders are done; keeps reading
+    // the control connection all along (an abort or a vanished client stops the test).
+    while client_reports.is_none() || !side.senders_done() {
         let now = start.elapsed();
         if now >= limit {
             side.abort();
@@ -603,10 +625,13 @@ fn run_control_loop(
         let next_tick = tick_at(index);
         let wait = next_tick
             .map(|t| t.saturating_sub(now))
-            .unwrap_or(Duration::from_millis(100))
+            .unwrap_or(Duration::from_millis(20))
+            .min(Duration::from_millis(20))
             .min(limit - now);
         match rx.recv_timeout(wait) {
-            Ok(Ok(ClientMsg::Finish { reports })) => break reports,
+            Ok(Ok(ClientMsg::Finish { reports })) if client_reports.is_none() => {
+                client_reports = Some(reports)
+            }
             Ok(Ok(ClientMsg::Abort { reason })) => {
                 side.abort();
                 tracing::info!("client aborted: {reason}");
@@ -642,10 +667,8 @@ fn run_control_loop(
                 index += 1;
             }
         }
-    };
-    // The client's sender reports stay with the client: it assembles the results.
-    let _ = finish;
-    // Ticks that the client's finish overtook: the senders are done, the counters final.
+    }
+    // Ticks that the end overtook (timer rounding): the senders are done, counters final.
     while tick_at(index).is_some() {
         write_msg(
             &mut ctrl,
@@ -657,13 +680,30 @@ fn run_control_loop(
         index += 1;
     }
     let mut reports = side.join_senders();
-    let grace = if spec.protocol == Protocol::Tcp {
-        TCP_GRACE
-    } else {
-        UDP_GRACE
-    };
-    reports.extend(side.finish_receivers(grace));
+    let expected = sent_counts(client_reports.as_deref().unwrap_or_default());
+    let (quiet, cap) = grace(spec.protocol);
+    reports.extend(side.finish_receivers(&expected, quiet, cap));
     write_msg(&mut ctrl, &ServerMsg::Results { reports })
+}
+
+/// Packets each UDP sender reported sending: what its receiver waits for at the end.
+pub(crate) fn sent_counts(reports: &[StreamReport]) -> Vec<(u8, u64)> {
+    reports
+        .iter()
+        .filter_map(|r| match r {
+            StreamReport::UdpTx(t) => Some((t.stream_id, t.packets)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How long receivers wait for the tail of a test: (quiet period, cap). UDP stops early
+/// once every sent packet is counted; TCP once every stream reached its end.
+pub(crate) fn grace(protocol: Protocol) -> (Duration, Duration) {
+    match protocol {
+        Protocol::Udp => (Duration::from_millis(100), Duration::from_secs(2)),
+        Protocol::Tcp => (Duration::from_millis(500), Duration::from_secs(3)),
+    }
 }
 
 fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), ProtoError> {
@@ -685,6 +725,7 @@ fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), Prot
         ));
     };
     let local_ip = ctrl.local_addr().map_err(ProtoError::Io)?.ip();
+    let peer_ip = ctrl.peer_addr().map_err(ProtoError::Io)?.ip();
     let sock = UdpSocket::bind((local_ip, 0)).map_err(ProtoError::Io)?;
     let _ = engine::sys::enable_rx_timestamps(&sock);
     let port = sock.local_addr().map_err(ProtoError::Io)?.port();
@@ -693,7 +734,7 @@ fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), Prot
     let spin = spec.spin;
     let echo = std::thread::Builder::new()
         .name("wb-echo".into())
-        .spawn(move || udp::run_echo(&sock, spin, &s2))
+        .spawn(move || udp::run_echo(&sock, peer_ip, spin, &s2))
         .map_err(ProtoError::Io)?;
     write_msg(&mut ctrl, &ServerMsg::EchoReady { port })?;
     let limit = spec.duration + FINISH_SLACK;
@@ -759,7 +800,7 @@ mod test {
         let e = check_limits(&spec(), &l).unwrap_err();
         assert!(e.contains("--max-rate"), "{e}");
         let l = Limits {
-            max_rate_bps: Some(200e6),
+            max_rate_bps: Some(400e6), // 2 streams each way at 100 Mbit/s
             ..l
         };
         assert!(check_limits(&spec(), &l).is_ok());

@@ -108,6 +108,8 @@ pub(crate) struct SideRun {
     pending: Vec<Pending>,
     kept: Vec<StreamReport>,
     cpu: Option<usize>,
+    /// Every stream's counters, kept after its thread is joined so samples stay complete.
+    lives: Vec<(u8, Arc<LiveCounters>)>,
 }
 
 impl SideRun {
@@ -121,6 +123,7 @@ impl SideRun {
             pending: Vec::new(),
             kept: Vec::new(),
             cpu,
+            lives: Vec::new(),
         }
     }
 
@@ -180,6 +183,7 @@ impl SideRun {
                 }
                 f(&l, &stop)
             })?;
+        self.lives.push((id, live.clone()));
         let r = Running { id, live, handle };
         if is_sender {
             self.senders.push(r);
@@ -227,10 +231,9 @@ impl SideRun {
 
     /// Current totals of every stream of this side.
     pub(crate) fn sample(&self) -> Vec<(u8, LiveSnapshot)> {
-        self.senders
+        self.lives
             .iter()
-            .chain(&self.receivers)
-            .map(|r| (r.id, r.live.snapshot()))
+            .map(|(id, l)| (*id, l.snapshot()))
             .collect()
     }
 
@@ -239,6 +242,7 @@ impl SideRun {
     }
 
     /// Waits for the senders (they stop at their own deadline) and returns their reports.
+    /// A sender thread that panicked has no report; the caller notices the missing stream.
     pub(crate) fn join_senders(&mut self) -> Vec<StreamReport> {
         self.senders
             .drain(..)
@@ -246,18 +250,53 @@ impl SideRun {
             .collect()
     }
 
-    /// Gives receivers up to `grace` to finish by themselves (end of stream), then stops
-    /// them (each drains what its socket still holds) and returns their reports.
-    pub(crate) fn finish_receivers(&mut self, grace: Duration) -> Vec<StreamReport> {
-        let until = Instant::now() + grace;
-        while Instant::now() < until && !self.receivers.iter().all(|r| r.handle.is_finished()) {
-            std::thread::sleep(Duration::from_millis(5));
+    /// Lets receivers finish what is still in flight, then stops them (each drains what
+    /// its socket still holds) and returns their reports. Waiting ends as soon as every
+    /// receiver has ended by itself (TCP end of stream), or has counted the packets its
+    /// sender reported sending (`expected`: stream id → packets), or nothing has arrived
+    /// for `quiet`; and at the latest after `cap`.
+    pub(crate) fn finish_receivers(
+        &mut self,
+        expected: &[(u8, u64)],
+        quiet: Duration,
+        cap: Duration,
+    ) -> Vec<StreamReport> {
+        let start = Instant::now();
+        let mut last = self.receiver_totals();
+        let mut last_change = start;
+        while start.elapsed() < cap {
+            if self.receivers.iter().all(|r| r.handle.is_finished()) {
+                break;
+            }
+            let all_in = !expected.is_empty()
+                && self.receivers.iter().all(|r| {
+                    let want = expected.iter().find(|(i, _)| *i == r.id).map(|(_, n)| *n);
+                    want.is_some_and(|n| r.live.snapshot().packets >= n)
+                });
+            if all_in {
+                break;
+            }
+            let now = self.receiver_totals();
+            if now != last {
+                last = now;
+                last_change = Instant::now();
+            } else if last_change.elapsed() >= quiet {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
         self.receiver_stop.store(true, Ordering::Relaxed);
         self.receivers
             .drain(..)
             .filter_map(|r| r.handle.join().ok())
             .collect()
+    }
+
+    fn receiver_totals(&self) -> (u64, u64) {
+        self.receivers
+            .iter()
+            .map(|r| r.live.snapshot())
+            .fold((0, 0), |(p, b), s| (p + s.packets, b + s.bytes))
     }
 
     /// Stops everything now and waits for the threads.

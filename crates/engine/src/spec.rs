@@ -157,6 +157,12 @@ impl TestSpec {
         if self.streams == 0 {
             return Err("streams must be at least 1".into());
         }
+        if self.direction == Direction::Bidir && self.streams > 127 {
+            return Err(format!(
+                "{} streams each way is too many for --bidir (at most 127)",
+                self.streams
+            ));
+        }
         match self.protocol {
             Protocol::Udp if self.len < Self::MIN_UDP_LEN || self.len > Self::MAX_UDP_LEN => {
                 return Err(format!(
@@ -190,11 +196,32 @@ impl TestSpec {
         Ok(())
     }
 
-    /// Total offered bits/s over all streams of one direction (`None` = unlimited).
+    /// Total offered bits/s over all streams, both directions with `Bidir`
+    /// (`None` = unlimited).
     pub fn total_bits_per_sec(&self) -> Option<f64> {
+        let ways = if self.direction == Direction::Bidir {
+            2.0
+        } else {
+            1.0
+        };
         self.rate
             .bits_per_sec(self.len)
-            .map(|r| r * f64::from(self.streams))
+            .map(|r| r * f64::from(self.streams) * ways)
+    }
+
+    /// Buffer memory one side of the test needs: one payload buffer (TCP) or one batch of
+    /// them (UDP) per stream. Servers bound it.
+    pub fn buffer_bytes(&self) -> u64 {
+        let ways = if self.direction == Direction::Bidir {
+            2
+        } else {
+            1
+        };
+        let per_stream = match self.protocol {
+            Protocol::Tcp => self.len as u64,
+            Protocol::Udp => (self.len as u64 + 64) * 64,
+        };
+        per_stream * u64::from(self.streams) * ways
     }
 }
 

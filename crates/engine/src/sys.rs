@@ -141,7 +141,8 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<TcpInfo> {
     })
 }
 
-/// Space for one `SCM_TIMESTAMPING` control message (three `timespec`s) plus slack.
+/// Space for one `SCM_TIMESTAMPING` control message (three `timespec`s) plus slack, in
+/// bytes; a multiple of 8 so that every slot stays aligned for `cmsghdr`.
 const CMSG_SPACE: usize = 128;
 
 /// A reusable batch of receive buffers for `recvmmsg(2)`, with room for a kernel receive
@@ -149,7 +150,8 @@ const CMSG_SPACE: usize = 128;
 pub struct RecvBatch {
     bufs: Vec<u8>,
     buf_len: usize,
-    cmsgs: Vec<u8>,
+    /// Control-message space, as u64 words so that each slot is aligned for `cmsghdr`.
+    cmsgs: Vec<u64>,
     iovecs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
     received: usize,
@@ -166,7 +168,7 @@ impl RecvBatch {
         Self {
             bufs: vec![0; count * buf_len],
             buf_len,
-            cmsgs: vec![0; count * CMSG_SPACE],
+            cmsgs: vec![0; count * CMSG_SPACE / 8],
             // SAFETY: iovec and mmsghdr are plain C structs for which all-zero is valid.
             iovecs: (0..count).map(|_| unsafe { zeroed() }).collect(),
             hdrs: (0..count).map(|_| unsafe { zeroed() }).collect(),
@@ -181,25 +183,35 @@ impl RecvBatch {
     pub fn recv(&mut self, sock: &impl AsRawFd, nonblocking: bool) -> io::Result<usize> {
         let count = self.hdrs.len();
         let bufs = self.bufs.as_mut_ptr();
-        let cmsgs = self.cmsgs.as_mut_ptr();
+        let cmsgs = self.cmsgs.as_mut_ptr().cast::<u8>();
+        let iovecs = self.iovecs.as_mut_ptr();
         for i in 0..count {
-            // SAFETY: i < count, so both offsets stay inside the owned allocations.
-            let (buf, cmsg) = unsafe { (bufs.add(i * self.buf_len), cmsgs.add(i * CMSG_SPACE)) };
-            self.iovecs[i] = libc::iovec {
-                iov_base: buf.cast(),
-                iov_len: self.buf_len,
-            };
-            let hdr = &mut self.hdrs[i].msg_hdr;
-            hdr.msg_name = std::ptr::null_mut();
-            hdr.msg_namelen = 0;
-            hdr.msg_iov = &mut self.iovecs[i];
-            hdr.msg_iovlen = 1;
-            hdr.msg_control = cmsg.cast();
-            hdr.msg_controllen = CMSG_SPACE as _;
-            hdr.msg_flags = 0;
-            self.hdrs[i].msg_len = 0;
+            // SAFETY: i < count, so all offsets stay inside the owned allocations; the
+            // pointers are derived once from each Vec and not invalidated before the call.
+            unsafe {
+                let iov = iovecs.add(i);
+                *iov = libc::iovec {
+                    iov_base: bufs.add(i * self.buf_len).cast(),
+                    iov_len: self.buf_len,
+                };
+                let hdr = &mut self.hdrs[i];
+                hdr.msg_hdr.msg_name = std::ptr::null_mut();
+                hdr.msg_hdr.msg_namelen = 0;
+                hdr.msg_hdr.msg_iov = iov;
+                hdr.msg_hdr.msg_iovlen = 1;
+                hdr.msg_hdr.msg_control = cmsgs.add(i * CMSG_SPACE).cast();
+                hdr.msg_hdr.msg_controllen = CMSG_SPACE as _;
+                hdr.msg_hdr.msg_flags = 0;
+                hdr.msg_len = 0;
+            }
         }
-        let flags = if nonblocking { libc::MSG_DONTWAIT } else { 0 };
+        // Blocking: return as soon as one datagram is there (MSG_WAITFORONE); without it the
+        // kernel would wait for the whole batch, up to the receive timeout per slot.
+        let flags = if nonblocking {
+            libc::MSG_DONTWAIT
+        } else {
+            libc::MSG_WAITFORONE
+        };
         // SAFETY: every header points at buffers owned by `self` that outlive the call.
         let ret = unsafe {
             libc::recvmmsg(
@@ -228,18 +240,24 @@ impl RecvBatch {
 
     fn timestamp(&self, i: usize) -> Option<UnixNanos> {
         let hdr = &self.hdrs[i].msg_hdr;
+        if hdr.msg_flags & libc::MSG_CTRUNC != 0 {
+            return None;
+        }
+        let need = unsafe { libc::CMSG_LEN(size_of::<libc::timespec>() as u32) } as usize;
         // SAFETY: the kernel wrote `msg_controllen` bytes of well-formed cmsgs into our
-        // buffer; the CMSG_* macros only walk inside [msg_control, msg_control+controllen).
+        // aligned buffer; the CMSG_* macros only walk inside [msg_control, +controllen), and
+        // the timespec is read only when the message is long enough to hold it.
         unsafe {
             let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
             while !cmsg.is_null() {
                 if (*cmsg).cmsg_level == libc::SOL_SOCKET
                     && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPING
+                    && (*cmsg).cmsg_len as usize >= need
                 {
                     let data = libc::CMSG_DATA(cmsg) as *const libc::timespec;
                     // ts[0] is the software stamp (ts[2] would be hardware).
                     let ts = std::ptr::read_unaligned(data);
-                    if ts.tv_sec == 0 && ts.tv_nsec == 0 {
+                    if ts.tv_sec <= 0 && ts.tv_nsec <= 0 {
                         return None;
                     }
                     return Some(UnixNanos(
@@ -296,21 +314,25 @@ impl SendBatch {
     pub fn send(&mut self, sock: &impl AsRawFd, n: usize, nonblocking: bool) -> io::Result<usize> {
         let n = n.min(self.hdrs.len());
         let bufs = self.bufs.as_mut_ptr();
+        let iovecs = self.iovecs.as_mut_ptr();
         for i in 0..n {
-            // SAFETY: i < count keeps the offset inside `bufs`.
-            let buf = unsafe { bufs.add(i * self.buf_len) };
-            self.iovecs[i] = libc::iovec {
-                iov_base: buf.cast(),
-                iov_len: self.lens[i],
-            };
-            let hdr = &mut self.hdrs[i].msg_hdr;
-            hdr.msg_name = std::ptr::null_mut();
-            hdr.msg_namelen = 0;
-            hdr.msg_iov = &mut self.iovecs[i];
-            hdr.msg_iovlen = 1;
-            hdr.msg_control = std::ptr::null_mut();
-            hdr.msg_controllen = 0;
-            hdr.msg_flags = 0;
+            // SAFETY: i < count keeps every offset inside the owned Vecs; pointers are derived
+            // once per call and stay valid until the syscall returns.
+            unsafe {
+                let iov = iovecs.add(i);
+                *iov = libc::iovec {
+                    iov_base: bufs.add(i * self.buf_len).cast(),
+                    iov_len: self.lens[i],
+                };
+                let hdr = &mut self.hdrs[i].msg_hdr;
+                hdr.msg_name = std::ptr::null_mut();
+                hdr.msg_namelen = 0;
+                hdr.msg_iov = iov;
+                hdr.msg_iovlen = 1;
+                hdr.msg_control = std::ptr::null_mut();
+                hdr.msg_controllen = 0;
+                hdr.msg_flags = 0;
+            }
         }
         let flags = if nonblocking { libc::MSG_DONTWAIT } else { 0 };
         // SAFETY: headers point at owned buffers valid for the duration of the call.

@@ -63,7 +63,9 @@ pub struct TcpReceiverReport {
     pub stream_id: u8,
     /// Bytes read.
     pub bytes: u64,
-    /// From the receiver's start to the last byte (end of stream).
+    /// Bytes the first read returned (not timed; excluded from the rate).
+    pub first_read_bytes: u64,
+    /// From the end of the first read to the end of the last (end of stream).
     pub elapsed: Duration,
     /// CPU time of the receiving thread.
     pub cpu_time: Duration,
@@ -193,14 +195,18 @@ pub fn run_receiver(
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
     let mut buf = vec![0u8; 256 * 1024];
     let mut bytes = 0u64;
-    let t0 = clock.mono();
+    // The rate is timed from the end of the first read to the end of the last, over the
+    // bytes after the first read: what the first read returns may have queued up before
+    // this thread looked, and its time is unknown.
+    let mut first: Option<(Duration, u64)> = None;
     let mut last = Duration::ZERO;
     while !stop.load(Ordering::Relaxed) {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
                 bytes += n as u64;
-                last = clock.mono().saturating_sub(t0);
+                last = clock.mono();
+                first.get_or_insert((last, bytes));
                 live.publish(&LiveSnapshot {
                     packets: 0,
                     bytes,
@@ -217,10 +223,12 @@ pub fn run_receiver(
             Err(_) => break,
         }
     }
+    let (t_first, first_bytes) = first.unwrap_or((last, bytes));
     TcpReceiverReport {
         stream_id,
         bytes,
-        elapsed: last,
+        first_read_bytes: first_bytes,
+        elapsed: last.saturating_sub(t_first),
         cpu_time: sys::thread_cpu_time(),
     }
 }

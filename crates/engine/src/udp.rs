@@ -30,8 +30,6 @@ use crate::sys::{self, RecvBatch, SendBatch};
 
 /// Datagrams per `sendmmsg` / `recvmmsg` call.
 pub const BATCH: usize = 64;
-/// Datagrams per `recvmmsg` call on the receiver.
-pub const RX_BATCH: usize = 64;
 /// Most segments in one GSO send (the kernel's UDP_MAX_SEGMENTS is 64 on older kernels).
 const GSO_MAX_SEGMENTS: usize = 64;
 /// Largest GSO super-datagram payload (the kernel limit is 64 KiB including headers).
@@ -40,6 +38,10 @@ const GSO_MAX_BYTES: usize = 65_000;
 const PROBES_PER_SEC: f64 = 1000.0;
 /// How long the sender keeps reading echoes after its last packet.
 const ECHO_DRAIN: Duration = Duration::from_millis(50);
+/// Longest single sleep of a pacing sender, so that it notices `stop` in time.
+const MAX_SLEEP: Duration = Duration::from_millis(50);
+/// Longest time a stopped receiver keeps draining its socket.
+const MAX_DRAIN: Duration = Duration::from_millis(200);
 /// Receive timeout: how quickly a receiver notices its stop flag.
 const RECV_TIMEOUT: Duration = Duration::from_millis(20);
 
@@ -60,6 +62,8 @@ pub struct UdpSendConfig {
     pub backend: UdpBackend,
     /// Flag some datagrams for echo to measure round-trip latency.
     pub echo_probes: bool,
+    /// The test's secret token (answers to repeated CONTROL datagrams carry it).
+    pub token: u64,
 }
 
 /// What a UDP sender did.
@@ -134,6 +138,8 @@ pub struct UdpReceiverReport {
     pub mode: String,
     /// CPU time of the receiving thread.
     pub cpu_time: Duration,
+    /// How long the receiving thread ran (its CPU use is `cpu_time / wall_time`).
+    pub wall_time: Duration,
 }
 
 /// Applies the options every data socket gets: buffers, DSCP, receive timestamps.
@@ -153,37 +159,57 @@ pub fn prepare_socket(sock: &UdpSocket, window: Option<u32>, dscp: Option<u8>) -
     Ok(sys::enable_rx_timestamps(sock).is_ok())
 }
 
-/// Client side of the stream handshake: sends a CONTROL datagram on the connected socket
-/// until the server answers (up to `attempts` × 200 ms).
-pub fn register(sock: &UdpSocket, test_id: u16, stream_id: u8, attempts: u32) -> io::Result<()> {
-    let clock = RealClock::new();
-    let mut buf = [0u8; testhdr::HEADER_LEN];
+/// Length of a CONTROL (handshake) datagram: the test header and the test's 8-byte token.
+const CONTROL_LEN: usize = testhdr::HEADER_LEN + 8;
+
+fn control_datagram(test_id: u16, stream_id: u8, token: u64) -> [u8; CONTROL_LEN] {
+    let mut buf = [0u8; CONTROL_LEN];
     let hello = TestHeaderRepr {
         flags: TestFlags::CONTROL,
         test_id,
         stream_id,
         seq: 0,
-        tx_ns: clock.wall().0,
+        tx_ns: 0,
     };
     emit_header(&hello, &mut buf);
+    buf[testhdr::HEADER_LEN..].copy_from_slice(&token.to_be_bytes());
+    buf
+}
+
+/// Whether `data` is the CONTROL datagram of this test, stream and token.
+fn is_control_for(data: &[u8], test_id: u16, stream_id: u8, token: u64) -> bool {
+    let Some(h) = testhdr::parse_fast(data) else {
+        return false;
+    };
+    h.flags.contains(TestFlags::CONTROL)
+        && h.test_id == test_id
+        && h.stream_id == stream_id
+        && data.get(testhdr::HEADER_LEN..CONTROL_LEN) == Some(&token.to_be_bytes()[..])
+}
+
+/// Client side of the stream handshake: sends a CONTROL datagram (test id, stream id and
+/// the test's secret token) on the connected socket every 200 ms until the server echoes it
+/// or `timeout` passes.
+pub fn register(
+    sock: &UdpSocket,
+    test_id: u16,
+    stream_id: u8,
+    token: u64,
+    timeout: Duration,
+) -> io::Result<()> {
+    let clock = RealClock::new();
+    let start = clock.mono();
+    let hello = control_datagram(test_id, stream_id, token);
     sock.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut reply = [0u8; 2048];
-    for _ in 0..attempts.max(1) {
-        sock.send(&buf)?;
-        loop {
+    while clock.mono().saturating_sub(start) < timeout {
+        sock.send(&hello)?;
+        let sent_at = clock.mono();
+        while clock.mono().saturating_sub(sent_at) < Duration::from_millis(200) {
             match sock.recv(&mut reply) {
-                Ok(n) => {
-                    if let Some(h) = testhdr::parse_fast(&reply[..n]) {
-                        if h.flags.contains(TestFlags::CONTROL)
-                            && h.test_id == test_id
-                            && h.stream_id == stream_id
-                        {
-                            return Ok(());
-                        }
-                    }
-                }
-                Err(e) if is_timeout(&e) => break,
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Ok(n) if is_control_for(&reply[..n], test_id, stream_id, token) => return Ok(()),
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
                 Err(e) => return Err(e),
             }
         }
@@ -194,41 +220,57 @@ pub fn register(sock: &UdpSocket, test_id: u16, stream_id: u8, attempts: u32) ->
     ))
 }
 
-/// Server side of the stream handshake: waits on an unconnected socket for the client's
-/// CONTROL datagram, connects the socket to its sender and answers.
-pub fn accept_registration(
-    sock: &UdpSocket,
+/// Server side of the stream handshake, for all streams of a test at once: waits on the
+/// unconnected sockets for the client's CONTROL datagrams, accepting only those from
+/// `peer_ip` that carry the test's token; connects each socket to its sender and answers.
+/// Answers repeated datagrams (a lost answer) until every stream is registered.
+pub fn accept_registrations(
+    socks: &[(&UdpSocket, u8)],
     test_id: u16,
-    stream_id: u8,
+    token: u64,
+    peer_ip: std::net::IpAddr,
     timeout: Duration,
-) -> io::Result<SocketAddr> {
+) -> io::Result<()> {
     let clock = RealClock::new();
     let start = clock.mono();
-    sock.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let mut done = vec![false; socks.len()];
+    for (s, _) in socks {
+        s.set_nonblocking(true)?;
+    }
     let mut buf = [0u8; 2048];
-    while clock.mono().saturating_sub(start) < timeout {
-        match sock.recv_from(&mut buf) {
-            Ok((n, peer)) => {
-                let Some(h) = testhdr::parse_fast(&buf[..n]) else {
-                    continue;
-                };
-                if h.flags.contains(TestFlags::CONTROL)
-                    && h.test_id == test_id
-                    && h.stream_id == stream_id
+    while done.iter().any(|d| !d) {
+        if clock.mono().saturating_sub(start) >= timeout {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no UDP stream handshake from the client",
+            ));
+        }
+        let mut idle = true;
+        for (k, (s, id)) in socks.iter().enumerate() {
+            match s.recv_from(&mut buf) {
+                Ok((n, peer))
+                    if peer.ip() == peer_ip && is_control_for(&buf[..n], test_id, *id, token) =>
                 {
-                    sock.connect(peer)?;
-                    sock.send(&buf[..n])?;
-                    return Ok(peer);
+                    idle = false;
+                    if !done[k] {
+                        s.connect(peer)?;
+                        done[k] = true;
+                    }
+                    let _ = s.send(&buf[..n]);
                 }
+                Ok(_) => idle = false,
+                Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(e),
             }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(e),
+        }
+        if idle {
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::TimedOut,
-        "no UDP stream handshake from the client",
-    ))
+    for (s, _) in socks {
+        s.set_nonblocking(false)?;
+    }
+    Ok(())
 }
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -304,7 +346,7 @@ pub fn run_sender(
             emit_header(&template, &mut gso_buf[i * len..(i + 1) * len]);
         }
     }
-    let mut echo = EchoReader::new(probe_every > 0);
+    let mut echo = EchoReader::new(cfg);
     let mut seq: u64 = 0;
     let mut bytes: u64 = 0;
     let mut send_errors: u64 = 0;
@@ -367,7 +409,10 @@ pub fn run_sender(
                     until.saturating_sub(elapsed),
                     pacing::DEFAULT_SPIN_THRESHOLD,
                 ) {
-                    WaitPlan::Sleep(d) => std::thread::sleep(d),
+                    // Never past the end of the test, and wake regularly to see `stop`.
+                    WaitPlan::Sleep(d) => std::thread::sleep(
+                        d.min(cfg.duration.saturating_sub(elapsed)).min(MAX_SLEEP),
+                    ),
                     WaitPlan::Spin => std::hint::spin_loop(),
                 }
             }
@@ -423,9 +468,11 @@ fn stamp(buf: &mut [u8], seq: u64, now_ns: u64, probe_every: u64) {
     testhdr::write_flags(buf, flags);
 }
 
-/// Reads echoed probes on a sender's socket and keeps their round-trip times.
+/// Reads what comes back on a sender's socket: echoed probes (round-trip times) and
+/// repeated CONTROL datagrams of a client whose handshake answer was lost (answered again).
 struct EchoReader {
-    enabled: bool,
+    probes: bool,
+    control: [u8; CONTROL_LEN],
     batch: RecvBatch,
     hist: LatencyHistogram,
     kernel_ts: bool,
@@ -433,22 +480,26 @@ struct EchoReader {
 }
 
 impl EchoReader {
-    fn new(enabled: bool) -> Self {
+    fn new(cfg: &UdpSendConfig) -> Self {
         Self {
-            enabled,
-            batch: RecvBatch::new(if enabled { 16 } else { 1 }, 2048),
+            probes: cfg.echo_probes,
+            control: control_datagram(cfg.test_id, cfg.stream_id, cfg.token),
+            batch: RecvBatch::new(16, 2048),
             hist: LatencyHistogram::new(),
             kernel_ts: false,
             last_poll: Duration::ZERO,
         }
     }
 
-    /// Drains echoes without blocking, at most once per 500 µs of schedule time.
+    /// Reads without blocking, at most every 500 µs of schedule time when probing and
+    /// every 10 ms otherwise (`Duration::MAX` forces a read).
     fn poll(&mut self, sock: &UdpSocket, clock: &RealClock, elapsed: Duration) {
-        if !self.enabled
-            || (elapsed != Duration::MAX
-                && elapsed.saturating_sub(self.last_poll) < Duration::from_micros(500))
-        {
+        let every = if self.probes {
+            Duration::from_micros(500)
+        } else {
+            Duration::from_millis(10)
+        };
+        if elapsed != Duration::MAX && elapsed.saturating_sub(self.last_poll) < every {
             return;
         }
         self.last_poll = elapsed;
@@ -457,10 +508,14 @@ impl EchoReader {
                 let Some((data, ts)) = self.batch.get(i) else {
                     continue;
                 };
+                if data == self.control {
+                    let _ = sock.send(&self.control);
+                    continue;
+                }
                 let Some(h) = testhdr::parse_fast(data) else {
                     continue;
                 };
-                if !h.flags.contains(TestFlags::ECHO_REPLY) {
+                if !self.probes || !h.flags.contains(TestFlags::ECHO_REPLY) {
                     continue;
                 }
                 let rx = match ts {
@@ -494,6 +549,8 @@ pub struct UdpRecvConfig {
     pub max_len: usize,
     /// Busy-poll the socket instead of sleeping in `recvmmsg` (see [`spin_receiver_for`]).
     pub spin: bool,
+    /// The test's secret token (answers to repeated CONTROL datagrams carry it).
+    pub token: u64,
 }
 
 /// Expected packet rates above this make the receiver busy-poll: at such rates it never
@@ -514,16 +571,23 @@ pub fn run_receiver(
 ) -> UdpReceiverReport {
     let clock = RealClock::new();
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
-    let mut batch = RecvBatch::new(RX_BATCH, cfg.max_len.max(testhdr::HEADER_LEN) + 64);
+    let mut batch = RecvBatch::new(BATCH, cfg.max_len.max(testhdr::HEADER_LEN) + 64);
     let mut rx = StreamReceiver::with_tracker(SeqTracker::with_origin(DEFAULT_WINDOW, 0));
     let mut foreign = 0u64;
     let mut echoed = 0u64;
     let mut kernel_ts = false;
-    let mut echo_buf = vec![0u8; cfg.max_len.max(testhdr::HEADER_LEN) + 64];
-    // Once stopped, the receiver drains what its socket still holds without waiting.
-    let mut draining = false;
+    let started = clock.mono();
+    // Once stopped, the receiver drains what its socket still holds without waiting, for
+    // at most MAX_DRAIN (a peer that keeps sending cannot keep it alive).
+    let mut drain_until: Option<Duration> = None;
     loop {
-        draining = draining || stop.load(Ordering::Relaxed);
+        if drain_until.is_none() && stop.load(Ordering::Relaxed) {
+            drain_until = Some(clock.mono() + MAX_DRAIN);
+        }
+        if drain_until.is_some_and(|d| clock.mono() >= d) {
+            break;
+        }
+        let draining = drain_until.is_some();
         let n = match batch.recv(sock, draining || cfg.spin) {
             Ok(n) => n,
             Err(e) if draining && is_timeout(&e) => break,
@@ -551,8 +615,10 @@ pub fn run_receiver(
                 continue;
             }
             if h.flags.contains(TestFlags::CONTROL) {
-                // A retransmitted handshake: answer again, it is not data.
-                let _ = sock.send(data);
+                // A repeated handshake (our answer was lost): answer again; it is not data.
+                if is_control_for(data, cfg.test_id, cfg.stream_id, cfg.token) {
+                    let _ = sock.send(data);
+                }
                 continue;
             }
             if h.flags.contains(TestFlags::ECHO_REPLY) {
@@ -566,10 +632,12 @@ pub fn run_receiver(
                 None => clock.wall(),
             };
             if h.flags.contains(TestFlags::ECHO_REQUEST) {
-                let m = data.len().min(echo_buf.len());
-                echo_buf[..m].copy_from_slice(&data[..m]);
-                testhdr::write_flags(&mut echo_buf[..m], TestFlags::ECHO_REPLY);
-                if sock.send(&echo_buf[..m]).is_ok() {
+                // Only the header goes back: the probe's return costs the reverse path
+                // 18 bytes, not a full datagram.
+                let mut echo = [0u8; testhdr::HEADER_LEN];
+                echo.copy_from_slice(&data[..testhdr::HEADER_LEN]);
+                testhdr::write_flags(&mut echo, TestFlags::ECHO_REPLY);
+                if sock.send(&echo).is_ok() {
                     echoed += 1;
                 }
             }
@@ -610,13 +678,16 @@ pub fn run_receiver(
         kernel_timestamps: kernel_ts,
         mode: if cfg.spin { "spin" } else { "blocking" }.to_owned(),
         cpu_time: sys::thread_cpu_time(),
+        wall_time: clock.mono().saturating_sub(started),
     }
 }
 
-/// Echo server for ping-pong latency: answers every test-header datagram with the
-/// ECHO_REPLY flag set, until `stop` is set. `spin` busy-polls instead of sleeping in
-/// `recv`. Returns the number of datagrams echoed.
-pub fn run_echo(sock: &UdpSocket, spin: bool, stop: &AtomicBool) -> u64 {
+/// Echo server for ping-pong latency: answers test-header datagrams from `peer_ip` (the
+/// control connection's client) with the ECHO_REPLY flag set, until `stop` is set.
+/// Datagrams that are already answers, or come from anyone else, are dropped, so two echo
+/// sockets cannot be made to bounce a datagram between them. `spin` busy-polls instead of
+/// sleeping in `recv`. Returns the number of datagrams echoed.
+pub fn run_echo(sock: &UdpSocket, peer_ip: std::net::IpAddr, spin: bool, stop: &AtomicBool) -> u64 {
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
     let _ = sock.set_nonblocking(spin);
     let mut buf = vec![0u8; 65_536];
@@ -624,7 +695,10 @@ pub fn run_echo(sock: &UdpSocket, spin: bool, stop: &AtomicBool) -> u64 {
     while !stop.load(Ordering::Relaxed) {
         match sock.recv_from(&mut buf) {
             Ok((n, peer)) => {
-                if testhdr::parse_fast(&buf[..n]).is_none() {
+                let ok = peer.ip() == peer_ip
+                    && testhdr::parse_fast(&buf[..n])
+                        .is_some_and(|h| !h.flags.contains(TestFlags::ECHO_REPLY));
+                if !ok {
                     continue;
                 }
                 testhdr::write_flags(&mut buf[..n], TestFlags::ECHO_REPLY);
@@ -701,6 +775,10 @@ pub fn run_ping_pong(
         sent += 1;
         let wait_start = clock.mono();
         'wait: loop {
+            // One deadline per message, whatever else arrives meanwhile.
+            if clock.mono().saturating_sub(wait_start) >= PING_TIMEOUT {
+                break 'wait;
+            }
             match batch.recv(sock, spin) {
                 Ok(_) => {
                     let Some((data, ts)) = batch.get(0) else {
@@ -710,7 +788,7 @@ pub fn run_ping_pong(
                         continue;
                     };
                     if h.seq != seq || !h.flags.contains(TestFlags::ECHO_REPLY) {
-                        continue; // a late answer to an earlier message
+                        continue; // a late answer to an earlier message, or junk
                     }
                     let rx = match ts.filter(|_| kernel_ts) {
                         Some(t) => {
@@ -723,12 +801,7 @@ pub fn run_ping_pong(
                     received += 1;
                     break 'wait;
                 }
-                Err(e) if is_timeout(&e) => {
-                    if !spin || clock.mono().saturating_sub(wait_start) >= PING_TIMEOUT {
-                        break 'wait;
-                    }
-                    std::hint::spin_loop();
-                }
+                Err(e) if is_timeout(&e) => std::hint::spin_loop(),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
