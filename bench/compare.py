@@ -46,8 +46,11 @@ class Place:
     def client(self, cmd, timeout=120):
         return sh(self.wrap(self.client_ns, cmd), check=False, timeout=timeout)
 
-    def server(self, cmd):
-        return subprocess.Popen(self.wrap(self.server_ns, cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def server(self, cmd, announce=False):
+        """Starts a server; its output is discarded unless `announce` (then stderr is read
+        until the wirebench server says where it listens)."""
+        err = subprocess.PIPE if announce else subprocess.DEVNULL
+        return subprocess.Popen(self.wrap(self.server_ns, cmd), stdout=subprocess.DEVNULL, stderr=err, text=True)
 
 
 def veth_up():
@@ -76,8 +79,11 @@ def stop(p):
 
 
 def wb_server(place, wb, port=5311):
-    p = place.server([wb, "server", "--bind", place.addr, "-p", str(port)])
-    time.sleep(0.5)
+    p = place.server([wb, "server", "--bind", place.addr, "-p", str(port)], announce=True)
+    line = p.stderr.readline()
+    if "listening on" not in line:
+        stop(p)
+        raise RuntimeError(f"wirebench server did not start: {line.strip()}")
     return p, port
 
 
@@ -90,7 +96,7 @@ def wb_json(place, args, timeout=120):
 
 def iperf3_json(place, args, port=5211):
     srv = place.server(["iperf3", "-s", "-1", "-p", str(port)])
-    time.sleep(0.5)
+    time.sleep(1.0)  # a probe connection would use up iperf3's one test (-1)
     try:
         r = place.client(["iperf3", "-c", place.addr, "-p", str(port), "-J"] + args)
         return json.loads(r.stdout)
@@ -119,7 +125,7 @@ def measure_udp_small(place, wb, secs):
         for backend in ("gso", "sendmmsg"):
             v = wb_json(place, [wb, "client", place.addr, "-p", str(port), "-u", "-l", "18", "-b", "0", "-t", str(secs), "--udp-backend", backend, "-A", PIN])
             s = v["summary"]
-            out[f"wirebench-{backend}"] = s["received_packets"] / s["duration_s"]
+            out[f"wirebench-{backend} ({v.get('receive_mode', '?')} rx)"] = s["received_packets"] / s["duration_s"]
     finally:
         stop(srv)
     return out
@@ -170,7 +176,7 @@ def measure_rates(place, wb, secs):
             v = wb_json(place, [wb, "client", place.addr, "-p", str(port), "-u", "-l", "1472", "-b", str(int(target)), "-t", str(secs)])
             s = v["summary"]
             gap = s.get("rx_gap_us") or {}
-            rows.append((target, s["offered_bps"], s["received_bps"], s["loss_ratio"], gap.get("nominal_us"), gap.get("p50_us"), gap.get("p99_us"), s["generator_limited"]))
+            rows.append((target, s["offered_bps"], s["received_bps"], s["loss_ratio"], gap.get("nominal_us") or 0.0, gap.get("p50_us"), gap.get("p99_us"), s["generator_limited"]))
     finally:
         stop(srv)
     return rows
@@ -211,7 +217,7 @@ def main():
             u = measure_udp_small(p, wb, a.secs)
             print("UDP 18-byte payloads (64-byte frames), unlimited, received packets/s:")
             for k, v in u.items():
-                print(f"  {k:20s} {v:12,.0f} pps   vs iperf3 {ratio(v, u['iperf3'])}")
+                print(f"  {k:34s} {v:12,.0f} pps   vs iperf3 {ratio(v, u['iperf3'])}")
             t = measure_tcp(p, wb, a.secs)
             print("TCP single stream, received:")
             for k, v in t.items():

@@ -520,6 +520,7 @@ fn setup_tcp(
     )
     .map_err(|e| std::io::Error::other(e.to_string()))?;
     listener.set_nonblocking(true)?;
+    let peer_ip = ctrl.peer_addr()?.ip();
     let deadline = Instant::now() + STREAM_SETUP_TIMEOUT;
     let mut conns: Vec<Option<TcpStream>> = (0..plan.len()).map(|_| None).collect();
     while conns.iter().any(Option::is_none) {
@@ -530,9 +531,13 @@ fn setup_tcp(
             ));
         }
         match listener.accept() {
+            // Only the control connection's peer may connect data streams; its greeting
+            // must come at once (a silent connection cannot hold up the setup).
+            Ok((s, from)) if from.ip() != peer_ip => drop(s),
             Ok((mut s, _)) => {
                 s.set_nonblocking(false)?;
-                let Ok(id) = streams::read_greeting(&mut s, test_id, token, Duration::from_secs(2))
+                let Ok(id) =
+                    streams::read_greeting(&mut s, test_id, token, Duration::from_millis(500))
                 else {
                     continue;
                 };
@@ -731,10 +736,10 @@ fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), Prot
     let port = sock.local_addr().map_err(ProtoError::Io)?.port();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    let spin = spec.spin;
+    let (spin, max_len) = (spec.spin, spec.max_len);
     let echo = std::thread::Builder::new()
         .name("wb-echo".into())
-        .spawn(move || udp::run_echo(&sock, peer_ip, spin, &s2))
+        .spawn(move || udp::run_echo(&sock, peer_ip, max_len, spin, &s2))
         .map_err(ProtoError::Io)?;
     write_msg(&mut ctrl, &ServerMsg::EchoReady { port })?;
     let limit = spec.duration + FINISH_SLACK;

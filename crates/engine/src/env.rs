@@ -2,7 +2,9 @@
 //!
 //! Read from `/proc`; nothing here is on a hot path.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::clock::{Clock, RealClock};
 
 fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
@@ -30,9 +32,7 @@ pub fn boot_id() -> Option<String> {
 
 /// The current UTC time in RFC 3339 form with millisecond precision.
 pub fn now_rfc3339() -> String {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    let d = Duration::from_nanos(RealClock::new().wall().0);
     rfc3339(d.as_secs(), d.subsec_millis())
 }
 

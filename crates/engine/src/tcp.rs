@@ -79,11 +79,7 @@ pub fn prepare_stream(stream: &TcpStream, window: Option<u32>, dscp: Option<u8>)
         s.set_recv_buffer_size(w as usize)?;
     }
     if let Some(d) = dscp {
-        let tos = u32::from(d) << 2;
-        match stream.local_addr()? {
-            std::net::SocketAddr::V4(_) => s.set_tos_v4(tos)?,
-            std::net::SocketAddr::V6(_) => s.set_tclass_v6(tos)?,
-        }
+        crate::udp::set_dscp(&s, stream.local_addr()?, d)?;
     }
     stream.set_nodelay(true)
 }

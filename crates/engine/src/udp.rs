@@ -150,13 +150,19 @@ pub fn prepare_socket(sock: &UdpSocket, window: Option<u32>, dscp: Option<u8>) -
     let _ = s.set_send_buffer_size(buf);
     let _ = s.set_recv_buffer_size(buf);
     if let Some(d) = dscp {
-        let tos = u32::from(d) << 2;
-        match sock.local_addr()? {
-            SocketAddr::V4(_) => s.set_tos_v4(tos)?,
-            SocketAddr::V6(_) => s.set_tclass_v6(tos)?,
-        }
+        set_dscp(&s, sock.local_addr()?, d)?;
     }
     Ok(sys::enable_rx_timestamps(sock).is_ok())
+}
+
+/// Marks a socket's packets with a DSCP (RFC 2474: the upper six bits of the IPv4 TOS or
+/// IPv6 traffic class byte).
+pub(crate) fn set_dscp(s: &socket2::SockRef<'_>, local: SocketAddr, dscp: u8) -> io::Result<()> {
+    let tos = u32::from(dscp) << 2;
+    match local {
+        SocketAddr::V4(_) => s.set_tos_v4(tos),
+        SocketAddr::V6(_) => s.set_tclass_v6(tos),
+    }
 }
 
 /// Length of a CONTROL (handshake) datagram: the test header and the test's 8-byte token.
@@ -683,14 +689,21 @@ pub fn run_receiver(
 }
 
 /// Echo server for ping-pong latency: answers test-header datagrams from `peer_ip` (the
-/// control connection's client) with the ECHO_REPLY flag set, until `stop` is set.
+/// control connection's client) of up to `max_len` bytes with the ECHO_REPLY flag set,
+/// until `stop` is set.
 /// Datagrams that are already answers, or come from anyone else, are dropped, so two echo
 /// sockets cannot be made to bounce a datagram between them. `spin` busy-polls instead of
 /// sleeping in `recv`. Returns the number of datagrams echoed.
-pub fn run_echo(sock: &UdpSocket, peer_ip: std::net::IpAddr, spin: bool, stop: &AtomicBool) -> u64 {
+pub fn run_echo(
+    sock: &UdpSocket,
+    peer_ip: std::net::IpAddr,
+    max_len: usize,
+    spin: bool,
+    stop: &AtomicBool,
+) -> u64 {
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
     let _ = sock.set_nonblocking(spin);
-    let mut buf = vec![0u8; 65_536];
+    let mut buf = vec![0u8; max_len.clamp(testhdr::HEADER_LEN, 65_536)];
     let mut echoed = 0u64;
     while !stop.load(Ordering::Relaxed) {
         match sock.recv_from(&mut buf) {
