@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -182,6 +183,12 @@ def measure_rates(place, wb, secs):
     return rows
 
 
+def median_of(n, measure):
+    """Runs `measure` (returning {name: value}) n times; the median of each value."""
+    runs = [measure() for _ in range(n)]
+    return {k: statistics.median(r[k] for r in runs if k in r) for k in runs[0]}
+
+
 def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
@@ -191,6 +198,7 @@ def main():
     ap.add_argument("--wirebench", default="target/release/wirebench")
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--places", default="loopback,veth")
+    ap.add_argument("--repeat", type=int, default=1, help="median of this many runs per figure")
     a = ap.parse_args()
     wb = os.path.abspath(a.wirebench)
     if not os.path.exists(wb):
@@ -214,16 +222,16 @@ def main():
         print(f"wirebench {sh([wb, '--version']).stdout.strip()} vs {sh(['iperf3', '--version']).stdout.splitlines()[0]}, {a.secs} s per run, {os.cpu_count()} CPUs")
         for p in places:
             print(f"\n=== {p.name} ===")
-            u = measure_udp_small(p, wb, a.secs)
-            print("UDP 18-byte payloads (64-byte frames), unlimited, received packets/s:")
+            u = median_of(a.repeat, lambda: measure_udp_small(p, wb, a.secs))
+            print(f"UDP 18-byte payloads (64-byte frames), unlimited, received packets/s (median of {a.repeat}):")
             for k, v in u.items():
                 print(f"  {k:34s} {v:12,.0f} pps   vs iperf3 {ratio(v, u['iperf3'])}")
-            t = measure_tcp(p, wb, a.secs)
-            print("TCP single stream, received:")
+            t = median_of(a.repeat, lambda: measure_tcp(p, wb, a.secs))
+            print(f"TCP single stream, received (median of {a.repeat}):")
             for k, v in t.items():
                 print(f"  {k:20s} {v / 1e9:8.2f} Gbit/s   vs iperf3 {ratio(v, t['iperf3'])}")
-            pp = measure_pingpong(p, wb, a.secs)
-            print("ping-pong 64 bytes, half round trip, median (lower is better):")
+            pp = median_of(a.repeat, lambda: measure_pingpong(p, wb, a.secs))
+            print(f"ping-pong 64 bytes, half round trip, median (lower is better; median of {a.repeat} runs):")
             for k, v in pp.items():
                 print(f"  {k:20s} {v:8.2f} us" + (f"   vs sockperf {ratio(v, pp['sockperf'])}" if "sockperf" in pp else ""))
             print("UDP rate accuracy and pacing (1472-byte payloads):")
