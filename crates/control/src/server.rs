@@ -380,11 +380,16 @@ fn serve_test(
         ));
     };
     let test_id = ctx.next_test_id.fetch_add(1, Ordering::Relaxed);
-    let token = u64::from_le_bytes(
-        auth::nonce()
-            .map(|n| n[..8].try_into().unwrap_or([0; 8]))
-            .unwrap_or([0; 8]),
-    );
+    let Ok(nonce) = auth::nonce() else {
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Internal,
+            "no randomness for the test token".into(),
+        ));
+    };
+    let token = u64::from_le_bytes([
+        nonce[0], nonce[1], nonce[2], nonce[3], nonce[4], nonce[5], nonce[6], nonce[7],
+    ]);
     let local_ip = ctrl.local_addr().map_err(ProtoError::Io)?.ip();
     let plan = streams::plan(&spec);
     let mut side = SideRun::new(spec.server_cpu.map(usize::from));
