@@ -99,19 +99,7 @@ fn server_survives_garbage_oversize_truncation_versions_and_silence() {
     assert!(took < Duration::from_secs(5), "{took:?}");
 
     assert!(srv.alive(), "the server is still running");
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "1M",
-        "-t",
-        "1",
-        "-J",
-    ]);
+    let v = srv.json("client", "-u -b 1M -t 1");
     assert!(
         u64_at(&v, "/summary/sent_packets") > 0,
         "and still serves tests"
@@ -133,21 +121,9 @@ fn a_client_that_vanishes_mid_test_frees_its_slot() {
     drop(s);
     // The stream setup times out (5 s) and the slot is released; until then the server
     // turns new tests away, after that a real test runs.
-    let p = srv.port_arg();
     let start = std::time::Instant::now();
     let v = loop {
-        let out = run(&[
-            "client",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-u",
-            "-b",
-            "1M",
-            "-t",
-            "1",
-            "-J",
-        ]);
+        let out = srv.run("client", "-u -b 1M -t 1 -J");
         if out.status.success() {
             break serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON");
         }

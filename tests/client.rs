@@ -5,21 +5,7 @@ use crate::util::*;
 #[test]
 fn udp_counts_every_packet_and_reports_one_way_latency() {
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "20M",
-        "-t",
-        "2",
-        "-l",
-        "1000",
-        "-J",
-    ]);
+    let v = srv.json("client", "-u -b 20M -t 2 -l 1000");
     assert_eq!(str_at(&v, "/schema"), "wirebench.result/1");
     assert_eq!(str_at(&v, "/command"), "client");
     let sent = u64_at(&v, "/summary/sent_packets");
@@ -68,22 +54,7 @@ fn udp_counts_every_packet_and_reports_one_way_latency() {
 #[test]
 fn udp_reverse_and_parallel_streams() {
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "5M",
-        "-t",
-        "1",
-        "-P",
-        "3",
-        "-R",
-        "-J",
-    ]);
+    let v = srv.json("client", "-u -b 5M -t 1 -P 3 -R");
     let streams = v
         .pointer("/streams")
         .and_then(|s| s.as_array())
@@ -133,20 +104,7 @@ fn tcp_gives_tx_and_rx_separately_with_tcp_info() {
 #[test]
 fn bidir_reports_both_directions() {
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "2M",
-        "-t",
-        "1",
-        "--bidir",
-        "-J",
-    ]);
+    let v = srv.json("client", "-u -b 2M -t 1 --bidir");
     let dirs: Vec<&str> = v["streams"]
         .as_array()
         .unwrap()
@@ -161,18 +119,7 @@ fn bidir_reports_both_directions() {
 #[test]
 fn human_output_has_intervals_summary_and_latency() {
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let out = run(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "10M",
-        "-t",
-        "2",
-    ]);
+    let out = srv.run("client", "-u -b 10M -t 2");
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -194,23 +141,7 @@ fn human_output_has_intervals_summary_and_latency() {
 #[test]
 fn gso_backend_is_recorded() {
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "50M",
-        "-l",
-        "100",
-        "-t",
-        "1",
-        "--udp-backend",
-        "gso",
-        "-J",
-    ]);
+    let v = srv.json("client", "-u -b 50M -l 100 -t 1 --udp-backend gso");
     assert_eq!(str_at(&v, "/backend"), "udp-gso");
     let sent = u64_at(&v, "/summary/sent_packets");
     assert!(
@@ -228,20 +159,7 @@ fn reverse_interval_rows_carry_the_servers_send_counts() {
     // Regression: in reverse mode the client finished at once and the server sent every
     // interval sample at t = 0, so "sent" was about 0 in every row.
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "10M",
-        "-t",
-        "3",
-        "-R",
-        "-J",
-    ]);
+    let v = srv.json("client", "-u -b 10M -t 3 -R");
     let rows = v
         .pointer("/intervals")
         .and_then(|x| x.as_array())
@@ -311,21 +229,8 @@ fn a_low_rate_sender_still_stops_on_time() {
     // Regression: at 500 bit/s the first gap (23 s) outlasted the test, and the sender
     // slept through it.
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
     let start = std::time::Instant::now();
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "500",
-        "-t",
-        "1",
-        "-R",
-        "-J",
-    ]);
+    let v = srv.json("client", "-u -b 500 -t 1 -R");
     assert!(
         start.elapsed() < std::time::Duration::from_secs(8),
         "took {:?}",

@@ -5,22 +5,7 @@ use crate::util::*;
 #[test]
 fn sweep_classifies_each_step() {
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "sweep",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "--from",
-        "10M",
-        "--to",
-        "30M",
-        "--step",
-        "10M",
-        "-t",
-        "1",
-        "-J",
-    ]);
+    let v = srv.json("sweep", "--from 10M --to 30M --step 10M -t 1");
     let rows = v
         .pointer("/sweep/rows")
         .and_then(|r| r.as_array())
@@ -46,18 +31,7 @@ fn sweep_classifies_each_step() {
 #[test]
 fn blocksize_measures_both_directions() {
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "blocksize",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "--sizes",
-        "1k,32k",
-        "-t",
-        "1",
-        "-J",
-    ]);
+    let v = srv.json("blocksize", "--sizes 1k,32k -t 1");
     let rows = v
         .pointer("/blocksize")
         .and_then(|r| r.as_array())
@@ -73,18 +47,7 @@ fn blocksize_measures_both_directions() {
 #[test]
 fn latency_gives_percentiles_per_size() {
     let srv = ServerProc::start(&[]);
-    let p = srv.port_arg();
-    let v = run_json(&[
-        "latency",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-l",
-        "64,1024",
-        "-t",
-        "1",
-        "-J",
-    ]);
+    let v = srv.json("latency", "-l 64,1024 -t 1");
     let rows = v
         .pointer("/latency")
         .and_then(|r| r.as_array())

@@ -37,60 +37,10 @@ fn limits_are_enforced_with_a_clear_message() {
         "--max-streams",
         "2",
     ]);
-    let p = srv.port_arg();
-    let out = run(&["client", "127.0.0.1", "-p", &p, "-u", "-b", "1M", "-t", "3"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--max-duration"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = run(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "20M",
-        "-t",
-        "1",
-    ]);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--max-rate"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = run(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "1M",
-        "-t",
-        "1",
-        "-P",
-        "3",
-    ]);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--max-streams"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-b",
-        "1M",
-        "-t",
-        "1",
-        "-J",
-    ]);
+    assert_fails(&srv.run("client", "-u -b 1M -t 3"), 1, "--max-duration");
+    assert_fails(&srv.run("client", "-u -b 20M -t 1"), 1, "--max-rate");
+    assert_fails(&srv.run("client", "-u -b 1M -t 1 -P 3"), 1, "--max-streams");
+    let v = srv.json("client", "-u -b 1M -t 1");
     assert!(
         u64_at(&v, "/summary/sent_packets") > 0,
         "a request within the limits runs"
@@ -106,43 +56,13 @@ fn authentication_refuses_missing_and_wrong_keys() {
     std::fs::write(&good, "correct horse battery staple\n").unwrap();
     std::fs::write(&bad, "incorrect horse battery staple\n").unwrap();
     let srv = ServerProc::start(&["--auth-key-file", good.to_str().unwrap()]);
-    let p = srv.port_arg();
-    let out = run(&["client", "127.0.0.1", "-p", &p, "-u", "-t", "1"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("requires authentication"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = run(&[
+    assert_fails(&srv.run("client", "-u -t 1"), 1, "requires authentication");
+    let bad_arg = format!("-u -t 1 --auth-key-file {}", bad.display());
+    assert_fails(&srv.run("client", &bad_arg), 1, "wrong key");
+    let v = srv.json(
         "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-t",
-        "1",
-        "--auth-key-file",
-        bad.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("wrong key"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &format!("-u -t 1 --auth-key-file {}", good.display()),
     );
-    let v = run_json(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-u",
-        "-t",
-        "1",
-        "--auth-key-file",
-        good.to_str().unwrap(),
-        "-J",
-    ]);
     assert!(u64_at(&v, "/summary/sent_packets") > 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -150,33 +70,14 @@ fn authentication_refuses_missing_and_wrong_keys() {
 #[test]
 fn max_tests_turns_away_the_extra_client() {
     let srv = ServerProc::start(&["--max-tests", "1"]);
-    let p = srv.port_arg();
-    let p2 = p.clone();
-    let long = std::thread::spawn(move || {
-        run_json(&[
-            "client",
-            "127.0.0.1",
-            "-p",
-            &p2,
-            "-u",
-            "-b",
-            "1M",
-            "-t",
-            "3",
-            "-J",
-        ])
+    std::thread::scope(|scope| {
+        let long = scope.spawn(|| srv.json("client", "-u -b 1M -t 3"));
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        assert_fails(&srv.run("client", "-u -t 1"), 1, "--max-tests");
+        let v = long.join().unwrap();
+        assert!(
+            u64_at(&v, "/summary/sent_packets") > 0,
+            "the running test was not disturbed"
+        );
     });
-    std::thread::sleep(std::time::Duration::from_millis(1000));
-    let out = run(&["client", "127.0.0.1", "-p", &p, "-u", "-t", "1"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--max-tests"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = long.join().unwrap();
-    assert!(
-        u64_at(&v, "/summary/sent_packets") > 0,
-        "the running test was not disturbed"
-    );
 }

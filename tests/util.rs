@@ -106,6 +106,23 @@ impl ServerProc {
         self.port.to_string()
     }
 
+    /// Runs `wirebench CMD 127.0.0.1 -p PORT ARGS` (ARGS split on whitespace).
+    pub fn run(&self, cmd: &str, args: &str) -> Output {
+        let port = self.port_arg();
+        let mut all = vec![cmd, "127.0.0.1", "-p", &port];
+        all.extend(args.split_whitespace());
+        run(&all)
+    }
+
+    /// Runs `wirebench CMD 127.0.0.1 -p PORT ARGS -J` and parses its JSON.
+    pub fn json(&self, cmd: &str, args: &str) -> serde_json::Value {
+        let port = self.port_arg();
+        let mut all = vec![cmd, "127.0.0.1", "-p", &port];
+        all.extend(args.split_whitespace());
+        all.push("-J");
+        run_json(&all)
+    }
+
     /// The server process is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -117,6 +134,13 @@ impl Drop for ServerProc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Asserts that a run exited with `code` and that its stderr names `needle`.
+pub fn assert_fails(out: &Output, code: i32, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert!(err.contains(needle), "expected '{needle}' in: {err}");
 }
 
 pub fn u64_at(v: &serde_json::Value, path: &str) -> u64 {
