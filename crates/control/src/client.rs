@@ -81,6 +81,34 @@ pub struct IntervalSample {
     pub remote: Vec<(u8, LiveSnapshot)>,
 }
 
+/// Interval samples of both sides, paired by index as both arrive.
+#[derive(Default)]
+struct Ticks {
+    local: BTreeMap<u32, Vec<(u8, LiveSnapshot)>>,
+    remote: BTreeMap<u32, Vec<(u8, LiveSnapshot)>>,
+    samples: Vec<IntervalSample>,
+}
+
+impl Ticks {
+    /// Hands out, in order, every interval for which both sides' samples are in.
+    fn emit(&mut self, interval: Option<Duration>, on_interval: &mut impl FnMut(&IntervalSample)) {
+        while let Some((&k, _)) = self.local.first_key_value() {
+            let Some(remote) = self.remote.remove(&k) else {
+                break;
+            };
+            let local = self.local.remove(&k).unwrap_or_default();
+            let s = IntervalSample {
+                index: k,
+                length: interval.unwrap_or_default(),
+                local,
+                remote,
+            };
+            on_interval(&s);
+            self.samples.push(s);
+        }
+    }
+}
+
 /// Turns a server error message into an error.
 fn expect_ok(msg: ServerMsg) -> Result<ServerMsg, ProtoError> {
     match msg {
@@ -237,13 +265,18 @@ impl Session {
             );
             return Err(ProtoError::Io(e));
         }
+        // Every stream's handshake is answered and the receivers run: the server may send.
+        write_msg(&mut self.ctrl, &ClientMsg::Start)?;
         let rx = spawn_reader::<ServerMsg>(&self.ctrl, spec.duration + RESULTS_TIMEOUT)
             .map_err(ProtoError::Io)?;
         let start = Instant::now();
         let end = start + spec.duration;
-        let mut local_ticks: BTreeMap<u32, Vec<(u8, LiveSnapshot)>> = BTreeMap::new();
-        let mut remote_ticks: BTreeMap<u32, Vec<(u8, LiveSnapshot)>> = BTreeMap::new();
-        let mut samples = Vec::new();
+        let tick_at = |k: u32| {
+            interval
+                .map(|i| start + i * (k + 1))
+                .filter(|t| *t <= end + TICK_SLACK)
+        };
+        let mut ticks = Ticks::default();
         let mut tick = 0u32;
         let mut finished = false;
         let mut remote_reports = None;
@@ -257,16 +290,13 @@ impl Session {
             if now >= results_deadline {
                 return fail(&mut side, ProtoError::Timeout);
             }
-            let next_tick = interval
-                .map(|i| start + i * (tick + 1))
-                .filter(|t| *t <= end + TICK_SLACK);
             let mut wait = Duration::from_millis(20);
-            if let Some(t) = next_tick {
+            if let Some(t) = tick_at(tick) {
                 wait = wait.min(t.saturating_duration_since(now));
             }
             match rx.recv_timeout(wait) {
                 Ok(Ok(ServerMsg::Interval { index, streams })) => {
-                    remote_ticks.insert(index, streams);
+                    ticks.remote.insert(index, streams);
                 }
                 Ok(Ok(ServerMsg::Results { reports })) => remote_reports = Some(reports),
                 Ok(Ok(ServerMsg::Error { code, message })) => {
@@ -284,28 +314,15 @@ impl Session {
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            if let Some(t) = next_tick {
-                if Instant::now() >= t {
-                    local_ticks.insert(tick, side.sample());
-                    tick += 1;
-                }
+            // Every tick that is due, even several after a stall.
+            while tick_at(tick).is_some_and(|t| Instant::now() >= t) {
+                ticks.local.insert(tick, side.sample());
+                tick += 1;
             }
-            while let Some((&k, _)) = local_ticks.first_key_value() {
-                let Some(remote) = remote_ticks.remove(&k) else {
-                    break;
-                };
-                let local = local_ticks.remove(&k).unwrap_or_default();
-                let s = IntervalSample {
-                    index: k,
-                    length: interval.unwrap_or_default(),
-                    local,
-                    remote,
-                };
-                on_interval(&s);
-                samples.push(s);
-            }
+            ticks.emit(interval, &mut on_interval);
             // Finish once the test's time is up and this side's senders are done (in
-            // reverse mode there are none, but the time must still be up).
+            // reverse mode there are none, but the time must still be up); by then every
+            // tick up to the end has been sampled above.
             if !finished && Instant::now() >= end && side.senders_done() {
                 finished = true;
                 let reports = side.join_senders();
@@ -319,9 +336,15 @@ impl Session {
             }
         }
         let remote = remote_reports.unwrap_or_default();
-        let (quiet, cap) = grace(spec.protocol);
+        let (quiet, cap) = grace(spec);
         let mut local = side.take_kept();
         local.extend(side.finish_receivers(&sent_counts(&remote), quiet, cap));
+        // Ticks the end overtook: sampled now that every counter is final, as the server did.
+        while tick_at(tick).is_some() {
+            ticks.local.insert(tick, side.sample());
+            tick += 1;
+        }
+        ticks.emit(interval, &mut on_interval);
         let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
         Ok(TestOutcome {
             spec: spec.clone(),
@@ -329,7 +352,7 @@ impl Session {
             same_host: self.same_host,
             local,
             remote,
-            intervals: samples,
+            intervals: ticks.samples,
         })
     }
 

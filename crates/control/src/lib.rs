@@ -25,7 +25,8 @@ use std::io;
 /// Identifies the wirebench control protocol in the hello.
 pub const MAGIC: &str = "wirebench";
 /// Control protocol version spoken by this build.
-pub const VERSION: u32 = 1;
+/// Version 2: handshake answers are marked, data streams start on the client's `Start`.
+pub const VERSION: u32 = 2;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

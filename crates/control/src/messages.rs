@@ -40,6 +40,9 @@ pub enum ClientMsg {
         /// Interval report period in milliseconds (0 = none).
         interval_ms: u32,
     },
+    /// Every data stream is connected and its handshake answered: the server may start
+    /// its senders (sent after [`ServerMsg::Ready`]).
+    Start,
     /// Open an echo socket for ping-pong latency.
     Echo {
         /// What to run.
@@ -86,7 +89,8 @@ pub enum ServerMsg {
         /// UDP: one port per stream id (index 0 = stream 1). TCP: one listening port.
         ports: Vec<u16>,
     },
-    /// All data streams are connected; the test runs from now.
+    /// All data streams are connected and the server's receivers run; the client starts
+    /// its senders and answers [`ClientMsg::Start`].
     Ready,
     /// Live counters of the server's streams at the end of interval `index`.
     Interval {

@@ -308,6 +308,7 @@ fn kind(m: &ClientMsg) -> &'static str {
     match m {
         ClientMsg::Hello { .. } => "hello",
         ClientMsg::Auth { .. } => "auth",
+        ClientMsg::Start => "start",
         ClientMsg::Test { .. } => "test",
         ClientMsg::Echo { .. } => "echo",
         ClientMsg::Finish { .. } => "finish",
@@ -408,6 +409,28 @@ fn serve_test(
         ));
     }
     write_msg(&mut ctrl, &ServerMsg::Ready)?;
+    // The senders start on the client's go-ahead: by then the client has every stream's
+    // handshake answer and its receivers run, so no data is lost to the handshake.
+    match read_msg_within::<ClientMsg>(&ctrl, STREAM_SETUP_TIMEOUT) {
+        Ok(ClientMsg::Start) => {}
+        Ok(ClientMsg::Abort { .. }) => return Ok(()),
+        Ok(other) => {
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Protocol,
+                format!("expected start, got {}", kind(&other)),
+            ))
+        }
+        Err(e) => return Err(e),
+    }
+    if let Err(e) = side.start() {
+        side.abort();
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Internal,
+            format!("cannot start the senders: {e}"),
+        ));
+    }
     run_control_loop(ctrl, spec, interval_ms, side)
 }
 
@@ -461,7 +484,7 @@ fn setup_udp(
     }
     for (s, (id, who)) in socks.into_iter().zip(plan) {
         if *who == Sender::Server {
-            side.udp_sender(s, udp_send_config(spec, key, *id))?;
+            side.udp_sender_pending(s, udp_send_config(spec, key, *id));
         }
     }
     Ok(())
@@ -563,7 +586,7 @@ fn setup_tcp(
         let Some(s) = c else { continue };
         match who {
             Sender::Client => side.tcp_receiver(s, *id)?,
-            Sender::Server => side.tcp_sender(s, tcp_send_config(spec, *id))?,
+            Sender::Server => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
         }
     }
     Ok(())
@@ -678,7 +701,11 @@ fn run_control_loop(
             }
         }
     }
-    // Ticks that the end overtook (timer rounding): the senders are done, counters final.
+    let mut reports = side.join_senders();
+    let expected = sent_counts(client_reports.as_deref().unwrap_or_default());
+    let (quiet, cap) = grace(&spec);
+    reports.extend(side.finish_receivers(&expected, quiet, cap));
+    // Ticks that the end overtook (timer rounding): now every counter is final.
     while tick_at(index).is_some() {
         write_msg(
             &mut ctrl,
@@ -689,10 +716,6 @@ fn run_control_loop(
         )?;
         index += 1;
     }
-    let mut reports = side.join_senders();
-    let expected = sent_counts(client_reports.as_deref().unwrap_or_default());
-    let (quiet, cap) = grace(spec.protocol);
-    reports.extend(side.finish_receivers(&expected, quiet, cap));
     write_msg(&mut ctrl, &ServerMsg::Results { reports })
 }
 
@@ -708,10 +731,23 @@ pub(crate) fn sent_counts(reports: &[StreamReport]) -> Vec<(u8, u64)> {
 }
 
 /// How long receivers wait for the tail of a test: (quiet period, cap). UDP stops early
-/// once every sent packet is counted; TCP once every stream reached its end.
-pub(crate) fn grace(protocol: Protocol) -> (Duration, Duration) {
-    match protocol {
-        Protocol::Udp => (Duration::from_millis(100), Duration::from_secs(2)),
+/// once every sent packet is counted, or when nothing arrived for the quiet period: 100 ms,
+/// or three packet gaps for slow streams. TCP stops once every stream reached its end.
+pub(crate) fn grace(spec: &TestSpec) -> (Duration, Duration) {
+    match spec.protocol {
+        Protocol::Udp => {
+            let cap = Duration::from_secs(2);
+            let gaps = spec
+                .rate
+                .packets_per_sec(spec.len)
+                .map(|p| Duration::from_secs_f64((3.0 / p).min(2.0)));
+            (
+                gaps.unwrap_or_default()
+                    .max(Duration::from_millis(100))
+                    .min(cap),
+                cap,
+            )
+        }
         Protocol::Tcp => (Duration::from_millis(500), Duration::from_secs(3)),
     }
 }

@@ -53,6 +53,18 @@ pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> io::Result<()> {
     )
 }
 
+/// Sets a socket buffer beyond `net.core.[rw]mem_max` with `SO_RCVBUFFORCE` /
+/// `SO_SNDBUFFORCE` (needs CAP_NET_ADMIN; fails with EPERM otherwise).
+pub fn force_buffer_size(sock: &impl AsRawFd, receive: bool, bytes: usize) -> io::Result<()> {
+    let name = if receive {
+        libc::SO_RCVBUFFORCE
+    } else {
+        libc::SO_SNDBUFFORCE
+    };
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, name, bytes)
+}
+
 /// Sets `UDP_SEGMENT` (UDP GSO, Linux 4.18+): every `send` of a buffer larger than
 /// `segment` bytes leaves as separate datagrams of `segment` bytes each.
 pub fn set_udp_segment(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {

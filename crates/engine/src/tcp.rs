@@ -118,7 +118,11 @@ pub fn run_sender(
                             pacing::DEFAULT_SPIN_THRESHOLD,
                         ) {
                             WaitPlan::Sleep(d) => {
-                                std::thread::sleep(d.min(cfg.duration.saturating_sub(elapsed)))
+                                // Never past the end, and wake regularly to see `stop`.
+                                std::thread::sleep(
+                                    d.min(cfg.duration.saturating_sub(elapsed))
+                                        .min(crate::udp::MAX_SLEEP),
+                                )
                             }
                             WaitPlan::Spin => std::hint::spin_loop(),
                         }

@@ -39,7 +39,7 @@ const PROBES_PER_SEC: f64 = 1000.0;
 /// How long the sender keeps reading echoes after its last packet.
 const ECHO_DRAIN: Duration = Duration::from_millis(50);
 /// Longest single sleep of a pacing sender, so that it notices `stop` in time.
-const MAX_SLEEP: Duration = Duration::from_millis(50);
+pub(crate) const MAX_SLEEP: Duration = Duration::from_millis(50);
 /// Longest time a stopped receiver keeps draining its socket.
 const MAX_DRAIN: Duration = Duration::from_millis(200);
 /// Receive timeout: how quickly a receiver notices its stop flag.
@@ -146,9 +146,16 @@ pub struct UdpReceiverReport {
 pub fn prepare_socket(sock: &UdpSocket, window: Option<u32>, dscp: Option<u8>) -> io::Result<bool> {
     let s = socket2::SockRef::from(sock);
     let buf = window.map(|w| w as usize).unwrap_or(4 * 1024 * 1024);
-    // Best effort: the kernel caps these at net.core.[rw]mem_max.
+    // The kernel caps these at net.core.[rw]mem_max (often 208 KiB, ~80 ms of a 20 Mbit/s
+    // stream); with CAP_NET_ADMIN the cap is lifted. Best effort either way.
     let _ = s.set_send_buffer_size(buf);
     let _ = s.set_recv_buffer_size(buf);
+    if s.recv_buffer_size().unwrap_or(0) < buf {
+        let _ = sys::force_buffer_size(sock, true, buf);
+    }
+    if s.send_buffer_size().unwrap_or(0) < buf {
+        let _ = sys::force_buffer_size(sock, false, buf);
+    }
     if let Some(d) = dscp {
         set_dscp(&s, sock.local_addr()?, d)?;
     }
@@ -168,10 +175,17 @@ pub(crate) fn set_dscp(s: &socket2::SockRef<'_>, local: SocketAddr, dscp: u8) ->
 /// Length of a CONTROL (handshake) datagram: the test header and the test's 8-byte token.
 const CONTROL_LEN: usize = testhdr::HEADER_LEN + 8;
 
-fn control_datagram(test_id: u16, stream_id: u8, token: u64) -> [u8; CONTROL_LEN] {
+/// A handshake datagram: the client's request, or (`answer`) the server's answer, which
+/// also carries ECHO_REPLY. Answers are never answered, so no datagram can bounce.
+fn control_datagram(test_id: u16, stream_id: u8, token: u64, answer: bool) -> [u8; CONTROL_LEN] {
     let mut buf = [0u8; CONTROL_LEN];
+    let flags = if answer {
+        TestFlags::CONTROL | TestFlags::ECHO_REPLY
+    } else {
+        TestFlags::CONTROL
+    };
     let hello = TestHeaderRepr {
-        flags: TestFlags::CONTROL,
+        flags,
         test_id,
         stream_id,
         seq: 0,
@@ -182,12 +196,14 @@ fn control_datagram(test_id: u16, stream_id: u8, token: u64) -> [u8; CONTROL_LEN
     buf
 }
 
-/// Whether `data` is the CONTROL datagram of this test, stream and token.
-fn is_control_for(data: &[u8], test_id: u16, stream_id: u8, token: u64) -> bool {
+/// Whether `data` is the handshake request (or, with `answer`, the answer) of this test,
+/// stream and token.
+fn is_control_for(data: &[u8], test_id: u16, stream_id: u8, token: u64, answer: bool) -> bool {
     let Some(h) = testhdr::parse_fast(data) else {
         return false;
     };
     h.flags.contains(TestFlags::CONTROL)
+        && h.flags.contains(TestFlags::ECHO_REPLY) == answer
         && h.test_id == test_id
         && h.stream_id == stream_id
         && data.get(testhdr::HEADER_LEN..CONTROL_LEN) == Some(&token.to_be_bytes()[..])
@@ -205,17 +221,25 @@ pub fn register(
 ) -> io::Result<()> {
     let clock = RealClock::new();
     let start = clock.mono();
-    let hello = control_datagram(test_id, stream_id, token);
+    let hello = control_datagram(test_id, stream_id, token, false);
     sock.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut reply = [0u8; 2048];
     while clock.mono().saturating_sub(start) < timeout {
         sock.send(&hello)?;
         let sent_at = clock.mono();
-        while clock.mono().saturating_sub(sent_at) < Duration::from_millis(200) {
+        let slot = Duration::from_millis(200);
+        while clock.mono().saturating_sub(sent_at) < slot {
             match sock.recv(&mut reply) {
-                Ok(n) if is_control_for(&reply[..n], test_id, stream_id, token) => return Ok(()),
+                Ok(n) if is_control_for(&reply[..n], test_id, stream_id, token, true) => {
+                    return Ok(())
+                }
                 Ok(_) => {}
-                Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) if is_timeout(&e) => break,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    // Nobody listens (yet or any more): wait out the slot, do not spin.
+                    std::thread::sleep(slot.saturating_sub(clock.mono().saturating_sub(sent_at)));
+                    break;
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -255,14 +279,15 @@ pub fn accept_registrations(
         for (k, (s, id)) in socks.iter().enumerate() {
             match s.recv_from(&mut buf) {
                 Ok((n, peer))
-                    if peer.ip() == peer_ip && is_control_for(&buf[..n], test_id, *id, token) =>
+                    if peer.ip() == peer_ip
+                        && is_control_for(&buf[..n], test_id, *id, token, false) =>
                 {
                     idle = false;
                     if !done[k] {
                         s.connect(peer)?;
                         done[k] = true;
                     }
-                    let _ = s.send(&buf[..n]);
+                    let _ = s.send(&control_datagram(test_id, *id, token, true));
                 }
                 Ok(_) => idle = false,
                 Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
@@ -273,7 +298,11 @@ pub fn accept_registrations(
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    // Whatever a stranger sprayed at the ports before they were connected is still queued
+    // (connect does not purge it): drop it before any data is counted. The client sends data
+    // only after the server's go-ahead, so nothing of the test is lost here.
     for (s, _) in socks {
+        while s.recv(&mut buf).is_ok() {}
         s.set_nonblocking(false)?;
     }
     Ok(())
@@ -478,7 +507,8 @@ fn stamp(buf: &mut [u8], seq: u64, now_ns: u64, probe_every: u64) {
 /// repeated CONTROL datagrams of a client whose handshake answer was lost (answered again).
 struct EchoReader {
     probes: bool,
-    control: [u8; CONTROL_LEN],
+    request: [u8; CONTROL_LEN],
+    answer: [u8; CONTROL_LEN],
     batch: RecvBatch,
     hist: LatencyHistogram,
     kernel_ts: bool,
@@ -489,7 +519,8 @@ impl EchoReader {
     fn new(cfg: &UdpSendConfig) -> Self {
         Self {
             probes: cfg.echo_probes,
-            control: control_datagram(cfg.test_id, cfg.stream_id, cfg.token),
+            request: control_datagram(cfg.test_id, cfg.stream_id, cfg.token, false),
+            answer: control_datagram(cfg.test_id, cfg.stream_id, cfg.token, true),
             batch: RecvBatch::new(16, 2048),
             hist: LatencyHistogram::new(),
             kernel_ts: false,
@@ -514,8 +545,8 @@ impl EchoReader {
                 let Some((data, ts)) = self.batch.get(i) else {
                     continue;
                 };
-                if data == self.control {
-                    let _ = sock.send(&self.control);
+                if data == self.request {
+                    let _ = sock.send(&self.answer);
                     continue;
                 }
                 let Some(h) = testhdr::parse_fast(data) else {
@@ -621,9 +652,15 @@ pub fn run_receiver(
                 continue;
             }
             if h.flags.contains(TestFlags::CONTROL) {
-                // A repeated handshake (our answer was lost): answer again; it is not data.
-                if is_control_for(data, cfg.test_id, cfg.stream_id, cfg.token) {
-                    let _ = sock.send(data);
+                // A repeated handshake request (our answer was lost): answer again. Answers
+                // are never answered. Neither is data.
+                if is_control_for(data, cfg.test_id, cfg.stream_id, cfg.token, false) {
+                    let _ = sock.send(&control_datagram(
+                        cfg.test_id,
+                        cfg.stream_id,
+                        cfg.token,
+                        true,
+                    ));
                 }
                 continue;
             }
