@@ -868,3 +868,159 @@ pub fn run_ping_pong(
         kernel_timestamps: kernel_seen,
     })
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use std::net::Ipv4Addr;
+    use std::sync::Arc;
+
+    const TOKEN: u64 = 0x0123_4567_89ab_cdef;
+
+    fn pair() -> (UdpSocket, UdpSocket) {
+        let server = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        client.connect(server.local_addr().unwrap()).unwrap();
+        (server, client)
+    }
+
+    fn data(test_id: u16, stream_id: u8, seq: u64) -> [u8; testhdr::HEADER_LEN] {
+        let h = TestHeaderRepr {
+            flags: TestFlags::empty(),
+            test_id,
+            stream_id,
+            seq,
+            tx_ns: 1,
+        };
+        h.to_bytes()
+    }
+
+    fn recv_cfg(stream_id: u8) -> UdpRecvConfig {
+        UdpRecvConfig {
+            test_id: 7,
+            stream_id,
+            one_way: true,
+            max_len: 64,
+            spin: false,
+            token: TOKEN,
+        }
+    }
+
+    #[test]
+    fn handshake_pairs_up_and_drops_what_strangers_queued_before() {
+        let (server, client) = pair();
+        // A stranger (here: another socket) sprays data at the server port before the
+        // client registers; it must not be counted later.
+        let stranger = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        for seq in 0..5 {
+            stranger
+                .send_to(&data(7, 1, seq), server.local_addr().unwrap())
+                .unwrap();
+        }
+        let t = std::thread::spawn(move || {
+            accept_registrations(
+                &[(&server, 1)],
+                7,
+                TOKEN,
+                Ipv4Addr::LOCALHOST.into(),
+                Duration::from_secs(5),
+            )
+            .map(|()| server)
+        });
+        register(&client, 7, 1, TOKEN, Duration::from_secs(5)).unwrap();
+        let server = t.join().unwrap().unwrap();
+        assert_eq!(
+            server.peer_addr().unwrap(),
+            client.local_addr().unwrap(),
+            "connected to the client"
+        );
+        // Now three real packets; the receiver counts exactly those.
+        let stop = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(LiveCounters::default());
+        let (s2, l2) = (stop.clone(), live.clone());
+        let rx = std::thread::spawn(move || run_receiver(&server, &recv_cfg(1), &l2, &s2));
+        for seq in 0..3 {
+            client.send(&data(7, 1, seq)).unwrap();
+        }
+        while live.snapshot().packets < 3 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let r = rx.join().unwrap();
+        assert_eq!((r.packets, r.duplicates, r.lost_so_far), (3, 0, 0), "{r:?}");
+    }
+
+    #[test]
+    fn a_wrong_token_is_not_accepted() {
+        let (server, client) = pair();
+        let t = std::thread::spawn(move || {
+            accept_registrations(
+                &[(&server, 1)],
+                7,
+                TOKEN,
+                Ipv4Addr::LOCALHOST.into(),
+                Duration::from_millis(600),
+            )
+        });
+        let err = register(&client, 7, 1, TOKEN ^ 1, Duration::from_millis(600)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(
+            t.join().unwrap().unwrap_err().kind(),
+            io::ErrorKind::TimedOut
+        );
+    }
+
+    #[test]
+    fn requests_are_answered_once_and_answers_never() {
+        // A receiver answers a repeated handshake request with a marked answer, and does
+        // not answer that answer: a duplicated datagram cannot start a ping-pong.
+        let (server, client) = pair();
+        server.connect(client.local_addr().unwrap()).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(LiveCounters::default());
+        let (s2, l2) = (stop.clone(), live.clone());
+        let rx = std::thread::spawn(move || run_receiver(&server, &recv_cfg(1), &l2, &s2));
+        client
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        client.send(&control_datagram(7, 1, TOKEN, false)).unwrap();
+        let mut buf = [0u8; 64];
+        let n = client.recv(&mut buf).unwrap();
+        assert!(
+            is_control_for(&buf[..n], 7, 1, TOKEN, true),
+            "a marked answer"
+        );
+        client.send(&control_datagram(7, 1, TOKEN, true)).unwrap();
+        let e = client.recv(&mut buf).unwrap_err();
+        assert!(is_timeout(&e), "an answer is not answered: {e}");
+        stop.store(true, Ordering::Relaxed);
+        let r = rx.join().unwrap();
+        assert_eq!(r.packets, 0, "handshakes are not data");
+    }
+
+    #[test]
+    fn receiver_counts_loss_duplicates_reordering_and_foreign() {
+        let (server, client) = pair();
+        server.connect(client.local_addr().unwrap()).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(LiveCounters::default());
+        let (s2, l2) = (stop.clone(), live.clone());
+        let rx = std::thread::spawn(move || run_receiver(&server, &recv_cfg(1), &l2, &s2));
+        // 0 1 3 2 2 5, then a packet of another test and a non-wirebench datagram.
+        for seq in [0, 1, 3, 2, 2, 5] {
+            client.send(&data(7, 1, seq)).unwrap();
+        }
+        client.send(&data(8, 1, 6)).unwrap();
+        client.send(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        while live.snapshot().packets < 5 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let r = rx.join().unwrap();
+        assert_eq!(r.packets, 5, "{r:?}");
+        assert_eq!(r.duplicates, 1);
+        assert_eq!(r.reordered, 1);
+        assert_eq!(r.lost_so_far, 1, "seq 4 is missing");
+        assert_eq!(r.foreign, 2);
+    }
+}
