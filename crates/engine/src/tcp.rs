@@ -71,7 +71,8 @@ pub struct TcpReceiverReport {
     pub cpu_time: Duration,
 }
 
-/// Applies buffer size, DSCP and TCP_NODELAY to a data connection.
+/// Applies buffer size and DSCP to a data connection. Nagle stays on, as in iperf3: bulk
+/// writes gain nothing from TCP_NODELAY.
 pub fn prepare_stream(stream: &TcpStream, window: Option<u32>, dscp: Option<u8>) -> io::Result<()> {
     let s = socket2::SockRef::from(stream);
     if let Some(w) = window {
@@ -81,7 +82,7 @@ pub fn prepare_stream(stream: &TcpStream, window: Option<u32>, dscp: Option<u8>)
     if let Some(d) = dscp {
         crate::udp::set_dscp(&s, stream.local_addr()?, d)?;
     }
-    stream.set_nodelay(true)
+    Ok(())
 }
 
 /// Writes blocks until the duration has passed or `stop` is set, then shuts the write side.
