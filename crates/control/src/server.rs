@@ -690,14 +690,7 @@ fn run_control_loop(
         }
         if let Some(t) = next_tick {
             if start.elapsed() >= t {
-                write_msg(
-                    &mut ctrl,
-                    &ServerMsg::Interval {
-                        index,
-                        streams: side.sample(),
-                    },
-                )?;
-                index += 1;
+                send_interval(&mut ctrl, &mut index, &side)?;
             }
         }
     }
@@ -707,16 +700,22 @@ fn run_control_loop(
     reports.extend(side.finish_receivers(&expected, quiet, cap));
     // Ticks that the end overtook (timer rounding): now every counter is final.
     while tick_at(index).is_some() {
-        write_msg(
-            &mut ctrl,
-            &ServerMsg::Interval {
-                index,
-                streams: side.sample(),
-            },
-        )?;
-        index += 1;
+        send_interval(&mut ctrl, &mut index, &side)?;
     }
     write_msg(&mut ctrl, &ServerMsg::Results { reports })
+}
+
+/// Sends this side's counters as interval `index` and moves to the next interval.
+fn send_interval(ctrl: &mut TcpStream, index: &mut u32, side: &SideRun) -> Result<(), ProtoError> {
+    write_msg(
+        ctrl,
+        &ServerMsg::Interval {
+            index: *index,
+            streams: side.sample(),
+        },
+    )?;
+    *index += 1;
+    Ok(())
 }
 
 /// Packets each UDP sender reported sending: what its receiver waits for at the end.

@@ -895,6 +895,21 @@ mod test {
         h.to_bytes()
     }
 
+    /// A receiver for stream 1 of test 7 on its own thread: (stop flag, counters, handle).
+    fn spawn_receiver(
+        sock: UdpSocket,
+    ) -> (
+        Arc<AtomicBool>,
+        Arc<LiveCounters>,
+        std::thread::JoinHandle<UdpReceiverReport>,
+    ) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(LiveCounters::default());
+        let (s2, l2) = (stop.clone(), live.clone());
+        let rx = std::thread::spawn(move || run_receiver(&sock, &recv_cfg(1), &l2, &s2));
+        (stop, live, rx)
+    }
+
     fn recv_cfg(stream_id: u8) -> UdpRecvConfig {
         UdpRecvConfig {
             test_id: 7,
@@ -935,10 +950,7 @@ mod test {
             "connected to the client"
         );
         // Now three real packets; the receiver counts exactly those.
-        let stop = Arc::new(AtomicBool::new(false));
-        let live = Arc::new(LiveCounters::default());
-        let (s2, l2) = (stop.clone(), live.clone());
-        let rx = std::thread::spawn(move || run_receiver(&server, &recv_cfg(1), &l2, &s2));
+        let (stop, live, rx) = spawn_receiver(server);
         for seq in 0..3 {
             client.send(&data(7, 1, seq)).unwrap();
         }
@@ -976,10 +988,7 @@ mod test {
         // not answer that answer: a duplicated datagram cannot start a ping-pong.
         let (server, client) = pair();
         server.connect(client.local_addr().unwrap()).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let live = Arc::new(LiveCounters::default());
-        let (s2, l2) = (stop.clone(), live.clone());
-        let rx = std::thread::spawn(move || run_receiver(&server, &recv_cfg(1), &l2, &s2));
+        let (stop, _live, rx) = spawn_receiver(server);
         client
             .set_read_timeout(Some(Duration::from_millis(300)))
             .unwrap();
@@ -1002,10 +1011,7 @@ mod test {
     fn receiver_counts_loss_duplicates_reordering_and_foreign() {
         let (server, client) = pair();
         server.connect(client.local_addr().unwrap()).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let live = Arc::new(LiveCounters::default());
-        let (s2, l2) = (stop.clone(), live.clone());
-        let rx = std::thread::spawn(move || run_receiver(&server, &recv_cfg(1), &l2, &s2));
+        let (stop, live, rx) = spawn_receiver(server);
         // 0 1 3 2 2 5, then a packet of another test and a non-wirebench datagram.
         for seq in [0, 1, 3, 2, 2, 5] {
             client.send(&data(7, 1, seq)).unwrap();
