@@ -247,3 +247,63 @@ fn a_low_rate_sender_still_stops_on_time() {
         "only packet 0 was due in 1 s"
     );
 }
+
+#[test]
+fn json_carries_the_contract_of_the_design() {
+    // The names DESIGN.md promises to scripts; they change only with the schema version.
+    let srv = ServerProc::start(&[]);
+    let v = srv.json("client", "-u -b 5M -t 1");
+    for key in [
+        "schema",
+        "command",
+        "started_at",
+        "params",
+        "environment",
+        "backend",
+        "timestamp_source",
+        "intervals",
+        "streams",
+        "summary",
+    ] {
+        assert!(v.get(key).is_some(), "top-level '{key}' missing: {v:#}");
+    }
+    for key in [
+        "duration_s",
+        "target_bps",
+        "offered_bps",
+        "received_bps",
+        "sent_packets",
+        "received_packets",
+        "lost_packets",
+        "duplicate_packets",
+        "reordered_packets",
+        "loss_ratio",
+        "jitter_us",
+        "latency_us",
+        "sent_bytes",
+        "received_bytes",
+        "generator_limited",
+        "sender_cpu",
+        "receiver_cpu",
+    ] {
+        assert!(
+            v["summary"].get(key).is_some(),
+            "summary '{key}' missing: {:#}",
+            v["summary"]
+        );
+    }
+    for key in ["kind", "min", "avg", "p50", "p90", "p99", "p999", "max"] {
+        assert!(
+            v["summary"]["latency_us"].get(key).is_some(),
+            "latency_us '{key}' missing"
+        );
+    }
+    let s = &v["streams"][0];
+    for key in ["id", "protocol", "direction", "sent_packets", "loss_ratio"] {
+        assert!(s.get(key).is_some(), "stream '{key}' missing: {s:#}");
+    }
+    // Not measured for UDP, so absent rather than zero.
+    assert!(v["summary"].get("retransmits").is_none());
+    let ratio = v["summary"]["loss_ratio"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&ratio), "ratios are 0..1: {ratio}");
+}
