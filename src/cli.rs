@@ -38,6 +38,51 @@ pub enum Command {
     Blocksize(BlocksizeArgs),
     /// Start a loopback server and run a short TCP, UDP, latency and sweep tour.
     Demo(DemoArgs),
+    /// Test networks on this machine: network namespaces joined by veth (needs root).
+    Lab(LabArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Build a topology: `direct` (talker - listener) or `router` (talker - dut - listener).
+    Up {
+        /// Built-in topology.
+        topology: String,
+        /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
+        #[arg(long, default_value = "lab")]
+        name: String,
+        /// Print the ip/sysctl commands instead of running them.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove a lab (or every lab with --all).
+    Down {
+        /// Lab name.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        name: Option<String>,
+        /// Remove every namespace any wirebench lab made.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show the labs that are up: nodes, namespaces, interfaces and addresses.
+    Status,
+    /// Run a command on a node of a lab: `wirebench lab exec talker -- wirebench client ...`.
+    Exec {
+        /// Node (talker, dut, listener).
+        node: String,
+        /// Lab name.
+        #[arg(long, default_value = "lab")]
+        name: String,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
 }
 
 fn rate(s: &str) -> Result<f64, String> {

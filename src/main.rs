@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod labcmd;
 mod units;
 
 use std::process::ExitCode;
@@ -34,6 +35,10 @@ fn main() -> ExitCode {
         cli::Command::Sweep(a) => commands::sweep(a),
         cli::Command::Blocksize(a) => commands::blocksize(a),
         cli::Command::Demo(a) => commands::demo(a),
+        cli::Command::Lab(a) => match labcmd::lab(a) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

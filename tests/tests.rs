@@ -6,5 +6,6 @@ mod util;
 mod bad_input;
 mod cli;
 mod client;
+mod lab;
 mod methods;
 mod server;

@@ -1,0 +1,246 @@
+//! One typed builder for every `ip`/`sysctl` action the lab takes, and the runners that
+//! execute or only print them.
+//!
+//! A [`Cmd`] prints as a shell line a user can paste (`--dry-run`); a [`SystemRunner`] runs
+//! it and turns a non-zero exit into [`LabError::Command`] with the tool's stderr.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::process::Command;
+
+use crate::LabError;
+
+/// One command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cmd {
+    /// The program (`ip`, `sysctl`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+}
+
+impl Cmd {
+    fn new(program: &str, args: &[&str]) -> Self {
+        Self {
+            program: program.to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+        }
+    }
+
+    /// `ip netns add NS`
+    pub fn netns_add(ns: &str) -> Self {
+        Self::new("ip", &["netns", "add", ns])
+    }
+
+    /// `ip netns del NS`
+    pub fn netns_del(ns: &str) -> Self {
+        Self::new("ip", &["netns", "del", ns])
+    }
+
+    /// `ip netns list`
+    pub fn netns_list() -> Self {
+        Self::new("ip", &["netns", "list"])
+    }
+
+    /// A veth pair with one end in each namespace, created there directly.
+    pub fn veth(ns_a: &str, if_a: &str, ns_b: &str, if_b: &str) -> Self {
+        Self::new(
+            "ip",
+            &[
+                "link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns",
+                ns_b,
+            ],
+        )
+    }
+
+    /// `ip -n NS link set DEV address MAC`
+    pub fn set_mac(ns: &str, dev: &str, mac: [u8; 6]) -> Self {
+        let m = mac
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":");
+        Self::new("ip", &["-n", ns, "link", "set", dev, "address", &m])
+    }
+
+    /// `ip -n NS addr add ADDR/PREFIX dev DEV`
+    pub fn addr_add(ns: &str, dev: &str, addr: Ipv4Addr, prefix: u8) -> Self {
+        Self::new(
+            "ip",
+            &[
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{addr}/{prefix}"),
+                "dev",
+                dev,
+            ],
+        )
+    }
+
+    /// `ip -n NS link set DEV up`
+    pub fn link_up(ns: &str, dev: &str) -> Self {
+        Self::new("ip", &["-n", ns, "link", "set", dev, "up"])
+    }
+
+    /// `ip -n NS route add default via GW`
+    pub fn default_route(ns: &str, via: Ipv4Addr) -> Self {
+        Self::new(
+            "ip",
+            &["-n", ns, "route", "add", "default", "via", &via.to_string()],
+        )
+    }
+
+    /// `ip netns exec NS sysctl -qw KEY=VALUE`
+    pub fn sysctl(ns: &str, key: &str, value: &str) -> Self {
+        Self::new(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                &format!("{key}={value}"),
+            ],
+        )
+    }
+
+    /// `ip -n NS -br addr`: one line per interface with its addresses.
+    pub fn brief_addrs(ns: &str) -> Self {
+        Self::new("ip", &["-n", ns, "-br", "addr"])
+    }
+
+    /// `ip netns exec NS ARGV...`
+    pub fn exec_in(ns: &str, argv: &[String]) -> Self {
+        let mut c = Self::new("ip", &["netns", "exec", ns]);
+        c.args.extend(argv.iter().cloned());
+        c
+    }
+}
+
+impl fmt::Display for Cmd {
+    /// Shell-quoted, ready to paste.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.program)?;
+        for a in &self.args {
+            let plain = !a.is_empty()
+                && a.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b));
+            if plain {
+                write!(f, " {a}")?;
+            } else {
+                write!(f, " '{}'", a.replace('\'', r"'\''"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Something that carries out commands.
+pub trait Runner {
+    /// Runs `cmd` and returns its standard output.
+    fn run(&mut self, cmd: &Cmd) -> Result<String, LabError>;
+    /// Only printing, not acting: queries return nothing and nothing exists.
+    fn is_dry(&self) -> bool {
+        false
+    }
+}
+
+/// Runs commands on this machine.
+#[derive(Debug, Default)]
+pub struct SystemRunner;
+
+impl Runner for SystemRunner {
+    fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
+        let out = Command::new(&cmd.program)
+            .args(&cmd.args)
+            .output()
+            .map_err(|e| LabError::Command {
+                cmd: cmd.to_string(),
+                detail: e.to_string(),
+            })?;
+        if !out.status.success() {
+            return Err(LabError::Command {
+                cmd: cmd.to_string(),
+                detail: format!(
+                    "{}: {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+/// Records the commands instead of running them.
+#[derive(Debug, Default)]
+pub struct DryRun {
+    /// The commands, in order.
+    pub lines: Vec<String>,
+}
+
+impl Runner for DryRun {
+    fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
+        self.lines.push(cmd.to_string());
+        Ok(String::new())
+    }
+
+    fn is_dry(&self) -> bool {
+        true
+    }
+}
+
+/// Whether this process runs as root (effective uid 0), from `/proc/self/status`.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn prints_as_pasteable_shell() {
+        let c = Cmd::veth("wb-t-a", "eth0", "wb-t-b", "eth0");
+        assert_eq!(
+            c.to_string(),
+            "ip link add eth0 netns wb-t-a type veth peer name eth0 netns wb-t-b"
+        );
+        let c = Cmd::addr_add("wb-t-a", "eth0", Ipv4Addr::new(198, 18, 0, 1), 24);
+        assert_eq!(
+            c.to_string(),
+            "ip -n wb-t-a addr add 198.18.0.1/24 dev eth0"
+        );
+        let c = Cmd::exec_in(
+            "wb-t-a",
+            &["sh".into(), "-c".into(), "echo 'hi there'".into()],
+        );
+        assert_eq!(
+            c.to_string(),
+            r"ip netns exec wb-t-a sh -c 'echo '\''hi there'\'''"
+        );
+        assert_eq!(
+            Cmd::set_mac("n", "eth0", [2, 0x77, 0x62, 0, 1, 0xa]).to_string(),
+            "ip -n n link set eth0 address 02:77:62:00:01:0a"
+        );
+    }
+
+    #[test]
+    fn dry_run_records_in_order() {
+        let mut d = DryRun::default();
+        d.run(&Cmd::netns_add("x")).unwrap();
+        d.run(&Cmd::netns_del("x")).unwrap();
+        assert_eq!(d.lines, ["ip netns add x", "ip netns del x"]);
+        assert!(d.is_dry());
+    }
+}

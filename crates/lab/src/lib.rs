@@ -1,0 +1,57 @@
+//! Test networks on one Linux machine: network namespaces joined by veth pairs, with
+//! addresses from the RFC 2544 benchmarking range 198.18.0.0/15 and locally administered
+//! MAC addresses.
+//!
+//! Every `ip`/`sysctl` action is a typed [`cmd::Cmd`] run through a [`cmd::Runner`], so the
+//! same topology can be built, or printed for a user to copy to a real router (dry run).
+//! Names carry a fixed prefix plus the lab name ([`naming`]), so `down --all` finds
+//! everything a lab made and nothing else; a failure half-way through `up` tears down what
+//! was built.
+//!
+//! This stage has the `direct` and `router` topologies; the shaper, the impairment stage
+//! and the two-path FRER topology build on it. It does not start processes.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod cmd;
+pub mod naming;
+pub mod topology;
+
+pub use cmd::{Cmd, DryRun, Runner, SystemRunner};
+pub use topology::{Lab, Topology};
+
+/// Errors of the lab.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LabError {
+    /// A command could not be started or failed.
+    #[error("`{cmd}` failed: {detail}")]
+    Command {
+        /// The command line.
+        cmd: String,
+        /// Exit status and stderr, or the spawn error.
+        detail: String,
+    },
+    /// A lab of this name exists already.
+    #[error("a lab named '{0}' exists already: `wirebench lab down {0}` first")]
+    Exists(String),
+    /// No lab of this name exists.
+    #[error("no lab named '{0}' (see `wirebench lab status`)")]
+    NotFound(String),
+    /// The lab or node name is not usable.
+    #[error("bad name '{0}': use 1 to 8 characters a-z, 0-9 or '-'")]
+    BadName(String),
+    /// The topology is unknown.
+    #[error("unknown topology '{0}': built-in topologies are direct and router")]
+    UnknownTopology(String),
+    /// The node is not part of the lab.
+    #[error("lab '{lab}' has no node '{node}' (it has: {nodes})")]
+    NoSuchNode {
+        /// The lab.
+        lab: String,
+        /// The node asked for.
+        node: String,
+        /// The nodes it has.
+        nodes: String,
+    },
+}

@@ -1,0 +1,141 @@
+//! `wirebench lab`: build, show, use and remove test networks.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use lab::topology::lab_namespaces;
+use lab::{Cmd, DryRun, Lab, Runner, SystemRunner, Topology};
+
+use crate::cli::{LabArgs, LabCommand};
+use crate::commands::UsageError;
+
+fn need_root() -> Result<()> {
+    if lab::cmd::is_root() {
+        Ok(())
+    } else {
+        Err(UsageError(
+            "wirebench lab needs root: it creates network namespaces (run it with sudo)".into(),
+        )
+        .into())
+    }
+}
+
+fn lab_error(e: lab::LabError) -> anyhow::Error {
+    match e {
+        lab::LabError::Command { .. } => e.into(),
+        other => UsageError(other.to_string()).into(),
+    }
+}
+
+/// Runs a lab subcommand; `exec` passes the command's exit code through.
+pub fn lab(a: &LabArgs) -> Result<ExitCode> {
+    match &a.command {
+        LabCommand::Up {
+            topology,
+            name,
+            dry_run,
+        } => {
+            let topo = Topology::builtin(topology).map_err(lab_error)?;
+            if *dry_run {
+                let mut d = DryRun::default();
+                Lab::up(name, &topo, &mut d).map_err(lab_error)?;
+                for l in &d.lines {
+                    println!("{l}");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            need_root()?;
+            let built = Lab::up(name, &topo, &mut SystemRunner).map_err(lab_error)?;
+            println!("lab '{}' ({}) is up:", built.name, topo.kind);
+            print!("{}", describe(&topo, name));
+            println!("run a command on a node: wirebench lab exec --name {name} NODE -- CMD...");
+            println!("remove it: wirebench lab down {name}");
+        }
+        LabCommand::Down { name, all } => {
+            need_root()?;
+            let n = if *all {
+                Lab::down_all(&mut SystemRunner).map_err(lab_error)?
+            } else {
+                let name = name.as_deref().unwrap_or_default();
+                let n = Lab::down(name, &mut SystemRunner).map_err(lab_error)?;
+                if n == 0 {
+                    return Err(lab_error(lab::LabError::NotFound(name.to_owned())));
+                }
+                n
+            };
+            println!("removed {n} namespace(s)");
+        }
+        LabCommand::Status => {
+            need_root()?;
+            print!("{}", status(&mut SystemRunner).map_err(lab_error)?);
+        }
+        LabCommand::Exec { node, name, argv } => {
+            need_root()?;
+            let cmd = Lab::exec(name, node, argv, &mut SystemRunner).map_err(lab_error)?;
+            let status = std::process::Command::new(&cmd.program)
+                .args(&cmd.args)
+                .status()?;
+            return Ok(ExitCode::from(
+                status.code().map(|c| c.clamp(0, 255) as u8).unwrap_or(1),
+            ));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How to reach each node of a freshly built lab.
+fn describe(topo: &Topology, name: &str) -> String {
+    let rows: Vec<Vec<String>> = topo
+        .links
+        .iter()
+        .flat_map(|l| [&l.a, &l.b])
+        .map(|i| {
+            vec![
+                i.node.clone(),
+                lab::naming::namespace(name, &i.node),
+                i.name.clone(),
+                format!("{}/{}", i.addr, i.prefix),
+            ]
+        })
+        .collect();
+    report::table::render(
+        &[
+            ("node", report::table::Align::Left),
+            ("namespace", report::table::Align::Left),
+            ("interface", report::table::Align::Left),
+            ("address", report::table::Align::Left),
+        ],
+        &rows,
+    )
+}
+
+/// The labs that are up, read back from the namespaces themselves.
+fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
+    let mut rows = Vec::new();
+    for (ns, labname, node) in lab_namespaces(runner)? {
+        let addrs = runner.run(&Cmd::brief_addrs(&ns))?;
+        let ifaces: Vec<String> = addrs
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let name = f.next()?.split('@').next()?.to_owned();
+                let state = f.next()?.to_owned();
+                let addrs: Vec<&str> = f.collect();
+                (name != "lo").then(|| format!("{name} {state} {}", addrs.join(" ")))
+            })
+            .collect();
+        rows.push(vec![labname, node, ns, ifaces.join("; ")]);
+    }
+    if rows.is_empty() {
+        return Ok("no labs are up\n".into());
+    }
+    Ok(report::table::render(
+        &[
+            ("lab", report::table::Align::Left),
+            ("node", report::table::Align::Left),
+            ("namespace", report::table::Align::Left),
+            ("interfaces", report::table::Align::Left),
+        ],
+        &rows,
+    ))
+}
