@@ -301,4 +301,10 @@ pub struct DemoArgs {
     /// Seconds per throughput test.
     #[arg(short, long, value_parser = secs, default_value = "3")]
     pub time: Duration,
+    /// Stay on loopback even when running as root (root builds a `router` lab).
+    #[arg(long)]
+    pub loopback: bool,
+    /// Use this running server instead of starting one (the lab demo runs itself this way).
+    #[arg(long, hide = true)]
+    pub server: Option<std::net::SocketAddr>,
 }

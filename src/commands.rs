@@ -446,16 +446,26 @@ pub fn latency(a: &LatencyArgs) -> Result<()> {
 
 /// `wirebench demo`: a loopback server in this process and a short tour.
 pub fn demo(a: &DemoArgs) -> Result<()> {
-    let server = Server::bind(ServerConfig {
-        bind: "127.0.0.1:0".parse()?,
-        limits: Limits::default(),
-        key: None,
-        handshake_timeout: control::server::HANDSHAKE_TIMEOUT,
-    })
-    .context("cannot start the loopback server")?;
-    let handle = server.spawn()?;
+    if a.server.is_none() && !a.loopback && lab::cmd::is_root() {
+        return crate::labcmd::demo_in_lab(a);
+    }
+    // Either a server we were given (inside a lab) or one of our own on loopback.
+    let (addr, handle) = match a.server {
+        Some(addr) => (addr, None),
+        None => {
+            let server = Server::bind(ServerConfig {
+                bind: "127.0.0.1:0".parse()?,
+                limits: Limits::default(),
+                key: None,
+                handshake_timeout: control::server::HANDSHAKE_TIMEOUT,
+            })
+            .context("cannot start the loopback server")?;
+            let handle = server.spawn()?;
+            (handle.addr(), Some(handle))
+        }
+    };
     let cfg = ClientConfig {
-        server: handle.addr(),
+        server: addr,
         key: None,
         connect_timeout: Duration::from_secs(5),
         cpu: None,
@@ -466,13 +476,16 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
             println!("{s}");
         }
     };
-    say(&format!(
-        "wirebench demo: loopback server on {} (no root needed; `wirebench lab` will add real forwarding paths)\n",
-        handle.addr()
-    ));
+    if handle.is_some() {
+        say(&format!(
+            "wirebench demo: loopback server on {addr} (not root, or --loopback: as root the demo runs across a router lab)\n"
+        ));
+    } else {
+        say(&format!("wirebench demo: server at {addr}\n"));
+    }
     let mut all = RunResult::new(
         "demo",
-        serde_json::json!({ "server": handle.addr().to_string(), "duration_s": a.time.as_secs_f64() }),
+        serde_json::json!({ "server": addr.to_string(), "duration_s": a.time.as_secs_f64() }),
     );
 
     say(&format!("== TCP, 1 stream, {} s ==", a.time.as_secs_f64()));
@@ -541,7 +554,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
     if a.json {
         print!("{}", report::json::to_string(&all));
     } else {
-        println!("demo done: every figure above was measured just now on this machine's loopback.");
+        println!("demo done: every figure above was measured just now on this machine.");
     }
     drop(handle);
     Ok(())

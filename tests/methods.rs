@@ -94,4 +94,40 @@ fn demo_runs_every_part_and_prints_its_tables() {
             "'{needle}' missing from demo output:\n{s}"
         );
     }
+    // As root the demo runs across a router lab and removes it; otherwise on loopback.
+    // Either way it says which.
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|st| {
+            st.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false);
+    if root {
+        assert!(s.contains("across lab") && s.contains("removed."), "{s}");
+    } else {
+        assert!(s.contains("loopback server"), "{s}");
+    }
+}
+
+#[test]
+fn demo_on_loopback_when_asked() {
+    let out = run(&["demo", "-t", "1", "--loopback", "-J"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(v["command"], "demo");
+    assert_eq!(
+        v["runs"].as_array().map(Vec::len),
+        Some(4),
+        "TCP, UDP, latency, sweep"
+    );
+    assert!(v["params"]["server"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
 }
