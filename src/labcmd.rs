@@ -155,6 +155,8 @@ pub fn demo_in_lab(a: &DemoArgs) -> Result<()> {
     use std::io::BufRead;
     let name = format!("demo{:x}", std::process::id() & 0xfff);
     let topo = Topology::builtin("router").map_err(lab_error)?;
+    // The name carries our pid: a lab of that name was left by a killed earlier process.
+    let _ = Lab::down(&name, &mut SystemRunner);
     Lab::up(&name, &topo, &mut SystemRunner).map_err(lab_error)?;
     let _guard = LabGuard(name.clone());
     let exe = std::env::current_exe()?;
