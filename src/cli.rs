@@ -50,10 +50,16 @@ pub struct LabArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
-    /// Build a topology: `direct` (talker - listener) or `router` (talker - dut - listener).
+    /// Build a topology: `direct` (talker - listener), `router` (talker - dut - listener) or
+    /// `shaper` (router with an HTB class tree on the dut's egress, from --shape FILE.toml:
+    /// `[[class]]` tables with name, protocol udp|tcp|icmp, ports, dscp, rate, ceil, burst;
+    /// optional `[default] rate`).
     Up {
         /// Built-in topology.
         topology: String,
+        /// Class list of the `shaper` topology (TOML).
+        #[arg(long)]
+        shape: Option<std::path::PathBuf>,
         /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
         #[arg(long, default_value = "lab")]
         name: String,

@@ -32,10 +32,24 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
     match &a.command {
         LabCommand::Up {
             topology,
+            shape,
             name,
             dry_run,
         } => {
-            let topo = Topology::builtin(topology).map_err(lab_error)?;
+            let topo = match (topology.as_str(), shape) {
+                ("shaper", Some(path)) => {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+                    let spec = lab::shaper::ShaperSpec::parse(&text).map_err(|e| {
+                        lab_error(lab::LabError::BadShape(format!("{}: {e}", path.display())))
+                    })?;
+                    Topology::shaper(spec)
+                }
+                (_, Some(_)) => {
+                    return Err(UsageError("--shape belongs to the shaper topology".into()).into())
+                }
+                _ => Topology::builtin(topology).map_err(lab_error)?,
+            };
             if *dry_run {
                 let mut d = DryRun::default();
                 Lab::up(name, &topo, &mut d).map_err(lab_error)?;
@@ -48,6 +62,22 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
             let built = Lab::up(name, &topo, &mut SystemRunner).map_err(lab_error)?;
             println!("lab '{}' ({}) is up:", built.name, topo.kind);
             print!("{}", describe(&topo, name));
+            if let Some(sh) = &topo.shaper {
+                println!("shaper on dut eth1 (toward the listener), HTB classes:");
+                for (i, c) in sh.class.iter().enumerate() {
+                    println!(
+                        "  1:{:<3} {:<10} protocol {:<4} rate {} ceil {}",
+                        10 + i,
+                        c.name,
+                        c.protocol
+                            .map(|p| format!("{p:?}").to_lowercase())
+                            .unwrap_or_else(|| "any".into()),
+                        c.rate,
+                        c.ceil.as_deref().unwrap_or(&c.rate)
+                    );
+                }
+                println!("  1:999 default (unmatched traffic)");
+            }
             println!("run a command on a node: wirebench lab exec --name {name} NODE -- CMD...");
             println!("remove it: wirebench lab down {name}");
         }

@@ -26,8 +26,14 @@ struct LabGuard(String);
 
 impl LabGuard {
     fn up(topology: &str, tag: &str) -> Self {
+        Self::up_with(topology, tag, &[])
+    }
+
+    fn up_with(topology: &str, tag: &str, extra: &[&str]) -> Self {
         let name = format!("{tag}{:x}", std::process::id() & 0xfff);
-        let out = run(&["lab", "up", topology, "--name", &name]);
+        let mut args = vec!["lab", "up", topology, "--name", &name];
+        args.extend(extra);
+        let out = run(&args);
         assert!(
             out.status.success(),
             "lab up: {}",
@@ -58,6 +64,15 @@ impl Drop for LabGuard {
 
 /// Runs a UDP test from talker to listener across the lab and returns the client's JSON.
 fn udp_across(lab: &LabGuard, listener_addr: &str) -> serde_json::Value {
+    client_across(
+        lab,
+        listener_addr,
+        &["-u", "-b", "20M", "-l", "1000", "-t", "1"],
+    )
+}
+
+/// Runs `wirebench client ADDR ARGS -J` from the talker against a server on the listener.
+fn client_across(lab: &LabGuard, listener_addr: &str, args: &[&str]) -> serde_json::Value {
     let mut server = Command::new(bin())
         .args([
             "lab",
@@ -78,7 +93,7 @@ fn udp_across(lab: &LabGuard, listener_addr: &str) -> serde_json::Value {
         .spawn()
         .expect("server in the listener namespace");
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let v = run_json(&[
+    let mut argv = vec![
         "lab",
         "exec",
         "--name",
@@ -88,15 +103,10 @@ fn udp_across(lab: &LabGuard, listener_addr: &str) -> serde_json::Value {
         bin(),
         "client",
         listener_addr,
-        "-u",
-        "-b",
-        "20M",
-        "-l",
-        "1000",
-        "-t",
-        "1",
-        "-J",
-    ]);
+    ];
+    argv.extend(args);
+    argv.push("-J");
+    let v = run_json(&argv);
     let _ = server.kill();
     let _ = server.wait();
     v
@@ -194,4 +204,85 @@ fn dry_run_prints_the_commands_without_root() {
         2,
         "unknown topology",
     );
+}
+
+#[test]
+fn shaper_holds_the_udp_class_to_its_rate() {
+    // examples/shaper-two-classes.toml: UDP 10 Mbit/s, TCP 40 Mbit/s. UDP is offered at
+    // twice its class rate with 1472- and 100-byte payloads; HTB counts L2 bytes (payload +
+    // 8 UDP + 20 IPv4 + 14 Ethernet), so the L2 rate that arrives each second must be
+    // 10 Mbit/s within 2 %.
+    if !root_or_skip("shaper_holds_the_udp_class_to_its_rate") {
+        return;
+    }
+    let shape = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/shaper-two-classes.toml"
+    );
+    let lab = LabGuard::up_with("shaper", "h", &["--shape", shape]);
+    for (len, payload_rate) in [(1472u64, "19.45M"), (100, "14.08M")] {
+        let len_arg = len.to_string();
+        let v = client_across(
+            &lab,
+            "198.18.2.1",
+            &[
+                "-u",
+                "-b",
+                payload_rate,
+                "-l",
+                &len_arg,
+                "-t",
+                "3",
+                "-i",
+                "1",
+            ],
+        );
+        let rows = v["intervals"].as_array().expect("intervals");
+        assert_eq!(rows.len(), 3);
+        // The first second fills the class's queue; the next two are the steady state.
+        for r in &rows[1..] {
+            let l2 = r["received_packets"].as_u64().unwrap() as f64 * (len + 42) as f64 * 8.0;
+            assert!(
+                (l2 - 10e6).abs() <= 0.2e6,
+                "len {len}: {l2} bit/s of L2 in {r}"
+            );
+        }
+        assert!(
+            u64_at(&v, "/summary/lost_packets") > 0,
+            "at twice the class rate the shaper drops"
+        );
+    }
+}
+
+#[test]
+fn shaper_class_lists_are_checked_before_anything_is_built() {
+    let dir = std::env::temp_dir().join(format!("wb-shape-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[[class]]\nname = \"u\"\nprotocol = \"sctp\"\nrate = \"1M\"\n",
+    )
+    .unwrap();
+    let bad_arg = bad.to_string_lossy().into_owned();
+    assert_fails(
+        &run(&[
+            "lab",
+            "up",
+            "shaper",
+            "--name",
+            "bad",
+            "--shape",
+            &bad_arg,
+            "--dry-run",
+        ]),
+        2,
+        "sctp",
+    );
+    assert_fails(
+        &run(&["lab", "up", "shaper", "--dry-run"]),
+        2,
+        "--shape FILE.toml",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

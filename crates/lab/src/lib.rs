@@ -15,6 +15,7 @@
 
 pub mod cmd;
 pub mod naming;
+pub mod shaper;
 pub mod topology;
 
 pub use cmd::{Cmd, DryRun, Runner, SystemRunner};
@@ -42,8 +43,16 @@ pub enum LabError {
     #[error("bad name '{0}': use 1 to 8 characters a-z, 0-9 or '-'")]
     BadName(String),
     /// The topology is unknown.
-    #[error("unknown topology '{0}': built-in topologies are direct and router")]
+    #[error("unknown topology '{0}': built-in topologies are direct, router and shaper")]
     UnknownTopology(String),
+    /// `shaper` without a class list.
+    #[error(
+        "the shaper topology needs its classes: --shape FILE.toml (see `wirebench lab up --help`)"
+    )]
+    NeedsShape,
+    /// A shaper class list that does not parse.
+    #[error("shaper classes: {0}")]
+    BadShape(String),
     /// The node is not part of the lab.
     #[error("lab '{lab}' has no node '{node}' (it has: {nodes})")]
     NoSuchNode {

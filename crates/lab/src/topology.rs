@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::cmd::{Cmd, Runner};
 use crate::naming;
+use crate::shaper::ShaperSpec;
 use crate::LabError;
 
 /// One end of a link.
@@ -53,6 +54,9 @@ pub struct Topology {
     pub routes: Vec<(String, Ipv4Addr)>,
     /// Nodes with IPv4 forwarding on.
     pub forwarding: Vec<String>,
+    /// The class-based shaper on the dut's egress toward the listener (`shaper`).
+    #[serde(skip)]
+    pub shaper: Option<ShaperSpec>,
 }
 
 fn iface(node: &str, name: &str, addr: [u8; 4], link: u8, side: u8) -> Iface {
@@ -78,6 +82,7 @@ impl Topology {
                 }],
                 routes: vec![],
                 forwarding: vec![],
+                shaper: None,
             }),
             "router" => Ok(Self {
                 kind: kind.to_owned(),
@@ -97,9 +102,20 @@ impl Topology {
                     ("listener".into(), Ipv4Addr::new(198, 18, 2, 254)),
                 ],
                 forwarding: vec!["dut".into()],
+                shaper: None,
             }),
+            "shaper" => Err(LabError::NeedsShape),
             other => Err(LabError::UnknownTopology(other.to_owned())),
         }
+    }
+
+    /// `shaper`: the router topology with an HTB class tree on the dut's egress toward the
+    /// listener (dut eth1).
+    pub fn shaper(spec: ShaperSpec) -> Self {
+        let mut t = Self::builtin("router").unwrap_or_else(|_| unreachable!("router is built in"));
+        t.kind = "shaper".into();
+        t.shaper = Some(spec);
+        t
     }
 
     /// The address a node is reached at (its first interface).
@@ -139,6 +155,9 @@ impl Topology {
         }
         for (n, via) in &self.routes {
             out.push(Cmd::default_route(&ns(n), *via));
+        }
+        if let Some(s) = &self.shaper {
+            out.extend(s.commands(&ns("dut"), "eth1"));
         }
         out
     }

@@ -1,0 +1,314 @@
+//! The class-based shaper of the `shaper` topology: an HTB tree on the dut's egress toward
+//! the listener, built from a class list, like a router's `queue … type shaping` config.
+//!
+//! ```toml
+//! [[class]]
+//! name = "udp"
+//! protocol = "udp"     # udp, tcp or icmp; absent = any
+//! ports = [5001]       # destination ports, optional
+//! dscp = 46            # optional
+//! rate = "10M"         # bits/s, k/M/G suffixes
+//! ceil = "10M"         # optional, default = rate
+//! burst = "15k"        # bytes, optional
+//!
+//! [default]            # unmatched traffic; optional, default 10G
+//! rate = "1G"
+//! ```
+//!
+//! HTB counts a packet's L2 length (Ethernet header included, FCS not), so a class of
+//! 10 Mbit/s passes 10 Mbit/s of L2 frames.
+
+use serde::Deserialize;
+
+use crate::cmd::Cmd;
+
+/// Transport protocols a class can match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    /// IP protocol 17.
+    Udp,
+    /// IP protocol 6.
+    Tcp,
+    /// IP protocol 1.
+    Icmp,
+}
+
+impl Proto {
+    fn number(self) -> u8 {
+        match self {
+            Proto::Udp => 17,
+            Proto::Tcp => 6,
+            Proto::Icmp => 1,
+        }
+    }
+}
+
+/// One class.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassSpec {
+    /// Name shown in status.
+    pub name: String,
+    /// Protocol to match.
+    pub protocol: Option<Proto>,
+    /// Destination ports to match (UDP/TCP).
+    pub ports: Option<Vec<u16>>,
+    /// DSCP to match (0..=63).
+    pub dscp: Option<u8>,
+    /// Guaranteed rate.
+    pub rate: String,
+    /// Rate it may borrow up to.
+    pub ceil: Option<String>,
+    /// Burst, bytes.
+    pub burst: Option<String>,
+}
+
+/// The class for unmatched traffic.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultSpec {
+    /// Its rate.
+    pub rate: String,
+}
+
+/// A shaper configuration file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShaperSpec {
+    /// The classes, matched in order.
+    pub class: Vec<ClassSpec>,
+    /// Unmatched traffic.
+    pub default: Option<DefaultSpec>,
+}
+
+/// Default rate of unmatched traffic (effectively unshaped on veth).
+const DEFAULT_RATE_BPS: u64 = 10_000_000_000;
+
+fn si(s: &str, base: f64, what: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], base),
+        Some('m' | 'M') => (&t[..t.len() - 1], base * base),
+        Some('g' | 'G') => (&t[..t.len() - 1], base * base * base),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{what} '{s}' is not a number with an optional k/M/G suffix"))?;
+    let r = v * mult;
+    if !(r.is_finite() && r >= 1.0) {
+        return Err(format!("{what} '{s}' must be positive"));
+    }
+    Ok(r.round() as u64)
+}
+
+impl ShaperSpec {
+    /// Parses and checks a TOML class list; errors name the field and, for syntax, the line.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let spec: ShaperSpec = toml::from_str(text).map_err(|e| e.to_string())?;
+        if spec.class.is_empty() {
+            return Err("the shaper needs at least one [[class]]".into());
+        }
+        if spec.class.len() > 99 {
+            return Err("at most 99 classes".into());
+        }
+        for c in &spec.class {
+            si(&c.rate, 1000.0, "rate")?;
+            if let Some(x) = &c.ceil {
+                si(x, 1000.0, "ceil")?;
+            }
+            if let Some(x) = &c.burst {
+                si(x, 1024.0, "burst")?;
+            }
+            if c.dscp.is_some_and(|d| d > 63) {
+                return Err(format!("class '{}': dscp must be 0..=63", c.name));
+            }
+            if c.ports.is_some() && !matches!(c.protocol, Some(Proto::Udp | Proto::Tcp)) {
+                return Err(format!(
+                    "class '{}': ports need protocol udp or tcp",
+                    c.name
+                ));
+            }
+        }
+        if let Some(d) = &spec.default {
+            si(&d.rate, 1000.0, "default rate")?;
+        }
+        Ok(spec)
+    }
+
+    /// The tc commands that build the tree on `dev` in namespace `ns`: an HTB root whose
+    /// default is class 1:999, one class 1:(10+i) per class, u32 filters in class order.
+    pub fn commands(&self, ns: &str, dev: &str) -> Vec<Cmd> {
+        let tc = |args: Vec<String>| {
+            let mut a = vec!["-n".to_owned(), ns.to_owned()];
+            a.extend(args);
+            Cmd {
+                program: "tc".into(),
+                args: a,
+            }
+        };
+        let s = |x: &str| x.to_owned();
+        let mut out = vec![tc(vec![
+            s("qdisc"),
+            s("add"),
+            s("dev"),
+            s(dev),
+            s("root"),
+            s("handle"),
+            s("1:"),
+            s("htb"),
+            s("default"),
+            s("999"),
+        ])];
+        let class = |id: String, rate: u64, ceil: u64, burst: Option<u64>| {
+            let mut a = vec![
+                s("class"),
+                s("add"),
+                s("dev"),
+                s(dev),
+                s("parent"),
+                s("1:"),
+                s("classid"),
+                id,
+            ];
+            a.extend([
+                s("htb"),
+                s("rate"),
+                format!("{rate}bit"),
+                s("ceil"),
+                format!("{ceil}bit"),
+            ]);
+            if let Some(b) = burst {
+                a.extend([s("burst"), format!("{b}b")]);
+            }
+            // An explicit quantum (one full frame) keeps HTB from warning about r2q.
+            a.extend([s("quantum"), s("1514")]);
+            tc(a)
+        };
+        for (i, c) in self.class.iter().enumerate() {
+            let rate = si(&c.rate, 1000.0, "rate").unwrap_or(1);
+            let ceil = c
+                .ceil
+                .as_deref()
+                .and_then(|x| si(x, 1000.0, "ceil").ok())
+                .unwrap_or(rate)
+                .max(rate);
+            let burst = c.burst.as_deref().and_then(|x| si(x, 1024.0, "burst").ok());
+            out.push(class(format!("1:{}", 10 + i), rate, ceil, burst));
+        }
+        let def = self
+            .default
+            .as_ref()
+            .and_then(|d| si(&d.rate, 1000.0, "rate").ok())
+            .unwrap_or(DEFAULT_RATE_BPS);
+        out.push(class(s("1:999"), def, def, None));
+        for (i, c) in self.class.iter().enumerate() {
+            let mut matches: Vec<String> = Vec::new();
+            if let Some(p) = c.protocol {
+                matches.extend([
+                    s("match"),
+                    s("ip"),
+                    s("protocol"),
+                    p.number().to_string(),
+                    s("0xff"),
+                ]);
+            }
+            if let Some(d) = c.dscp {
+                matches.extend([
+                    s("match"),
+                    s("ip"),
+                    s("tos"),
+                    format!("{:#04x}", d << 2),
+                    s("0xfc"),
+                ]);
+            }
+            let ports: Vec<Option<u16>> = match &c.ports {
+                Some(p) if !p.is_empty() => p.iter().map(|x| Some(*x)).collect(),
+                _ => vec![None],
+            };
+            for port in ports {
+                let mut a = vec![
+                    s("filter"),
+                    s("add"),
+                    s("dev"),
+                    s(dev),
+                    s("parent"),
+                    s("1:"),
+                    s("protocol"),
+                    s("ip"),
+                ];
+                a.extend([s("prio"), (1 + i).to_string(), s("u32")]);
+                a.extend(matches.iter().cloned());
+                if let Some(p) = port {
+                    a.extend([s("match"), s("ip"), s("dport"), p.to_string(), s("0xffff")]);
+                }
+                if c.protocol.is_none() && c.dscp.is_none() && port.is_none() {
+                    // Matches everything: u32 needs at least one key.
+                    a.extend([s("match"), s("u32"), s("0"), s("0")]);
+                }
+                a.extend([s("flowid"), format!("1:{}", 10 + i)]);
+                out.push(tc(a));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    const TWO: &str = r#"
+[[class]]
+name = "udp"
+protocol = "udp"
+rate = "10M"
+
+[[class]]
+name = "tcp"
+protocol = "tcp"
+ports = [5001, 5002]
+dscp = 10
+rate = "40M"
+ceil = "50M"
+burst = "15k"
+"#;
+
+    #[test]
+    fn builds_the_htb_tree() {
+        let s = ShaperSpec::parse(TWO).unwrap();
+        let lines: Vec<String> = s
+            .commands("wb-x-dut", "eth1")
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(
+            lines[0],
+            "tc -n wb-x-dut qdisc add dev eth1 root handle 1: htb default 999"
+        );
+        assert_eq!(lines[1], "tc -n wb-x-dut class add dev eth1 parent 1: classid 1:10 htb rate 10000000bit ceil 10000000bit quantum 1514");
+        assert!(
+            lines[2].contains("classid 1:11 htb rate 40000000bit ceil 50000000bit burst 15360b"),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[3].contains("classid 1:999 htb rate 10000000000bit"));
+        assert_eq!(lines[4], "tc -n wb-x-dut filter add dev eth1 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff flowid 1:10");
+        assert_eq!(lines[5], "tc -n wb-x-dut filter add dev eth1 parent 1: protocol ip prio 2 u32 match ip protocol 6 0xff match ip tos 0x28 0xfc match ip dport 5001 0xffff flowid 1:11");
+        assert_eq!(lines.len(), 7, "one filter per port");
+    }
+
+    #[test]
+    fn bad_class_lists_name_the_problem() {
+        let e =
+            ShaperSpec::parse("[[class]]\nname = \"a\"\nrate = \"10M\"\nbogus = 1\n").unwrap_err();
+        assert!(e.contains("bogus") && e.contains("line 4"), "{e}");
+        let e = ShaperSpec::parse("[[class]]\nname = \"a\"\nrate = \"fast\"\n").unwrap_err();
+        assert!(e.contains("rate 'fast'"), "{e}");
+        let e =
+            ShaperSpec::parse("[[class]]\nname = \"a\"\nports = [1]\nrate = \"1M\"\n").unwrap_err();
+        assert!(e.contains("ports need protocol"), "{e}");
+        assert!(ShaperSpec::parse("").unwrap_err().contains("class"));
+    }
+}
