@@ -159,7 +159,27 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
     if rows.is_empty() {
         return Ok("no labs are up\n".into());
     }
-    Ok(report::table::render(
+    // Shaper classes and their counters, for labs whose dut shapes its egress.
+    let mut classes = Vec::new();
+    for (ns, labname, node) in lab_namespaces(runner)? {
+        if node != "dut" {
+            continue;
+        }
+        let Ok(text) = runner.run(&Cmd::class_stats(&ns, "eth1")) else {
+            continue;
+        };
+        for c in lab::shaper::parse_class_stats(&text) {
+            classes.push(vec![
+                labname.clone(),
+                c.id,
+                c.rate,
+                c.packets.to_string(),
+                c.bytes.to_string(),
+                c.dropped.to_string(),
+            ]);
+        }
+    }
+    let mut out = report::table::render(
         &[
             ("lab", report::table::Align::Left),
             ("node", report::table::Align::Left),
@@ -167,7 +187,23 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
             ("interfaces", report::table::Align::Left),
         ],
         &rows,
-    ))
+    );
+    if !classes.is_empty() {
+        use report::table::Align::{Left as L, Right as R};
+        out.push_str("\nshaper classes (dut eth1, toward the listener)\n");
+        out.push_str(&report::table::render(
+            &[
+                ("lab", L),
+                ("class", L),
+                ("rate", R),
+                ("packets", R),
+                ("bytes", R),
+                ("dropped", R),
+            ],
+            &classes,
+        ));
+    }
+    Ok(out)
 }
 
 /// A lab that is removed when dropped.

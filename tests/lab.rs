@@ -252,6 +252,19 @@ fn shaper_holds_the_udp_class_to_its_rate() {
             "at twice the class rate the shaper drops"
         );
     }
+    // Status shows the classes with the shaper's own counters.
+    let out = run(&["lab", "status"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    let row = s
+        .lines()
+        .find(|l| l.starts_with(&format!("{} ", lab.0)) && l.contains(" 1:10 "))
+        .unwrap_or_else(|| panic!("{s}"));
+    let dropped: u64 = row
+        .split_whitespace()
+        .last()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0);
+    assert!(row.contains("10Mbit") && dropped > 0, "{row}");
 }
 
 #[test]

@@ -112,6 +112,11 @@ impl Cmd {
         Self::new("ip", &["-n", ns, "-br", "addr"])
     }
 
+    /// `tc -n NS -s class show dev DEV`: HTB classes with their counters.
+    pub fn class_stats(ns: &str, dev: &str) -> Self {
+        Self::new("tc", &["-n", ns, "-s", "class", "show", "dev", dev])
+    }
+
     /// `ip netns exec NS ARGV...`
     pub fn exec_in(ns: &str, argv: &[String]) -> Self {
         let mut c = Self::new("ip", &["netns", "exec", ns]);

@@ -255,6 +255,65 @@ impl ShaperSpec {
     }
 }
 
+/// One HTB class's counters, as `tc -s class show` reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassStats {
+    /// Class id (`1:10`).
+    pub id: String,
+    /// Configured rate, as tc prints it (`10Mbit`).
+    pub rate: String,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Packets sent.
+    pub packets: u64,
+    /// Packets dropped.
+    pub dropped: u64,
+}
+
+/// Parses `tc -s class show` output (HTB classes only), sorted by class id.
+pub fn parse_class_stats(text: &str) -> Vec<ClassStats> {
+    let mut out: Vec<ClassStats> = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() >= 3 && f[0] == "class" && f[1] == "htb" {
+            let rate = f
+                .iter()
+                .position(|w| *w == "rate")
+                .and_then(|i| f.get(i + 1))
+                .unwrap_or(&"?");
+            out.push(ClassStats {
+                id: f[2].to_owned(),
+                rate: (*rate).to_owned(),
+                bytes: 0,
+                packets: 0,
+                dropped: 0,
+            });
+        } else if f.first() == Some(&"Sent") {
+            if let Some(c) = out.last_mut() {
+                let num = |i: usize| {
+                    f.get(i)
+                        .and_then(|w| w.trim_end_matches(',').parse().ok())
+                        .unwrap_or(0)
+                };
+                c.bytes = num(1);
+                c.packets = num(3);
+                c.dropped = f
+                    .iter()
+                    .position(|w| *w == "(dropped")
+                    .map(|i| num(i + 1))
+                    .unwrap_or(0);
+            }
+        }
+    }
+    out.sort_by_key(|c| {
+        c.id.split(':')
+            .nth(1)
+            .and_then(|m| m.parse::<u32>().ok())
+            .unwrap_or(u32::MAX)
+    });
+    out
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -297,6 +356,24 @@ burst = "15k"
         assert_eq!(lines[4], "tc -n wb-x-dut filter add dev eth1 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff flowid 1:10");
         assert_eq!(lines[5], "tc -n wb-x-dut filter add dev eth1 parent 1: protocol ip prio 2 u32 match ip protocol 6 0xff match ip tos 0x28 0xfc match ip dport 5001 0xffff flowid 1:11");
         assert_eq!(lines.len(), 7, "one filter per port");
+    }
+
+    #[test]
+    fn class_counters_parse() {
+        let text = "class htb 1:11 root prio 0 rate 40Mbit ceil 40Mbit burst 1600b cburst 1600b \n Sent 1514000 bytes 1000 pkt (dropped 7, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n\nclass htb 1:10 root prio 0 rate 10Mbit ceil 10Mbit burst 1600b cburst 1600b \n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n";
+        let s = parse_class_stats(text);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].id, "1:10");
+        assert_eq!(
+            s[1],
+            ClassStats {
+                id: "1:11".into(),
+                rate: "40Mbit".into(),
+                bytes: 1_514_000,
+                packets: 1000,
+                dropped: 7
+            }
+        );
     }
 
     #[test]
