@@ -142,8 +142,9 @@ fn describe(topo: &Topology, name: &str) -> String {
 /// The labs that are up, read back from the namespaces themselves.
 fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
     let mut rows = Vec::new();
-    for (ns, labname, node) in lab_namespaces(runner)? {
-        let addrs = runner.run(&Cmd::brief_addrs(&ns))?;
+    let namespaces = lab_namespaces(runner)?;
+    for (ns, labname, node) in &namespaces {
+        let addrs = runner.run(&Cmd::brief_addrs(ns))?;
         let ifaces: Vec<String> = addrs
             .lines()
             .filter_map(|l| {
@@ -154,18 +155,23 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
                 (name != "lo").then(|| format!("{name} {state} {}", addrs.join(" ")))
             })
             .collect();
-        rows.push(vec![labname, node, ns, ifaces.join("; ")]);
+        rows.push(vec![
+            labname.clone(),
+            node.clone(),
+            ns.clone(),
+            ifaces.join("; "),
+        ]);
     }
     if rows.is_empty() {
         return Ok("no labs are up\n".into());
     }
     // Shaper classes and their counters, for labs whose dut shapes its egress.
     let mut classes = Vec::new();
-    for (ns, labname, node) in lab_namespaces(runner)? {
+    for (ns, labname, node) in &namespaces {
         if node != "dut" {
             continue;
         }
-        let Ok(text) = runner.run(&Cmd::class_stats(&ns, "eth1")) else {
+        let Ok(text) = runner.run(&Cmd::class_stats(ns, "eth1")) else {
             continue;
         };
         for c in lab::shaper::parse_class_stats(&text) {
