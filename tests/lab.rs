@@ -7,14 +7,7 @@ use crate::util::*;
 
 /// Skips (with the reason printed) unless this process can create network namespaces.
 fn root_or_skip(test: &str) -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false);
+    let root = lab::cmd::is_root();
     if !root {
         eprintln!("SKIPPED {test}: needs root to create network namespaces");
     }

@@ -96,15 +96,7 @@ fn demo_runs_every_part_and_prints_its_tables() {
     }
     // As root the demo runs across a router lab and removes it; otherwise on loopback.
     // Either way it says which.
-    let root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|st| {
-            st.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false);
-    if root {
+    if lab::cmd::is_root() {
         assert!(s.contains("across lab") && s.contains("removed."), "{s}");
     } else {
         assert!(s.contains("loopback server"), "{s}");
