@@ -50,16 +50,34 @@ pub struct LabArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
-    /// Build a topology: `direct` (talker - listener), `router` (talker - dut - listener) or
+    /// Build a topology: `direct` (talker - listener), `router` (talker - dut - listener),
     /// `shaper` (router with an HTB class tree on the dut's egress, from --shape FILE.toml:
     /// `[[class]]` tables with name, protocol udp|tcp|icmp, ports, dscp, rate, ceil, burst;
-    /// optional `[default] rate`).
+    /// optional `[default] rate`), `impair` (router whose dut forwards through a userspace
+    /// impairment stage, --impair), `twopath` (talker - split - path A / path B - merge -
+    /// listener, each path its own impairment stage, --path-a/--path-b), or a TOML file
+    /// (`topology = "..."` plus `[shaper]`, `[impair]`, `[path_a]`, `[path_b]` tables).
+    ///
+    /// Impairment is written `key=value,...` or as a TOML file: loss (%), loss_burst (mean
+    /// frames per burst), delay and jitter (ns/us/ms/s), duplicate (%), reorder (%), rate
+    /// (bit/s), limit (frames), seed; `forward.` / `reverse.` prefixes (or [forward] /
+    /// [reverse] tables) set one direction, forward being talker -> listener.
     Up {
-        /// Built-in topology.
+        /// Built-in topology name, or a TOML topology file.
         topology: String,
         /// Class list of the `shaper` topology (TOML).
         #[arg(long)]
         shape: Option<std::path::PathBuf>,
+        /// Impairment of the `impair` topology (both paths of `twopath`): `loss=1%,delay=5ms`
+        /// or a TOML file.
+        #[arg(long)]
+        impair: Option<String>,
+        /// Impairment of path A of `twopath` (overrides --impair).
+        #[arg(long)]
+        path_a: Option<String>,
+        /// Impairment of path B of `twopath` (overrides --impair).
+        #[arg(long)]
+        path_b: Option<String>,
         /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
         #[arg(long, default_value = "lab")]
         name: String,
@@ -76,8 +94,22 @@ pub enum LabCommand {
         #[arg(long)]
         all: bool,
     },
-    /// Show the labs that are up: nodes, namespaces, interfaces and addresses.
+    /// Show the labs that are up: nodes, namespaces, interfaces and addresses, the shaper's
+    /// classes and the impairment stages' counters.
     Status,
+    /// Run an impairment stage in this network namespace (started by `lab up`).
+    #[command(hide = true)]
+    Stage {
+        /// The stage's configuration (JSON, as `lab up` writes it).
+        #[arg(long)]
+        config: String,
+        /// Where to publish the counters (JSON).
+        #[arg(long)]
+        state: Option<std::path::PathBuf>,
+        /// Stop when this file (the namespace's /run/netns entry) disappears.
+        #[arg(long)]
+        netns_file: Option<std::path::PathBuf>,
+    },
     /// Run a command on a node of a lab: `wirebench lab exec talker -- wirebench client ...`.
     Exec {
         /// Node (talker, dut, listener).

@@ -33,23 +33,13 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
         LabCommand::Up {
             topology,
             shape,
+            impair,
+            path_a,
+            path_b,
             name,
             dry_run,
         } => {
-            let topo = match (topology.as_str(), shape) {
-                ("shaper", Some(path)) => {
-                    let text = std::fs::read_to_string(path)
-                        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-                    let spec = lab::shaper::ShaperSpec::parse(&text).map_err(|e| {
-                        lab_error(lab::LabError::BadShape(format!("{}: {e}", path.display())))
-                    })?;
-                    Topology::shaper(spec)
-                }
-                (_, Some(_)) => {
-                    return Err(UsageError("--shape belongs to the shaper topology".into()).into())
-                }
-                _ => Topology::builtin(topology).map_err(lab_error)?,
-            };
+            let topo = resolve_topology(topology, shape.as_deref(), impair, path_a, path_b)?;
             if *dry_run {
                 let mut d = DryRun::default();
                 Lab::up(name, &topo, &mut d).map_err(lab_error)?;
@@ -78,6 +68,20 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
                 }
                 println!("  1:999 default (unmatched traffic)");
             }
+            for s in &topo.stages {
+                let how = match s.config.mode {
+                    lab::impair::stage::Mode::Bridge => "bridge",
+                    lab::impair::stage::Mode::Router { .. } => "router",
+                };
+                println!(
+                    "impairment stage on {} ({how}, {} <-> {}): forward {}; reverse {}",
+                    s.node,
+                    s.config.a,
+                    s.config.b,
+                    lab::impair::spec::ImpairSpec::describe(&s.config.spec.forward),
+                    lab::impair::spec::ImpairSpec::describe(&s.config.spec.reverse),
+                );
+            }
             println!("run a command on a node: wirebench lab exec --name {name} NODE -- CMD...");
             println!("remove it: wirebench lab down {name}");
         }
@@ -99,6 +103,24 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
             need_root()?;
             print!("{}", status(&mut SystemRunner).map_err(lab_error)?);
         }
+        LabCommand::Stage {
+            config,
+            state,
+            netns_file,
+        } => {
+            need_root()?;
+            let cfg: lab::impair::stage::StageConfig =
+                serde_json::from_str(config).map_err(|e| UsageError(format!("--config: {e}")))?;
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let end =
+                lab::impair::stage::run(&cfg, state.as_deref(), netns_file.as_deref(), &stop)?;
+            eprintln!(
+                "impairment stage stopped ({}): forward {:?}, reverse {:?}",
+                end.stopped.as_deref().unwrap_or("?"),
+                end.forward,
+                end.reverse
+            );
+        }
         LabCommand::Exec { node, name, argv } => {
             need_root()?;
             let cmd = Lab::exec(name, node, argv, &mut SystemRunner).map_err(lab_error)?;
@@ -113,6 +135,92 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Reads an impairment given as `key=value,...` or as a TOML file.
+fn impair_spec(arg: &str, flag: &str) -> Result<lab::impair::spec::ImpairSpec> {
+    let path = std::path::Path::new(arg);
+    let parsed = if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError(format!("cannot read {arg}: {e}")))?;
+        lab::impair::spec::ImpairSpec::parse(&text).map_err(|e| format!("{arg}: {e}"))
+    } else {
+        lab::impair::spec::ImpairSpec::parse_inline(arg)
+    };
+    Ok(parsed.map_err(|e| UsageError(format!("{flag}: {e}")))?)
+}
+
+/// The topology `lab up` builds: a built-in name with its flags, or a TOML file.
+fn resolve_topology(
+    topology: &str,
+    shape: Option<&std::path::Path>,
+    impair: &Option<String>,
+    path_a: &Option<String>,
+    path_b: &Option<String>,
+) -> Result<Topology> {
+    let is_file = topology.ends_with(".toml") || std::path::Path::new(topology).is_file();
+    let wrong = |flag: &str, owner: &str| -> anyhow::Error {
+        UsageError(format!("{flag} belongs to the {owner} topology")).into()
+    };
+    if is_file {
+        if shape.is_some() || impair.is_some() || path_a.is_some() || path_b.is_some() {
+            return Err(UsageError(
+                "a topology file carries its own settings: drop --shape/--impair/--path-a/--path-b"
+                    .into(),
+            )
+            .into());
+        }
+        let text = std::fs::read_to_string(topology)
+            .map_err(|e| UsageError(format!("cannot read {topology}: {e}")))?;
+        return Topology::from_toml(&text)
+            .map_err(|e| UsageError(format!("{topology}: {e}")).into());
+    }
+    if shape.is_some() && topology != "shaper" {
+        return Err(wrong("--shape", "shaper"));
+    }
+    if impair.is_some() && !matches!(topology, "impair" | "twopath") {
+        return Err(wrong("--impair", "impair or twopath"));
+    }
+    if (path_a.is_some() || path_b.is_some()) && topology != "twopath" {
+        return Err(wrong("--path-a/--path-b", "twopath"));
+    }
+    match topology {
+        "shaper" => {
+            let Some(path) = shape else {
+                return Err(lab_error(lab::LabError::NeedsShape));
+            };
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+            let spec = lab::shaper::ShaperSpec::parse(&text).map_err(|e| {
+                lab_error(lab::LabError::BadShape(format!("{}: {e}", path.display())))
+            })?;
+            Ok(Topology::shaper(spec))
+        }
+        "impair" => Ok(Topology::impair(match impair {
+            Some(s) => impair_spec(s, "--impair")?,
+            None => Default::default(),
+        })),
+        "twopath" => {
+            let both = match impair {
+                Some(s) => impair_spec(s, "--impair")?,
+                None => Default::default(),
+            };
+            let a = match path_a {
+                Some(s) => impair_spec(s, "--path-a")?,
+                None => both,
+            };
+            let mut b = match path_b {
+                Some(s) => impair_spec(s, "--path-b")?,
+                None => both,
+            };
+            // Independent paths: path B's random decisions differ from path A's.
+            if path_b.is_none() {
+                b.seed = b.seed.wrapping_add(1000);
+            }
+            Ok(Topology::twopath(a, b))
+        }
+        other => Topology::builtin(other).map_err(lab_error),
+    }
+}
+
 /// How to reach each node of a freshly built lab.
 fn describe(topo: &Topology, name: &str) -> String {
     let rows: Vec<Vec<String>> = topo
@@ -124,7 +232,9 @@ fn describe(topo: &Topology, name: &str) -> String {
                 i.node.clone(),
                 lab::naming::namespace(name, &i.node),
                 i.name.clone(),
-                format!("{}/{}", i.addr, i.prefix),
+                i.addr
+                    .map(|a| format!("{a}/{}", i.prefix))
+                    .unwrap_or_else(|| "- (stage port)".into()),
             ]
         })
         .collect();
@@ -194,6 +304,46 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
         ],
         &rows,
     );
+    // Impairment stages and their counters.
+    let mut labs: Vec<&str> = namespaces.iter().map(|(_, l, _)| l.as_str()).collect();
+    labs.dedup();
+    let mut stages = Vec::new();
+    for labname in labs {
+        for (node, st) in Lab::stage_states(labname) {
+            let alive = lab::topology::process_runs(st.pid);
+            let state = match (st.running && alive, &st.stopped) {
+                (true, _) => "running".to_owned(),
+                (false, Some(why)) => format!("stopped: {why}"),
+                (false, None) => "gone".to_owned(),
+            };
+            // Frames lost before the stage saw them (both sides together): the stage
+            // itself was the bottleneck.
+            let overload = (st.kernel_drops > 0).then(|| {
+                format!(
+                    "{} frames (both directions) dropped before the stage read them: overloaded",
+                    st.kernel_drops
+                )
+            });
+            for (dir, c) in [("forward", st.forward), ("reverse", st.reverse)] {
+                stages.push(vec![
+                    labname.to_owned(),
+                    node.clone(),
+                    dir.to_owned(),
+                    c.frames_in.to_string(),
+                    c.dropped_loss.to_string(),
+                    c.duplicated.to_string(),
+                    c.reordered.to_string(),
+                    c.delayed.to_string(),
+                    c.dropped_queue.to_string(),
+                    c.frames_out.to_string(),
+                    match (&overload, dir) {
+                        (Some(o), "forward") => format!("{state}; {o}"),
+                        _ => state.clone(),
+                    },
+                ]);
+            }
+        }
+    }
     if !classes.is_empty() {
         use report::table::Align::{Left as L, Right as R};
         out.push_str("\nshaper classes (dut eth1, toward the listener)\n");
@@ -207,6 +357,26 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
                 ("dropped", R),
             ],
             &classes,
+        ));
+    }
+    if !stages.is_empty() {
+        use report::table::Align::{Left as L, Right as R};
+        out.push_str("\nimpairment stages (forward = toward the listener)\n");
+        out.push_str(&report::table::render(
+            &[
+                ("lab", L),
+                ("node", L),
+                ("direction", L),
+                ("frames in", R),
+                ("lost", R),
+                ("duplicated", R),
+                ("reordered", R),
+                ("delayed", R),
+                ("queue drops", R),
+                ("frames out", R),
+                ("state", L),
+            ],
+            &stages,
         ));
     }
     Ok(out)

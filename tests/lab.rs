@@ -64,28 +64,35 @@ fn udp_across(lab: &LabGuard, listener_addr: &str) -> serde_json::Value {
     )
 }
 
-/// Runs `wirebench client ADDR ARGS -J` from the talker against a server on the listener.
-fn client_across(lab: &LabGuard, listener_addr: &str, args: &[&str]) -> serde_json::Value {
-    let mut server = Command::new(bin())
+/// Starts `wirebench server` on `node` of the lab, bound to `addr`, and waits until it
+/// can have started.
+fn server_on(lab: &LabGuard, node: &str, addr: &str) -> std::process::Child {
+    let child = Command::new(bin())
         .args([
             "lab",
             "exec",
             "--name",
             &lab.0,
-            "listener",
+            node,
             "--",
             bin(),
             "server",
             "--bind",
-            listener_addr,
+            addr,
             "--run-for",
             "20",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("server in the listener namespace");
+        .expect("server in the lab");
     std::thread::sleep(std::time::Duration::from_millis(500));
+    child
+}
+
+/// Runs `wirebench client ADDR ARGS -J` from the talker against a server on the listener.
+fn client_across(lab: &LabGuard, listener_addr: &str, args: &[&str]) -> serde_json::Value {
+    let mut server = server_on(lab, "listener", listener_addr);
     let mut argv = vec![
         "lab",
         "exec",
@@ -291,4 +298,283 @@ fn shaper_class_lists_are_checked_before_anything_is_built() {
         "--shape FILE.toml",
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// |observed − p·n| within 4.5 standard deviations of a binomial(n, p): a false failure
+/// has a probability below 1e-5.
+fn within_binomial(observed: u64, n: u64, p: f64) -> bool {
+    let sd = (n as f64 * p * (1.0 - p)).sqrt();
+    (observed as f64 - p * n as f64).abs() <= 4.5 * sd
+}
+
+/// Whether process `pid` runs (a zombie waiting for its parent to reap it does not).
+fn running(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
+
+/// The impairment stage's published state on `node` of `lab`.
+fn stage_state(lab: &LabGuard, node: &str) -> serde_json::Value {
+    let path = format!("/run/wirebench/labs/{}/{node}.state.json", lab.0);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).expect("state JSON")
+}
+
+#[test]
+fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
+    if !root_or_skip("impair_stage_loss_duplicate_and_reorder_match_the_configuration") {
+        return;
+    }
+    let lab = LabGuard::up_with(
+        "impair",
+        "i",
+        &["--impair", "loss=5%,duplicate=1%,reorder=2%,seed=7"],
+    );
+    // 120,000 UDP datagrams at a rate this machine forwards without loss of its own.
+    let v = client_across(
+        &lab,
+        "198.18.2.1",
+        &["-u", "--pps", "30000", "-l", "100", "-t", "4"],
+    );
+    let sent = u64_at(&v, "/summary/sent_packets");
+    let lost = u64_at(&v, "/summary/lost_packets");
+    let dups = u64_at(&v, "/summary/duplicate_packets");
+    let reordered = u64_at(&v, "/summary/reordered_packets");
+    assert!(sent >= 100_000, "{sent} frames");
+    let passed = sent - lost;
+    assert!(
+        within_binomial(lost, sent, 0.05),
+        "loss {lost}/{sent} is not 5 % within its binomial interval"
+    );
+    assert!(
+        within_binomial(dups, passed, 0.01),
+        "duplicates {dups}/{passed} is not 1 %"
+    );
+    assert!(
+        within_binomial(reordered, passed, 0.02),
+        "reordered {reordered}/{passed} is not 2 %"
+    );
+    // The stage's own counters tell the same story (they also count the control
+    // connection's frames, hence the small slack).
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let st = stage_state(&lab, "dut");
+    let fwd = &st["forward"];
+    let stage_lost = fwd["dropped_loss"].as_u64().unwrap();
+    assert!(
+        stage_lost >= lost && stage_lost - lost < 100,
+        "stage dropped {stage_lost}, receiver lost {lost}"
+    );
+    assert!(fwd["frames_in"].as_u64().unwrap() >= sent);
+    assert_eq!(st["kernel_drops"].as_u64(), Some(0), "{st}");
+    // And `lab status` shows them.
+    let out = run(&["lab", "status"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    let row = s
+        .lines()
+        .find(|l| l.starts_with(&format!("{} ", lab.0)) && l.contains(" forward "))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        row.contains(&stage_lost.to_string()) && row.contains("running"),
+        "{row}"
+    );
+}
+
+#[test]
+fn impair_stage_delays_and_rate_limits() {
+    if !root_or_skip("impair_stage_delays_and_rate_limits") {
+        return;
+    }
+    // 5 ms each way with ± 1 ms jitter; toward the listener at most 10 Mbit/s of L2.
+    let lab = LabGuard::up_with(
+        "impair",
+        "j",
+        &[
+            "--impair",
+            "delay=5ms,jitter=1ms,forward.rate=10M,limit=200",
+        ],
+    );
+    let v = client_across(
+        &lab,
+        "198.18.2.1",
+        &[
+            "-u",
+            "-b",
+            "19.45M",
+            "-l",
+            "1472",
+            "-t",
+            "3",
+            "-i",
+            "1",
+            "--round-trip",
+        ],
+    );
+    for r in &v["intervals"].as_array().expect("intervals")[1..] {
+        let l2 = r["received_packets"].as_u64().unwrap() as f64 * 1514.0 * 8.0;
+        assert!((l2 - 10e6).abs() <= 0.2e6, "{l2} bit/s of L2 in {r}");
+    }
+    assert!(
+        u64_at(&v, "/summary/lost_packets") > 0,
+        "the 200-frame queue overflows"
+    );
+    let st = stage_state(&lab, "dut");
+    assert!(st["forward"]["dropped_queue"].as_u64().unwrap() > 0, "{st}");
+    // Round trip through both directions: 2 x (5 ± 1) ms plus the 10 Mbit/s queue.
+    let min = f64_at(&v, "/summary/latency_us/min");
+    assert!(min >= 8_000.0, "round trip {min} us");
+}
+
+#[test]
+fn twopath_lab_has_two_independently_impaired_paths() {
+    if !root_or_skip("twopath_lab_has_two_independently_impaired_paths") {
+        return;
+    }
+    let lab = LabGuard::up_with(
+        "twopath",
+        "p",
+        &["--path-a", "loss=10%", "--path-b", "delay=2ms"],
+    );
+    assert_eq!(lab.namespaces().len(), 6);
+    // Talker to listener goes over path A, with its 10 % loss.
+    let v = client_across(
+        &lab,
+        "198.18.23.1",
+        &["-u", "--pps", "10000", "-l", "100", "-t", "2"],
+    );
+    let (sent, lost) = (
+        u64_at(&v, "/summary/sent_packets"),
+        u64_at(&v, "/summary/lost_packets"),
+    );
+    assert!(within_binomial(lost, sent, 0.10), "{lost}/{sent}");
+    // Path B is there too: merge's path-B address, reached from split, crosses it.
+    let mut server = server_on(&lab, "merge", "198.18.22.2");
+    let v = run_json(&[
+        "lab",
+        "exec",
+        "--name",
+        &lab.0,
+        "split",
+        "--",
+        bin(),
+        "latency",
+        "198.18.22.2",
+        "-t",
+        "1",
+        "-J",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    let p50 = f64_at(&v, "/latency/0/rtt_us/p50");
+    assert!(
+        p50 >= 4_000.0,
+        "round trip over path B (2 ms each way): {p50} us"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let a = stage_state(&lab, "patha");
+    let b = stage_state(&lab, "pathb");
+    assert!(a["forward"]["dropped_loss"].as_u64().unwrap() > 0, "{a}");
+    assert!(b["forward"]["frames_in"].as_u64().unwrap() > 0, "{b}");
+    assert_eq!(b["forward"]["dropped_loss"].as_u64(), Some(0), "{b}");
+}
+
+#[test]
+fn lab_down_leaves_no_namespace_process_or_state() {
+    if !root_or_skip("lab_down_leaves_no_namespace_process_or_state") {
+        return;
+    }
+    let lab = LabGuard::up_with("impair", "k", &["--impair", "loss=1%"]);
+    let pid = stage_state(&lab, "dut")["pid"].as_u64().unwrap();
+    assert!(running(pid));
+    let out = run(&["lab", "down", &lab.0]);
+    assert!(out.status.success());
+    assert!(lab.namespaces().is_empty());
+    assert!(!running(pid), "stage {pid} still runs");
+    assert!(!std::path::Path::new(&format!("/run/wirebench/labs/{}", lab.0)).exists());
+
+    // A namespace removed by hand takes its stage with it.
+    let lab = LabGuard::up_with("impair", "m", &[]);
+    let pid = stage_state(&lab, "dut")["pid"].as_u64().unwrap();
+    let ns = format!("wb-{}-dut", lab.0);
+    assert!(Command::new("ip")
+        .args(["netns", "del", &ns])
+        .status()
+        .unwrap()
+        .success());
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        !running(pid)
+    });
+    assert!(gone, "the stage outlived its namespace");
+}
+
+#[test]
+fn impairment_settings_are_checked_before_anything_is_built() {
+    for (args, needle) in [
+        (
+            vec!["impair", "--impair", "loss=200%"],
+            "loss must be between 0 and 100",
+        ),
+        (vec!["impair", "--impair", "delay=5"], "delay needs a unit"),
+        (
+            vec!["impair", "--impair", "lose=1%"],
+            "unknown field `lose`",
+        ),
+        (vec!["router", "--impair", "loss=1%"], "--impair belongs to"),
+        (
+            vec!["impair", "--path-a", "loss=1%"],
+            "--path-a/--path-b belongs to",
+        ),
+    ] {
+        let mut argv = vec!["lab", "up"];
+        argv.extend(args);
+        argv.extend(["--name", "bad", "--dry-run"]);
+        assert_fails(&run(&argv), 2, needle);
+    }
+    // A topology file names the line of an unknown key.
+    let dir = std::env::temp_dir().join(format!("wb-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("t.toml");
+    std::fs::write(
+        &f,
+        "topology = \"impair\"\n[impair]\nloss = \"1%\"\nlatency = \"1ms\"\n",
+    )
+    .unwrap();
+    let f = f.to_string_lossy().into_owned();
+    assert_fails(&run(&["lab", "up", &f, "--dry-run"]), 2, "line 4");
+    // The dry run shows the stage it would start, ready to paste.
+    let out = run(&[
+        "lab",
+        "up",
+        "impair",
+        "--name",
+        "dry",
+        "--impair",
+        "loss=1%",
+        "--dry-run",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{s}");
+    assert!(s.contains("ethtool -K eth0 tx off"), "{s}");
+    assert!(
+        s.contains("lab stage --netns-file /run/netns/wb-dry-dut"),
+        "{s}"
+    );
+    assert!(
+        !s.contains("net.ipv4.ip_forward=1"),
+        "the dut kernel does not forward: {s}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+    // The example topology files are valid.
+    for example in ["lab-impair.toml", "lab-twopath.toml"] {
+        let path = format!("{}/examples/{example}", env!("CARGO_MANIFEST_DIR"));
+        let out = run(&["lab", "up", &path, "--name", "ex", "--dry-run"]);
+        assert!(
+            out.status.success(),
+            "{example}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -8,6 +8,7 @@
 //!
 //! I/O parts, each run on a dedicated OS thread (no async on the hot path):
 //! - [`udp`]: paced UDP sender (`sendmmsg` or GSO) and accounting receiver with kernel timestamps;
+//! - [`frameio`]: whole Ethernet frames over `AF_PACKET` (batched send/receive);
 //! - [`tcp`]: block writer and byte-counting reader with `TCP_INFO`;
 //! - [`live`]: lock-free counters the data threads publish and the controller samples;
 //! - [`sys`]: the only module with `unsafe` (batch syscalls, cmsg, socket options).
@@ -19,6 +20,7 @@
 
 pub mod clock;
 pub mod env;
+pub mod frameio;
 pub mod live;
 pub mod pacing;
 pub mod results;

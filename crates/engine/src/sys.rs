@@ -324,10 +324,25 @@ impl SendBatch {
 
     /// Sends slots `0..n` with one `sendmmsg` call; returns how many the kernel took.
     pub fn send(&mut self, sock: &impl AsRawFd, n: usize, nonblocking: bool) -> io::Result<usize> {
+        self.send_from(sock, 0, n, nonblocking)
+    }
+
+    /// Sends slots `start..n` with one `sendmmsg` call (to go on after a partial send);
+    /// returns how many the kernel took.
+    pub fn send_from(
+        &mut self,
+        sock: &impl AsRawFd,
+        start: usize,
+        n: usize,
+        nonblocking: bool,
+    ) -> io::Result<usize> {
         let n = n.min(self.hdrs.len());
+        if start >= n {
+            return Ok(0);
+        }
         let bufs = self.bufs.as_mut_ptr();
         let iovecs = self.iovecs.as_mut_ptr();
-        for i in 0..n {
+        for i in start..n {
             // SAFETY: i < count keeps every offset inside the owned Vecs; pointers are derived
             // once per call and stay valid until the syscall returns.
             unsafe {
@@ -351,11 +366,135 @@ impl SendBatch {
         let ret = unsafe {
             libc::sendmmsg(
                 sock.as_raw_fd(),
-                self.hdrs.as_mut_ptr(),
-                n as libc::c_uint,
+                self.hdrs.as_mut_ptr().add(start),
+                (n - start) as libc::c_uint,
                 flags,
             )
         };
         Ok(cvt(ret)? as usize)
     }
+}
+
+/// Opens an `AF_PACKET`/`SOCK_RAW` socket bound to interface `ifindex` for every EtherType
+/// (`ETH_P_ALL`), with frames this host sends on it left out (`PACKET_IGNORE_OUTGOING`,
+/// Linux 4.20) and, with `promisc`, the interface in promiscuous mode for as long as the
+/// socket lives (`PACKET_ADD_MEMBERSHIP`/`PACKET_MR_PROMISC`, packet(7)).
+pub fn packet_socket(ifindex: u32, promisc: bool) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let proto = (libc::ETH_P_ALL as u16).to_be();
+    // SAFETY: plain syscall; the returned descriptor is checked before it is owned.
+    let fd = cvt(unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::c_int::from(proto),
+        )
+    })?;
+    // SAFETY: `fd` was just returned by socket(2) and is owned by nobody else.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    setsockopt_int(fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1)?;
+    // SAFETY: all-zero is a valid sockaddr_ll; the fields set are the ones bind(2) reads.
+    let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = proto;
+    addr.sll_ifindex = ifindex as i32;
+    // SAFETY: `addr` lives for the call and the length is its exact size.
+    cvt(unsafe {
+        libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
+    if promisc {
+        // SAFETY: all-zero is a valid packet_mreq.
+        let mut mr: libc::packet_mreq = unsafe { zeroed() };
+        mr.mr_ifindex = ifindex as i32;
+        mr.mr_type = libc::PACKET_MR_PROMISC as u16;
+        // SAFETY: `mr` lives for the call and the length is its exact size.
+        cvt(unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_PACKET,
+                libc::PACKET_ADD_MEMBERSHIP,
+                (&mr as *const libc::packet_mreq).cast(),
+                size_of::<libc::packet_mreq>() as libc::socklen_t,
+            )
+        })?;
+    }
+    Ok(owned)
+}
+
+/// The index of interface `name` in this network namespace (`if_nametoindex(3)`).
+pub fn interface_index(name: &str) -> io::Result<u32> {
+    let c = std::ffi::CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(i)
+    }
+}
+
+/// The `PACKET_STATISTICS` of an `AF_PACKET` socket: (frames received, frames the kernel
+/// dropped because the socket's buffer was full) since the previous call (the kernel
+/// resets them on read).
+pub fn packet_statistics(sock: &impl AsRawFd) -> io::Result<(u32, u32)> {
+    // SAFETY: all-zero is a valid tpacket_stats.
+    let mut st: libc::tpacket_stats = unsafe { zeroed() };
+    let mut len = size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: `st` and `len` live for the call; the kernel writes at most `len` bytes.
+    cvt(unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            (&mut st as *mut libc::tpacket_stats).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((st.tp_packets, st.tp_drops))
+}
+
+/// Waits until one of `fds` is readable or `timeout` passed (`ppoll(2)`, nanosecond
+/// timeout). Returns a bit per descriptor (bit i set: `fds[i]` is readable, or has an
+/// error or hang-up to report). `EINTR` counts as a timeout.
+pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> io::Result<u64> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .take(64)
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `pfds` and `ts` live for the call; the count is the Vec's length.
+    let ret = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(0)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(pfds
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.revents != 0)
+        .fold(0, |m, (i, _)| m | (1 << i)))
 }

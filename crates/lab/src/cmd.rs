@@ -92,6 +92,47 @@ impl Cmd {
         )
     }
 
+    /// `ip -n NS route add NET/LEN via GW`
+    pub fn route_add(ns: &str, net: Ipv4Addr, len: u8, via: Ipv4Addr) -> Self {
+        Self::new(
+            "ip",
+            &[
+                "-n",
+                ns,
+                "route",
+                "add",
+                &format!("{net}/{len}"),
+                "via",
+                &via.to_string(),
+            ],
+        )
+    }
+
+    /// `ip netns exec NS ethtool -K DEV tx off tso off gso off`: checksums computed and
+    /// segments cut by the stack, so a frame seen by a raw socket is complete and final
+    /// (a userspace stage on the path could not finish a partial checksum or split a
+    /// 64 KB segment).
+    pub fn offloads_off(ns: &str, dev: &str) -> Self {
+        Self::new(
+            "ip",
+            &[
+                "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off",
+            ],
+        )
+    }
+
+    /// `ip netns pids NS`: the processes living in the namespace.
+    pub fn netns_pids(ns: &str) -> Self {
+        Self::new("ip", &["netns", "pids", ns])
+    }
+
+    /// `kill -SIGNAL PID...`
+    pub fn kill(signal: &str, pids: &[u32]) -> Self {
+        let mut c = Self::new("kill", &[&format!("-{signal}")]);
+        c.args.extend(pids.iter().map(u32::to_string));
+        c
+    }
+
     /// `ip netns exec NS sysctl -qw KEY=VALUE`
     pub fn sysctl(ns: &str, key: &str, value: &str) -> Self {
         Self::new(
@@ -151,6 +192,13 @@ pub trait Runner {
     fn is_dry(&self) -> bool {
         false
     }
+    /// Starts `cmd` in the background, detached from this process and its terminal
+    /// (its own process group, so Ctrl-C here does not reach it), with its output in
+    /// `log`; returns its pid. The default runs it to completion (for test doubles).
+    fn spawn(&mut self, cmd: &Cmd, log: &std::path::Path) -> Result<u32, LabError> {
+        let _ = log;
+        self.run(cmd).map(|_| 0)
+    }
 }
 
 /// Runs commands on this machine.
@@ -178,6 +226,29 @@ impl Runner for SystemRunner {
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
+
+    fn spawn(&mut self, cmd: &Cmd, log: &std::path::Path) -> Result<u32, LabError> {
+        use std::os::unix::process::CommandExt;
+        let err = |e: std::io::Error| LabError::Command {
+            cmd: cmd.to_string(),
+            detail: e.to_string(),
+        };
+        let out = std::fs::File::create(log).map_err(err)?;
+        let mut child = Command::new(&cmd.program)
+            .args(&cmd.args)
+            .stdin(std::process::Stdio::null())
+            .stdout(out.try_clone().map_err(err)?)
+            .stderr(out)
+            .process_group(0)
+            .spawn()
+            .map_err(err)?;
+        let pid = child.id();
+        // Reap it when it ends while this process still runs (no zombie left behind).
+        std::thread::spawn(move || {
+            let _ = child.wait();
+        });
+        Ok(pid)
+    }
 }
 
 /// Records the commands instead of running them.
@@ -195,6 +266,12 @@ impl Runner for DryRun {
 
     fn is_dry(&self) -> bool {
         true
+    }
+
+    fn spawn(&mut self, cmd: &Cmd, log: &std::path::Path) -> Result<u32, LabError> {
+        self.lines
+            .push(format!("setsid {cmd} > {} 2>&1 &", log.display()));
+        Ok(0)
     }
 }
 

@@ -8,12 +8,16 @@
 //! everything a lab made and nothing else; a failure half-way through `up` tears down what
 //! was built.
 //!
-//! This stage has the `direct` and `router` topologies; the shaper, the impairment stage
-//! and the two-path FRER topology build on it. It does not start processes.
+//! Topologies: `direct`, `router`, `shaper` (HTB classes, [`shaper`]), `impair` (a
+//! userspace impairment stage on the dut's forwarding path, [`impair`]) and `twopath` (two
+//! independently impaired paths, ready for FRER relays at both ends), built-in or from a
+//! TOML file ([`topology::Topology::from_toml`]). Managed processes (impairment stages) are
+//! started by `up` and stopped by `down`.
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
 pub mod cmd;
+pub mod impair;
 pub mod naming;
 pub mod shaper;
 pub mod topology;
@@ -43,8 +47,14 @@ pub enum LabError {
     #[error("bad name '{0}': use 1 to 8 characters a-z, 0-9 or '-'")]
     BadName(String),
     /// The topology is unknown.
-    #[error("unknown topology '{0}': built-in topologies are direct, router and shaper")]
+    #[error("unknown topology '{0}': built-in topologies are direct, router, shaper, impair and twopath, or give a TOML file")]
     UnknownTopology(String),
+    /// A program the topology needs is not installed.
+    #[error("this topology needs `{0}`, which is not installed (on Debian: apt install {0})")]
+    MissingTool(String),
+    /// A topology file that does not parse, or impairment settings that do not.
+    #[error("{0}")]
+    BadTopology(String),
     /// `shaper` without a class list.
     #[error(
         "the shaper topology needs its classes: --shape FILE.toml (see `wirebench lab up --help`)"

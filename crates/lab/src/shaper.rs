@@ -85,7 +85,7 @@ pub struct ShaperSpec {
 /// Default rate of unmatched traffic (effectively unshaped on veth).
 const DEFAULT_RATE_BPS: u64 = 10_000_000_000;
 
-fn si(s: &str, base: f64, what: &str) -> Result<u64, String> {
+pub(crate) fn si(s: &str, base: f64, what: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, mult) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], base),
@@ -107,6 +107,13 @@ impl ShaperSpec {
     /// Parses and checks a TOML class list; errors name the field and, for syntax, the line.
     pub fn parse(text: &str) -> Result<Self, String> {
         let spec: ShaperSpec = toml::from_str(text).map_err(|e| e.to_string())?;
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// Checks the values of a class list read as part of a larger file.
+    pub fn check(&self) -> Result<(), String> {
+        let spec = self;
         if spec.class.is_empty() {
             return Err("the shaper needs at least one [[class]]".into());
         }
@@ -134,7 +141,7 @@ impl ShaperSpec {
         if let Some(d) = &spec.default {
             si(&d.rate, 1000.0, "default rate")?;
         }
-        Ok(spec)
+        Ok(())
     }
 
     /// The tc commands that build the tree on `dev` in namespace `ns`: an HTB root whose

@@ -3,16 +3,30 @@
 //! - `direct`: talker (198.18.0.1) — listener (198.18.0.2), one veth pair.
 //! - `router`: talker (198.18.1.1) — dut (198.18.1.254 | 198.18.2.254, IPv4 forwarding) —
 //!   listener (198.18.2.1), default routes through the dut.
+//! - `shaper`: `router` with an HTB class tree on the dut's egress toward the listener.
+//! - `impair`: `router` whose dut forwards in user space through the impairment stage
+//!   (router mode; the dut kernel's own forwarding is off).
+//! - `twopath`: talker (198.18.20.1) — split — two paths — merge — listener (198.18.23.1).
+//!   Path A (198.18.21.0/24) and path B (198.18.22.0/24) each cross their own node running
+//!   an impairment stage in bridge mode; split and merge are routers that send traffic over
+//!   path A until the FRER relays replicate onto both.
 //!
 //! Addresses are from the RFC 2544 benchmarking range 198.18.0.0/15 (RFC 2544 §12 /
 //! RFC 6815); MACs are locally administered (02:77:62:…). Every lab lives in its own
-//! namespaces, so several labs with the same addresses run side by side.
+//! namespaces, so several labs with the same addresses run side by side. Managed processes
+//! (the impairment stages) run inside the lab's namespaces, with their state and logs in
+//! `/run/wirebench/labs/LAB/`; `down` stops every process in the lab's namespaces before it
+//! removes them.
 
 use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cmd::{Cmd, Runner};
+use crate::impair::spec::ImpairSpec;
+use crate::impair::stage::{self, Mode, RouterSide, StageConfig, StageState};
 use crate::naming;
 use crate::shaper::ShaperSpec;
 use crate::LabError;
@@ -24,8 +38,8 @@ pub struct Iface {
     pub node: String,
     /// Interface name inside the namespace.
     pub name: String,
-    /// IPv4 address.
-    pub addr: Ipv4Addr,
+    /// IPv4 address; none on a bridge-mode stage's ports.
+    pub addr: Option<Ipv4Addr>,
     /// Prefix length.
     pub prefix: u8,
     /// Locally administered MAC address.
@@ -41,7 +55,27 @@ pub struct Link {
     pub b: Iface,
 }
 
-/// A test network: nodes, links, routes and which nodes forward.
+/// A static route.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Route {
+    /// The node it is added on.
+    pub node: String,
+    /// Destination network and prefix length; `None` = default route.
+    pub dest: Option<(Ipv4Addr, u8)>,
+    /// Gateway.
+    pub via: Ipv4Addr,
+}
+
+/// A managed impairment stage on a node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stage {
+    /// The node it runs on.
+    pub node: String,
+    /// What it runs.
+    pub config: StageConfig,
+}
+
+/// A test network: nodes, links, routes, which nodes forward, and what runs on them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Topology {
     /// Built-in name.
@@ -50,60 +84,92 @@ pub struct Topology {
     pub nodes: Vec<String>,
     /// veth pairs.
     pub links: Vec<Link>,
-    /// (node, gateway): default routes.
-    pub routes: Vec<(String, Ipv4Addr)>,
+    /// Static routes.
+    pub routes: Vec<Route>,
     /// Nodes with IPv4 forwarding on.
     pub forwarding: Vec<String>,
+    /// (node, interface) whose checksum and segmentation offloads are turned off, because
+    /// a userspace stage sits on the path their frames take.
+    pub offloads_off: Vec<(String, String)>,
     /// The class-based shaper on the dut's egress toward the listener (`shaper`).
     #[serde(skip)]
     pub shaper: Option<ShaperSpec>,
+    /// Impairment stages the lab starts and stops.
+    pub stages: Vec<Stage>,
 }
 
-fn iface(node: &str, name: &str, addr: [u8; 4], link: u8, side: u8) -> Iface {
+fn iface(node: &str, name: &str, addr: Option<[u8; 4]>, link: u8, side: u8) -> Iface {
     Iface {
         node: node.to_owned(),
         name: name.to_owned(),
-        addr: Ipv4Addr::from(addr),
+        addr: addr.map(Ipv4Addr::from),
         prefix: 24,
         mac: [0x02, 0x77, 0x62, 0x00, link, side],
     }
 }
 
+fn link(a: Iface, b: Iface) -> Link {
+    Link { a, b }
+}
+
+fn default_route(node: &str, via: [u8; 4]) -> Route {
+    Route {
+        node: node.to_owned(),
+        dest: None,
+        via: via.into(),
+    }
+}
+
+/// The names of the built-in topologies.
+pub const BUILTINS: &[&str] = &["direct", "router", "shaper", "impair", "twopath"];
+
 impl Topology {
-    /// A built-in topology by name.
+    fn empty(kind: &str, nodes: &[&str]) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            nodes: nodes.iter().map(|n| (*n).to_owned()).collect(),
+            links: vec![],
+            routes: vec![],
+            forwarding: vec![],
+            offloads_off: vec![],
+            shaper: None,
+            stages: vec![],
+        }
+    }
+
+    /// A built-in topology by name, with no shaper classes and no impairment (`shaper`
+    /// needs [`Topology::shaper`]).
     pub fn builtin(kind: &str) -> Result<Self, LabError> {
         match kind {
-            "direct" => Ok(Self {
-                kind: kind.to_owned(),
-                nodes: vec!["talker".into(), "listener".into()],
-                links: vec![Link {
-                    a: iface("talker", "eth0", [198, 18, 0, 1], 0, 1),
-                    b: iface("listener", "eth0", [198, 18, 0, 2], 0, 2),
-                }],
-                routes: vec![],
-                forwarding: vec![],
-                shaper: None,
-            }),
-            "router" => Ok(Self {
-                kind: kind.to_owned(),
-                nodes: vec!["talker".into(), "dut".into(), "listener".into()],
-                links: vec![
-                    Link {
-                        a: iface("talker", "eth0", [198, 18, 1, 1], 1, 1),
-                        b: iface("dut", "eth0", [198, 18, 1, 254], 1, 2),
-                    },
-                    Link {
-                        a: iface("dut", "eth1", [198, 18, 2, 254], 2, 1),
-                        b: iface("listener", "eth0", [198, 18, 2, 1], 2, 2),
-                    },
-                ],
-                routes: vec![
-                    ("talker".into(), Ipv4Addr::new(198, 18, 1, 254)),
-                    ("listener".into(), Ipv4Addr::new(198, 18, 2, 254)),
-                ],
-                forwarding: vec!["dut".into()],
-                shaper: None,
-            }),
+            "direct" => {
+                let mut t = Self::empty(kind, &["talker", "listener"]);
+                t.links = vec![link(
+                    iface("talker", "eth0", Some([198, 18, 0, 1]), 0, 1),
+                    iface("listener", "eth0", Some([198, 18, 0, 2]), 0, 2),
+                )];
+                Ok(t)
+            }
+            "router" => {
+                let mut t = Self::empty(kind, &["talker", "dut", "listener"]);
+                t.links = vec![
+                    link(
+                        iface("talker", "eth0", Some([198, 18, 1, 1]), 1, 1),
+                        iface("dut", "eth0", Some([198, 18, 1, 254]), 1, 2),
+                    ),
+                    link(
+                        iface("dut", "eth1", Some([198, 18, 2, 254]), 2, 1),
+                        iface("listener", "eth0", Some([198, 18, 2, 1]), 2, 2),
+                    ),
+                ];
+                t.routes = vec![
+                    default_route("talker", [198, 18, 1, 254]),
+                    default_route("listener", [198, 18, 2, 254]),
+                ];
+                t.forwarding = vec!["dut".into()];
+                Ok(t)
+            }
+            "impair" => Ok(Self::impair(ImpairSpec::default())),
+            "twopath" => Ok(Self::twopath(ImpairSpec::default(), ImpairSpec::default())),
             "shaper" => Err(LabError::NeedsShape),
             other => Err(LabError::UnknownTopology(other.to_owned())),
         }
@@ -118,16 +184,184 @@ impl Topology {
         t
     }
 
-    /// The address a node is reached at (its first interface).
+    /// `impair`: the router topology whose dut forwards through an impairment stage
+    /// (`forward` = talker -> listener).
+    pub fn impair(spec: ImpairSpec) -> Self {
+        let mut t = Self::builtin("router").unwrap_or_else(|_| unreachable!("router is built in"));
+        t.kind = "impair".into();
+        t.forwarding.clear();
+        t.offloads_off = vec![
+            ("talker".into(), "eth0".into()),
+            ("listener".into(), "eth0".into()),
+        ];
+        let (up, down) = (&t.links[0], &t.links[1]);
+        let side = |mine: &Iface, theirs: &Iface| RouterSide {
+            mac: mine.mac,
+            neighbour: theirs.mac,
+            local: mine.addr.unwrap_or(Ipv4Addr::UNSPECIFIED),
+        };
+        let mode = Mode::Router {
+            a: side(&up.b, &up.a),
+            b: side(&down.a, &down.b),
+        };
+        t.stages = vec![Stage {
+            node: "dut".into(),
+            config: StageConfig {
+                a: "eth0".into(),
+                b: "eth1".into(),
+                mode,
+                spec,
+            },
+        }];
+        t
+    }
+
+    /// `twopath`: talker — split — {path A, path B} — merge — listener, each path node an
+    /// impairment stage in bridge mode (`forward` = toward the listener).
+    pub fn twopath(path_a: ImpairSpec, path_b: ImpairSpec) -> Self {
+        let mut t = Self::empty(
+            "twopath",
+            &["talker", "split", "patha", "pathb", "merge", "listener"],
+        );
+        t.links = vec![
+            link(
+                iface("talker", "eth0", Some([198, 18, 20, 1]), 20, 1),
+                iface("split", "eth0", Some([198, 18, 20, 254]), 20, 2),
+            ),
+            link(
+                iface("split", "eth1", Some([198, 18, 21, 1]), 21, 1),
+                iface("patha", "eth0", None, 21, 2),
+            ),
+            link(
+                iface("patha", "eth1", None, 22, 1),
+                iface("merge", "eth1", Some([198, 18, 21, 2]), 22, 2),
+            ),
+            link(
+                iface("split", "eth2", Some([198, 18, 22, 1]), 23, 1),
+                iface("pathb", "eth0", None, 23, 2),
+            ),
+            link(
+                iface("pathb", "eth1", None, 24, 1),
+                iface("merge", "eth2", Some([198, 18, 22, 2]), 24, 2),
+            ),
+            link(
+                iface("merge", "eth0", Some([198, 18, 23, 254]), 25, 1),
+                iface("listener", "eth0", Some([198, 18, 23, 1]), 25, 2),
+            ),
+        ];
+        t.routes = vec![
+            default_route("talker", [198, 18, 20, 254]),
+            default_route("listener", [198, 18, 23, 254]),
+            Route {
+                node: "split".into(),
+                dest: Some((Ipv4Addr::new(198, 18, 23, 0), 24)),
+                via: Ipv4Addr::new(198, 18, 21, 2),
+            },
+            Route {
+                node: "merge".into(),
+                dest: Some((Ipv4Addr::new(198, 18, 20, 0), 24)),
+                via: Ipv4Addr::new(198, 18, 21, 1),
+            },
+        ];
+        t.forwarding = vec!["split".into(), "merge".into()];
+        t.offloads_off = ["eth1", "eth2"]
+            .iter()
+            .flat_map(|d| [("split".into(), (*d).into()), ("merge".into(), (*d).into())])
+            .collect();
+        t.stages = [("patha", path_a), ("pathb", path_b)]
+            .into_iter()
+            .map(|(node, spec)| Stage {
+                node: node.into(),
+                config: StageConfig {
+                    a: "eth0".into(),
+                    b: "eth1".into(),
+                    mode: Mode::Bridge,
+                    spec,
+                },
+            })
+            .collect();
+        t
+    }
+
+    /// A topology file: a built-in topology and its settings.
+    ///
+    /// ```toml
+    /// topology = "twopath"     # direct, router, shaper, impair or twopath
+    ///
+    /// [path_a]                 # twopath: impairment of path A (and [path_b])
+    /// loss = "5%"
+    ///
+    /// # impair:  [impair] with the same keys (loss, delay, jitter, duplicate, ...)
+    /// # shaper:  [[shaper.class]] tables and an optional [shaper.default]
+    /// ```
+    ///
+    /// # Errors
+    /// Syntax errors and unknown keys name the line; a setting that does not belong to the
+    /// topology, or a bad value, names the table and key.
+    pub fn from_toml(text: &str) -> Result<Self, LabError> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            topology: String,
+            shaper: Option<ShaperSpec>,
+            impair: Option<crate::impair::spec::ImpairToml>,
+            path_a: Option<crate::impair::spec::ImpairToml>,
+            path_b: Option<crate::impair::spec::ImpairToml>,
+        }
+        let bad = LabError::BadTopology;
+        let f: File = toml::from_str(text).map_err(|e| bad(e.to_string().trim().to_owned()))?;
+        let impair = |t: Option<crate::impair::spec::ImpairToml>, table: &str| {
+            t.map(ImpairSpec::from_toml)
+                .transpose()
+                .map(Option::unwrap_or_default)
+                .map_err(|e| bad(format!("[{table}]: {e}")))
+        };
+        let allowed: &[&str] = match f.topology.as_str() {
+            "direct" | "router" => &[],
+            "shaper" => &["shaper"],
+            "impair" => &["impair"],
+            "twopath" => &["path_a", "path_b"],
+            other => return Err(LabError::UnknownTopology(other.to_owned())),
+        };
+        for (table, present) in [
+            ("shaper", f.shaper.is_some()),
+            ("impair", f.impair.is_some()),
+            ("path_a", f.path_a.is_some()),
+            ("path_b", f.path_b.is_some()),
+        ] {
+            if present && !allowed.contains(&table) {
+                return Err(bad(format!(
+                    "[{table}] does not belong to topology '{}'",
+                    f.topology
+                )));
+            }
+        }
+        match f.topology.as_str() {
+            "shaper" => {
+                let spec = f.shaper.ok_or(LabError::NeedsShape)?;
+                spec.check().map_err(|e| bad(format!("[shaper]: {e}")))?;
+                Ok(Self::shaper(spec))
+            }
+            "impair" => Ok(Self::impair(impair(f.impair, "impair")?)),
+            "twopath" => Ok(Self::twopath(
+                impair(f.path_a, "path_a")?,
+                impair(f.path_b, "path_b")?,
+            )),
+            other => Self::builtin(other),
+        }
+    }
+
+    /// The address a node is reached at (its first interface with an address).
     pub fn address_of(&self, node: &str) -> Option<Ipv4Addr> {
         self.links
             .iter()
             .flat_map(|l| [&l.a, &l.b])
-            .find(|i| i.node == node)
-            .map(|i| i.addr)
+            .filter(|i| i.node == node)
+            .find_map(|i| i.addr)
     }
 
-    /// Every command that builds the topology as lab `lab`, in order.
+    /// Every command that builds the topology as lab `lab`, in order (managed processes
+    /// are started after these, by [`Lab::up`]).
     pub fn build_commands(&self, lab: &str) -> Vec<Cmd> {
         let ns = |node: &str| naming::namespace(lab, node);
         let mut out: Vec<Cmd> = Vec::new();
@@ -146,20 +380,52 @@ impl Topology {
             ));
             for i in [&l.a, &l.b] {
                 out.push(Cmd::set_mac(&ns(&i.node), &i.name, i.mac));
-                out.push(Cmd::addr_add(&ns(&i.node), &i.name, i.addr, i.prefix));
+                if let Some(a) = i.addr {
+                    out.push(Cmd::addr_add(&ns(&i.node), &i.name, a, i.prefix));
+                }
                 out.push(Cmd::link_up(&ns(&i.node), &i.name));
             }
+        }
+        for (n, dev) in &self.offloads_off {
+            out.push(Cmd::offloads_off(&ns(n), dev));
         }
         for n in &self.forwarding {
             out.push(Cmd::sysctl(&ns(n), "net.ipv4.ip_forward", "1"));
         }
-        for (n, via) in &self.routes {
-            out.push(Cmd::default_route(&ns(n), *via));
+        for r in &self.routes {
+            out.push(match r.dest {
+                None => Cmd::default_route(&ns(&r.node), r.via),
+                Some((net, len)) => Cmd::route_add(&ns(&r.node), net, len, r.via),
+            });
         }
         if let Some(s) = &self.shaper {
             out.extend(s.commands(&ns("dut"), "eth1"));
         }
         out
+    }
+
+    /// The command that starts `stage` of lab `lab` with program `exe`, and its log file.
+    pub fn stage_command(lab: &str, stage: &Stage, exe: &Path) -> (Cmd, PathBuf) {
+        let ns = naming::namespace(lab, &stage.node);
+        let dir = stage::run_dir(lab);
+        let config = serde_json::to_string(&stage.config).unwrap_or_default();
+        let argv = vec![
+            exe.display().to_string(),
+            "lab".into(),
+            "stage".into(),
+            "--netns-file".into(),
+            format!("/run/netns/{ns}"),
+            "--state".into(),
+            dir.join(format!("{}.state.json", stage.node))
+                .display()
+                .to_string(),
+            "--config".into(),
+            config,
+        ];
+        (
+            Cmd::exec_in(&ns, &argv),
+            dir.join(format!("{}.log", stage.node)),
+        )
     }
 }
 
@@ -184,9 +450,44 @@ pub fn lab_namespaces(runner: &mut dyn Runner) -> Result<Vec<(String, String, St
         .collect())
 }
 
+/// How long `up` waits for a managed process to report that it runs.
+const STAGE_START_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `down` waits for processes to end after SIGTERM before it sends SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether `program` is an executable file in one of `$PATH`'s directories.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            std::fs::metadata(d.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether process `pid` runs (a zombie left for its parent to reap does not).
+pub fn process_runs(pid: u32) -> bool {
+    // A zombie has no status worth waiting for.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z")
+        })
+        .unwrap_or(false)
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
 impl Lab {
     /// Builds `topo` as lab `name`: all or nothing. A lab of that name must not exist; if
-    /// any command fails, everything this call created is removed again.
+    /// any command fails, or a managed process does not start, everything this call
+    /// created is removed again.
     pub fn up(name: &str, topo: &Topology, runner: &mut dyn Runner) -> Result<Lab, LabError> {
         naming::check(name)?;
         if !runner.is_dry()
@@ -196,6 +497,9 @@ impl Lab {
         {
             return Err(LabError::Exists(name.to_owned()));
         }
+        if !runner.is_dry() && !topo.offloads_off.is_empty() && !on_path("ethtool") {
+            return Err(LabError::MissingTool("ethtool".into()));
+        }
         let lab = Lab {
             name: name.to_owned(),
             namespaces: topo
@@ -204,16 +508,111 @@ impl Lab {
                 .map(|n| naming::namespace(name, n))
                 .collect(),
         };
-        for c in topo.build_commands(name) {
-            if let Err(e) = runner.run(&c) {
-                let _ = Self::down(name, runner);
-                return Err(e);
-            }
+        let built = topo
+            .build_commands(name)
+            .iter()
+            .try_for_each(|c| runner.run(c).map(drop))
+            .and_then(|()| Self::start_stages(name, topo, runner));
+        if let Err(e) = built {
+            let _ = Self::down(name, runner);
+            return Err(e);
         }
         Ok(lab)
     }
 
-    /// Removes every namespace of lab `name` (its veths go with them). Returns how many.
+    fn start_stages(name: &str, topo: &Topology, runner: &mut dyn Runner) -> Result<(), LabError> {
+        if topo.stages.is_empty() {
+            return Ok(());
+        }
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("wirebench"));
+        let dir = stage::run_dir(name);
+        if !runner.is_dry() {
+            std::fs::create_dir_all(&dir).map_err(|e| LabError::Command {
+                cmd: format!("mkdir -p {}", dir.display()),
+                detail: e.to_string(),
+            })?;
+        }
+        let mut started = Vec::new();
+        for s in &topo.stages {
+            let (cmd, log) = Topology::stage_command(name, s, &exe);
+            let pid = runner.spawn(&cmd, &log)?;
+            started.push((s, cmd, log, pid));
+        }
+        if runner.is_dry() {
+            return Ok(());
+        }
+        // Wait until every stage has opened its sockets and published its first state.
+        for (s, cmd, log, pid) in started {
+            let state = dir.join(format!("{}.state.json", s.node));
+            let mut waited = Duration::ZERO;
+            loop {
+                if StageState::read(&state).is_ok_and(|st| st.running && st.pid == pid) {
+                    break;
+                }
+                if !process_runs(pid) || waited >= STAGE_START_TIMEOUT {
+                    return Err(LabError::Command {
+                        cmd: cmd.to_string(),
+                        detail: format!(
+                            "the impairment stage on {} did not start: {}",
+                            s.node,
+                            tail(&log)
+                        ),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                waited += Duration::from_millis(20);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops every process living in `namespaces` (SIGTERM, then SIGKILL after a grace
+    /// period).
+    fn stop_processes(namespaces: &[String], runner: &mut dyn Runner) -> Result<(), LabError> {
+        let mut pids: Vec<u32> = Vec::new();
+        for ns in namespaces {
+            let out = runner.run(&Cmd::netns_pids(ns)).unwrap_or_default();
+            pids.extend(out.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+        pids.retain(|&p| p > 1 && p != std::process::id());
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let _ = runner.run(&Cmd::kill("TERM", &pids));
+        if runner.is_dry() {
+            return Ok(());
+        }
+        let mut waited = Duration::ZERO;
+        while pids.iter().any(|&p| process_runs(p)) && waited < STOP_TIMEOUT {
+            std::thread::sleep(Duration::from_millis(20));
+            waited += Duration::from_millis(20);
+        }
+        let left: Vec<u32> = pids.into_iter().filter(|&p| process_runs(p)).collect();
+        if !left.is_empty() {
+            let _ = runner.run(&Cmd::kill("KILL", &left));
+        }
+        Ok(())
+    }
+
+    fn remove(
+        namespaces: &[String],
+        labs: &[&str],
+        runner: &mut dyn Runner,
+    ) -> Result<(), LabError> {
+        Self::stop_processes(namespaces, runner)?;
+        for ns in namespaces {
+            runner.run(&Cmd::netns_del(ns))?;
+        }
+        if !runner.is_dry() {
+            for lab in labs {
+                let _ = std::fs::remove_dir_all(stage::run_dir(lab));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the processes of lab `name` and removes its namespaces (their veths go with
+    /// them) and its run directory. Returns how many namespaces.
     pub fn down(name: &str, runner: &mut dyn Runner) -> Result<usize, LabError> {
         naming::check(name)?;
         let mine: Vec<String> = lab_namespaces(runner)?
@@ -221,19 +620,43 @@ impl Lab {
             .filter(|(_, lab, _)| lab == name)
             .map(|(ns, _, _)| ns)
             .collect();
-        for ns in &mine {
-            runner.run(&Cmd::netns_del(ns))?;
-        }
+        Self::remove(&mine, &[name], runner)?;
         Ok(mine.len())
     }
 
-    /// Removes every namespace any lab made. Returns how many.
+    /// Removes every namespace any lab made, with its processes and run directories.
+    /// Returns how many namespaces.
     pub fn down_all(runner: &mut dyn Runner) -> Result<usize, LabError> {
         let all = lab_namespaces(runner)?;
-        for (ns, _, _) in &all {
-            runner.run(&Cmd::netns_del(ns))?;
-        }
+        let namespaces: Vec<String> = all.iter().map(|(ns, _, _)| ns.clone()).collect();
+        let mut labs: Vec<String> = std::fs::read_dir(stage::RUN_ROOT)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        labs.extend(all.iter().map(|(_, lab, _)| lab.clone()));
+        let labs: Vec<&str> = labs.iter().map(String::as_str).collect();
+        Self::remove(&namespaces, &labs, runner)?;
         Ok(all.len())
+    }
+
+    /// The published state of every managed process of lab `name`, as (node, state).
+    pub fn stage_states(name: &str) -> Vec<(String, StageState)> {
+        let Ok(dir) = std::fs::read_dir(stage::run_dir(name)) else {
+            return vec![];
+        };
+        let mut out: Vec<(String, StageState)> = dir
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let file = e.file_name().to_string_lossy().into_owned();
+                let node = file.strip_suffix(".state.json")?.to_owned();
+                StageState::read(&e.path()).ok().map(|s| (node, s))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 
     /// The command that runs `argv` on `node` of lab `name`.
@@ -293,8 +716,115 @@ mod test {
         assert_eq!(t.address_of("listener"), Some(Ipv4Addr::new(198, 18, 2, 1)));
         // Every address in the benchmarking range, every MAC locally administered.
         for i in t.links.iter().flat_map(|l| [&l.a, &l.b]) {
-            assert_eq!(i.addr.octets()[..2], [198, 18]);
+            assert_eq!(i.addr.unwrap().octets()[..2], [198, 18]);
             assert_eq!(i.mac[0] & 0x03, 0x02, "locally administered unicast");
+        }
+    }
+
+    #[test]
+    fn impair_moves_forwarding_from_the_kernel_to_the_stage() {
+        let spec = ImpairSpec::parse_inline("loss=1%").unwrap();
+        let t = Topology::impair(spec);
+        let script: Vec<String> = t
+            .build_commands("i1")
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert!(!script.iter().any(|l| l.contains("ip_forward=1")));
+        assert!(script
+            .contains(&"ip netns exec wb-i1-talker ethtool -K eth0 tx off tso off gso off".into()));
+        let [stage] = &t.stages[..] else {
+            panic!("one stage")
+        };
+        assert_eq!(stage.node, "dut");
+        let Mode::Router { a, b } = stage.config.mode else {
+            panic!("router mode")
+        };
+        // Side a faces the talker, side b the listener.
+        assert_eq!(a.neighbour, t.links[0].a.mac);
+        assert_eq!(b.neighbour, t.links[1].b.mac);
+        assert_eq!(b.local, Ipv4Addr::new(198, 18, 2, 254));
+        let (cmd, log) = Topology::stage_command("i1", stage, Path::new("/usr/bin/wirebench"));
+        let line = cmd.to_string();
+        assert!(
+            line.starts_with("ip netns exec wb-i1-dut /usr/bin/wirebench lab stage --netns-file /run/netns/wb-i1-dut --state /run/wirebench/labs/i1/dut.state.json --config '{"),
+            "{line}"
+        );
+        assert_eq!(log, Path::new("/run/wirebench/labs/i1/dut.log"));
+    }
+
+    #[test]
+    fn twopath_routes_over_path_a_with_bridging_stages_on_both_paths() {
+        let t = Topology::twopath(
+            ImpairSpec::parse_inline("loss=5%").unwrap(),
+            ImpairSpec::parse_inline("delay=1ms").unwrap(),
+        );
+        assert_eq!(t.nodes.len(), 6);
+        let script = t
+            .build_commands("p1")
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(script.contains("ip -n wb-p1-split route add 198.18.23.0/24 via 198.18.21.2"));
+        assert!(script.contains("ip -n wb-p1-merge route add 198.18.20.0/24 via 198.18.21.1"));
+        assert!(
+            !script.contains("wb-p1-patha addr add"),
+            "path nodes have no address"
+        );
+        let stages: Vec<(&str, Mode, f64)> = t
+            .stages
+            .iter()
+            .map(|s| (s.node.as_str(), s.config.mode, s.config.spec.forward.loss))
+            .collect();
+        assert_eq!(
+            stages,
+            [("patha", Mode::Bridge, 0.05), ("pathb", Mode::Bridge, 0.0)]
+        );
+        assert_eq!(t.address_of("merge"), Some(Ipv4Addr::new(198, 18, 21, 2)));
+        // Every MAC is distinct.
+        let mut macs: Vec<[u8; 6]> = t.links.iter().flat_map(|l| [l.a.mac, l.b.mac]).collect();
+        macs.sort();
+        macs.dedup();
+        assert_eq!(macs.len(), 12);
+    }
+
+    #[test]
+    fn topology_files_name_a_builtin_and_its_settings() {
+        let t = Topology::from_toml(
+            "topology = \"twopath\"\n[path_a]\nloss = \"5%\"\n[path_b]\ndelay = \"3ms\"\n",
+        )
+        .unwrap();
+        assert_eq!(t.kind, "twopath");
+        assert_eq!(t.stages[1].config.spec.forward.delay_ns, 3_000_000);
+        let t = Topology::from_toml(
+            "topology = \"shaper\"\n[[shaper.class]]\nname = \"u\"\nprotocol = \"udp\"\nrate = \"5M\"\n",
+        )
+        .unwrap();
+        assert_eq!(t.shaper.as_ref().unwrap().class[0].rate, "5M");
+        assert_eq!(
+            Topology::from_toml("topology = \"router\"").unwrap(),
+            Topology::builtin("router").unwrap()
+        );
+        for (text, needle) in [
+            ("topology = \"mesh\"", "unknown topology 'mesh'"),
+            (
+                "topology = \"router\"\n[impair]\nloss = 1",
+                "[impair] does not belong",
+            ),
+            (
+                "topology = \"impair\"\n[impair]\nloss = 101",
+                "[impair]: loss must be",
+            ),
+            (
+                "topology = \"impair\"\nname = \"x\"",
+                "unknown field `name`",
+            ),
+            ("topology = \"shaper\"", "needs its classes"),
+            ("[impair]\nloss = 1", "missing field `topology`"),
+        ] {
+            let e = Topology::from_toml(text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text:?}: {e}");
         }
     }
 

@@ -1,0 +1,353 @@
+//! The impairment a user asks for, per direction, as TOML or as an inline list.
+//!
+//! ```toml
+//! # Keys at the top apply to both directions; [forward] (talker -> listener) and
+//! # [reverse] (listener -> talker) override them.
+//! loss = "1%"          # percent; a bare number is percent too
+//! loss_burst = 1       # mean frames per loss burst; 1 = independent losses
+//! delay = "5ms"        # ns, us, ms or s
+//! jitter = "1ms"       # delay varies uniformly by +- this much (never reorders)
+//! duplicate = "0.1%"
+//! reorder = "0.5%"     # fraction of frames sent after their successor (<= 50 %)
+//! rate = "100M"        # bit/s of L2 frames, k/M/G suffixes
+//! limit = 10000        # frames waiting at most (delay + rate queue)
+//! seed = 1             # random decisions are reproducible per seed
+//!
+//! [forward]
+//! delay = "20ms"
+//! ```
+//!
+//! The inline form says the same on one line: `loss=1%,forward.delay=20ms,seed=3`.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::Params;
+use crate::shaper::si;
+
+/// A percentage or duration as written: a number or a string with a unit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Value {
+    Num(f64),
+    Str(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DirToml {
+    loss: Option<Value>,
+    loss_burst: Option<f64>,
+    delay: Option<Value>,
+    jitter: Option<Value>,
+    duplicate: Option<Value>,
+    reorder: Option<Value>,
+    rate: Option<Value>,
+    limit: Option<usize>,
+}
+
+/// The TOML form as written, before validation (see [`ImpairSpec::from_toml`]); a table of
+/// a larger file (a topology file) can hold it. It repeats the per-direction keys because
+/// serde cannot combine `flatten` with `deny_unknown_fields`, and unknown keys must fail.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImpairToml {
+    loss: Option<Value>,
+    loss_burst: Option<f64>,
+    delay: Option<Value>,
+    jitter: Option<Value>,
+    duplicate: Option<Value>,
+    reorder: Option<Value>,
+    rate: Option<Value>,
+    limit: Option<usize>,
+    seed: Option<u64>,
+    forward: Option<DirToml>,
+    reverse: Option<DirToml>,
+}
+
+/// Both directions of an impairment stage, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ImpairSpec {
+    /// Talker -> listener (interface a to interface b).
+    pub forward: Params,
+    /// Listener -> talker.
+    pub reverse: Params,
+    /// Seed of the random decisions (the reverse direction uses seed + 1).
+    pub seed: u64,
+}
+
+impl Default for ImpairSpec {
+    /// No impairment in either direction.
+    fn default() -> Self {
+        Self {
+            forward: Params::default(),
+            reverse: Params::default(),
+            seed: 1,
+        }
+    }
+}
+
+fn percent(v: &Value, what: &str, max: f64) -> Result<f64, String> {
+    let pct = match v {
+        Value::Num(n) => *n,
+        Value::Str(s) => s
+            .trim()
+            .trim_end_matches('%')
+            .trim()
+            .parse()
+            .map_err(|_| format!("{what} '{s}' is not a percentage (e.g. \"1%\" or 0.5)"))?,
+    };
+    if !(0.0..=max).contains(&pct) {
+        return Err(format!("{what} must be between 0 and {max} %"));
+    }
+    Ok(pct / 100.0)
+}
+
+fn duration_ns(v: &Value, what: &str) -> Result<u64, String> {
+    let s = match v {
+        Value::Num(_) => {
+            return Err(format!(
+                "{what} needs a unit: e.g. \"5ms\", \"200us\", \"1s\""
+            ))
+        }
+        Value::Str(s) => s.trim(),
+    };
+    let split = s
+        .find(|c: char| c.is_ascii_alphabetic())
+        .ok_or_else(|| format!("{what} '{s}' needs a unit: ns, us, ms or s"))?;
+    let (num, unit) = s.split_at(split);
+    let mult = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => return Err(format!("{what} '{s}': unknown unit '{u}' (ns, us, ms, s)")),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{what} '{s}' is not a duration"))?;
+    let ns = n * mult;
+    if !(0.0..=60e9).contains(&ns) {
+        return Err(format!("{what} '{s}' must be between 0 and 60 s"));
+    }
+    Ok(ns.round() as u64)
+}
+
+fn rate(v: &Value) -> Result<f64, String> {
+    let s = match v {
+        Value::Num(n) => n.to_string(),
+        Value::Str(s) => s.clone(),
+    };
+    Ok(si(&s, 1000.0, "rate")? as f64)
+}
+
+impl DirToml {
+    /// `self` over `base`: a key set here wins.
+    fn apply(&self, base: &mut Params, side: &str) -> Result<(), String> {
+        let name = |k: &str| {
+            if side.is_empty() {
+                k.to_owned()
+            } else {
+                format!("{side}.{k}")
+            }
+        };
+        if let Some(v) = &self.loss {
+            base.loss = percent(v, &name("loss"), 100.0)?;
+        }
+        if let Some(b) = self.loss_burst {
+            if !(1.0..=1e6).contains(&b) {
+                return Err(format!("{} must be at least 1 frame", name("loss_burst")));
+            }
+            base.loss_burst = b;
+        }
+        if let Some(v) = &self.delay {
+            base.delay_ns = duration_ns(v, &name("delay"))?;
+        }
+        if let Some(v) = &self.jitter {
+            base.jitter_ns = duration_ns(v, &name("jitter"))?;
+        }
+        if let Some(v) = &self.duplicate {
+            base.duplicate = percent(v, &name("duplicate"), 100.0)?;
+        }
+        if let Some(v) = &self.reorder {
+            base.reorder = percent(v, &name("reorder"), 50.0)?;
+        }
+        if let Some(v) = &self.rate {
+            base.rate_bps = Some(rate(v).map_err(|e| format!("{}: {e}", name("rate")))?);
+        }
+        if let Some(l) = self.limit {
+            if !(1..=1_000_000).contains(&l) {
+                return Err(format!("{} must be 1..=1000000 frames", name("limit")));
+            }
+            base.limit = l;
+        }
+        Ok(())
+    }
+}
+
+impl ImpairSpec {
+    /// Parses the TOML form; errors name the field (and the line, for syntax and unknown
+    /// keys).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let t: ImpairToml = toml::from_str(text).map_err(|e| e.to_string())?;
+        Self::from_toml(t)
+    }
+
+    /// Parses the inline form `key=value,...` (keys as in the TOML, `forward.` /
+    /// `reverse.` prefixes for one direction).
+    pub fn parse_inline(text: &str) -> Result<Self, String> {
+        let mut table = toml::Table::new();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| format!("'{item}' is not key=value (e.g. loss=1%)"))?;
+            let (k, v) = (k.trim(), v.trim());
+            let value = if let Ok(i) = v.parse::<i64>() {
+                toml::Value::Integer(i)
+            } else if let Ok(f) = v.parse::<f64>() {
+                toml::Value::Float(f)
+            } else {
+                toml::Value::String(v.to_owned())
+            };
+            let target = match k.split_once('.') {
+                Some((dir, key)) => {
+                    let sub = table
+                        .entry(dir.to_owned())
+                        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                    match sub {
+                        toml::Value::Table(t) => (t, key),
+                        _ => return Err(format!("'{dir}' is not forward or reverse")),
+                    }
+                }
+                None => (&mut table, k),
+            };
+            target.0.insert(target.1.to_owned(), value);
+        }
+        let t: ImpairToml = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| e.to_string().trim().to_owned())?;
+        Self::from_toml(t)
+    }
+
+    /// Validates the TOML form.
+    pub fn from_toml(t: ImpairToml) -> Result<Self, String> {
+        let both = DirToml {
+            loss: t.loss,
+            loss_burst: t.loss_burst,
+            delay: t.delay,
+            jitter: t.jitter,
+            duplicate: t.duplicate,
+            reorder: t.reorder,
+            rate: t.rate,
+            limit: t.limit,
+        };
+        let mut forward = Params::default();
+        both.apply(&mut forward, "")?;
+        let mut reverse = forward;
+        if let Some(f) = &t.forward {
+            f.apply(&mut forward, "forward")?;
+        }
+        if let Some(r) = &t.reverse {
+            r.apply(&mut reverse, "reverse")?;
+        }
+        Ok(Self {
+            forward,
+            reverse,
+            seed: t.seed.unwrap_or(1),
+        })
+    }
+
+    /// One line per direction, for `lab up` and `lab status`.
+    pub fn describe(p: &Params) -> String {
+        let mut parts = Vec::new();
+        if p.loss > 0.0 {
+            if p.loss_burst > 1.0 {
+                parts.push(format!(
+                    "loss {}% (bursts of {})",
+                    p.loss * 100.0,
+                    p.loss_burst
+                ));
+            } else {
+                parts.push(format!("loss {}%", p.loss * 100.0));
+            }
+        }
+        if p.delay_ns > 0 || p.jitter_ns > 0 {
+            parts.push(format!(
+                "delay {} ms ± {} ms",
+                p.delay_ns as f64 / 1e6,
+                p.jitter_ns as f64 / 1e6
+            ));
+        }
+        if p.duplicate > 0.0 {
+            parts.push(format!("duplicate {}%", p.duplicate * 100.0));
+        }
+        if p.reorder > 0.0 {
+            parts.push(format!("reorder {}%", p.reorder * 100.0));
+        }
+        if let Some(r) = p.rate_bps {
+            parts.push(format!("rate {} Mbit/s", r / 1e6));
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn toml_with_both_directions_and_overrides() {
+        let s = ImpairSpec::parse(
+            "loss = \"1%\"\ndelay = \"5ms\"\nseed = 4\n[forward]\ndelay = \"20ms\"\nduplicate = 0.5\n[reverse]\nrate = \"10M\"\n",
+        )
+        .unwrap();
+        assert_eq!(s.seed, 4);
+        assert_eq!(s.forward.loss, 0.01);
+        assert_eq!(s.forward.delay_ns, 20_000_000);
+        assert_eq!(s.forward.duplicate, 0.005);
+        assert_eq!(s.reverse.delay_ns, 5_000_000);
+        assert_eq!(s.reverse.loss, 0.01);
+        assert_eq!(s.reverse.rate_bps, Some(10e6));
+        assert_eq!(s.forward.rate_bps, None);
+    }
+
+    #[test]
+    fn inline_form_matches_the_toml_form() {
+        let a =
+            ImpairSpec::parse_inline("loss=5%, reorder=1%,forward.jitter=200us,seed=9").unwrap();
+        let b = ImpairSpec::parse(
+            "loss = \"5%\"\nreorder = \"1%\"\nseed = 9\n[forward]\njitter = \"200us\"\n",
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.forward.jitter_ns, 200_000);
+        assert_eq!(a.reverse.jitter_ns, 0);
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        for (text, needle) in [
+            ("loss = \"110%\"", "loss must be between 0 and 100"),
+            ("reorder = 60", "reorder must be between 0 and 50"),
+            ("delay = 5", "delay needs a unit"),
+            ("[forward]\njitter = \"5 parsecs\"", "forward.jitter"),
+            ("rate = \"fast\"", "rate"),
+            ("loss_burst = 0.5", "loss_burst"),
+            ("lose = \"1%\"", "unknown field `lose`"),
+            ("[sideways]\nloss = 1", "unknown field `sideways`"),
+        ] {
+            let e = ImpairSpec::parse(text).unwrap_err();
+            assert!(e.contains(needle), "{text:?}: {e}");
+        }
+        let e = ImpairSpec::parse("lose = 1").unwrap_err();
+        assert!(e.contains("line 1"), "{e}");
+        let e = ImpairSpec::parse_inline("loss").unwrap_err();
+        assert!(e.contains("key=value"), "{e}");
+        let e = ImpairSpec::parse_inline("delay=5parsec").unwrap_err();
+        assert!(e.contains("unknown unit"), "{e}");
+    }
+}
