@@ -97,8 +97,11 @@ pub struct StageState {
     pub too_long: u64,
     /// Frames the kernel dropped before the stage could read them (socket buffer full).
     pub kernel_drops: u64,
-    /// Frames the stage could not send (the error is in the log).
+    /// Frames the stage could not send (the first error is in the log), e.g. while the
+    /// outgoing link is down.
     pub send_errors: u64,
+    /// Times a receiving interface reported that its link went down.
+    pub link_down_events: u64,
     /// Why it stopped, once it has.
     pub stopped: Option<String>,
 }
@@ -233,6 +236,12 @@ pub fn run(
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    // A link set down (a path cut mid-test) is not the end of the stage:
+                    // the kernel reports it once, and frames flow again once it is up.
+                    Err(e) if e.kind() == io::ErrorKind::NetworkDown => {
+                        state.link_down_events += 1;
+                        break;
+                    }
                     Err(e) => return Err(e),
                 };
                 let now = now_ns();
