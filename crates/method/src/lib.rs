@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod blocksize;
+pub mod rfc2544;
 pub mod sweep;
 
 use std::time::Duration;

@@ -166,6 +166,7 @@ pub mod icmp;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
+pub mod linerate;
 pub mod tcp;
 pub mod testhdr;
 pub mod udp;
