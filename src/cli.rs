@@ -13,7 +13,7 @@ use crate::units;
 /// latency percentiles; zero-loss sweeps; block-size sweeps; ping-pong latency.
 ///
 /// Exit codes: 0 success; 1 the test could not run (connection, server refusal,
-/// protocol error); 2 bad command line or input.
+/// protocol error); 2 bad command line or input; 3 the test ran but a verdict failed.
 #[derive(Debug, Parser)]
 #[command(name = "wirebench", version, about, long_about, max_term_width = 100)]
 pub struct Cli {
@@ -40,6 +40,189 @@ pub enum Command {
     Demo(DemoArgs),
     /// Test networks on this machine: network namespaces joined by veth (needs root).
     Lab(LabArgs),
+    /// Generate Ethernet frames of an exact size on an interface (like trafgen/mausezahn):
+    /// prints the achieved rate and whether the generator kept its schedule (needs root).
+    Gen(GenArgs),
+    /// RFC 2544 throughput, latency, frame loss rate and back-to-back per frame size,
+    /// between two interfaces of this host (a tester with two ports; needs root).
+    Rfc2544(Rfc2544Args),
+}
+
+/// How test frames look (shared by `gen` and `rfc2544`). Unset addresses come from the
+/// interfaces: source MAC/IP of the sending interface, destination IP of the receiving
+/// one, destination MAC of the next hop (resolved by the kernel's ARP).
+#[derive(Debug, Args, Clone)]
+pub struct FrameArgs {
+    /// Transport: udp, tcp (crafted segments, no connection) or icmp (echo requests).
+    #[arg(long, value_enum, default_value_t = FrameProto::Udp)]
+    pub proto: FrameProto,
+    /// Destination MAC (default: the next hop toward --dst-ip).
+    #[arg(long, value_parser = mac)]
+    pub dst_mac: Option<[u8; 6]>,
+    /// Source MAC (default: the sending interface's).
+    #[arg(long, value_parser = mac)]
+    pub src_mac: Option<[u8; 6]>,
+    /// Destination IPv4 address (default: the receiving interface's).
+    #[arg(long)]
+    pub dst_ip: Option<std::net::Ipv4Addr>,
+    /// Source IPv4 address (default: the sending interface's).
+    #[arg(long)]
+    pub src_ip: Option<std::net::Ipv4Addr>,
+    /// UDP/TCP source port.
+    #[arg(long, default_value_t = 49184)]
+    pub src_port: u16,
+    /// UDP/TCP destination port.
+    #[arg(long, default_value_t = 7)]
+    pub dst_port: u16,
+    /// 802.1Q VLAN id (adds a tag; 4 bytes of the frame size).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(0..4095))]
+    pub vlan: Option<u16>,
+    /// 802.1Q priority (PCP), with --vlan.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..8))]
+    pub pcp: u8,
+    /// IPv4 DSCP.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..64))]
+    pub dscp: u8,
+    /// Lab whose nodes NODE:IFACE names refer to.
+    #[arg(long, default_value = "lab")]
+    pub lab: String,
+    /// Link speed that percentages of line rate refer to (bit/s, e.g. 1G, 10G).
+    #[arg(long, value_parser = rate, default_value = "1G")]
+    pub line_rate: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FrameProto {
+    Udp,
+    Tcp,
+    Icmp,
+}
+
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Interface to send on: IFACE on this host, or NODE:IFACE of a lab (see --lab).
+    pub iface: String,
+    /// Also receive on this interface (IFACE or NODE:IFACE) and count the frames back.
+    #[arg(long)]
+    pub rx: Option<String>,
+    /// Frame size in bytes, FCS included (64..=9018).
+    #[arg(short, long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(64..=9018))]
+    pub size: u64,
+    /// Rate: frames/s (500kpps), % of --line-rate (50%) or L2 bit/s (100M).
+    #[arg(short, long, value_parser = frame_rate, default_value = "10kpps")]
+    pub rate: crate::units::FrameRate,
+    /// Stop after this many frames.
+    #[arg(short = 'n', long)]
+    pub count: Option<u64>,
+    /// Stop after this many seconds (whichever comes first with --count).
+    #[arg(short = 't', long, value_parser = secs, default_value = "5")]
+    pub time: Duration,
+    #[command(flatten)]
+    pub frame: FrameArgs,
+    /// Print one JSON document.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchArg {
+    /// RFC 9971 MLRsearch (tolerates rare bad trials; re-measures undecided loads).
+    Mlr,
+    /// Classic RFC 2544 bisection.
+    Binary,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Rfc2544Test {
+    Throughput,
+    Latency,
+    Loss,
+    B2b,
+}
+
+#[derive(Debug, Args)]
+pub struct Rfc2544Args {
+    /// Sending port: IFACE or NODE:IFACE of a lab.
+    #[arg(long)]
+    pub tx: String,
+    /// Receiving port: IFACE or NODE:IFACE of a lab.
+    #[arg(long)]
+    pub rx: String,
+    /// Benchmarks to run, in this order.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "throughput,latency,loss,b2b"
+    )]
+    pub tests: Vec<Rfc2544Test>,
+    /// Frame sizes, FCS included (RFC 2544 §9).
+    #[arg(long, value_parser = frame_sizes, default_value = "64,128,256,512,1024,1280,1518")]
+    pub sizes: std::vec::Vec<u64>,
+    /// Seconds per search trial (RFC 2544 §24: searches may use short trials).
+    #[arg(short = 't', long, value_parser = secs, default_value = "2")]
+    pub duration: Duration,
+    /// Seconds of the final verification trial (RFC 2544 §24 asks for 60).
+    #[arg(long, value_parser = secs)]
+    pub final_duration: Option<Duration>,
+    /// Loss tolerated per trial, in percent (0 = RFC 2544 throughput).
+    #[arg(long, value_parser = percent_ratio, default_value = "0")]
+    pub loss_tolerance: f64,
+    /// Throughput search.
+    #[arg(long, value_enum, default_value_t = SearchArg::Mlr)]
+    pub search: SearchArg,
+    /// Search precision, percent of the result.
+    #[arg(long, value_parser = percent_ratio, default_value = "0.5")]
+    pub width: f64,
+    /// Latency trials per frame size (RFC 2544 §26.2 asks for 20).
+    #[arg(long, default_value_t = 3)]
+    pub latency_trials: usize,
+    /// Latency verdict per frame size, e.g. p99.9=300us (repeatable).
+    #[arg(long, value_parser = latency_limit)]
+    pub latency_limit: Vec<(f64, f64)>,
+    /// Frame loss rate step, percent of line rate (RFC 2544 §26.3: at most 10).
+    #[arg(long, default_value_t = 10.0)]
+    pub loss_step: f64,
+    /// Back-to-back repetitions per frame size (RFC 2544 asks for 50).
+    #[arg(long, default_value_t = 5)]
+    pub b2b_trials: usize,
+    /// Longest burst tried, frames (default: 2 s at line rate, RFC 2544 §26.4).
+    #[arg(long)]
+    pub b2b_max_burst: Option<u64>,
+    #[command(flatten)]
+    pub frame: FrameArgs,
+    /// Print one JSON document.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+fn frame_rate(s: &str) -> Result<crate::units::FrameRate, String> {
+    units::frame_rate(s)
+}
+
+fn frame_sizes(s: &str) -> Result<Vec<u64>, String> {
+    units::frame_sizes(s)
+}
+
+fn percent_ratio(s: &str) -> Result<f64, String> {
+    units::percent_ratio(s)
+}
+
+fn latency_limit(s: &str) -> Result<(f64, f64), String> {
+    units::latency_limit(s)
+}
+
+fn mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = s.split([':', '-']).collect();
+    let err = || format!("'{s}' is not a MAC address (e.g. 02:77:62:00:01:02)");
+    if parts.len() != 6 {
+        return Err(err());
+    }
+    let mut m = [0u8; 6];
+    for (i, p) in parts.iter().enumerate() {
+        m[i] = u8::from_str_radix(p, 16).map_err(|_| err())?;
+    }
+    Ok(m)
 }
 
 #[derive(Debug, Args)]

@@ -29,6 +29,11 @@ pub const DEFAULT_UDP_RATE: f64 = 1e6;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// The test ran, but a verdict it was asked to check failed (exit code 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct VerdictFailed(pub String);
+
 fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
 }

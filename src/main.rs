@@ -3,12 +3,13 @@
 //! protocol and rendering live in the `engine`, `control`, `method` and `report` crates.
 //!
 //! Exit codes: 0 success; 1 the test could not run (connection, refusal, protocol);
-//! 2 bad command line or input.
+//! 2 bad command line or input; 3 the test ran but a verdict (e.g. a latency limit) failed.
 #![forbid(unsafe_code)]
 
 mod cli;
 mod commands;
 mod labcmd;
+mod rawcmd;
 mod units;
 
 use std::process::ExitCode;
@@ -35,6 +36,8 @@ fn main() -> ExitCode {
         cli::Command::Sweep(a) => commands::sweep(a),
         cli::Command::Blocksize(a) => commands::blocksize(a),
         cli::Command::Demo(a) => commands::demo(a),
+        cli::Command::Gen(a) => rawcmd::gen(a),
+        cli::Command::Rfc2544(a) => rawcmd::rfc2544(a),
         cli::Command::Lab(a) => match labcmd::lab(a) {
             Ok(code) => return code,
             Err(e) => Err(e),
@@ -46,6 +49,8 @@ fn main() -> ExitCode {
             eprintln!("wirebench: {e:#}");
             if e.downcast_ref::<commands::UsageError>().is_some() {
                 ExitCode::from(2)
+            } else if e.downcast_ref::<commands::VerdictFailed>().is_some() {
+                ExitCode::from(3)
             } else {
                 ExitCode::from(1)
             }

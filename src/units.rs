@@ -52,6 +52,136 @@ pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(v))
 }
 
+/// A frame load as typed: frames/s (`500kpps`, `1.2Mpps`, `1000pps`), a percentage of line
+/// rate (`50%`), or bits/s of Ethernet frames, FCS included (`100M`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FrameRate {
+    /// Frames per second.
+    Pps(f64),
+    /// Percent of line rate.
+    Percent(f64),
+    /// L2 bits per second (frame incl. FCS).
+    L2Bps(f64),
+}
+
+impl FrameRate {
+    /// Frames/s for frames of `len` bytes on a link of `line`.
+    pub fn fps(self, len: u64, line: wire::linerate::LineRate) -> f64 {
+        match self {
+            FrameRate::Pps(p) => p,
+            FrameRate::Percent(p) => line.fps_at_percent(len, p),
+            FrameRate::L2Bps(b) => wire::linerate::LineRate::fps_for_l2_bps(len, b),
+        }
+    }
+}
+
+/// Parses a [`FrameRate`].
+pub fn frame_rate(s: &str) -> Result<FrameRate, String> {
+    let t = s.trim();
+    let err = || {
+        format!(
+            "'{s}' is not a frame rate: use e.g. 500kpps, 50% (of --line-rate) or 100M (L2 bit/s)"
+        )
+    };
+    let r = if let Some(p) = t.strip_suffix('%') {
+        let v: f64 = p.trim().parse().map_err(|_| err())?;
+        if !(v > 0.0 && v <= 100.0) {
+            return Err(format!(
+                "'{s}': a percentage of line rate must be in (0, 100]"
+            ));
+        }
+        FrameRate::Percent(v)
+    } else if let Some(p) = t.strip_suffix("pps") {
+        let (num, mult) = split_suffix(p.trim(), 1000.0).ok_or_else(err)?;
+        let v: f64 = num.parse().map_err(|_| err())?;
+        FrameRate::Pps(v * mult)
+    } else {
+        FrameRate::L2Bps(rate_bps(t).map_err(|_| err())?)
+    };
+    match r {
+        FrameRate::Pps(v) | FrameRate::L2Bps(v) if !(v.is_finite() && v > 0.0) => {
+            Err(format!("'{s}': the rate must be positive"))
+        }
+        r => Ok(r),
+    }
+}
+
+/// Ethernet frame sizes as RFC 2544 counts them (FCS included): 64 up to 9018 (jumbo).
+pub fn frame_sizes(s: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let v: u64 = p
+            .parse()
+            .map_err(|_| format!("'{p}' is not a frame size in bytes (e.g. 64,128,1518)"))?;
+        if !(64..=9018).contains(&v) {
+            return Err(format!(
+                "frame size {v} is out of range: 64..=9018 bytes, FCS included (RFC 2544 §9)"
+            ));
+        }
+        out.push(v);
+    }
+    if out.is_empty() {
+        return Err("no frame sizes given".into());
+    }
+    Ok(out)
+}
+
+/// A percentage as a ratio: `0.001%` or `0.001` (percent either way).
+pub fn percent_ratio(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 0.001%)"))?;
+    if !(0.0..100.0).contains(&v) {
+        return Err(format!("'{s}': must be at least 0 and below 100 %"));
+    }
+    Ok(v / 100.0)
+}
+
+/// A latency verdict threshold `pNN=VALUE` (`p99.9=300us`, `avg=50us`, `max=1ms`), as the
+/// percentile (0..=100; avg = -1) and microseconds.
+pub fn latency_limit(s: &str) -> Result<(f64, f64), String> {
+    let err = || {
+        format!("'{s}' is not a latency limit: use e.g. p99.9=300us, p50=20us, avg=50us, max=1ms")
+    };
+    let (k, v) = s.split_once('=').ok_or_else(err)?;
+    let q = match k.trim() {
+        "avg" => -1.0,
+        "max" => 100.0,
+        "min" => 0.0,
+        p => {
+            let q: f64 = p
+                .strip_prefix('p')
+                .ok_or_else(err)?
+                .parse()
+                .map_err(|_| err())?;
+            if !(0.0..=100.0).contains(&q) {
+                return Err(err());
+            }
+            q
+        }
+    };
+    let v = v.trim();
+    let (num, mult) = if let Some(n) = v.strip_suffix("us") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e3)
+    } else if let Some(n) = v.strip_suffix("ns") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1e6)
+    } else {
+        return Err(err());
+    };
+    let us: f64 = num.trim().parse().map_err(|_| err())?;
+    if !(us.is_finite() && us > 0.0) {
+        return Err(err());
+    }
+    Ok((q, us * mult))
+}
+
 fn split_suffix(t: &str, base: f64) -> Option<(&str, f64)> {
     let last = t.chars().last()?;
     let mult = match last {
@@ -90,6 +220,29 @@ mod test {
         assert!(size_bytes("k").is_err());
         assert_eq!(size_list("1k,2k, 4k").unwrap(), vec![1024, 2048, 4096]);
         assert!(size_list("1k,zz").is_err());
+    }
+
+    #[test]
+    fn frame_units() {
+        assert_eq!(frame_rate("500kpps").unwrap(), FrameRate::Pps(500e3));
+        assert_eq!(frame_rate("1.5Mpps").unwrap(), FrameRate::Pps(1.5e6));
+        assert_eq!(frame_rate("1000pps").unwrap(), FrameRate::Pps(1000.0));
+        assert_eq!(frame_rate("50%").unwrap(), FrameRate::Percent(50.0));
+        assert_eq!(frame_rate("100M").unwrap(), FrameRate::L2Bps(100e6));
+        for bad in ["0pps", "150%", "fast", "0%", "-1M"] {
+            assert!(frame_rate(bad).is_err(), "{bad}");
+        }
+        let line = wire::linerate::LineRate(1_000_000_000);
+        assert!((FrameRate::Percent(100.0).fps(64, line) - 1_488_095.238).abs() < 0.01);
+        assert_eq!(frame_sizes("64, 1518").unwrap(), [64, 1518]);
+        assert!(frame_sizes("63").unwrap_err().contains("64..=9018"));
+        assert!(frame_sizes("").is_err());
+        assert_eq!(percent_ratio("0.001%").unwrap(), 0.00001);
+        assert!(percent_ratio("100").is_err());
+        assert_eq!(latency_limit("p99.9=300us").unwrap(), (99.9, 300.0));
+        assert_eq!(latency_limit("avg=1ms").unwrap(), (-1.0, 1000.0));
+        assert!(latency_limit("p99=fast").is_err());
+        assert!(latency_limit("q5=1us").is_err());
     }
 
     #[test]

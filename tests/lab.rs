@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use crate::util::*;
 
 /// Skips (with the reason printed) unless this process can create network namespaces.
-fn root_or_skip(test: &str) -> bool {
+pub(crate) fn root_or_skip(test: &str) -> bool {
     let root = lab::cmd::is_root();
     if !root {
         eprintln!("SKIPPED {test}: needs root to create network namespaces");
@@ -15,14 +15,14 @@ fn root_or_skip(test: &str) -> bool {
 }
 
 /// A lab that is removed on drop.
-struct LabGuard(String);
+pub(crate) struct LabGuard(pub(crate) String);
 
 impl LabGuard {
-    fn up(topology: &str, tag: &str) -> Self {
+    pub(crate) fn up(topology: &str, tag: &str) -> Self {
         Self::up_with(topology, tag, &[])
     }
 
-    fn up_with(topology: &str, tag: &str, extra: &[&str]) -> Self {
+    pub(crate) fn up_with(topology: &str, tag: &str, extra: &[&str]) -> Self {
         let name = format!("{tag}{:x}", std::process::id() & 0xfff);
         let mut args = vec!["lab", "up", topology, "--name", &name];
         args.extend(extra);

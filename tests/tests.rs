@@ -8,4 +8,5 @@ mod cli;
 mod client;
 mod lab;
 mod methods;
+mod raw;
 mod server;

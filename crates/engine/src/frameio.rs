@@ -1,13 +1,21 @@
-//! Whole Ethernet frames in and out of an interface: an `AF_PACKET` raw socket with
-//! batched receive (`recvmmsg`) and send (`sendmmsg`).
+//! Whole Ethernet frames in and out of an interface, behind two small traits so that the
+//! generator and the receiver do not care which kernel interface moves the frames:
 //!
-//! This is the plain `send`/`recv` backend; the lab's impairment stage forwards frames
-//! with it. It does not build or parse frames (that is `wire`), and has no rings yet.
+//! - [`FrameTx`] / [`FrameRx`]: send a batch of frames built in place; receive frames with
+//!   their kernel receive timestamp.
+//! - `packet` backends: an `AF_PACKET` raw socket with `sendmmsg` / `recvmmsg` batches.
+//! - `ring` backends ([`crate::ring`]): `PACKET_MMAP` TX ring (TPACKET_V2) and RX ring
+//!   (TPACKET_V3).
+//!
+//! [`Endpoint`] names an interface, optionally inside a network namespace (a lab node), and
+//! opens sockets there. This module does not build or parse frames (that is `wire`).
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
 
-use crate::sys;
+use crate::clock::UnixNanos;
+use crate::sys::{self, RecvBatch, SendBatch};
 
 /// An `AF_PACKET` socket bound to one interface, seeing every frame that arrives on it
 /// (every EtherType), but not the frames this host sends out of it.
@@ -26,9 +34,14 @@ impl PacketSocket {
     /// # Errors
     /// The interface does not exist, or the caller lacks `CAP_NET_RAW`.
     pub fn open(name: &str, promisc: bool) -> io::Result<Self> {
+        Self::open_for(name, promisc, libc::ETH_P_ALL as u16)
+    }
+
+    /// As [`open`](Self::open) for one EtherType; 0 gives a send-only socket.
+    pub fn open_for(name: &str, promisc: bool, protocol: u16) -> io::Result<Self> {
         let index = sys::interface_index(name)
             .map_err(|e| io::Error::new(e.kind(), format!("interface {name}: {e}")))?;
-        let fd = sys::packet_socket(index, promisc)
+        let fd = sys::packet_socket_for(index, promisc, protocol)
             .map_err(|e| io::Error::new(e.kind(), format!("AF_PACKET on {name}: {e}")))?;
         Ok(Self {
             fd,
@@ -51,5 +64,202 @@ impl PacketSocket {
 impl AsRawFd for PacketSocket {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+/// An interface, on this host or inside a named network namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Network namespace name (`/run/netns/NAME`), `None` for the caller's own.
+    pub netns: Option<String>,
+    /// Interface name.
+    pub iface: String,
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.netns {
+            Some(ns) => write!(f, "{} in netns {ns}", self.iface),
+            None => f.write_str(&self.iface),
+        }
+    }
+}
+
+impl Endpoint {
+    /// Runs `f` on a thread that has entered this endpoint's namespace, so the sockets it
+    /// opens live there (setns affects only that thread, which ends right after).
+    pub fn within<T: Send>(&self, f: impl FnOnce() -> io::Result<T> + Send) -> io::Result<T> {
+        let Some(ns) = &self.netns else { return f() };
+        let path = format!("/run/netns/{ns}");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let file = std::fs::File::open(&path)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+                sys::enter_netns(&file)?;
+                f()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("namespace thread panicked")))
+        })
+    }
+}
+
+/// Sends whole frames.
+pub trait FrameTx: Send {
+    /// The backend's name, recorded in results (`af_packet`, `af_packet_tx_ring`, ...).
+    fn name(&self) -> &'static str;
+    /// Largest batch one call takes.
+    fn batch_max(&self) -> usize;
+    /// Builds `n` frames of `len` bytes (no FCS) with `fill(i, frame)` and hands them to
+    /// the kernel; returns how many it took (frames it did not take are not sent).
+    fn send_frames(
+        &mut self,
+        n: usize,
+        len: usize,
+        fill: &mut dyn FnMut(usize, &mut [u8]),
+    ) -> io::Result<usize>;
+    /// Waits until every queued frame has left (ring backends queue).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Receives whole frames.
+pub trait FrameRx: Send {
+    /// The backend's name.
+    fn name(&self) -> &'static str;
+    /// Waits up to `timeout` for frames and hands each to `on_frame(frame, rx_stamp)`;
+    /// returns how many.
+    fn recv_frames(
+        &mut self,
+        timeout: Duration,
+        on_frame: &mut dyn FnMut(&[u8], Option<UnixNanos>),
+    ) -> io::Result<usize>;
+    /// Frames the kernel dropped for lack of room since the last call.
+    fn take_drops(&mut self) -> u64;
+}
+
+/// Largest frame the packet backends carry (jumbo 9000 MTU and headers).
+pub const MAX_FRAME: usize = 9216;
+const BATCH: usize = 64;
+
+/// `AF_PACKET` send with `sendmmsg` batches, qdisc bypassed.
+pub struct PacketTx {
+    sock: PacketSocket,
+    batch: SendBatch,
+}
+
+impl PacketTx {
+    /// A send-only socket on `ep`.
+    pub fn open(ep: &Endpoint) -> io::Result<Self> {
+        let sock = ep.within(|| PacketSocket::open_for(&ep.iface, false, 0))?;
+        // Fewer copies of each frame; not fatal where unsupported.
+        let _ = sys::packet_qdisc_bypass(&sock);
+        // A sent frame stays charged to this socket while a device under test on the same
+        // host queues it; a small send buffer would let that queue push back on the
+        // generator, which a tester's port never feels.
+        let _ = sys::force_buffer_size(&sock, false, 64 << 20);
+        Ok(Self {
+            sock,
+            batch: SendBatch::new(BATCH, MAX_FRAME),
+        })
+    }
+}
+
+impl FrameTx for PacketTx {
+    fn name(&self) -> &'static str {
+        "af_packet"
+    }
+
+    fn batch_max(&self) -> usize {
+        BATCH
+    }
+
+    fn send_frames(
+        &mut self,
+        n: usize,
+        len: usize,
+        fill: &mut dyn FnMut(usize, &mut [u8]),
+    ) -> io::Result<usize> {
+        let n = n.min(BATCH);
+        let len = len.min(MAX_FRAME);
+        for i in 0..n {
+            fill(i, self.batch.slot_mut(i, len));
+        }
+        let mut sent = 0;
+        while sent < n {
+            match self.batch.send_from(&self.sock, sent, n, false) {
+                Ok(0) => break,
+                Ok(k) => sent += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if sent > 0 && e.raw_os_error() == Some(libc::ENOBUFS) => break,
+                Err(e) => return if sent > 0 { Ok(sent) } else { Err(e) },
+            }
+        }
+        Ok(sent)
+    }
+}
+
+/// `AF_PACKET` receive with `recvmmsg` batches and kernel software receive timestamps.
+pub struct PacketRx {
+    sock: PacketSocket,
+    batch: RecvBatch,
+    drops: u64,
+}
+
+impl PacketRx {
+    /// A receiving socket on `ep` (every EtherType, frames to other MACs too).
+    pub fn open(ep: &Endpoint) -> io::Result<Self> {
+        let sock = ep.within(|| PacketSocket::open(&ep.iface, true))?;
+        let _ = sock.set_receive_buffer(32 << 20);
+        let _ = sys::enable_rx_timestamps(&sock);
+        // Start from an empty statistics counter.
+        let _ = sock.take_statistics();
+        Ok(Self {
+            sock,
+            batch: RecvBatch::new(BATCH, MAX_FRAME),
+            drops: 0,
+        })
+    }
+}
+
+impl FrameRx for PacketRx {
+    fn name(&self) -> &'static str {
+        "af_packet"
+    }
+
+    fn recv_frames(
+        &mut self,
+        timeout: Duration,
+        on_frame: &mut dyn FnMut(&[u8], Option<UnixNanos>),
+    ) -> io::Result<usize> {
+        let n = match self.batch.recv(&self.sock, true) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if sys::wait_readable(&[self.sock.as_raw_fd()], timeout)? == 0 {
+                    return Ok(0);
+                }
+                match self.batch.recv(&self.sock, true) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        for i in 0..n {
+            if let Some((data, ts)) = self.batch.get(i) {
+                on_frame(data, ts);
+            }
+        }
+        Ok(n)
+    }
+
+    fn take_drops(&mut self) -> u64 {
+        if let Ok((_, d)) = self.sock.take_statistics() {
+            self.drops += u64::from(d);
+        }
+        std::mem::take(&mut self.drops)
     }
 }

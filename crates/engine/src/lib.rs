@@ -23,6 +23,7 @@ pub mod env;
 pub mod frameio;
 pub mod live;
 pub mod pacing;
+pub mod raw;
 pub mod results;
 pub mod spec;
 pub mod stats;

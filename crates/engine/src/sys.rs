@@ -380,8 +380,18 @@ impl SendBatch {
 /// Linux 4.20) and, with `promisc`, the interface in promiscuous mode for as long as the
 /// socket lives (`PACKET_ADD_MEMBERSHIP`/`PACKET_MR_PROMISC`, packet(7)).
 pub fn packet_socket(ifindex: u32, promisc: bool) -> io::Result<std::os::fd::OwnedFd> {
+    packet_socket_for(ifindex, promisc, libc::ETH_P_ALL as u16)
+}
+
+/// As [`packet_socket`], for frames of EtherType `protocol` only; protocol 0 receives
+/// nothing (a send-only socket, which costs the receive path nothing).
+pub fn packet_socket_for(
+    ifindex: u32,
+    promisc: bool,
+    protocol: u16,
+) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
-    let proto = (libc::ETH_P_ALL as u16).to_be();
+    let proto = protocol.to_be();
     // SAFETY: plain syscall; the returned descriptor is checked before it is owned.
     let fd = cvt(unsafe {
         libc::socket(
@@ -423,6 +433,24 @@ pub fn packet_socket(ifindex: u32, promisc: bool) -> io::Result<std::os::fd::Own
         })?;
     }
     Ok(owned)
+}
+
+/// Moves the calling thread into the network namespace behind `ns` (a `/run/netns/NAME`
+/// file), `setns(2)`. Sockets the thread opens afterwards belong to that namespace and
+/// stay in it; other threads are not affected.
+pub fn enter_netns(ns: &impl AsRawFd) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor the caller keeps open for the call.
+    cvt(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) }).map(drop)
+}
+
+/// `PACKET_QDISC_BYPASS`: frames sent on this socket skip the interface's qdisc.
+pub fn packet_qdisc_bypass(sock: &impl AsRawFd) -> io::Result<()> {
+    setsockopt_int(
+        sock.as_raw_fd(),
+        libc::SOL_PACKET,
+        libc::PACKET_QDISC_BYPASS,
+        1,
+    )
 }
 
 /// The index of interface `name` in this network namespace (`if_nametoindex(3)`).

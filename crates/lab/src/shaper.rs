@@ -10,6 +10,7 @@
 //! rate = "10M"         # bits/s, k/M/G suffixes
 //! ceil = "10M"         # optional, default = rate
 //! burst = "15k"        # bytes, optional
+//! limit = 100          # queue length in packets, optional (default: txqueuelen)
 //!
 //! [default]            # unmatched traffic; optional, default 10G
 //! rate = "1G"
@@ -62,6 +63,9 @@ pub struct ClassSpec {
     pub ceil: Option<String>,
     /// Burst, bytes.
     pub burst: Option<String>,
+    /// Queue length of the class, packets (a `pfifo` leaf; default: the interface's
+    /// txqueuelen, 1000 on veth). A router's queue is often far shorter.
+    pub limit: Option<u32>,
 }
 
 /// The class for unmatched traffic.
@@ -203,6 +207,19 @@ impl ShaperSpec {
                 .max(rate);
             let burst = c.burst.as_deref().and_then(|x| si(x, 1024.0, "burst").ok());
             out.push(class(format!("1:{}", 10 + i), rate, ceil, burst));
+            if let Some(limit) = c.limit {
+                out.push(tc(vec![
+                    s("qdisc"),
+                    s("add"),
+                    s("dev"),
+                    s(dev),
+                    s("parent"),
+                    format!("1:{}", 10 + i),
+                    s("pfifo"),
+                    s("limit"),
+                    limit.max(1).to_string(),
+                ]));
+            }
         }
         let def = self
             .default
@@ -363,6 +380,19 @@ burst = "15k"
         assert_eq!(lines[4], "tc -n wb-x-dut filter add dev eth1 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff flowid 1:10");
         assert_eq!(lines[5], "tc -n wb-x-dut filter add dev eth1 parent 1: protocol ip prio 2 u32 match ip protocol 6 0xff match ip tos 0x28 0xfc match ip dport 5001 0xffff flowid 1:11");
         assert_eq!(lines.len(), 7, "one filter per port");
+        let short = ShaperSpec::parse(
+            "[[class]]\nname = \"u\"\nprotocol = \"udp\"\nrate = \"100M\"\nlimit = 50\n",
+        )
+        .unwrap();
+        let lines: Vec<String> = short
+            .commands("n", "eth1")
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(
+            lines[2],
+            "tc -n n qdisc add dev eth1 parent 1:10 pfifo limit 50"
+        );
     }
 
     #[test]

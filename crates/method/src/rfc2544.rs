@@ -14,8 +14,10 @@
 
 use std::time::Duration;
 
+pub use engine::results::rfc2544::{
+    BackToBack, LatencyResult, LossRow, Search, ThroughputResult, TrialLog,
+};
 use engine::stats::histogram::LatencyHistogram;
-use serde::Serialize;
 use wire::linerate::LineRate;
 
 /// What one trial offers.
@@ -84,33 +86,6 @@ pub trait FrameTrial {
     fn run(&mut self, req: &FrameTrialRequest) -> Result<FrameTrialResult, Self::Error>;
 }
 
-/// One line of the trial log.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TrialLog {
-    /// Which benchmark and step: `throughput`, `verify`, `latency`, `loss`, `b2b`.
-    pub purpose: String,
-    /// Frame size.
-    pub frame_len: u64,
-    /// Asked load, frames/s (a burst: its length in frames).
-    pub load: f64,
-    /// `rate` or `burst`.
-    pub kind: &'static str,
-    /// Trial duration, s (0 for a burst).
-    pub duration_s: f64,
-    /// Frames sent.
-    pub sent: u64,
-    /// Frames received.
-    pub received: u64,
-    /// Duplicates received.
-    pub duplicates: u64,
-    /// Loss ratio.
-    pub loss_ratio: f64,
-    /// Load offered, frames/s.
-    pub offered_fps: f64,
-    /// The generator fell behind.
-    pub generator_limited: bool,
-}
-
 fn log_line(purpose: &str, req: &FrameTrialRequest, r: &FrameTrialResult) -> TrialLog {
     let (load, kind, duration_s) = match req.load {
         FrameLoad::Rate { fps, duration } => (fps, "rate", duration.as_secs_f64()),
@@ -120,7 +95,7 @@ fn log_line(purpose: &str, req: &FrameTrialRequest, r: &FrameTrialResult) -> Tri
         purpose: purpose.to_owned(),
         frame_len: req.frame_len,
         load,
-        kind,
+        kind: kind.to_owned(),
         duration_s,
         sent: r.sent,
         received: r.received,
@@ -145,16 +120,6 @@ impl<T: FrameTrial> Runner<'_, T> {
         self.log.push(log_line(purpose, &req, &r));
         Ok(r)
     }
-}
-
-/// The throughput search algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Search {
-    /// Classic bisection between a loss-free and a lossy load, one trial per load.
-    Binary,
-    /// RFC 9971 MLRsearch: loads classified from all their trials with an exceed ratio.
-    Mlr,
 }
 
 /// Settings of a throughput search.
@@ -198,30 +163,6 @@ impl Default for SearchConfig {
             max_trials: 60,
         }
     }
-}
-
-/// The result of a throughput search for one frame size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ThroughputResult {
-    /// Frame size.
-    pub frame_len: u64,
-    /// Which search.
-    pub search: Search,
-    /// Highest load that met the loss goal (the relevant lower bound), frames/s; `None`
-    /// when even the minimum load failed.
-    pub fps: Option<f64>,
-    /// Lowest load that failed (the relevant upper bound), frames/s; `None` if none did.
-    pub upper_fps: Option<f64>,
-    /// MLRsearch conditional throughput: forwarding rate at the lower bound.
-    pub conditional_fps: Option<f64>,
-    /// Theoretical maximum at the line rate.
-    pub max_fps: f64,
-    /// The maximum load searched was capped at what the generator reached.
-    pub generator_cap_fps: Option<f64>,
-    /// Why the result is irregular, if it is.
-    pub irregular: Option<String>,
-    /// Trials spent.
-    pub trials: usize,
 }
 
 fn rate_req(len: u64, fps: f64, duration: Duration) -> FrameTrialRequest {
@@ -497,23 +438,6 @@ pub fn throughput<T: FrameTrial>(
     }
 }
 
-/// One row of the frame loss rate benchmark.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LossRow {
-    /// Frame size.
-    pub frame_len: u64,
-    /// Offered load in % of line rate.
-    pub percent: f64,
-    /// Offered load, frames/s.
-    pub fps: f64,
-    /// Frames sent.
-    pub sent: u64,
-    /// Frames received.
-    pub received: u64,
-    /// `(sent − received) · 100 / sent`.
-    pub loss_percent: f64,
-}
-
 /// RFC 2544 §26.3: from 100 % of line rate down in `step_percent` steps until two
 /// successive trials without loss.
 pub fn frame_loss_rate<T: FrameTrial>(
@@ -548,27 +472,11 @@ pub fn frame_loss_rate<T: FrameTrial>(
             sent: r.sent,
             received: r.received,
             loss_percent: r.loss_ratio() * 100.0,
+            generator_limited: r.generator_limited,
         });
         pct -= step;
     }
     Ok(rows)
-}
-
-/// The back-to-back result for one frame size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BackToBack {
-    /// Frame size.
-    pub frame_len: u64,
-    /// Longest zero-loss burst of each repetition, frames.
-    pub bursts: Vec<u64>,
-    /// Their mean.
-    pub mean: Option<f64>,
-    /// Their standard deviation.
-    pub std_dev: Option<f64>,
-    /// RFC 9004 implied buffer time: mean burst / max frame rate, µs.
-    pub buffer_time_us: Option<f64>,
-    /// Why there is no figure (e.g. the device forwards at line rate, RFC 9004).
-    pub note: Option<String>,
 }
 
 /// RFC 2544 §26.4 / RFC 9004: the longest burst at line rate forwarded without loss,
@@ -648,21 +556,6 @@ pub fn back_to_back<T: FrameTrial>(
     out.std_dev = Some(var.sqrt());
     out.buffer_time_us = Some(mean / max_fps * 1e6);
     Ok(out)
-}
-
-/// The latency result for one frame size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LatencyResult {
-    /// Frame size.
-    pub frame_len: u64,
-    /// Load the latency was measured at, frames/s.
-    pub fps: f64,
-    /// Trials run.
-    pub trials: usize,
-    /// Percentiles over all tagged frames of all trials.
-    pub summary: Option<engine::stats::histogram::LatencySummary>,
-    /// The merged histogram (base64 HdrHistogram V2, deflated).
-    pub histogram: Option<String>,
 }
 
 /// RFC 2544 §26.2 at the throughput rate: `trials` trials of `duration`, every frame

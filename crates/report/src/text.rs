@@ -361,10 +361,244 @@ pub fn latency(rows: &[LatencyRow]) -> String {
     out
 }
 
+/// The RFC 2544 tables of the FRER report: throughput (frame size, theoretical, measured,
+/// efficiency, frames/s), latency (average, p99, p99.9, verdict), frame loss rate and
+/// back-to-back, then the facts. Figures derived from a measurement (Mbit/s, % of line
+/// rate) are arithmetic on the measured frame rate and the frame size.
+pub fn rfc2544(r: &RunResult) -> String {
+    use wire::linerate::LineRate;
+    let Some(t) = &r.rfc2544 else {
+        return facts(r);
+    };
+    let line = LineRate(t.line_rate_bps);
+    let mut out = String::new();
+    if !t.throughput.is_empty() {
+        out.push_str(&format!(
+            "throughput (RFC 2544 §26.1, {} line rate; Mbit/s of frames incl. FCS)\n",
+            bps(t.line_rate_bps as f64)
+        ));
+        let rows: Vec<Vec<String>> = t
+            .throughput
+            .iter()
+            .map(|x| {
+                let theo = LineRate::rates_at(x.frame_len, x.max_fps);
+                let meas = x.fps.map(|f| LineRate::rates_at(x.frame_len, f));
+                let mut note = Vec::new();
+                if let Some(c) = x.generator_cap_fps {
+                    note.push(format!("generator limited at {c:.0} fps"));
+                }
+                if let Some(i) = &x.irregular {
+                    note.push(i.clone());
+                }
+                vec![
+                    x.frame_len.to_string(),
+                    format!("{:.2}", theo.l2_bps / 1e6),
+                    opt(meas, |m| format!("{:.2}", m.l2_bps / 1e6)),
+                    opt(x.fps, |f| {
+                        format!("{:.2} %", line.percent_of(x.frame_len, f))
+                    }),
+                    opt(x.fps, |f| format!("{f:.0}")),
+                    format!("{:?}", x.search).to_lowercase(),
+                    x.trials.to_string(),
+                    note.join("; "),
+                ]
+            })
+            .collect();
+        out.push_str(&render(
+            &[
+                ("frame", R),
+                ("theoretical Mbit/s", R),
+                ("measured Mbit/s", R),
+                ("efficiency", R),
+                ("frames/s", R),
+                ("search", L),
+                ("trials", R),
+                ("note", L),
+            ],
+            &rows,
+        ));
+    }
+    if !t.latency.is_empty() {
+        out.push_str("\nlatency (RFC 2544 §26.2 at the throughput rate, every frame tagged; us)\n");
+        let rows: Vec<Vec<String>> = t
+            .latency
+            .iter()
+            .map(|l| {
+                let s = l.summary.as_ref();
+                let verdicts: Vec<&str> = r
+                    .verdicts
+                    .iter()
+                    .filter(|v| v.name.ends_with(&format!(" at {} bytes", l.frame_len)))
+                    .map(|v| if v.passed { "pass" } else { "FAIL" })
+                    .collect();
+                vec![
+                    l.frame_len.to_string(),
+                    format!("{:.0}", l.fps),
+                    opt(s, |s| s.count.to_string()),
+                    opt(s, |s| us(s.avg_us)),
+                    opt(s, |s| us(s.min_us)),
+                    opt(s, |s| us(s.p50_us)),
+                    opt(s, |s| us(s.p99_us)),
+                    opt(s, |s| us(s.p999_us)),
+                    opt(s, |s| us(s.max_us)),
+                    if verdicts.is_empty() {
+                        "-".into()
+                    } else if verdicts.contains(&"FAIL") {
+                        "FAIL".into()
+                    } else {
+                        "pass".into()
+                    },
+                ]
+            })
+            .collect();
+        out.push_str(&render(
+            &[
+                ("frame", R),
+                ("frames/s", R),
+                ("samples", R),
+                ("average", R),
+                ("min", R),
+                ("p50", R),
+                ("p99", R),
+                ("p99.9", R),
+                ("max", R),
+                ("verdict", L),
+            ],
+            &rows,
+        ));
+    }
+    if !t.loss.is_empty() {
+        out.push_str("\nframe loss rate (RFC 2544 §26.3)\n");
+        let rows: Vec<Vec<String>> = t
+            .loss
+            .iter()
+            .map(|l| {
+                vec![
+                    l.frame_len.to_string(),
+                    format!("{:.0} %", l.percent),
+                    if l.generator_limited {
+                        format!("{:.0} (generator limited)", l.fps)
+                    } else {
+                        format!("{:.0}", l.fps)
+                    },
+                    l.sent.to_string(),
+                    l.received.to_string(),
+                    format!("{:.4} %", l.loss_percent),
+                ]
+            })
+            .collect();
+        out.push_str(&render(
+            &[
+                ("frame", R),
+                ("load", R),
+                ("offered fps", R),
+                ("sent", R),
+                ("received", R),
+                ("loss", R),
+            ],
+            &rows,
+        ));
+    }
+    if !t.b2b.is_empty() {
+        out.push_str("\nback-to-back (RFC 2544 §26.4, RFC 9004)\n");
+        let rows: Vec<Vec<String>> = t
+            .b2b
+            .iter()
+            .map(|b| {
+                vec![
+                    b.frame_len.to_string(),
+                    b.bursts.len().to_string(),
+                    opt(b.mean, |m| format!("{m:.0}")),
+                    opt(b.std_dev, |m| format!("{m:.1}")),
+                    opt(b.buffer_time_us, us),
+                    b.note.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        out.push_str(&render(
+            &[
+                ("frame", R),
+                ("trials", R),
+                ("mean burst", R),
+                ("std dev", R),
+                ("buffer us", R),
+                ("note", L),
+            ],
+            &rows,
+        ));
+    }
+    for v in &r.verdicts {
+        out.push_str(&format!(
+            "{}: {} ({})\n",
+            v.name,
+            if v.passed { "pass" } else { "FAIL" },
+            v.detail
+        ));
+    }
+    out.push_str(&format!("trials run: {}\n", t.trials.len()));
+    out.push_str(&facts(r));
+    out
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
-    use engine::results::{SweepRow, SweepStatus};
+    use engine::results::rfc2544::{BackToBack, LossRow, Rfc2544Report, Search, ThroughputResult};
+    use engine::results::{SweepRow, SweepStatus, Verdict};
+
+    #[test]
+    fn rfc2544_tables_show_theoretical_measured_and_efficiency() {
+        let mut r = RunResult::new("rfc2544", serde_json::json!({}));
+        r.rfc2544 = Some(Rfc2544Report {
+            line_rate_bps: 1_000_000_000,
+            throughput: vec![ThroughputResult {
+                frame_len: 1518,
+                search: Search::Mlr,
+                fps: Some(40_637.191),
+                upper_fps: Some(40_800.0),
+                conditional_fps: Some(40_637.191),
+                max_fps: 81_274.382,
+                generator_cap_fps: None,
+                irregular: None,
+                trials: 7,
+            }],
+            loss: vec![LossRow {
+                frame_len: 1518,
+                percent: 100.0,
+                fps: 60_000.0,
+                sent: 60_000,
+                received: 40_000,
+                loss_percent: 33.3333,
+                generator_limited: true,
+            }],
+            b2b: vec![BackToBack {
+                frame_len: 1518,
+                bursts: vec![],
+                mean: None,
+                std_dev: None,
+                buffer_time_us: None,
+                note: Some("throughput is line rate".into()),
+            }],
+            ..Default::default()
+        });
+        r.verdicts.push(Verdict {
+            name: "latency p99.9 at 1518 bytes".into(),
+            passed: false,
+            detail: "400 us".into(),
+        });
+        let t = rfc2544(&r);
+        // Half of line rate: 493.50 of 987.00 Mbit/s of frames incl. FCS, 50.00 %.
+        let row = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("1518"))
+            .unwrap();
+        for cell in ["987.00", "493.50", "50.00 %", "40637", "mlr", "7"] {
+            assert!(row.contains(cell), "{cell} in {row}");
+        }
+        assert!(t.contains("60000 (generator limited)"), "{t}");
+        assert!(t.contains("throughput is line rate"), "{t}");
+        assert!(t.contains("latency p99.9 at 1518 bytes: FAIL"), "{t}");
+    }
 
     #[test]
     fn sweep_table_is_stable() {

@@ -1,0 +1,332 @@
+//! Raw-frame trials: a paced generator of whole Ethernet frames and a receiver that counts
+//! them by test header, over any [`FrameTx`] / [`FrameRx`] backend.
+//!
+//! Each frame is a copy of one template built by [`wire::frame::FrameSpec::build`] with its
+//! sequence number and transmit time patched in (checksum updated incrementally). The
+//! generator follows an absolute schedule (frame n at t0 + n/rate) and reports how far it
+//! fell behind; a burst is sent as fast as the backend takes frames. The receiver runs on
+//! its own thread until the generator is done and the drain time has passed, and counts
+//! only frames of this test and stream: received, duplicates, reordered, late, latency
+//! (kernel receive stamp − transmit stamp; one host, one clock).
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use wire::frame::{FrameLayout, FrameSpec};
+use wire::testhdr::{TestFlags, TestHeaderRepr};
+
+use crate::clock::{Clock, RealClock, UnixNanos};
+use crate::frameio::{FrameRx, FrameTx};
+use crate::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use crate::stats::histogram::LatencyHistogram;
+use crate::stats::seq::SeqTracker;
+use crate::sys;
+
+/// The longest the receiver waits for residual frames after the generator finished.
+pub const MAX_DRAIN: Duration = Duration::from_secs(2);
+
+/// What to send.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RawLoad {
+    /// `pps` frames per second for `duration` (or until `count` frames, if given).
+    Rate {
+        /// Frames per second.
+        pps: f64,
+        /// How long at most.
+        duration: Duration,
+        /// How many frames at most.
+        count: Option<u64>,
+    },
+    /// `frames` frames back to back, as fast as the backend takes them; `target_pps` is the
+    /// line rate the burst should reach (to tell whether the generator kept up).
+    Burst {
+        /// Burst length.
+        frames: u64,
+        /// Line rate for this frame size, frames/s.
+        target_pps: f64,
+    },
+}
+
+/// One trial.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RawTrialSpec {
+    /// Headers of every frame.
+    pub frame: FrameSpec,
+    /// Frame size with FCS (RFC 2544).
+    pub frame_len: usize,
+    /// Test id in the test header (frames of other tests are ignored).
+    pub test_id: u16,
+    /// Stream id.
+    pub stream_id: u8,
+    /// The load.
+    pub load: RawLoad,
+    /// After the last frame left, the receiver stops once every frame is counted, or once
+    /// none of this trial arrived for this long, and at the latest after
+    /// [`MAX_DRAIN`] (RFC 2544 §23 waits 2 s for residual frames).
+    pub drain: Duration,
+}
+
+/// What a trial measured.
+#[derive(Debug, Clone, Default)]
+pub struct RawTrialReport {
+    /// Frames the backend took.
+    pub sent: u64,
+    /// Distinct frames of the trial received.
+    pub received: u64,
+    /// Extra copies.
+    pub duplicates: u64,
+    /// Frames that arrived after a later one.
+    pub reordered: u64,
+    /// Frames older than the sequence window.
+    pub late: u64,
+    /// Other frames the receiver saw (not of this test and stream).
+    pub foreign: u64,
+    /// Frames the receive socket's kernel buffer dropped.
+    pub rx_drops: u64,
+    /// From the first to the last frame sent.
+    pub elapsed: Duration,
+    /// Frames/s actually offered.
+    pub offered_pps: f64,
+    /// The generator fell behind its schedule (or a burst fell short of line rate).
+    pub generator_limited: bool,
+    /// Share of the schedule the generator was behind at the end.
+    pub behind_ratio: f64,
+    /// Lateness of frames against their schedule.
+    pub pacing_error: Option<crate::stats::histogram::LatencySummary>,
+    /// Transmit-to-receive latency of received frames (kernel receive stamps).
+    pub latency: LatencyHistogram,
+    /// Send errors (the backend refused a batch).
+    pub send_errors: u64,
+    /// The generator thread's CPU time.
+    pub tx_cpu: Duration,
+}
+
+/// Runs a trial: a receiver thread on `rx` (if any) and the generator on `tx`.
+///
+/// # Errors
+/// The template does not build, or a backend fails outright.
+pub fn run_trial(
+    tx: &mut dyn FrameTx,
+    rx: Option<&mut dyn FrameRx>,
+    spec: &RawTrialSpec,
+    stop: &AtomicBool,
+) -> io::Result<RawTrialReport> {
+    let hdr = TestHeaderRepr {
+        flags: TestFlags::empty(),
+        test_id: spec.test_id,
+        stream_id: spec.stream_id,
+        seq: 0,
+        tx_ns: 0,
+    };
+    let mut template = vec![0u8; spec.frame_len];
+    let len = spec
+        .frame
+        .build(spec.frame_len, &hdr, &mut template)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("frame: {e}")))?;
+    template.truncate(len);
+    let layout = spec
+        .frame
+        .layout(spec.frame_len)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("frame: {e}")))?;
+    let sending_done = AtomicBool::new(false);
+    let sent_total = AtomicU64::new(u64::MAX);
+    let clock = RealClock::new();
+    std::thread::scope(|s| {
+        let receiver = rx.map(|rx| {
+            let done = &sending_done;
+            let total = &sent_total;
+            let clock = &clock;
+            s.spawn(move || receive(rx, spec, done, total, stop, clock))
+        });
+        let sent = generate(tx, spec, &template, &layout, stop, &clock);
+        if let Ok(r) = &sent {
+            sent_total.store(r.sent, Ordering::Release);
+        }
+        sending_done.store(true, Ordering::Release);
+        let mut report = sent?;
+        if let Some(h) = receiver {
+            let r = h
+                .join()
+                .map_err(|_| io::Error::other("receiver thread panicked"))??;
+            report.received = r.received;
+            report.duplicates = r.duplicates;
+            report.reordered = r.reordered;
+            report.late = r.late;
+            report.foreign = r.foreign;
+            report.rx_drops = r.rx_drops;
+            report.latency = r.latency;
+        }
+        Ok(report)
+    })
+}
+
+fn generate(
+    tx: &mut dyn FrameTx,
+    spec: &RawTrialSpec,
+    template: &[u8],
+    layout: &FrameLayout,
+    stop: &AtomicBool,
+    clock: &RealClock,
+) -> io::Result<RawTrialReport> {
+    sys::set_timer_slack_1ns();
+    let batch_max = tx.batch_max();
+    let (schedule, total, duration, target) = match spec.load {
+        RawLoad::Rate {
+            pps,
+            duration,
+            count,
+        } => (Schedule::per_second(pps), count, duration, Some(pps)),
+        RawLoad::Burst { frames, .. } => (
+            Schedule::unlimited(),
+            Some(frames),
+            Duration::from_secs(3600),
+            None,
+        ),
+    };
+    let mut pacer = Pacer::new(schedule, batch_max, total);
+    let mut report = RawTrialReport::default();
+    let mut seq: u64 = 0;
+    let len = template.len();
+    let t0 = clock.mono();
+    let mut first_send: Option<Duration> = None;
+    let mut last_send = Duration::ZERO;
+    let mut elapsed = Duration::ZERO;
+    while !stop.load(Ordering::Relaxed) {
+        elapsed = clock.mono().saturating_sub(t0);
+        if elapsed >= duration {
+            break;
+        }
+        match pacer.poll(elapsed) {
+            PaceAction::Send(k) => {
+                let now = clock.wall().0;
+                let base = seq;
+                let mut fill = |i: usize, buf: &mut [u8]| {
+                    buf.copy_from_slice(template);
+                    layout.write_seq_ts(buf, base + i as u64, now);
+                };
+                match tx.send_frames(k, len, &mut fill) {
+                    Ok(0) | Err(_) => {
+                        report.send_errors += 1;
+                        std::thread::yield_now();
+                    }
+                    Ok(n) => {
+                        first_send.get_or_insert(elapsed);
+                        last_send = elapsed;
+                        pacer.sent(n, elapsed);
+                        seq += n as u64;
+                    }
+                }
+            }
+            PaceAction::Wait(until) => match pacing::wait_plan(
+                until.saturating_sub(elapsed),
+                pacing::DEFAULT_SPIN_THRESHOLD,
+            ) {
+                WaitPlan::Sleep(d) => {
+                    std::thread::sleep(d.min(Duration::from_millis(50)));
+                }
+                WaitPlan::Spin => std::hint::spin_loop(),
+            },
+            PaceAction::Done => break,
+        }
+    }
+    tx.flush()?;
+    let span = last_send.saturating_sub(first_send.unwrap_or(last_send));
+    report.sent = seq;
+    report.elapsed = match spec.load {
+        RawLoad::Rate { .. } => elapsed,
+        RawLoad::Burst { .. } => span,
+    };
+    report.offered_pps = if report.elapsed.is_zero() {
+        0.0
+    } else {
+        seq as f64 / report.elapsed.as_secs_f64()
+    };
+    match (spec.load, target) {
+        (RawLoad::Rate { .. }, Some(_)) => {
+            report.behind_ratio = pacer.behind_ratio(elapsed);
+            report.generator_limited = report.behind_ratio > pacing::GENERATOR_LIMITED_THRESHOLD;
+            report.pacing_error = pacer.pacing_error().summary();
+        }
+        (RawLoad::Burst { target_pps, frames }, _) => {
+            // A burst of one batch or less has no measurable rate; a longer one must reach
+            // line rate to be back-to-back.
+            report.generator_limited = frames > batch_max as u64
+                && report.offered_pps < target_pps * (1.0 - pacing::GENERATOR_LIMITED_THRESHOLD);
+        }
+        _ => {}
+    }
+    report.tx_cpu = sys::thread_cpu_time();
+    Ok(report)
+}
+
+struct Received {
+    received: u64,
+    duplicates: u64,
+    reordered: u64,
+    late: u64,
+    foreign: u64,
+    rx_drops: u64,
+    latency: LatencyHistogram,
+}
+
+fn receive(
+    rx: &mut dyn FrameRx,
+    spec: &RawTrialSpec,
+    sending_done: &AtomicBool,
+    sent_total: &AtomicU64,
+    stop: &AtomicBool,
+    clock: &RealClock,
+) -> io::Result<Received> {
+    let mut seq = SeqTracker::new(1 << 16);
+    let mut latency = LatencyHistogram::new();
+    let mut foreign = 0u64;
+    let mut done_at: Option<Duration> = None;
+    let mut last_arrival = clock.mono();
+    let _ = rx.take_drops();
+    loop {
+        let now = clock.mono();
+        if done_at.is_none() && sending_done.load(Ordering::Acquire) {
+            done_at = Some(now);
+        }
+        if let Some(done) = done_at {
+            let c = seq.counters();
+            let all_in = c.received + c.late >= sent_total.load(Ordering::Acquire);
+            let quiet = now.saturating_sub(last_arrival.max(done)) >= spec.drain;
+            if all_in || quiet || now.saturating_sub(done) >= MAX_DRAIN {
+                break;
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let before = seq.counters().received;
+        let mut on_frame = |frame: &[u8], ts: Option<UnixNanos>| {
+            let hdr = wire::frame::parse_frame(frame).ok().and_then(|p| p.test);
+            match hdr {
+                Some(h) if h.test_id == spec.test_id && h.stream_id == spec.stream_id => {
+                    if seq.on_packet(h.seq).is_accepted() {
+                        if let Some(rx_ts) = ts {
+                            latency.record_ns(rx_ts.0.saturating_sub(h.tx_ns));
+                        }
+                    }
+                }
+                _ => foreign += 1,
+            }
+        };
+        rx.recv_frames(Duration::from_millis(10), &mut on_frame)?;
+        if seq.counters().received != before {
+            last_arrival = clock.mono();
+        }
+    }
+    let c = seq.counters();
+    Ok(Received {
+        received: c.received,
+        duplicates: c.duplicates,
+        reordered: c.reordered,
+        late: c.late,
+        foreign,
+        rx_drops: rx.take_drops(),
+        latency,
+    })
+}

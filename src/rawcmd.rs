@@ -1,0 +1,587 @@
+//! `wirebench gen` and `wirebench rfc2544`: whole Ethernet frames on named interfaces.
+//!
+//! This module resolves the command line into a frame template (addresses read from the
+//! interfaces with `ip -j`, the next hop's MAC from the kernel's ARP), opens the frame
+//! backends (in a lab node's namespace for `NODE:IFACE`), and adapts `engine::raw` trials
+//! to `method::rfc2544`'s `FrameTrial`.
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use engine::frameio::{Endpoint, FrameRx, FrameTx, PacketRx, PacketTx};
+use engine::raw::{RawLoad, RawTrialReport, RawTrialSpec};
+use engine::results::RunResult;
+use method::rfc2544::{FrameLoad, FrameTrial, FrameTrialRequest, FrameTrialResult};
+use wire::frame::{FrameSpec, L4Spec};
+use wire::linerate::LineRate;
+
+use crate::cli::{FrameArgs, FrameProto, GenArgs, Rfc2544Args, Rfc2544Test, SearchArg};
+use crate::commands::UsageError;
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// `IFACE` on this host, or `NODE:IFACE` of lab `lab` (namespace `wb-LAB-NODE`).
+pub fn endpoint(s: &str, lab: &str) -> Result<Endpoint> {
+    match s.split_once(':') {
+        Some((node, iface)) => {
+            lab::naming::check(node).map_err(|e| usage(e.to_string()))?;
+            let ns = lab::naming::namespace(lab, node);
+            if !std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
+                return Err(usage(format!(
+                    "'{s}': lab '{lab}' has no node '{node}' (namespace {ns} not found; see `wirebench lab status`)"
+                )));
+            }
+            Ok(Endpoint {
+                netns: Some(ns),
+                iface: iface.to_owned(),
+            })
+        }
+        None => Ok(Endpoint {
+            netns: None,
+            iface: s.to_owned(),
+        }),
+    }
+}
+
+/// Runs `ip [-n NS] -j ARGS` and parses its JSON.
+fn ip_json(ep: &Endpoint, args: &[&str]) -> Result<serde_json::Value> {
+    let mut cmd = std::process::Command::new("ip");
+    if let Some(ns) = &ep.netns {
+        cmd.args(["-n", ns]);
+    }
+    let out = cmd
+        .arg("-j")
+        .args(args)
+        .output()
+        .context("running `ip` (iproute2)")?;
+    if !out.status.success() {
+        return Err(usage(format!(
+            "{}: `ip {}` failed: {}",
+            ep,
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    serde_json::from_slice(&out.stdout).context("parsing `ip -j` output")
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut m = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut m {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(m)
+}
+
+/// An interface's MAC and first IPv4 address.
+struct IfaceFacts {
+    mac: [u8; 6],
+    ipv4: Option<Ipv4Addr>,
+}
+
+fn iface_facts(ep: &Endpoint) -> Result<IfaceFacts> {
+    let v = ip_json(ep, &["addr", "show", "dev", &ep.iface])?;
+    let link = v
+        .get(0)
+        .ok_or_else(|| usage(format!("{ep}: no such interface")))?;
+    let mac = link["address"]
+        .as_str()
+        .and_then(parse_mac)
+        .ok_or_else(|| usage(format!("{ep}: not an Ethernet interface")))?;
+    let ipv4 = link["addr_info"].as_array().and_then(|a| {
+        a.iter()
+            .find(|x| x["family"] == "inet")
+            .and_then(|x| x["local"].as_str())
+            .and_then(|s| s.parse().ok())
+    });
+    Ok(IfaceFacts { mac, ipv4 })
+}
+
+/// The MAC of the next hop from `ep` toward `dst`, as the kernel resolves it (RFC 2544
+/// §25: the DUT answers address resolution). A datagram to the discard port makes the
+/// kernel ask, then the neighbour table is read.
+fn next_hop_mac(ep: &Endpoint, dst: Ipv4Addr) -> Result<[u8; 6]> {
+    let route = ip_json(ep, &["route", "get", &dst.to_string()])?;
+    let r = route
+        .get(0)
+        .ok_or_else(|| usage(format!("{ep}: no route to {dst}")))?;
+    let hop: Ipv4Addr = r["gateway"]
+        .as_str()
+        .or(r["dst"].as_str())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(dst);
+    if r["dev"].as_str() != Some(ep.iface.as_str()) {
+        return Err(usage(format!(
+            "{ep}: the route to {dst} leaves through {}, not {}; give --dst-mac",
+            r["dev"].as_str().unwrap_or("?"),
+            ep.iface
+        )));
+    }
+    for attempt in 0..20 {
+        let n = ip_json(
+            ep,
+            &["neigh", "show", "to", &hop.to_string(), "dev", &ep.iface],
+        )?;
+        if let Some(mac) = n
+            .get(0)
+            .and_then(|x| x["lladdr"].as_str())
+            .and_then(parse_mac)
+        {
+            return Ok(mac);
+        }
+        if attempt % 5 == 0 {
+            let _ = ep.within(|| {
+                let s = std::net::UdpSocket::bind("0.0.0.0:0")?;
+                s.send_to(&[0], (dst, 9)).map(drop)
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(usage(format!(
+        "{ep}: the next hop {hop} toward {dst} does not answer ARP; give --dst-mac"
+    )))
+}
+
+/// The frame template: flags first, then what the interfaces say.
+fn frame_spec(a: &FrameArgs, tx: &Endpoint, rx: Option<&Endpoint>) -> Result<FrameSpec> {
+    use wire::ethernet::EthernetRepr;
+    use wire::ipv4::Ipv4Repr;
+    let txf = iface_facts(tx)?;
+    let src_ip = a
+        .src_ip
+        .or(txf.ipv4)
+        .ok_or_else(|| usage(format!("{tx} has no IPv4 address: give --src-ip")))?;
+    let dst_ip = match (a.dst_ip, rx) {
+        (Some(ip), _) => ip,
+        (None, Some(rx)) => iface_facts(rx)?
+            .ipv4
+            .ok_or_else(|| usage(format!("{rx} has no IPv4 address: give --dst-ip")))?,
+        (None, None) => return Err(usage("give --dst-ip (or --rx to take it from)")),
+    };
+    let dst_mac = match a.dst_mac {
+        Some(m) => m,
+        None => next_hop_mac(tx, dst_ip)?,
+    };
+    let l4 = match a.proto {
+        FrameProto::Udp => L4Spec::Udp {
+            src_port: a.src_port,
+            dst_port: a.dst_port,
+        },
+        FrameProto::Tcp => L4Spec::Tcp(wire::tcp::TcpRepr {
+            src_port: a.src_port,
+            dst_port: a.dst_port,
+            seq: 1,
+            ack: 0,
+            flags: wire::tcp::TcpFlags::ACK,
+            window: 65535,
+        }),
+        FrameProto::Icmp => L4Spec::IcmpEcho(wire::icmp::IcmpEchoRepr {
+            kind: wire::icmp::EchoKind::Request,
+            ident: a.src_port,
+            seq: 0,
+        }),
+    };
+    Ok(FrameSpec {
+        eth: EthernetRepr {
+            src_addr: wire::EthernetAddress(a.src_mac.unwrap_or(txf.mac)),
+            dst_addr: wire::EthernetAddress(dst_mac),
+            ethertype: wire::EtherType::IPV4,
+        },
+        vlan: a.vlan.map(|vid| wire::vlan::VlanRepr {
+            pcp: a.pcp,
+            dei: false,
+            vid,
+            inner_ethertype: wire::EtherType::IPV4,
+        }),
+        ip: wire::IpRepr::V4(Ipv4Repr {
+            src_addr: wire::Ipv4Address(src_ip.octets()),
+            dst_addr: wire::Ipv4Address(dst_ip.octets()),
+            protocol: wire::IpProtocol::UDP,
+            payload_len: 0,
+            ttl: 64,
+            dscp: a.dscp,
+            ecn: 0,
+            dont_frag: true,
+            ident: 0,
+        }),
+        l4,
+    })
+}
+
+fn open_tx(ep: &Endpoint) -> Result<Box<dyn FrameTx>> {
+    Ok(Box::new(
+        PacketTx::open(ep).with_context(|| format!("sending on {ep}"))?,
+    ))
+}
+
+fn open_rx(ep: &Endpoint) -> Result<Box<dyn FrameRx>> {
+    Ok(Box::new(
+        PacketRx::open(ep).with_context(|| format!("receiving on {ep}"))?,
+    ))
+}
+
+fn need_root() -> Result<()> {
+    if lab::cmd::is_root() {
+        Ok(())
+    } else {
+        Err(usage(
+            "raw frames need root (CAP_NET_RAW): run it with sudo",
+        ))
+    }
+}
+
+fn test_id() -> u16 {
+    // Distinct per run, so frames of another run on the same wire are not counted.
+    (std::process::id() as u16) ^ 0x5742
+}
+
+/// `wirebench gen`.
+pub fn gen(a: &GenArgs) -> Result<()> {
+    need_root()?;
+    let tx_ep = endpoint(&a.iface, &a.frame.lab)?;
+    let rx_ep =
+        a.rx.as_deref()
+            .map(|r| endpoint(r, &a.frame.lab))
+            .transpose()?;
+    let frame = frame_spec(&a.frame, &tx_ep, rx_ep.as_ref())?;
+    if (a.size as usize) < frame.min_frame_len() {
+        return Err(usage(format!(
+            "{} bytes is too small for these headers and the test header: at least {}",
+            a.size,
+            frame.min_frame_len()
+        )));
+    }
+    let line = LineRate(a.frame.line_rate as u64);
+    let pps = a.rate.fps(a.size, line);
+    let mut tx = open_tx(&tx_ep)?;
+    let mut rx = rx_ep.as_ref().map(open_rx).transpose()?;
+    let spec = RawTrialSpec {
+        frame,
+        frame_len: a.size as usize,
+        test_id: test_id(),
+        stream_id: 1,
+        load: RawLoad::Rate {
+            pps,
+            duration: a.time,
+            count: a.count,
+        },
+        drain: Duration::from_millis(200),
+    };
+    let stop = AtomicBool::new(false);
+    let rx_ref = rx.as_mut().map(|b| b.as_mut() as &mut dyn FrameRx);
+    let r = engine::raw::run_trial(tx.as_mut(), rx_ref, &spec, &stop)?;
+    let rates = LineRate::rates_at(a.size, r.offered_pps);
+    let mut doc = RunResult::new(
+        "gen",
+        serde_json::json!({
+            "interface": a.iface, "rx": a.rx, "frame_len": a.size, "target_pps": pps,
+            "line_rate_bps": line.0, "count": a.count, "duration_s": a.time.as_secs_f64(),
+        }),
+    );
+    doc.backend = Some(tx.name().to_owned());
+    let mut summary = serde_json::json!({
+        "sent": r.sent, "elapsed_s": r.elapsed.as_secs_f64(), "target_pps": pps,
+        "achieved_pps": r.offered_pps, "l2_bps": rates.l2_bps, "l1_bps": rates.l1_bps,
+        "percent_of_line_rate": line.percent_of(a.size, r.offered_pps),
+        "generator_limited": r.generator_limited, "behind_ratio": r.behind_ratio,
+        "pacing_error_us": r.pacing_error, "send_errors": r.send_errors,
+        "tx_cpu_s": r.tx_cpu.as_secs_f64(),
+    });
+    if rx.is_some() {
+        summary["received"] = r.received.into();
+        summary["lost"] = r.sent.saturating_sub(r.received).into();
+        summary["duplicates"] = r.duplicates.into();
+        summary["reordered"] = r.reordered.into();
+        summary["rx_kernel_drops"] = r.rx_drops.into();
+        summary["latency_us"] = serde_json::to_value(r.latency.summary())?;
+    }
+    if r.generator_limited {
+        doc.notes.push(format!(
+            "generator limited: asked {pps:.0} frames/s, offered {:.0} ({:.1} % behind its schedule); the figures measure the tool, not the network",
+            r.offered_pps,
+            r.behind_ratio * 100.0
+        ));
+    }
+    if a.json {
+        let mut v = serde_json::to_value(&doc)?;
+        v["gen"] = summary;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!(
+        "sent {} frames of {} bytes on {} in {:.3} s: {:.0} frames/s ({} L2, {} L1, {:.2} % of {} line rate), backend {}",
+        r.sent,
+        a.size,
+        tx_ep,
+        r.elapsed.as_secs_f64(),
+        r.offered_pps,
+        report::units::bps(rates.l2_bps),
+        report::units::bps(rates.l1_bps),
+        line.percent_of(a.size, r.offered_pps),
+        report::units::bps(line.0 as f64),
+        tx.name()
+    );
+    let p = r.pacing_error;
+    println!(
+        "schedule: asked {pps:.0} frames/s; {}{}",
+        if r.generator_limited {
+            format!(
+                "NOT kept: {:.1} % behind (generator limited)",
+                r.behind_ratio * 100.0
+            )
+        } else {
+            "kept".to_owned()
+        },
+        p.map(|p| format!(", lateness p50 {:.1} us, p99 {:.1} us", p.p50_us, p.p99_us))
+            .unwrap_or_default()
+    );
+    if let Some(rx_ep) = &rx_ep {
+        println!(
+            "received on {rx_ep}: {} of {} (lost {}, duplicates {}, reordered {}, kernel drops {})",
+            r.received,
+            r.sent,
+            r.sent.saturating_sub(r.received),
+            r.duplicates,
+            r.reordered,
+            r.rx_drops
+        );
+        if let Some(l) = r.latency.summary() {
+            println!(
+                "latency (kernel rx stamp - tx stamp): min {:.1} avg {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1} us",
+                l.min_us, l.avg_us, l.p50_us, l.p99_us, l.p999_us, l.max_us
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `method::rfc2544` trials over raw interfaces.
+struct RawTrial {
+    tx: Box<dyn FrameTx>,
+    rx: Box<dyn FrameRx>,
+    frame: FrameSpec,
+    line: LineRate,
+    test_id: u16,
+    stream: u8,
+    reports: Vec<RawTrialReport>,
+}
+
+impl FrameTrial for RawTrial {
+    type Error = anyhow::Error;
+
+    fn run(&mut self, req: &FrameTrialRequest) -> Result<FrameTrialResult> {
+        // A fresh stream id per trial: late frames of the previous trial are not counted.
+        self.stream = self.stream.wrapping_add(1);
+        let load = match req.load {
+            FrameLoad::Rate { fps, duration } => RawLoad::Rate {
+                pps: fps,
+                duration,
+                count: None,
+            },
+            FrameLoad::Burst { frames } => RawLoad::Burst {
+                frames,
+                target_pps: self.line.max_fps(req.frame_len),
+            },
+        };
+        let spec = RawTrialSpec {
+            frame: self.frame,
+            frame_len: req.frame_len as usize,
+            test_id: self.test_id,
+            stream_id: self.stream,
+            load,
+            // RFC 2544 §23 waits 2 s for residual frames; on one host 300 ms is plenty.
+            drain: Duration::from_millis(300),
+        };
+        let stop = AtomicBool::new(false);
+        let r = engine::raw::run_trial(self.tx.as_mut(), Some(self.rx.as_mut()), &spec, &stop)?;
+        let out = FrameTrialResult {
+            sent: r.sent,
+            received: r.received,
+            duplicates: r.duplicates,
+            reordered: r.reordered,
+            offered_fps: r.offered_pps,
+            generator_limited: r.generator_limited,
+            latency: req.latency.then(|| r.latency.clone()),
+        };
+        self.reports.push(r);
+        Ok(out)
+    }
+}
+
+/// `wirebench rfc2544 --tx A --rx B`.
+pub fn rfc2544(a: &Rfc2544Args) -> Result<()> {
+    use method::rfc2544 as m;
+    need_root()?;
+    let tx_ep = endpoint(&a.tx, &a.frame.lab)?;
+    let rx_ep = endpoint(&a.rx, &a.frame.lab)?;
+    let frame = frame_spec(&a.frame, &tx_ep, Some(&rx_ep))?;
+    if let Some(s) = a
+        .sizes
+        .iter()
+        .find(|s| (**s as usize) < frame.min_frame_len())
+    {
+        return Err(usage(format!(
+            "frame size {s} is too small for these headers: at least {}",
+            frame.min_frame_len()
+        )));
+    }
+    let line = LineRate(a.frame.line_rate as u64);
+    let cfg = m::SearchConfig {
+        line_rate: line,
+        duration: a.duration,
+        final_duration: a.final_duration.unwrap_or(a.duration),
+        loss_ratio: a.loss_tolerance,
+        width: a.width.max(0.0001),
+        ..m::SearchConfig::default()
+    };
+    let search = match a.search {
+        SearchArg::Mlr => m::Search::Mlr,
+        SearchArg::Binary => m::Search::Binary,
+    };
+    let mut trial = RawTrial {
+        tx: open_tx(&tx_ep)?,
+        rx: open_rx(&rx_ep)?,
+        frame,
+        line,
+        test_id: test_id(),
+        stream: 0,
+        reports: vec![],
+    };
+    let mut rep = engine::results::rfc2544::Rfc2544Report {
+        line_rate_bps: line.0,
+        ..Default::default()
+    };
+    let progress = !a.json;
+    for &len in &a.sizes {
+        let mut tput = None;
+        for t in &a.tests {
+            match t {
+                Rfc2544Test::Throughput => {
+                    let r = m::throughput(&mut trial, len, search, &cfg, &mut rep.trials)?;
+                    if progress {
+                        eprintln!(
+                            "  {len} bytes: throughput {} ({} trials)",
+                            r.fps
+                                .map(|f| format!("{f:.0} frames/s"))
+                                .unwrap_or_else(|| "none".into()),
+                            r.trials
+                        );
+                    }
+                    tput = r.fps;
+                    rep.throughput.push(r);
+                }
+                Rfc2544Test::Latency => {
+                    // §26.2: at the throughput rate; without a throughput figure there is
+                    // no rate to measure at.
+                    let Some(fps) = tput else {
+                        if !a.tests.contains(&Rfc2544Test::Throughput) {
+                            return Err(usage("the latency test runs at the throughput rate: include throughput in --tests"));
+                        }
+                        continue;
+                    };
+                    let r = m::latency(
+                        &mut trial,
+                        len,
+                        fps,
+                        a.latency_trials,
+                        cfg.final_duration,
+                        &mut rep.trials,
+                    )?;
+                    rep.latency.push(r);
+                }
+                Rfc2544Test::Loss => {
+                    let rows = m::frame_loss_rate(
+                        &mut trial,
+                        len,
+                        line,
+                        a.loss_step,
+                        a.duration,
+                        &mut rep.trials,
+                    )?;
+                    rep.loss.extend(rows);
+                }
+                Rfc2544Test::B2b => {
+                    let max = a
+                        .b2b_max_burst
+                        .unwrap_or_else(|| (line.max_fps(len) * 2.0).ceil() as u64);
+                    let r = m::back_to_back(
+                        &mut trial,
+                        len,
+                        line,
+                        tput,
+                        max,
+                        a.b2b_trials,
+                        &mut rep.trials,
+                    )?;
+                    rep.b2b.push(r);
+                }
+            }
+        }
+    }
+    let mut doc = RunResult::new(
+        "rfc2544",
+        serde_json::json!({
+            "tx": a.tx, "rx": a.rx, "sizes": a.sizes, "tests": a.tests.iter().map(|t| format!("{t:?}").to_lowercase()).collect::<Vec<_>>(),
+            "trial_duration_s": a.duration.as_secs_f64(), "final_duration_s": cfg.final_duration.as_secs_f64(),
+            "loss_tolerance_ratio": a.loss_tolerance, "search": search, "width_ratio": cfg.width,
+            "line_rate_bps": line.0, "latency_trials": a.latency_trials, "b2b_trials": a.b2b_trials,
+            "protocol": format!("{:?}", a.frame.proto).to_lowercase(),
+        }),
+    );
+    doc.backend = Some(format!("{} / {}", trial.tx.name(), trial.rx.name()));
+    doc.timestamp_source = Some("kernel-software".into());
+    if cfg.final_duration < Duration::from_secs(60) {
+        doc.notes.push(format!(
+            "trials of {:.0} s: RFC 2544 §24 asks for 60 s full-length trials; results are indicative",
+            cfg.final_duration.as_secs_f64()
+        ));
+    }
+    if a.loss_tolerance > 0.0 {
+        doc.notes.push(format!(
+            "loss-tolerant throughput at {} % loss: not RFC 2544 (zero-loss) throughput",
+            a.loss_tolerance * 100.0
+        ));
+    }
+    if rep.throughput.iter().any(|t| t.generator_cap_fps.is_some()) {
+        doc.notes.push("the generator could not reach line rate at some sizes: the search was capped at what it offered (marked in the table)".into());
+    }
+    for l in &rep.latency {
+        for &(q, limit) in &a.latency_limit {
+            let Some(s) = &l.summary else { continue };
+            let (name, v) = match q {
+                q if q < 0.0 => ("avg".to_owned(), s.avg_us),
+                q if q >= 100.0 => ("max".to_owned(), s.max_us),
+                q if q <= 0.0 => ("min".to_owned(), s.min_us),
+                q => {
+                    let h = l.histogram.as_deref().and_then(|b| {
+                        engine::stats::histogram::LatencyHistogram::from_base64(b).ok()
+                    });
+                    (
+                        format!("p{q}"),
+                        h.and_then(|h| h.percentile_us(q)).unwrap_or(f64::NAN),
+                    )
+                }
+            };
+            doc.verdicts.push(engine::results::Verdict {
+                name: format!("latency {name} at {} bytes", l.frame_len),
+                passed: v <= limit,
+                detail: format!("{v:.1} us (limit {limit} us)"),
+            });
+        }
+    }
+    doc.rfc2544 = Some(rep);
+    if a.json {
+        print!("{}", report::json::to_string(&doc));
+    } else {
+        print!("{}", report::text::rfc2544(&doc));
+    }
+    if doc.verdicts.iter().any(|v| !v.passed) {
+        return Err(crate::commands::VerdictFailed("a latency verdict failed".into()).into());
+    }
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! Raw frames (`gen`, `rfc2544`) across lab topologies (root: namespaces and AF_PACKET).
+
+use crate::lab::{root_or_skip, LabGuard};
+use crate::util::*;
+
+#[test]
+fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
+    if !root_or_skip("every_frame_size_and_protocol_crosses_the_direct_lab_without_loss") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "r");
+    for size in ["64", "128", "256", "512", "1024", "1280", "1518"] {
+        for proto in ["udp", "tcp", "icmp"] {
+            if proto == "tcp" && size == "64" {
+                // 14 + 20 + 20 + 18 (test header) + 4 (FCS) = 76 bytes at least.
+                assert_fails(
+                    &run(&[
+                        "gen",
+                        "talker:eth0",
+                        "--lab",
+                        &lab.0,
+                        "--rx",
+                        "listener:eth0",
+                        "-s",
+                        size,
+                        "--proto",
+                        proto,
+                        "-n",
+                        "1",
+                    ]),
+                    2,
+                    "at least 76",
+                );
+                continue;
+            }
+            let v = run_json(&[
+                "gen",
+                "talker:eth0",
+                "--lab",
+                &lab.0,
+                "--rx",
+                "listener:eth0",
+                "-s",
+                size,
+                "--proto",
+                proto,
+                "-r",
+                "20kpps",
+                "-n",
+                "2000",
+                "-J",
+            ]);
+            let g = &v["gen"];
+            assert_eq!(g["sent"].as_u64(), Some(2000), "{size} {proto}: {g}");
+            assert_eq!(g["received"].as_u64(), Some(2000), "{size} {proto}: {g}");
+            assert_eq!(g["duplicates"].as_u64(), Some(0));
+            assert_eq!(g["generator_limited"].as_bool(), Some(false), "{g}");
+            let lat = g["latency_us"]["count"].as_u64().unwrap_or(0);
+            assert_eq!(lat, 2000, "every frame carries its transmit time");
+        }
+    }
+    // A VLAN-tagged frame and a non-default DSCP still arrive and count.
+    let v = run_json(&[
+        "gen",
+        "talker:eth0",
+        "--lab",
+        &lab.0,
+        "--rx",
+        "listener:eth0",
+        "-s",
+        "128",
+        "--vlan",
+        "100",
+        "--pcp",
+        "5",
+        "--dscp",
+        "46",
+        "-r",
+        "10kpps",
+        "-n",
+        "500",
+        "-J",
+    ]);
+    assert_eq!(v["gen"]["received"].as_u64(), Some(500), "{}", v["gen"]);
+}
+
+#[test]
+fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
+    if !root_or_skip("rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate") {
+        return;
+    }
+    // One UDP class of 100 Mbit/s with a 100-packet queue: HTB counts 1514 bytes of each
+    // 1518-byte frame, so the class passes 100e6 / (1514 x 8) = 8,256 frames/s.
+    let dir = std::env::temp_dir().join(format!("wb-rfc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shape = dir.join("s.toml");
+    std::fs::write(
+        &shape,
+        "[[class]]\nname = \"udp\"\nprotocol = \"udp\"\nrate = \"100M\"\nlimit = 100\n",
+    )
+    .unwrap();
+    let shape = shape.to_string_lossy().into_owned();
+    let lab = LabGuard::up_with("shaper", "s", &["--shape", &shape]);
+    let v = run_json(&[
+        "rfc2544",
+        "--tx",
+        "talker:eth0",
+        "--rx",
+        "listener:eth0",
+        "--lab",
+        &lab.0,
+        "--sizes",
+        "1518",
+        "-t",
+        "1",
+        "--tests",
+        "throughput",
+        "-J",
+    ]);
+    let t = &v["rfc2544"]["throughput"][0];
+    let fps = t["fps"].as_f64().unwrap_or_else(|| panic!("{t}"));
+    let want = 100e6 / (1514.0 * 8.0);
+    assert!(
+        (fps - want).abs() <= want * 0.03,
+        "throughput {fps} frames/s, class rate {want}: {t}"
+    );
+    let trials = v["rfc2544"]["trials"].as_array().unwrap();
+    assert!(
+        trials.iter().any(|x| x["purpose"] == "verify"),
+        "a final verification trial"
+    );
+    assert!(
+        trials.iter().all(|x| x["sent"].as_u64().unwrap() > 0),
+        "every trial sent frames"
+    );
+    assert_eq!(v["command"], "rfc2544");
+    assert!(str_at(&v, "/backend").contains("af_packet"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn raw_commands_refuse_bad_input() {
+    if !root_or_skip("raw_commands_refuse_bad_input") {
+        // Without root the refusal is about root itself.
+        assert_fails(&run(&["gen", "lo", "-n", "1"]), 2, "root");
+        return;
+    }
+    for (args, needle) in [
+        (vec!["gen", "lo", "-r", "150%"], "(0, 100]"),
+        (vec!["gen", "lo", "-s", "63"], "63"),
+        (
+            vec!["gen", "nosuch:eth0", "--lab", "zz9"],
+            "has no node 'nosuch'",
+        ),
+        (
+            vec!["gen", "wb-no-such-if0", "--dst-ip", "198.18.0.1"],
+            "wb-no-such-if0",
+        ),
+        (
+            vec!["rfc2544", "--tx", "lo", "--rx", "lo", "--sizes", "63"],
+            "64..=9018",
+        ),
+        (
+            vec!["rfc2544", "--tx", "lo", "--rx", "lo", "--tests", "fast"],
+            "invalid value",
+        ),
+        (
+            vec![
+                "rfc2544",
+                "--tx",
+                "lo",
+                "--rx",
+                "lo",
+                "--loss-tolerance",
+                "x",
+            ],
+            "percentage",
+        ),
+        (
+            vec![
+                "rfc2544",
+                "--tx",
+                "lo",
+                "--rx",
+                "lo",
+                "--latency-limit",
+                "p99=fast",
+            ],
+            "latency limit",
+        ),
+    ] {
+        assert_fails(&run(&args), 2, needle);
+    }
+}
