@@ -89,6 +89,20 @@ pub struct FrameArgs {
     /// Link speed that percentages of line rate refer to (bit/s, e.g. 1G, 10G).
     #[arg(long, value_parser = rate, default_value = "1G")]
     pub line_rate: f64,
+    /// Frame I/O: packet (AF_PACKET sendmmsg/recvmmsg), ring (PACKET_MMAP TX/RX rings) or
+    /// xdp (AF_XDP sending; frames up to 2048 bytes).
+    #[arg(long, value_enum, default_value_t = FrameBackend::Packet)]
+    pub backend: FrameBackend,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FrameBackend {
+    /// AF_PACKET sockets with sendmmsg / recvmmsg batches.
+    Packet,
+    /// PACKET_MMAP rings: TPACKET_V2 for sending, TPACKET_V3 for receiving.
+    Ring,
+    /// AF_XDP (copy mode) for sending, the TPACKET_V3 ring for receiving.
+    Xdp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -10,14 +10,16 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use engine::frameio::{Endpoint, FrameRx, FrameTx, PacketRx, PacketTx};
+use engine::frameio::{Backend, Endpoint, FrameRx, FrameTx};
 use engine::raw::{RawLoad, RawTrialReport, RawTrialSpec};
 use engine::results::RunResult;
 use method::rfc2544::{FrameLoad, FrameTrial, FrameTrialRequest, FrameTrialResult};
 use wire::frame::{FrameSpec, L4Spec};
 use wire::linerate::LineRate;
 
-use crate::cli::{FrameArgs, FrameProto, GenArgs, Rfc2544Args, Rfc2544Test, SearchArg};
+use crate::cli::{
+    FrameArgs, FrameBackend, FrameProto, GenArgs, Rfc2544Args, Rfc2544Test, SearchArg,
+};
 use crate::commands::UsageError;
 
 fn usage(msg: impl Into<String>) -> anyhow::Error {
@@ -213,16 +215,24 @@ fn frame_spec(a: &FrameArgs, tx: &Endpoint, rx: Option<&Endpoint>) -> Result<Fra
     })
 }
 
-fn open_tx(ep: &Endpoint) -> Result<Box<dyn FrameTx>> {
-    Ok(Box::new(
-        PacketTx::open(ep).with_context(|| format!("sending on {ep}"))?,
-    ))
+fn backend(a: &FrameArgs) -> Backend {
+    match a.backend {
+        FrameBackend::Packet => Backend::Packet,
+        FrameBackend::Ring => Backend::Ring,
+        FrameBackend::Xdp => Backend::Xdp,
+    }
 }
 
-fn open_rx(ep: &Endpoint) -> Result<Box<dyn FrameRx>> {
-    Ok(Box::new(
-        PacketRx::open(ep).with_context(|| format!("receiving on {ep}"))?,
-    ))
+fn open_tx(a: &FrameArgs, ep: &Endpoint) -> Result<Box<dyn FrameTx>> {
+    backend(a)
+        .open_tx(ep)
+        .with_context(|| format!("sending on {ep}"))
+}
+
+fn open_rx(a: &FrameArgs, ep: &Endpoint) -> Result<Box<dyn FrameRx>> {
+    backend(a)
+        .open_rx(ep)
+        .with_context(|| format!("receiving on {ep}"))
 }
 
 fn need_root() -> Result<()> {
@@ -258,8 +268,8 @@ pub fn gen(a: &GenArgs) -> Result<()> {
     }
     let line = LineRate(a.frame.line_rate as u64);
     let pps = a.rate.fps(a.size, line);
-    let mut tx = open_tx(&tx_ep)?;
-    let mut rx = rx_ep.as_ref().map(open_rx).transpose()?;
+    let mut tx = open_tx(&a.frame, &tx_ep)?;
+    let mut rx = rx_ep.as_ref().map(|ep| open_rx(&a.frame, ep)).transpose()?;
     let spec = RawTrialSpec {
         frame,
         frame_len: a.size as usize,
@@ -283,7 +293,10 @@ pub fn gen(a: &GenArgs) -> Result<()> {
             "line_rate_bps": line.0, "count": a.count, "duration_s": a.time.as_secs_f64(),
         }),
     );
-    doc.backend = Some(tx.name().to_owned());
+    doc.backend = Some(match &rx {
+        Some(rx) => format!("{} / {}", tx.name(), rx.name()),
+        None => tx.name().to_owned(),
+    });
     let mut summary = serde_json::json!({
         "sent": r.sent, "elapsed_s": r.elapsed.as_secs_f64(), "target_pps": pps,
         "achieved_pps": r.offered_pps, "l2_bps": rates.l2_bps, "l1_bps": rates.l1_bps,
@@ -444,8 +457,8 @@ pub fn rfc2544(a: &Rfc2544Args) -> Result<()> {
         SearchArg::Binary => m::Search::Binary,
     };
     let mut trial = RawTrial {
-        tx: open_tx(&tx_ep)?,
-        rx: open_rx(&rx_ep)?,
+        tx: open_tx(&a.frame, &tx_ep)?,
+        rx: open_rx(&a.frame, &rx_ep)?,
         frame,
         line,
         test_id: test_id(),

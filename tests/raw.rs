@@ -53,6 +53,37 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
             assert_eq!(lat, 2000, "every frame carries its transmit time");
         }
     }
+    // The ring and AF_XDP backends carry the same frames, and say which they were.
+    for backend in ["ring", "xdp"] {
+        for size in ["64", "1518"] {
+            let argv = gen_across(
+                &lab,
+                &[
+                    "-s",
+                    size,
+                    "--backend",
+                    backend,
+                    "-r",
+                    "20kpps",
+                    "-n",
+                    "2000",
+                    "-J",
+                ],
+            );
+            let v = run_json(&strs(&argv));
+            let g = &v["gen"];
+            assert_eq!(g["received"].as_u64(), Some(2000), "{backend} {size}: {g}");
+            let name = str_at(&v, "/backend");
+            assert!(
+                name.contains(if backend == "xdp" {
+                    "af_xdp"
+                } else {
+                    "tx_ring"
+                }),
+                "{name}"
+            );
+        }
+    }
     // A VLAN-tagged frame and a non-default DSCP still arrive and count.
     let argv = gen_across(
         &lab,

@@ -4,8 +4,10 @@
 //! - [`FrameTx`] / [`FrameRx`]: send a batch of frames built in place; receive frames with
 //!   their kernel receive timestamp.
 //! - `packet` backends: an `AF_PACKET` raw socket with `sendmmsg` / `recvmmsg` batches.
-//! - `ring` backends ([`crate::ring`]): `PACKET_MMAP` TX ring (TPACKET_V2) and RX ring
-//!   (TPACKET_V3).
+//! - `ring` backends ([`RingTx`], [`RingRx`] over `sys::ring`): `PACKET_MMAP` TX ring
+//!   (TPACKET_V2) and RX ring (TPACKET_V3).
+//! - `xdp` sender ([`XdpFrameTx`] over `sys::xdp`): AF_XDP in copy mode.
+//! - [`Backend`] picks one by name; every result records the one used.
 //!
 //! [`Endpoint`] names an interface, optionally inside a network namespace (a lab node), and
 //! opens sockets there. This module does not build or parse frames (that is `wire`).
@@ -261,5 +263,169 @@ impl FrameRx for PacketRx {
             self.drops += u64::from(d);
         }
         std::mem::take(&mut self.drops)
+    }
+}
+
+/// Which kernel interface moves raw frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `AF_PACKET` with `sendmmsg` / `recvmmsg` (fastest of the two on veth, where the
+    /// receive path runs on the sender's CPU).
+    Packet,
+    /// `PACKET_MMAP`: TPACKET_V2 TX ring, TPACKET_V3 RX ring (fewer system calls; faster on
+    /// real NICs).
+    Ring,
+    /// AF_XDP (copy mode) for sending, the TPACKET_V3 ring for receiving (receiving on
+    /// AF_XDP needs an XDP program, which this build does not load).
+    Xdp,
+}
+
+impl Backend {
+    /// Opens a sender on `ep`.
+    pub fn open_tx(self, ep: &Endpoint) -> io::Result<Box<dyn FrameTx>> {
+        Ok(match self {
+            Backend::Packet => Box::new(PacketTx::open(ep)?),
+            Backend::Ring => Box::new(RingTx::open(ep)?),
+            Backend::Xdp => Box::new(XdpFrameTx::open(ep)?),
+        })
+    }
+
+    /// Opens a receiver on `ep`.
+    pub fn open_rx(self, ep: &Endpoint) -> io::Result<Box<dyn FrameRx>> {
+        Ok(match self {
+            Backend::Packet => Box::new(PacketRx::open(ep)?),
+            Backend::Ring | Backend::Xdp => Box::new(RingRx::open(ep)?),
+        })
+    }
+}
+
+/// `PACKET_MMAP` TPACKET_V2 TX ring: frames are written into shared slots and one
+/// `send()` kicks a whole batch.
+pub struct RingTx {
+    ring: sys::ring::TxRing,
+}
+
+/// Slots of the TX ring (each 2 KiB, or 16 KiB for jumbo frames).
+const TX_RING_SLOTS: usize = 2048;
+
+impl RingTx {
+    /// A TX ring on `ep`, sized for frames up to [`MAX_FRAME`].
+    pub fn open(ep: &Endpoint) -> io::Result<Self> {
+        let ring = ep.within(|| {
+            let sock = PacketSocket::open_for(&ep.iface, false, 0)?;
+            let _ = sys::packet_qdisc_bypass(&sock);
+            let _ = sys::force_buffer_size(&sock, false, 64 << 20);
+            sys::ring::TxRing::new(sock.fd, 16 << 10, TX_RING_SLOTS / 4)
+        })?;
+        Ok(Self { ring })
+    }
+}
+
+impl FrameTx for RingTx {
+    fn name(&self) -> &'static str {
+        "af_packet_tx_ring"
+    }
+
+    fn batch_max(&self) -> usize {
+        // Small kicks keep frames from waiting in the ring (latency, DEPENDENCIES.md §2a).
+        BATCH
+    }
+
+    fn send_frames(
+        &mut self,
+        n: usize,
+        len: usize,
+        fill: &mut dyn FnMut(usize, &mut [u8]),
+    ) -> io::Result<usize> {
+        self.ring.send(n.min(BATCH), len, fill)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.ring.flush(Duration::from_secs(1))
+    }
+}
+
+/// `PACKET_MMAP` TPACKET_V3 RX ring: the kernel fills blocks of frames, each with its
+/// receive timestamp.
+pub struct RingRx {
+    ring: sys::ring::RxRing,
+    drops: u64,
+}
+
+impl RingRx {
+    /// An RX ring on `ep` (every EtherType, frames to other MACs too): 64 blocks of 1 MiB,
+    /// retired after 2 ms.
+    pub fn open(ep: &Endpoint) -> io::Result<Self> {
+        let ring = ep.within(|| {
+            let sock = PacketSocket::open(&ep.iface, true)?;
+            let _ = sock.take_statistics();
+            sys::ring::RxRing::new(sock.fd, 1 << 20, 64, Duration::from_millis(2))
+        })?;
+        Ok(Self { ring, drops: 0 })
+    }
+}
+
+impl FrameRx for RingRx {
+    fn name(&self) -> &'static str {
+        "af_packet_rx_ring"
+    }
+
+    fn recv_frames(
+        &mut self,
+        timeout: Duration,
+        on_frame: &mut dyn FnMut(&[u8], Option<UnixNanos>),
+    ) -> io::Result<usize> {
+        self.ring.recv(timeout, on_frame)
+    }
+
+    fn take_drops(&mut self) -> u64 {
+        if let Ok((_, d)) = sys::packet_statistics(&self.ring) {
+            self.drops += u64::from(d);
+        }
+        std::mem::take(&mut self.drops)
+    }
+}
+
+/// Frames per AF_XDP batch (one wake-up each).
+const XDP_BATCH: usize = 256;
+
+/// AF_XDP transmit (copy mode) on queue 0 of the interface.
+pub struct XdpFrameTx {
+    xsk: sys::xdp::XdpTx,
+}
+
+impl XdpFrameTx {
+    /// An AF_XDP sender on `ep`.
+    pub fn open(ep: &Endpoint) -> io::Result<Self> {
+        let xsk = ep.within(|| {
+            let index = sys::interface_index(&ep.iface)
+                .map_err(|e| io::Error::new(e.kind(), format!("interface {}: {e}", ep.iface)))?;
+            sys::xdp::XdpTx::open(index, 0)
+                .map_err(|e| io::Error::new(e.kind(), format!("AF_XDP on {}: {e}", ep.iface)))
+        })?;
+        Ok(Self { xsk })
+    }
+}
+
+impl FrameTx for XdpFrameTx {
+    fn name(&self) -> &'static str {
+        "af_xdp"
+    }
+
+    fn batch_max(&self) -> usize {
+        XDP_BATCH
+    }
+
+    fn send_frames(
+        &mut self,
+        n: usize,
+        len: usize,
+        fill: &mut dyn FnMut(usize, &mut [u8]),
+    ) -> io::Result<usize> {
+        self.xsk.send(n.min(XDP_BATCH), len, fill)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.xsk.flush(Duration::from_secs(1))
     }
 }
