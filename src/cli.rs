@@ -44,7 +44,8 @@ pub enum Command {
     /// prints the achieved rate and whether the generator kept its schedule (needs root).
     Gen(GenArgs),
     /// RFC 2544 throughput, latency, frame loss rate and back-to-back per frame size,
-    /// between two interfaces of this host (a tester with two ports; needs root).
+    /// between two interfaces of this host (--tx/--rx, a tester with two ports; needs root),
+    /// or over UDP to a wirebench server (HOST).
     Rfc2544(Rfc2544Args),
 }
 
@@ -156,12 +157,22 @@ pub enum Rfc2544Test {
 
 #[derive(Debug, Args)]
 pub struct Rfc2544Args {
+    /// A wirebench server to benchmark the path to, over UDP (instead of --tx/--rx):
+    /// frame size L is sent as UDP payloads of L - 46 bytes (Ethernet, IPv4, UDP, FCS).
+    #[arg(conflicts_with_all = ["tx", "rx"], required_unless_present_all = ["tx", "rx"])]
+    pub host: Option<String>,
+    /// Server control port (with HOST).
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
+    /// Pre-shared key file, when the server requires authentication (with HOST).
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
     /// Sending port: IFACE or NODE:IFACE of a lab.
-    #[arg(long)]
-    pub tx: String,
+    #[arg(long, requires = "rx")]
+    pub tx: Option<String>,
     /// Receiving port: IFACE or NODE:IFACE of a lab.
-    #[arg(long)]
-    pub rx: String,
+    #[arg(long, requires = "tx")]
+    pub rx: Option<String>,
     /// Benchmarks to run, in this order.
     #[arg(
         long,

@@ -46,7 +46,7 @@ fn resolve_addr(host: &str, port: u16) -> Result<SocketAddr> {
         .ok_or_else(|| usage(format!("{host} has no address")))
 }
 
-fn client_config(t: &Target) -> Result<ClientConfig> {
+pub(crate) fn client_config(t: &Target) -> Result<ClientConfig> {
     let key = match &t.auth_key_file {
         Some(p) => Some(control::auth::load_key(p).map_err(usage)?),
         None => None,
@@ -176,7 +176,7 @@ fn interval_of(secs: f64) -> Result<Option<Duration>> {
 }
 
 /// Runs one test and returns the outcome, printing interval lines unless `quiet`.
-fn run_one(
+pub(crate) fn run_one(
     cfg: &ClientConfig,
     spec: &TestSpec,
     interval: Option<Duration>,
@@ -198,7 +198,7 @@ fn run_one(
     Ok(outcome)
 }
 
-fn spec_params(spec: &TestSpec, cfg: &ClientConfig) -> serde_json::Value {
+pub(crate) fn spec_params(spec: &TestSpec, cfg: &ClientConfig) -> serde_json::Value {
     serde_json::json!({ "server": cfg.server.to_string(), "client_cpu": cfg.cpu, "test": spec })
 }
 
@@ -266,7 +266,7 @@ impl Trial for ServerTrial {
     }
 }
 
-fn base_spec(protocol: Protocol) -> TestSpec {
+pub(crate) fn base_spec(protocol: Protocol) -> TestSpec {
     TestSpec {
         protocol,
         duration: Duration::from_secs(1),

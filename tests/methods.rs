@@ -123,3 +123,45 @@ fn demo_on_loopback_when_asked() {
         .unwrap()
         .starts_with("127.0.0.1:"));
 }
+
+#[test]
+fn rfc2544_over_udp_through_a_server() {
+    // At a nominal 10 Mbit/s line rate loopback forwards everything: each size's
+    // throughput is the line rate, found by the first trial; latency comes from the
+    // frames of that rate, every one of them tagged.
+    let srv = ServerProc::start(&[]);
+    let v = srv.json(
+        "rfc2544",
+        "--sizes 64,512 -t 1 --tests throughput,latency --line-rate 10M --latency-trials 1",
+    );
+    let t = v
+        .pointer("/rfc2544/throughput")
+        .and_then(|x| x.as_array())
+        .expect("throughput");
+    assert_eq!(t.len(), 2);
+    for (row, len) in t.iter().zip([64.0, 512.0]) {
+        let max = 10e6 / (8.0 * (len + 20.0));
+        assert!(
+            (row["max_fps"].as_f64().unwrap() - max).abs() < 1e-6,
+            "{row}"
+        );
+        assert_eq!(row["fps"].as_f64(), Some(max), "{row}");
+    }
+    let l = v
+        .pointer("/rfc2544/latency/1/summary/count")
+        .and_then(|x| x.as_u64())
+        .unwrap();
+    assert!(l > 2000, "{l} latency samples at 512 bytes");
+    assert!(str_at(&v, "/backend").starts_with("udp"));
+    // Bursts at line rate need raw ports.
+    assert_fails(
+        &srv.run("rfc2544", "--tests throughput,b2b"),
+        2,
+        "raw ports",
+    );
+    assert_fails(
+        &srv.run("rfc2544", "--tests latency"),
+        2,
+        "include throughput",
+    );
+}
