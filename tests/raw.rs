@@ -204,3 +204,128 @@ fn raw_commands_refuse_bad_input() {
         assert_fails(&run(&args), 2, needle);
     }
 }
+
+#[test]
+fn tshark_finds_every_checksum_of_generated_frames_correct() {
+    if !root_or_skip("tshark_finds_every_checksum_of_generated_frames_correct") {
+        return;
+    }
+    if std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED tshark_finds_every_checksum_of_generated_frames_correct: tshark is not installed (apt install tshark)");
+        return;
+    }
+    let lab = LabGuard::up("direct", "t");
+    let pcap = std::env::temp_dir().join(format!("wb-tshark-{}.pcap", std::process::id()));
+    let pcap_s = pcap.to_string_lossy().into_owned();
+    let ns = format!("wb-{}-listener", lab.0);
+    let mut cap = std::process::Command::new("ip")
+        .args([
+            "netns", "exec", &ns, "tshark", "-i", "eth0", "-f", "ip", "-w", &pcap_s,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tshark");
+    // Wait until dumpcap says it captures.
+    let mut err = std::io::BufReader::new(cap.stderr.take().unwrap());
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) > 0 {
+        if line.contains("Capturing on") {
+            break;
+        }
+        line.clear();
+    }
+    let sizes = [
+        ("udp", "100"),
+        ("tcp", "128"),
+        ("icmp", "64"),
+        ("udp", "1518"),
+    ];
+    for (proto, size) in sizes {
+        let argv = gen_across(
+            &lab,
+            &[
+                "-s",
+                size,
+                "--proto",
+                proto,
+                "-n",
+                "5",
+                "-r",
+                "1kpps",
+                "--dst-mac",
+                "02:77:62:00:00:02",
+            ],
+        );
+        let out = run(&strs(&argv));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &cap.id().to_string()])
+        .status();
+    let _ = cap.wait();
+    let out = std::process::Command::new("tshark")
+        .args([
+            "-r",
+            &pcap_s,
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-o",
+            "tcp.check_checksum:TRUE",
+            "-Y",
+            "ip.src==198.18.0.1 && !icmp.type==3",
+            "-T",
+            "fields",
+            "-e",
+            "frame.len",
+            "-e",
+            "ip.proto",
+            "-e",
+            "ip.checksum.status",
+            "-e",
+            "udp.checksum.status",
+            "-e",
+            "tcp.checksum.status",
+            "-e",
+            "icmp.checksum.status",
+        ])
+        .output()
+        .expect("tshark -r");
+    let _ = std::fs::remove_file(&pcap);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split('\t').filter(|f| !f.is_empty()).collect())
+        .collect();
+    // Frame sizes without FCS: 96 (UDP), 124 (TCP), 60 (ICMP), 1514 (UDP).
+    for (len, proto) in [("96", "17"), ("124", "6"), ("60", "1"), ("1514", "17")] {
+        let mine: Vec<&Vec<&str>> = rows
+            .iter()
+            .filter(|r| r[0] == len && r[1] == proto)
+            .collect();
+        assert_eq!(
+            mine.len(),
+            5,
+            "{len}-byte protocol {proto} frames in:\n{text}"
+        );
+        for r in mine {
+            // Wireshark checksum status: 1 = good (0 bad, 2 unverified).
+            assert!(
+                r[2..].iter().all(|s| *s == "1"),
+                "a checksum tshark does not accept: {r:?}"
+            );
+            assert_eq!(r.len(), 4, "IP and L4 checksums both verified: {r:?}");
+        }
+    }
+}
