@@ -63,12 +63,12 @@ pub struct FrameArgs {
     /// Source MAC (default: the sending interface's).
     #[arg(long, value_parser = mac)]
     pub src_mac: Option<[u8; 6]>,
-    /// Destination IPv4 address (default: the receiving interface's).
+    /// Destination IP address, IPv4 or IPv6 (default: the receiving interface's IPv4).
     #[arg(long)]
-    pub dst_ip: Option<std::net::Ipv4Addr>,
-    /// Source IPv4 address (default: the sending interface's).
+    pub dst_ip: Option<IpAddr>,
+    /// Source IP address, the same family (default: the sending interface's address).
     #[arg(long)]
-    pub src_ip: Option<std::net::Ipv4Addr>,
+    pub src_ip: Option<IpAddr>,
     /// UDP/TCP source port.
     #[arg(long, default_value_t = 49184)]
     pub src_port: u16,
@@ -81,7 +81,7 @@ pub struct FrameArgs {
     /// 802.1Q priority (PCP), with --vlan.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..8))]
     pub pcp: u8,
-    /// IPv4 DSCP.
+    /// DSCP (IPv4) or traffic class DSCP bits (IPv6).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..64))]
     pub dscp: u8,
     /// Lab whose nodes NODE:IFACE names refer to.
@@ -90,14 +90,16 @@ pub struct FrameArgs {
     /// Link speed that percentages of line rate refer to (bit/s, e.g. 1G, 10G).
     #[arg(long, value_parser = rate, default_value = "1G")]
     pub line_rate: f64,
-    /// Frame I/O: packet (AF_PACKET sendmmsg/recvmmsg), ring (PACKET_MMAP TX/RX rings) or
-    /// xdp (AF_XDP sending; frames up to 2048 bytes).
-    #[arg(long, value_enum, default_value_t = FrameBackend::Packet)]
+    /// Frame I/O: auto, packet (AF_PACKET sendmmsg/recvmmsg), ring (PACKET_MMAP TX/RX
+    /// rings) or xdp (AF_XDP sending; frames up to 2048 bytes).
+    #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FrameBackend {
+    /// The fastest that opens here: xdp, then ring, then packet (the result says which).
+    Auto,
     /// AF_PACKET sockets with sendmmsg / recvmmsg batches.
     Packet,
     /// PACKET_MMAP rings: TPACKET_V2 for sending, TPACKET_V3 for receiving.

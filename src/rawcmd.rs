@@ -5,7 +5,7 @@
 //! backends (in a lab node's namespace for `NODE:IFACE`), and adapts `engine::raw` trials
 //! to `method::rfc2544`'s `FrameTrial`.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -84,6 +84,17 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
 struct IfaceFacts {
     mac: [u8; 6],
     ipv4: Option<Ipv4Addr>,
+    ipv6: Option<std::net::Ipv6Addr>,
+}
+
+impl IfaceFacts {
+    fn addr(&self, v6: bool) -> Option<IpAddr> {
+        if v6 {
+            self.ipv6.map(IpAddr::V6)
+        } else {
+            self.ipv4.map(IpAddr::V4)
+        }
+    }
 }
 
 fn iface_facts(ep: &Endpoint) -> Result<IfaceFacts> {
@@ -95,24 +106,35 @@ fn iface_facts(ep: &Endpoint) -> Result<IfaceFacts> {
         .as_str()
         .and_then(parse_mac)
         .ok_or_else(|| usage(format!("{ep}: not an Ethernet interface")))?;
-    let ipv4 = link["addr_info"].as_array().and_then(|a| {
-        a.iter()
-            .find(|x| x["family"] == "inet")
-            .and_then(|x| x["local"].as_str())
-            .and_then(|s| s.parse().ok())
-    });
-    Ok(IfaceFacts { mac, ipv4 })
+    let first = |family: &str| -> Option<IpAddr> {
+        link["addr_info"].as_array().and_then(|a| {
+            a.iter()
+                .filter(|x| x["family"] == family && x["scope"] != "link")
+                .find_map(|x| x["local"].as_str().and_then(|s| s.parse().ok()))
+        })
+    };
+    Ok(IfaceFacts {
+        mac,
+        ipv4: match first("inet") {
+            Some(IpAddr::V4(a)) => Some(a),
+            _ => None,
+        },
+        ipv6: match first("inet6") {
+            Some(IpAddr::V6(a)) => Some(a),
+            _ => None,
+        },
+    })
 }
 
 /// The MAC of the next hop from `ep` toward `dst`, as the kernel resolves it (RFC 2544
 /// §25: the DUT answers address resolution). A datagram to the discard port makes the
 /// kernel ask, then the neighbour table is read.
-fn next_hop_mac(ep: &Endpoint, dst: Ipv4Addr) -> Result<[u8; 6]> {
+fn next_hop_mac(ep: &Endpoint, dst: IpAddr) -> Result<[u8; 6]> {
     let route = ip_json(ep, &["route", "get", &dst.to_string()])?;
     let r = route
         .get(0)
         .ok_or_else(|| usage(format!("{ep}: no route to {dst}")))?;
-    let hop: Ipv4Addr = r["gateway"]
+    let hop: IpAddr = r["gateway"]
         .as_str()
         .or(r["dst"].as_str())
         .and_then(|s| s.parse().ok())
@@ -138,14 +160,15 @@ fn next_hop_mac(ep: &Endpoint, dst: Ipv4Addr) -> Result<[u8; 6]> {
         }
         if attempt % 5 == 0 {
             let _ = ep.within(|| {
-                let s = std::net::UdpSocket::bind("0.0.0.0:0")?;
+                let any = if dst.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" };
+                let s = std::net::UdpSocket::bind(any)?;
                 s.send_to(&[0], (dst, 9)).map(drop)
             });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     Err(usage(format!(
-        "{ep}: the next hop {hop} toward {dst} does not answer ARP; give --dst-mac"
+        "{ep}: the next hop {hop} toward {dst} does not answer address resolution; give --dst-mac"
     )))
 }
 
@@ -153,18 +176,26 @@ fn next_hop_mac(ep: &Endpoint, dst: Ipv4Addr) -> Result<[u8; 6]> {
 fn frame_spec(a: &FrameArgs, tx: &Endpoint, rx: Option<&Endpoint>) -> Result<FrameSpec> {
     use wire::ethernet::EthernetRepr;
     use wire::ipv4::Ipv4Repr;
+    use wire::ipv6::Ipv6Repr;
     let txf = iface_facts(tx)?;
+    let v6 = a.dst_ip.or(a.src_ip).is_some_and(|ip| ip.is_ipv6());
+    let family = if v6 { "IPv6" } else { "IPv4" };
     let src_ip = a
         .src_ip
-        .or(txf.ipv4)
-        .ok_or_else(|| usage(format!("{tx} has no IPv4 address: give --src-ip")))?;
+        .or(txf.addr(v6))
+        .ok_or_else(|| usage(format!("{tx} has no {family} address: give --src-ip")))?;
     let dst_ip = match (a.dst_ip, rx) {
         (Some(ip), _) => ip,
         (None, Some(rx)) => iface_facts(rx)?
-            .ipv4
-            .ok_or_else(|| usage(format!("{rx} has no IPv4 address: give --dst-ip")))?,
+            .addr(v6)
+            .ok_or_else(|| usage(format!("{rx} has no {family} address: give --dst-ip")))?,
         (None, None) => return Err(usage("give --dst-ip (or --rx to take it from)")),
     };
+    if src_ip.is_ipv6() != dst_ip.is_ipv6() {
+        return Err(usage(format!(
+            "--src-ip {src_ip} and --dst-ip {dst_ip} are of different families"
+        )));
+    }
     let dst_mac = match a.dst_mac {
         Some(m) => m,
         None => next_hop_mac(tx, dst_ip)?,
@@ -188,6 +219,30 @@ fn frame_spec(a: &FrameArgs, tx: &Endpoint, rx: Option<&Endpoint>) -> Result<Fra
             seq: 0,
         }),
     };
+    // EtherTypes, protocol numbers and lengths are derived by FrameSpec::build.
+    let ip = match (src_ip, dst_ip) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => wire::IpRepr::V4(Ipv4Repr {
+            src_addr: wire::Ipv4Address(s.octets()),
+            dst_addr: wire::Ipv4Address(d.octets()),
+            protocol: wire::IpProtocol::UDP,
+            payload_len: 0,
+            ttl: 64,
+            dscp: a.dscp,
+            ecn: 0,
+            dont_frag: true,
+            ident: 0,
+        }),
+        (IpAddr::V6(s), IpAddr::V6(d)) => wire::IpRepr::V6(Ipv6Repr {
+            src_addr: wire::Ipv6Address(s.octets()),
+            dst_addr: wire::Ipv6Address(d.octets()),
+            next_header: wire::IpProtocol::UDP,
+            payload_len: 0,
+            hop_limit: 64,
+            traffic_class: a.dscp << 2,
+            flow_label: 0,
+        }),
+        _ => return Err(usage("mixed address families")),
+    };
     Ok(FrameSpec {
         eth: EthernetRepr {
             src_addr: wire::EthernetAddress(a.src_mac.unwrap_or(txf.mac)),
@@ -200,38 +255,44 @@ fn frame_spec(a: &FrameArgs, tx: &Endpoint, rx: Option<&Endpoint>) -> Result<Fra
             vid,
             inner_ethertype: wire::EtherType::IPV4,
         }),
-        ip: wire::IpRepr::V4(Ipv4Repr {
-            src_addr: wire::Ipv4Address(src_ip.octets()),
-            dst_addr: wire::Ipv4Address(dst_ip.octets()),
-            protocol: wire::IpProtocol::UDP,
-            payload_len: 0,
-            ttl: 64,
-            dscp: a.dscp,
-            ecn: 0,
-            dont_frag: true,
-            ident: 0,
-        }),
+        ip,
         l4,
     })
 }
 
-fn backend(a: &FrameArgs) -> Backend {
+fn backend(a: &FrameArgs) -> Option<Backend> {
     match a.backend {
-        FrameBackend::Packet => Backend::Packet,
-        FrameBackend::Ring => Backend::Ring,
-        FrameBackend::Xdp => Backend::Xdp,
+        FrameBackend::Auto => None,
+        FrameBackend::Packet => Some(Backend::Packet),
+        FrameBackend::Ring => Some(Backend::Ring),
+        FrameBackend::Xdp => Some(Backend::Xdp),
     }
 }
 
-fn open_tx(a: &FrameArgs, ep: &Endpoint) -> Result<Box<dyn FrameTx>> {
-    backend(a)
-        .open_tx(ep)
-        .with_context(|| format!("sending on {ep}"))
+/// The sender: the asked backend, or with `auto` the fastest that opens (AF_XDP, then the
+/// TX ring, then sendmmsg), saying why the faster ones did not.
+fn open_tx(a: &FrameArgs, ep: &Endpoint, max_len: u64) -> Result<Box<dyn FrameTx>> {
+    match backend(a) {
+        Some(b) => b.open_tx(ep).with_context(|| format!("sending on {ep}")),
+        None => {
+            let (tx, why) = Backend::open_tx_first(
+                &[Backend::Xdp, Backend::Ring, Backend::Packet],
+                ep,
+                max_len as usize,
+            )?;
+            if !why.is_empty() {
+                tracing::info!("backend {} chosen: {}", tx.name(), why.join("; "));
+            }
+            Ok(tx)
+        }
+    }
 }
 
 fn open_rx(a: &FrameArgs, ep: &Endpoint) -> Result<Box<dyn FrameRx>> {
     backend(a)
+        .unwrap_or(Backend::Ring)
         .open_rx(ep)
+        .or_else(|_| Backend::Packet.open_rx(ep))
         .with_context(|| format!("receiving on {ep}"))
 }
 
@@ -268,7 +329,7 @@ pub fn gen(a: &GenArgs) -> Result<()> {
     }
     let line = LineRate(a.frame.line_rate as u64);
     let pps = a.rate.fps(a.size, line);
-    let mut tx = open_tx(&a.frame, &tx_ep)?;
+    let mut tx = open_tx(&a.frame, &tx_ep, a.size)?;
     let mut rx = rx_ep.as_ref().map(|ep| open_rx(&a.frame, ep)).transpose()?;
     let spec = RawTrialSpec {
         frame,
@@ -311,6 +372,7 @@ pub fn gen(a: &GenArgs) -> Result<()> {
         summary["duplicates"] = r.duplicates.into();
         summary["reordered"] = r.reordered.into();
         summary["rx_kernel_drops"] = r.rx_drops.into();
+        summary["unstamped"] = r.unstamped.into();
         summary["latency_us"] = serde_json::to_value(r.latency.summary())?;
     }
     if r.generator_limited {
@@ -625,7 +687,11 @@ pub fn rfc2544(a: &Rfc2544Args) -> Result<()> {
                 )));
             }
             let mut trial = RawTrial {
-                tx: open_tx(&a.frame, &tx_ep)?,
+                tx: open_tx(
+                    &a.frame,
+                    &tx_ep,
+                    a.sizes.iter().copied().max().unwrap_or(64),
+                )?,
                 rx: open_rx(&a.frame, &rx_ep)?,
                 frame,
                 line,

@@ -215,6 +215,9 @@ impl PacketRx {
         let sock = ep.within(|| PacketSocket::open(&ep.iface, true))?;
         let _ = sock.set_receive_buffer(32 << 20);
         let _ = sys::enable_rx_timestamps(&sock);
+        // The kernel turns receive timestamping on for the whole stack from a work queue
+        // (net_enable_timestamp), so frames of the first moments may arrive unstamped.
+        std::thread::sleep(Duration::from_millis(20));
         // Start from an empty statistics counter.
         let _ = sock.take_statistics();
         Ok(Self {
@@ -281,6 +284,30 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The first sender of `order` that opens on `ep` for frames of up to `max_len`
+    /// bytes, with the reasons the others did not.
+    pub fn open_tx_first(
+        order: &[Backend],
+        ep: &Endpoint,
+        max_len: usize,
+    ) -> io::Result<(Box<dyn FrameTx>, Vec<String>)> {
+        let mut why = Vec::new();
+        for b in order {
+            if *b == Backend::Xdp && max_len > sys::xdp::CHUNK {
+                why.push(format!("af_xdp: frames above {} bytes", sys::xdp::CHUNK));
+                continue;
+            }
+            match b.open_tx(ep) {
+                Ok(tx) => return Ok((tx, why)),
+                Err(e) => why.push(format!("{b:?}: {e}")),
+            }
+        }
+        Err(io::Error::other(format!(
+            "no frame backend opens on {ep}: {}",
+            why.join("; ")
+        )))
+    }
+
     /// Opens a sender on `ep`.
     pub fn open_tx(self, ep: &Endpoint) -> io::Result<Box<dyn FrameTx>> {
         Ok(match self {

@@ -96,6 +96,8 @@ pub struct RawTrialReport {
     pub pacing_error: Option<crate::stats::histogram::LatencySummary>,
     /// Transmit-to-receive latency of received frames (kernel receive stamps).
     pub latency: LatencyHistogram,
+    /// Received frames without a kernel receive stamp (not in `latency`).
+    pub unstamped: u64,
     /// Send errors (the backend refused a batch).
     pub send_errors: u64,
     /// The generator thread's CPU time.
@@ -156,6 +158,7 @@ pub fn run_trial(
             report.foreign = r.foreign;
             report.rx_drops = r.rx_drops;
             report.latency = r.latency;
+            report.unstamped = r.unstamped;
         }
         Ok(report)
     })
@@ -268,6 +271,7 @@ struct Received {
     foreign: u64,
     rx_drops: u64,
     latency: LatencyHistogram,
+    unstamped: u64,
 }
 
 fn receive(
@@ -281,6 +285,7 @@ fn receive(
     let mut seq = SeqTracker::new(1 << 16);
     let mut latency = LatencyHistogram::new();
     let mut foreign = 0u64;
+    let mut unstamped = 0u64;
     let mut done_at: Option<Duration> = None;
     let mut last_arrival = clock.mono();
     let _ = rx.take_drops();
@@ -306,8 +311,9 @@ fn receive(
             match hdr {
                 Some(h) if h.test_id == spec.test_id && h.stream_id == spec.stream_id => {
                     if seq.on_packet(h.seq).is_accepted() {
-                        if let Some(rx_ts) = ts {
-                            latency.record_ns(rx_ts.0.saturating_sub(h.tx_ns));
+                        match ts {
+                            Some(rx_ts) => latency.record_ns(rx_ts.0.saturating_sub(h.tx_ns)),
+                            None => unstamped += 1,
                         }
                     }
                 }
@@ -328,5 +334,6 @@ fn receive(
         foreign,
         rx_drops: rx.take_drops(),
         latency,
+        unstamped,
     })
 }

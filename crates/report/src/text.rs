@@ -535,7 +535,49 @@ pub fn rfc2544(r: &RunResult) -> String {
             v.detail
         ));
     }
-    out.push_str(&format!("trials run: {}\n", t.trials.len()));
+    if !t.trials.is_empty() {
+        out.push_str(&format!("\ntrial log ({} trials)\n", t.trials.len()));
+        let rows: Vec<Vec<String>> = t
+            .trials
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                vec![
+                    (i + 1).to_string(),
+                    x.purpose.clone(),
+                    x.frame_len.to_string(),
+                    if x.kind == "burst" {
+                        format!("burst {:.0}", x.load)
+                    } else {
+                        format!("{:.0} fps", x.load)
+                    },
+                    format!("{:.1}", x.duration_s),
+                    x.sent.to_string(),
+                    x.received.to_string(),
+                    format!("{:.4} %", x.loss_ratio * 100.0),
+                    if x.generator_limited {
+                        format!("{:.0} (generator limited)", x.offered_fps)
+                    } else {
+                        format!("{:.0}", x.offered_fps)
+                    },
+                ]
+            })
+            .collect();
+        out.push_str(&render(
+            &[
+                ("#", R),
+                ("purpose", L),
+                ("frame", R),
+                ("load", R),
+                ("secs", R),
+                ("sent", R),
+                ("received", R),
+                ("loss", R),
+                ("offered fps", R),
+            ],
+            &rows,
+        ));
+    }
     out.push_str(&facts(r));
     out
 }
