@@ -43,6 +43,10 @@ pub enum Command {
     /// Generate Ethernet frames of an exact size on an interface (like trafgen/mausezahn):
     /// prints the achieved rate and whether the generator kept its schedule (needs root).
     Gen(GenArgs),
+    /// Run a multi-stream profile (TOML): every stream at once, each on its own schedule;
+    /// per stream and in total: sent, received, lost, loss %, Mbit/s, latency, and the
+    /// expectations (exit code 3 when one fails). Needs root.
+    Streams(StreamsArgs),
     /// RFC 2544 throughput, latency, frame loss rate and back-to-back per frame size,
     /// between two interfaces of this host (--tx/--rx, a tester with two ports; needs root),
     /// or over UDP to a wirebench server (HOST).
@@ -136,6 +140,22 @@ pub struct GenArgs {
     pub time: Duration,
     #[command(flatten)]
     pub frame: FrameArgs,
+    /// Print one JSON document.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamsArgs {
+    /// The profile (TOML: `[[stream]]` tables with name, source, destination, protocol,
+    /// size, load, dscp, vlan, pcp, start, stop, expect, tolerance; see examples/).
+    pub profile: PathBuf,
+    /// Lab whose nodes NODE:IFACE names (default: the profile's `lab`, else "lab").
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// Frame I/O backend for every sender.
+    #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
+    pub backend: FrameBackend,
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,

@@ -777,3 +777,253 @@ pub fn rfc2544(a: &Rfc2544Args) -> Result<()> {
     }
     Ok(())
 }
+
+/// `wirebench streams PROFILE.toml`.
+pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
+    use engine::multi::{Patch, StreamTx};
+    use engine::stats::table::StreamTable;
+    use method::streams::{Measured, Profile, StreamProto};
+    let text = std::fs::read_to_string(&a.profile)
+        .map_err(|e| usage(format!("cannot read {}: {e}", a.profile.display())))?;
+    let profile =
+        Profile::parse(&text).map_err(|e| usage(format!("{}: {e}", a.profile.display())))?;
+    need_root()?;
+    let lab = a
+        .lab
+        .clone()
+        .or(profile.lab.clone())
+        .unwrap_or_else(|| "lab".into());
+    let id = test_id();
+    // Senders by source, receivers by destination, in first-use order.
+    let mut sources: Vec<String> = Vec::new();
+    let mut dests: Vec<String> = Vec::new();
+    for s in &profile.streams {
+        if !sources.contains(&s.source) {
+            sources.push(s.source.clone());
+        }
+        if !dests.contains(&s.destination) {
+            dests.push(s.destination.clone());
+        }
+    }
+    let mut groups: Vec<Vec<StreamTx>> = sources.iter().map(|_| Vec::new()).collect();
+    for (i, s) in profile.streams.iter().enumerate() {
+        let stream_id = (i + 1) as u8;
+        let tx_ep = endpoint(&s.source, &lab)?;
+        let rx_ep = endpoint(&s.destination, &lab)?;
+        let hdr = wire::testhdr::TestHeaderRepr {
+            flags: wire::testhdr::TestFlags::empty(),
+            test_id: id,
+            stream_id,
+            seq: 0,
+            tx_ns: 0,
+        };
+        let mut sizes = s.pattern.clone();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let mut built: Vec<(u64, Vec<u8>, Patch)> = Vec::new();
+        let in_stream = |e: String| usage(format!("stream '{}': {e}", s.name));
+        match s.protocol {
+            StreamProto::EtherType(t) => {
+                let src = iface_facts(&tx_ep)?;
+                let dst = match s.dst_mac {
+                    Some(m) => m,
+                    None => iface_facts(&rx_ep)?.mac,
+                };
+                let eth = wire::ethernet::EthernetRepr {
+                    src_addr: wire::EthernetAddress(src.mac),
+                    dst_addr: wire::EthernetAddress(dst),
+                    ethertype: wire::EtherType::from(t),
+                };
+                let vlan = s.vlan.map(|vid| wire::vlan::VlanRepr {
+                    pcp: s.pcp,
+                    dei: false,
+                    vid,
+                    inner_ethertype: wire::EtherType::from(t),
+                });
+                let off = 14 + if vlan.is_some() { 4 } else { 0 };
+                for &len in &sizes {
+                    let mut buf = vec![0u8; len as usize];
+                    let n =
+                        wire::frame::build_l2(&eth, vlan.as_ref(), len as usize, &hdr, &mut buf)
+                            .map_err(|e| in_stream(format!("{len}-byte frame: {e}")))?;
+                    buf.truncate(n);
+                    built.push((len, buf, Patch::L2(off)));
+                }
+            }
+            proto => {
+                let fa = FrameArgs {
+                    proto: match proto {
+                        StreamProto::Tcp => FrameProto::Tcp,
+                        StreamProto::Icmp => FrameProto::Icmp,
+                        _ => FrameProto::Udp,
+                    },
+                    dst_mac: s.dst_mac,
+                    src_mac: None,
+                    dst_ip: s.dst_ip,
+                    src_ip: None,
+                    src_port: s.src_port,
+                    dst_port: s.dst_port,
+                    vlan: s.vlan,
+                    pcp: s.pcp,
+                    dscp: s.dscp,
+                    lab: lab.clone(),
+                    line_rate: profile.line_rate.0 as f64,
+                    backend: a.backend,
+                };
+                let spec =
+                    frame_spec(&fa, &tx_ep, Some(&rx_ep)).map_err(|e| in_stream(e.to_string()))?;
+                for &len in &sizes {
+                    let mut buf = vec![0u8; len as usize];
+                    let n = spec.build(len as usize, &hdr, &mut buf).map_err(|e| {
+                        in_stream(format!(
+                            "{len}-byte frame: {e} (at least {} bytes)",
+                            spec.min_frame_len()
+                        ))
+                    })?;
+                    buf.truncate(n);
+                    let layout = spec
+                        .layout(len as usize)
+                        .map_err(|e| in_stream(e.to_string()))?;
+                    built.push((len, buf, Patch::L4(layout)));
+                }
+            }
+        }
+        let pattern = s
+            .pattern
+            .iter()
+            .map(|l| built.iter().position(|b| b.0 == *l).unwrap_or(0))
+            .collect();
+        let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
+        groups[g].push(StreamTx {
+            stream_id,
+            templates: built.into_iter().map(|(_, b, p)| (b, p)).collect(),
+            pattern,
+            pps: s.fps(profile.line_rate),
+            start: Duration::from_secs_f64(s.start),
+            stop: Duration::from_secs_f64(s.stop),
+        });
+    }
+    let fa_backend = FrameArgs {
+        proto: FrameProto::Udp,
+        dst_mac: None,
+        src_mac: None,
+        dst_ip: None,
+        src_ip: None,
+        src_port: 0,
+        dst_port: 0,
+        vlan: None,
+        pcp: 0,
+        dscp: 0,
+        lab: lab.clone(),
+        line_rate: profile.line_rate.0 as f64,
+        backend: a.backend,
+    };
+    let max_len = profile
+        .streams
+        .iter()
+        .flat_map(|s| s.pattern.iter().copied())
+        .max()
+        .unwrap_or(64);
+    let mut senders = Vec::new();
+    let mut backends = Vec::new();
+    for (src, streams) in sources.iter().zip(groups) {
+        let tx = open_tx(&fa_backend, &endpoint(src, &lab)?, max_len)?;
+        backends.push(format!("{src}: {}", tx.name()));
+        senders.push((tx, streams));
+    }
+    let mut receivers = Vec::new();
+    for d in &dests {
+        let ids = profile
+            .streams
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.destination == *d)
+            .map(|(i, _)| (i + 1) as u8);
+        let rx = open_rx(&fa_backend, &endpoint(d, &lab)?)?;
+        backends.push(format!("{d}: {}", rx.name()));
+        receivers.push((rx, StreamTable::new(id, ids)));
+    }
+    if !a.json {
+        eprintln!(
+            "running {} stream(s) for {:.1} s ...",
+            profile.streams.len(),
+            profile.duration
+        );
+    }
+    let stop = AtomicBool::new(false);
+    let r = engine::multi::run(senders, receivers, Duration::from_millis(300), &stop)?;
+    let mut measured = Vec::new();
+    let mut rx_drops = 0;
+    for (i, s) in profile.streams.iter().enumerate() {
+        let stream_id = (i + 1) as u8;
+        let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
+        let sent = r.sent[g]
+            .iter()
+            .find(|x| x.stream_id == stream_id)
+            .cloned()
+            .unwrap_or_default();
+        let d = dests.iter().position(|x| *x == s.destination).unwrap_or(0);
+        let (table, drops) = &r.received[d];
+        rx_drops += drops;
+        let rx = table.stream(stream_id);
+        let c = rx.map(|x| x.counters()).unwrap_or_default();
+        measured.push(Measured {
+            sent: sent.sent,
+            received: c.received,
+            received_bytes: rx.map_or(0, |x| x.bytes),
+            duplicates: c.duplicates,
+            reordered: c.reordered,
+            active_s: sent.active.as_secs_f64(),
+            rx_span_s: rx
+                .and_then(|x| x.span)
+                .map(|(a, b)| b.0.saturating_sub(a.0) as f64 / 1e9),
+            generator_limited: sent.generator_limited,
+            latency: rx.and_then(|x| x.latency.summary()),
+        });
+    }
+    let rep = method::streams::report(&profile, &measured);
+    let mut doc = RunResult::new(
+        "streams",
+        serde_json::json!({ "profile": a.profile.display().to_string(), "lab": lab,
+            "duration_s": profile.duration, "line_rate_bps": profile.line_rate.0 }),
+    );
+    doc.backend = Some(backends.join(", "));
+    doc.timestamp_source = Some("kernel-software".into());
+    for row in &rep.rows {
+        if let (Some(e), Some(p), Some(t)) = (row.expected_l2_bps, row.passed, row.tolerance) {
+            doc.verdicts.push(engine::results::Verdict {
+                name: format!("stream {} received rate", row.name),
+                passed: p,
+                detail: format!(
+                    "{} of L2 frames, expected {} ± {:.1} %",
+                    report::units::bps(row.received_l2_bps),
+                    report::units::bps(e),
+                    t * 100.0
+                ),
+            });
+        }
+        if row.generator_limited {
+            doc.notes.push(format!(
+                "stream {}: the generator fell behind its schedule; its figures measure the tool",
+                row.name
+            ));
+        }
+    }
+    if rx_drops > 0 {
+        doc.notes.push(format!(
+            "{rx_drops} frames were dropped by a receiving socket before they were counted: losses include the tool's"
+        ));
+    }
+    doc.profile = Some(rep);
+    if a.json {
+        print!("{}", report::json::to_string(&doc));
+    } else {
+        print!("{}", report::text::profile(&doc));
+    }
+    if doc.verdicts.iter().any(|v| !v.passed) {
+        return Err(
+            crate::commands::VerdictFailed("a stream missed its expected rate".into()).into(),
+        );
+    }
+    Ok(())
+}

@@ -363,3 +363,85 @@ fn tshark_finds_every_checksum_of_generated_frames_correct() {
         }
     }
 }
+
+/// Runs `examples/streams-NAME.toml` on a shaper lab built from
+/// `examples/shaper-NAME.toml` and returns the JSON.
+fn rtx2000(name: &str, tag: &str) -> serde_json::Value {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let shape = format!("{dir}/examples/shaper-{name}.toml");
+    let profile = format!("{dir}/examples/streams-{name}.toml");
+    let lab = LabGuard::up_with("shaper", tag, &["--shape", &shape]);
+    run_json(&["streams", &profile, "--lab", &lab.0, "-J"])
+}
+
+fn check_classes(v: &serde_json::Value, want: &[(&str, f64)]) {
+    let rows = v
+        .pointer("/profile/rows")
+        .and_then(|r| r.as_array())
+        .expect("rows");
+    assert_eq!(rows.len(), want.len());
+    for (row, (name, mbit)) in rows.iter().zip(want) {
+        assert_eq!(row["name"], *name);
+        let got = row["received_l2_bps"].as_f64().unwrap();
+        assert!(
+            (got - mbit * 1e6).abs() <= mbit * 1e6 * 0.02,
+            "{name}: {got} bit/s, class {mbit} Mbit/s: {row}"
+        );
+        assert_eq!(row["passed"].as_bool(), Some(true), "{row}");
+        assert!(
+            row["lost"].as_u64().unwrap() > 0,
+            "offered at 100 %, the shaper drops"
+        );
+    }
+    let total = v
+        .pointer("/profile/total_received_l2_bps")
+        .and_then(|x| x.as_f64())
+        .unwrap();
+    let sum: f64 = want.iter().map(|w| w.1 * 1e6).sum();
+    assert!((total - sum).abs() <= sum * 0.02, "total {total} vs {sum}");
+}
+
+#[test]
+fn streams_reproduce_the_rtx2000_two_class_scenario() {
+    if !root_or_skip("streams_reproduce_the_rtx2000_two_class_scenario") {
+        return;
+    }
+    let v = rtx2000("two-classes", "x");
+    check_classes(&v, &[("udp", 10.0), ("tcp", 40.0)]);
+}
+
+#[test]
+fn streams_reproduce_the_rtx2000_three_class_scenario() {
+    if !root_or_skip("streams_reproduce_the_rtx2000_three_class_scenario") {
+        return;
+    }
+    let v = rtx2000("three-classes", "y");
+    check_classes(&v, &[("udp", 5.0), ("icmp", 30.0), ("tcp", 15.0)]);
+}
+
+#[test]
+fn streams_refuse_bad_profiles_before_sending() {
+    let dir = std::env::temp_dir().join(format!("wb-prof-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let base = "[[stream]]\nname = \"a\"\nsource = \"talker:eth0\"\ndestination = \"listener:eth0\"\nsize = 64\n";
+    let bad_load = write("load.toml", &format!("{base}load = \"fast\"\n"));
+    assert_fails(
+        &run(&["streams", &bad_load]),
+        2,
+        "stream 'a', line 6: load 'fast'",
+    );
+    let unknown = write("unknown.toml", &format!("{base}load = \"1%\"\nspeed = 3\n"));
+    assert_fails(&run(&["streams", &unknown]), 2, "unknown field `speed`");
+    assert_fails(&run(&["streams", "/nonexistent/p.toml"]), 2, "cannot read");
+    if lab::cmd::is_root() {
+        // A destination in a lab that does not exist: refused before anything is sent.
+        let ok = write("ok.toml", &format!("{base}load = \"1%\"\n"));
+        assert_fails(&run(&["streams", &ok, "--lab", "nolab9"]), 2, "has no node");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -112,13 +112,14 @@ pub trait FrameTx: Send {
     fn name(&self) -> &'static str;
     /// Largest batch one call takes.
     fn batch_max(&self) -> usize;
-    /// Builds `n` frames of `len` bytes (no FCS) with `fill(i, frame)` and hands them to
-    /// the kernel; returns how many it took (frames it did not take are not sent).
+    /// Builds `n` frames with `fill(i, buf)`, which writes frame `i` (no FCS) into a buffer
+    /// of `len` bytes and returns its length (≤ `len`), and hands them to the kernel;
+    /// returns how many it took (frames it did not take are not sent).
     fn send_frames(
         &mut self,
         n: usize,
         len: usize,
-        fill: &mut dyn FnMut(usize, &mut [u8]),
+        fill: &mut dyn FnMut(usize, &mut [u8]) -> usize,
     ) -> io::Result<usize>;
     /// Waits until every queued frame has left (ring backends queue).
     fn flush(&mut self) -> io::Result<()> {
@@ -181,12 +182,13 @@ impl FrameTx for PacketTx {
         &mut self,
         n: usize,
         len: usize,
-        fill: &mut dyn FnMut(usize, &mut [u8]),
+        fill: &mut dyn FnMut(usize, &mut [u8]) -> usize,
     ) -> io::Result<usize> {
         let n = n.min(BATCH);
         let len = len.min(MAX_FRAME);
         for i in 0..n {
-            fill(i, self.batch.slot_mut(i, len));
+            let used = fill(i, self.batch.slot_mut(i, len)).min(len);
+            self.batch.slot_mut(i, used);
         }
         let mut sent = 0;
         while sent < n {
@@ -362,7 +364,7 @@ impl FrameTx for RingTx {
         &mut self,
         n: usize,
         len: usize,
-        fill: &mut dyn FnMut(usize, &mut [u8]),
+        fill: &mut dyn FnMut(usize, &mut [u8]) -> usize,
     ) -> io::Result<usize> {
         self.ring.send(n.min(BATCH), len, fill)
     }
@@ -447,7 +449,7 @@ impl FrameTx for XdpFrameTx {
         &mut self,
         n: usize,
         len: usize,
-        fill: &mut dyn FnMut(usize, &mut [u8]),
+        fill: &mut dyn FnMut(usize, &mut [u8]) -> usize,
     ) -> io::Result<usize> {
         self.xsk.send(n.min(XDP_BATCH), len, fill)
     }

@@ -22,6 +22,7 @@ pub mod clock;
 pub mod env;
 pub mod frameio;
 pub mod live;
+pub mod multi;
 pub mod pacing;
 pub mod raw;
 pub mod results;

@@ -205,8 +205,9 @@ fn generate(
                 let now = clock.wall().0;
                 let base = seq;
                 let mut fill = |i: usize, buf: &mut [u8]| {
-                    buf.copy_from_slice(template);
-                    layout.write_seq_ts(buf, base + i as u64, now);
+                    buf[..len].copy_from_slice(template);
+                    layout.write_seq_ts(&mut buf[..len], base + i as u64, now);
+                    len
                 };
                 match tx.send_frames(k, len, &mut fill) {
                     Ok(0) | Err(_) => {

@@ -14,6 +14,7 @@
 
 pub mod blocksize;
 pub mod rfc2544;
+pub mod streams;
 pub mod sweep;
 
 use std::time::Duration;

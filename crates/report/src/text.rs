@@ -361,6 +361,21 @@ pub fn latency(rows: &[LatencyRow]) -> String {
     out
 }
 
+/// One line per verdict: name, pass/FAIL, detail.
+pub fn verdicts(r: &RunResult) -> String {
+    r.verdicts
+        .iter()
+        .map(|v| {
+            format!(
+                "{}: {} ({})\n",
+                v.name,
+                if v.passed { "pass" } else { "FAIL" },
+                v.detail
+            )
+        })
+        .collect()
+}
+
 /// The RFC 2544 tables of the FRER report: throughput (frame size, theoretical, measured,
 /// efficiency, frames/s), latency (average, p99, p99.9, verdict), frame loss rate and
 /// back-to-back, then the facts. Figures derived from a measurement (Mbit/s, % of line
@@ -527,14 +542,7 @@ pub fn rfc2544(r: &RunResult) -> String {
             &rows,
         ));
     }
-    for v in &r.verdicts {
-        out.push_str(&format!(
-            "{}: {} ({})\n",
-            v.name,
-            if v.passed { "pass" } else { "FAIL" },
-            v.detail
-        ));
-    }
+    out.push_str(&verdicts(r));
     if !t.trials.is_empty() {
         out.push_str(&format!("\ntrial log ({} trials)\n", t.trials.len()));
         let rows: Vec<Vec<String>> = t
@@ -578,6 +586,122 @@ pub fn rfc2544(r: &RunResult) -> String {
             &rows,
         ));
     }
+    out.push_str(&facts(r));
+    out
+}
+
+/// The multi-stream table of the SmartBits analyzer: per stream and in total, frames sent,
+/// received, lost, loss %, the received L2 rate and the expectation, then latency per
+/// stream and the facts.
+pub fn profile(r: &RunResult) -> String {
+    let Some(p) = &r.profile else {
+        return facts(r);
+    };
+    let mut rows: Vec<Vec<String>> = p
+        .rows
+        .iter()
+        .map(|x| {
+            vec![
+                x.name.clone(),
+                x.protocol.clone(),
+                x.frame.clone(),
+                format!("{:.1} %", x.load_percent),
+                x.sent.to_string(),
+                x.received.to_string(),
+                x.lost.to_string(),
+                format!("{:.3} %", x.loss_ratio * 100.0),
+                format!("{:.2}", x.received_l2_bps / 1e6),
+                x.expected_l2_bps
+                    .map(|e| {
+                        format!(
+                            "{:.2} ± {:.0} %",
+                            e / 1e6,
+                            x.tolerance.unwrap_or(0.0) * 100.0
+                        )
+                    })
+                    .unwrap_or_else(|| "-".into()),
+                match (x.passed, x.generator_limited) {
+                    (Some(true), _) => "pass".into(),
+                    (Some(false), _) => "FAIL".into(),
+                    (None, true) => "generator limited".into(),
+                    (None, false) => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    let lost = p.total_sent.saturating_sub(p.total_received);
+    rows.push(vec![
+        "total".into(),
+        String::new(),
+        String::new(),
+        String::new(),
+        p.total_sent.to_string(),
+        p.total_received.to_string(),
+        lost.to_string(),
+        if p.total_sent == 0 {
+            "-".into()
+        } else {
+            format!("{:.3} %", lost as f64 / p.total_sent as f64 * 100.0)
+        },
+        format!("{:.2}", p.total_received_l2_bps / 1e6),
+        String::new(),
+        String::new(),
+    ]);
+    let mut out = format!(
+        "streams (load in % of {} line rate; Mbit/s of received frames incl. FCS)\n",
+        bps(p.line_rate_bps as f64)
+    );
+    out.push_str(&render(
+        &[
+            ("stream", L),
+            ("proto", L),
+            ("frame", R),
+            ("load", R),
+            ("sent", R),
+            ("received", R),
+            ("lost", R),
+            ("loss", R),
+            ("Mbit/s", R),
+            ("expected Mbit/s", R),
+            ("verdict", L),
+        ],
+        &rows,
+    ));
+    let lat: Vec<Vec<String>> = p
+        .rows
+        .iter()
+        .filter_map(|x| {
+            x.latency.as_ref().map(|s| {
+                vec![
+                    x.name.clone(),
+                    s.count.to_string(),
+                    us(s.min_us),
+                    us(s.avg_us),
+                    us(s.p50_us),
+                    us(s.p99_us),
+                    us(s.p999_us),
+                    us(s.max_us),
+                ]
+            })
+        })
+        .collect();
+    if !lat.is_empty() {
+        out.push_str("\nlatency per stream (us)\n");
+        out.push_str(&render(
+            &[
+                ("stream", L),
+                ("samples", R),
+                ("min", R),
+                ("avg", R),
+                ("p50", R),
+                ("p99", R),
+                ("p99.9", R),
+                ("max", R),
+            ],
+            &lat,
+        ));
+    }
+    out.push_str(&verdicts(r));
     out.push_str(&facts(r));
     out
 }

@@ -14,6 +14,7 @@ pub mod histogram;
 pub mod jitter;
 pub mod receiver;
 pub mod seq;
+pub mod table;
 
 pub use histogram::{HistogramError, LatencyHistogram, LatencySummary};
 pub use jitter::Rfc3550Jitter;

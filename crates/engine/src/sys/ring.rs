@@ -195,7 +195,8 @@ impl TxRing {
         self.frames
     }
 
-    /// Fills up to `n` free slots with frames of `len` bytes built by `fill(i, frame)`,
+    /// Fills up to `n` free slots with frames built by `fill(i, buf)` (a buffer of `len`
+    /// bytes; it returns the frame's length),
     /// hands them to the kernel and kicks it without waiting; returns how many were
     /// queued (fewer when the ring is full).
     ///
@@ -206,7 +207,7 @@ impl TxRing {
         &mut self,
         n: usize,
         len: usize,
-        fill: &mut dyn FnMut(usize, &mut [u8]),
+        fill: &mut dyn FnMut(usize, &mut [u8]) -> usize,
     ) -> io::Result<usize> {
         let len = len.min(self.max_frame());
         let mut queued = 0;

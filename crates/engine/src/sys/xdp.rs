@@ -208,13 +208,14 @@ impl XdpTx {
         Ok(())
     }
 
-    /// Builds up to `n` frames of `len` bytes (≤ [`CHUNK`]) with `fill(i, frame)`, puts
+    /// Builds up to `n` frames with `fill(i, buf)` (a buffer of `len` ≤ [`CHUNK`] bytes;
+    /// it returns the frame's length), puts
     /// them on the TX ring and wakes the kernel; returns how many were queued.
     pub fn send(
         &mut self,
         n: usize,
         len: usize,
-        fill: &mut dyn FnMut(usize, &mut [u8]),
+        fill: &mut dyn FnMut(usize, &mut [u8]) -> usize,
     ) -> io::Result<usize> {
         if len > CHUNK {
             return Err(io::Error::new(
@@ -235,7 +236,7 @@ impl XdpTx {
             // ≤ mask keeps the descriptor inside the mapped ring.
             unsafe {
                 let data = std::slice::from_raw_parts_mut(self.umem.base.add(addr as usize), len);
-                fill(i, data);
+                let used = fill(i, data).min(len);
                 let d = self
                     .tx
                     .map
@@ -246,7 +247,7 @@ impl XdpTx {
                     d,
                     libc::xdp_desc {
                         addr,
-                        len: len as u32,
+                        len: used as u32,
                         options: 0,
                     },
                 );

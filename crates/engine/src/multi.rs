@@ -1,0 +1,277 @@
+//! Many streams at once (a SmartBits-style profile): one generator thread per sending
+//! interface interleaves its streams, each on its own absolute schedule and between its own
+//! start and stop offsets; one receiver thread per receiving interface counts every
+//! stream apart ([`StreamTable`]).
+//!
+//! A stream cycles through its frame templates (a fixed size, a list of sizes, or IMIX),
+//! each a complete frame whose sequence number and transmit time are patched in.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use wire::frame::FrameLayout;
+
+use crate::clock::{Clock, RealClock};
+use crate::frameio::{FrameRx, FrameTx};
+use crate::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use crate::raw::MAX_DRAIN;
+use crate::stats::table::StreamTable;
+use crate::sys;
+
+/// Where to patch sequence number and transmit time into a template.
+#[derive(Debug, Clone, Copy)]
+pub enum Patch {
+    /// An IP frame: the test header after the L4 header, L4 checksum updated.
+    L4(FrameLayout),
+    /// A raw EtherType frame: the test header at this offset, no checksum.
+    L2(usize),
+}
+
+impl Patch {
+    fn apply(&self, frame: &mut [u8], seq: u64, tx_ns: u64) {
+        match self {
+            Patch::L4(l) => l.write_seq_ts(frame, seq, tx_ns),
+            Patch::L2(off) => wire::testhdr::write_seq_ts(&mut frame[*off..], seq, tx_ns),
+        }
+    }
+}
+
+/// One stream to send.
+pub struct StreamTx {
+    /// Stream id in the test header (unique in the run).
+    pub stream_id: u8,
+    /// Frame templates and where to patch them, built with this stream's id.
+    pub templates: Vec<(Vec<u8>, Patch)>,
+    /// Template index of frame n is `pattern[n % len]`.
+    pub pattern: Vec<usize>,
+    /// Frames per second.
+    pub pps: f64,
+    /// When it starts, after the run's start.
+    pub start: Duration,
+    /// When it stops.
+    pub stop: Duration,
+}
+
+/// What one stream sent.
+#[derive(Debug, Clone, Default)]
+pub struct StreamSent {
+    /// Stream id.
+    pub stream_id: u8,
+    /// Frames sent.
+    pub sent: u64,
+    /// Their bytes (no FCS).
+    pub bytes: u64,
+    /// Time from its start to its stop (or to when the run was stopped).
+    pub active: Duration,
+    /// Share of its schedule it was behind at the end.
+    pub behind_ratio: f64,
+    /// It fell behind its schedule.
+    pub generator_limited: bool,
+}
+
+/// Sends `streams` on `tx` until each has reached its stop offset (or `stop` is set).
+pub fn generate(
+    tx: &mut dyn FrameTx,
+    streams: &[StreamTx],
+    clock: &RealClock,
+    t0: Duration,
+    stop: &AtomicBool,
+) -> io::Result<Vec<StreamSent>> {
+    sys::set_timer_slack_1ns();
+    let batch = tx.batch_max();
+    let mut pacers: Vec<Pacer> = streams
+        .iter()
+        .map(|s| Pacer::new(Schedule::per_second(s.pps), batch, None))
+        .collect();
+    let mut out: Vec<StreamSent> = streams
+        .iter()
+        .map(|s| StreamSent {
+            stream_id: s.stream_id,
+            ..StreamSent::default()
+        })
+        .collect();
+    let max_len = streams
+        .iter()
+        .flat_map(|s| s.templates.iter().map(|t| t.0.len()))
+        .max()
+        .unwrap_or(64);
+    let end = streams.iter().map(|s| s.stop).max().unwrap_or_default();
+    loop {
+        let elapsed = clock.mono().saturating_sub(t0);
+        if elapsed >= end || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let mut next_wait: Option<Duration> = None;
+        for (i, s) in streams.iter().enumerate() {
+            if elapsed < s.start {
+                next_wait = Some(next_wait.map_or(s.start, |w| w.min(s.start)));
+                continue;
+            }
+            if elapsed >= s.stop {
+                continue;
+            }
+            let local = elapsed - s.start;
+            match pacers[i].poll(local) {
+                PaceAction::Send(k) => {
+                    let now = clock.wall().0;
+                    let base = out[i].sent;
+                    let template =
+                        |n: u64| &s.templates[s.pattern[(n % s.pattern.len() as u64) as usize]];
+                    let mut fill = |j: usize, buf: &mut [u8]| {
+                        let n = base + j as u64;
+                        let (t, patch) = template(n);
+                        buf[..t.len()].copy_from_slice(t);
+                        patch.apply(&mut buf[..t.len()], n, now);
+                        t.len()
+                    };
+                    if let Ok(n) = tx.send_frames(k, max_len, &mut fill) {
+                        if n > 0 {
+                            pacers[i].sent(n, local);
+                            out[i].sent += n as u64;
+                            out[i].bytes += (base..base + n as u64)
+                                .map(|f| template(f).0.len() as u64)
+                                .sum::<u64>();
+                        }
+                    }
+                    next_wait = Some(elapsed);
+                }
+                PaceAction::Wait(until) => {
+                    let at = s.start + until;
+                    next_wait = Some(next_wait.map_or(at, |w| w.min(at)));
+                }
+                PaceAction::Done => {}
+            }
+        }
+        let Some(at) = next_wait else { break };
+        let now = clock.mono().saturating_sub(t0);
+        if at > now {
+            match pacing::wait_plan(at - now, pacing::DEFAULT_SPIN_THRESHOLD) {
+                WaitPlan::Sleep(d) => std::thread::sleep(d.min(Duration::from_millis(50))),
+                WaitPlan::Spin => std::hint::spin_loop(),
+            }
+        }
+    }
+    tx.flush()?;
+    let elapsed = clock.mono().saturating_sub(t0);
+    for (i, s) in streams.iter().enumerate() {
+        let active = elapsed.min(s.stop).saturating_sub(s.start);
+        out[i].active = active;
+        out[i].behind_ratio = pacers[i].behind_ratio(active);
+        out[i].generator_limited = out[i].behind_ratio > pacing::GENERATOR_LIMITED_THRESHOLD;
+    }
+    Ok(out)
+}
+
+/// The test header of a frame: after the L4 header of an IP frame, or right after the
+/// EtherType (and an 802.1Q tag) of a raw frame of any other EtherType.
+fn test_header(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
+    if let Some(h) = wire::frame::parse_frame(frame).ok().and_then(|p| p.test) {
+        return Some(h);
+    }
+    let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    let off = if ethertype == 0x8100 { 18 } else { 14 };
+    let inner = u16::from_be_bytes([*frame.get(off - 2)?, *frame.get(off - 1)?]);
+    if inner == 0x0800 || inner == 0x86DD {
+        return None;
+    }
+    wire::testhdr::parse_fast(frame.get(off..)?)
+}
+
+/// Counts frames on `rx` into `table` until every generator is done and the traffic has
+/// drained (quiet for `drain`, at most [`MAX_DRAIN`]).
+pub fn receive(
+    rx: &mut dyn FrameRx,
+    table: &mut StreamTable,
+    generators_left: &AtomicUsize,
+    drain: Duration,
+    clock: &RealClock,
+    stop: &AtomicBool,
+) -> io::Result<u64> {
+    let _ = rx.take_drops();
+    let mut done_at: Option<Duration> = None;
+    let mut last = clock.mono();
+    loop {
+        let now = clock.mono();
+        if done_at.is_none() && generators_left.load(Ordering::Acquire) == 0 {
+            done_at = Some(now);
+        }
+        if let Some(d) = done_at {
+            if now.saturating_sub(last.max(d)) >= drain || now.saturating_sub(d) >= MAX_DRAIN {
+                break;
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let before = table.total_received();
+        let mut on_frame = |frame: &[u8], ts| {
+            table.on_frame(test_header(frame).as_ref(), frame.len(), ts);
+        };
+        rx.recv_frames(Duration::from_millis(10), &mut on_frame)?;
+        if table.total_received() != before {
+            last = clock.mono();
+        }
+    }
+    Ok(rx.take_drops())
+}
+
+/// Everything a run measured.
+pub struct MultiReport {
+    /// Per sending interface, what each of its streams sent.
+    pub sent: Vec<Vec<StreamSent>>,
+    /// Per receiving interface, its table and the kernel's drops.
+    pub received: Vec<(StreamTable, u64)>,
+}
+
+/// Runs `groups` (a sender and its streams) and `receivers` (a receiver and its table)
+/// together; streams start at the same t0.
+pub fn run(
+    groups: Vec<(Box<dyn FrameTx>, Vec<StreamTx>)>,
+    receivers: Vec<(Box<dyn FrameRx>, StreamTable)>,
+    drain: Duration,
+    stop: &AtomicBool,
+) -> io::Result<MultiReport> {
+    let clock = RealClock::new();
+    let left = AtomicUsize::new(groups.len());
+    std::thread::scope(|s| {
+        let rx_handles: Vec<_> = receivers
+            .into_iter()
+            .map(|(mut rx, mut table)| {
+                let (left, clock) = (&left, &clock);
+                s.spawn(move || {
+                    let drops = receive(rx.as_mut(), &mut table, left, drain, clock, stop)?;
+                    Ok::<_, io::Error>((table, drops))
+                })
+            })
+            .collect();
+        // Receivers are listening; start every generator at the same t0.
+        let t0 = clock.mono() + Duration::from_millis(20);
+        let tx_handles: Vec<_> = groups
+            .into_iter()
+            .map(|(mut tx, streams)| {
+                let (left, clock) = (&left, &clock);
+                s.spawn(move || {
+                    let r = generate(tx.as_mut(), &streams, clock, t0, stop);
+                    left.fetch_sub(1, Ordering::AcqRel);
+                    r
+                })
+            })
+            .collect();
+        let mut sent = Vec::new();
+        for h in tx_handles {
+            sent.push(
+                h.join()
+                    .map_err(|_| io::Error::other("generator thread panicked"))??,
+            );
+        }
+        let mut received = Vec::new();
+        for h in rx_handles {
+            received.push(
+                h.join()
+                    .map_err(|_| io::Error::other("receiver thread panicked"))??,
+            );
+        }
+        Ok(MultiReport { sent, received })
+    })
+}

@@ -1,0 +1,667 @@
+//! Multi-stream profiles (the SmartBits/Spirent way of testing QoS): several streams, each
+//! with its own source, destination, protocol, frame size, load and time window, run at
+//! once; the analyzer prints per stream and in total what was sent, received and lost,
+//! and checks each stream's received rate against an expectation.
+//!
+//! This module parses and checks a profile (TOML; errors name the stream, the key and the
+//! line) and turns what the engine measured into the result table. It sends nothing.
+//!
+//! ```toml
+//! duration = 10            # seconds, default for every stream's stop
+//! line_rate = "1G"         # what % loads refer to
+//!
+//! [[stream]]
+//! name = "udp"
+//! source = "talker:eth0"           # IFACE or NODE:IFACE
+//! destination = "listener:eth0"    # where it is counted
+//! protocol = "udp"                 # udp, tcp, icmp, or an EtherType like "0x88b5"
+//! size = 1518                      # bytes with FCS; or [64, 512, 1518] cycled; or "imix"
+//! load = "100%"                    # % of line rate, L2 bit/s ("10M") or frames/s ("5kpps")
+//! dscp = 46                        # optional; vlan = 100 and pcp = 5 add a tag
+//! start = 0.0                      # optional offsets, seconds
+//! stop = 10.0
+//! expect = "10M"                   # optional: expected received L2 bit/s
+//! tolerance = "2%"                 # of the expectation, default 2 %
+//! ```
+
+use serde::Deserialize;
+use toml::Spanned;
+use wire::linerate::LineRate;
+
+use engine::results::profile::{ProfileReport, StreamRow};
+
+/// The simple IMIX: 64, 594 and 1518-byte frames in the ratio 7:4:1 (mean 361.8 bytes).
+pub const IMIX: [(u64, usize); 3] = [(64, 7), (594, 4), (1518, 1)];
+
+/// A frame size setting.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum SizeToml {
+    One(u64),
+    List(Vec<u64>),
+    Name(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamToml {
+    name: String,
+    source: Spanned<String>,
+    destination: Spanned<String>,
+    protocol: Option<Spanned<String>>,
+    size: Spanned<SizeToml>,
+    load: Spanned<String>,
+    dscp: Option<Spanned<u8>>,
+    vlan: Option<Spanned<u16>>,
+    pcp: Option<Spanned<u8>>,
+    dst_ip: Option<Spanned<String>>,
+    dst_mac: Option<Spanned<String>>,
+    src_port: Option<u16>,
+    dst_port: Option<u16>,
+    start: Option<Spanned<f64>>,
+    stop: Option<Spanned<f64>>,
+    expect: Option<Spanned<String>>,
+    tolerance: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileToml {
+    duration: Option<Spanned<f64>>,
+    line_rate: Option<Spanned<String>>,
+    lab: Option<String>,
+    #[serde(default)]
+    stream: Vec<StreamToml>,
+}
+
+/// What a stream carries above Ethernet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamProto {
+    /// UDP datagrams.
+    Udp,
+    /// TCP segments (crafted, no connection).
+    Tcp,
+    /// ICMP echo requests.
+    Icmp,
+    /// Raw frames of this EtherType, the test header right after it.
+    EtherType(u16),
+}
+
+impl StreamProto {
+    /// Name for tables.
+    pub fn label(self) -> String {
+        match self {
+            StreamProto::Udp => "udp".into(),
+            StreamProto::Tcp => "tcp".into(),
+            StreamProto::Icmp => "icmp".into(),
+            StreamProto::EtherType(t) => format!("0x{t:04x}"),
+        }
+    }
+}
+
+/// A load as configured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// % of line rate.
+    Percent(f64),
+    /// L2 bit/s (frames with FCS).
+    L2Bps(f64),
+    /// Frames/s.
+    Pps(f64),
+}
+
+/// One checked stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamSpec {
+    /// Name.
+    pub name: String,
+    /// Sending interface (IFACE or NODE:IFACE).
+    pub source: String,
+    /// Receiving interface.
+    pub destination: String,
+    /// Protocol.
+    pub protocol: StreamProto,
+    /// Frame sizes in sending order, cycled.
+    pub pattern: Vec<u64>,
+    /// How the sizes were given.
+    pub frame_label: String,
+    /// Load.
+    pub load: Load,
+    /// DSCP.
+    pub dscp: u8,
+    /// 802.1Q VID, if tagged.
+    pub vlan: Option<u16>,
+    /// 802.1Q priority.
+    pub pcp: u8,
+    /// Destination IP, if given.
+    pub dst_ip: Option<std::net::IpAddr>,
+    /// Destination MAC, if given.
+    pub dst_mac: Option<[u8; 6]>,
+    /// UDP/TCP ports.
+    pub src_port: u16,
+    /// UDP/TCP destination port.
+    pub dst_port: u16,
+    /// Start offset, s.
+    pub start: f64,
+    /// Stop offset, s.
+    pub stop: f64,
+    /// Expected received L2 bit/s.
+    pub expect_bps: Option<f64>,
+    /// Tolerance ratio.
+    pub tolerance: f64,
+}
+
+impl StreamSpec {
+    /// Mean frame size of the pattern, bytes with FCS.
+    pub fn mean_len(&self) -> f64 {
+        self.pattern.iter().sum::<u64>() as f64 / self.pattern.len().max(1) as f64
+    }
+
+    /// Frames/s of this stream on a link of `line`: a % load counts the L1 size of the
+    /// mean frame (preamble and gap included), an L2 rate the mean frame.
+    pub fn fps(&self, line: LineRate) -> f64 {
+        let mean = self.mean_len();
+        match self.load {
+            Load::Pps(p) => p,
+            Load::Percent(p) => line.0 as f64 * p / 100.0 / (8.0 * (mean + 20.0)),
+            Load::L2Bps(b) => b / (8.0 * mean),
+        }
+    }
+}
+
+/// A checked profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Streams, in file order (stream ids 1, 2, …).
+    pub streams: Vec<StreamSpec>,
+    /// Line rate of % loads.
+    pub line_rate: LineRate,
+    /// Lab whose nodes NODE:IFACE names (default `lab`).
+    pub lab: Option<String>,
+    /// Run length: the latest stop.
+    pub duration: f64,
+}
+
+fn line_of(text: &str, span: std::ops::Range<usize>) -> usize {
+    text[..span.start.min(text.len())].matches('\n').count() + 1
+}
+
+fn si(s: &str) -> Option<f64> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 1e3),
+        'm' | 'M' => (&t[..t.len() - 1], 1e6),
+        'g' | 'G' => (&t[..t.len() - 1], 1e9),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v > 0.0).then_some(v * mult)
+}
+
+fn parse_load(s: &str) -> Option<Load> {
+    let t = s.trim();
+    if let Some(p) = t.strip_suffix('%') {
+        let v: f64 = p.trim().parse().ok()?;
+        return (v > 0.0 && v <= 100.0).then_some(Load::Percent(v));
+    }
+    if let Some(p) = t.strip_suffix("pps") {
+        return si(p).map(Load::Pps);
+    }
+    si(t).map(Load::L2Bps)
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut m = [0u8; 6];
+    let mut parts = s.split([':', '-']);
+    for b in &mut m {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(m)
+}
+
+impl Profile {
+    /// Parses and checks a profile. Errors name the stream, the key and the line.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let p: ProfileToml = toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
+        let at = |span: std::ops::Range<usize>| line_of(text, span);
+        let duration = match &p.duration {
+            Some(d)
+                if !(d.get_ref().is_finite() && *d.get_ref() > 0.0 && *d.get_ref() <= 86_400.0) =>
+            {
+                return Err(format!(
+                    "line {}: duration must be between 0 and 86400 s",
+                    at(d.span())
+                ))
+            }
+            Some(d) => *d.get_ref(),
+            None => 10.0,
+        };
+        let line_rate = match &p.line_rate {
+            Some(l) => LineRate(si(l.get_ref()).ok_or_else(|| {
+                format!(
+                    "line {}: line_rate '{}' is not a bit rate (e.g. 1G)",
+                    at(l.span()),
+                    l.get_ref()
+                )
+            })? as u64),
+            None => LineRate(1_000_000_000),
+        };
+        if p.stream.is_empty() {
+            return Err("the profile has no [[stream]]".into());
+        }
+        if p.stream.len() > 250 {
+            return Err("at most 250 streams".into());
+        }
+        let mut streams = Vec::new();
+        for s in p.stream {
+            let name = s.name.clone();
+            let bad = |span: std::ops::Range<usize>, msg: String| {
+                format!("stream '{name}', line {}: {msg}", at(span))
+            };
+            if streams.iter().any(|x: &StreamSpec| x.name == name) {
+                return Err(format!("two streams are named '{name}'"));
+            }
+            let protocol = match s.protocol.as_ref() {
+                None => StreamProto::Udp,
+                Some(p) => match p.get_ref().as_str() {
+                    "udp" => StreamProto::Udp,
+                    "tcp" => StreamProto::Tcp,
+                    "icmp" => StreamProto::Icmp,
+                    other => match other
+                        .strip_prefix("0x")
+                        .and_then(|h| u16::from_str_radix(h, 16).ok())
+                    {
+                        Some(t) if t >= 0x0600 => StreamProto::EtherType(t),
+                        _ => {
+                            return Err(bad(
+                                p.span(),
+                                format!("protocol '{other}': use udp, tcp, icmp or an EtherType like 0x88b5"),
+                            ))
+                        }
+                    },
+                },
+            };
+            let (pattern, frame_label) = match s.size.get_ref() {
+                SizeToml::One(n) => (vec![*n], n.to_string()),
+                SizeToml::List(l) if !l.is_empty() && l.len() <= 64 => (
+                    l.clone(),
+                    l.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+                ),
+                SizeToml::Name(n) if n.eq_ignore_ascii_case("imix") => (
+                    IMIX.iter()
+                        .flat_map(|(len, n)| std::iter::repeat_n(*len, *n))
+                        .collect(),
+                    "imix".into(),
+                ),
+                _ => {
+                    return Err(bad(
+                        s.size.span(),
+                        "size: a frame size, a list of up to 64 sizes, or \"imix\"".into(),
+                    ))
+                }
+            };
+            if let Some(bad_len) = pattern.iter().find(|l| !(64..=9018).contains(*l)) {
+                return Err(bad(
+                    s.size.span(),
+                    format!("size {bad_len}: frame sizes are 64..=9018 bytes with FCS"),
+                ));
+            }
+            let load = parse_load(s.load.get_ref()).ok_or_else(|| {
+                bad(
+                    s.load.span(),
+                    format!(
+                        "load '{}': use a % of line rate (\"50%\"), L2 bit/s (\"10M\") or frames/s (\"5kpps\")",
+                        s.load.get_ref()
+                    ),
+                )
+            })?;
+            let dscp = match &s.dscp {
+                Some(d) if *d.get_ref() > 63 => return Err(bad(d.span(), "dscp: 0..=63".into())),
+                Some(d) => *d.get_ref(),
+                None => 0,
+            };
+            let vlan = match &s.vlan {
+                Some(v) if *v.get_ref() > 4094 => {
+                    return Err(bad(v.span(), "vlan: 0..=4094".into()))
+                }
+                v => v.as_ref().map(|v| *v.get_ref()),
+            };
+            let pcp = match &s.pcp {
+                Some(p) if *p.get_ref() > 7 => return Err(bad(p.span(), "pcp: 0..=7".into())),
+                Some(p) if vlan.is_none() => {
+                    return Err(bad(p.span(), "pcp needs a vlan tag (vlan = ID)".into()))
+                }
+                p => p.as_ref().map_or(0, |p| *p.get_ref()),
+            };
+            let dst_ip = match &s.dst_ip {
+                Some(ip) => Some(ip.get_ref().parse().map_err(|_| {
+                    bad(
+                        ip.span(),
+                        format!("dst_ip '{}' is not an IP address", ip.get_ref()),
+                    )
+                })?),
+                None => None,
+            };
+            let dst_mac = match &s.dst_mac {
+                Some(m) => Some(parse_mac(m.get_ref()).ok_or_else(|| {
+                    bad(
+                        m.span(),
+                        format!("dst_mac '{}' is not a MAC address", m.get_ref()),
+                    )
+                })?),
+                None => None,
+            };
+            let start = s.start.as_ref().map_or(0.0, |x| *x.get_ref());
+            let stop = s.stop.as_ref().map_or(duration, |x| *x.get_ref());
+            if !(start >= 0.0 && stop > start && stop <= 86_400.0) {
+                let span = s
+                    .stop
+                    .as_ref()
+                    .or(s.start.as_ref())
+                    .map(|x| x.span())
+                    .unwrap_or(s.load.span());
+                return Err(bad(
+                    span,
+                    format!("start {start} s / stop {stop} s: need 0 <= start < stop"),
+                ));
+            }
+            let expect_bps = match &s.expect {
+                Some(e) => Some(si(e.get_ref()).ok_or_else(|| {
+                    bad(
+                        e.span(),
+                        format!("expect '{}' is not a bit rate (e.g. 10M)", e.get_ref()),
+                    )
+                })?),
+                None => None,
+            };
+            let tolerance = match &s.tolerance {
+                Some(t) => {
+                    let v: f64 = t
+                        .get_ref()
+                        .trim()
+                        .trim_end_matches('%')
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|v: &f64| (0.0..100.0).contains(v))
+                        .ok_or_else(|| {
+                            bad(
+                                t.span(),
+                                format!("tolerance '{}': a percentage like \"2%\"", t.get_ref()),
+                            )
+                        })?;
+                    v / 100.0
+                }
+                None => 0.02,
+            };
+            for (what, v) in [("source", &s.source), ("destination", &s.destination)] {
+                if v.get_ref().trim().is_empty() {
+                    return Err(bad(v.span(), format!("{what} is empty")));
+                }
+            }
+            streams.push(StreamSpec {
+                name,
+                source: s.source.get_ref().clone(),
+                destination: s.destination.get_ref().clone(),
+                protocol,
+                pattern,
+                frame_label,
+                load,
+                dscp,
+                vlan,
+                pcp,
+                dst_ip,
+                dst_mac,
+                src_port: s.src_port.unwrap_or(49184),
+                dst_port: s.dst_port.unwrap_or(7),
+                start,
+                stop,
+                expect_bps,
+                tolerance,
+            });
+        }
+        let duration = streams.iter().map(|s| s.stop).fold(0.0, f64::max);
+        Ok(Profile {
+            streams,
+            line_rate,
+            lab: p.lab,
+            duration,
+        })
+    }
+}
+
+/// What the engine measured for one stream.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    /// Frames sent.
+    pub sent: u64,
+    /// Distinct frames received.
+    pub received: u64,
+    /// Their bytes as received (no FCS).
+    pub received_bytes: u64,
+    /// Duplicates.
+    pub duplicates: u64,
+    /// Reordered.
+    pub reordered: u64,
+    /// Seconds the stream sent.
+    pub active_s: f64,
+    /// Seconds from its first to its last received frame (kernel stamps), when known.
+    /// A shaper's queue delivers frames after the sender stopped, so the received rate is
+    /// taken over this span, not over the sending time.
+    pub rx_span_s: Option<f64>,
+    /// The generator fell behind.
+    pub generator_limited: bool,
+    /// Latency.
+    pub latency: Option<engine::stats::histogram::LatencySummary>,
+}
+
+/// The result table: one row per stream (expectations checked), and the totals.
+pub fn report(profile: &Profile, measured: &[Measured]) -> ProfileReport {
+    let line = profile.line_rate;
+    let mut rows = Vec::new();
+    for (s, m) in profile.streams.iter().zip(measured) {
+        let fcs_bits = 4.0 * 8.0 * m.received as f64;
+        // Over the receive span when there is one: n frames span n − 1 gaps.
+        let (bits, secs) = match m.rx_span_s.filter(|s| *s > 0.0 && m.received > 1) {
+            Some(span) => {
+                let per_frame = (m.received_bytes as f64 * 8.0 + fcs_bits) / m.received as f64;
+                (per_frame * (m.received - 1) as f64, span)
+            }
+            None => (m.received_bytes as f64 * 8.0 + fcs_bits, m.active_s),
+        };
+        let rx_bps = if secs > 0.0 { bits / secs } else { 0.0 };
+        let fps = s.fps(line);
+        let passed = s.expect_bps.map(|e| (rx_bps - e).abs() <= e * s.tolerance);
+        let lost = m.sent.saturating_sub(m.received);
+        rows.push(StreamRow {
+            name: s.name.clone(),
+            source: s.source.clone(),
+            destination: s.destination.clone(),
+            protocol: s.protocol.label(),
+            frame: s.frame_label.clone(),
+            mean_frame_len: s.mean_len(),
+            load_percent: fps * 8.0 * (s.mean_len() + 20.0) / line.0 as f64 * 100.0,
+            target_fps: fps,
+            sent: m.sent,
+            received: m.received,
+            lost,
+            loss_ratio: if m.sent == 0 {
+                0.0
+            } else {
+                lost as f64 / m.sent as f64
+            },
+            duplicates: m.duplicates,
+            reordered: m.reordered,
+            received_l2_bps: rx_bps,
+            active_s: m.active_s,
+            generator_limited: m.generator_limited,
+            latency: m.latency,
+            expected_l2_bps: s.expect_bps,
+            tolerance: s.expect_bps.map(|_| s.tolerance),
+            passed,
+        });
+    }
+    ProfileReport {
+        line_rate_bps: line.0,
+        total_sent: rows.iter().map(|r| r.sent).sum(),
+        total_received: rows.iter().map(|r| r.received).sum(),
+        total_received_l2_bps: rows.iter().map(|r| r.received_l2_bps).sum(),
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    const TWO: &str = r#"
+duration = 5
+line_rate = "1G"
+
+[[stream]]
+name = "udp"
+source = "talker:eth0"
+destination = "listener:eth0"
+protocol = "udp"
+size = 1518
+load = "100%"
+expect = "10M"
+
+[[stream]]
+name = "tcp"
+source = "talker:eth0"
+destination = "listener:eth0"
+protocol = "tcp"
+size = [64, 512, 1518]
+load = "40M"
+dscp = 10
+start = 1
+stop = 4
+tolerance = "3%"
+"#;
+
+    #[test]
+    fn a_profile_parses_with_defaults() {
+        let p = Profile::parse(TWO).unwrap();
+        assert_eq!(p.streams.len(), 2);
+        assert_eq!(p.duration, 5.0);
+        let u = &p.streams[0];
+        assert_eq!((u.start, u.stop, u.tolerance), (0.0, 5.0, 0.02));
+        assert_eq!(u.pattern, [1518]);
+        // 100 % of 1G at 1518 bytes: 81,274 frames/s.
+        assert!((u.fps(p.line_rate) - 81_274.38).abs() < 0.01);
+        let t = &p.streams[1];
+        assert_eq!(t.protocol, StreamProto::Tcp);
+        assert_eq!(t.frame_label, "64,512,1518");
+        assert_eq!((t.start, t.stop, t.tolerance, t.dscp), (1.0, 4.0, 0.03, 10));
+        // 40 Mbit/s of L2 frames of mean 698 bytes.
+        assert!((t.fps(p.line_rate) - 40e6 / (8.0 * 698.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn imix_and_size_cycling() {
+        let p = Profile::parse(
+            "[[stream]]\nname = \"i\"\nsource = \"a\"\ndestination = \"b\"\nsize = \"imix\"\nload = \"1kpps\"\n",
+        )
+        .unwrap();
+        let s = &p.streams[0];
+        assert_eq!(s.pattern.len(), 12);
+        assert_eq!(s.pattern.iter().filter(|l| **l == 64).count(), 7);
+        assert_eq!(s.pattern.iter().filter(|l| **l == 594).count(), 4);
+        assert!((s.mean_len() - 361.833).abs() < 0.001);
+        assert_eq!(s.fps(p.line_rate), 1000.0);
+    }
+
+    #[test]
+    fn errors_name_the_stream_the_key_and_the_line() {
+        let cases = [
+            (
+                TWO.replace("load = \"40M\"", "load = \"lots\""),
+                "stream 'tcp', line 20: load 'lots'",
+            ),
+            (
+                TWO.replace("size = 1518", "size = 40"),
+                "stream 'udp', line 10: size 40",
+            ),
+            (
+                TWO.replace("protocol = \"tcp\"", "protocol = \"sctp\""),
+                "line 18: protocol 'sctp'",
+            ),
+            (TWO.replace("dscp = 10", "dscp = 99"), "line 21: dscp"),
+            (
+                TWO.replace("stop = 4", "stop = 0.5"),
+                "need 0 <= start < stop",
+            ),
+            (
+                TWO.replace("expect = \"10M\"", "expect = \"fast\""),
+                "line 12: expect 'fast'",
+            ),
+            (
+                TWO.replace("tolerance = \"3%\"", "tolerance = \"x\""),
+                "tolerance 'x'",
+            ),
+            (TWO.replace("dscp = 10", "pcp = 3"), "pcp needs a vlan tag"),
+            (
+                TWO.replace("name = \"tcp\"", "name = \"udp\""),
+                "two streams are named 'udp'",
+            ),
+            (
+                TWO.replace("dscp = 10", "colour = 3"),
+                "unknown field `colour`",
+            ),
+            ("duration = 5\n".to_owned(), "no [[stream]]"),
+        ];
+        for (text, needle) in cases {
+            let e = Profile::parse(&text).unwrap_err();
+            assert!(e.contains(needle), "want {needle:?} in: {e}");
+        }
+        let e = Profile::parse(&TWO.replace("dscp = 10", "colour = 3")).unwrap_err();
+        assert!(e.contains("line 21"), "{e}");
+    }
+
+    #[test]
+    fn the_report_checks_expectations_and_adds_up() {
+        let p = Profile::parse(TWO).unwrap();
+        let m = [
+            Measured {
+                sent: 406_372,
+                received: 4_117,
+                // 4,117 frames of 1514 bytes (+4 FCS) in 5 s: 9.999 Mbit/s.
+                received_bytes: 4_117 * 1514,
+                active_s: 5.0,
+                ..Default::default()
+            },
+            Measured {
+                sent: 21_490,
+                received: 21_490,
+                received_bytes: 21_490 * 694,
+                active_s: 3.0,
+                ..Default::default()
+            },
+        ];
+        let r = report(&p, &m);
+        let udp = &r.rows[0];
+        assert!(
+            (udp.received_l2_bps - 9_999_369.6).abs() < 1.0,
+            "{}",
+            udp.received_l2_bps
+        );
+        assert_eq!(udp.passed, Some(true));
+        assert_eq!(udp.lost, 406_372 - 4_117);
+        assert!((udp.load_percent - 100.0).abs() < 1e-9);
+        assert_eq!(r.rows[1].passed, None, "no expectation, no verdict");
+        assert_eq!(r.total_sent, 406_372 + 21_490);
+        assert_eq!(r.total_received, 4_117 + 21_490);
+        let m2 = [
+            Measured {
+                received: 3000,
+                received_bytes: 3000 * 1514,
+                active_s: 5.0,
+                sent: 10,
+                ..Default::default()
+            },
+            m[1].clone(),
+        ];
+        assert_eq!(report(&p, &m2).rows[0].passed, Some(false));
+    }
+}
