@@ -47,6 +47,10 @@ pub enum Command {
     /// per stream and in total: sent, received, lost, loss %, Mbit/s, latency, and the
     /// expectations (exit code 3 when one fails). Needs root.
     Streams(StreamsArgs),
+    /// Shaper accuracy matrix: for each configured bandwidth (set on the lab shaper, or on
+    /// any device through --dut-cmd), offer line-rate traffic at each frame size and print
+    /// the passed rate in % of the bandwidth (needs root).
+    Shaping(ShapingArgs),
     /// RFC 2544 throughput, latency, frame loss rate and back-to-back per frame size,
     /// between two interfaces of this host (--tx/--rx, a tester with two ports; needs root),
     /// or over UDP to a wirebench server (HOST).
@@ -159,6 +163,44 @@ pub struct StreamsArgs {
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShapingArgs {
+    /// Sending port: IFACE or NODE:IFACE of a lab.
+    #[arg(long, default_value = "talker:eth0")]
+    pub tx: String,
+    /// Receiving port (after the shaper).
+    #[arg(long, default_value = "listener:eth0")]
+    pub rx: String,
+    /// Frame sizes with FCS: a list or a range with a step, e.g. 100..1500/100.
+    #[arg(long, value_parser = frame_size_range, default_value = "128,512,1518")]
+    pub sizes: std::vec::Vec<u64>,
+    /// Bandwidths to configure, bit/s, e.g. 100m,90m,50m,10m,1m,64k.
+    #[arg(long, value_parser = rate_list)]
+    pub bandwidths: std::vec::Vec<f64>,
+    /// How to set a bandwidth on the device: a shell command with {bandwidth} (bit/s),
+    /// {bandwidth_k} (kbit/s) and {bandwidth_m} (Mbit/s) replaced; its exit status is
+    /// checked. Without it, the first class of the lab's shaper (dut eth1, class 1:10) is
+    /// changed directly.
+    #[arg(long)]
+    pub dut_cmd: Option<String>,
+    /// Seconds of traffic per cell.
+    #[arg(short = 't', long, value_parser = secs, default_value = "2")]
+    pub duration: Duration,
+    #[command(flatten)]
+    pub frame: FrameArgs,
+    /// Print one JSON document.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+fn frame_size_range(s: &str) -> Result<Vec<u64>, String> {
+    units::frame_size_range(s)
+}
+
+fn rate_list(s: &str) -> Result<Vec<f64>, String> {
+    units::rate_list(s)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

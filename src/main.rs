@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         cli::Command::Gen(a) => rawcmd::gen(a),
         cli::Command::Rfc2544(a) => rawcmd::rfc2544(a),
         cli::Command::Streams(a) => rawcmd::streams(a),
+        cli::Command::Shaping(a) => rawcmd::shaping(a),
         cli::Command::Lab(a) => match labcmd::lab(a) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -1027,3 +1027,191 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// Sets `bandwidth` on the device: the --dut-cmd template through `sh -c`, or the lab
+/// shaper's first class.
+fn set_bandwidth(a: &crate::cli::ShapingArgs, bandwidth: f64) -> Result<()> {
+    let bits = bandwidth.round() as u64;
+    let (program, args): (String, Vec<String>) = match &a.dut_cmd {
+        Some(t) => {
+            let cmd = t
+                .replace("{bandwidth}", &bits.to_string())
+                .replace("{bandwidth_k}", &format!("{}", bandwidth / 1e3))
+                .replace("{bandwidth_m}", &format!("{}", bandwidth / 1e6));
+            ("sh".into(), vec!["-c".into(), cmd])
+        }
+        None => {
+            let ns = lab::naming::namespace(&a.frame.lab, "dut");
+            (
+                "tc".into(),
+                [
+                    "-n", &ns, "class", "change", "dev", "eth1", "parent", "1:", "classid", "1:10",
+                    "htb", "rate",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([format!("{bits}bit"), "ceil".into(), format!("{bits}bit")])
+                .chain(["quantum".into(), "1514".into()])
+                .collect(),
+            )
+        }
+    };
+    let out = std::process::Command::new(&program)
+        .args(&args)
+        .output()
+        .with_context(|| format!("running {program}"))?;
+    if !out.status.success() {
+        return Err(usage(format!(
+            "setting the bandwidth to {} failed: `{} {}` exited with {}: {}",
+            report::units::bps(bandwidth),
+            program,
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// `wirebench shaping`.
+pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
+    use engine::multi::{Patch, StreamTx};
+    use engine::results::shaping::{Cell, ShapingReport};
+    use engine::stats::table::StreamTable;
+    need_root()?;
+    let tx_ep = endpoint(&a.tx, &a.frame.lab)?;
+    let rx_ep = endpoint(&a.rx, &a.frame.lab)?;
+    if a.dut_cmd.is_none()
+        && !std::path::Path::new(&format!(
+            "/run/netns/{}",
+            lab::naming::namespace(&a.frame.lab, "dut")
+        ))
+        .exists()
+    {
+        return Err(usage(format!(
+            "lab '{}' has no dut to shape: build a shaper lab (`wirebench lab up shaper --shape ...`) or give --dut-cmd",
+            a.frame.lab
+        )));
+    }
+    let spec = frame_spec(&a.frame, &tx_ep, Some(&rx_ep))?;
+    if let Some(s) = a
+        .sizes
+        .iter()
+        .find(|s| (**s as usize) < spec.min_frame_len())
+    {
+        return Err(usage(format!(
+            "frame size {s} is too small for these headers: at least {}",
+            spec.min_frame_len()
+        )));
+    }
+    let line = LineRate(a.frame.line_rate as u64);
+    let max_len = a.sizes.iter().copied().max().unwrap_or(64);
+    let mut tx = Some(open_tx(&a.frame, &tx_ep, max_len)?);
+    let mut rx = Some(open_rx(&a.frame, &rx_ep)?);
+    let id = test_id();
+    let mut rep = ShapingReport {
+        sizes: a.sizes.clone(),
+        bandwidths_bps: a.bandwidths.clone(),
+        configured_by: a
+            .dut_cmd
+            .clone()
+            .unwrap_or_else(|| format!("lab {} shaper class 1:10 (tc class change)", a.frame.lab)),
+        cells: vec![],
+    };
+    let backend = format!(
+        "{} / {}",
+        tx.as_ref().map_or("", |t| t.name()),
+        rx.as_ref().map_or("", |r| r.name())
+    );
+    let mut stream_id: u8 = 0;
+    for &bw in &a.bandwidths {
+        set_bandwidth(a, bw)?;
+        for &len in &a.sizes {
+            stream_id = stream_id.wrapping_add(1).max(1);
+            let hdr = wire::testhdr::TestHeaderRepr {
+                flags: wire::testhdr::TestFlags::empty(),
+                test_id: id,
+                stream_id,
+                seq: 0,
+                tx_ns: 0,
+            };
+            let mut buf = vec![0u8; len as usize];
+            let n = spec.build(len as usize, &hdr, &mut buf)?;
+            buf.truncate(n);
+            let layout = spec.layout(len as usize)?;
+            let fps = line.max_fps(len);
+            let stream = StreamTx {
+                stream_id,
+                templates: vec![(buf, Patch::L4(layout))],
+                pattern: vec![0],
+                pps: fps,
+                start: Duration::ZERO,
+                stop: a.duration,
+            };
+            let (Some(t), Some(r)) = (tx.take(), rx.take()) else {
+                break;
+            };
+            let stop = AtomicBool::new(false);
+            let mut res = engine::multi::run(
+                vec![(t, vec![stream])],
+                vec![(r, StreamTable::new(id, [stream_id]))],
+                Duration::from_millis(300),
+                &stop,
+            )?;
+            // The backends come back for the next cell.
+            let (sent, (table, _)) = (res.sent.remove(0).remove(0), res.received.remove(0));
+            tx = Some(open_tx(&a.frame, &tx_ep, max_len)?);
+            rx = Some(open_rx(&a.frame, &rx_ep)?);
+            let s = table.stream(stream_id);
+            let received = s.map_or(0, |x| x.counters().received);
+            let m = method::streams::Measured {
+                sent: sent.sent,
+                received,
+                received_bytes: s.map_or(0, |x| x.bytes),
+                active_s: sent.active.as_secs_f64(),
+                rx_span_s: s
+                    .and_then(|x| x.span)
+                    .map(|(p, q)| q.0.saturating_sub(p.0) as f64 / 1e9),
+                ..Default::default()
+            };
+            let rx_bps = method::streams::received_l2_bps(&m);
+            let offered_fps = sent.sent as f64 / sent.active.as_secs_f64().max(1e-9);
+            let cell = Cell {
+                frame_len: len,
+                bandwidth_bps: bw,
+                offered_fps,
+                sent: sent.sent,
+                received,
+                received_l2_bps: rx_bps,
+                passed_ratio: rx_bps / bw,
+                generator_limited: offered_fps * 8.0 * len as f64 <= bw * 1.05,
+            };
+            if !a.json {
+                eprintln!(
+                    "  {} at {} bytes: {:.2} % passed",
+                    report::units::bps(bw),
+                    len,
+                    cell.passed_ratio * 100.0
+                );
+            }
+            rep.cells.push(cell);
+        }
+    }
+    let mut doc = RunResult::new(
+        "shaping",
+        serde_json::json!({ "tx": a.tx, "rx": a.rx, "sizes": a.sizes, "bandwidths_bps": a.bandwidths,
+            "duration_s": a.duration.as_secs_f64(), "line_rate_bps": line.0, "dut_cmd": a.dut_cmd }),
+    );
+    doc.backend = Some(backend);
+    if rep.cells.iter().any(|c| c.generator_limited) {
+        doc.notes.push("some cells could not be offered above their bandwidth (generator limited): they measure the tool, not the shaper".into());
+    }
+    doc.notes.push("passed rate = received L2 bit/s (frames with FCS, over the receive span) / configured bandwidth; a shaper that counts frames without FCS passes 4 bytes per frame more".into());
+    doc.shaping = Some(rep);
+    if a.json {
+        print!("{}", report::json::to_string(&doc));
+    } else {
+        print!("{}", report::text::shaping(&doc));
+    }
+    Ok(())
+}

@@ -126,6 +126,50 @@ pub fn frame_sizes(s: &str) -> Result<Vec<u64>, String> {
     Ok(out)
 }
 
+/// Frame sizes as a list (`64,512,1518`) or a range with a step (`100..1500/100`), each
+/// checked as [`frame_sizes`] does.
+pub fn frame_size_range(s: &str) -> Result<Vec<u64>, String> {
+    let t = s.trim();
+    let Some((range, step)) = t.split_once('/') else {
+        return match t.split_once("..") {
+            Some(_) => Err(format!("'{s}': a range needs a step, e.g. 100..1500/100")),
+            None => frame_sizes(t),
+        };
+    };
+    let (a, b) = range
+        .split_once("..")
+        .ok_or_else(|| format!("'{s}' is not a range like 100..1500/100"))?;
+    let num = |x: &str| -> Result<u64, String> {
+        x.trim()
+            .parse()
+            .map_err(|_| format!("'{s}' is not a range like 100..1500/100"))
+    };
+    let (a, b, step) = (num(a)?, num(b)?, num(step)?);
+    if step == 0 || b < a || (b - a) / step > 1000 {
+        return Err(format!(
+            "'{s}': need from <= to and a step giving at most 1000 sizes"
+        ));
+    }
+    let list: Vec<String> = (0..=(b - a) / step)
+        .map(|i| (a + i * step).to_string())
+        .collect();
+    frame_sizes(&list.join(","))
+}
+
+/// A comma-separated list of bit rates (`100m,90m,64k`).
+pub fn rate_list(s: &str) -> Result<Vec<f64>, String> {
+    let v: Vec<f64> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(rate_bps)
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() || v.iter().any(|r| *r <= 0.0) {
+        return Err(format!("'{s}': give positive rates, e.g. 100m,10m,64k"));
+    }
+    Ok(v)
+}
+
 /// A percentage as a ratio: `0.001%` or `0.001` (percent either way).
 pub fn percent_ratio(s: &str) -> Result<f64, String> {
     let v: f64 = s
@@ -243,6 +287,14 @@ mod test {
         assert_eq!(latency_limit("avg=1ms").unwrap(), (-1.0, 1000.0));
         assert!(latency_limit("p99=fast").is_err());
         assert!(latency_limit("q5=1us").is_err());
+        assert_eq!(frame_size_range("100..500/200").unwrap(), [100, 300, 500]);
+        assert_eq!(frame_size_range("64,1518").unwrap(), [64, 1518]);
+        assert!(frame_size_range("100..1500").unwrap_err().contains("step"));
+        assert!(frame_size_range("10..100/10")
+            .unwrap_err()
+            .contains("64..=9018"));
+        assert_eq!(rate_list("100m,64k").unwrap(), [100e6, 64e3]);
+        assert!(rate_list("0").is_err());
     }
 
     #[test]

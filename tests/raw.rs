@@ -445,3 +445,79 @@ fn streams_refuse_bad_profiles_before_sending() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
+    if !root_or_skip("shaping_matrix_is_monotone_and_accurate_for_large_frames") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wb-shaping-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shape = dir.join("s.toml");
+    std::fs::write(
+        &shape,
+        "[[class]]\nname = \"udp\"\nprotocol = \"udp\"\nrate = \"100M\"\nlimit = 100\n",
+    )
+    .unwrap();
+    let shape = shape.to_string_lossy().into_owned();
+    let lab = LabGuard::up_with("shaper", "m", &["--shape", &shape]);
+    // The bandwidth is set through --dut-cmd, as for any device, with the template's
+    // placeholder replaced.
+    let ns = format!("wb-{}-dut", lab.0);
+    let dut_cmd = format!(
+        "tc -n {ns} class change dev eth1 parent 1: classid 1:10 htb rate {{bandwidth}}bit ceil {{bandwidth}}bit quantum 1514"
+    );
+    let v = run_json(&[
+        "shaping",
+        "--lab",
+        &lab.0,
+        "--sizes",
+        "128,512,1518",
+        "--bandwidths",
+        "40m,10m,2m",
+        "--dut-cmd",
+        &dut_cmd,
+        "-t",
+        "1",
+        "-J",
+    ]);
+    let cells = v
+        .pointer("/shaping/cells")
+        .and_then(|c| c.as_array())
+        .expect("cells");
+    assert_eq!(cells.len(), 9);
+    let rate = |len: u64, bw: f64| {
+        cells
+            .iter()
+            .find(|c| c["frame_len"] == len && c["bandwidth_bps"].as_f64() == Some(bw))
+            .and_then(|c| c["received_l2_bps"].as_f64())
+            .unwrap()
+    };
+    for len in [128, 512, 1518] {
+        assert!(
+            rate(len, 2e6) < rate(len, 10e6) && rate(len, 10e6) < rate(len, 40e6),
+            "received rate not monotone in bandwidth at {len} bytes: {cells:?}"
+        );
+    }
+    for bw in [40e6, 10e6, 2e6] {
+        let r = rate(1518, bw);
+        assert!((r - bw).abs() <= bw * 0.03, "1518 bytes at {bw}: {r}");
+    }
+    // A device command that fails stops the run with its exit status, before traffic.
+    assert_fails(
+        &run(&[
+            "shaping",
+            "--lab",
+            &lab.0,
+            "--bandwidths",
+            "10m",
+            "--dut-cmd",
+            "exit 3",
+            "-t",
+            "1",
+        ]),
+        2,
+        "exited with exit status: 3",
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -64,6 +64,9 @@ pub struct RunResult {
     /// per-stream results of a client test).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<profile::ProfileReport>,
+    /// Shaper accuracy matrix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shaping: Option<shaping::ShapingReport>,
     /// Sub-results (used by `demo`, which runs several commands).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunResult>,
@@ -96,6 +99,7 @@ impl RunResult {
             latency: None,
             rfc2544: None,
             profile: None,
+            shaping: None,
             runs: Vec::new(),
             verdicts: Vec::new(),
             notes: Vec::new(),
@@ -632,5 +636,44 @@ pub mod profile {
         pub total_received: u64,
         /// Received L2 bit/s over all streams.
         pub total_received_l2_bps: f64,
+    }
+}
+
+/// The shaper accuracy matrix (`wirebench shaping`).
+pub mod shaping {
+    use serde::{Deserialize, Serialize};
+
+    /// One frame size at one configured bandwidth.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Cell {
+        /// Frame size, bytes with FCS.
+        pub frame_len: u64,
+        /// Bandwidth configured on the device, bit/s.
+        pub bandwidth_bps: f64,
+        /// Frames/s offered.
+        pub offered_fps: f64,
+        /// Frames sent and received.
+        pub sent: u64,
+        /// Distinct frames received.
+        pub received: u64,
+        /// Received L2 bit/s (frames with FCS) over the receive span.
+        pub received_l2_bps: f64,
+        /// received_l2_bps / bandwidth_bps.
+        pub passed_ratio: f64,
+        /// The generator offered less than the bandwidth: the cell measures the tool.
+        pub generator_limited: bool,
+    }
+
+    /// The whole matrix.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+    pub struct ShapingReport {
+        /// Frame sizes (rows).
+        pub sizes: Vec<u64>,
+        /// Bandwidths (columns), bit/s.
+        pub bandwidths_bps: Vec<f64>,
+        /// How the device was reconfigured (`lab` or the --dut-cmd template).
+        pub configured_by: String,
+        /// Every cell, bandwidth-major.
+        pub cells: Vec<Cell>,
     }
 }

@@ -455,21 +455,30 @@ pub struct Measured {
     pub latency: Option<engine::stats::histogram::LatencySummary>,
 }
 
+/// Received L2 bit/s (frames with FCS): over the receive span when there is one (n frames
+/// span n − 1 gaps), else over the sending time.
+pub fn received_l2_bps(m: &Measured) -> f64 {
+    let fcs_bits = 4.0 * 8.0 * m.received as f64;
+    let (bits, secs) = match m.rx_span_s.filter(|s| *s > 0.0 && m.received > 1) {
+        Some(span) => {
+            let per_frame = (m.received_bytes as f64 * 8.0 + fcs_bits) / m.received as f64;
+            (per_frame * (m.received - 1) as f64, span)
+        }
+        None => (m.received_bytes as f64 * 8.0 + fcs_bits, m.active_s),
+    };
+    if secs > 0.0 {
+        bits / secs
+    } else {
+        0.0
+    }
+}
+
 /// The result table: one row per stream (expectations checked), and the totals.
 pub fn report(profile: &Profile, measured: &[Measured]) -> ProfileReport {
     let line = profile.line_rate;
     let mut rows = Vec::new();
     for (s, m) in profile.streams.iter().zip(measured) {
-        let fcs_bits = 4.0 * 8.0 * m.received as f64;
-        // Over the receive span when there is one: n frames span n − 1 gaps.
-        let (bits, secs) = match m.rx_span_s.filter(|s| *s > 0.0 && m.received > 1) {
-            Some(span) => {
-                let per_frame = (m.received_bytes as f64 * 8.0 + fcs_bits) / m.received as f64;
-                (per_frame * (m.received - 1) as f64, span)
-            }
-            None => (m.received_bytes as f64 * 8.0 + fcs_bits, m.active_s),
-        };
-        let rx_bps = if secs > 0.0 { bits / secs } else { 0.0 };
+        let rx_bps = received_l2_bps(m);
         let fps = s.fps(line);
         let passed = s.expect_bps.map(|e| (rx_bps - e).abs() <= e * s.tolerance);
         let lost = m.sent.saturating_sub(m.received);

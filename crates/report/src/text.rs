@@ -376,6 +376,56 @@ pub fn verdicts(r: &RunResult) -> String {
         .collect()
 }
 
+/// The shaper accuracy matrix: passed rate in % of the configured bandwidth, rows frame
+/// size, columns bandwidth (the RTX2000 table), then the received rates.
+pub fn shaping(r: &RunResult) -> String {
+    let Some(m) = &r.shaping else {
+        return facts(r);
+    };
+    let cell = |len: u64, bw: f64| {
+        m.cells
+            .iter()
+            .find(|c| c.frame_len == len && c.bandwidth_bps == bw)
+    };
+    let mut headers: Vec<(String, Align)> = vec![("frame".into(), R)];
+    headers.extend(m.bandwidths_bps.iter().map(|b| (bps(*b), R)));
+    let h: Vec<(&str, Align)> = headers.iter().map(|(s, a)| (s.as_str(), *a)).collect();
+    let table = |f: &dyn Fn(&engine::results::shaping::Cell) -> String| -> String {
+        let rows: Vec<Vec<String>> = m
+            .sizes
+            .iter()
+            .map(|len| {
+                let mut row = vec![len.to_string()];
+                row.extend(
+                    m.bandwidths_bps
+                        .iter()
+                        .map(|bw| cell(*len, *bw).map(f).unwrap_or_else(|| "-".into())),
+                );
+                row
+            })
+            .collect();
+        render(&h, &rows)
+    };
+    let mut out = format!(
+        "passed rate, % of the configured bandwidth (set by {})\n",
+        m.configured_by
+    );
+    out.push_str(&table(&|c| {
+        if c.generator_limited {
+            format!("{:.2}*", c.passed_ratio * 100.0)
+        } else {
+            format!("{:.2}", c.passed_ratio * 100.0)
+        }
+    }));
+    out.push_str("\nreceived, L2 bit/s of frames with FCS\n");
+    out.push_str(&table(&|c| bps(c.received_l2_bps)));
+    if m.cells.iter().any(|c| c.generator_limited) {
+        out.push_str("* generator limited: offered less than the bandwidth\n");
+    }
+    out.push_str(&facts(r));
+    out
+}
+
 /// The RFC 2544 tables of the FRER report: throughput (frame size, theoretical, measured,
 /// efficiency, frames/s), latency (average, p99, p99.9, verdict), frame loss rate and
 /// back-to-back, then the facts. Figures derived from a measurement (Mbit/s, % of line
