@@ -787,7 +787,13 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
         .map_err(|e| usage(format!("cannot read {}: {e}", a.profile.display())))?;
     let profile =
         Profile::parse(&text).map_err(|e| usage(format!("{}: {e}", a.profile.display())))?;
-    need_root()?;
+    if profile
+        .streams
+        .iter()
+        .any(|s| server_of(&s.source).is_none())
+    {
+        need_root()?;
+    }
     let lab = a
         .lab
         .clone()
@@ -798,6 +804,10 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
     let mut sources: Vec<String> = Vec::new();
     let mut dests: Vec<String> = Vec::new();
     for s in &profile.streams {
+        if let Some(server) = server_of(&s.source) {
+            check_server_stream(s, server)?;
+            continue;
+        }
         if !sources.contains(&s.source) {
             sources.push(s.source.clone());
         }
@@ -807,6 +817,9 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
     }
     let mut groups: Vec<Vec<StreamTx>> = sources.iter().map(|_| Vec::new()).collect();
     for (i, s) in profile.streams.iter().enumerate() {
+        if server_of(&s.source).is_some() {
+            continue;
+        }
         let stream_id = (i + 1) as u8;
         let tx_ep = endpoint(&s.source, &lab)?;
         let rx_ep = endpoint(&s.destination, &lab)?;
@@ -950,11 +963,37 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
             profile.duration
         );
     }
+    // Streams through a wirebench server run as UDP tests of the control protocol, at the
+    // same time as the raw streams.
+    let server_runs: Vec<_> = profile
+        .streams
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| server_of(&s.source).map(|srv| (i, s.clone(), srv.to_owned())))
+        .map(|(i, s, srv)| {
+            let line = profile.line_rate;
+            (i, std::thread::spawn(move || server_stream(&s, &srv, line)))
+        })
+        .collect();
     let stop = AtomicBool::new(false);
     let r = engine::multi::run(senders, receivers, Duration::from_millis(300), &stop)?;
+    let mut by_server = std::collections::BTreeMap::new();
+    for (i, h) in server_runs {
+        let m = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a server stream's thread panicked"))??;
+        by_server.insert(i, m);
+    }
+    if !by_server.is_empty() {
+        backends.push("wirebench servers: udp".into());
+    }
     let mut measured = Vec::new();
     let mut rx_drops = 0;
     for (i, s) in profile.streams.iter().enumerate() {
+        if let Some(m) = by_server.remove(&i) {
+            measured.push(m);
+            continue;
+        }
         let stream_id = (i + 1) as u8;
         let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
         let sent = r.sent[g]
@@ -1214,4 +1253,94 @@ pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
         print!("{}", report::text::shaping(&doc));
     }
     Ok(())
+}
+
+/// The server of a stream whose source is `wirebench://HOST[:PORT]`.
+fn server_of(source: &str) -> Option<&str> {
+    source.strip_prefix("wirebench://")
+}
+
+/// A stream through a wirebench server carries UDP datagrams of one size.
+fn check_server_stream(s: &method::streams::StreamSpec, server: &str) -> Result<()> {
+    use method::streams::StreamProto;
+    if server.is_empty() {
+        return Err(usage(format!(
+            "stream '{}': wirebench://HOST[:PORT] needs a host",
+            s.name
+        )));
+    }
+    if s.protocol != StreamProto::Udp {
+        return Err(usage(format!(
+            "stream '{}': a stream through a wirebench server is UDP",
+            s.name
+        )));
+    }
+    if s.pattern.iter().any(|l| *l != s.pattern[0]) {
+        return Err(usage(format!(
+            "stream '{}': a stream through a wirebench server has one frame size",
+            s.name
+        )));
+    }
+    Ok(())
+}
+
+/// Runs a server stream: after its start offset, a UDP test of datagrams of L − 46 bytes
+/// at the stream's frame rate until its stop offset.
+fn server_stream(
+    s: &method::streams::StreamSpec,
+    server: &str,
+    line: LineRate,
+) -> Result<method::streams::Measured> {
+    use engine::spec::{Protocol, Rate, TestSpec};
+    let (host, port) = match server.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => (h.to_owned(), p.parse().unwrap_or(0)),
+        _ => (server.to_owned(), control::DEFAULT_PORT),
+    };
+    let cfg = crate::commands::client_config(&crate::cli::Target {
+        host,
+        port,
+        auth_key_file: None,
+        json: true,
+    })?;
+    let len = s.pattern[0];
+    let payload = (len - UDP_FRAME_OVERHEAD) as usize;
+    std::thread::sleep(Duration::from_secs_f64(s.start));
+    let duration = Duration::from_secs_f64(s.stop - s.start);
+    let spec = TestSpec {
+        rate: Rate::PacketsPerSec(s.fps(line)),
+        duration,
+        len: payload,
+        dscp: (s.dscp > 0).then_some(s.dscp),
+        ..crate::commands::base_spec(Protocol::Udp)
+    };
+    let outcome = crate::commands::run_one(&cfg, &spec, None, true)
+        .with_context(|| format!("stream '{}'", s.name))?;
+    let r = control::assemble::throughput_result(&outcome, "stream", serde_json::Value::Null);
+    let sum = r.summary.context("the server stream produced no result")?;
+    let sent = sum.sent_packets.unwrap_or(0);
+    let received = sent.saturating_sub(sum.lost_packets.unwrap_or(sent));
+    Ok(method::streams::Measured {
+        sent,
+        received,
+        // As frames on an Ethernet: L − 4 bytes each (the FCS is added in the report).
+        received_bytes: received * (len - 4),
+        duplicates: sum.duplicate_packets.unwrap_or(0),
+        reordered: sum.reordered_packets.unwrap_or(0),
+        active_s: sum.duration_s,
+        rx_span_s: None,
+        generator_limited: sum.generator_limited,
+        latency: sum
+            .latency_us
+            .map(|l| engine::stats::histogram::LatencySummary {
+                count: l.count,
+                min_us: l.min,
+                avg_us: l.avg,
+                p50_us: l.p50,
+                p90_us: l.p90,
+                p99_us: l.p99,
+                p999_us: l.p999,
+                p9999_us: l.p9999,
+                max_us: l.max,
+            }),
+    })
 }

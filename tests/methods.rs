@@ -165,3 +165,38 @@ fn rfc2544_over_udp_through_a_server() {
         "include throughput",
     );
 }
+
+#[test]
+fn a_profile_stream_can_go_through_a_wirebench_server() {
+    // No root needed: the stream is a UDP test of the control protocol. 2,000 frames/s of
+    // 512 bytes are 8.192 Mbit/s of L2 frames.
+    let srv = ServerProc::start(&[]);
+    let dir = std::env::temp_dir().join(format!("wb-srvprof-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("p.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "duration = 2\n[[stream]]\nname = \"via-server\"\nsource = \"wirebench://127.0.0.1:{}\"\ndestination = \"server\"\nsize = 512\nload = \"2kpps\"\nexpect = \"8.192M\"\ntolerance = \"3%\"\n",
+            srv.port
+        ),
+    )
+    .unwrap();
+    let v = run_json(&["streams", &p.to_string_lossy(), "-J"]);
+    let row = &v["profile"]["rows"][0];
+    let sent = row["sent"].as_u64().unwrap();
+    assert!((3_900..=4_100).contains(&sent), "{row}");
+    assert_eq!(row["received"].as_u64(), Some(sent), "{row}");
+    assert_eq!(row["passed"].as_bool(), Some(true), "{row}");
+    // A server stream is UDP of one size.
+    std::fs::write(
+        &p,
+        format!(
+            "[[stream]]\nname = \"x\"\nsource = \"wirebench://127.0.0.1:{}\"\ndestination = \"server\"\nprotocol = \"tcp\"\nsize = 512\nload = \"1kpps\"\n",
+            srv.port
+        ),
+    )
+    .unwrap();
+    assert_fails(&run(&["streams", &p.to_string_lossy()]), 2, "is UDP");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -521,3 +521,52 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn streams_of_every_kind_interleave_on_one_port() {
+    if !root_or_skip("streams_of_every_kind_interleave_on_one_port") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "q");
+    let dir = std::env::temp_dir().join(format!("wb-mix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("mix.toml");
+    let stream = |name: &str, extra: &str| {
+        format!("[[stream]]\nname = \"{name}\"\nsource = \"talker:eth0\"\ndestination = \"listener:eth0\"\n{extra}\n")
+    };
+    let text = [
+        "duration = 2\n".to_owned(),
+        stream("cycled", "size = [64, 512, 1518]\nload = \"3kpps\""),
+        stream("imix", "size = \"imix\"\nload = \"4kpps\"\ndscp = 46"),
+        stream(
+            "raw",
+            "protocol = \"0x88b5\"\nsize = 128\nload = \"2kpps\"\nvlan = 7\npcp = 3",
+        ),
+        stream(
+            "late",
+            "protocol = \"icmp\"\nsize = 64\nload = \"1kpps\"\nstart = 0.5\nstop = 1.5",
+        ),
+    ]
+    .concat();
+    std::fs::write(&p, text).unwrap();
+    let v = run_json(&["streams", &p.to_string_lossy(), "--lab", &lab.0, "-J"]);
+    let rows = v["profile"]["rows"].as_array().expect("rows");
+    for (row, (frames, name)) in rows.iter().zip([
+        (6000u64, "cycled"),
+        (8000, "imix"),
+        (4000, "raw"),
+        (1000, "late"),
+    ]) {
+        assert_eq!(row["name"], name);
+        let sent = row["sent"].as_u64().unwrap();
+        assert!(
+            sent.abs_diff(frames) <= frames / 50,
+            "{name}: sent {sent}, want ~{frames}"
+        );
+        assert_eq!(row["received"].as_u64(), Some(sent), "{row}");
+        assert_eq!(row["duplicates"].as_u64(), Some(0), "{row}");
+    }
+    assert_eq!(rows[1]["frame"], "imix");
+    assert_eq!(rows[2]["protocol"], "0x88b5");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -12,7 +12,8 @@
 //!
 //! [[stream]]
 //! name = "udp"
-//! source = "talker:eth0"           # IFACE or NODE:IFACE
+//! source = "talker:eth0"           # IFACE, NODE:IFACE, or wirebench://HOST[:PORT]
+//!                                  # (UDP through a wirebench server, one frame size)
 //! destination = "listener:eth0"    # where it is counted
 //! protocol = "udp"                 # udp, tcp, icmp, or an EtherType like "0x88b5"
 //! size = 1518                      # bytes with FCS; or [64, 512, 1518] cycled; or "imix"
