@@ -462,7 +462,8 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
     let shape = shape.to_string_lossy().into_owned();
     let lab = LabGuard::up_with("shaper", "m", &["--shape", &shape]);
     // The bandwidth is set through --dut-cmd, as for any device, with the template's
-    // placeholder replaced.
+    // placeholder replaced. Line rate is a 200 Mbit/s port (5x the largest bandwidth):
+    // at 1 Gbit/s of small frames the generator and the dut would share a saturated CPU.
     let ns = format!("wb-{}-dut", lab.0);
     let dut_cmd = format!(
         "tc -n {ns} class change dev eth1 parent 1: classid 1:10 htb rate {{bandwidth}}bit ceil {{bandwidth}}bit quantum 1514"
@@ -479,6 +480,8 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
         &dut_cmd,
         "-t",
         "1",
+        "--line-rate",
+        "200M",
         "-J",
     ]);
     let cells = v
