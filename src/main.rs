@@ -10,6 +10,8 @@ mod cli;
 mod commands;
 mod labcmd;
 mod rawcmd;
+mod rfc2544cmd;
+mod streamscmd;
 mod units;
 
 use std::process::ExitCode;
@@ -37,9 +39,9 @@ fn main() -> ExitCode {
         cli::Command::Blocksize(a) => commands::blocksize(a),
         cli::Command::Demo(a) => commands::demo(a),
         cli::Command::Gen(a) => rawcmd::gen(a),
-        cli::Command::Rfc2544(a) => rawcmd::rfc2544(a),
-        cli::Command::Streams(a) => rawcmd::streams(a),
-        cli::Command::Shaping(a) => rawcmd::shaping(a),
+        cli::Command::Rfc2544(a) => rfc2544cmd::rfc2544(a),
+        cli::Command::Streams(a) => streamscmd::streams(a),
+        cli::Command::Shaping(a) => streamscmd::shaping(a),
         cli::Command::Lab(a) => match labcmd::lab(a) {
             Ok(code) => return code,
             Err(e) => Err(e),
