@@ -283,18 +283,28 @@ pub(crate) fn base_spec(protocol: Protocol) -> TestSpec {
 }
 
 /// Runs a sweep against `cfg` and returns its result document.
-fn sweep_result(cfg: &ClientConfig, a: &SweepArgs, print_rows: bool) -> Result<RunResult> {
+/// The sweep's plan from its command line.
+fn sweep_plan(a: &SweepArgs) -> Result<method::sweep::SweepPlan> {
     let direction = if a.reverse {
         Direction::Reverse
     } else {
         Direction::Forward
     };
-    let plan = method::sweep::SweepPlan::new(a.from, a.to, a.step, a.length, a.time, direction)
-        .map_err(|e| usage(e.to_string()))?;
+    method::sweep::SweepPlan::new(a.from, a.to, a.step, a.length, a.time, direction)
+        .map_err(|e| usage(e.to_string()))
+}
+
+/// Runs the sweep `plan` against `cfg` and returns its result document.
+fn sweep_result(
+    cfg: &ClientConfig,
+    plan: &method::sweep::SweepPlan,
+    print_rows: bool,
+) -> Result<RunResult> {
+    let targets = plan.targets();
     let probe = TestSpec {
-        rate: Rate::BitsPerSec(a.from),
-        duration: a.time,
-        len: a.length,
+        rate: Rate::BitsPerSec(targets.first().copied().unwrap_or(0.0)),
+        duration: plan.duration(),
+        len: plan.payload_len(),
         ..base_spec(Protocol::Udp)
     };
     probe.validate().map_err(usage)?;
@@ -314,8 +324,10 @@ fn sweep_result(cfg: &ClientConfig, a: &SweepArgs, print_rows: bool) -> Result<R
             );
         }
     })?;
-    let params = serde_json::json!({ "server": cfg.server.to_string(), "from_bps": a.from, "to_bps": a.to, "step_bps": a.step,
-        "duration_s": a.time.as_secs_f64(), "len": a.length, "direction": direction });
+    let params = serde_json::json!({ "server": cfg.server.to_string(),
+        "from_bps": targets.first(), "to_bps": targets.last(),
+        "step_bps": targets.windows(2).next().map(|w| w[1] - w[0]),
+        "duration_s": plan.duration().as_secs_f64(), "len": plan.payload_len(), "direction": plan.direction() });
     let mut r = RunResult::new("sweep", params);
     r.backend = trial.runs.first().and_then(|x| x.backend.clone());
     r.timestamp_source = trial.runs.first().and_then(|x| x.timestamp_source.clone());
@@ -329,7 +341,7 @@ fn sweep_result(cfg: &ClientConfig, a: &SweepArgs, print_rows: bool) -> Result<R
 /// `wirebench sweep`.
 pub fn sweep(a: &SweepArgs) -> Result<()> {
     let cfg = client_config(&a.target)?;
-    let r = sweep_result(&cfg, a, !a.target.json)?;
+    let r = sweep_result(&cfg, &sweep_plan(a)?, !a.target.json)?;
     print_result(&r, a.target.json, |r| {
         let mut s = r
             .sweep
@@ -531,21 +543,16 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
     all.runs.push(r);
 
     say("== zero-loss sweep, 100 to 400 Mbit/s in 100 Mbit/s steps, 1 s each ==");
-    let sw = SweepArgs {
-        target: Target {
-            host: String::new(),
-            port: 0,
-            auth_key_file: None,
-            json: a.json,
-        },
-        from: 100e6,
-        to: 400e6,
-        step: 100e6,
-        time: Duration::from_secs(1),
-        length: DEFAULT_UDP_LEN,
-        reverse: false,
-    };
-    let r = sweep_result(&cfg, &sw, false)?;
+    let plan = method::sweep::SweepPlan::new(
+        100e6,
+        400e6,
+        100e6,
+        DEFAULT_UDP_LEN,
+        Duration::from_secs(1),
+        Direction::Forward,
+    )
+    .map_err(|e| anyhow::anyhow!("the demo's sweep plan: {e}"))?;
+    let r = sweep_result(&cfg, &plan, false)?;
     say(&format!(
         "{}{}",
         r.sweep

@@ -68,6 +68,21 @@ impl SweepPlan {
         &self.targets
     }
 
+    /// Payload bytes per datagram.
+    pub fn payload_len(&self) -> usize {
+        self.len
+    }
+
+    /// Length of each step.
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// Direction of the traffic.
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+
     /// Runs every step, calling `on_row` after each, and returns the table.
     pub fn run<T: Trial>(
         &self,
