@@ -302,16 +302,9 @@ fn latency_limit(s: &str) -> Result<(f64, f64), String> {
 }
 
 fn mac(s: &str) -> Result<[u8; 6], String> {
-    let parts: Vec<&str> = s.split([':', '-']).collect();
-    let err = || format!("'{s}' is not a MAC address (e.g. 02:77:62:00:01:02)");
-    if parts.len() != 6 {
-        return Err(err());
-    }
-    let mut m = [0u8; 6];
-    for (i, p) in parts.iter().enumerate() {
-        m[i] = u8::from_str_radix(p, 16).map_err(|_| err())?;
-    }
-    Ok(m)
+    wire::EthernetAddress::parse_str(s)
+        .map(|m| m.0)
+        .ok_or_else(|| format!("'{s}' is not a MAC address (e.g. 02:77:62:00:01:02)"))
 }
 
 #[derive(Debug, Args)]

@@ -68,15 +68,6 @@ fn ip_json(ep: &Endpoint, args: &[&str]) -> Result<serde_json::Value> {
     serde_json::from_slice(&out.stdout).context("parsing `ip -j` output")
 }
 
-fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let mut m = [0u8; 6];
-    let mut parts = s.split(':');
-    for b in &mut m {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    parts.next().is_none().then_some(m)
-}
-
 /// An interface's MAC and first IPv4 address.
 pub(crate) struct IfaceFacts {
     pub(crate) mac: [u8; 6],
@@ -101,7 +92,7 @@ pub(crate) fn iface_facts(ep: &Endpoint) -> Result<IfaceFacts> {
         .ok_or_else(|| usage(format!("{ep}: no such interface")))?;
     let mac = link["address"]
         .as_str()
-        .and_then(parse_mac)
+        .and_then(|m| wire::EthernetAddress::parse_str(m).map(|m| m.0))
         .ok_or_else(|| usage(format!("{ep}: not an Ethernet interface")))?;
     let first = |family: &str| -> Option<IpAddr> {
         link["addr_info"].as_array().and_then(|a| {
@@ -151,7 +142,7 @@ fn next_hop_mac(ep: &Endpoint, dst: IpAddr) -> Result<[u8; 6]> {
         if let Some(mac) = n
             .get(0)
             .and_then(|x| x["lladdr"].as_str())
-            .and_then(parse_mac)
+            .and_then(|m| wire::EthernetAddress::parse_str(m).map(|m| m.0))
         {
             return Ok(mac);
         }
@@ -285,12 +276,16 @@ pub(crate) fn open_tx(a: &FrameArgs, ep: &Endpoint, max_len: u64) -> Result<Box<
     }
 }
 
+/// The receiver: the asked backend's, or with `auto` the TPACKET_V3 ring, falling back to
+/// recvmmsg. An explicitly asked backend does not fall back.
 pub(crate) fn open_rx(a: &FrameArgs, ep: &Endpoint) -> Result<Box<dyn FrameRx>> {
-    backend(a)
-        .unwrap_or(Backend::Ring)
-        .open_rx(ep)
-        .or_else(|_| Backend::Packet.open_rx(ep))
-        .with_context(|| format!("receiving on {ep}"))
+    let rx = match backend(a) {
+        Some(b) => b.open_rx(ep),
+        None => Backend::Ring
+            .open_rx(ep)
+            .or_else(|_| Backend::Packet.open_rx(ep)),
+    };
+    rx.with_context(|| format!("receiving on {ep}"))
 }
 
 pub(crate) fn need_root() -> Result<()> {

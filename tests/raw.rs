@@ -130,14 +130,9 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
     assert_eq!(v["gen"]["received"].as_u64(), Some(500), "{}", v["gen"]);
 }
 
-#[test]
-fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
-    if !root_or_skip("rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate") {
-        return;
-    }
-    // One UDP class of 100 Mbit/s with a 100-packet queue: HTB counts 1514 bytes of each
-    // 1518-byte frame, so the class passes 100e6 / (1514 x 8) = 8,256 frames/s.
-    let dir = std::env::temp_dir().join(format!("wb-rfc-{}", std::process::id()));
+/// A `shaper` lab with one UDP class of 100 Mbit/s and a 100-packet queue.
+fn shaper_lab_100m(tag: &str) -> LabGuard {
+    let dir = std::env::temp_dir().join(format!("wb-{tag}-shape-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let shape = dir.join("s.toml");
     std::fs::write(
@@ -145,8 +140,19 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
         "[[class]]\nname = \"udp\"\nprotocol = \"udp\"\nrate = \"100M\"\nlimit = 100\n",
     )
     .unwrap();
-    let shape = shape.to_string_lossy().into_owned();
-    let lab = LabGuard::up_with("shaper", "s", &["--shape", &shape]);
+    let lab = LabGuard::up_with("shaper", tag, &["--shape", &shape.to_string_lossy()]);
+    let _ = std::fs::remove_dir_all(dir);
+    lab
+}
+
+#[test]
+fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
+    if !root_or_skip("rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate") {
+        return;
+    }
+    // One UDP class of 100 Mbit/s with a 100-packet queue: HTB counts 1514 bytes of each
+    // 1518-byte frame, so the class passes 100e6 / (1514 x 8) = 8,256 frames/s.
+    let lab = shaper_lab_100m("s");
     let v = run_json(&[
         "rfc2544",
         "--tx",
@@ -181,7 +187,6 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
     );
     assert_eq!(v["command"], "rfc2544");
     assert!(str_at(&v, "/backend").contains("af_packet"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -451,16 +456,7 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
     if !root_or_skip("shaping_matrix_is_monotone_and_accurate_for_large_frames") {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("wb-shaping-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let shape = dir.join("s.toml");
-    std::fs::write(
-        &shape,
-        "[[class]]\nname = \"udp\"\nprotocol = \"udp\"\nrate = \"100M\"\nlimit = 100\n",
-    )
-    .unwrap();
-    let shape = shape.to_string_lossy().into_owned();
-    let lab = LabGuard::up_with("shaper", "m", &["--shape", &shape]);
+    let lab = shaper_lab_100m("m");
     // The bandwidth is set through --dut-cmd, as for any device, with the template's
     // placeholder replaced. Line rate is a 200 Mbit/s port (5x the largest bandwidth):
     // at 1 Gbit/s of small frames the generator and the dut would share a saturated CPU.
@@ -522,7 +518,6 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
         2,
         "exited with exit status: 3",
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

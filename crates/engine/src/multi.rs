@@ -7,7 +7,7 @@
 //! each a complete frame whose sequence number and transmit time are patched in.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use wire::frame::FrameLayout;
@@ -165,7 +165,7 @@ pub fn generate(
 
 /// The test header of a frame: after the L4 header of an IP frame, or right after the
 /// EtherType (and an 802.1Q tag) of a raw frame of any other EtherType.
-fn test_header(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
+pub(crate) fn test_header(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
     if let Some(h) = wire::frame::parse_frame(frame).ok().and_then(|p| p.test) {
         return Some(h);
     }
@@ -179,11 +179,13 @@ fn test_header(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
 }
 
 /// Counts frames on `rx` into `table` until every generator is done and the traffic has
-/// drained (quiet for `drain`, at most [`MAX_DRAIN`]).
+/// drained: every frame of `expected` (the total sent, once known) is counted, or none
+/// arrived for `drain`, or [`MAX_DRAIN`] passed. Returns the kernel's receive drops.
 pub fn receive(
     rx: &mut dyn FrameRx,
     table: &mut StreamTable,
     generators_left: &AtomicUsize,
+    expected: Option<&AtomicU64>,
     drain: Duration,
     clock: &RealClock,
     stop: &AtomicBool,
@@ -197,7 +199,12 @@ pub fn receive(
             done_at = Some(now);
         }
         if let Some(d) = done_at {
-            if now.saturating_sub(last.max(d)) >= drain || now.saturating_sub(d) >= MAX_DRAIN {
+            let all_in =
+                expected.is_some_and(|e| table.total_settled() >= e.load(Ordering::Acquire));
+            if all_in
+                || now.saturating_sub(last.max(d)) >= drain
+                || now.saturating_sub(d) >= MAX_DRAIN
+            {
                 break;
             }
         }
@@ -240,7 +247,7 @@ pub fn run(
             .map(|(mut rx, mut table)| {
                 let (left, clock) = (&left, &clock);
                 s.spawn(move || {
-                    let drops = receive(rx.as_mut(), &mut table, left, drain, clock, stop)?;
+                    let drops = receive(rx.as_mut(), &mut table, left, None, drain, clock, stop)?;
                     Ok::<_, io::Error>((table, drops))
                 })
             })

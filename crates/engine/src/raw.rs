@@ -5,22 +5,23 @@
 //! sequence number and transmit time patched in (checksum updated incrementally). The
 //! generator follows an absolute schedule (frame n at t0 + n/rate) and reports how far it
 //! fell behind; a burst is sent as fast as the backend takes frames. The receiver runs on
-//! its own thread until the generator is done and the drain time has passed, and counts
-//! only frames of this test and stream: received, duplicates, reordered, late, latency
-//! (kernel receive stamp − transmit stamp; one host, one clock).
+//! its own thread (the receive loop of [`crate::multi`], with a one-stream table) until the
+//! generator is done and the traffic has drained, and counts only frames of this test and
+//! stream: received, duplicates, reordered, late, latency (kernel receive stamp − transmit
+//! stamp; one host, one clock).
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use wire::frame::{FrameLayout, FrameSpec};
 use wire::testhdr::{TestFlags, TestHeaderRepr};
 
-use crate::clock::{Clock, RealClock, UnixNanos};
+use crate::clock::{Clock, RealClock};
 use crate::frameio::{FrameRx, FrameTx};
 use crate::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
 use crate::stats::histogram::LatencyHistogram;
-use crate::stats::seq::SeqTracker;
+use crate::stats::table::StreamTable;
 use crate::sys;
 
 /// The longest the receiver waits for residual frames after the generator finished.
@@ -131,34 +132,47 @@ pub fn run_trial(
         .frame
         .layout(spec.frame_len)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("frame: {e}")))?;
-    let sending_done = AtomicBool::new(false);
+    let generating = AtomicUsize::new(1);
     let sent_total = AtomicU64::new(u64::MAX);
     let clock = RealClock::new();
     std::thread::scope(|s| {
         let receiver = rx.map(|rx| {
-            let done = &sending_done;
-            let total = &sent_total;
-            let clock = &clock;
-            s.spawn(move || receive(rx, spec, done, total, stop, clock))
+            let (left, total, clock) = (&generating, &sent_total, &clock);
+            s.spawn(move || {
+                let mut table = StreamTable::new(spec.test_id, [spec.stream_id]);
+                let drops = crate::multi::receive(
+                    rx,
+                    &mut table,
+                    left,
+                    Some(total),
+                    spec.drain,
+                    clock,
+                    stop,
+                )?;
+                Ok::<_, io::Error>((table, drops))
+            })
         });
         let sent = generate(tx, spec, &template, &layout, stop, &clock);
         if let Ok(r) = &sent {
             sent_total.store(r.sent, Ordering::Release);
         }
-        sending_done.store(true, Ordering::Release);
+        generating.store(0, Ordering::Release);
         let mut report = sent?;
         if let Some(h) = receiver {
-            let r = h
+            let (table, drops) = h
                 .join()
                 .map_err(|_| io::Error::other("receiver thread panicked"))??;
-            report.received = r.received;
-            report.duplicates = r.duplicates;
-            report.reordered = r.reordered;
-            report.late = r.late;
-            report.foreign = r.foreign;
-            report.rx_drops = r.rx_drops;
-            report.latency = r.latency;
-            report.unstamped = r.unstamped;
+            if let Some(st) = table.stream(spec.stream_id) {
+                let c = st.counters();
+                report.received = c.received;
+                report.duplicates = c.duplicates;
+                report.reordered = c.reordered;
+                report.late = c.late;
+                report.latency = st.latency.clone();
+                report.unstamped = st.unstamped;
+            }
+            report.foreign = table.foreign;
+            report.rx_drops = drops;
         }
         Ok(report)
     })
@@ -262,79 +276,4 @@ fn generate(
     }
     report.tx_cpu = sys::thread_cpu_time();
     Ok(report)
-}
-
-struct Received {
-    received: u64,
-    duplicates: u64,
-    reordered: u64,
-    late: u64,
-    foreign: u64,
-    rx_drops: u64,
-    latency: LatencyHistogram,
-    unstamped: u64,
-}
-
-fn receive(
-    rx: &mut dyn FrameRx,
-    spec: &RawTrialSpec,
-    sending_done: &AtomicBool,
-    sent_total: &AtomicU64,
-    stop: &AtomicBool,
-    clock: &RealClock,
-) -> io::Result<Received> {
-    let mut seq = SeqTracker::new(1 << 16);
-    let mut latency = LatencyHistogram::new();
-    let mut foreign = 0u64;
-    let mut unstamped = 0u64;
-    let mut done_at: Option<Duration> = None;
-    let mut last_arrival = clock.mono();
-    let _ = rx.take_drops();
-    loop {
-        let now = clock.mono();
-        if done_at.is_none() && sending_done.load(Ordering::Acquire) {
-            done_at = Some(now);
-        }
-        if let Some(done) = done_at {
-            let c = seq.counters();
-            let all_in = c.received + c.late >= sent_total.load(Ordering::Acquire);
-            let quiet = now.saturating_sub(last_arrival.max(done)) >= spec.drain;
-            if all_in || quiet || now.saturating_sub(done) >= MAX_DRAIN {
-                break;
-            }
-        }
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let before = seq.counters().received;
-        let mut on_frame = |frame: &[u8], ts: Option<UnixNanos>| {
-            let hdr = wire::frame::parse_frame(frame).ok().and_then(|p| p.test);
-            match hdr {
-                Some(h) if h.test_id == spec.test_id && h.stream_id == spec.stream_id => {
-                    if seq.on_packet(h.seq).is_accepted() {
-                        match ts {
-                            Some(rx_ts) => latency.record_ns(rx_ts.0.saturating_sub(h.tx_ns)),
-                            None => unstamped += 1,
-                        }
-                    }
-                }
-                _ => foreign += 1,
-            }
-        };
-        rx.recv_frames(Duration::from_millis(10), &mut on_frame)?;
-        if seq.counters().received != before {
-            last_arrival = clock.mono();
-        }
-    }
-    let c = seq.counters();
-    Ok(Received {
-        received: c.received,
-        duplicates: c.duplicates,
-        reordered: c.reordered,
-        late: c.late,
-        foreign,
-        rx_drops: rx.take_drops(),
-        latency,
-        unstamped,
-    })
 }

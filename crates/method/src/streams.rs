@@ -211,15 +211,6 @@ fn parse_load(s: &str) -> Option<Load> {
     si(t).map(Load::L2Bps)
 }
 
-fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let mut m = [0u8; 6];
-    let mut parts = s.split([':', '-']);
-    for b in &mut m {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    parts.next().is_none().then_some(m)
-}
-
 impl Profile {
     /// Parses and checks a profile. Errors name the stream, the key and the line.
     pub fn parse(text: &str) -> Result<Self, String> {
@@ -344,12 +335,16 @@ impl Profile {
                 None => None,
             };
             let dst_mac = match &s.dst_mac {
-                Some(m) => Some(parse_mac(m.get_ref()).ok_or_else(|| {
-                    bad(
-                        m.span(),
-                        format!("dst_mac '{}' is not a MAC address", m.get_ref()),
-                    )
-                })?),
+                Some(m) => Some(
+                    wire::EthernetAddress::parse_str(m.get_ref())
+                        .map(|a| a.0)
+                        .ok_or_else(|| {
+                            bad(
+                                m.span(),
+                                format!("dst_mac '{}' is not a MAC address", m.get_ref()),
+                            )
+                        })?,
+                ),
                 None => None,
             };
             let start = s.start.as_ref().map_or(0.0, |x| *x.get_ref());

@@ -55,6 +55,20 @@ impl EthernetAddress {
         *self == Self::BROADCAST
     }
 
+    /// Parses `02:77:62:00:01:02` (or with `-` separators); `None` for anything else.
+    pub fn parse_str(s: &str) -> Option<Self> {
+        let mut m = [0u8; 6];
+        let mut parts = s.trim().split([':', '-']);
+        for b in &mut m {
+            let p = parts.next()?;
+            if p.is_empty() || p.len() > 2 {
+                return None;
+            }
+            *b = u8::from_str_radix(p, 16).ok()?;
+        }
+        parts.next().is_none().then_some(Self(m))
+    }
+
     /// True for a locally administered address (the U/L bit is set).
     pub const fn is_local(&self) -> bool {
         self.0[0] & 0x02 != 0
@@ -244,6 +258,23 @@ impl fmt::Display for EthernetRepr {
 mod test {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn mac_addresses_parse_from_text() {
+        let m = EthernetAddress([0x02, 0x77, 0x62, 0, 1, 0x0a]);
+        assert_eq!(EthernetAddress::parse_str("02:77:62:00:01:0a"), Some(m));
+        assert_eq!(EthernetAddress::parse_str("02-77-62-00-01-0A"), Some(m));
+        for bad in [
+            "",
+            "02:77:62:00:01",
+            "02:77:62:00:01:0a:ff",
+            "02:77:62:00:01:0g",
+            "2:77:62:00:01:100",
+            "02::62:00:01:0a",
+        ] {
+            assert_eq!(EthernetAddress::parse_str(bad), None, "{bad}");
+        }
+    }
 
     // A broadcast frame from a QEMU-style locally administered MAC, type IPv4, 4 payload bytes.
     static FRAME_BYTES: [u8; 18] = [

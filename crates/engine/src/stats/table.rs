@@ -100,6 +100,17 @@ impl StreamTable {
     pub fn total_received(&self) -> u64 {
         self.streams.values().map(|s| s.counters().received).sum()
     }
+
+    /// Frames accounted for over all streams: received, or arrived too late for the window.
+    pub fn total_settled(&self) -> u64 {
+        self.streams
+            .values()
+            .map(|s| {
+                let c = s.counters();
+                c.received + c.late
+            })
+            .sum()
+    }
 }
 
 #[cfg(test)]
