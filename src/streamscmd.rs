@@ -212,7 +212,28 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
         })
         .collect();
     let stop = AtomicBool::new(false);
-    let r = engine::multi::run(senders, receivers, Duration::from_millis(300), &stop)?;
+    let r = engine::multi::run(
+        senders
+            .iter_mut()
+            .map(|(tx, streams)| {
+                (
+                    tx.as_mut() as &mut dyn engine::frameio::FrameTx,
+                    std::mem::take(streams),
+                )
+            })
+            .collect(),
+        receivers
+            .iter_mut()
+            .map(|(rx, table)| {
+                (
+                    rx.as_mut() as &mut dyn engine::frameio::FrameRx,
+                    table.clone(),
+                )
+            })
+            .collect(),
+        Duration::from_millis(300),
+        &stop,
+    )?;
     let mut by_server = std::collections::BTreeMap::new();
     for (i, h) in server_runs {
         let m = h
@@ -381,8 +402,8 @@ pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
     }
     let line = LineRate(a.frame.line_rate as u64);
     let max_len = a.sizes.iter().copied().max().unwrap_or(64);
-    let mut tx = Some(open_tx(&a.frame, &tx_ep, max_len)?);
-    let mut rx = Some(open_rx(&a.frame, &rx_ep)?);
+    let mut tx = open_tx(&a.frame, &tx_ep, max_len)?;
+    let mut rx = open_rx(&a.frame, &rx_ep)?;
     let id = test_id();
     let mut rep = ShapingReport {
         sizes: a.sizes.clone(),
@@ -393,11 +414,7 @@ pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
             .unwrap_or_else(|| format!("lab {} shaper class 1:10 (tc class change)", a.frame.lab)),
         cells: vec![],
     };
-    let backend = format!(
-        "{} / {}",
-        tx.as_ref().map_or("", |t| t.name()),
-        rx.as_ref().map_or("", |r| r.name())
-    );
+    let backend = format!("{} / {}", tx.name(), rx.name());
     let mut stream_id: u8 = 0;
     for &bw in &a.bandwidths {
         set_bandwidth(a, bw)?;
@@ -423,20 +440,14 @@ pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
                 start: Duration::ZERO,
                 stop: a.duration,
             };
-            let (Some(t), Some(r)) = (tx.take(), rx.take()) else {
-                break;
-            };
             let stop = AtomicBool::new(false);
             let mut res = engine::multi::run(
-                vec![(t, vec![stream])],
-                vec![(r, StreamTable::new(id, [stream_id]))],
+                vec![(tx.as_mut(), vec![stream])],
+                vec![(rx.as_mut(), StreamTable::new(id, [stream_id]))],
                 Duration::from_millis(300),
                 &stop,
             )?;
-            // The backends come back for the next cell.
             let (sent, (table, _)) = (res.sent.remove(0).remove(0), res.received.remove(0));
-            tx = Some(open_tx(&a.frame, &tx_ep, max_len)?);
-            rx = Some(open_rx(&a.frame, &rx_ep)?);
             let s = table.stream(stream_id);
             let received = s.map_or(0, |x| x.counters().received);
             let m = method::streams::Measured {

@@ -232,10 +232,11 @@ pub struct MultiReport {
 }
 
 /// Runs `groups` (a sender and its streams) and `receivers` (a receiver and its table)
-/// together; streams start at the same t0.
+/// together; streams start at the same t0. The backends are borrowed, so a caller can run
+/// one trial after another on the same sockets.
 pub fn run(
-    groups: Vec<(Box<dyn FrameTx>, Vec<StreamTx>)>,
-    receivers: Vec<(Box<dyn FrameRx>, StreamTable)>,
+    groups: Vec<(&mut dyn FrameTx, Vec<StreamTx>)>,
+    receivers: Vec<(&mut dyn FrameRx, StreamTable)>,
     drain: Duration,
     stop: &AtomicBool,
 ) -> io::Result<MultiReport> {
@@ -244,10 +245,10 @@ pub fn run(
     std::thread::scope(|s| {
         let rx_handles: Vec<_> = receivers
             .into_iter()
-            .map(|(mut rx, mut table)| {
+            .map(|(rx, mut table)| {
                 let (left, clock) = (&left, &clock);
                 s.spawn(move || {
-                    let drops = receive(rx.as_mut(), &mut table, left, None, drain, clock, stop)?;
+                    let drops = receive(rx, &mut table, left, None, drain, clock, stop)?;
                     Ok::<_, io::Error>((table, drops))
                 })
             })
@@ -256,10 +257,10 @@ pub fn run(
         let t0 = clock.mono() + Duration::from_millis(20);
         let tx_handles: Vec<_> = groups
             .into_iter()
-            .map(|(mut tx, streams)| {
+            .map(|(tx, streams)| {
                 let (left, clock) = (&left, &clock);
                 s.spawn(move || {
-                    let r = generate(tx.as_mut(), &streams, clock, t0, stop);
+                    let r = generate(tx, &streams, clock, t0, stop);
                     left.fetch_sub(1, Ordering::AcqRel);
                     r
                 })
