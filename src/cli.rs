@@ -55,6 +55,165 @@ pub enum Command {
     /// between two interfaces of this host (--tx/--rx, a tester with two ports; needs root),
     /// or over UDP to a wirebench server (HOST).
     Rfc2544(Rfc2544Args),
+    /// IEEE 802.1CB FRER: a software replicate/eliminate relay over AF_PACKET, and its
+    /// counters (needs root).
+    Frer(FrerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FrerArgs {
+    #[command(subcommand)]
+    pub command: FrerCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FrerCommand {
+    /// Run a FRER relay on this host's interfaces until Ctrl-C (or -t), then print its
+    /// counters. One stream by flags, e.g. `--replicate eth0=eth1,eth2` on the talker side
+    /// and `--eliminate eth1,eth2=eth0 --history 1024` on the listener side, or several
+    /// streams from a TOML file (--config; see examples/frer-relay.toml). While it runs,
+    /// `wirebench frer stats` shows its counters.
+    Relay(FrerRelayArgs),
+    /// Show the counters of running relays (standalone ones and those of labs).
+    Stats(FrerStatsArgs),
+    /// Capture test frames on the paths of a redundant network (before elimination, e.g.
+    /// `--rx merge:eth1 --rx merge:eth2` in the frer lab) while a test runs, and report
+    /// per stream: distinct, lost, duplicate and out-of-order frames, and per path
+    /// (arrival interface) what it delivered, missed, and how often it was first.
+    Analyze(FrerAnalyzeArgs),
+    /// What FRER costs: TCP throughput, UDP throughput and UDP round-trip latency through
+    /// the frer lab, against the same lab whose relays forward plainly over path A (the
+    /// control group); a table of both, overhead % and the reason measured alongside.
+    /// Builds and removes both labs (needs root).
+    Compare(FrerCompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FrerCompareArgs {
+    /// Impairment of path A in both groups (`loss=1%,delay=1ms`).
+    #[arg(long)]
+    pub path_a: Option<String>,
+    /// Impairment of path B in both groups.
+    #[arg(long)]
+    pub path_b: Option<String>,
+    /// Seconds per measurement.
+    #[arg(short = 't', long, default_value_t = 5.0)]
+    pub time: f64,
+    /// UDP payload bytes of the throughput test.
+    #[arg(short = 'l', long, default_value_t = 1472)]
+    pub length: u32,
+    /// Lab name prefix (the labs are PREFIXc and PREFIXf).
+    #[arg(long, default_value = "cmp")]
+    pub name: String,
+    /// Print JSON.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FrerAnalyzeArgs {
+    /// A path to listen on: IFACE, or NODE:IFACE in a lab (repeat for each path).
+    #[arg(long, required = true)]
+    pub rx: Vec<String>,
+    /// Lab whose nodes NODE:IFACE names.
+    #[arg(long, default_value = "lab")]
+    pub lab: String,
+    /// How long to capture, seconds.
+    #[arg(short = 't', long, default_value_t = 10.0)]
+    pub time: f64,
+    /// Receive backend: auto (ring, else packet), packet or ring (xdp receives on the ring).
+    #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
+    pub backend: FrameBackend,
+    /// Print JSON.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FrerRelayArgs {
+    /// Relay file (TOML): [[stream]] tables with name, match, replicate, eliminate; and
+    /// pass = { IN = "OUT" } for frames of no stream.
+    #[arg(long, conflicts_with_all = ["replicate", "eliminate", "config_json"])]
+    pub config: Option<PathBuf>,
+    /// The configuration as JSON (how `lab up` starts a relay).
+    #[arg(long, hide = true)]
+    pub config_json: Option<String>,
+    /// Replicate the stream: IN=OUT,OUT[,...] (a fresh R-TAG sequence number per frame).
+    #[arg(long, value_name = "IN=OUT,OUT")]
+    pub replicate: Option<String>,
+    /// Eliminate duplicates of the stream: IN,IN[,...]=OUT.
+    #[arg(long, value_name = "IN,IN=OUT")]
+    pub eliminate: Option<String>,
+    /// Which frames form the stream: dst_mac=MAC,vlan=N,src_ip=A,dst_ip=A,proto=udp,
+    /// src_port=N,dst_port=N (any subset; default: every frame).
+    #[arg(long = "match", value_name = "KEY=VALUE,...")]
+    pub ident: Option<String>,
+    /// frerSeqRcvyHistoryLength, 2..2048 (802.1CB default 2). Must exceed the skew between
+    /// the paths in frames.
+    #[arg(long, default_value_t = 2)]
+    pub history: u16,
+    /// frerSeqRcvyResetMSec: reset recovery after this long without a passed frame (0 =
+    /// never).
+    #[arg(long, default_value_t = 2000)]
+    pub reset_ms: u64,
+    /// Recovery algorithm.
+    #[arg(long, value_enum, default_value_t = RecoveryAlgorithm::Vector)]
+    pub algorithm: RecoveryAlgorithm,
+    /// Keep the R-TAG on eliminated frames (default: strip it).
+    #[arg(long)]
+    pub keep_tag: bool,
+    /// Pass frames without an R-TAG at the eliminator (frerSeqRcvyTakeNoSequence).
+    #[arg(long)]
+    pub take_no_sequence: bool,
+    /// Individual recovery per in-port before sequence recovery (802.1CB 7.5).
+    #[arg(long)]
+    pub individual: bool,
+    /// Turn elimination off: every copy passes (a broken eliminator, for testing).
+    #[arg(long)]
+    pub no_elimination: bool,
+    /// Latent error detection (802.1CB 7.4.4): signal when passed x (paths - 1) -
+    /// discarded drifts by more than this many frames per test period (2 s).
+    #[arg(long, value_name = "FRAMES")]
+    pub latent_difference: Option<i64>,
+    /// Frames of no stream: IN=OUT, forwarded unchanged (repeatable); others are dropped.
+    #[arg(long, value_name = "IN=OUT")]
+    pub pass: Vec<String>,
+    /// Name of a standalone relay; its counters go to /run/wirebench/frer/NAME.json.
+    #[arg(long, default_value = "relay")]
+    pub name: String,
+    /// Publish the counters to this file instead.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// Stop when this file (a network namespace's /run/netns entry) disappears.
+    #[arg(long, hide = true)]
+    pub netns_file: Option<PathBuf>,
+    /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM).
+    #[arg(short = 't', long)]
+    pub time: Option<f64>,
+    /// Print the final counters as JSON.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecoveryAlgorithm {
+    /// VectorRecoveryAlgorithm: a window of --history numbers.
+    Vector,
+    /// MatchRecoveryAlgorithm: only an exact repeat of the last number is discarded.
+    Match,
+}
+
+#[derive(Debug, Args)]
+pub struct FrerStatsArgs {
+    /// Only the relays of this lab.
+    #[arg(long, conflicts_with = "state")]
+    pub lab: Option<String>,
+    /// Read this state file.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(short = 'J', long)]
+    pub json: bool,
 }
 
 /// How test frames look (shared by `gen` and `rfc2544`). Unset addresses come from the
@@ -320,8 +479,11 @@ pub enum LabCommand {
     /// `[[class]]` tables with name, protocol udp|tcp|icmp, ports, dscp, rate, ceil, burst;
     /// optional `[default] rate`), `impair` (router whose dut forwards through a userspace
     /// impairment stage, --impair), `twopath` (talker - split - path A / path B - merge -
-    /// listener, each path its own impairment stage, --path-a/--path-b), or a TOML file
-    /// (`topology = "..."` plus `[shaper]`, `[impair]`, `[path_a]`, `[path_b]` tables).
+    /// listener, each path its own impairment stage, --path-a/--path-b; split and merge
+    /// route over path A), `frer` (the twopath layout with FRER relays on split and merge:
+    /// the talker's frames are replicated onto both paths and eliminated before the
+    /// listener, and back; --path-a/--path-b, --frer), or a TOML file (`topology = "..."`
+    /// plus `[shaper]`, `[impair]`, `[path_a]`, `[path_b]`, `[frer]` tables).
     ///
     /// Impairment is written `key=value,...` or as a TOML file: loss (%), loss_burst (mean
     /// frames per burst), delay and jitter (ns/us/ms/s), duplicate (%), reorder (%), rate
@@ -343,6 +505,11 @@ pub enum LabCommand {
         /// Impairment of path B of `twopath` (overrides --impair).
         #[arg(long)]
         path_b: Option<String>,
+        /// Settings of the `frer` topology: history=N (default 1024), reset_ms=N (2000),
+        /// elimination=on|off, mode=frer|plain (plain: the relays forward over path A
+        /// without FRER, the control group).
+        #[arg(long)]
+        frer: Option<String>,
         /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
         #[arg(long, default_value = "lab")]
         name: String,
@@ -366,7 +533,7 @@ pub enum LabCommand {
     #[command(hide = true)]
     Stage {
         /// The stage's configuration (JSON, as `lab up` writes it).
-        #[arg(long)]
+        #[arg(long = "config-json")]
         config: String,
         /// Where to publish the counters (JSON).
         #[arg(long)]

@@ -27,6 +27,16 @@ fn lab_error(e: lab::LabError) -> anyhow::Error {
     }
 }
 
+/// A flag that SIGINT and SIGTERM set, so a managed process ends its loop and publishes
+/// its final counters instead of dying mid-write.
+pub(crate) fn stop_on_signals() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}
+
 /// Runs a lab subcommand; `exec` passes the command's exit code through.
 pub fn lab(a: &LabArgs) -> Result<ExitCode> {
     match &a.command {
@@ -36,10 +46,11 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
             impair,
             path_a,
             path_b,
+            frer,
             name,
             dry_run,
         } => {
-            let topo = resolve_topology(topology, shape.as_deref(), impair, path_a, path_b)?;
+            let topo = resolve_topology(topology, shape.as_deref(), impair, path_a, path_b, frer)?;
             if *dry_run {
                 let mut d = DryRun::default();
                 Lab::up(name, &topo, &mut d).map_err(lab_error)?;
@@ -82,6 +93,36 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
                     lab::impair::spec::ImpairSpec::describe(&s.config.spec.reverse),
                 );
             }
+            for r in &topo.relays {
+                let mut what: Vec<String> = r
+                    .config
+                    .streams
+                    .iter()
+                    .flat_map(|s| {
+                        let rep = s.replicate.as_ref().map(|p| {
+                            format!("replicates {} {} -> {}", s.name, p.from, p.to.join(","))
+                        });
+                        let elim = s.eliminate.as_ref().map(|e| {
+                            format!(
+                                "eliminates {} {} -> {} (history {}{})",
+                                s.name,
+                                e.from.join(","),
+                                e.to,
+                                e.history,
+                                if e.off { ", ELIMINATION OFF" } else { "" }
+                            )
+                        });
+                        rep.into_iter().chain(elim)
+                    })
+                    .collect();
+                if what.is_empty() {
+                    what.push("plain forwarding, no FRER (control group)".into());
+                }
+                println!("FRER relay on {}: {}", r.node, what.join("; "));
+            }
+            if !topo.relays.is_empty() {
+                println!("FRER counters: wirebench frer stats --lab {name}");
+            }
             println!("run a command on a node: wirebench lab exec --name {name} NODE -- CMD...");
             println!("remove it: wirebench lab down {name}");
         }
@@ -109,9 +150,9 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
             netns_file,
         } => {
             need_root()?;
-            let cfg: lab::impair::stage::StageConfig =
-                serde_json::from_str(config).map_err(|e| UsageError(format!("--config: {e}")))?;
-            let stop = std::sync::atomic::AtomicBool::new(false);
+            let cfg: lab::impair::stage::StageConfig = serde_json::from_str(config)
+                .map_err(|e| UsageError(format!("--config-json: {e}")))?;
+            let stop = stop_on_signals()?;
             let end =
                 lab::impair::stage::run(&cfg, state.as_deref(), netns_file.as_deref(), &stop)?;
             eprintln!(
@@ -155,15 +196,21 @@ fn resolve_topology(
     impair: &Option<String>,
     path_a: &Option<String>,
     path_b: &Option<String>,
+    frer: &Option<String>,
 ) -> Result<Topology> {
     let is_file = topology.ends_with(".toml") || std::path::Path::new(topology).is_file();
     let wrong = |flag: &str, owner: &str| -> anyhow::Error {
         UsageError(format!("{flag} belongs to the {owner} topology")).into()
     };
     if is_file {
-        if shape.is_some() || impair.is_some() || path_a.is_some() || path_b.is_some() {
+        if shape.is_some()
+            || impair.is_some()
+            || path_a.is_some()
+            || path_b.is_some()
+            || frer.is_some()
+        {
             return Err(UsageError(
-                "a topology file carries its own settings: drop --shape/--impair/--path-a/--path-b"
+                "a topology file carries its own settings: drop --shape/--impair/--path-a/--path-b/--frer"
                     .into(),
             )
             .into());
@@ -176,11 +223,14 @@ fn resolve_topology(
     if shape.is_some() && topology != "shaper" {
         return Err(wrong("--shape", "shaper"));
     }
-    if impair.is_some() && !matches!(topology, "impair" | "twopath") {
-        return Err(wrong("--impair", "impair or twopath"));
+    if impair.is_some() && !matches!(topology, "impair" | "twopath" | "frer") {
+        return Err(wrong("--impair", "impair, twopath or frer"));
     }
-    if (path_a.is_some() || path_b.is_some()) && topology != "twopath" {
-        return Err(wrong("--path-a/--path-b", "twopath"));
+    if (path_a.is_some() || path_b.is_some()) && !matches!(topology, "twopath" | "frer") {
+        return Err(wrong("--path-a/--path-b", "twopath or frer"));
+    }
+    if frer.is_some() && topology != "frer" {
+        return Err(wrong("--frer", "frer"));
     }
     match topology {
         "shaper" => {
@@ -198,7 +248,7 @@ fn resolve_topology(
             Some(s) => impair_spec(s, "--impair")?,
             None => Default::default(),
         })),
-        "twopath" => {
+        "twopath" | "frer" => {
             let both = match impair {
                 Some(s) => impair_spec(s, "--impair")?,
                 None => Default::default(),
@@ -207,15 +257,19 @@ fn resolve_topology(
                 Some(s) => impair_spec(s, "--path-a")?,
                 None => both,
             };
-            let mut b = match path_b {
+            let b = match path_b {
                 Some(s) => impair_spec(s, "--path-b")?,
                 None => both,
             };
-            // Independent paths: path B's random decisions differ from path A's.
-            if path_b.is_none() {
-                b.seed = b.seed.wrapping_add(1000);
+            if topology == "twopath" {
+                return Ok(Topology::twopath(a, b));
             }
-            Ok(Topology::twopath(a, b))
+            let opts = match frer {
+                Some(s) => lab::topology::FrerLabOptions::parse_inline(s)
+                    .map_err(|e| UsageError(format!("--frer: {e}")))?,
+                None => Default::default(),
+            };
+            Ok(Topology::frer(a, b, opts))
         }
         other => Topology::builtin(other).map_err(lab_error),
     }
@@ -234,7 +288,13 @@ fn describe(topo: &Topology, name: &str) -> String {
                 i.name.clone(),
                 i.addr
                     .map(|a| format!("{a}/{}", i.prefix))
-                    .unwrap_or_else(|| "- (stage port)".into()),
+                    .unwrap_or_else(|| {
+                        if topo.relays.iter().any(|r| r.node == i.node) {
+                            "- (relay port)".into()
+                        } else {
+                            "- (stage port)".into()
+                        }
+                    }),
             ]
         })
         .collect();
@@ -358,6 +418,29 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
             ],
             &classes,
         ));
+    }
+    let mut labs: Vec<&str> = namespaces.iter().map(|(_, l, _)| l.as_str()).collect();
+    labs.dedup();
+    for labname in labs {
+        let Ok(dir) = std::fs::read_dir(lab::managed::run_dir(labname)) else {
+            continue;
+        };
+        let mut relays: Vec<(String, std::path::PathBuf)> = dir
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                Some((name.strip_suffix(".relay.json")?.to_owned(), e.path()))
+            })
+            .collect();
+        relays.sort();
+        for (node, path) in relays {
+            if let Ok(st) = lab::frer::process::RelayState::read(&path) {
+                out.push_str(&crate::frercmd::render_state(
+                    &format!("{labname}/{node}"),
+                    &st,
+                ));
+            }
+        }
     }
     if !stages.is_empty() {
         use report::table::Align::{Left as L, Right as R};

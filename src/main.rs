@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod frercmd;
 mod labcmd;
 mod rawcmd;
 mod rfc2544cmd;
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         cli::Command::Rfc2544(a) => rfc2544cmd::rfc2544(a),
         cli::Command::Streams(a) => streamscmd::streams(a),
         cli::Command::Shaping(a) => streamscmd::shaping(a),
+        cli::Command::Frer(a) => frercmd::frer(a),
         cli::Command::Lab(a) => match labcmd::lab(a) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -66,7 +66,7 @@ fn udp_across(lab: &LabGuard, listener_addr: &str) -> serde_json::Value {
 
 /// Starts `wirebench server` on `node` of the lab, bound to `addr`, and waits until it
 /// can have started.
-fn server_on(lab: &LabGuard, node: &str, addr: &str) -> std::process::Child {
+pub(crate) fn server_on(lab: &LabGuard, node: &str, addr: &str) -> std::process::Child {
     let child = Command::new(bin())
         .args([
             "lab",
@@ -91,7 +91,11 @@ fn server_on(lab: &LabGuard, node: &str, addr: &str) -> std::process::Child {
 }
 
 /// Runs `wirebench client ADDR ARGS -J` from the talker against a server on the listener.
-fn client_across(lab: &LabGuard, listener_addr: &str, args: &[&str]) -> serde_json::Value {
+pub(crate) fn client_across(
+    lab: &LabGuard,
+    listener_addr: &str,
+    args: &[&str],
+) -> serde_json::Value {
     let mut server = server_on(lab, "listener", listener_addr);
     let mut argv = vec![
         "lab",
@@ -302,7 +306,7 @@ fn shaper_class_lists_are_checked_before_anything_is_built() {
 
 /// |observed − p·n| within 4.5 standard deviations of a binomial(n, p): a false failure
 /// has a probability below 1e-5.
-fn within_binomial(observed: u64, n: u64, p: f64) -> bool {
+pub(crate) fn within_binomial(observed: u64, n: u64, p: f64) -> bool {
     let sd = (n as f64 * p * (1.0 - p)).sqrt();
     (observed as f64 - p * n as f64).abs() <= 4.5 * sd
 }

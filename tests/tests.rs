@@ -6,6 +6,7 @@ mod util;
 mod bad_input;
 mod cli;
 mod client;
+mod frer;
 mod lab;
 mod methods;
 mod raw;

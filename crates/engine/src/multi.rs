@@ -164,8 +164,20 @@ pub fn generate(
 }
 
 /// The test header of a frame: after the L4 header of an IP frame, or right after the
-/// EtherType (and an 802.1Q tag) of a raw frame of any other EtherType.
-pub(crate) fn test_header(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
+/// EtherType (and an 802.1Q tag) of a raw frame of any other EtherType. A frame that
+/// still carries an IEEE 802.1CB R-TAG is read behind the tag.
+pub fn test_header(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
+    if let Some((_, at)) = frer::rtag::decode(frame) {
+        // Drop the tag without copying: start the view LEN octets later, so the EtherType
+        // behind the tag sits where an untagged frame has its own (the MACs the view then
+        // shows are meaningless, and the test header does not need them).
+        let start = (at + frer::rtag::LEN).checked_sub(12)?;
+        return test_header_untagged(frame.get(start..)?);
+    }
+    test_header_untagged(frame)
+}
+
+fn test_header_untagged(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
     if let Some(h) = wire::frame::parse_frame(frame).ok().and_then(|p| p.test) {
         return Some(h);
     }
@@ -221,6 +233,80 @@ pub fn receive(
         }
     }
     Ok(rx.take_drops())
+}
+
+/// What one receiver of [`capture`] saw.
+pub struct Capture {
+    /// Test frames, in arrival order, with `path` = the receiver's index.
+    pub arrivals: Vec<crate::stats::paths::Arrival>,
+    /// Frames without a test header.
+    pub foreign: u64,
+    /// Frames the kernel dropped before they were read.
+    pub kernel_drops: u64,
+    /// The capture stopped keeping arrivals at its limit.
+    pub truncated: bool,
+}
+
+/// Captures test frames on every receiver (one thread each) for `duration` or until
+/// `stop`, keeping at most `limit` arrivals per receiver, for [`crate::stats::paths`].
+///
+/// # Errors
+/// A receiver fails.
+pub fn capture(
+    receivers: Vec<&mut dyn FrameRx>,
+    duration: Duration,
+    limit: usize,
+    stop: &AtomicBool,
+) -> io::Result<Vec<Capture>> {
+    let clock = RealClock::new();
+    let end = clock.mono() + duration;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(path, rx)| {
+                let clock = &clock;
+                s.spawn(move || {
+                    let _ = rx.take_drops();
+                    let mut c = Capture {
+                        arrivals: Vec::new(),
+                        foreign: 0,
+                        kernel_drops: 0,
+                        truncated: false,
+                    };
+                    while clock.mono() < end && !stop.load(Ordering::Relaxed) {
+                        rx.recv_frames(Duration::from_millis(10), &mut |frame, ts| {
+                            let Some(h) = test_header(frame) else {
+                                c.foreign += 1;
+                                return;
+                            };
+                            if c.arrivals.len() >= limit {
+                                c.truncated = true;
+                                return;
+                            }
+                            c.arrivals.push(crate::stats::paths::Arrival {
+                                path: path as u8,
+                                test_id: h.test_id,
+                                stream_id: h.stream_id,
+                                seq: h.seq,
+                                rx_ns: ts.map(|t| t.0),
+                                rtag: frer::rtag::decode(frame).is_some(),
+                            });
+                        })?;
+                    }
+                    c.kernel_drops = rx.take_drops();
+                    Ok::<_, io::Error>(c)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| io::Error::other("capture thread panicked"))?
+            })
+            .collect()
+    })
 }
 
 /// Everything a run measured.

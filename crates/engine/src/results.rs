@@ -67,6 +67,9 @@ pub struct RunResult {
     /// Shaper accuracy matrix.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shaping: Option<shaping::ShapingReport>,
+    /// FRER overhead against a control group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frer: Option<frer::FrerReport>,
     /// Sub-results (used by `demo`, which runs several commands).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunResult>,
@@ -100,6 +103,7 @@ impl RunResult {
             rfc2544: None,
             profile: None,
             shaping: None,
+            frer: None,
             runs: Vec::new(),
             verdicts: Vec::new(),
             notes: Vec::new(),
@@ -675,5 +679,40 @@ pub mod shaping {
         pub configured_by: String,
         /// Every cell, bandwidth-major.
         pub cells: Vec<Cell>,
+    }
+}
+
+/// The FRER overhead comparison: the same measurements through a FRER network and through
+/// the same network forwarding plainly (the control group).
+pub mod frer {
+    use serde::{Deserialize, Serialize};
+
+    /// One measurement in both groups.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct OverheadRow {
+        /// What was measured (`TCP throughput`, `UDP round-trip latency p99`, ...).
+        pub metric: String,
+        /// Unit of `control` and `frer` (`Mbit/s`, `us`, `%`).
+        pub unit: String,
+        /// Measured through the control group.
+        pub control: f64,
+        /// Measured through the FRER network.
+        pub frer: f64,
+        /// The cost of FRER in % of the control value: a throughput that drops, or a
+        /// latency that grows, is a positive overhead. Absent when the control is 0.
+        pub overhead_percent: Option<f64>,
+        /// Why, from what was measured alongside (frames the relays handled, tag size).
+        pub reason: String,
+    }
+
+    /// The comparison.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+    pub struct FrerReport {
+        /// The control group.
+        pub control: String,
+        /// The FRER network.
+        pub treatment: String,
+        /// The measurements (each group's full results are the document's `runs`).
+        pub rows: Vec<OverheadRow>,
     }
 }

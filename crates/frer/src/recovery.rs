@@ -56,6 +56,7 @@ impl Default for RecoveryConfig {
 
 /// The per-stream counters of a recovery function (802.1CB 10.8, YANG leaf in brackets).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Counters {
     /// frerCpsSeqRcvyPassedPackets (rx-passed-pkts).
     pub passed: u64,
@@ -68,6 +69,10 @@ pub struct Counters {
     pub rogue: u64,
     /// frerCpsSeqRcvyLostPackets (rx-lost-pkts): numbers that left the window unseen.
     pub lost: u64,
+    /// Of `lost`, numbers older than the first frame accepted after a reset: never
+    /// expected, but counted by the literal algorithm (up to `history_length − 1` per
+    /// reset). `lost − lost_before_first` is the loss a receiver would count.
+    pub lost_before_first: u64,
     /// frerCpsSeqRcvyTaglessPackets (rx-tagless-pkts).
     pub tagless: u64,
     /// frerCpsSeqRcvyResets (rx-resets).
@@ -93,6 +98,9 @@ pub struct Recovery {
     /// Bit k: `recov_seq_num − k` was accepted.
     history: [u64; WORDS],
     take_any: bool,
+    /// History positions 0..valid hold numbers at or after the first one accepted since
+    /// the last reset.
+    valid: u16,
     deadline_ms: Option<u64>,
     counters: Counters,
 }
@@ -107,6 +115,7 @@ impl Recovery {
             recov_seq_num: u16::MAX,
             history: [0; WORDS],
             take_any: true,
+            valid: 0,
             deadline_ms: None,
             counters: Counters::default(),
         }
@@ -158,7 +167,11 @@ impl Recovery {
         let len = usize::from(self.cfg.history_length);
         if !self.bit(len - 1) {
             self.counters.lost += 1;
+            if len > usize::from(self.valid) {
+                self.counters.lost_before_first += 1;
+            }
         }
+        self.valid = (self.valid + 1).min(self.cfg.history_length);
         let words = len.div_ceil(64);
         for i in (0..words).rev() {
             let carry = if i > 0 { self.history[i - 1] >> 63 } else { 0 };
@@ -207,6 +220,7 @@ impl Recovery {
             self.take_any = false;
             self.history = [0; WORDS];
             self.set_bit(0);
+            self.valid = 1;
             self.recov_seq_num = s;
             return Verdict::Pass;
         }
@@ -318,6 +332,10 @@ mod test {
                 (passed, dup, rogue, ooo, lost),
                 "{input:?}"
             );
+            // Only the fourth case misses a number the stream really sent (2); every
+            // other literal loss is a number before the first frame accepted.
+            let real = u64::from(input == [0, 0, 1, 1, 3, 3, 4, 4, 5, 6, 7]);
+            assert_eq!(c.lost - c.lost_before_first, real, "{input:?}");
         }
         let m = RecoveryConfig {
             algorithm: Algorithm::Match,
@@ -329,6 +347,26 @@ mod test {
         let (v, c) = run(m, &[5, 5, 5, 6]);
         assert_eq!(v, [P, D, D, P]);
         assert_eq!((c.passed, c.discarded), (2, 2));
+    }
+
+    #[test]
+    fn lost_before_first_separates_reset_artifacts_from_real_gaps() {
+        let mut r = Recovery::new(RecoveryConfig {
+            reset_ms: Some(100),
+            ..vector(16)
+        });
+        let mut now = 0;
+        for base in [0u16, 1000, 40_000] {
+            for s in (base..base + 100).filter(|s| s % 100 != 50) {
+                r.on_frame(now, Some(s));
+                now += 1;
+            }
+            now += 500; // silent: the timer resets the function
+        }
+        let c = r.counters();
+        assert_eq!(c.resets, 2);
+        assert_eq!(c.lost_before_first, 3 * 15);
+        assert_eq!(c.lost - c.lost_before_first, 3);
     }
 
     #[test]

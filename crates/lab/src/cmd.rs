@@ -10,6 +10,14 @@ use std::process::Command;
 
 use crate::LabError;
 
+/// `02:77:62:00:1e:01`.
+pub fn mac_text(mac: [u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 /// One command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cmd {
@@ -55,12 +63,37 @@ impl Cmd {
 
     /// `ip -n NS link set DEV address MAC`
     pub fn set_mac(ns: &str, dev: &str, mac: [u8; 6]) -> Self {
-        let m = mac
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(":");
+        let m = mac_text(mac);
         Self::new("ip", &["-n", ns, "link", "set", dev, "address", &m])
+    }
+
+    /// `ip -n NS link set DEV mtu MTU`
+    pub fn set_mtu(ns: &str, dev: &str, mtu: u16) -> Self {
+        Self::new(
+            "ip",
+            &["-n", ns, "link", "set", dev, "mtu", &mtu.to_string()],
+        )
+    }
+
+    /// `ip -n NS neigh replace ADDR lladdr MAC dev DEV nud permanent`
+    pub fn neigh_permanent(ns: &str, dev: &str, addr: Ipv4Addr, mac: [u8; 6]) -> Self {
+        let m = mac_text(mac);
+        Self::new(
+            "ip",
+            &[
+                "-n",
+                ns,
+                "neigh",
+                "replace",
+                &addr.to_string(),
+                "lladdr",
+                &m,
+                "dev",
+                dev,
+                "nud",
+                "permanent",
+            ],
+        )
     }
 
     /// `ip -n NS addr add ADDR/PREFIX dev DEV`

@@ -9,15 +9,18 @@
 //! was built.
 //!
 //! Topologies: `direct`, `router`, `shaper` (HTB classes, [`shaper`]), `impair` (a
-//! userspace impairment stage on the dut's forwarding path, [`impair`]) and `twopath` (two
-//! independently impaired paths, ready for FRER relays at both ends), built-in or from a
-//! TOML file ([`topology::Topology::from_toml`]). Managed processes (impairment stages) are
-//! started by `up` and stopped by `down`.
+//! userspace impairment stage on the dut's forwarding path, [`impair`]), `twopath` (two
+//! independently impaired paths) and `frer` (the same with software 802.1CB relays at both
+//! ends, [`frer`]), built-in or from a TOML file ([`topology::Topology::from_toml`]).
+//! Managed processes (impairment stages, FRER relays, [`managed`]) are started by `up` and
+//! stopped by `down`.
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
 pub mod cmd;
+pub mod frer;
 pub mod impair;
+pub mod managed;
 pub mod naming;
 pub mod shaper;
 pub mod topology;
@@ -47,7 +50,7 @@ pub enum LabError {
     #[error("bad name '{0}': use 1 to 8 characters a-z, 0-9 or '-'")]
     BadName(String),
     /// The topology is unknown.
-    #[error("unknown topology '{0}': built-in topologies are direct, router, shaper, impair and twopath, or give a TOML file")]
+    #[error("unknown topology '{0}': built-in topologies are direct, router, shaper, impair, twopath and frer, or give a TOML file")]
     UnknownTopology(String),
     /// A program the topology needs is not installed.
     #[error("this topology needs `{0}`, which is not installed (on Debian: apt install {0})")]

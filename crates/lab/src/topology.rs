@@ -9,12 +9,15 @@
 //! - `twopath`: talker (198.18.20.1) — split — two paths — merge — listener (198.18.23.1).
 //!   Path A (198.18.21.0/24) and path B (198.18.22.0/24) each cross their own node running
 //!   an impairment stage in bridge mode; split and merge are routers that send traffic over
-//!   path A until the FRER relays replicate onto both.
+//!   path A.
+//! - `frer`: the `twopath` wiring as one subnet (talker 198.18.30.1, listener 198.18.30.2)
+//!   whose split and merge run FRER relays instead of routing: 802.1CB replication onto both
+//!   paths and elimination before the far end, in both directions.
 //!
 //! Addresses are from the RFC 2544 benchmarking range 198.18.0.0/15 (RFC 2544 §12 /
 //! RFC 6815); MACs are locally administered (02:77:62:…). Every lab lives in its own
 //! namespaces, so several labs with the same addresses run side by side. Managed processes
-//! (the impairment stages) run inside the lab's namespaces, with their state and logs in
+//! (impairment stages, FRER relays) run inside the lab's namespaces, with their state and logs in
 //! `/run/wirebench/labs/LAB/`; `down` stops every process in the lab's namespaces before it
 //! removes them.
 
@@ -25,8 +28,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cmd::{Cmd, Runner};
+use crate::frer::config::RelayConfig;
 use crate::impair::spec::ImpairSpec;
-use crate::impair::stage::{self, Mode, RouterSide, StageConfig, StageState};
+use crate::impair::stage::{Mode, RouterSide, StageConfig, StageState};
+use crate::managed::{self, Liveness};
 use crate::naming;
 use crate::shaper::ShaperSpec;
 use crate::LabError;
@@ -53,6 +58,115 @@ pub struct Link {
     pub a: Iface,
     /// The other end.
     pub b: Iface,
+    /// MTU of both ends when not the default 1500.
+    pub mtu: Option<u16>,
+}
+
+/// A permanent neighbour entry (no ARP needed), e.g. for hosts behind FRER relays that do
+/// not protect broadcast frames.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Neighbour {
+    /// Node.
+    pub node: String,
+    /// Interface.
+    pub dev: String,
+    /// The neighbour's address.
+    pub addr: Ipv4Addr,
+    /// Its MAC.
+    pub mac: [u8; 6],
+}
+
+/// Settings of the `frer` topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrerLabOptions {
+    /// frerSeqRcvyHistoryLength of both eliminating relays (default 1024: covers a path
+    /// skew of 10 ms at 100 kframes/s).
+    #[serde(default = "default_frer_history")]
+    pub history: u16,
+    /// frerSeqRcvyResetMSec (default 2000).
+    #[serde(default = "default_frer_reset")]
+    pub reset_ms: u64,
+    /// Elimination on (default); off passes every copy, as a broken eliminator would.
+    #[serde(default = "default_true")]
+    pub elimination: bool,
+    /// The control group: the same relays forward plainly over path A, no R-TAG, no
+    /// replication, no elimination.
+    #[serde(default)]
+    pub plain: bool,
+}
+
+fn default_frer_history() -> u16 {
+    1024
+}
+
+fn default_frer_reset() -> u64 {
+    2000
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl Default for FrerLabOptions {
+    fn default() -> Self {
+        Self {
+            history: default_frer_history(),
+            reset_ms: default_frer_reset(),
+            elimination: true,
+            plain: false,
+        }
+    }
+}
+
+impl FrerLabOptions {
+    /// `history=1024,reset_ms=2000,elimination=off,mode=plain` (any subset).
+    ///
+    /// # Errors
+    /// An unknown key or a bad value, named.
+    pub fn parse_inline(text: &str) -> Result<Self, String> {
+        let mut o = Self::default();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| format!("'{item}' is not key=value"))?;
+            let (k, v) = (k.trim(), v.trim());
+            let flag = |v: &str| match v {
+                "on" | "true" | "yes" => Ok(true),
+                "off" | "false" | "no" => Ok(false),
+                _ => Err(format!("{k}: '{v}' is not on or off")),
+            };
+            match k {
+                "history" => {
+                    o.history = v
+                        .parse()
+                        .ok()
+                        .filter(|h| (2..=frer::recovery::MAX_HISTORY).contains(h))
+                        .ok_or_else(|| format!("history: '{v}' is not 2..=2048"))?;
+                }
+                "reset_ms" | "reset" => {
+                    o.reset_ms = v
+                        .trim_end_matches("ms")
+                        .parse()
+                        .map_err(|_| format!("reset_ms: '{v}' is not a number of ms"))?;
+                }
+                "elimination" => o.elimination = flag(v)?,
+                "mode" => {
+                    o.plain = match v {
+                        "plain" => true,
+                        "frer" => false,
+                        _ => return Err(format!("mode: '{v}' is not frer or plain")),
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown key '{k}' (history, reset_ms, elimination, mode)"
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
 }
 
 /// A static route.
@@ -73,6 +187,15 @@ pub struct Stage {
     pub node: String,
     /// What it runs.
     pub config: StageConfig,
+}
+
+/// A managed FRER relay on a node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Relay {
+    /// The node it runs on.
+    pub node: String,
+    /// What it runs.
+    pub config: RelayConfig,
 }
 
 /// A test network: nodes, links, routes, which nodes forward, and what runs on them.
@@ -96,6 +219,10 @@ pub struct Topology {
     pub shaper: Option<ShaperSpec>,
     /// Impairment stages the lab starts and stops.
     pub stages: Vec<Stage>,
+    /// FRER relays the lab starts and stops.
+    pub relays: Vec<Relay>,
+    /// Permanent neighbour entries.
+    pub neighbours: Vec<Neighbour>,
 }
 
 fn iface(node: &str, name: &str, addr: Option<[u8; 4]>, link: u8, side: u8) -> Iface {
@@ -109,7 +236,7 @@ fn iface(node: &str, name: &str, addr: Option<[u8; 4]>, link: u8, side: u8) -> I
 }
 
 fn link(a: Iface, b: Iface) -> Link {
-    Link { a, b }
+    Link { a, b, mtu: None }
 }
 
 fn default_route(node: &str, via: [u8; 4]) -> Route {
@@ -120,8 +247,29 @@ fn default_route(node: &str, via: [u8; 4]) -> Route {
     }
 }
 
+/// The bridge-mode stages of path A and path B, with different random seeds: with equal
+/// seeds (e.g. both left at the default) the paths would lose the very same frames, and
+/// redundancy would look useless. Path B's seed is moved off path A's.
+fn path_stages(path_a: ImpairSpec, mut path_b: ImpairSpec) -> Vec<Stage> {
+    if path_b.seed == path_a.seed {
+        path_b.seed = path_b.seed.wrapping_add(1000);
+    }
+    [("patha", path_a), ("pathb", path_b)]
+        .into_iter()
+        .map(|(node, spec)| Stage {
+            node: node.into(),
+            config: StageConfig {
+                a: "eth0".into(),
+                b: "eth1".into(),
+                mode: Mode::Bridge,
+                spec,
+            },
+        })
+        .collect()
+}
+
 /// The names of the built-in topologies.
-pub const BUILTINS: &[&str] = &["direct", "router", "shaper", "impair", "twopath"];
+pub const BUILTINS: &[&str] = &["direct", "router", "shaper", "impair", "twopath", "frer"];
 
 impl Topology {
     fn empty(kind: &str, nodes: &[&str]) -> Self {
@@ -134,6 +282,8 @@ impl Topology {
             offloads_off: vec![],
             shaper: None,
             stages: vec![],
+            relays: vec![],
+            neighbours: vec![],
         }
     }
 
@@ -170,6 +320,11 @@ impl Topology {
             }
             "impair" => Ok(Self::impair(ImpairSpec::default())),
             "twopath" => Ok(Self::twopath(ImpairSpec::default(), ImpairSpec::default())),
+            "frer" => Ok(Self::frer(
+                ImpairSpec::default(),
+                ImpairSpec::default(),
+                FrerLabOptions::default(),
+            )),
             "shaper" => Err(LabError::NeedsShape),
             other => Err(LabError::UnknownTopology(other.to_owned())),
         }
@@ -268,18 +423,121 @@ impl Topology {
             .iter()
             .flat_map(|d| [("split".into(), (*d).into()), ("merge".into(), (*d).into())])
             .collect();
-        t.stages = [("patha", path_a), ("pathb", path_b)]
+        t.stages = path_stages(path_a, path_b);
+        t
+    }
+
+    /// `frer`: talker (198.18.30.1) — split — {path A, path B} — merge — listener
+    /// (198.18.30.2), one IPv4 subnet. Split and merge have no addresses and no kernel
+    /// forwarding: a FRER relay on each bridges in user space. Frames to the listener's
+    /// MAC are replicated by split onto both paths with an R-TAG and eliminated by merge;
+    /// frames to the talker's MAC the other way round. Other frames cross path A only,
+    /// untagged; the end hosts know each other's MAC (permanent neighbours), so a cut path
+    /// A costs no ARP. Each path node runs an impairment stage in bridge mode. The path
+    /// links carry 1510-byte MTUs, room for the R-TAG on a full-size (tagged) frame.
+    pub fn frer(path_a: ImpairSpec, path_b: ImpairSpec, opts: FrerLabOptions) -> Self {
+        use crate::frer::config::{Eliminate, Identification, StreamConfig};
+        let mut t = Self::empty(
+            "frer",
+            &["talker", "split", "patha", "pathb", "merge", "listener"],
+        );
+        let talker = iface("talker", "eth0", Some([198, 18, 30, 1]), 30, 1);
+        let listener = iface("listener", "eth0", Some([198, 18, 30, 2]), 35, 2);
+        let path_link = |a: Iface, b: Iface| Link {
+            a,
+            b,
+            mtu: Some(1510),
+        };
+        t.links = vec![
+            link(talker.clone(), iface("split", "eth0", None, 30, 2)),
+            path_link(
+                iface("split", "eth1", None, 31, 1),
+                iface("patha", "eth0", None, 31, 2),
+            ),
+            path_link(
+                iface("patha", "eth1", None, 32, 1),
+                iface("merge", "eth1", None, 32, 2),
+            ),
+            path_link(
+                iface("split", "eth2", None, 33, 1),
+                iface("pathb", "eth0", None, 33, 2),
+            ),
+            path_link(
+                iface("pathb", "eth1", None, 34, 1),
+                iface("merge", "eth2", None, 34, 2),
+            ),
+            link(iface("merge", "eth0", None, 35, 1), listener.clone()),
+        ];
+        let mac = crate::cmd::mac_text;
+        t.neighbours = vec![
+            Neighbour {
+                node: "talker".into(),
+                dev: "eth0".into(),
+                addr: Ipv4Addr::new(198, 18, 30, 2),
+                mac: listener.mac,
+            },
+            Neighbour {
+                node: "listener".into(),
+                dev: "eth0".into(),
+                addr: Ipv4Addr::new(198, 18, 30, 1),
+                mac: talker.mac,
+            },
+        ];
+        // The end hosts send into a userspace relay: whole frames, final checksums.
+        t.offloads_off = vec![
+            ("talker".into(), "eth0".into()),
+            ("listener".into(), "eth0".into()),
+        ];
+        let pass: std::collections::BTreeMap<String, String> = [("eth0", "eth1"), ("eth1", "eth0")]
             .into_iter()
-            .map(|(node, spec)| Stage {
-                node: node.into(),
-                config: StageConfig {
-                    a: "eth0".into(),
-                    b: "eth1".into(),
-                    mode: Mode::Bridge,
-                    spec,
-                },
-            })
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
             .collect();
+        let name = |m: [u8; 6]| {
+            if m == listener.mac {
+                "to-listener"
+            } else {
+                "to-talker"
+            }
+        };
+        let relay = |replicate_to: [u8; 6], eliminate_to: [u8; 6]| {
+            let streams = if opts.plain {
+                vec![]
+            } else {
+                vec![
+                    StreamConfig::replicating(
+                        name(replicate_to),
+                        Identification::dst_mac(&mac(replicate_to)),
+                        "eth0",
+                        &["eth1", "eth2"],
+                    ),
+                    StreamConfig::eliminating(
+                        name(eliminate_to),
+                        Identification::dst_mac(&mac(eliminate_to)),
+                        Eliminate {
+                            history: opts.history,
+                            reset_ms: opts.reset_ms,
+                            off: !opts.elimination,
+                            ..Eliminate::new(&["eth1", "eth2"], "eth0")
+                        },
+                    ),
+                ]
+            };
+            RelayConfig {
+                streams,
+                pass: pass.clone(),
+            }
+        };
+        t.relays = vec![
+            Relay {
+                node: "split".into(),
+                config: relay(listener.mac, talker.mac),
+            },
+            Relay {
+                node: "merge".into(),
+                config: relay(talker.mac, listener.mac),
+            },
+        ];
+        t.stages = path_stages(path_a, path_b);
         t
     }
 
@@ -307,6 +565,7 @@ impl Topology {
             impair: Option<crate::impair::spec::ImpairToml>,
             path_a: Option<crate::impair::spec::ImpairToml>,
             path_b: Option<crate::impair::spec::ImpairToml>,
+            frer: Option<FrerLabOptions>,
         }
         let bad = LabError::BadTopology;
         let f: File = toml::from_str(text).map_err(|e| bad(e.to_string().trim().to_owned()))?;
@@ -321,6 +580,7 @@ impl Topology {
             "shaper" => &["shaper"],
             "impair" => &["impair"],
             "twopath" => &["path_a", "path_b"],
+            "frer" => &["path_a", "path_b", "frer"],
             other => return Err(LabError::UnknownTopology(other.to_owned())),
         };
         for (table, present) in [
@@ -328,6 +588,7 @@ impl Topology {
             ("impair", f.impair.is_some()),
             ("path_a", f.path_a.is_some()),
             ("path_b", f.path_b.is_some()),
+            ("frer", f.frer.is_some()),
         ] {
             if present && !allowed.contains(&table) {
                 return Err(bad(format!(
@@ -347,6 +608,20 @@ impl Topology {
                 impair(f.path_a, "path_a")?,
                 impair(f.path_b, "path_b")?,
             )),
+            "frer" => {
+                let opts = f.frer.unwrap_or_default();
+                if !(2..=frer::recovery::MAX_HISTORY).contains(&opts.history) {
+                    return Err(bad(format!(
+                        "[frer]: history {} is outside 2..=2048",
+                        opts.history
+                    )));
+                }
+                Ok(Self::frer(
+                    impair(f.path_a, "path_a")?,
+                    impair(f.path_b, "path_b")?,
+                    opts,
+                ))
+            }
             other => Self::builtin(other),
         }
     }
@@ -380,11 +655,17 @@ impl Topology {
             ));
             for i in [&l.a, &l.b] {
                 out.push(Cmd::set_mac(&ns(&i.node), &i.name, i.mac));
+                if let Some(mtu) = l.mtu {
+                    out.push(Cmd::set_mtu(&ns(&i.node), &i.name, mtu));
+                }
                 if let Some(a) = i.addr {
                     out.push(Cmd::addr_add(&ns(&i.node), &i.name, a, i.prefix));
                 }
                 out.push(Cmd::link_up(&ns(&i.node), &i.name));
             }
+        }
+        for n in &self.neighbours {
+            out.push(Cmd::neigh_permanent(&ns(&n.node), &n.dev, n.addr, n.mac));
         }
         for (n, dev) in &self.offloads_off {
             out.push(Cmd::offloads_off(&ns(n), dev));
@@ -404,28 +685,49 @@ impl Topology {
         out
     }
 
-    /// The command that starts `stage` of lab `lab` with program `exe`, and its log file.
-    pub fn stage_command(lab: &str, stage: &Stage, exe: &Path) -> (Cmd, PathBuf) {
-        let ns = naming::namespace(lab, &stage.node);
-        let dir = stage::run_dir(lab);
+    /// The command that starts `stage` of lab `lab` with program `exe`, its log file and
+    /// its state file.
+    pub fn stage_command(lab: &str, stage: &Stage, exe: &Path) -> (Cmd, PathBuf, PathBuf) {
         let config = serde_json::to_string(&stage.config).unwrap_or_default();
-        let argv = vec![
-            exe.display().to_string(),
-            "lab".into(),
-            "stage".into(),
+        Self::process_command(lab, &stage.node, "state", &["lab", "stage"], &config, exe)
+    }
+
+    /// The command that starts `relay` of lab `lab` with program `exe`, its log file and
+    /// its state file.
+    pub fn relay_command(lab: &str, relay: &Relay, exe: &Path) -> (Cmd, PathBuf, PathBuf) {
+        let config = serde_json::to_string(&relay.config).unwrap_or_default();
+        Self::process_command(lab, &relay.node, "relay", &["frer", "relay"], &config, exe)
+    }
+
+    /// `exe SUBCOMMAND --netns-file … --state DIR/NODE.KIND.json --config-json CONFIG`
+    /// run in the node's namespace, logging to `DIR/NODE.KIND.log`.
+    fn process_command(
+        lab: &str,
+        node: &str,
+        kind: &str,
+        subcommand: &[&str],
+        config: &str,
+        exe: &Path,
+    ) -> (Cmd, PathBuf, PathBuf) {
+        let ns = naming::namespace(lab, node);
+        let dir = managed::run_dir(lab);
+        let state = dir.join(format!("{node}.{kind}.json"));
+        let mut argv = vec![exe.display().to_string()];
+        argv.extend(subcommand.iter().map(|s| (*s).to_owned()));
+        argv.extend([
             "--netns-file".into(),
             format!("/run/netns/{ns}"),
             "--state".into(),
-            dir.join(format!("{}.state.json", stage.node))
-                .display()
-                .to_string(),
-            "--config".into(),
-            config,
-        ];
-        (
-            Cmd::exec_in(&ns, &argv),
-            dir.join(format!("{}.log", stage.node)),
-        )
+            state.display().to_string(),
+            "--config-json".into(),
+            config.to_owned(),
+        ]);
+        let log = if kind == "state" {
+            dir.join(format!("{node}.log"))
+        } else {
+            dir.join(format!("{node}.{kind}.log"))
+        };
+        (Cmd::exec_in(&ns, &argv), log, state)
     }
 }
 
@@ -512,7 +814,7 @@ impl Lab {
             .build_commands(name)
             .iter()
             .try_for_each(|c| runner.run(c).map(drop))
-            .and_then(|()| Self::start_stages(name, topo, runner));
+            .and_then(|()| Self::start_processes(name, topo, runner));
         if let Err(e) = built {
             let _ = Self::down(name, runner);
             return Err(e);
@@ -520,43 +822,52 @@ impl Lab {
         Ok(lab)
     }
 
-    fn start_stages(name: &str, topo: &Topology, runner: &mut dyn Runner) -> Result<(), LabError> {
-        if topo.stages.is_empty() {
+    fn start_processes(
+        name: &str,
+        topo: &Topology,
+        runner: &mut dyn Runner,
+    ) -> Result<(), LabError> {
+        if topo.stages.is_empty() && topo.relays.is_empty() {
             return Ok(());
         }
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("wirebench"));
-        let dir = stage::run_dir(name);
+        let dir = managed::run_dir(name);
         if !runner.is_dry() {
             std::fs::create_dir_all(&dir).map_err(|e| LabError::Command {
                 cmd: format!("mkdir -p {}", dir.display()),
                 detail: e.to_string(),
             })?;
         }
-        let mut started = Vec::new();
+        let mut wanted: Vec<(String, &str, (Cmd, PathBuf, PathBuf))> = Vec::new();
         for s in &topo.stages {
-            let (cmd, log) = Topology::stage_command(name, s, &exe);
+            let what = "the impairment stage";
+            wanted.push((s.node.clone(), what, Topology::stage_command(name, s, &exe)));
+        }
+        for r in &topo.relays {
+            let what = "the FRER relay";
+            wanted.push((r.node.clone(), what, Topology::relay_command(name, r, &exe)));
+        }
+        let mut started = Vec::new();
+        for (node, what, (cmd, log, state)) in wanted {
             let pid = runner.spawn(&cmd, &log)?;
-            started.push((s, cmd, log, pid));
+            started.push((node, what, cmd, log, state, pid));
         }
         if runner.is_dry() {
             return Ok(());
         }
-        // Wait until every stage has opened its sockets and published its first state.
-        for (s, cmd, log, pid) in started {
-            let state = dir.join(format!("{}.state.json", s.node));
+        // Wait until every process has opened its sockets and published its first state.
+        for (node, what, cmd, log, state, pid) in started {
             let mut waited = Duration::ZERO;
             loop {
-                if StageState::read(&state).is_ok_and(|st| st.running && st.pid == pid) {
+                if managed::read_json::<Liveness>(&state)
+                    .is_ok_and(|st| st.running && st.pid == pid)
+                {
                     break;
                 }
                 if !process_runs(pid) || waited >= STAGE_START_TIMEOUT {
                     return Err(LabError::Command {
                         cmd: cmd.to_string(),
-                        detail: format!(
-                            "the impairment stage on {} did not start: {}",
-                            s.node,
-                            tail(&log)
-                        ),
+                        detail: format!("{what} on {node} did not start: {}", tail(&log)),
                     });
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -605,7 +916,7 @@ impl Lab {
         }
         if !runner.is_dry() {
             for lab in labs {
-                let _ = std::fs::remove_dir_all(stage::run_dir(lab));
+                let _ = std::fs::remove_dir_all(managed::run_dir(lab));
             }
         }
         Ok(())
@@ -629,7 +940,7 @@ impl Lab {
     pub fn down_all(runner: &mut dyn Runner) -> Result<usize, LabError> {
         let all = lab_namespaces(runner)?;
         let namespaces: Vec<String> = all.iter().map(|(ns, _, _)| ns.clone()).collect();
-        let mut labs: Vec<String> = std::fs::read_dir(stage::RUN_ROOT)
+        let mut labs: Vec<String> = std::fs::read_dir(managed::RUN_ROOT)
             .map(|d| {
                 d.filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -644,7 +955,7 @@ impl Lab {
 
     /// The published state of every managed process of lab `name`, as (node, state).
     pub fn stage_states(name: &str) -> Vec<(String, StageState)> {
-        let Ok(dir) = std::fs::read_dir(stage::run_dir(name)) else {
+        let Ok(dir) = std::fs::read_dir(managed::run_dir(name)) else {
             return vec![];
         };
         let mut out: Vec<(String, StageState)> = dir
@@ -744,10 +1055,10 @@ mod test {
         assert_eq!(a.neighbour, t.links[0].a.mac);
         assert_eq!(b.neighbour, t.links[1].b.mac);
         assert_eq!(b.local, Ipv4Addr::new(198, 18, 2, 254));
-        let (cmd, log) = Topology::stage_command("i1", stage, Path::new("/usr/bin/wirebench"));
+        let (cmd, log, _) = Topology::stage_command("i1", stage, Path::new("/usr/bin/wirebench"));
         let line = cmd.to_string();
         assert!(
-            line.starts_with("ip netns exec wb-i1-dut /usr/bin/wirebench lab stage --netns-file /run/netns/wb-i1-dut --state /run/wirebench/labs/i1/dut.state.json --config '{"),
+            line.starts_with("ip netns exec wb-i1-dut /usr/bin/wirebench lab stage --netns-file /run/netns/wb-i1-dut --state /run/wirebench/labs/i1/dut.state.json --config-json '{"),
             "{line}"
         );
         assert_eq!(log, Path::new("/run/wirebench/labs/i1/dut.log"));
@@ -787,6 +1098,50 @@ mod test {
         macs.sort();
         macs.dedup();
         assert_eq!(macs.len(), 12);
+    }
+
+    #[test]
+    fn frer_replicates_at_split_eliminates_at_merge_and_its_file_parses() {
+        let t = Topology::from_toml(include_str!("../../../examples/lab-frer.toml")).unwrap();
+        assert_eq!(t.kind, "frer");
+        assert!(
+            t.forwarding.is_empty(),
+            "no kernel forwarding on split or merge"
+        );
+        let split = &t.relays[0].config;
+        assert_eq!(t.relays[0].node, "split");
+        let rep = split.streams[0].replicate.as_ref().unwrap();
+        assert_eq!((rep.from.as_str(), rep.to.len()), ("eth0", 2));
+        let merge = &t.relays[1].config;
+        let elim = merge.streams[1].eliminate.as_ref().unwrap();
+        assert_eq!(
+            (elim.to.as_str(), elim.history, elim.off),
+            ("eth0", 1024, false)
+        );
+        assert_eq!(t.stages[1].config.spec.forward.delay_ns, 1_000_000);
+        assert_ne!(t.stages[0].config.spec.seed, t.stages[1].config.spec.seed);
+        // Paths with the same seed are made independent.
+        let same = Topology::frer(
+            ImpairSpec::default(),
+            ImpairSpec::default(),
+            FrerLabOptions::default(),
+        );
+        assert_ne!(
+            same.stages[0].config.spec.seed,
+            same.stages[1].config.spec.seed
+        );
+        // The control group: the same relays, no streams, path A only.
+        let plain = Topology::frer(
+            ImpairSpec::default(),
+            ImpairSpec::default(),
+            FrerLabOptions::parse_inline("mode=plain").unwrap(),
+        );
+        assert!(plain.relays.iter().all(|r| r.config.streams.is_empty()));
+        assert_eq!(plain.relays[0].config.pass.get("eth0").unwrap(), "eth1");
+        for bad in ["history=1", "mode=x", "elimination=maybe", "x=1", "history"] {
+            assert!(FrerLabOptions::parse_inline(bad).is_err(), "{bad}");
+        }
+        assert!(Topology::from_toml("topology = \"frer\"\n[impair]\nloss = \"1%\"\n").is_err());
     }
 
     #[test]

@@ -593,6 +593,15 @@ pub fn rfc2544(r: &RunResult) -> String {
         ));
     }
     out.push_str(&verdicts(r));
+    let duplicating = t.trials.iter().filter(|x| x.duplicates > 0).count();
+    if duplicating > 0 {
+        out.push_str(&format!(
+            "\nnote: {duplicating} trial(s) received duplicate frames ({} in all): the device \
+             duplicates (e.g. a FRER network whose elimination does not work); duplicates are \
+             not counted as received\n",
+            t.trials.iter().map(|x| x.duplicates).sum::<u64>()
+        ));
+    }
     if !t.trials.is_empty() {
         out.push_str(&format!("\ntrial log ({} trials)\n", t.trials.len()));
         let rows: Vec<Vec<String>> = t
@@ -612,6 +621,7 @@ pub fn rfc2544(r: &RunResult) -> String {
                     format!("{:.1}", x.duration_s),
                     x.sent.to_string(),
                     x.received.to_string(),
+                    x.duplicates.to_string(),
                     format!("{:.4} %", x.loss_ratio * 100.0),
                     if x.generator_limited {
                         format!("{:.0} (generator limited)", x.offered_fps)
@@ -630,12 +640,58 @@ pub fn rfc2544(r: &RunResult) -> String {
                 ("secs", R),
                 ("sent", R),
                 ("received", R),
+                ("dup", R),
                 ("loss", R),
                 ("offered fps", R),
             ],
             &rows,
         ));
     }
+    out.push_str(&facts(r));
+    out
+}
+
+/// The FRER overhead table: each measurement in the control group and through FRER, the
+/// overhead in % of the control, and the reason measured alongside.
+pub fn frer_overhead(r: &RunResult) -> String {
+    let Some(f) = &r.frer else {
+        return facts(r);
+    };
+    let num = |v: f64, unit: &str| match unit {
+        "us" => format!("{v:.1} us"),
+        "%" => format!("{v:.3} %"),
+        _ => format!("{v:.2} {unit}"),
+    };
+    let rows: Vec<Vec<String>> = f
+        .rows
+        .iter()
+        .map(|x| {
+            vec![
+                x.metric.clone(),
+                num(x.control, &x.unit),
+                num(x.frer, &x.unit),
+                x.overhead_percent
+                    .map(|o| format!("{o:+.1} %"))
+                    .unwrap_or_else(|| "-".into()),
+                x.reason.clone(),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "FRER overhead\ncontrol: {}\nFRER:    {}\n",
+        f.control, f.treatment
+    );
+    out.push_str(&render(
+        &[
+            ("measurement", L),
+            ("control", R),
+            ("FRER", R),
+            ("overhead", R),
+            ("reason", L),
+        ],
+        &rows,
+    ));
+    out.push_str(&verdicts(r));
     out.push_str(&facts(r));
     out
 }
@@ -660,6 +716,7 @@ pub fn profile(r: &RunResult) -> String {
                 x.received.to_string(),
                 x.lost.to_string(),
                 format!("{:.3} %", x.loss_ratio * 100.0),
+                x.duplicates.to_string(),
                 format!("{:.2}", x.received_l2_bps / 1e6),
                 x.expected_l2_bps
                     .map(|e| {
@@ -693,6 +750,7 @@ pub fn profile(r: &RunResult) -> String {
         } else {
             format!("{:.3} %", lost as f64 / p.total_sent as f64 * 100.0)
         },
+        p.rows.iter().map(|x| x.duplicates).sum::<u64>().to_string(),
         format!("{:.2}", p.total_received_l2_bps / 1e6),
         String::new(),
         String::new(),
@@ -711,6 +769,7 @@ pub fn profile(r: &RunResult) -> String {
             ("received", R),
             ("lost", R),
             ("loss", R),
+            ("dup", R),
             ("Mbit/s", R),
             ("expected Mbit/s", R),
             ("verdict", L),
@@ -814,6 +873,32 @@ mod test {
         assert!(t.contains("60000 (generator limited)"), "{t}");
         assert!(t.contains("throughput is line rate"), "{t}");
         assert!(t.contains("latency p99.9 at 1518 bytes: FAIL"), "{t}");
+        assert!(!t.contains("duplicate frames"), "{t}");
+        // A device that duplicates (a FRER network without elimination) is called out.
+        let rep = r.rfc2544.as_mut().unwrap();
+        rep.trials.push(engine::results::rfc2544::TrialLog {
+            purpose: "throughput".into(),
+            frame_len: 64,
+            load: 1000.0,
+            kind: "rate".into(),
+            duration_s: 1.0,
+            sent: 1000,
+            received: 1000,
+            duplicates: 997,
+            loss_ratio: 0.0,
+            offered_fps: 1000.0,
+            generator_limited: false,
+        });
+        let t = rfc2544(&r);
+        assert!(
+            t.contains("1 trial(s) received duplicate frames (997 in all)"),
+            "{t}"
+        );
+        let row = t
+            .lines()
+            .find(|l| l.contains("throughput") && l.contains("997"))
+            .unwrap();
+        assert!(row.contains("1000"), "{row}");
     }
 
     #[test]

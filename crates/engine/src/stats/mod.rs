@@ -5,13 +5,16 @@
 //! - [`jitter`]: RFC 3550 §6.4.1 interarrival jitter;
 //! - [`histogram`]: the HDR latency histogram (ns, 1 ns ..= 100 s, 3 digits), its report summary
 //!   and its base64 V2 + deflate encoding for results files;
-//! - [`receiver`]: one receive stream's accumulator combining the three, with cheap snapshots.
+//! - [`receiver`]: one receive stream's accumulator combining the three, with cheap snapshots;
+//! - [`table`]: many streams interleaved on one receiver, told apart by their test header;
+//! - [`paths`]: one stream's copies over redundant (FRER) paths: per path and merged.
 //!
 //! What this module does not do: read sockets or clocks, parse packets, or decide verdicts
 //! (RFC 2544 pass/fail and SLA checks live in the method crate).
 
 pub mod histogram;
 pub mod jitter;
+pub mod paths;
 pub mod receiver;
 pub mod seq;
 pub mod table;

@@ -19,7 +19,7 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{Counters, Impairer};
 use super::spec::ImpairSpec;
+use crate::managed::send_all;
 
 /// Largest frame forwarded (jumbo 9000 MTU plus headers); longer ones are counted.
 const MAX_FRAME: usize = 9216;
@@ -109,15 +110,11 @@ pub struct StageState {
 impl StageState {
     /// Reads a state file.
     pub fn read(path: &Path) -> io::Result<Self> {
-        let text = std::fs::read_to_string(path)?;
-        serde_json::from_str(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        crate::managed::read_json(path)
     }
 
     fn write(&self, path: &Path) -> io::Result<()> {
-        let tmp = path.with_extension("tmp");
-        let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, path)
+        crate::managed::write_json_atomic(path, self)
     }
 }
 
@@ -291,19 +288,11 @@ pub fn run(
                 if n == 0 {
                     break;
                 }
-                let mut sent = 0;
-                while sent < n {
-                    match tx.send_from(&side.sock, sent, n, false) {
-                        Ok(k) => sent += k.max(1),
-                        Err(e) => {
-                            // A frame the interface refuses is counted, never fatal.
-                            state.send_errors += 1;
-                            if !logged_send_error {
-                                eprintln!("send on {}: {e}", side.sock.name);
-                                logged_send_error = true;
-                            }
-                            sent += 1;
-                        }
+                // A frame the interface refuses is counted, never fatal.
+                if let Some(e) = send_all(&side.sock, &mut tx, n, &mut state.send_errors) {
+                    if !logged_send_error {
+                        eprintln!("send on {}: {e}", side.sock.name);
+                        logged_send_error = true;
                     }
                 }
                 if n < tx.capacity() {
@@ -338,14 +327,6 @@ pub fn run(
     }
     Ok(state)
 }
-
-/// Where a lab keeps its managed processes' state and logs: `/run/wirebench/labs/LAB`.
-pub fn run_dir(lab: &str) -> PathBuf {
-    Path::new(RUN_ROOT).join(lab)
-}
-
-/// The parent of every lab's run directory.
-pub const RUN_ROOT: &str = "/run/wirebench/labs";
 
 #[cfg(test)]
 mod test {

@@ -1,0 +1,15 @@
+//! The software FRER relay (IEEE 802.1CB): a managed lab process, or a standalone one
+//! (`wirebench frer relay`), that replicates streams onto several ports with an R-TAG and
+//! eliminates the duplicates arriving from several ports, with every 802.1CB counter.
+//!
+//! - [`config`]: what the user writes (TOML) or the lab hands over (JSON): streams,
+//!   their identification and the ports that replicate or eliminate them.
+//! - [`relay`]: the per-frame decisions, pure (the `frer` crate does the 802.1CB parts).
+//! - [`process`]: the AF_PACKET loop and the state file `wirebench frer stats` reads.
+//!
+//! It does not do HSR or PRP tags, autoconfiguration (7.11) or stream identification by
+//! source MAC; it runs on one thread (a few hundred thousand frames per second).
+
+pub mod config;
+pub mod process;
+pub mod relay;

@@ -1,0 +1,209 @@
+//! The relay as a process: one promiscuous AF_PACKET socket per port, a single-threaded
+//! loop (`ppoll` on all ports, drain in batches with recvmmsg, send with sendmmsg), the
+//! timers of [`Relay::tick`] every pass, and the counters published to a state file (JSON,
+//! replaced atomically every 200 ms) that `wirebench frer stats` and `wirebench lab status`
+//! read. It stops when asked, or by itself when its network namespace is removed. A link
+//! set down mid-test is counted, not fatal.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use engine::frameio::PacketSocket;
+use engine::sys::{wait_readable, RecvBatch, SendBatch};
+use serde::{Deserialize, Serialize};
+
+use super::config::RelayConfig;
+use super::relay::{Relay, RelayCounters, MAX_FRAME};
+use crate::managed::{read_json, send_all, write_json_atomic};
+
+const BATCH: usize = 64;
+const PUBLISH_EVERY: Duration = Duration::from_millis(200);
+/// The loop wakes at least this often to run the reset and latent-error timers.
+const TICK: Duration = Duration::from_millis(10);
+
+/// What a relay publishes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RelayState {
+    /// Process id.
+    pub pid: u32,
+    /// False once it stopped.
+    pub running: bool,
+    /// Seconds it has been running.
+    pub uptime_s: f64,
+    /// The configuration it runs.
+    pub config: Option<RelayConfig>,
+    /// Its counters.
+    pub counters: RelayCounters,
+    /// Latent errors signalled, as (seconds since start, stream, drift), the last 100.
+    pub latent_alarms: Vec<(f64, String, i64)>,
+    /// Why it stopped, once it has.
+    pub stopped: Option<String>,
+}
+
+impl RelayState {
+    /// Reads a state file.
+    ///
+    /// # Errors
+    /// Missing, unreadable or not a relay's state.
+    pub fn read(path: &Path) -> io::Result<Self> {
+        read_json(path)
+    }
+}
+
+/// Adds what the sockets counted to the relay's port counters.
+fn socket_counters(
+    relay: &mut Relay,
+    socks: &[PacketSocket],
+    send_errors: &[u64],
+    link_down: &[u64],
+) {
+    for (i, s) in socks.iter().enumerate() {
+        let drops = s.take_statistics().map(|(_, d)| u64::from(d)).unwrap_or(0);
+        if let Some(pc) = relay.port_counters_mut(i) {
+            pc.kernel_drops += drops;
+            pc.send_errors = send_errors[i];
+            pc.link_down_events = link_down[i];
+        }
+    }
+}
+
+/// Runs the relay until `stop` is set or the namespace file `netns` disappears; publishes
+/// to `state_file` when given, and returns the final state.
+///
+/// # Errors
+/// The configuration does not check, a port is missing, or the sockets cannot be opened
+/// (needs `CAP_NET_RAW`).
+pub fn run(
+    cfg: &RelayConfig,
+    state_file: Option<&Path>,
+    netns: Option<&Path>,
+    stop: &AtomicBool,
+) -> io::Result<RelayState> {
+    let mut relay =
+        Relay::new(cfg, 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let socks: Vec<PacketSocket> = relay
+        .ports()
+        .iter()
+        .map(|p| {
+            let s = PacketSocket::open(p, true)
+                .map_err(|e| io::Error::new(e.kind(), format!("port {p}: {e}")))?;
+            // Room for bursts while the loop serves the other ports.
+            let _ = s.set_receive_buffer(8 << 20);
+            Ok(s)
+        })
+        .collect::<io::Result<_>>()?;
+    let fds: Vec<_> = socks.iter().map(AsRawFd::as_raw_fd).collect();
+    let start = Instant::now();
+    let now_ms = || start.elapsed().as_millis() as u64;
+    let mut state = RelayState {
+        pid: std::process::id(),
+        running: true,
+        config: Some(cfg.clone()),
+        ..RelayState::default()
+    };
+    let publish = |state: &mut RelayState, relay: &Relay| -> io::Result<()> {
+        state.counters = relay.counters();
+        state.uptime_s = start.elapsed().as_secs_f64();
+        match state_file {
+            Some(p) => write_json_atomic(p, state),
+            None => Ok(()),
+        }
+    };
+    if let Some(dir) = state_file.and_then(Path::parent) {
+        std::fs::create_dir_all(dir)?;
+    }
+    publish(&mut state, &relay)?;
+    let mut rx = RecvBatch::new(BATCH, MAX_FRAME + 1);
+    let mut tx: Vec<SendBatch> = socks
+        .iter()
+        .map(|_| SendBatch::new(BATCH, MAX_FRAME + frer::rtag::LEN))
+        .collect();
+    let mut pending = vec![0usize; socks.len()];
+    let mut send_errors = vec![0u64; socks.len()];
+    let mut link_down = vec![0u64; socks.len()];
+    let mut logged = false;
+    let mut last_publish = Instant::now();
+    let mut flush =
+        |port: usize, tx: &mut [SendBatch], pending: &mut [usize], send_errors: &mut [u64]| {
+            if let Some(e) = send_all(
+                &socks[port],
+                &mut tx[port],
+                pending[port],
+                &mut send_errors[port],
+            ) {
+                if !logged {
+                    eprintln!("send on {}: {e}", socks[port].name);
+                    logged = true;
+                }
+            }
+            pending[port] = 0;
+        };
+    let stopped = loop {
+        if stop.load(Ordering::Relaxed) {
+            break "stopped".to_owned();
+        }
+        let ready = wait_readable(&fds, TICK)?;
+        for from in 0..socks.len() {
+            if ready & (1 << from) == 0 {
+                continue;
+            }
+            for _ in 0..16 {
+                let n = match rx.recv(&socks[from], true) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::NetworkDown => {
+                        link_down[from] += 1;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let now = now_ms();
+                for i in 0..n {
+                    let Some((data, _)) = rx.get(i) else { break };
+                    relay.on_frame(now, from, data, &mut |out, frame| {
+                        if pending[out] == BATCH {
+                            flush(out, &mut tx, &mut pending, &mut send_errors);
+                        }
+                        tx[out]
+                            .slot_mut(pending[out], frame.len())
+                            .copy_from_slice(frame);
+                        pending[out] += 1;
+                    });
+                }
+                for out in 0..socks.len() {
+                    if pending[out] > 0 {
+                        flush(out, &mut tx, &mut pending, &mut send_errors);
+                    }
+                }
+                if n < BATCH {
+                    break;
+                }
+            }
+        }
+        for (stream, drift) in relay.tick(now_ms()) {
+            eprintln!("latent error on stream {stream}: drift {drift}");
+            state
+                .latent_alarms
+                .push((start.elapsed().as_secs_f64(), stream, drift));
+            let excess = state.latent_alarms.len().saturating_sub(100);
+            state.latent_alarms.drain(..excess);
+        }
+        if last_publish.elapsed() >= PUBLISH_EVERY {
+            last_publish = Instant::now();
+            socket_counters(&mut relay, &socks, &send_errors, &link_down);
+            publish(&mut state, &relay)?;
+            if netns.is_some_and(|n| !n.exists()) {
+                break "its network namespace was removed".to_owned();
+            }
+        }
+    };
+    socket_counters(&mut relay, &socks, &send_errors, &link_down);
+    state.running = false;
+    state.stopped = Some(stopped);
+    publish(&mut state, &relay)?;
+    Ok(state)
+}

@@ -1,0 +1,273 @@
+//! The `frer` lab end to end (needs root): two FRER relays in user space, both paths
+//! impaired by their own stage; the client, the path analyzer and the relay's 802.1CB
+//! counters must tell the same story. Each test has its own lab name.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::lab::{client_across, root_or_skip, within_binomial, LabGuard};
+use crate::util::*;
+
+/// Starts `wirebench frer analyze` on the merge node's two path ports and returns once it
+/// captures (its stderr says so).
+fn analyzer(lab: &LabGuard, secs: &str) -> Child {
+    let mut child = Command::new(bin())
+        .args([
+            "frer",
+            "analyze",
+            "--lab",
+            &lab.0,
+            "--rx",
+            "merge:eth1",
+            "--rx",
+            "merge:eth2",
+            "-t",
+            secs,
+            "-J",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("frer analyze");
+    let mut line = String::new();
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    err.read_line(&mut line).expect("analyzer stderr");
+    assert!(line.starts_with("capturing"), "analyzer: {line}");
+    // Keep reading, so a later message never meets a closed pipe.
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while err.read_line(&mut rest).is_ok_and(|n| n > 0) {
+            eprint!("analyzer: {rest}");
+            rest.clear();
+        }
+    });
+    child
+}
+
+fn finish(child: Child) -> serde_json::Value {
+    let out = child.wait_with_output().expect("analyzer");
+    assert!(out.status.success(), "analyzer failed");
+    serde_json::from_slice(&out.stdout).expect("analyzer JSON")
+}
+
+/// The eliminating relay's counters of the stream toward the listener.
+fn elimination(lab: &LabGuard) -> serde_json::Value {
+    // Let the relay publish (every 200 ms) what it counted last.
+    std::thread::sleep(Duration::from_millis(500));
+    let v = run_json(&["frer", "stats", "--lab", &lab.0, "-J"]);
+    let merge = &v[format!("{}/merge", lab.0)];
+    merge["counters"]["streams"]
+        .as_array()
+        .expect("streams")
+        .iter()
+        .find(|s| s["name"] == "to-listener")
+        .expect("to-listener stream")["elimination"]
+        .clone()
+}
+
+#[test]
+fn five_percent_loss_per_path_leaves_a_quarter_percent_end_to_end() {
+    if !root_or_skip("five_percent_loss_per_path_leaves_a_quarter_percent_end_to_end") {
+        return;
+    }
+    let lab = LabGuard::up_with(
+        "frer",
+        "fl",
+        &["--path-a", "loss=5%,seed=11", "--path-b", "loss=5%,seed=12"],
+    );
+    let an = analyzer(&lab, "7");
+    // 25,000 frames/s for 4 s: 100,000 frames.
+    let v = client_across(
+        &lab,
+        "198.18.30.2",
+        &["-u", "--pps", "25000", "-l", "64", "-t", "4"],
+    );
+    let sent = u64_at(&v, "/summary/sent_packets");
+    let lost = u64_at(&v, "/summary/lost_packets");
+    assert!(sent >= 99_000, "sent {sent}");
+    assert_eq!(u64_at(&v, "/summary/duplicate_packets"), 0);
+    // Independent 5 % on each path: both copies lost with p = 0.0025.
+    assert!(
+        within_binomial(lost, sent, 0.0025),
+        "lost {lost} of {sent}, expected about {}",
+        sent / 400
+    );
+    // The eliminator's own count agrees (the last history window is not counted yet).
+    let e = elimination(&lab);
+    let net = e["lost"].as_u64().unwrap() - e["lost_before_first"].as_u64().unwrap();
+    assert!(
+        net.abs_diff(lost) <= 10,
+        "eliminator lost {net}, client lost {lost}"
+    );
+    assert_eq!(e["rogue"], 0, "history 1024 covers the skew");
+    // The analyzer on the two path ports: each path misses 5 %, the merged view misses
+    // what the client missed.
+    let a = finish(an);
+    let s = &a["streams"][0];
+    for p in s["paths"].as_array().unwrap() {
+        let missing = p["missing"].as_u64().unwrap();
+        assert!(within_binomial(missing, sent, 0.05), "{p}");
+        assert_eq!(
+            p["rtagged"], p["received"],
+            "frames on the paths carry the R-TAG"
+        );
+    }
+    let merged_lost = s["lost"].as_u64().unwrap();
+    assert!(
+        merged_lost.abs_diff(lost) <= 2,
+        "analyzer {merged_lost}, client {lost}"
+    );
+    let firsts: u64 = s["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["first"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        firsts,
+        s["unique"].as_u64().unwrap(),
+        "every number has one first path"
+    );
+}
+
+#[test]
+fn a_cut_path_costs_nothing() {
+    if !root_or_skip("a_cut_path_costs_nothing") {
+        return;
+    }
+    let lab = LabGuard::up_with("frer", "fc", &["--path-a", "loss=100%"]);
+    // Half-way through, path A's link goes down as well (cut at the path node).
+    let ns = format!("wb-{}-patha", lab.0);
+    let cutter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2000));
+        Command::new("ip")
+            .args(["-n", &ns, "link", "set", "eth1", "down"])
+            .status()
+            .expect("ip link set down")
+    });
+    let v = client_across(
+        &lab,
+        "198.18.30.2",
+        &["-u", "--pps", "20000", "-l", "64", "-t", "3"],
+    );
+    assert!(cutter.join().expect("cutter").success());
+    let sent = u64_at(&v, "/summary/sent_packets");
+    assert!(sent >= 59_000, "sent {sent}");
+    assert_eq!(u64_at(&v, "/summary/lost_packets"), 0);
+    assert_eq!(u64_at(&v, "/summary/duplicate_packets"), 0);
+    let e = elimination(&lab);
+    assert_eq!(e["paths"][0]["received"], 0, "path A delivered nothing");
+    assert!(e["paths"][1]["passed"].as_u64().unwrap() >= sent);
+}
+
+#[test]
+fn without_elimination_every_frame_arrives_twice() {
+    if !root_or_skip("without_elimination_every_frame_arrives_twice") {
+        return;
+    }
+    let lab = LabGuard::up_with("frer", "fo", &["--frer", "elimination=off"]);
+    let v = client_across(
+        &lab,
+        "198.18.30.2",
+        &["-u", "--pps", "10000", "-l", "64", "-t", "2"],
+    );
+    let sent = u64_at(&v, "/summary/sent_packets");
+    let received = u64_at(&v, "/summary/received_packets");
+    let dup = u64_at(&v, "/summary/duplicate_packets");
+    assert_eq!(received, sent, "nothing lost");
+    // About 100 % duplicates: every frame once per path.
+    assert!(
+        dup * 100 >= sent * 99 && dup <= sent,
+        "{dup} duplicates of {sent}"
+    );
+    let e = elimination(&lab);
+    assert_eq!(e["off"], true);
+    assert_eq!(e["discarded"], 0);
+}
+
+#[test]
+fn frer_lab_settings_are_checked_before_anything_is_built() {
+    for (args, want) in [
+        (&["lab", "up", "frer", "--frer", "history=1"][..], "history"),
+        (
+            &["lab", "up", "frer", "--frer", "colour=red"][..],
+            "unknown key 'colour'",
+        ),
+        (
+            &["lab", "up", "direct", "--frer", "history=8"][..],
+            "--frer belongs to the frer",
+        ),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // The dry run shows the relays' commands, the path MTUs and the static neighbours.
+    let out = run(&["lab", "up", "frer", "--name", "fd", "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for want in [
+        "frer relay --netns-file /run/netns/wb-fd-split",
+        "frer relay --netns-file /run/netns/wb-fd-merge",
+        "mtu 1510",
+        "nud permanent",
+    ] {
+        assert!(text.contains(want), "dry run lacks {want}:\n{text}");
+    }
+}
+
+#[test]
+fn compare_measures_both_groups_and_removes_its_labs() {
+    if !root_or_skip("compare_measures_both_groups_and_removes_its_labs") {
+        return;
+    }
+    let name = format!("k{:x}", std::process::id() & 0xfff);
+    let v = run_json(&["frer", "compare", "-t", "1", "--name", &name, "-J"]);
+    let rows = v["frer"]["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 6, "{v}");
+    for r in rows {
+        assert!(r["control"].as_f64().unwrap() >= 0.0, "{r}");
+        assert!(!r["reason"].as_str().unwrap().is_empty());
+    }
+    // Throughput and latency were measured in both groups, and the overhead is theirs.
+    let tcp = &rows[0];
+    let (c, f) = (
+        tcp["control"].as_f64().unwrap(),
+        tcp["frer"].as_f64().unwrap(),
+    );
+    assert!(c > 1.0 && f > 1.0, "{tcp}");
+    let o = tcp["overhead_percent"].as_f64().unwrap();
+    assert!((o - (c - f) / c * 100.0).abs() < 1e-6, "{tcp}");
+    let p50 = &rows[3];
+    assert!(p50["control"].as_f64().unwrap() > 0.0 && p50["frer"].as_f64().unwrap() > 0.0);
+    // FRER doubles what the merge relay takes in; the control group does not.
+    assert!(
+        tcp["reason"].as_str().unwrap().contains("2.00 frames"),
+        "{tcp}"
+    );
+    assert_eq!(v["runs"].as_array().unwrap().len(), 6);
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&left.stdout).contains(&format!("wb-{name}")),
+        "compare left its labs behind"
+    );
+}
+
+#[test]
+fn stats_without_relays_and_bad_relay_flags_are_usage_errors() {
+    let out = run(&["frer", "stats", "--lab", "nosuchlab"]);
+    assert_fails(&out, 2, "runs no FRER relay");
+    let out = run(&[
+        "frer",
+        "relay",
+        "--eliminate",
+        "eth1,eth2=eth0",
+        "--history",
+        "4000",
+    ]);
+    assert_fails(&out, 2, "history 4000");
+    let out = run(&["frer", "analyze", "--rx", "eth0", "-t", "0"]);
+    assert_fails(&out, 2, "-t 0");
+}
