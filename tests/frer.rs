@@ -106,6 +106,7 @@ fn five_percent_loss_per_path_leaves_a_quarter_percent_end_to_end() {
     let a = finish(an);
     let s = &a["streams"][0];
     for p in s["paths"].as_array().unwrap() {
+        assert_eq!(p["duplicates"], 0, "no path duplicates: {p}");
         let missing = p["missing"].as_u64().unwrap();
         assert!(within_binomial(missing, sent, 0.05), "{p}");
         assert_eq!(

@@ -239,7 +239,7 @@ pub fn receive(
 pub struct Capture {
     /// Test frames, in arrival order, with `path` = the receiver's index.
     pub arrivals: Vec<crate::stats::paths::Arrival>,
-    /// Frames without a test header.
+    /// Frames without a test header, or handshake datagrams.
     pub foreign: u64,
     /// Frames the kernel dropped before they were read.
     pub kernel_drops: u64,
@@ -276,7 +276,11 @@ pub fn capture(
                     };
                     while clock.mono() < end && !stop.load(Ordering::Relaxed) {
                         rx.recv_frames(Duration::from_millis(10), &mut |frame, ts| {
-                            let Some(h) = test_header(frame) else {
+                            // Handshake datagrams (CONTROL) carry a test header too, with
+                            // sequence number 0: they are not part of the stream.
+                            let Some(h) = test_header(frame)
+                                .filter(|h| !h.flags.contains(wire::testhdr::TestFlags::CONTROL))
+                            else {
                                 c.foreign += 1;
                                 return;
                             };
