@@ -58,6 +58,36 @@ pub enum Command {
     /// IEEE 802.1CB FRER: a software replicate/eliminate relay over AF_PACKET, and its
     /// counters (needs root).
     Frer(FrerArgs),
+    /// Run a whole campaign from a plan (TOML): target, tests in order, thresholds,
+    /// metadata. Writes DIR/results.json after every test, then report.md, report.html
+    /// (charts inline) and one CSV per table. Exit code 3 when a threshold fails.
+    Run(RunArgs),
+    /// Render the reports of a run again from its results.json.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan (see examples/plan-*.toml).
+    pub plan: PathBuf,
+    /// Directory for results.json, the reports and the CSV files.
+    #[arg(long, default_value = "wirebench-run")]
+    pub out: PathBuf,
+    /// Name of the lab a lab target builds (removed at the end).
+    #[arg(long, default_value = "run")]
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// results.json of a run.
+    pub results: PathBuf,
+    /// md, html or csv (to standard output).
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Write every format into this directory instead.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -10,8 +10,10 @@ mod cli;
 mod commands;
 mod frercmd;
 mod labcmd;
+mod plan;
 mod rawcmd;
 mod rfc2544cmd;
+mod runcmd;
 mod streamscmd;
 mod units;
 
@@ -44,6 +46,8 @@ fn main() -> ExitCode {
         cli::Command::Streams(a) => streamscmd::streams(a),
         cli::Command::Shaping(a) => streamscmd::shaping(a),
         cli::Command::Frer(a) => frercmd::frer(a),
+        cli::Command::Run(a) => runcmd::run(a),
+        cli::Command::Report(a) => runcmd::report(a),
         cli::Command::Lab(a) => match labcmd::lab(a) {
             Ok(code) => return code,
             Err(e) => Err(e),

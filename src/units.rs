@@ -184,6 +184,32 @@ pub fn percent_ratio(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+/// A time with its unit (`300us`, `1.5ms`, `2s`, `800ns`) in microseconds.
+pub fn time_us(s: &str) -> Result<f64, String> {
+    let v = s.trim();
+    let (num, mult) = if let Some(n) = v.strip_suffix("us") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e3)
+    } else if let Some(n) = v.strip_suffix("ns") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1e6)
+    } else {
+        return Err(format!(
+            "'{s}' is not a time: give a unit, e.g. 300us, 1.5ms, 2s"
+        ));
+    };
+    let x: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a time (e.g. 300us)"))?;
+    if !x.is_finite() || x < 0.0 {
+        return Err(format!("'{s}' is not a valid time"));
+    }
+    Ok(x * mult)
+}
+
 /// A latency verdict threshold `pNN=VALUE` (`p99.9=300us`, `avg=50us`, `max=1ms`), as the
 /// percentile (0..=100; avg = -1) and microseconds.
 pub fn latency_limit(s: &str) -> Result<(f64, f64), String> {
@@ -207,23 +233,11 @@ pub fn latency_limit(s: &str) -> Result<(f64, f64), String> {
             q
         }
     };
-    let v = v.trim();
-    let (num, mult) = if let Some(n) = v.strip_suffix("us") {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix("ms") {
-        (n, 1e3)
-    } else if let Some(n) = v.strip_suffix("ns") {
-        (n, 1e-3)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1e6)
-    } else {
-        return Err(err());
-    };
-    let us: f64 = num.trim().parse().map_err(|_| err())?;
-    if !(us.is_finite() && us > 0.0) {
+    let us = time_us(v).map_err(|_| err())?;
+    if us <= 0.0 {
         return Err(err());
     }
-    Ok((q, us * mult))
+    Ok((q, us))
 }
 
 fn split_suffix(t: &str, base: f64) -> Option<(&str, f64)> {

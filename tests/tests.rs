@@ -10,4 +10,5 @@ mod frer;
 mod lab;
 mod methods;
 mod raw;
+mod run;
 mod server;

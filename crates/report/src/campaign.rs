@@ -1,0 +1,1124 @@
+//! The campaign report (`wirebench run`, `wirebench report`): the sections of a benchmark
+//! report built from a [`Campaign`] alone, as Markdown, as one self-contained HTML file
+//! with inline SVG charts, and as one CSV per table.
+//!
+//! Every table row names its source test (`t3`, linked to the test's entry with its command
+//! line), a value that was not measured is shown as `-`, never estimated, and a result the
+//! generator limited is marked so. The tables are built once ([`tables`]) and rendered
+//! three ways, so the formats cannot disagree.
+
+use std::fmt::Write as _;
+
+use engine::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
+use engine::results::{RunResult, SweepStatus};
+use wire::linerate::LineRate;
+
+use crate::svg;
+use crate::units::bps;
+
+/// Reads a campaign document, checking its schema.
+///
+/// # Errors
+/// Not JSON, not a campaign, or a schema this version does not read.
+pub fn load(text: &str) -> Result<Campaign, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(SCHEMA) => {}
+        Some(other) => {
+            return Err(format!(
+                "schema '{other}' is not one this version reads ({SCHEMA})"
+            ))
+        }
+        None => {
+            return Err(
+                "no schema: not a wirebench campaign (results.json of `wirebench run`)".into(),
+            )
+        }
+    }
+    serde_json::from_value(v).map_err(|e| format!("not a campaign document: {e}"))
+}
+
+/// Column alignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Text.
+    Left,
+    /// Numbers.
+    Right,
+}
+
+/// One table of the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// File stem of its CSV and anchor of its section.
+    pub name: &'static str,
+    /// Section title.
+    pub title: &'static str,
+    /// A sentence under the title (what and how it was measured).
+    pub intro: String,
+    /// Column headers; a column named `source` holds test ids.
+    pub headers: Vec<(&'static str, Align)>,
+    /// Cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+fn done(c: &Campaign) -> impl Iterator<Item = (&TestEntry, &RunResult)> {
+    c.tests
+        .iter()
+        .filter_map(|t| t.result.as_ref().map(|r| (t, r)))
+}
+
+fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+fn mbps(v: f64) -> String {
+    format!("{:.2}", v / 1e6)
+}
+
+/// Every table the campaign's results fill, in report order.
+pub fn tables(c: &Campaign) -> Vec<Table> {
+    use Align::{Left as L, Right as R};
+    let mut out = Vec::new();
+
+    let tests: Vec<Vec<String>> = c
+        .tests
+        .iter()
+        .map(|t| {
+            vec![
+                t.id.clone(),
+                t.name.clone(),
+                t.kind.clone(),
+                t.node.clone(),
+                match t.status {
+                    TestStatus::Done => "done".into(),
+                    TestStatus::Failed => format!("FAILED: {}", t.error.as_deref().unwrap_or("")),
+                    TestStatus::NotRun => "not run".into(),
+                },
+                format!("{:.1}", t.duration_s),
+                opt(t.result.as_ref().and_then(|r| r.backend.clone()), |b| b),
+                format!("`{}`", t.command),
+            ]
+        })
+        .collect();
+    out.push(Table {
+        name: "tests",
+        title: "Tests and methods",
+        intro: "Each test is one wirebench command with -J; its full result is in results.json under tests[].result.".into(),
+        headers: vec![
+            ("source", L),
+            ("test", L),
+            ("method", L),
+            ("where", L),
+            ("status", L),
+            ("secs", R),
+            ("backend", L),
+            ("command", L),
+        ],
+        rows: tests,
+    });
+
+    let mut thr = Vec::new();
+    for (t, r) in done(c) {
+        let Some(s) = &r.summary else { continue };
+        let proto = r.params["test"]["protocol"]
+            .as_str()
+            .or_else(|| r.params["protocol"].as_str())
+            .unwrap_or("-");
+        thr.push(vec![
+            t.id.clone(),
+            t.name.clone(),
+            proto.to_owned(),
+            format!("{:.1}", s.duration_s),
+            opt(s.offered_bps, mbps),
+            opt(s.received_bps, mbps),
+            opt(s.loss_ratio, |l| format!("{:.4}", l * 100.0)),
+            opt(s.duplicate_packets, |d| d.to_string()),
+            opt(s.reordered_packets, |d| d.to_string()),
+            opt(s.latency_us.as_ref(), |l| format!("{:.1}", l.p99)),
+            if s.generator_limited {
+                "generator limited".into()
+            } else {
+                String::new()
+            },
+        ]);
+    }
+    if !thr.is_empty() {
+        out.push(Table {
+            name: "throughput",
+            title: "Throughput",
+            intro: "TCP and UDP tests (client); rates are payload bit/s as iperf3 counts them."
+                .into(),
+            headers: vec![
+                ("source", L),
+                ("test", L),
+                ("protocol", L),
+                ("secs", R),
+                ("offered Mbit/s", R),
+                ("received Mbit/s", R),
+                ("loss %", R),
+                ("duplicates", R),
+                ("reordered", R),
+                ("latency p99 us", R),
+                ("note", L),
+            ],
+            rows: thr,
+        });
+    }
+
+    let mut sweep = Vec::new();
+    for (t, r) in done(c) {
+        let Some(s) = &r.sweep else { continue };
+        for row in &s.rows {
+            sweep.push(vec![
+                t.id.clone(),
+                mbps(row.target_bps),
+                mbps(row.offered_bps),
+                mbps(row.achieved_bps),
+                format!("{:.4}", row.loss_pct),
+                row.sent_packets.to_string(),
+                row.lost_packets.to_string(),
+                match row.status {
+                    SweepStatus::ZeroLoss => "zero loss",
+                    SweepStatus::Marginal => "marginal",
+                    SweepStatus::Loss => "loss",
+                }
+                .to_owned()
+                    + if row.generator_limited {
+                        " (generator limited)"
+                    } else {
+                        ""
+                    },
+            ]);
+        }
+        sweep.push(vec![
+            t.id.clone(),
+            String::new(),
+            String::new(),
+            opt(s.max_zero_loss_bps, mbps),
+            String::new(),
+            String::new(),
+            String::new(),
+            "highest zero-loss rate".into(),
+        ]);
+    }
+    if !sweep.is_empty() {
+        out.push(Table {
+            name: "sweep",
+            title: "Zero-loss sweep",
+            intro: "UDP rate staircase (sweep): loss per target rate and the highest rate without loss.".into(),
+            headers: vec![
+                ("source", L),
+                ("target Mbit/s", R),
+                ("offered Mbit/s", R),
+                ("achieved Mbit/s", R),
+                ("loss %", R),
+                ("sent", R),
+                ("lost", R),
+                ("status", L),
+            ],
+            rows: sweep,
+        });
+    }
+
+    let mut tp = Vec::new();
+    let mut lat = Vec::new();
+    let mut loss = Vec::new();
+    for (t, r) in done(c) {
+        let Some(x) = &r.rfc2544 else { continue };
+        let line = LineRate(x.line_rate_bps);
+        for row in &x.throughput {
+            let theo = LineRate::rates_at(row.frame_len, row.max_fps);
+            let mut note = Vec::new();
+            if let Some(cap) = row.generator_cap_fps {
+                note.push(format!("generator limited at {cap:.0} fps"));
+            }
+            if let Some(i) = &row.irregular {
+                note.push(i.clone());
+            }
+            tp.push(vec![
+                t.id.clone(),
+                row.frame_len.to_string(),
+                mbps(theo.l2_bps),
+                opt(row.fps, |f| {
+                    mbps(LineRate::rates_at(row.frame_len, f).l2_bps)
+                }),
+                opt(row.fps, |f| {
+                    format!("{:.2}", line.percent_of(row.frame_len, f))
+                }),
+                opt(row.fps, |f| format!("{f:.0}")),
+                format!("{:?}", row.search).to_lowercase(),
+                note.join("; "),
+            ]);
+        }
+        for row in &x.latency {
+            let s = row.summary.as_ref();
+            let verdict = c
+                .verdicts
+                .iter()
+                .chain(&r.verdicts)
+                .filter(|v| {
+                    v.name.contains(&format!("at {} B", row.frame_len))
+                        || v.name.contains(&format!("at {} bytes", row.frame_len))
+                })
+                .filter(|v| v.name.contains(&format!("({})", t.id)) || r.verdicts.contains(v))
+                .map(|v| if v.passed { "pass" } else { "FAIL" })
+                .collect::<Vec<_>>()
+                .join(", ");
+            lat.push(vec![
+                t.id.clone(),
+                "RFC 2544, one-way".into(),
+                row.frame_len.to_string(),
+                format!("{:.0}", row.fps),
+                opt(s, |s| format!("{:.1}", s.avg_us)),
+                opt(s, |s| format!("{:.1}", s.p50_us)),
+                opt(s, |s| format!("{:.1}", s.p99_us)),
+                opt(s, |s| format!("{:.1}", s.p999_us)),
+                opt(s, |s| format!("{:.1}", s.max_us)),
+                if verdict.is_empty() {
+                    "-".into()
+                } else {
+                    verdict
+                },
+            ]);
+        }
+        for row in &x.loss {
+            loss.push(vec![
+                t.id.clone(),
+                row.frame_len.to_string(),
+                format!("{:.0}", row.percent),
+                format!("{:.0}", row.fps),
+                row.sent.to_string(),
+                row.received.to_string(),
+                format!("{:.4}", row.loss_percent),
+                if row.generator_limited {
+                    "generator limited".into()
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+    }
+    if !tp.is_empty() {
+        out.push(Table {
+            name: "rfc2544_throughput",
+            title: "Throughput by frame size (RFC 2544)",
+            intro: "Highest rate without loss per frame size (RFC 2544 §26.1); Mbit/s of frames incl. FCS; efficiency = measured / theoretical at line rate.".into(),
+            headers: vec![
+                ("source", L),
+                ("frame", R),
+                ("theoretical Mbit/s", R),
+                ("measured Mbit/s", R),
+                ("efficiency %", R),
+                ("frames/s", R),
+                ("search", L),
+                ("note", L),
+            ],
+            rows: tp,
+        });
+    }
+    for (t, r) in done(c) {
+        for row in r.latency.iter().flatten() {
+            let s = &row.rtt_us;
+            lat.push(vec![
+                t.id.clone(),
+                "ping-pong, round trip".into(),
+                row.size.to_string(),
+                "-".into(),
+                format!("{:.1}", s.avg),
+                format!("{:.1}", s.p50),
+                format!("{:.1}", s.p99),
+                format!("{:.1}", s.p999),
+                format!("{:.1}", s.max),
+                "-".into(),
+            ]);
+        }
+    }
+    if !lat.is_empty() {
+        out.push(Table {
+            name: "latency",
+            title: "Latency by frame size",
+            intro: "RFC 2544 §26.2 latency at the throughput rate (one-way, from kernel stamps), and ping-pong round trips (latency tests); microseconds.".into(),
+            headers: vec![
+                ("source", L),
+                ("method", L),
+                ("frame / message B", R),
+                ("load fps", R),
+                ("avg", R),
+                ("p50", R),
+                ("p99", R),
+                ("p99.9", R),
+                ("max", R),
+                ("verdict", L),
+            ],
+            rows: lat,
+        });
+    }
+    if !loss.is_empty() {
+        out.push(Table {
+            name: "loss",
+            title: "Loss against offered load",
+            intro: "RFC 2544 §26.3 frame loss rate, from 100 % of line rate down in steps.".into(),
+            headers: vec![
+                ("source", L),
+                ("frame", R),
+                ("load %", R),
+                ("offered fps", R),
+                ("sent", R),
+                ("received", R),
+                ("loss %", R),
+                ("note", L),
+            ],
+            rows: loss,
+        });
+    }
+
+    let mut prof = Vec::new();
+    for (t, r) in done(c) {
+        let Some(p) = &r.profile else { continue };
+        for row in &p.rows {
+            prof.push(vec![
+                t.id.clone(),
+                row.name.clone(),
+                row.frame.clone(),
+                format!("{:.1}", row.load_percent),
+                row.sent.to_string(),
+                row.received.to_string(),
+                row.lost.to_string(),
+                format!("{:.4}", row.loss_ratio * 100.0),
+                row.duplicates.to_string(),
+                mbps(row.received_l2_bps),
+                match row.passed {
+                    Some(true) => "pass".into(),
+                    Some(false) => "FAIL".into(),
+                    None if row.generator_limited => "generator limited".into(),
+                    None => "-".into(),
+                },
+            ]);
+        }
+    }
+    if !prof.is_empty() {
+        out.push(Table {
+            name: "streams",
+            title: "Multi-stream profile",
+            intro: "Every stream at once on its own schedule (streams); Mbit/s of received frames incl. FCS.".into(),
+            headers: vec![
+                ("source", L),
+                ("stream", L),
+                ("frame", L),
+                ("load %", R),
+                ("sent", R),
+                ("received", R),
+                ("lost", R),
+                ("loss %", R),
+                ("duplicates", R),
+                ("Mbit/s", R),
+                ("verdict", L),
+            ],
+            rows: prof,
+        });
+    }
+
+    let mut shaping = Vec::new();
+    for (t, r) in done(c) {
+        let Some(s) = &r.shaping else { continue };
+        for cell in &s.cells {
+            shaping.push(vec![
+                t.id.clone(),
+                cell.frame_len.to_string(),
+                mbps(cell.bandwidth_bps),
+                mbps(cell.received_l2_bps),
+                format!("{:.2}", cell.passed_ratio * 100.0),
+                if cell.generator_limited {
+                    "generator limited".into()
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+    }
+    if !shaping.is_empty() {
+        out.push(Table {
+            name: "shaping",
+            title: "Shaper accuracy (passed rate)",
+            intro: "Line-rate traffic per frame size through each configured bandwidth; passed rate in % of the bandwidth.".into(),
+            headers: vec![
+                ("source", L),
+                ("frame", R),
+                ("bandwidth Mbit/s", R),
+                ("received Mbit/s", R),
+                ("passed %", R),
+                ("note", L),
+            ],
+            rows: shaping,
+        });
+    }
+
+    let mut over = Vec::new();
+    for (t, r) in done(c) {
+        let Some(f) = &r.frer else { continue };
+        for row in &f.rows {
+            over.push(vec![
+                t.id.clone(),
+                row.metric.clone(),
+                row.unit.clone(),
+                format!("{:.2}", row.control),
+                format!("{:.2}", row.frer),
+                opt(row.overhead_percent, |o| format!("{o:+.1}")),
+                row.reason.clone(),
+            ]);
+        }
+    }
+    if !over.is_empty() {
+        out.push(Table {
+            name: "overhead",
+            title: "Overhead against a control group (FRER)",
+            intro: "The same measurements through the FRER network and through the same network forwarding plainly; overhead = what FRER costs in % of the control.".into(),
+            headers: vec![
+                ("source", L),
+                ("measurement", L),
+                ("unit", L),
+                ("control", R),
+                ("FRER", R),
+                ("overhead %", R),
+                ("reason", L),
+            ],
+            rows: over,
+        });
+    }
+
+    let mut comp: Vec<Vec<String>> = c
+        .verdicts
+        .iter()
+        .map(|v| {
+            vec![
+                "plan".into(),
+                v.name.clone(),
+                if v.passed { "pass" } else { "FAIL" }.into(),
+                v.detail.clone(),
+            ]
+        })
+        .collect();
+    for (t, r) in done(c) {
+        for v in &r.verdicts {
+            comp.push(vec![
+                t.id.clone(),
+                v.name.clone(),
+                if v.passed { "pass" } else { "FAIL" }.into(),
+                v.detail.clone(),
+            ]);
+        }
+    }
+    out.push(Table {
+        name: "compliance",
+        title: "Standards and threshold compliance",
+        intro: if comp.is_empty() {
+            "The plan set no thresholds and no test checked a limit.".into()
+        } else {
+            "The plan's thresholds (source: plan) and the limits tests checked themselves.".into()
+        },
+        headers: vec![("source", L), ("check", L), ("result", L), ("detail", L)],
+        rows: comp,
+    });
+
+    let ifaces: Vec<Vec<String>> = c
+        .interfaces
+        .iter()
+        .map(|i| {
+            vec![
+                i.node.clone(),
+                i.name.clone(),
+                opt(i.driver.clone(), |d| d),
+                opt(i.speed_mbps, |s| s.to_string()),
+                opt(i.mtu, |m| m.to_string()),
+                opt(i.mac.clone(), |m| m),
+                i.addresses.join(" "),
+                i.offloads_on.join(" "),
+            ]
+        })
+        .collect();
+    out.push(Table {
+        name: "interfaces",
+        title: "Test environment",
+        intro: format!(
+            "Controller {} (Linux {}, {} CPUs), wirebench {}. Target: {}.",
+            c.environment.hostname,
+            c.environment.kernel,
+            c.environment.cpus,
+            c.environment.wirebench_version,
+            c.target
+        ),
+        headers: vec![
+            ("node", L),
+            ("interface", L),
+            ("driver", L),
+            ("speed Mbit/s", R),
+            ("MTU", R),
+            ("MAC", L),
+            ("addresses", L),
+            ("offloads on", L),
+        ],
+        rows: ifaces,
+    });
+    out
+}
+
+/// One line per test: what it found, in words and measured figures only.
+fn findings(c: &Campaign) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &c.tests {
+        let link = format!("[{}](#{})", t.id, t.id);
+        let Some(r) = &t.result else {
+            out.push(match t.status {
+                TestStatus::Failed => format!(
+                    "{} {link}: could not run ({})",
+                    t.name,
+                    t.error.as_deref().unwrap_or("no reason given")
+                ),
+                _ => format!("{} {link}: not run", t.name),
+            });
+            continue;
+        };
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(s) = &r.summary {
+            if let Some(b) = s.received_bps {
+                parts.push(format!("{} received", bps(b)));
+            }
+            if let Some(l) = s.loss_ratio {
+                parts.push(format!("loss {:.4} %", l * 100.0));
+            }
+            if let Some(d) = s.duplicate_packets.filter(|d| *d > 0) {
+                parts.push(format!("{d} duplicates"));
+            }
+            if let Some(l) = &s.latency_us {
+                parts.push(format!("latency p99 {:.1} us", l.p99));
+            }
+        }
+        if let Some(s) = &r.sweep {
+            parts.push(match s.max_zero_loss_bps {
+                Some(z) => format!("highest zero-loss rate {}", bps(z)),
+                None => "no step was free of loss".into(),
+            });
+        }
+        if let Some(x) = &r.rfc2544 {
+            for row in &x.throughput {
+                if let Some(f) = row.fps {
+                    parts.push(format!(
+                        "{} B: {:.2} % of line rate",
+                        row.frame_len,
+                        LineRate(x.line_rate_bps).percent_of(row.frame_len, f)
+                    ));
+                }
+            }
+            for row in &x.latency {
+                if let Some(s) = &row.summary {
+                    parts.push(format!(
+                        "{} B latency p99.9 {:.1} us",
+                        row.frame_len, s.p999_us
+                    ));
+                }
+            }
+        }
+        for row in r.latency.iter().flatten() {
+            parts.push(format!(
+                "{} B round trip p50 {:.1} us",
+                row.size, row.rtt_us.p50
+            ));
+        }
+        if let Some(p) = &r.profile {
+            let lost = p.total_sent.saturating_sub(p.total_received);
+            parts.push(format!(
+                "{} streams, {} of {} frames lost",
+                p.rows.len(),
+                lost,
+                p.total_sent
+            ));
+        }
+        if let Some(f) = &r.frer {
+            for row in &f.rows {
+                if let Some(o) = row.overhead_percent {
+                    parts.push(format!("{} overhead {o:+.1} %", row.metric));
+                }
+            }
+        }
+        let limited = r.summary.as_ref().is_some_and(|s| s.generator_limited)
+            || r.notes.iter().any(|n| n.contains("generator"));
+        if limited {
+            parts.push("bounded by the generator (see notes)".into());
+        }
+        out.push(format!("{} {link}: {}", t.name, parts.join("; ")));
+    }
+    let failed = c.verdicts.iter().filter(|v| !v.passed).count();
+    out.push(if c.verdicts.is_empty() {
+        "The plan set no thresholds.".into()
+    } else if failed == 0 {
+        format!("All {} thresholds passed.", c.verdicts.len())
+    } else {
+        format!(
+            "{failed} of {} thresholds FAILED (see compliance).",
+            c.verdicts.len()
+        )
+    });
+    out
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn md_table(t: &Table) -> String {
+    let mut s = String::new();
+    s.push('|');
+    for (h, _) in &t.headers {
+        let _ = write!(s, " {h} |");
+    }
+    s.push_str("\n|");
+    for (_, a) in &t.headers {
+        s.push_str(match a {
+            Align::Left => "---|",
+            Align::Right => "---:|",
+        });
+    }
+    s.push('\n');
+    for row in &t.rows {
+        s.push('|');
+        for (i, cell) in row.iter().enumerate() {
+            let is_source = t.headers.get(i).is_some_and(|h| h.0 == "source");
+            if is_source && cell.starts_with('t') {
+                let _ = write!(s, " [{cell}](#{cell}) |");
+            } else {
+                let _ = write!(s, " {} |", md_escape(cell));
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// The report as Markdown.
+pub fn markdown(c: &Campaign) -> String {
+    let mut s = format!("# {}\n\n", c.title);
+    if let Some(d) = &c.description {
+        let _ = writeln!(s, "{d}\n");
+    }
+    let _ = writeln!(
+        s,
+        "Run of {} to {}, plan `{}`, target: {}.\n",
+        c.started_at,
+        c.finished_at.as_deref().unwrap_or("(unfinished)"),
+        c.plan_file,
+        c.target
+    );
+    if !c.metadata.is_empty() {
+        s.push_str("| | |\n|---|---|\n");
+        for (k, v) in &c.metadata {
+            let _ = writeln!(s, "| {} | {} |", md_escape(k), md_escape(v));
+        }
+        s.push('\n');
+    }
+    if let Some(why) = &c.stopped {
+        let _ = writeln!(
+            s,
+            "**The run stopped early: {why}.** Tests after it did not run.\n"
+        );
+    }
+    s.push_str("## Summary of key findings\n\n");
+    for f in findings(c) {
+        let _ = writeln!(s, "- {f}");
+    }
+    s.push('\n');
+    for t in tables(c) {
+        let _ = writeln!(s, "## {}\n\n{}\n", t.title, t.intro);
+        if t.rows.is_empty() {
+            s.push_str("(none)\n\n");
+        } else {
+            s.push_str(&md_table(&t));
+            s.push('\n');
+        }
+    }
+    s.push_str("## Test details\n\n");
+    for t in &c.tests {
+        let _ = writeln!(s, "<a id=\"{}\"></a>\n### {}: {}\n", t.id, t.id, t.name);
+        let _ = writeln!(s, "- command: `{}` ({})", t.command, t.node);
+        let _ = writeln!(
+            s,
+            "- status: {}{}",
+            match t.status {
+                TestStatus::Done => "done",
+                TestStatus::Failed => "FAILED",
+                TestStatus::NotRun => "not run",
+            },
+            opt(t.error.as_deref(), |e| format!(" ({e})"))
+                .replace("-", "")
+                .trim_end()
+        );
+        if let Some(r) = &t.result {
+            let _ = writeln!(
+                s,
+                "- backend: {}, timestamps: {}",
+                r.backend.as_deref().unwrap_or("-"),
+                r.timestamp_source.as_deref().unwrap_or("-")
+            );
+            for n in &r.notes {
+                let _ = writeln!(s, "- note: {}", md_escape(n));
+            }
+        }
+        let _ = writeln!(s, "- result: results.json, the test with id {}\n", t.id);
+    }
+    s
+}
+
+fn csv_cell(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// One CSV per table, as (file stem, text).
+pub fn csv_tables(c: &Campaign) -> Vec<(String, String)> {
+    tables(c)
+        .into_iter()
+        .map(|t| {
+            let mut s = t
+                .headers
+                .iter()
+                .map(|(h, _)| csv_cell(h))
+                .collect::<Vec<_>>()
+                .join(",");
+            s.push('\n');
+            for row in &t.rows {
+                s.push_str(
+                    &row.iter()
+                        .map(|c| csv_cell(c.trim_matches('`')))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                );
+                s.push('\n');
+            }
+            (t.name.to_owned(), s)
+        })
+        .collect()
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn html_table(t: &Table) -> String {
+    let mut s = String::from("<table><thead><tr>");
+    for (h, a) in &t.headers {
+        let _ = write!(
+            s,
+            "<th class=\"{}\">{}</th>",
+            if *a == Align::Right { "r" } else { "l" },
+            html_escape(h)
+        );
+    }
+    s.push_str("</tr></thead><tbody>");
+    for row in &t.rows {
+        s.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let (h, a) = t.headers.get(i).copied().unwrap_or(("", Align::Left));
+            let class = if a == Align::Right { "r" } else { "l" };
+            let body = if h == "source" && cell.starts_with('t') {
+                format!("<a href=\"#{c}\">{c}</a>", c = html_escape(cell))
+            } else if cell == "FAIL" || cell.starts_with("FAILED") {
+                format!("<b class=\"fail\">{}</b>", html_escape(cell))
+            } else {
+                html_escape(cell.trim_matches('`'))
+            };
+            let _ = write!(s, "<td class=\"{class}\">{body}</td>");
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table>");
+    s
+}
+
+/// The charts the results allow, as (title, SVG).
+pub fn charts(c: &Campaign) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    // Throughput and loss against offered load: sweeps and RFC 2544 loss steps.
+    for (t, r) in done(c) {
+        if let Some(s) = &r.sweep {
+            let achieved: Vec<(f64, f64)> = s
+                .rows
+                .iter()
+                .map(|x| (x.offered_bps / 1e6, x.achieved_bps / 1e6))
+                .collect();
+            let loss: Vec<(f64, f64)> = s
+                .rows
+                .iter()
+                .map(|x| (x.offered_bps / 1e6, x.loss_pct))
+                .collect();
+            out.push((
+                format!("{}: throughput against offered load", t.id),
+                svg::lines(
+                    &format!("Throughput against offered load ({})", t.id),
+                    "offered Mbit/s",
+                    "achieved Mbit/s",
+                    &[("achieved".into(), achieved)],
+                ),
+            ));
+            out.push((
+                format!("{}: loss against offered load", t.id),
+                svg::lines(
+                    &format!("Loss against offered load ({})", t.id),
+                    "offered Mbit/s",
+                    "loss %",
+                    &[("loss".into(), loss)],
+                ),
+            ));
+        }
+        if let Some(x) = &r.rfc2544 {
+            let mut sizes: Vec<u64> = x.loss.iter().map(|l| l.frame_len).collect();
+            sizes.dedup();
+            if !sizes.is_empty() {
+                let series: Vec<(String, Vec<(f64, f64)>)> = sizes
+                    .iter()
+                    .map(|len| {
+                        (
+                            format!("{len} B"),
+                            x.loss
+                                .iter()
+                                .filter(|l| l.frame_len == *len)
+                                .map(|l| (l.percent, l.loss_percent))
+                                .collect(),
+                        )
+                    })
+                    .collect();
+                out.push((
+                    format!("{}: frame loss rate", t.id),
+                    svg::lines(
+                        &format!("Frame loss against offered load ({})", t.id),
+                        "offered load, % of line rate",
+                        "loss %",
+                        &series,
+                    ),
+                ));
+            }
+            let with: Vec<_> = x.latency.iter().filter(|l| l.summary.is_some()).collect();
+            if !with.is_empty() {
+                let cats: Vec<String> = with.iter().map(|l| format!("{} B", l.frame_len)).collect();
+                let pick = |f: fn(&engine::stats::histogram::LatencySummary) -> f64| {
+                    with.iter()
+                        .map(|l| l.summary.as_ref().map(f))
+                        .collect::<Vec<_>>()
+                };
+                out.push((
+                    format!("{}: latency by frame size", t.id),
+                    svg::bars(
+                        &format!("Latency percentiles by frame size ({})", t.id),
+                        "us",
+                        &cats,
+                        &[
+                            ("p50".into(), pick(|s| s.p50_us)),
+                            ("p99".into(), pick(|s| s.p99_us)),
+                            ("p99.9".into(), pick(|s| s.p999_us)),
+                        ],
+                    ),
+                ));
+                // Latency CDF from the stored histograms.
+                let series: Vec<(String, Vec<(f64, f64)>)> = x
+                    .latency
+                    .iter()
+                    .filter_map(|l| {
+                        let h = engine::stats::histogram::LatencyHistogram::from_base64(
+                            l.histogram.as_deref()?,
+                        )
+                        .ok()?;
+                        let pts: Vec<(f64, f64)> = [
+                            0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0,
+                        ]
+                        .iter()
+                        .filter_map(|p| Some((h.percentile_us(*p)?, *p)))
+                        .collect();
+                        Some((format!("{} B", l.frame_len), pts))
+                    })
+                    .collect();
+                if !series.is_empty() {
+                    out.push((
+                        format!("{}: latency CDF", t.id),
+                        svg::lines(
+                            &format!("Latency CDF ({})", t.id),
+                            "latency us",
+                            "% of frames",
+                            &series,
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(s) = &r.shaping {
+            let rows: Vec<String> = s.sizes.iter().map(|l| format!("{l} B")).collect();
+            let cols: Vec<String> = s.bandwidths_bps.iter().map(|b| bps(*b)).collect();
+            let values: Vec<Vec<Option<f64>>> = s
+                .sizes
+                .iter()
+                .map(|len| {
+                    s.bandwidths_bps
+                        .iter()
+                        .map(|bw| {
+                            s.cells
+                                .iter()
+                                .find(|c| c.frame_len == *len && c.bandwidth_bps == *bw)
+                                .map(|c| c.passed_ratio * 100.0)
+                        })
+                        .collect()
+                })
+                .collect();
+            out.push((
+                format!("{}: passed-rate matrix", t.id),
+                svg::heatmap(
+                    &format!("Passed rate, % of the configured bandwidth ({})", t.id),
+                    &rows,
+                    &cols,
+                    &values,
+                ),
+            ));
+        }
+        if let Some(f) = &r.frer {
+            let cats: Vec<String> = f.rows.iter().map(|r| r.metric.clone()).collect();
+            let over: Vec<Option<f64>> = f
+                .rows
+                .iter()
+                .map(|r| r.overhead_percent.map(|o| o.max(0.0)))
+                .collect();
+            out.push((
+                format!("{}: FRER overhead", t.id),
+                svg::bars(
+                    &format!("FRER overhead against the control group, % ({})", t.id),
+                    "%",
+                    &cats
+                        .iter()
+                        .map(|c| c.split(" (").next().unwrap_or(c).to_owned())
+                        .collect::<Vec<_>>(),
+                    &[("overhead".into(), over)],
+                ),
+            ));
+        }
+    }
+    out
+}
+
+const STYLE: &str =
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}\
+th,td{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}\
+td.r,th.r{text-align:right}td.l,th.l{text-align:left}.fail{color:#b00}\
+figure{margin:1em 0}code{font-size:12px}";
+
+/// The report as one self-contained HTML file (inline style and SVG, no scripts, nothing
+/// fetched).
+pub fn html(c: &Campaign) -> String {
+    let mut s = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body>\n<h1>{t}</h1>\n",
+        t = html_escape(&c.title)
+    );
+    if let Some(d) = &c.description {
+        let _ = writeln!(s, "<p>{}</p>", html_escape(d));
+    }
+    let _ = writeln!(
+        s,
+        "<p>Run of {} to {}, plan <code>{}</code>, target: {}.</p>",
+        html_escape(&c.started_at),
+        html_escape(c.finished_at.as_deref().unwrap_or("(unfinished)")),
+        html_escape(&c.plan_file),
+        html_escape(&c.target)
+    );
+    if !c.metadata.is_empty() {
+        s.push_str("<table><tbody>");
+        for (k, v) in &c.metadata {
+            let _ = write!(
+                s,
+                "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
+                html_escape(k),
+                html_escape(v)
+            );
+        }
+        s.push_str("</tbody></table>\n");
+    }
+    if let Some(why) = &c.stopped {
+        let _ = writeln!(
+            s,
+            "<p class=\"fail\"><b>The run stopped early: {}.</b></p>",
+            html_escape(why)
+        );
+    }
+    s.push_str("<h2>Summary of key findings</h2>\n<ul>");
+    for f in findings(c) {
+        // Findings link tests as [tN](#tN).
+        let mut item = html_escape(&f);
+        for t in &c.tests {
+            item = item.replace(
+                &format!("[{id}](#{id})", id = t.id),
+                &format!("<a href=\"#{id}\">{id}</a>", id = t.id),
+            );
+        }
+        let _ = write!(s, "<li>{item}</li>");
+    }
+    s.push_str("</ul>\n");
+    for t in tables(c) {
+        let _ = writeln!(
+            s,
+            "<h2 id=\"{}\">{}</h2>\n<p>{}</p>",
+            t.name,
+            html_escape(t.title),
+            html_escape(&t.intro)
+        );
+        if t.rows.is_empty() {
+            s.push_str("<p>(none)</p>\n");
+        } else {
+            s.push_str(&html_table(&t));
+            s.push('\n');
+        }
+    }
+    let charts = charts(c);
+    if !charts.is_empty() {
+        s.push_str("<h2>Charts</h2>\n");
+        for (title, svg) in charts {
+            let _ = writeln!(
+                s,
+                "<figure>{svg}<figcaption>{}</figcaption></figure>",
+                html_escape(&title)
+            );
+        }
+    }
+    s.push_str("<h2>Test details</h2>\n");
+    for t in &c.tests {
+        let _ = write!(
+            s,
+            "<h3 id=\"{id}\">{id}: {}</h3><p><code>{}</code> ({})<br>status: {}{}</p>",
+            html_escape(&t.name),
+            html_escape(&t.command),
+            html_escape(&t.node),
+            match t.status {
+                TestStatus::Done => "done",
+                TestStatus::Failed => "FAILED",
+                TestStatus::NotRun => "not run",
+            },
+            t.error
+                .as_deref()
+                .map(|e| format!(" ({})", html_escape(e)))
+                .unwrap_or_default(),
+            id = t.id,
+        );
+        if let Some(r) = &t.result {
+            if !r.notes.is_empty() {
+                s.push_str("<ul>");
+                for n in &r.notes {
+                    let _ = write!(s, "<li>{}</li>", html_escape(n));
+                }
+                s.push_str("</ul>");
+            }
+        }
+        s.push('\n');
+    }
+    s.push_str("</body></html>\n");
+    s
+}

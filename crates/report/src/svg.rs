@@ -1,0 +1,316 @@
+//! Small, dependency-free SVG charts for the HTML report: line charts (one or more series
+//! of points), grouped bar charts and a heat map. Deterministic bytes for given data
+//! (fixed number formatting, no random ids), so snapshot tests can pin them.
+
+use std::fmt::Write as _;
+
+const W: f64 = 640.0;
+const H: f64 = 320.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 36.0;
+const BOTTOM: f64 = 50.0;
+const COLOURS: [&str; 6] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A "nice" upper bound and step for an axis from 0 to `max`.
+fn nice(max: f64) -> (f64, f64) {
+    if !(max.is_finite() && max > 0.0) {
+        return (1.0, 0.25);
+    }
+    let raw = max / 4.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+fn label(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn frame(title: &str, x_label: &str, y_label: &str) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"{t}\">\
+<rect width=\"{W}\" height=\"{H}\" fill=\"#fff\"/>\
+<text x=\"{cx}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-family=\"sans-serif\">{t}</text>\
+<text x=\"{cx}\" y=\"{xl}\" text-anchor=\"middle\" font-size=\"12\" font-family=\"sans-serif\">{x}</text>\
+<text transform=\"translate(14 {cy}) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\" font-family=\"sans-serif\">{y}</text>",
+        t = esc(title),
+        cx = LEFT + (W - LEFT - RIGHT) / 2.0,
+        cy = TOP + (H - TOP - BOTTOM) / 2.0,
+        xl = H - 8.0,
+        x = esc(x_label),
+        y = esc(y_label),
+    );
+    s
+}
+
+fn y_axis(s: &mut String, y_max: f64, y_step: f64) {
+    let plot_h = H - TOP - BOTTOM;
+    let mut v = 0.0;
+    while v <= y_max + y_step / 2.0 {
+        let y = TOP + plot_h - v / y_max * plot_h;
+        let _ = write!(
+            s,
+            "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{x2}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
+<text x=\"{lx}\" y=\"{ty:.1}\" text-anchor=\"end\" font-size=\"10\" font-family=\"sans-serif\">{l}</text>",
+            x2 = W - RIGHT,
+            lx = LEFT - 4.0,
+            ty = y + 3.0,
+            l = label(v),
+        );
+        v += y_step;
+    }
+}
+
+fn legend(s: &mut String, names: &[&str]) {
+    for (i, n) in names.iter().enumerate() {
+        let x = LEFT + 10.0 + 150.0 * (i % 4) as f64;
+        let y = TOP + 8.0 + 14.0 * (i / 4) as f64;
+        let _ = write!(
+            s,
+            "<rect x=\"{x:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/>\
+<text x=\"{tx:.1}\" y=\"{ty:.1}\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
+            ry = y - 8.0,
+            c = COLOURS[i % COLOURS.len()],
+            tx = x + 14.0,
+            ty = y + 1.0,
+            n = esc(n),
+        );
+    }
+}
+
+/// A line chart of `series` (name, points (x, y)); x and y axes start at 0. Points are
+/// marked, so a series of one point still shows.
+pub fn lines(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> String {
+    let all = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut xmax, mut ymax) = (0f64, 0f64);
+    for &(x, y) in all {
+        xmax = xmax.max(x);
+        ymax = ymax.max(y);
+    }
+    let (x_max, x_step) = nice(xmax);
+    let (y_max, y_step) = nice(ymax);
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let px = |x: f64| LEFT + x / x_max * plot_w;
+    let py = |y: f64| TOP + plot_h - y / y_max * plot_h;
+    let mut s = frame(title, x_label, y_label);
+    y_axis(&mut s, y_max, y_step);
+    let mut v = 0.0;
+    while v <= x_max + x_step / 2.0 {
+        let _ = write!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{l}</text>",
+            x = px(v),
+            y = H - BOTTOM + 14.0,
+            l = label(v),
+        );
+        v += x_step;
+    }
+    for (i, (_, pts)) in series.iter().enumerate() {
+        let c = COLOURS[i % COLOURS.len()];
+        let path: Vec<String> = pts
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
+            path.join(" ")
+        );
+        for &(x, y) in pts {
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/>",
+                px(x),
+                py(y)
+            );
+        }
+    }
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    legend(&mut s, &names);
+    s.push_str("</svg>");
+    s
+}
+
+/// A grouped bar chart: one group per category, one bar per series; `None` draws no bar
+/// (not measured).
+pub fn bars(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+) -> String {
+    let ymax = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten())
+        .fold(0f64, |a, b| a.max(*b));
+    let (y_max, y_step) = nice(ymax);
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let mut s = frame(title, "", y_label);
+    y_axis(&mut s, y_max, y_step);
+    let group = plot_w / categories.len().max(1) as f64;
+    let bar = (group * 0.8) / series.len().max(1) as f64;
+    for (g, cat) in categories.iter().enumerate() {
+        let gx = LEFT + group * g as f64 + group * 0.1;
+        let _ = write!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{c}</text>",
+            x = gx + group * 0.4,
+            y = H - BOTTOM + 14.0,
+            c = esc(cat),
+        );
+        for (i, (_, vals)) in series.iter().enumerate() {
+            let Some(v) = vals.get(g).copied().flatten() else {
+                continue;
+            };
+            let h = v / y_max * plot_h;
+            let _ = write!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{h:.1}\" fill=\"{c}\"><title>{t}</title></rect>",
+                x = gx + bar * i as f64,
+                y = TOP + plot_h - h,
+                w = bar * 0.95,
+                c = COLOURS[i % COLOURS.len()],
+                t = label(v),
+            );
+        }
+    }
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    legend(&mut s, &names);
+    s.push_str("</svg>");
+    s
+}
+
+/// A heat map of `values[row][col]` (percent, 0..=100+), cells labelled with their value.
+pub fn heatmap(
+    title: &str,
+    rows: &[String],
+    cols: &[String],
+    values: &[Vec<Option<f64>>],
+) -> String {
+    let mut s = frame(title, "", "");
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let cw = plot_w / cols.len().max(1) as f64;
+    let rh = plot_h / rows.len().max(1) as f64;
+    for (c, name) in cols.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
+            x = LEFT + cw * (c as f64 + 0.5),
+            y = H - BOTTOM + 14.0,
+            n = esc(name),
+        );
+    }
+    for (r, name) in rows.iter().enumerate() {
+        let y = TOP + rh * r as f64;
+        let _ = write!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{ty:.1}\" text-anchor=\"end\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
+            x = LEFT - 4.0,
+            ty = y + rh / 2.0 + 3.0,
+            n = esc(name),
+        );
+        for c in 0..cols.len() {
+            let v = values.get(r).and_then(|row| row.get(c)).copied().flatten();
+            let (fill, text) = match v {
+                // Green at 100 %, towards red the further off.
+                Some(p) => {
+                    let off = ((p - 100.0).abs() / 20.0).min(1.0);
+                    let red = (80.0 + 175.0 * off) as u8;
+                    let green = (200.0 - 120.0 * off) as u8;
+                    (format!("rgb({red},{green},90)"), format!("{p:.1} %"))
+                }
+                None => ("#eee".to_owned(), "-".to_owned()),
+            };
+            let _ = write!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{h:.1}\" fill=\"{fill}\" stroke=\"#fff\"/>\
+<text x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"middle\" font-size=\"11\" font-family=\"sans-serif\">{text}</text>",
+                x = LEFT + cw * c as f64,
+                w = cw,
+                h = rh,
+                tx = LEFT + cw * (c as f64 + 0.5),
+                ty = y + rh / 2.0 + 4.0,
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn axes_are_nice() {
+        assert_eq!(nice(0.0), (1.0, 0.25));
+        assert_eq!(nice(9.3), (10.0, 2.5));
+        assert_eq!(nice(987.0), (1000.0, 250.0));
+        let (m, s) = nice(0.042);
+        assert!(
+            (m - 0.06).abs() < 1e-12 && (s - 0.02).abs() < 1e-12,
+            "{m} {s}"
+        );
+    }
+
+    #[test]
+    fn a_line_chart_is_deterministic_and_well_formed() {
+        let series = vec![
+            ("offered".to_owned(), vec![(100.0, 99.0), (200.0, 198.0)]),
+            ("lost <x>".to_owned(), vec![(100.0, 0.0), (200.0, 2.0)]),
+        ];
+        let a = lines("load", "offered Mbit/s", "Mbit/s", &series);
+        assert_eq!(a, lines("load", "offered Mbit/s", "Mbit/s", &series));
+        assert!(a.starts_with("<svg") && a.ends_with("</svg>"));
+        assert_eq!(a.matches("<polyline").count(), 2);
+        assert_eq!(a.matches("<circle").count(), 4);
+        assert!(a.contains("lost &lt;x&gt;"), "text is escaped");
+    }
+
+    #[test]
+    fn bars_skip_what_was_not_measured() {
+        let b = bars(
+            "latency",
+            "us",
+            &["64".into(), "1518".into()],
+            &[("p50".into(), vec![Some(10.0), None])],
+        );
+        assert_eq!(
+            b.matches("<rect x=").count(),
+            1 + 1,
+            "one bar and one legend swatch"
+        );
+    }
+}
