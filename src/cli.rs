@@ -36,7 +36,9 @@ pub enum Command {
     Sweep(SweepArgs),
     /// TCP throughput per write size, each direction (like netio).
     Blocksize(BlocksizeArgs),
-    /// Start a loopback server and run a short TCP, UDP, latency and sweep tour.
+    /// The whole story in about a minute: as root, a FRER lab with path loss (TCP, UDP,
+    /// sweep, latency, RFC 2544 at two frame sizes), a shaper profile and the FRER overhead;
+    /// otherwise the same methods on loopback. Writes a run directory with report.html.
     Demo(DemoArgs),
     /// Test networks on this machine: network namespaces joined by veth (needs root).
     Lab(LabArgs),
@@ -795,16 +797,10 @@ pub struct BlocksizeArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Print one JSON document instead of tables.
-    #[arg(short = 'J', long)]
-    pub json: bool,
-    /// Seconds per throughput test.
-    #[arg(short, long, value_parser = secs, default_value = "3")]
-    pub time: Duration,
-    /// Stay on loopback even when running as root (root builds a `router` lab).
+    /// Directory for results.json, report.md, report.html and the CSV files.
+    #[arg(long, default_value = "wirebench-demo")]
+    pub out: std::path::PathBuf,
+    /// Stay on loopback even when running as root (root builds labs).
     #[arg(long)]
     pub loopback: bool,
-    /// Use this running server instead of starting one (the lab demo runs itself this way).
-    #[arg(long, hide = true)]
-    pub server: Option<std::net::SocketAddr>,
 }

@@ -461,113 +461,52 @@ pub fn latency(a: &LatencyArgs) -> Result<()> {
     Ok(())
 }
 
-/// `wirebench demo`: a loopback server in this process and a short tour.
+/// `wirebench demo`: the whole story in about a minute, as a campaign of its own. As root
+/// it runs examples/plan-demo.toml (built in): a FRER lab with path loss, a shaper lab and
+/// the FRER overhead comparison; otherwise (or with `--loopback`) the loopback plan. It
+/// writes the run directory and says where the report is.
 pub fn demo(a: &DemoArgs) -> Result<()> {
-    if a.server.is_none() && !a.loopback && lab::cmd::is_root() {
-        return crate::labcmd::demo_in_lab(a);
-    }
-    // Either a server we were given (inside a lab) or one of our own on loopback.
-    let (addr, handle) = match a.server {
-        Some(addr) => (addr, None),
-        None => {
-            let server = Server::bind(ServerConfig {
-                bind: "127.0.0.1:0".parse()?,
-                limits: Limits::default(),
-                key: None,
-                handshake_timeout: control::server::HANDSHAKE_TIMEOUT,
-            })
-            .context("cannot start the loopback server")?;
-            let handle = server.spawn()?;
-            (handle.addr(), Some(handle))
-        }
-    };
-    let cfg = ClientConfig {
-        server: addr,
-        key: None,
-        connect_timeout: Duration::from_secs(5),
-        cpu: None,
-        force_round_trip: false,
-    };
-    let say = |s: &str| {
-        if !a.json {
-            println!("{s}");
-        }
-    };
-    if handle.is_some() {
-        say(&format!(
-            "wirebench demo: loopback server on {addr} (not root, or --loopback: as root the demo runs across a router lab)\n"
-        ));
+    let root = lab::cmd::is_root() && !a.loopback;
+    let files = a.out.join("demo-files");
+    std::fs::create_dir_all(&files).with_context(|| format!("creating {}", files.display()))?;
+    let plan = if root {
+        std::fs::write(
+            files.join("shaper.toml"),
+            include_str!("../examples/shaper-two-classes.toml"),
+        )?;
+        std::fs::write(
+            files.join("streams.toml"),
+            include_str!("../examples/streams-demo.toml"),
+        )?;
+        let dir = files.canonicalize()?.display().to_string();
+        include_str!("../examples/plan-demo.toml").replace("{dir}", &dir)
     } else {
-        say(&format!("wirebench demo: server at {addr}\n"));
-    }
-    let mut all = RunResult::new(
-        "demo",
-        serde_json::json!({ "server": addr.to_string(), "duration_s": a.time.as_secs_f64() }),
+        if !a.loopback {
+            println!(
+                "wirebench demo: not root, so on loopback; the FRER network with path loss and the shaper profile need network namespaces (run `sudo wirebench demo` for them)"
+            );
+        }
+        include_str!("../examples/plan-demo-loopback.toml").to_owned()
+    };
+    let plan_file = files.join("plan.toml");
+    std::fs::write(&plan_file, plan)?;
+    println!(
+        "wirebench demo: running {} (results in {})",
+        if root {
+            "the lab plan: a FRER network with path loss, a shaper and the FRER overhead"
+        } else {
+            "the loopback plan"
+        },
+        a.out.display()
     );
-
-    say(&format!("== TCP, 1 stream, {} s ==", a.time.as_secs_f64()));
-    let tcp = TestSpec {
-        duration: a.time,
-        len: DEFAULT_TCP_LEN,
-        ..base_spec(Protocol::Tcp)
-    };
-    let o = run_one(&cfg, &tcp, Some(Duration::from_secs(1)), a.json)?;
-    let r = assemble::throughput_result(&o, "client", spec_params(&tcp, &cfg));
-    say(&format!("\n{}", report::text::client_summary(&r)));
-    all.runs.push(r);
-
-    say(&format!(
-        "== UDP at 500 Mbit/s, 1472-byte payloads, {} s ==",
-        a.time.as_secs_f64()
-    ));
-    let udp = TestSpec {
-        duration: a.time,
-        rate: Rate::BitsPerSec(500e6),
-        ..base_spec(Protocol::Udp)
-    };
-    let o = run_one(&cfg, &udp, Some(Duration::from_secs(1)), a.json)?;
-    let r = assemble::throughput_result(&o, "client", spec_params(&udp, &cfg));
-    say(&format!("\n{}", report::text::client_summary(&r)));
-    all.runs.push(r);
-
-    say("== UDP ping-pong latency, 64 and 1472 bytes, 1 s each ==");
-    let r = latency_result(&cfg, &[64, 1472], Duration::from_secs(1), false, false)?;
-    say(&format!(
-        "{}{}",
-        r.latency
-            .as_deref()
-            .map(report::text::latency)
-            .unwrap_or_default(),
-        report::text::facts(&r)
-    ));
-    all.runs.push(r);
-
-    say("== zero-loss sweep, 100 to 400 Mbit/s in 100 Mbit/s steps, 1 s each ==");
-    let plan = method::sweep::SweepPlan::new(
-        100e6,
-        400e6,
-        100e6,
-        DEFAULT_UDP_LEN,
-        Duration::from_secs(1),
-        Direction::Forward,
-    )
-    .map_err(|e| anyhow::anyhow!("the demo's sweep plan: {e}"))?;
-    let r = sweep_result(&cfg, &plan, false)?;
-    say(&format!(
-        "{}{}",
-        r.sweep
-            .as_ref()
-            .map(report::text::sweep)
-            .unwrap_or_default(),
-        report::text::facts(&r)
-    ));
-    all.runs.push(r);
-
-    if a.json {
-        print!("{}", report::json::to_string(&all));
-    } else {
-        println!("demo done: every figure above was measured just now on this machine.");
-    }
-    drop(handle);
+    crate::runcmd::run(&crate::cli::RunArgs {
+        plan: plan_file,
+        out: a.out.clone(),
+        name: "demo".into(),
+    })?;
+    println!(
+        "demo done: every figure in {} was measured just now on this machine",
+        a.out.join("report.html").display()
+    );
     Ok(())
 }

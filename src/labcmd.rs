@@ -6,7 +6,7 @@ use anyhow::Result;
 use lab::topology::lab_namespaces;
 use lab::{Cmd, DryRun, Lab, Runner, SystemRunner, Topology};
 
-use crate::cli::{DemoArgs, LabArgs, LabCommand};
+use crate::cli::{LabArgs, LabCommand};
 use crate::commands::UsageError;
 
 fn need_root() -> Result<()> {
@@ -463,86 +463,4 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
         ));
     }
     Ok(out)
-}
-
-/// A lab that is removed when dropped.
-struct LabGuard(String);
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        let _ = Lab::down(&self.0, &mut SystemRunner);
-    }
-}
-
-/// `wirebench demo` as root: builds a `router` lab, starts a server on the listener and runs
-/// the demo tour from the talker, across the dut's forwarding path; removes the lab after.
-pub fn demo_in_lab(a: &DemoArgs) -> Result<()> {
-    use std::io::BufRead;
-    let name = format!("demo{:x}", std::process::id() & 0xfff);
-    let topo = Topology::builtin("router").map_err(lab_error)?;
-    // The name carries our pid: a lab of that name was left by a killed earlier process.
-    let _ = Lab::down(&name, &mut SystemRunner);
-    Lab::up(&name, &topo, &mut SystemRunner).map_err(lab_error)?;
-    let _guard = LabGuard(name.clone());
-    let exe = std::env::current_exe()?;
-    let exe = exe.to_string_lossy().into_owned();
-    let listener = topo
-        .address_of("listener")
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let in_ns = |node: &str, argv: &[&str]| {
-        let argv: Vec<String> = argv.iter().map(|s| (*s).to_owned()).collect();
-        Lab::exec(&name, node, &argv, &mut SystemRunner).map_err(lab_error)
-    };
-    let server_cmd = in_ns(
-        "listener",
-        &[
-            &exe,
-            "server",
-            "--bind",
-            &listener,
-            "-p",
-            "5301",
-            "--run-for",
-            "600",
-        ],
-    )?;
-    let mut server = std::process::Command::new(&server_cmd.program)
-        .args(&server_cmd.args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    let mut first = String::new();
-    if let Some(err) = server.stderr.take() {
-        let _ = std::io::BufReader::new(err).read_line(&mut first);
-    }
-    if !first.contains("listening on") {
-        let _ = server.kill();
-        anyhow::bail!("the lab's server did not start: {}", first.trim());
-    }
-    if !a.json {
-        println!(
-            "wirebench demo: running as root, so across lab '{name}' (router): talker {} -> dut (forwarding) -> listener {listener}",
-            topo.address_of("talker").map(|a| a.to_string()).unwrap_or_default()
-        );
-    }
-    let secs = a.time.as_secs_f64().to_string();
-    let server_addr = format!("{listener}:5301");
-    let mut argv = vec![exe.as_str(), "demo", "--server", &server_addr, "-t", &secs];
-    if a.json {
-        argv.push("-J");
-    }
-    let client_cmd = in_ns("talker", &argv)?;
-    let status = std::process::Command::new(&client_cmd.program)
-        .args(&client_cmd.args)
-        .status();
-    let _ = server.kill();
-    let _ = server.wait();
-    if !status?.success() {
-        anyhow::bail!("the demo inside lab '{name}' failed");
-    }
-    if !a.json {
-        println!("lab '{name}' removed.");
-    }
-    Ok(())
 }

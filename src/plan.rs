@@ -147,6 +147,9 @@ pub struct PlanTest {
     pub kind: Kind,
     /// The command's flags as written (the runner adds the target).
     pub args: Vec<String>,
+    /// A lab of its own (topology, `lab up` flags), built before it and removed after,
+    /// instead of the plan's target.
+    pub lab: Option<(String, Vec<String>)>,
     /// Line of its `kind` in the plan.
     pub line: usize,
 }
@@ -302,6 +305,8 @@ struct TestToml {
     kind: Spanned<String>,
     #[serde(default)]
     args: Option<Spanned<String>>,
+    lab: Option<String>,
+    lab_args: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -355,13 +360,8 @@ impl Plan {
                     "line {tline}: [target] tx, rx and port belong to a host target; a lab has its own"
                 ));
             }
-            let args = split_args(t.lab_args.as_deref().unwrap_or(""))
-                .ok_or_else(|| format!("line {tline}: lab_args has an unclosed quote"))?;
-            // The lab's own parser checks the flags now.
-            let mut argv = vec!["wirebench", "lab", "up", &topology, "--dry-run"];
-            argv.extend(args.iter().map(String::as_str));
-            crate::cli::Cli::try_parse_from(&argv)
-                .map_err(|e| format!("line {tline}: lab_args: {}", first_line(&e.to_string())))?;
+            let args = lab_args(&topology, t.lab_args.as_deref())
+                .map_err(|e| format!("line {tline}: {e}"))?;
             Target::Lab { topology, args }
         } else if let Some(host) = t.host {
             if t.lab_args.is_some() {
@@ -415,14 +415,33 @@ impl Plan {
                 ),
                 None => (vec![], line),
             };
+            if tt.lab_args.is_some() && tt.lab.is_none() {
+                return Err(format!("line {line}: test '{name}': lab_args without lab"));
+            }
+            let lab = match tt.lab {
+                Some(topology) => {
+                    let args = lab_args(&topology, tt.lab_args.as_deref())
+                        .map_err(|e| format!("line {line}: test '{name}': {e}"))?;
+                    Some((topology, args))
+                }
+                None => None,
+            };
             let test = PlanTest {
                 name,
                 kind,
                 args,
+                lab,
                 line,
             };
             // The command's own parser checks the flags, with a stand-in target.
-            let argv = test.argv(&Context::stand_in(&target));
+            let stand_in = match &test.lab {
+                Some((topology, args)) => Target::Lab {
+                    topology: topology.clone(),
+                    args: args.clone(),
+                },
+                None => target.clone(),
+            };
+            let argv = test.argv(&Context::stand_in(&stand_in));
             crate::cli::Cli::try_parse_from(&argv).map_err(|e| {
                 format!(
                     "line {aline}: test '{}': {}",
@@ -430,7 +449,7 @@ impl Plan {
                     first_line(&e.to_string())
                 )
             })?;
-            if matches!(target, Target::Loopback) && test.kind.needs_root(&test.args) {
+            if matches!(stand_in, Target::Loopback) && test.kind.needs_root(&test.args) {
                 return Err(format!(
                     "line {line}: test '{}': {} needs raw ports or a lab, not a loopback target",
                     test.name,
@@ -488,8 +507,21 @@ impl Plan {
     /// Whether any test needs root (raw frames, or the target is a lab).
     pub fn needs_root(&self) -> bool {
         matches!(self.target, Target::Lab { .. })
-            || self.tests.iter().any(|t| t.kind.needs_root(&t.args))
+            || self
+                .tests
+                .iter()
+                .any(|t| t.lab.is_some() || t.kind.needs_root(&t.args))
     }
+}
+
+/// `lab up` flags, checked by the lab command's own parser.
+fn lab_args(topology: &str, text: Option<&str>) -> Result<Vec<String>, String> {
+    let args = split_args(text.unwrap_or("")).ok_or("lab_args has an unclosed quote")?;
+    let mut argv = vec!["wirebench", "lab", "up", topology, "--dry-run"];
+    argv.extend(args.iter().map(String::as_str));
+    crate::cli::Cli::try_parse_from(&argv)
+        .map_err(|e| format!("lab_args: {}", first_line(&e.to_string())))?;
+    Ok(args)
 }
 
 fn first_line(s: &str) -> String {

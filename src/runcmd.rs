@@ -61,8 +61,8 @@ fn listener_address(topology: &str) -> Option<std::net::Ipv4Addr> {
     topo.address_of("listener")
 }
 
-fn set_up(plan: &Plan, lab_name: &str) -> Result<Setup> {
-    match &plan.target {
+fn set_up(target: &Target, lab_name: &str) -> Result<Setup> {
+    match target {
         Target::Loopback => {
             let server = control::server::Server::bind(control::server::ServerConfig {
                 bind: "127.0.0.1:0".parse()?,
@@ -318,7 +318,13 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let text = std::fs::read_to_string(&a.plan)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", a.plan.display())))?;
     let plan = Plan::parse(&text).map_err(|e| UsageError(format!("{}: {e}", a.plan.display())))?;
-    lab::naming::check(&a.name).map_err(|e| UsageError(format!("--name: {e}")))?;
+    // Tests with a lab of their own append their number to the name.
+    lab::naming::check(&format!("{}{}", a.name, plan.tests.len())).map_err(|e| {
+        UsageError(format!(
+            "--name {}: {e} (with the test number appended)",
+            a.name
+        ))
+    })?;
     if plan.needs_root() && !lab::cmd::is_root() {
         return Err(UsageError(
             "this plan builds a lab or sends raw frames: run it as root (sudo)".into(),
@@ -358,7 +364,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         stopped: None,
     };
     write_results(&a.out, &campaign)?;
-    let setup = match set_up(&plan, &a.name) {
+    let setup = match set_up(&plan.target, &a.name) {
         Ok(s) => s,
         Err(e) => {
             campaign.stopped = Some(format!("the target could not be set up: {e:#}"));
@@ -380,6 +386,29 @@ pub fn run(a: &RunArgs) -> Result<()> {
             break;
         }
         bar.set_message(format!("{} ({})", t.name, t.kind.name()));
+        // A test with a lab of its own runs there; the lab goes when the test is done.
+        let own = match &t.lab {
+            Some((topology, args)) => {
+                let target = Target::Lab {
+                    topology: topology.clone(),
+                    args: args.clone(),
+                };
+                match set_up(&target, &format!("{}{}", a.name, i + 1)) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        let entry = &mut campaign.tests[i];
+                        entry.status = TestStatus::Failed;
+                        entry.error = Some(format!("its lab could not be built: {e:#}"));
+                        campaign.verdicts = verdicts(&plan, &campaign);
+                        write_results(&a.out, &campaign)?;
+                        bar.inc(1);
+                        continue;
+                    }
+                }
+            }
+            None => None,
+        };
+        let setup = own.as_ref().unwrap_or(&setup);
         let mut argv = t.argv(&setup.ctx);
         argv[0] = exe();
         // Server-based tests run on the talker of a lab; the rest name their ports.
@@ -440,6 +469,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
             );
             bar.suspend(|| eprintln!("{msg}"));
         }
+        drop(own);
         campaign.verdicts = verdicts(&plan, &campaign);
         write_results(&a.out, &campaign)?;
         bar.inc(1);

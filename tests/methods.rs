@@ -72,59 +72,6 @@ fn latency_gives_percentiles_per_size() {
 }
 
 #[test]
-fn demo_runs_every_part_and_prints_its_tables() {
-    let out = run(&["demo", "-t", "1"]);
-    let s = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{s}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for needle in [
-        "== TCP",
-        "Tx rate",
-        "== UDP",
-        "jitter us",
-        "round-trip time (us)",
-        "maximum sustained zero-loss rate",
-        "demo done",
-    ] {
-        assert!(
-            s.contains(needle),
-            "'{needle}' missing from demo output:\n{s}"
-        );
-    }
-    // As root the demo runs across a router lab and removes it; otherwise on loopback.
-    // Either way it says which.
-    if lab::cmd::is_root() {
-        assert!(s.contains("across lab") && s.contains("removed."), "{s}");
-    } else {
-        assert!(s.contains("loopback server"), "{s}");
-    }
-}
-
-#[test]
-fn demo_on_loopback_when_asked() {
-    let out = run(&["demo", "-t", "1", "--loopback", "-J"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    assert_eq!(v["command"], "demo");
-    assert_eq!(
-        v["runs"].as_array().map(Vec::len),
-        Some(4),
-        "TCP, UDP, latency, sweep"
-    );
-    assert!(v["params"]["server"]
-        .as_str()
-        .unwrap()
-        .starts_with("127.0.0.1:"));
-}
-
-#[test]
 fn rfc2544_over_udp_through_a_server() {
     // At a nominal 10 Mbit/s line rate loopback forwards everything: each size's
     // throughput is the line rate, found by the first trial; latency comes from the

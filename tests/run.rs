@@ -142,10 +142,22 @@ fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
         md.contains("| plan | latency_p50 at 64 B of pingpong (t3) | FAIL |"),
         "{md}"
     );
-    // Every number in the tables is a number of results.json as shown (scaled to Mbit/s,
-    // %, or kept), or line-rate arithmetic on them (RFC 2544 theoretical and efficiency).
+    numbers_come_from_results(&md, &results);
+    // Re-rendered from results.json alone, the Markdown is the same.
+    let again = run(&["report", dir.join("results.json").to_str().unwrap()]);
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stdout), md);
+    // Chromium opens the HTML report without console errors and takes a screenshot.
+    chromium_renders(&dir.join("report.html"), &dir.join("report.png"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every number in report.md's tables is a number of results.json as shown (scaled to
+/// Mbit/s or %, or kept), or line-rate arithmetic on them (RFC 2544 theoretical rate and
+/// efficiency).
+fn numbers_come_from_results(md: &str, results: &serde_json::Value) {
     let mut nums = Vec::new();
-    json_numbers(&results, &mut nums);
+    json_numbers(results, &mut nums);
     let mut shown: BTreeSet<String> = BTreeSet::new();
     for v in &nums {
         for scaled in [*v, v / 1e6, v * 100.0] {
@@ -171,7 +183,7 @@ fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
             }
         }
     }
-    let cells = numeric_cells(&md);
+    let cells = numeric_cells(md);
     assert!(cells.len() > 20, "{cells:?}");
     for c in cells {
         assert!(
@@ -179,13 +191,6 @@ fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
             "report.md shows {c}, which results.json does not hold"
         );
     }
-    // Re-rendered from results.json alone, the Markdown is the same.
-    let again = run(&["report", dir.join("results.json").to_str().unwrap()]);
-    assert!(again.status.success());
-    assert_eq!(String::from_utf8_lossy(&again.stdout), md);
-    // Chromium opens the HTML report without console errors and takes a screenshot.
-    chromium_renders(&dir.join("report.html"), &dir.join("report.png"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn chromium_renders(html: &Path, png: &Path) {
@@ -286,5 +291,72 @@ fn bad_plans_fail_before_anything_runs() {
         assert_fails(&out, 2, want);
         assert!(!dir.join("o").exists(), "nothing was written for a bad plan");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `wirebench demo` end to end: as root the whole story (FRER lab with path loss, shaper
+/// profile, FRER overhead), otherwise on loopback; every section and chart of its kind is
+/// there and every number traces back to results.json.
+#[test]
+fn demo_writes_the_whole_report() {
+    let dir = out_dir("demo");
+    let root = lab::cmd::is_root();
+    let started = std::time::Instant::now();
+    let out = run(&["demo", "--out", dir.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "the demo took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        stdout.contains("report.html"),
+        "it says where the report is: {stdout}"
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let mut sections = vec![
+        "## Summary of key findings",
+        "## Tests and methods",
+        "## Throughput",
+        "## Zero-loss sweep",
+        "## Throughput by frame size (RFC 2544)",
+        "## Latency by frame size",
+        "## Standards and threshold compliance",
+        "## Test environment",
+    ];
+    let mut charts = vec![
+        "throughput against offered load",
+        "latency by frame size",
+        "latency CDF",
+    ];
+    if root {
+        sections.extend([
+            "## Multi-stream profile",
+            "## Overhead against a control group (FRER)",
+        ]);
+        charts.push("FRER overhead");
+    } else {
+        eprintln!("not root: the demo ran its loopback plan (the lab parts need root)");
+    }
+    for s in sections {
+        assert!(md.contains(s), "{s} missing from the demo report");
+    }
+    for c in charts {
+        assert!(html.contains(c), "chart '{c}' missing from report.html");
+    }
+    assert!(results["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["status"] == "done"));
+    numbers_come_from_results(&md, &results);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -627,11 +627,21 @@ fn findings(c: &Campaign) -> Vec<String> {
         }
         if let Some(p) = &r.profile {
             let lost = p.total_sent.saturating_sub(p.total_received);
+            let judged: Vec<bool> = p.rows.iter().filter_map(|x| x.passed).collect();
             parts.push(format!(
-                "{} streams, {} of {} frames lost",
+                "{} streams, {} of {} frames lost{}",
                 p.rows.len(),
                 lost,
-                p.total_sent
+                p.total_sent,
+                if judged.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; {} of {} streams met their expected rate",
+                        judged.iter().filter(|x| **x).count(),
+                        judged.len()
+                    )
+                }
             ));
         }
         if let Some(f) = &r.frer {
