@@ -66,6 +66,21 @@ pub enum Command {
     Run(RunArgs),
     /// Render the reports of a run again from its results.json.
     Report(ReportArgs),
+    /// Two runs side by side (results.json of `run`, or any command's -J output): every
+    /// figure both measured, the difference and the overhead of B against A in % (e.g. FRER
+    /// against a control group).
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The reference run (A).
+    pub a: PathBuf,
+    /// The run compared with it (B).
+    pub b: PathBuf,
+    /// Print the rows as JSON.
+    #[arg(short = 'J', long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

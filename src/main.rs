@@ -48,6 +48,7 @@ fn main() -> ExitCode {
         cli::Command::Frer(a) => frercmd::frer(a),
         cli::Command::Run(a) => runcmd::run(a),
         cli::Command::Report(a) => runcmd::report(a),
+        cli::Command::Compare(a) => runcmd::compare(a),
         cli::Command::Lab(a) => match labcmd::lab(a) {
             Ok(code) => return code,
             Err(e) => Err(e),

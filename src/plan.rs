@@ -820,6 +820,26 @@ max = "300us"
     }
 
     #[test]
+    fn every_example_plan_parses() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !(name.starts_with("plan-") && name.ends_with(".toml")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path)
+                .unwrap()
+                .replace("{dir}", "/tmp");
+            let p = Plan::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!p.tests.is_empty(), "{name}");
+            n += 1;
+        }
+        assert!(n >= 8, "{n} example plans");
+    }
+
+    #[test]
     fn bad_plans_name_the_field_and_line() {
         let cases: &[(&str, &str)] = &[
             ("[[test]]\nkind = \"client\"\n", "no [target]"),

@@ -275,6 +275,67 @@ fn interface_facts(setup: &Setup) -> Vec<InterfaceFacts> {
     out
 }
 
+/// The counters of a lab's FRER relays (split replicates, merge eliminates), if it has them.
+fn relay_states(lab: &str) -> Option<[lab::frer::relay::RelayCounters; 2]> {
+    let read = |node: &str| {
+        lab::frer::process::RelayState::read(
+            &lab::managed::run_dir(lab).join(format!("{node}.relay.json")),
+        )
+        .ok()
+        .map(|s| s.counters)
+    };
+    Some([read("split")?, read("merge")?])
+}
+
+/// What each path carried between two snapshots of the relays, per stream one relay
+/// replicates and the other eliminates.
+fn frer_paths(
+    before: &[lab::frer::relay::RelayCounters; 2],
+    after: &[lab::frer::relay::RelayCounters; 2],
+) -> Vec<engine::results::campaign::FrerPathRow> {
+    let mut out = Vec::new();
+    // Split replicates toward the listener and merge eliminates; the other way round back.
+    for (r, e) in [(0, 1), (1, 0)] {
+        for st in &after[r].streams {
+            let Some(rep) = &st.replication else { continue };
+            let rep_before = before[r]
+                .streams
+                .iter()
+                .find(|s| s.name == st.name)
+                .and_then(|s| s.replication.as_ref())
+                .map_or(0, |r| r.frames);
+            let sent = rep.frames - rep_before;
+            let elim = |c: &lab::frer::relay::RelayCounters| {
+                c.streams
+                    .iter()
+                    .find(|s| s.name == st.name)
+                    .and_then(|s| s.elimination.clone())
+            };
+            let (Some(e1), e0) = (elim(&after[e]), elim(&before[e])) else {
+                continue;
+            };
+            let passed: u64 = e1.paths.iter().map(|p| p.passed).sum::<u64>()
+                - e0.as_ref()
+                    .map_or(0, |e| e.paths.iter().map(|p| p.passed).sum());
+            for p in &e1.paths {
+                let b = e0
+                    .as_ref()
+                    .and_then(|e| e.paths.iter().find(|q| q.port == p.port));
+                out.push(engine::results::campaign::FrerPathRow {
+                    stream: st.name.clone(),
+                    path: p.port.clone(),
+                    sent,
+                    received: p.received - b.map_or(0, |q| q.received),
+                    first: p.passed - b.map_or(0, |q| q.passed),
+                    passed,
+                });
+            }
+        }
+    }
+    out.retain(|r| r.sent > 0);
+    out
+}
+
 fn write_results(dir: &Path, c: &Campaign) -> Result<()> {
     lab::managed::write_json_atomic(&dir.join("results.json"), c)
         .with_context(|| format!("writing {}", dir.join("results.json").display()))
@@ -358,6 +419,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
                 error: None,
                 duration_s: 0.0,
                 result: None,
+                frer_paths: vec![],
             })
             .collect(),
         verdicts: vec![],
@@ -426,9 +488,17 @@ pub fn run(a: &RunArgs) -> Result<()> {
         entry.command = format!("wirebench {}", argv[1..].join(" "));
         entry.node = node;
         bar.suspend(|| eprintln!("[{}] {}: {}", entry.id, t.name, entry.command));
+        let relays_before = setup.lab.as_deref().and_then(relay_states);
         let started = Instant::now();
         let out = run_child(&program, &args, &stop);
         entry.duration_s = started.elapsed().as_secs_f64();
+        if let (Some(before), Some(lab)) = (&relays_before, setup.lab.as_deref()) {
+            // The relays publish every 200 ms.
+            std::thread::sleep(Duration::from_millis(400));
+            if let Some(after) = relay_states(lab) {
+                entry.frer_paths = frer_paths(before, &after);
+            }
+        }
         match out {
             Ok(o) if o.status.success() || o.status.code() == Some(3) => {
                 match serde_json::from_slice::<RunResult>(&o.stdout) {
@@ -583,6 +653,61 @@ pub fn report(a: &crate::cli::ReportArgs) -> Result<()> {
         (other, None) => {
             return Err(UsageError(format!("--format {other}: use md, html or csv")).into())
         }
+    }
+    Ok(())
+}
+
+/// `wirebench compare A.json B.json`.
+pub fn compare(a: &crate::cli::CompareArgs) -> Result<()> {
+    let read = |p: &Path| -> Result<Campaign> {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| UsageError(format!("cannot read {}: {e}", p.display())))?;
+        Ok(report::campaign::load_any(&text)
+            .map_err(|e| UsageError(format!("{}: {e}", p.display())))?)
+    };
+    let (ca, cb) = (read(&a.a)?, read(&a.b)?);
+    if a.json {
+        let rows = report::campaign::compare_rows(&ca, &cb);
+        let keys = [
+            "test",
+            "figure",
+            "unit",
+            "a",
+            "b",
+            "difference",
+            "overhead_percent",
+        ];
+        let doc: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::Value::Object(
+                    keys.iter()
+                        .zip(r)
+                        .map(|(k, v)| {
+                            let val = v
+                                .trim_start_matches('+')
+                                .parse::<f64>()
+                                .ok()
+                                .and_then(serde_json::Number::from_f64)
+                                .map(serde_json::Value::Number)
+                                .unwrap_or_else(|| serde_json::Value::String(v.clone()));
+                            ((*k).to_owned(), val)
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!(
+            "{}",
+            report::campaign::compare_markdown(
+                &ca,
+                &cb,
+                &a.a.display().to_string(),
+                &a.b.display().to_string()
+            )
+        );
     }
     Ok(())
 }

@@ -183,6 +183,21 @@ fn numbers_come_from_results(md: &str, results: &serde_json::Value) {
             }
         }
     }
+    // FRER per path: loss and first-delivery shares of the relays' counts.
+    for t in results["tests"].as_array().unwrap() {
+        for p in t["frer_paths"].as_array().into_iter().flatten() {
+            let n = |k: &str| p[k].as_f64().unwrap_or(0.0);
+            if n("sent") > 0.0 {
+                shown.insert(format!(
+                    "{:.3}",
+                    (n("sent") - n("received")) / n("sent") * 100.0
+                ));
+            }
+            if n("passed") > 0.0 {
+                shown.insert(format!("{:.1}", n("first") / n("passed") * 100.0));
+            }
+        }
+    }
     let cells = numeric_cells(md);
     assert!(cells.len() > 20, "{cells:?}");
     for c in cells {
@@ -341,8 +356,9 @@ fn demo_writes_the_whole_report() {
         sections.extend([
             "## Multi-stream profile",
             "## Overhead against a control group (FRER)",
+            "## FRER per path",
         ]);
-        charts.push("FRER overhead");
+        charts.extend(["FRER overhead", "FRER per-path loss"]);
     } else {
         eprintln!("not root: the demo ran its loopback plan (the lab parts need root)");
     }

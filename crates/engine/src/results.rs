@@ -766,6 +766,28 @@ pub mod campaign {
         /// The command's own result document.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub result: Option<RunResult>,
+        /// In a lab with FRER relays: what each path carried during the test, from the
+        /// relays' own counters.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub frer_paths: Vec<FrerPathRow>,
+    }
+
+    /// One path of one FRER stream during a test, from the relays' counters: frames the
+    /// replicating relay sent onto it, frames the eliminating relay received from it.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct FrerPathRow {
+        /// Stream name (`to-listener`).
+        pub stream: String,
+        /// Path: the eliminating relay's in-port (`eth1` = path A).
+        pub path: String,
+        /// Frames replicated onto it.
+        pub sent: u64,
+        /// Frames that arrived over it.
+        pub received: u64,
+        /// Frames it delivered first (the eliminator passed its copy).
+        pub first: u64,
+        /// Frames passed by the eliminator in all (every path).
+        pub passed: u64,
     }
 
     /// A campaign.

@@ -487,6 +487,45 @@ pub fn tables(c: &Campaign) -> Vec<Table> {
         });
     }
 
+    let mut paths = Vec::new();
+    for t in &c.tests {
+        for p in &t.frer_paths {
+            paths.push(vec![
+                t.id.clone(),
+                p.stream.clone(),
+                p.path.clone(),
+                p.sent.to_string(),
+                p.received.to_string(),
+                format!(
+                    "{:.3}",
+                    (p.sent.saturating_sub(p.received)) as f64 / p.sent.max(1) as f64 * 100.0
+                ),
+                p.first.to_string(),
+                opt((p.passed > 0).then_some(()), |()| {
+                    format!("{:.1}", p.first as f64 / p.passed as f64 * 100.0)
+                }),
+            ]);
+        }
+    }
+    if !paths.is_empty() {
+        out.push(Table {
+            name: "frer_paths",
+            title: "FRER per path",
+            intro: "What each path carried during each test, from the FRER relays' own counters: frames replicated onto it, frames that arrived over it, and how often its copy was the one passed.".into(),
+            headers: vec![
+                ("source", L),
+                ("stream", L),
+                ("path port", L),
+                ("sent", R),
+                ("received", R),
+                ("path loss %", R),
+                ("first", R),
+                ("first %", R),
+            ],
+            rows: paths,
+        });
+    }
+
     let mut comp: Vec<Vec<String>> = c
         .verdicts
         .iter()
@@ -853,6 +892,46 @@ fn html_table(t: &Table) -> String {
 /// The charts the results allow, as (title, SVG).
 pub fn charts(c: &Campaign) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    // FRER per-path loss, per test that ran through the relays.
+    let with_paths: Vec<&TestEntry> = c
+        .tests
+        .iter()
+        .filter(|t| !t.frer_paths.is_empty())
+        .collect();
+    if !with_paths.is_empty() {
+        let mut names: Vec<String> = Vec::new();
+        for t in &with_paths {
+            for p in &t.frer_paths {
+                let n = format!("{} {}", p.stream, p.path);
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        let cats: Vec<String> = with_paths.iter().map(|t| t.id.clone()).collect();
+        let series: Vec<(String, Vec<Option<f64>>)> = names
+            .iter()
+            .map(|n| {
+                let vals = with_paths
+                    .iter()
+                    .map(|t| {
+                        t.frer_paths
+                            .iter()
+                            .find(|p| &format!("{} {}", p.stream, p.path) == n)
+                            .filter(|p| p.sent > 0)
+                            .map(|p| {
+                                p.sent.saturating_sub(p.received) as f64 / p.sent as f64 * 100.0
+                            })
+                    })
+                    .collect();
+                (n.clone(), vals)
+            })
+            .collect();
+        out.push((
+            "FRER per-path loss".into(),
+            svg::bars("FRER per-path loss by test, %", "%", &cats, &series),
+        ));
+    }
     // Throughput and loss against offered load: sweeps and RFC 2544 loss steps.
     for (t, r) in done(c) {
         if let Some(s) = &r.sweep {
@@ -1130,5 +1209,191 @@ pub fn html(c: &Campaign) -> String {
         s.push('\n');
     }
     s.push_str("</body></html>\n");
+    s
+}
+
+/// Reads a campaign, or a single command's result document (`wirebench client -J`), which
+/// becomes a campaign of one test.
+///
+/// # Errors
+/// Neither kind of document.
+pub fn load_any(text: &str) -> Result<Campaign, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if v.get("schema").and_then(|s| s.as_str()) == Some(engine::results::SCHEMA) {
+        let r: RunResult =
+            serde_json::from_value(v).map_err(|e| format!("not a result document: {e}"))?;
+        return Ok(Campaign {
+            schema: SCHEMA.into(),
+            title: r.command.clone(),
+            description: None,
+            metadata: Default::default(),
+            target: String::new(),
+            plan_file: String::new(),
+            started_at: r.started_at.clone(),
+            finished_at: None,
+            environment: r.environment.clone(),
+            interfaces: vec![],
+            tests: vec![TestEntry {
+                id: "t1".into(),
+                name: r.command.clone(),
+                kind: r.command.clone(),
+                command: format!("wirebench {}", r.command),
+                node: String::new(),
+                status: TestStatus::Done,
+                error: None,
+                duration_s: 0.0,
+                result: Some(r),
+                frer_paths: vec![],
+            }],
+            verdicts: vec![],
+            stopped: None,
+        });
+    }
+    load(text)
+}
+
+/// One figure of a test, for comparisons: (label, unit, value, higher is better).
+pub fn key_figures(r: &RunResult) -> Vec<(String, &'static str, f64, bool)> {
+    let mut out = Vec::new();
+    if let Some(s) = &r.summary {
+        if let Some(b) = s.received_bps {
+            out.push(("received".into(), "Mbit/s", b / 1e6, true));
+        }
+        if let Some(l) = s.loss_ratio {
+            out.push(("loss".into(), "%", l * 100.0, false));
+        }
+        if let Some(l) = &s.latency_us {
+            out.push(("latency p50".into(), "us", l.p50, false));
+            out.push(("latency p99".into(), "us", l.p99, false));
+            out.push(("latency p99.9".into(), "us", l.p999, false));
+        }
+    }
+    if let Some(z) = r.sweep.as_ref().and_then(|s| s.max_zero_loss_bps) {
+        out.push(("highest zero-loss rate".into(), "Mbit/s", z / 1e6, true));
+    }
+    for row in r.latency.iter().flatten() {
+        out.push((
+            format!("{} B round trip p50", row.size),
+            "us",
+            row.rtt_us.p50,
+            false,
+        ));
+        out.push((
+            format!("{} B round trip p99", row.size),
+            "us",
+            row.rtt_us.p99,
+            false,
+        ));
+    }
+    if let Some(x) = &r.rfc2544 {
+        for row in &x.throughput {
+            if let Some(f) = row.fps {
+                out.push((format!("{} B throughput", row.frame_len), "fps", f, true));
+            }
+        }
+        for row in &x.latency {
+            if let Some(s) = &row.summary {
+                out.push((
+                    format!("{} B latency p50", row.frame_len),
+                    "us",
+                    s.p50_us,
+                    false,
+                ));
+                out.push((
+                    format!("{} B latency p99.9", row.frame_len),
+                    "us",
+                    s.p999_us,
+                    false,
+                ));
+            }
+        }
+    }
+    if let Some(p) = &r.profile {
+        for row in &p.rows {
+            out.push((
+                format!("stream {} received", row.name),
+                "Mbit/s",
+                row.received_l2_bps / 1e6,
+                true,
+            ));
+        }
+    }
+    if let Some(f) = &r.frer {
+        for row in &f.rows {
+            out.push((
+                format!("{} (FRER)", row.metric),
+                "",
+                row.frer,
+                row.unit == "Mbit/s",
+            ));
+        }
+    }
+    out
+}
+
+/// Two runs side by side: every figure both measured, in the same test (by name, else by
+/// position and kind), with the difference and the overhead of B against A (positive: B is
+/// worse: less throughput, more loss or latency). Rows: test, figure, unit, A, B, B − A,
+/// overhead %.
+pub fn compare_rows(a: &Campaign, b: &Campaign) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for (i, ta) in a.tests.iter().enumerate() {
+        let tb = b
+            .tests
+            .iter()
+            .find(|t| t.name == ta.name)
+            .or_else(|| b.tests.get(i).filter(|t| t.kind == ta.kind));
+        let (Some(ra), Some(rb)) = (ta.result.as_ref(), tb.and_then(|t| t.result.as_ref())) else {
+            continue;
+        };
+        let fb = key_figures(rb);
+        for (label, unit, va, higher) in key_figures(ra) {
+            let Some((_, _, vb, _)) = fb.iter().find(|f| f.0 == label) else {
+                continue;
+            };
+            let over = (va != 0.0).then(|| {
+                let d = if higher { va - vb } else { vb - va };
+                d / va.abs() * 100.0
+            });
+            rows.push(vec![
+                ta.name.clone(),
+                label,
+                unit.to_owned(),
+                format!("{va:.2}"),
+                format!("{vb:.2}"),
+                format!("{:+.2}", vb - va),
+                opt(over, |o| format!("{o:+.1}")),
+            ]);
+        }
+    }
+    rows
+}
+
+/// [`compare_rows`] as a Markdown report.
+pub fn compare_markdown(a: &Campaign, b: &Campaign, a_name: &str, b_name: &str) -> String {
+    let t = Table {
+        name: "compare",
+        title: "Comparison",
+        intro: String::new(),
+        headers: vec![
+            ("test", Align::Left),
+            ("figure", Align::Left),
+            ("unit", Align::Left),
+            ("A", Align::Right),
+            ("B", Align::Right),
+            ("B - A", Align::Right),
+            ("overhead of B %", Align::Right),
+        ],
+        rows: compare_rows(a, b),
+    };
+    let mut s = format!(
+        "# {} (A) against {} (B)\n\nA: {a_name}, {} ({})\nB: {b_name}, {} ({})\n\nOverhead of B: what B costs against A in % of A (less throughput, more loss or latency is positive).\n\n",
+        a.title, b.title, a.started_at, a.target, b.started_at, b.target
+    );
+    if t.rows.is_empty() {
+        s.push_str("No figure was measured in both runs.\n");
+    } else {
+        s.push_str(&md_table(&t));
+    }
     s
 }

@@ -76,6 +76,7 @@ fn markdown_is_stable_and_has_every_section() {
         "## Latency by frame size",
         "## Loss against offered load",
         "## Overhead against a control group (FRER)",
+        "## FRER per path",
         "## Standards and threshold compliance",
         "## Test environment",
         "## Test details",
@@ -86,11 +87,14 @@ fn markdown_is_stable_and_has_every_section() {
         md.contains("| plan | loss of UDP 20 kpps (t7) | FAIL |"),
         "a failed threshold shows"
     );
-    assert!(md.contains("1 of 4 thresholds FAILED"));
-    assert!(
-        md.contains("generator limited at"),
-        "generator limits are shown"
-    );
+    assert!(md.contains("1 of 8 thresholds FAILED"));
+    // A generator-limited result is marked as such, exactly when the results say so.
+    let capped = fixture()
+        .tests
+        .iter()
+        .filter_map(|t| t.result.as_ref()?.rfc2544.as_ref())
+        .any(|x| x.throughput.iter().any(|r| r.generator_cap_fps.is_some()));
+    assert_eq!(md.contains("generator limited at"), capped);
     snapshot("report.md", &md);
 }
 
@@ -108,6 +112,7 @@ fn csv_tables_are_stable() {
             "latency",
             "loss",
             "overhead",
+            "frer_paths",
             "compliance",
             "interfaces"
         ]
@@ -140,6 +145,7 @@ fn svg_charts_are_stable() {
     assert_eq!(
         titles,
         [
+            "FRER per-path loss",
             "t3: throughput against offered load",
             "t3: loss against offered load",
             "t5: frame loss rate",
@@ -159,4 +165,48 @@ fn svg_charts_are_stable() {
     assert!(!html.contains("<script"));
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
     assert_eq!(html.matches("<svg").count(), charts.len());
+}
+
+#[test]
+fn compare_puts_two_runs_side_by_side() {
+    let a = fixture();
+    let mut b = fixture();
+    // B received half of A's TCP throughput and saw twice its ping-pong latency.
+    let s = b.tests[0]
+        .result
+        .as_mut()
+        .unwrap()
+        .summary
+        .as_mut()
+        .unwrap();
+    let tcp = s.received_bps.unwrap();
+    s.received_bps = Some(tcp / 2.0);
+    let lat = b.tests[3]
+        .result
+        .as_mut()
+        .unwrap()
+        .latency
+        .as_mut()
+        .unwrap();
+    lat[0].rtt_us.p50 *= 2.0;
+    let rows = report::campaign::compare_rows(&a, &b);
+    let row = |test: &str, figure: &str| {
+        rows.iter()
+            .find(|r| r[0] == test && r[1] == figure)
+            .unwrap_or_else(|| panic!("{test} / {figure} missing"))
+            .clone()
+    };
+    let r = row(&a.tests[0].name, "received");
+    assert_eq!((r[2].as_str(), r[6].as_str()), ("Mbit/s", "+50.0"), "{r:?}");
+    let r = row(&a.tests[3].name, "64 B round trip p50");
+    assert_eq!(r[6], "+100.0", "{r:?}");
+    // What did not change costs nothing.
+    let r = row(&a.tests[2].name, "highest zero-loss rate");
+    assert_eq!((r[5].as_str(), r[6].as_str()), ("+0.00", "+0.0"));
+    // A single command's -J document compares too.
+    let one = serde_json::to_string(a.tests[0].result.as_ref().unwrap()).unwrap();
+    let c = report::campaign::load_any(&one).unwrap();
+    assert_eq!(c.tests.len(), 1);
+    let md = report::campaign::compare_markdown(&c, &c, "a.json", "a.json");
+    assert!(md.contains("| client | received | Mbit/s |"), "{md}");
 }
