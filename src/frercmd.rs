@@ -63,21 +63,31 @@ fn run_in(lab: &str, node: &str, argv: &[&str]) -> Result<engine::results::RunRe
 }
 
 /// Frames the merge relay received on its path ports, and delivered to the listener.
-fn merge_frames(lab: &str) -> (u64, u64) {
+/// The merge relay's pid, frames received on its path ports and frames delivered to the
+/// listener; `None` when its state cannot be read.
+fn merge_frames(lab: &str) -> Option<(u32, u64, u64)> {
     let path = lab::managed::run_dir(lab).join("merge.relay.json");
     // The relay publishes every 200 ms.
     std::thread::sleep(Duration::from_millis(400));
-    RelayState::read(&path)
-        .map(|s| {
-            let port = |n: &str| s.counters.ports.iter().find(|p| p.name == n);
-            let inbound = ["eth1", "eth2"]
-                .iter()
-                .filter_map(|n| port(n))
-                .map(|p| p.received)
-                .sum();
-            (inbound, port("eth0").map_or(0, |p| p.sent))
-        })
-        .unwrap_or((0, 0))
+    let s = RelayState::read(&path).ok()?;
+    let port = |n: &str| s.counters.ports.iter().find(|p| p.name == n);
+    let inbound = ["eth1", "eth2"]
+        .iter()
+        .filter_map(|n| port(n))
+        .map(|p| p.received)
+        .sum();
+    Some((s.pid, inbound, port("eth0")?.sent))
+}
+
+/// Frames in per frame delivered between two snapshots of the same relay process; `None`
+/// when a snapshot is missing, the relay restarted, or nothing was delivered.
+fn per_delivered(before: Option<(u32, u64, u64)>, after: Option<(u32, u64, u64)>) -> Option<f64> {
+    let ((p0, i0, o0), (p1, i1, o1)) = (before?, after?);
+    if p0 != p1 {
+        return None;
+    }
+    let (inb, out) = (i1.checked_sub(i0)?, o1.checked_sub(o0)?);
+    (out > 0).then(|| inb as f64 / out as f64)
 }
 
 /// One group's measurements: TCP, UDP, latency, and the merge relay's frames per frame
@@ -87,7 +97,7 @@ struct Group {
     udp: engine::results::RunResult,
     latency: engine::results::RunResult,
     /// Frames in on the path ports per frame delivered, during (TCP, UDP, latency).
-    per_delivered: [f64; 3],
+    per_delivered: [Option<f64>; 3],
 }
 
 fn measure(name: &str, plain: bool, a: &FrerCompareArgs) -> Result<Group> {
@@ -125,16 +135,11 @@ fn measure(name: &str, plain: bool, a: &FrerCompareArgs) -> Result<Group> {
     let t = format!("{}", a.time);
     let len = a.length.to_string();
     let result = (|| {
-        let mut per = [0.0; 3];
+        let mut per = [None; 3];
         let mut before = merge_frames(name);
         let mut step = |i: usize| {
             let now = merge_frames(name);
-            let (inb, out) = (now.0 - before.0, now.1 - before.1);
-            per[i] = if out == 0 {
-                0.0
-            } else {
-                inb as f64 / out as f64
-            };
+            per[i] = per_delivered(before, now);
             before = now;
         };
         let tcp = run_in(name, "talker", &["client", "198.18.30.2", "-t", &t, "-J"])?;
@@ -188,39 +193,40 @@ fn compare(a: &FrerCompareArgs) -> Result<()> {
     let control = measure(&format!("{}c", a.name), true, a)?;
     eprintln!("FRER: relays replicate onto both paths and eliminate ...");
     let frer = measure(&format!("{}f", a.name), false, a)?;
+    // A figure a run did not produce stays absent: no overhead is computed from it.
     let rx = |r: &engine::results::RunResult| {
         r.summary
             .as_ref()
             .and_then(|s| s.received_bps)
-            .unwrap_or(0.0)
-            / 1e6
+            .map(|b| b / 1e6)
     };
     let loss = |r: &engine::results::RunResult| {
-        r.summary.as_ref().and_then(|s| s.loss_ratio).unwrap_or(0.0) * 100.0
+        r.summary
+            .as_ref()
+            .and_then(|s| s.loss_ratio)
+            .map(|l| l * 100.0)
     };
     let lat = |r: &engine::results::RunResult, q: fn(&engine::results::LatencyUs) -> f64| {
         r.latency
             .as_ref()
             .and_then(|rows| rows.first())
             .map(|row| q(&row.rtt_us))
-            .unwrap_or(0.0)
     };
     // Overhead: what FRER costs in % of the control (less throughput, more latency).
-    let cost = |control: f64, frer: f64, higher_is_better: bool| {
-        (control != 0.0).then(|| {
-            let d = if higher_is_better {
-                control - frer
-            } else {
-                frer - control
-            };
-            d / control * 100.0
+    let cost = |control: Option<f64>, frer: Option<f64>, higher_is_better: bool| {
+        let (c, f) = (control?, frer?);
+        (c != 0.0).then(|| {
+            let d = if higher_is_better { c - f } else { f - c };
+            d / c * 100.0
         })
     };
     let tag_pct = 6.0 / (f64::from(a.length) + 28.0 + 14.0 + 4.0 + 6.0) * 100.0;
     let work = |i: usize| {
+        let show = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
         format!(
-            "merge relay: {:.2} frames in per frame delivered (control {:.2}): every frame crosses both paths",
-            frer.per_delivered[i], control.per_delivered[i]
+            "merge relay: {} frames in per frame delivered (control {}): every frame crosses both paths",
+            show(frer.per_delivered[i]),
+            show(control.per_delivered[i])
         )
     };
     let mut rows = vec![
@@ -338,10 +344,25 @@ fn analyze(a: &FrerAnalyzeArgs) -> Result<()> {
     )?;
     let mut arrivals = Vec::new();
     let mut notes = Vec::new();
+    // A path that hit the limit stopped at its own point: per stream, every path is cut at
+    // the lowest number a truncated path still kept, so no path looks as if it missed
+    // what was only not kept.
+    let mut cut: std::collections::BTreeMap<(u16, u8), u64> = Default::default();
+    for c in caps.iter().filter(|c| c.truncated) {
+        let mut last: std::collections::BTreeMap<(u16, u8), u64> = Default::default();
+        for x in &c.arrivals {
+            let e = last.entry((x.test_id, x.stream_id)).or_insert(x.seq);
+            *e = (*e).max(x.seq);
+        }
+        for (k, v) in last {
+            let e = cut.entry(k).or_insert(v);
+            *e = (*e).min(v);
+        }
+    }
     for (label, c) in a.rx.iter().zip(&caps) {
         if c.truncated {
             notes.push(format!(
-                "{label}: stopped keeping frames after {CAPTURE_LIMIT}: the analysis covers the start of the test only"
+                "{label}: stopped keeping frames after {CAPTURE_LIMIT}: every path is analysed up to the last number all of them kept"
             ));
         }
         if c.kernel_drops > 0 {
@@ -352,7 +373,10 @@ fn analyze(a: &FrerAnalyzeArgs) -> Result<()> {
         }
     }
     for c in caps.iter() {
-        arrivals.extend_from_slice(&c.arrivals);
+        arrivals.extend(c.arrivals.iter().filter(|x| {
+            cut.get(&(x.test_id, x.stream_id))
+                .is_none_or(|&limit| x.seq <= limit)
+        }));
     }
     let streams = engine::stats::paths::analyze(&mut arrivals, &a.rx);
     if a.json {
@@ -558,8 +582,10 @@ fn relay(a: &FrerRelayArgs) -> Result<()> {
         config_from_flags(a).map_err(usage)?
     };
     if let Some(t) = a.time {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(usage(format!("-t {t}: give a positive number of seconds")));
+        if !(t.is_finite() && t > 0.0 && t <= 1e9) {
+            return Err(usage(format!(
+                "-t {t}: give a number of seconds above 0 (at most 1e9)"
+            )));
         }
     }
     if lab::frer::config::RelayConfig::ports(&cfg).is_empty() {
@@ -753,7 +779,7 @@ pub fn render_state(label: &str, s: &RelayState) -> String {
                 r.discarded.to_string(),
                 r.out_of_order.to_string(),
                 r.rogue.to_string(),
-                (r.lost - r.lost_before_first).to_string(),
+                r.lost.saturating_sub(r.lost_before_first).to_string(),
                 r.tagless.to_string(),
                 r.resets.to_string(),
                 e.latent_errors

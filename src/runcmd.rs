@@ -275,24 +275,30 @@ fn interface_facts(setup: &Setup) -> Vec<InterfaceFacts> {
     out
 }
 
-/// The counters of a lab's FRER relays (split replicates, merge eliminates), if it has them.
-fn relay_states(lab: &str) -> Option<[lab::frer::relay::RelayCounters; 2]> {
+/// The pids and counters of a lab's FRER relays (split, merge), if it has them.
+fn relay_states(lab: &str) -> Option<[(u32, lab::frer::relay::RelayCounters); 2]> {
     let read = |node: &str| {
         lab::frer::process::RelayState::read(
             &lab::managed::run_dir(lab).join(format!("{node}.relay.json")),
         )
         .ok()
-        .map(|s| s.counters)
+        .map(|s| (s.pid, s.counters))
     };
     Some([read("split")?, read("merge")?])
 }
 
 /// What each path carried between two snapshots of the relays, per stream one relay
-/// replicates and the other eliminates.
+/// replicates and the other eliminates. Nothing when a relay restarted in between (its
+/// counters started again) or a counter went backwards.
 fn frer_paths(
-    before: &[lab::frer::relay::RelayCounters; 2],
-    after: &[lab::frer::relay::RelayCounters; 2],
+    before: &[(u32, lab::frer::relay::RelayCounters); 2],
+    after: &[(u32, lab::frer::relay::RelayCounters); 2],
 ) -> Vec<engine::results::campaign::FrerPathRow> {
+    if before[0].0 != after[0].0 || before[1].0 != after[1].0 {
+        return vec![];
+    }
+    let before = [&before[0].1, &before[1].1];
+    let after = [&after[0].1, &after[1].1];
     let mut out = Vec::new();
     // Split replicates toward the listener and merge eliminates; the other way round back.
     for (r, e) in [(0, 1), (1, 0)] {
@@ -304,29 +310,46 @@ fn frer_paths(
                 .find(|s| s.name == st.name)
                 .and_then(|s| s.replication.as_ref())
                 .map_or(0, |r| r.frames);
-            let sent = rep.frames - rep_before;
+            let Some(sent) = rep.frames.checked_sub(rep_before) else {
+                return vec![];
+            };
             let elim = |c: &lab::frer::relay::RelayCounters| {
                 c.streams
                     .iter()
                     .find(|s| s.name == st.name)
                     .and_then(|s| s.elimination.clone())
             };
-            let (Some(e1), e0) = (elim(&after[e]), elim(&before[e])) else {
+            let (Some(e1), e0) = (elim(after[e]), elim(before[e])) else {
                 continue;
             };
-            let passed: u64 = e1.paths.iter().map(|p| p.passed).sum::<u64>()
-                - e0.as_ref()
-                    .map_or(0, |e| e.paths.iter().map(|p| p.passed).sum());
+            let passed_before: u64 = e0
+                .as_ref()
+                .map_or(0, |e| e.paths.iter().map(|p| p.passed).sum());
+            let Some(passed) = e1
+                .paths
+                .iter()
+                .map(|p| p.passed)
+                .sum::<u64>()
+                .checked_sub(passed_before)
+            else {
+                return vec![];
+            };
             for p in &e1.paths {
                 let b = e0
                     .as_ref()
                     .and_then(|e| e.paths.iter().find(|q| q.port == p.port));
+                let (Some(received), Some(first)) = (
+                    p.received.checked_sub(b.map_or(0, |q| q.received)),
+                    p.passed.checked_sub(b.map_or(0, |q| q.passed)),
+                ) else {
+                    return vec![];
+                };
                 out.push(engine::results::campaign::FrerPathRow {
                     stream: st.name.clone(),
                     path: p.port.clone(),
                     sent,
-                    received: p.received - b.map_or(0, |q| q.received),
-                    first: p.passed - b.map_or(0, |q| q.passed),
+                    received,
+                    first,
                     passed,
                 });
             }
@@ -620,11 +643,20 @@ fn run_child(
 }
 
 fn verdicts(plan: &Plan, c: &Campaign) -> Vec<engine::results::Verdict> {
-    let tests: Vec<(String, String, Option<&RunResult>)> = c
+    let tests: Vec<(String, String, String, Option<&RunResult>)> = c
         .tests
         .iter()
-        .filter(|t| t.status != TestStatus::NotRun || c.stopped.is_none())
-        .map(|t| (t.id.clone(), t.name.clone(), t.result.as_ref()))
+        // A test that has not run (yet, or because the run stopped) measured nothing; a
+        // threshold that names it fails as "no test measured it".
+        .filter(|t| t.status != TestStatus::NotRun)
+        .map(|t| {
+            (
+                t.id.clone(),
+                t.name.clone(),
+                t.kind.clone(),
+                t.result.as_ref(),
+            )
+        })
         .collect();
     evaluate(&plan.thresholds, &tests)
 }

@@ -374,5 +374,6 @@ fn demo_writes_the_whole_report() {
         .iter()
         .all(|t| t["status"] == "done"));
     numbers_come_from_results(&md, &results);
+    chromium_renders(&dir.join("report.html"), &dir.join("report.png"));
     let _ = std::fs::remove_dir_all(&dir);
 }

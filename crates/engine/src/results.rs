@@ -120,6 +120,9 @@ pub struct Environment {
     pub kernel: String,
     /// Online CPUs.
     pub cpus: usize,
+    /// CPU model (`/proc/cpuinfo` "model name"), when the kernel names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
     /// wirebench version.
     pub wirebench_version: String,
 }
@@ -133,6 +136,12 @@ impl Environment {
             cpus: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+            cpu_model: std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("model name"))
+                    .and_then(|rest| rest.split_once(':'))
+                    .map(|(_, m)| m.trim().to_owned())
+            }),
             wirebench_version: env!("CARGO_PKG_VERSION").to_owned(),
         }
     }
@@ -694,12 +703,15 @@ pub mod frer {
         pub metric: String,
         /// Unit of `control` and `frer` (`Mbit/s`, `us`, `%`).
         pub unit: String,
-        /// Measured through the control group.
-        pub control: f64,
-        /// Measured through the FRER network.
-        pub frer: f64,
+        /// Measured through the control group; absent when that run did not produce it.
+        #[serde(default)]
+        pub control: Option<f64>,
+        /// Measured through the FRER network; absent when that run did not produce it.
+        #[serde(default)]
+        pub frer: Option<f64>,
         /// The cost of FRER in % of the control value: a throughput that drops, or a
-        /// latency that grows, is a positive overhead. Absent when the control is 0.
+        /// latency that grows, is a positive overhead. Absent when either side is absent or
+        /// the control is 0.
         pub overhead_percent: Option<f64>,
         /// Why, from what was measured alongside (frames the relays handled, tag size).
         pub reason: String,

@@ -72,6 +72,7 @@ pub struct Counters {
     /// Of `lost`, numbers older than the first frame accepted after a reset: never
     /// expected, but counted by the literal algorithm (up to `history_length − 1` per
     /// reset). `lost − lost_before_first` is the loss a receiver would count.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub lost_before_first: u64,
     /// frerCpsSeqRcvyTaglessPackets (rx-tagless-pkts).
     pub tagless: u64,

@@ -35,7 +35,15 @@ pub fn load(text: &str) -> Result<Campaign, String> {
             )
         }
     }
-    serde_json::from_value(v).map_err(|e| format!("not a campaign document: {e}"))
+    let c: Campaign =
+        serde_json::from_value(v).map_err(|e| format!("not a campaign document: {e}"))?;
+    // Ids become anchors and links in the reports: only `t` and digits.
+    if let Some(t) = c.tests.iter().find(|t| {
+        !(t.id.len() > 1 && t.id.starts_with('t') && t.id[1..].bytes().all(|b| b.is_ascii_digit()))
+    }) {
+        return Err(format!("test id '{}' is not t1, t2, ...", t.id));
+    }
+    Ok(c)
 }
 
 /// Column alignment.
@@ -257,6 +265,9 @@ pub fn tables(c: &Campaign) -> Vec<Table> {
                 .verdicts
                 .iter()
                 .chain(&r.verdicts)
+                // Latency checks only: the plan's `latency_*` thresholds of this test, and
+                // the test's own `latency ...` limits.
+                .filter(|v| v.name.starts_with("latency"))
                 .filter(|v| {
                     v.name.contains(&format!("at {} B", row.frame_len))
                         || v.name.contains(&format!("at {} bytes", row.frame_len))
@@ -462,8 +473,8 @@ pub fn tables(c: &Campaign) -> Vec<Table> {
                 t.id.clone(),
                 row.metric.clone(),
                 row.unit.clone(),
-                format!("{:.2}", row.control),
-                format!("{:.2}", row.frer),
+                opt(row.control, |v| format!("{v:.2}")),
+                opt(row.frer, |v| format!("{v:.2}")),
                 opt(row.overhead_percent, |o| format!("{o:+.1}")),
                 row.reason.clone(),
             ]);
@@ -580,10 +591,15 @@ pub fn tables(c: &Campaign) -> Vec<Table> {
         name: "interfaces",
         title: "Test environment",
         intro: format!(
-            "Controller {} (Linux {}, {} CPUs), wirebench {}. Target: {}.",
+            "Controller {} (Linux {}, {} CPUs{}), wirebench {}. Target: {}. The backend of each test is in the tests table.",
             c.environment.hostname,
             c.environment.kernel,
             c.environment.cpus,
+            c.environment
+                .cpu_model
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default(),
             c.environment.wirebench_version,
             c.target
         ),
@@ -797,9 +813,10 @@ pub fn markdown(c: &Campaign) -> String {
                 TestStatus::Failed => "FAILED",
                 TestStatus::NotRun => "not run",
             },
-            opt(t.error.as_deref(), |e| format!(" ({e})"))
-                .replace("-", "")
-                .trim_end()
+            t.error
+                .as_deref()
+                .map(|e| format!(" ({})", md_escape(e)))
+                .unwrap_or_default()
         );
         if let Some(r) = &t.result {
             let _ = writeln!(
@@ -1076,12 +1093,17 @@ pub fn charts(c: &Campaign) -> Vec<(String, String)> {
             let over: Vec<Option<f64>> = f
                 .rows
                 .iter()
-                .map(|r| r.overhead_percent.map(|o| o.max(0.0)))
+                // Bars show costs; a negative overhead (FRER did better) has no bar, and
+                // the table has its value.
+                .map(|r| r.overhead_percent.filter(|o| *o > 0.0))
                 .collect();
             out.push((
                 format!("{}: FRER overhead", t.id),
                 svg::bars(
-                    &format!("FRER overhead against the control group, % ({})", t.id),
+                    &format!(
+                        "FRER overhead against the control group, % ({}; gains: see the table)",
+                        t.id
+                    ),
                     "%",
                     &cats
                         .iter()
@@ -1320,12 +1342,14 @@ pub fn key_figures(r: &RunResult) -> Vec<(String, &'static str, f64, bool)> {
     }
     if let Some(f) = &r.frer {
         for row in &f.rows {
-            out.push((
-                format!("{} (FRER)", row.metric),
-                "",
-                row.frer,
-                row.unit == "Mbit/s",
-            ));
+            if let Some(v) = row.frer {
+                out.push((
+                    format!("{} (FRER)", row.metric),
+                    "",
+                    v,
+                    row.unit == "Mbit/s",
+                ));
+            }
         }
     }
     out

@@ -23,7 +23,7 @@ fn esc(s: &str) -> String {
 
 /// A "nice" upper bound and step for an axis from 0 to `max`.
 fn nice(max: f64) -> (f64, f64) {
-    if !(max.is_finite() && max > 0.0) {
+    if !(max.is_finite() && max > 0.0 && max < 1e300) {
         return (1.0, 0.25);
     }
     let raw = max / 4.0;
@@ -33,7 +33,18 @@ fn nice(max: f64) -> (f64, f64) {
         .map(|m| m * mag)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * mag);
-    ((max / step).ceil() * step, step)
+    let top = (max / step).ceil() * step;
+    if top.is_finite() && step > 0.0 {
+        (top, step)
+    } else {
+        (1.0, 0.25)
+    }
+}
+
+/// The tick values 0, step, ... up to `max` (at most 20, whatever the data).
+fn ticks(max: f64, step: f64) -> impl Iterator<Item = f64> {
+    let n = (max / step).round().clamp(0.0, 20.0) as usize;
+    (0..=n).map(move |k| k as f64 * step)
 }
 
 fn label(v: f64) -> String {
@@ -69,8 +80,7 @@ fn frame(title: &str, x_label: &str, y_label: &str) -> String {
 
 fn y_axis(s: &mut String, y_max: f64, y_step: f64) {
     let plot_h = H - TOP - BOTTOM;
-    let mut v = 0.0;
-    while v <= y_max + y_step / 2.0 {
+    for v in ticks(y_max, y_step) {
         let y = TOP + plot_h - v / y_max * plot_h;
         let _ = write!(
             s,
@@ -81,7 +91,6 @@ fn y_axis(s: &mut String, y_max: f64, y_step: f64) {
             ty = y + 3.0,
             l = label(v),
         );
-        v += y_step;
     }
 }
 
@@ -124,8 +133,7 @@ pub fn lines(
     let py = |y: f64| TOP + plot_h - y / y_max * plot_h;
     let mut s = frame(title, x_label, y_label);
     y_axis(&mut s, y_max, y_step);
-    let mut v = 0.0;
-    while v <= x_max + x_step / 2.0 {
+    for v in ticks(x_max, x_step) {
         let _ = write!(
             s,
             "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{l}</text>",
@@ -133,7 +141,6 @@ pub fn lines(
             y = H - BOTTOM + 14.0,
             l = label(v),
         );
-        v += x_step;
     }
     for (i, (_, pts)) in series.iter().enumerate() {
         let c = COLOURS[i % COLOURS.len()];
@@ -272,6 +279,16 @@ pub fn heatmap(
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn absurd_values_still_draw_a_bounded_chart() {
+        for v in [f64::MAX, f64::INFINITY, f64::NAN, 1e305, -5.0] {
+            let s = lines("x", "x", "y", &[("s".into(), vec![(v, v)])]);
+            assert!(s.len() < 20_000, "{v}: {} bytes", s.len());
+            let b = bars("b", "y", &["c".into()], &[("s".into(), vec![Some(v)])]);
+            assert!(b.len() < 20_000);
+        }
+    }
 
     #[test]
     fn axes_are_nice() {

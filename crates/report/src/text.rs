@@ -657,10 +657,11 @@ pub fn frer_overhead(r: &RunResult) -> String {
     let Some(f) = &r.frer else {
         return facts(r);
     };
-    let num = |v: f64, unit: &str| match unit {
-        "us" => format!("{v:.1} us"),
-        "%" => format!("{v:.3} %"),
-        _ => format!("{v:.2} {unit}"),
+    let num = |v: Option<f64>, unit: &str| match (v, unit) {
+        (None, _) => "-".to_owned(),
+        (Some(v), "us") => format!("{v:.1} us"),
+        (Some(v), "%") => format!("{v:.3} %"),
+        (Some(v), _) => format!("{v:.2} {unit}"),
     };
     let rows: Vec<Vec<String>> = f
         .rows

@@ -44,7 +44,8 @@ pub struct PathStats {
     pub duplicates: u64,
     /// Numbers of the stream's observed range this path did not deliver.
     pub missing: u64,
-    /// Numbers this path delivered before every other path.
+    /// Numbers this path delivered before every other path (by kernel receive stamp;
+    /// copies without a stamp are not credited).
     pub first: u64,
     /// Frames that carried an R-TAG.
     pub rtagged: u64,
@@ -146,8 +147,11 @@ fn stream(a: &[Arrival], labels: &[String]) -> StreamPaths {
                 p.unique += 1;
             }
         }
-        if let Some(p) = s.paths.get_mut(usize::from(copies[0].path)) {
-            p.first += 1;
+        // First by kernel stamp; without a stamp no path is credited.
+        if copies[0].rx_ns.is_some() {
+            if let Some(p) = s.paths.get_mut(usize::from(copies[0].path)) {
+                p.first += 1;
+            }
         }
         let distinct_paths = seen.iter().filter(|&&b| b).count();
         if distinct_paths > 1 {
@@ -161,10 +165,12 @@ fn stream(a: &[Arrival], labels: &[String]) -> StreamPaths {
         k = e;
     }
     s.duplicates = s.received - s.unique;
-    let range = s.last_seq - s.first_seq + 1;
-    s.lost = range - s.unique;
+    // Sequence numbers come from the network: a stray one can stretch the range to the
+    // whole u64 space, so the arithmetic saturates instead of overflowing.
+    let range = (s.last_seq - s.first_seq).saturating_add(1);
+    s.lost = range.saturating_sub(s.unique);
     for p in &mut s.paths {
-        p.missing = range - p.unique;
+        p.missing = range.saturating_sub(p.unique);
     }
     firsts.sort_unstable();
     let mut max = None;
@@ -224,6 +230,23 @@ mod test {
         assert_eq!(a.first, 89);
         let skew = s.skew_us.unwrap();
         assert!(skew.max_us >= 0.4 && skew.p50_us <= 0.5, "{skew:?}");
+    }
+
+    #[test]
+    fn stray_numbers_and_missing_stamps_never_panic_or_invent() {
+        let mut v = vec![arr(0, 0, 1), arr(1, u64::MAX, 2)];
+        v.push(Arrival {
+            rx_ns: None,
+            ..arr(0, 5, 0)
+        });
+        v.push(Arrival {
+            rx_ns: None,
+            ..arr(1, 5, 0)
+        });
+        let r = analyze(&mut v, &["a".to_owned(), "b".to_owned()]);
+        assert_eq!(r[0].lost, u64::MAX - 3, "saturated, no overflow");
+        // Number 5 arrived on both paths without stamps: neither is credited first.
+        assert_eq!(r[0].paths[0].first + r[0].paths[1].first, 2);
     }
 
     #[test]
