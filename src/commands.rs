@@ -431,6 +431,7 @@ fn latency_result(
             rtt_us: LatencyUs::from_summary(LatencyKind::RoundTrip, &rtt),
             half_rtt_p50_us: rtt.p50_us / 2.0,
             mode: p.mode.clone(),
+            histogram: p.rtt_histogram.clone(),
         });
     }
     let params = serde_json::json!({ "server": cfg.server.to_string(), "sizes": sizes, "duration_s": time.as_secs_f64(), "spin": spin });

@@ -351,6 +351,7 @@ fn demo_writes_the_whole_report() {
         "throughput against offered load",
         "latency by frame size",
         "latency CDF",
+        "round-trip CDF",
     ];
     if root {
         sections.extend([

@@ -428,6 +428,10 @@ pub struct LatencyRow {
     pub half_rtt_p50_us: f64,
     /// `blocking` or `spin`.
     pub mode: String,
+    /// The raw round-trip histogram (HdrHistogram V2 + deflate, base64), so percentiles
+    /// and the CDF can be recomputed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
 }
 
 /// A pass/fail check.

@@ -906,9 +906,45 @@ fn html_table(t: &Table) -> String {
     s
 }
 
+/// Points of a CDF: (latency µs, % of samples at or below it) at fixed percentiles.
+fn cdf_points(h: &engine::stats::histogram::LatencyHistogram) -> Vec<(f64, f64)> {
+    [
+        0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0,
+    ]
+    .iter()
+    .filter_map(|p| Some((h.percentile_us(*p)?, *p)))
+    .collect()
+}
+
 /// The charts the results allow, as (title, SVG).
 pub fn charts(c: &Campaign) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    // Round-trip CDF of ping-pong latency tests, from their stored histograms.
+    for (t, r) in done(c) {
+        let series: Vec<(String, Vec<(f64, f64)>)> = r
+            .latency
+            .iter()
+            .flatten()
+            .filter_map(|row| {
+                let h = engine::stats::histogram::LatencyHistogram::from_base64(
+                    row.histogram.as_deref()?,
+                )
+                .ok()?;
+                Some((format!("{} B", row.size), cdf_points(&h)))
+            })
+            .collect();
+        if !series.is_empty() {
+            out.push((
+                format!("{}: round-trip CDF", t.id),
+                svg::lines(
+                    &format!("Round-trip latency CDF ({})", t.id),
+                    "round trip us",
+                    "% of messages",
+                    &series,
+                ),
+            ));
+        }
+    }
     // FRER per-path loss, per test that ran through the relays.
     let with_paths: Vec<&TestEntry> = c
         .tests
@@ -1038,13 +1074,7 @@ pub fn charts(c: &Campaign) -> Vec<(String, String)> {
                             l.histogram.as_deref()?,
                         )
                         .ok()?;
-                        let pts: Vec<(f64, f64)> = [
-                            0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0,
-                        ]
-                        .iter()
-                        .filter_map(|p| Some((h.percentile_us(*p)?, *p)))
-                        .collect();
-                        Some((format!("{} B", l.frame_len), pts))
+                        Some((format!("{} B", l.frame_len), cdf_points(&h)))
                     })
                     .collect();
                 if !series.is_empty() {
