@@ -17,8 +17,7 @@ use crate::cli::{
     FrameBackend, FrerAnalyzeArgs, FrerArgs, FrerCommand, FrerCompareArgs, FrerRelayArgs,
     FrerStatsArgs, RecoveryAlgorithm,
 };
-use crate::commands::UsageError;
-use crate::rawcmd::need_root;
+use crate::rawcmd::{need_root, usage};
 
 /// Where standalone relays publish their counters.
 const STANDALONE_DIR: &str = "/run/wirebench/frer";
@@ -30,15 +29,6 @@ pub fn frer(a: &FrerArgs) -> Result<()> {
         FrerCommand::Stats(s) => stats(s),
         FrerCommand::Analyze(a) => analyze(a),
         FrerCommand::Compare(c) => compare(c),
-    }
-}
-
-/// A lab removed when dropped.
-struct LabDown(String);
-
-impl Drop for LabDown {
-    fn drop(&mut self) {
-        let _ = lab::Lab::down(&self.0, &mut lab::SystemRunner);
     }
 }
 
@@ -101,82 +91,53 @@ struct Group {
 }
 
 fn measure(name: &str, plain: bool, a: &FrerCompareArgs) -> Result<Group> {
-    let spec = |s: &Option<String>| -> Result<lab::impair::spec::ImpairSpec> {
-        match s {
-            Some(s) => lab::impair::spec::ImpairSpec::parse_inline(s)
-                .map_err(|e| usage(format!("impairment '{s}': {e}"))),
-            None => Ok(Default::default()),
+    // The same set-up as a plan's lab target: the lab, and a server on its listener, both
+    // gone when `setup` is dropped.
+    let mut args: Vec<String> = Vec::new();
+    for (flag, spec) in [("--path-a", &a.path_a), ("--path-b", &a.path_b)] {
+        if let Some(s) = spec {
+            args.extend([flag.to_owned(), s.clone()]);
         }
-    };
-    let topo = lab::Topology::frer(
-        spec(&a.path_a)?,
-        spec(&a.path_b)?,
-        lab::topology::FrerLabOptions {
-            plain,
-            ..Default::default()
+    }
+    args.extend([
+        "--frer".to_owned(),
+        if plain { "mode=plain" } else { "mode=frer" }.to_owned(),
+    ]);
+    let setup = crate::runcmd::set_up(
+        &crate::plan::Target::Lab {
+            topology: "frer".into(),
+            args,
         },
-    );
-    lab::Lab::up(name, &topo, &mut lab::SystemRunner)?;
-    let _down = LabDown(name.to_owned());
-    let exe = std::env::current_exe()?.display().to_string();
-    let run_for = format!("{}", (a.time * 3.0 + 30.0).ceil());
-    let server = lab::Lab::exec(
         name,
-        "listener",
-        &[exe, "server".into(), "--run-for".into(), run_for],
-        &mut lab::SystemRunner,
     )?;
-    let mut server = std::process::Command::new(&server.program)
-        .args(&server.args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    std::thread::sleep(Duration::from_millis(500));
+    let host = setup.ctx.host.clone();
     let t = format!("{}", a.time);
     let len = a.length.to_string();
-    let result = (|| {
-        let mut per = [None; 3];
-        let mut before = merge_frames(name);
-        let mut step = |i: usize| {
-            let now = merge_frames(name);
-            per[i] = per_delivered(before, now);
-            before = now;
-        };
-        let tcp = run_in(name, "talker", &["client", "198.18.30.2", "-t", &t, "-J"])?;
-        step(0);
-        let udp = run_in(
-            name,
-            "talker",
-            &[
-                "client",
-                "198.18.30.2",
-                "-u",
-                "-b",
-                "0",
-                "-l",
-                &len,
-                "-t",
-                &t,
-                "-J",
-            ],
-        )?;
-        step(1);
-        let latency = run_in(
-            name,
-            "talker",
-            &["latency", "198.18.30.2", "-l", "64", "-t", &t, "-J"],
-        )?;
-        step(2);
-        Ok(Group {
-            tcp,
-            udp,
-            latency,
-            per_delivered: per,
-        })
-    })();
-    let _ = server.kill();
-    let _ = server.wait();
-    result
+    let mut per = [None; 3];
+    let mut before = merge_frames(name);
+    let mut step = |i: usize| {
+        let now = merge_frames(name);
+        per[i] = per_delivered(before, now);
+        before = now;
+    };
+    let tcp = run_in(name, "talker", &["client", &host, "-t", &t, "-J"])?;
+    step(0);
+    let udp_args = ["client", &host, "-u", "-b", "0", "-l", &len, "-t", &t, "-J"];
+    let udp = run_in(name, "talker", &udp_args)?;
+    step(1);
+    let latency = run_in(
+        name,
+        "talker",
+        &["latency", &host, "-l", "64", "-t", &t, "-J"],
+    )?;
+    step(2);
+    drop(setup);
+    Ok(Group {
+        tcp,
+        udp,
+        latency,
+        per_delivered: per,
+    })
 }
 
 fn compare(a: &FrerCompareArgs) -> Result<()> {
@@ -188,6 +149,10 @@ fn compare(a: &FrerCompareArgs) -> Result<()> {
         return Err(usage(format!("-l {}: give 18..=1472 bytes", a.length)));
     }
     lab::naming::check(&format!("{}c", a.name)).map_err(|e| usage(format!("--name: {e}")))?;
+    for s in [&a.path_a, &a.path_b].into_iter().flatten() {
+        lab::impair::spec::ImpairSpec::parse_inline(s)
+            .map_err(|e| usage(format!("impairment '{s}': {e}")))?;
+    }
     need_root()?;
     eprintln!("control group: relays forward over path A, no FRER ...");
     let control = measure(&format!("{}c", a.name), true, a)?;
@@ -309,7 +274,7 @@ fn analyze(a: &FrerAnalyzeArgs) -> Result<()> {
         return Err(usage(format!("-t {}: give 0 < seconds <= 3600", a.time)));
     }
     if a.rx.len() > 8 {
-        return Err(usage("at most 8 paths (--rx)".into()));
+        return Err(usage("at most 8 paths (--rx)"));
     }
     need_root()?;
     let eps =
@@ -453,10 +418,6 @@ fn analyze(a: &FrerAnalyzeArgs) -> Result<()> {
     Ok(())
 }
 
-fn usage(msg: String) -> anyhow::Error {
-    UsageError(msg).into()
-}
-
 /// `dst_mac=02:..,vlan=10,proto=udp,dst_port=5201`.
 fn identification(text: &str) -> Result<Identification, String> {
     let mut id = Identification::default();
@@ -588,9 +549,6 @@ fn relay(a: &FrerRelayArgs) -> Result<()> {
             )));
         }
     }
-    if lab::frer::config::RelayConfig::ports(&cfg).is_empty() {
-        return Err(usage("the relay has no ports".into()));
-    }
     need_root()?;
     let state = match &a.state {
         Some(p) => p.clone(),
@@ -625,7 +583,7 @@ fn relay(a: &FrerRelayArgs) -> Result<()> {
 }
 
 /// Every relay state file: standalone relays, then those of labs, as (label, path).
-fn state_files(lab: Option<&str>) -> Vec<(String, PathBuf)> {
+pub(crate) fn state_files(lab: Option<&str>) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     let files = |dir: &Path, suffix: &str| -> Vec<(String, PathBuf)> {
         let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(dir)

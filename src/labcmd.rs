@@ -368,7 +368,7 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
     let mut labs: Vec<&str> = namespaces.iter().map(|(_, l, _)| l.as_str()).collect();
     labs.dedup();
     let mut stages = Vec::new();
-    for labname in labs {
+    for &labname in &labs {
         for (node, st) in Lab::stage_states(labname) {
             let alive = lab::topology::process_runs(st.pid);
             let state = match (st.running && alive, &st.stopped) {
@@ -419,26 +419,10 @@ fn status(runner: &mut dyn Runner) -> Result<String, lab::LabError> {
             &classes,
         ));
     }
-    let mut labs: Vec<&str> = namespaces.iter().map(|(_, l, _)| l.as_str()).collect();
-    labs.dedup();
-    for labname in labs {
-        let Ok(dir) = std::fs::read_dir(lab::managed::run_dir(labname)) else {
-            continue;
-        };
-        let mut relays: Vec<(String, std::path::PathBuf)> = dir
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                Some((name.strip_suffix(".relay.json")?.to_owned(), e.path()))
-            })
-            .collect();
-        relays.sort();
-        for (node, path) in relays {
+    for &labname in &labs {
+        for (label, path) in crate::frercmd::state_files(Some(labname)) {
             if let Ok(st) = lab::frer::process::RelayState::read(&path) {
-                out.push_str(&crate::frercmd::render_state(
-                    &format!("{labname}/{node}"),
-                    &st,
-                ));
+                out.push_str(&crate::frercmd::render_state(&label, &st));
             }
         }
     }

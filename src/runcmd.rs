@@ -19,8 +19,9 @@ use crate::commands::{UsageError, VerdictFailed};
 use crate::plan::{evaluate, Context, Plan, Target};
 
 /// What the runner set up, torn down when dropped.
-struct Setup {
-    ctx: Context,
+pub(crate) struct Setup {
+    /// Where tests are pointed.
+    pub(crate) ctx: Context,
     /// The lab's name, when it built one.
     lab: Option<String>,
     /// The server it started in the lab.
@@ -61,7 +62,9 @@ fn listener_address(topology: &str) -> Option<std::net::Ipv4Addr> {
     topo.address_of("listener")
 }
 
-fn set_up(target: &Target, lab_name: &str) -> Result<Setup> {
+/// Sets up `target`: a loopback server of our own, a given host, or a lab (built as
+/// `lab_name`) with a server on its listener.
+pub(crate) fn set_up(target: &Target, lab_name: &str) -> Result<Setup> {
     match target {
         Target::Loopback => {
             let server = control::server::Server::bind(control::server::ServerConfig {
@@ -376,9 +379,8 @@ pub fn write_reports(dir: &Path, c: &Campaign) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for (name, text) in files {
         let path = dir.join(&name);
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path)?;
+        lab::managed::write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
         written.push(path);
     }
     Ok(written)

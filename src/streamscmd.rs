@@ -59,13 +59,7 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
         let stream_id = (i + 1) as u8;
         let tx_ep = endpoint(&s.source, &lab)?;
         let rx_ep = endpoint(&s.destination, &lab)?;
-        let hdr = wire::testhdr::TestHeaderRepr {
-            flags: wire::testhdr::TestFlags::empty(),
-            test_id: id,
-            stream_id,
-            seq: 0,
-            tx_ns: 0,
-        };
+        let hdr = wire::testhdr::TestHeaderRepr::template(id, stream_id);
         let mut sizes = s.pattern.clone();
         sizes.sort_unstable();
         sizes.dedup();
@@ -420,13 +414,7 @@ pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
         set_bandwidth(a, bw)?;
         for &len in &a.sizes {
             stream_id = stream_id.wrapping_add(1).max(1);
-            let hdr = wire::testhdr::TestHeaderRepr {
-                flags: wire::testhdr::TestFlags::empty(),
-                test_id: id,
-                stream_id,
-                seq: 0,
-                tx_ns: 0,
-            };
+            let hdr = wire::testhdr::TestHeaderRepr::template(id, stream_id);
             let mut buf = vec![0u8; len as usize];
             let n = spec.build(len as usize, &hdr, &mut buf)?;
             buf.truncate(n);

@@ -167,14 +167,24 @@ pub fn generate(
 /// EtherType (and an 802.1Q tag) of a raw frame of any other EtherType. A frame that
 /// still carries an IEEE 802.1CB R-TAG is read behind the tag.
 pub fn test_header(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
-    if let Some((_, at)) = frer::rtag::decode(frame) {
+    test_header_and_rtag(frame).0
+}
+
+/// [`test_header`], and whether the frame carries an R-TAG (decoded once for both).
+fn test_header_and_rtag(frame: &[u8]) -> (Option<wire::testhdr::TestHeaderRepr>, bool) {
+    match frer::rtag::decode(frame) {
         // Drop the tag without copying: start the view LEN octets later, so the EtherType
         // behind the tag sits where an untagged frame has its own (the MACs the view then
         // shows are meaningless, and the test header does not need them).
-        let start = (at + frer::rtag::LEN).checked_sub(12)?;
-        return test_header_untagged(frame.get(start..)?);
+        Some((_, at)) => (
+            (at + frer::rtag::LEN)
+                .checked_sub(12)
+                .and_then(|start| frame.get(start..))
+                .and_then(test_header_untagged),
+            true,
+        ),
+        None => (test_header_untagged(frame), false),
     }
-    test_header_untagged(frame)
 }
 
 fn test_header_untagged(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
@@ -278,8 +288,9 @@ pub fn capture(
                         rx.recv_frames(Duration::from_millis(10), &mut |frame, ts| {
                             // Handshake datagrams (CONTROL) carry a test header too, with
                             // sequence number 0: they are not part of the stream.
-                            let Some(h) = test_header(frame)
-                                .filter(|h| !h.flags.contains(wire::testhdr::TestFlags::CONTROL))
+                            let (h, rtag) = test_header_and_rtag(frame);
+                            let Some(h) =
+                                h.filter(|h| !h.flags.contains(wire::testhdr::TestFlags::CONTROL))
                             else {
                                 c.foreign += 1;
                                 return;
@@ -294,7 +305,7 @@ pub fn capture(
                                 stream_id: h.stream_id,
                                 seq: h.seq,
                                 rx_ns: ts.map(|t| t.0),
-                                rtag: frer::rtag::decode(frame).is_some(),
+                                rtag,
                             });
                         })?;
                     }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use wire::frame::{FrameLayout, FrameSpec};
-use wire::testhdr::{TestFlags, TestHeaderRepr};
+use wire::testhdr::TestHeaderRepr;
 
 use crate::clock::{Clock, RealClock};
 use crate::frameio::{FrameRx, FrameTx};
@@ -115,13 +115,7 @@ pub fn run_trial(
     spec: &RawTrialSpec,
     stop: &AtomicBool,
 ) -> io::Result<RawTrialReport> {
-    let hdr = TestHeaderRepr {
-        flags: TestFlags::empty(),
-        test_id: spec.test_id,
-        stream_id: spec.stream_id,
-        seq: 0,
-        tx_ns: 0,
-    };
+    let hdr = TestHeaderRepr::template(spec.test_id, spec.stream_id);
     let mut template = vec![0u8; spec.frame_len];
     let len = spec
         .frame

@@ -10,14 +10,6 @@ use std::process::Command;
 
 use crate::LabError;
 
-/// `02:77:62:00:1e:01`.
-pub fn mac_text(mac: [u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 /// One command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cmd {
@@ -63,7 +55,7 @@ impl Cmd {
 
     /// `ip -n NS link set DEV address MAC`
     pub fn set_mac(ns: &str, dev: &str, mac: [u8; 6]) -> Self {
-        let m = mac_text(mac);
+        let m = wire::EthernetAddress(mac).to_string();
         Self::new("ip", &["-n", ns, "link", "set", dev, "address", &m])
     }
 
@@ -77,7 +69,7 @@ impl Cmd {
 
     /// `ip -n NS neigh replace ADDR lladdr MAC dev DEV nud permanent`
     pub fn neigh_permanent(ns: &str, dev: &str, addr: Ipv4Addr, mac: [u8; 6]) -> Self {
-        let m = mac_text(mac);
+        let m = wire::EthernetAddress(mac).to_string();
         Self::new(
             "ip",
             &[

@@ -17,16 +17,28 @@ pub fn run_dir(lab: &str) -> PathBuf {
     Path::new(RUN_ROOT).join(lab)
 }
 
-/// Writes `value` as pretty JSON to `path` through a temporary file and a rename, so a
-/// reader never sees half a file.
+/// Writes `bytes` to `path` through a temporary file beside it (`NAME.tmp`) and a
+/// rename, so a reader never sees half a file.
+///
+/// # Errors
+/// The file cannot be written.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// [`write_atomic`] of `value` as pretty JSON.
 ///
 /// # Errors
 /// The file cannot be written.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    write_atomic(
+        path,
+        &serde_json::to_vec_pretty(value).map_err(io::Error::other)?,
+    )
 }
 
 /// Reads a JSON state file.

@@ -468,7 +468,7 @@ impl Topology {
             ),
             link(iface("merge", "eth0", None, 35, 1), listener.clone()),
         ];
-        let mac = crate::cmd::mac_text;
+        let mac = |m: [u8; 6]| wire::EthernetAddress(m).to_string();
         t.neighbours = vec![
             Neighbour {
                 node: "talker".into(),

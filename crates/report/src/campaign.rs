@@ -14,6 +14,7 @@ use engine::results::{RunResult, SweepStatus};
 use wire::linerate::LineRate;
 
 use crate::svg;
+pub use crate::table::Align;
 use crate::units::bps;
 
 /// Reads a campaign document, checking its schema.
@@ -44,15 +45,6 @@ pub fn load(text: &str) -> Result<Campaign, String> {
         return Err(format!("test id '{}' is not t1, t2, ...", t.id));
     }
     Ok(c)
-}
-
-/// Column alignment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
-    /// Text.
-    Left,
-    /// Numbers.
-    Right,
 }
 
 /// One table of the report.
@@ -906,14 +898,25 @@ fn html_table(t: &Table) -> String {
     s
 }
 
-/// Points of a CDF: (latency µs, % of samples at or below it) at fixed percentiles.
-fn cdf_points(h: &engine::stats::histogram::LatencyHistogram) -> Vec<(f64, f64)> {
-    [
+/// CDF series, one per (label, stored histogram): (latency µs, % of samples at or below
+/// it) at fixed percentiles. A label without a histogram, or one that does not decode,
+/// has no series.
+fn cdf_series<'a>(
+    histograms: impl Iterator<Item = (String, Option<&'a str>)>,
+) -> Vec<(String, Vec<(f64, f64)>)> {
+    const AT: [f64; 12] = [
         0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0,
-    ]
-    .iter()
-    .filter_map(|p| Some((h.percentile_us(*p)?, *p)))
-    .collect()
+    ];
+    histograms
+        .filter_map(|(label, text)| {
+            let h = engine::stats::histogram::LatencyHistogram::from_base64(text?).ok()?;
+            let pts = AT
+                .iter()
+                .filter_map(|p| Some((h.percentile_us(*p)?, *p)))
+                .collect();
+            Some((label, pts))
+        })
+        .collect()
 }
 
 /// The charts the results allow, as (title, SVG).
@@ -921,18 +924,12 @@ pub fn charts(c: &Campaign) -> Vec<(String, String)> {
     let mut out = Vec::new();
     // Round-trip CDF of ping-pong latency tests, from their stored histograms.
     for (t, r) in done(c) {
-        let series: Vec<(String, Vec<(f64, f64)>)> = r
-            .latency
-            .iter()
-            .flatten()
-            .filter_map(|row| {
-                let h = engine::stats::histogram::LatencyHistogram::from_base64(
-                    row.histogram.as_deref()?,
-                )
-                .ok()?;
-                Some((format!("{} B", row.size), cdf_points(&h)))
-            })
-            .collect();
+        let series = cdf_series(
+            r.latency
+                .iter()
+                .flatten()
+                .map(|row| (format!("{} B", row.size), row.histogram.as_deref())),
+        );
         if !series.is_empty() {
             out.push((
                 format!("{}: round-trip CDF", t.id),
@@ -1066,17 +1063,11 @@ pub fn charts(c: &Campaign) -> Vec<(String, String)> {
                     ),
                 ));
                 // Latency CDF from the stored histograms.
-                let series: Vec<(String, Vec<(f64, f64)>)> = x
-                    .latency
-                    .iter()
-                    .filter_map(|l| {
-                        let h = engine::stats::histogram::LatencyHistogram::from_base64(
-                            l.histogram.as_deref()?,
-                        )
-                        .ok()?;
-                        Some((format!("{} B", l.frame_len), cdf_points(&h)))
-                    })
-                    .collect();
+                let series = cdf_series(
+                    x.latency
+                        .iter()
+                        .map(|l| (format!("{} B", l.frame_len), l.histogram.as_deref())),
+                );
                 if !series.is_empty() {
                     out.push((
                         format!("{}: latency CDF", t.id),

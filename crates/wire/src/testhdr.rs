@@ -263,6 +263,18 @@ pub struct TestHeaderRepr {
 }
 
 impl TestHeaderRepr {
+    /// The header a stream's frames are built from: no flags, sequence number and
+    /// transmit time 0 (a sender patches both into each copy).
+    pub fn template(test_id: u16, stream_id: u8) -> Self {
+        Self {
+            flags: TestFlags::empty(),
+            test_id,
+            stream_id,
+            seq: 0,
+            tx_ns: 0,
+        }
+    }
+
     /// Reads a header.
     ///
     /// # Errors

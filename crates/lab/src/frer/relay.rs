@@ -111,7 +111,8 @@ pub struct RelayCounters {
     pub unmatched_passed: u64,
     /// Frames of no stream dropped (no pass entry for their port).
     pub unmatched_dropped: u64,
-    /// Frames too short for an Ethernet header, dropped.
+    /// Frames too short for the headers the relay reads (Ethernet and VLAN tags; with an
+    /// IP-matching stream also the R-TAG and EtherType behind them), dropped.
     pub malformed: u64,
     /// Frames too long for the relay's buffer once tagged, dropped.
     pub too_long: u64,
@@ -173,9 +174,10 @@ fn be16(f: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*f.get(at)?, *f.get(at + 1)?]))
 }
 
-/// Identification keys of a frame: destination MAC, the outer VLAN id, and the IP
-/// 5-tuple behind any VLAN tags and R-TAG (no IPv6 extension headers, no fragments).
-fn keys(f: &[u8]) -> Option<Keys> {
+/// Identification keys of a frame: destination MAC, the outer VLAN id, and (`with_ip`:
+/// only when some stream matches on it) the IP 5-tuple behind any VLAN tags and R-TAG (no
+/// IPv6 extension headers, no fragments).
+fn keys(f: &[u8], with_ip: bool) -> Option<Keys> {
     let dst_mac: [u8; 6] = f.get(..6)?.try_into().ok()?;
     let mut at = 12;
     let mut vlan = None;
@@ -184,6 +186,13 @@ fn keys(f: &[u8]) -> Option<Keys> {
         vlan = vlan.or(Some(be16(f, at + 2)? & 0x0FFF));
         at += 4;
         ty = be16(f, at)?;
+    }
+    if !with_ip {
+        return Some(Keys {
+            dst_mac,
+            vlan,
+            ip: None,
+        });
     }
     if ty == frer::rtag::ETHERTYPE {
         at += frer::rtag::LEN;
@@ -247,6 +256,8 @@ pub struct Relay {
     ports: Vec<String>,
     streams: Vec<Stream>,
     pass: Vec<Option<usize>>,
+    /// Some stream matches on IP fields, so frames are parsed that deep.
+    needs_ip: bool,
     counters: RelayCounters,
     scratch: Vec<u8>,
 }
@@ -260,7 +271,7 @@ impl Relay {
         cfg.check()?;
         let ports = cfg.ports();
         let idx = |p: &str| ports.iter().position(|q| q == p).unwrap_or(0);
-        let streams = cfg
+        let streams: Vec<Stream> = cfg
             .streams
             .iter()
             .map(|s| {
@@ -360,10 +371,12 @@ impl Relay {
                 .collect(),
             ..RelayCounters::default()
         };
+        let needs_ip = streams.iter().any(|s| s.ident.needs_ip());
         Ok(Self {
             ports,
             streams,
             pass,
+            needs_ip,
             counters,
             scratch: vec![0; MAX_FRAME + frer::rtag::LEN],
         })
@@ -391,7 +404,7 @@ impl Relay {
             self.counters.too_long += 1;
             return;
         }
-        let Some(k) = keys(frame) else {
+        let Some(k) = keys(frame, self.needs_ip) else {
             self.counters.malformed += 1;
             return;
         };
@@ -685,15 +698,15 @@ mod test {
         let r = Relay::new(&config(8), 0).unwrap();
         let ident = &r.streams[1].ident;
         let mut f = udp_frame(LISTENER, 5201, 0);
-        assert!(ident.matches(&keys(&f).unwrap()));
+        assert!(ident.matches(&keys(&f, true).unwrap()));
         // With a VLAN tag and an R-TAG in front of the IP header.
         f.splice(12..12, [0x81, 0x00, 0x00, 0x0a]);
         let mut tagged = vec![0u8; f.len() + 6];
         let n = frer::rtag::encode(&f, 9, &mut tagged).unwrap();
-        let k = keys(&tagged[..n]).unwrap();
+        let k = keys(&tagged[..n], true).unwrap();
         assert_eq!(k.vlan, Some(10));
         assert!(ident.matches(&k));
-        assert!(!ident.matches(&keys(&udp_frame(LISTENER, 5202, 0)).unwrap()));
+        assert!(!ident.matches(&keys(&udp_frame(LISTENER, 5202, 0), true).unwrap()));
     }
 
     #[test]
