@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::units;
+use model::units;
 
 /// Network benchmarking: TCP/UDP throughput, loss, duplicates, reordering, jitter and
 /// latency percentiles; zero-loss sweeps; block-size sweeps; ping-pong latency.
@@ -341,7 +341,7 @@ pub struct GenArgs {
     pub size: u64,
     /// Rate: frames/s (500kpps), % of --line-rate (50%) or L2 bit/s (100M).
     #[arg(short, long, value_parser = frame_rate, default_value = "10kpps")]
-    pub rate: crate::units::FrameRate,
+    pub rate: model::units::FrameRate,
     /// Stop after this many frames.
     #[arg(short = 'n', long)]
     pub count: Option<u64>,
@@ -491,7 +491,7 @@ pub struct Rfc2544Args {
     pub json: bool,
 }
 
-fn frame_rate(s: &str) -> Result<crate::units::FrameRate, String> {
+fn frame_rate(s: &str) -> Result<model::units::FrameRate, String> {
     units::frame_rate(s)
 }
 

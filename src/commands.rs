@@ -9,9 +9,10 @@ use control::assemble;
 use control::client::{ClientConfig, IntervalSample, Session, TestOutcome};
 use control::messages::Limits;
 use control::server::{Server, ServerConfig};
-use engine::results::{LatencyKind, LatencyRow, LatencyUs, RunResult};
-use engine::spec::{Direction, EchoSpec, Protocol, Rate, TestSpec, UdpBackend};
 use method::{Trial, TrialRequest, TrialResult};
+use model::results::{LatencyKind, LatencyRow, LatencyUs, RunResult};
+use model::spec::{Direction, EchoSpec, Protocol, Rate, TestSpec, UdpBackend};
+use model::stats::LatencyHistogram;
 
 use crate::cli::{
     BackendArg, BlocksizeArgs, ClientArgs, DemoArgs, LatencyArgs, ServerArgs, SweepArgs, Target,
@@ -328,7 +329,7 @@ fn sweep_result(
         "from_bps": targets.first(), "to_bps": targets.last(),
         "step_bps": targets.windows(2).next().map(|w| w[1] - w[0]),
         "duration_s": plan.duration().as_secs_f64(), "len": plan.payload_len(), "direction": plan.direction() });
-    let mut r = RunResult::new("sweep", params);
+    let mut r = engine::env::result("sweep", params);
     r.backend = trial.runs.first().and_then(|x| x.backend.clone());
     r.timestamp_source = trial.runs.first().and_then(|x| x.timestamp_source.clone());
     if table.rows.iter().any(|x| x.generator_limited) {
@@ -364,7 +365,7 @@ fn blocksize_result(cfg: &ClientConfig, sizes: Vec<usize>, time: Duration) -> Re
     };
     let rows = plan.run(&mut trial, |_| {})?;
     let params = serde_json::json!({ "server": cfg.server.to_string(), "sizes": sizes, "duration_s": time.as_secs_f64() });
-    let mut r = RunResult::new("blocksize", params);
+    let mut r = engine::env::result("blocksize", params);
     r.backend = Some("tcp".into());
     r.blocksize = Some(rows);
     Ok(r)
@@ -431,11 +432,11 @@ fn latency_result(
             rtt_us: LatencyUs::from_summary(LatencyKind::RoundTrip, &rtt),
             half_rtt_p50_us: rtt.p50_us / 2.0,
             mode: p.mode.clone(),
-            histogram: p.rtt_histogram.clone(),
+            histogram: p.rtt_histogram.as_ref().map(LatencyHistogram::to_base64),
         });
     }
     let params = serde_json::json!({ "server": cfg.server.to_string(), "sizes": sizes, "duration_s": time.as_secs_f64(), "spin": spin });
-    let mut r = RunResult::new("latency", params);
+    let mut r = engine::env::result("latency", params);
     r.backend = Some("udp-pingpong".into());
     r.timestamp_source = Some(if kernel { "kernel-software" } else { "user" }.into());
     if rows.len() < reports.len() {

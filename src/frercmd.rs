@@ -33,7 +33,7 @@ pub fn frer(a: &FrerArgs) -> Result<()> {
 }
 
 /// Runs `argv` (this program's arguments) on `node` of lab `lab` and parses its `-J` output.
-fn run_in(lab: &str, node: &str, argv: &[&str]) -> Result<engine::results::RunResult> {
+fn run_in(lab: &str, node: &str, argv: &[&str]) -> Result<model::results::RunResult> {
     let exe = std::env::current_exe()?.display().to_string();
     let mut full = vec![exe];
     full.extend(argv.iter().map(|s| (*s).to_owned()));
@@ -83,9 +83,9 @@ fn per_delivered(before: Option<(u32, u64, u64)>, after: Option<(u32, u64, u64)>
 /// One group's measurements: TCP, UDP, latency, and the merge relay's frames per frame
 /// delivered during each.
 struct Group {
-    tcp: engine::results::RunResult,
-    udp: engine::results::RunResult,
-    latency: engine::results::RunResult,
+    tcp: model::results::RunResult,
+    udp: model::results::RunResult,
+    latency: model::results::RunResult,
     /// Frames in on the path ports per frame delivered, during (TCP, UDP, latency).
     per_delivered: [Option<f64>; 3],
 }
@@ -141,7 +141,7 @@ fn measure(name: &str, plain: bool, a: &FrerCompareArgs) -> Result<Group> {
 }
 
 fn compare(a: &FrerCompareArgs) -> Result<()> {
-    use engine::results::frer::{FrerReport, OverheadRow};
+    use model::results::frer::{FrerReport, OverheadRow};
     if !(a.time.is_finite() && a.time >= 1.0 && a.time <= 600.0) {
         return Err(usage(format!("-t {}: give 1..=600 seconds", a.time)));
     }
@@ -159,19 +159,19 @@ fn compare(a: &FrerCompareArgs) -> Result<()> {
     eprintln!("FRER: relays replicate onto both paths and eliminate ...");
     let frer = measure(&format!("{}f", a.name), false, a)?;
     // A figure a run did not produce stays absent: no overhead is computed from it.
-    let rx = |r: &engine::results::RunResult| {
+    let rx = |r: &model::results::RunResult| {
         r.summary
             .as_ref()
             .and_then(|s| s.received_bps)
             .map(|b| b / 1e6)
     };
-    let loss = |r: &engine::results::RunResult| {
+    let loss = |r: &model::results::RunResult| {
         r.summary
             .as_ref()
             .and_then(|s| s.loss_ratio)
             .map(|l| l * 100.0)
     };
-    let lat = |r: &engine::results::RunResult, q: fn(&engine::results::LatencyUs) -> f64| {
+    let lat = |r: &model::results::RunResult, q: fn(&model::results::LatencyUs) -> f64| {
         r.latency
             .as_ref()
             .and_then(|rows| rows.first())
@@ -223,7 +223,7 @@ fn compare(a: &FrerCompareArgs) -> Result<()> {
     for (name, q) in [
         (
             "p50",
-            (|l: &engine::results::LatencyUs| l.p50) as fn(&engine::results::LatencyUs) -> f64,
+            (|l: &model::results::LatencyUs| l.p50) as fn(&model::results::LatencyUs) -> f64,
         ),
         ("p99", |l| l.p99),
         ("p99.9", |l| l.p999),
@@ -238,7 +238,7 @@ fn compare(a: &FrerCompareArgs) -> Result<()> {
             reason: format!("{}; the first copy wins", work(2)),
         });
     }
-    let mut doc = engine::results::RunResult::new(
+    let mut doc = engine::env::result(
         "frer compare",
         serde_json::json!({
             "path_a": a.path_a, "path_b": a.path_b, "time_s": a.time, "udp_length": a.length,
@@ -343,7 +343,7 @@ fn analyze(a: &FrerAnalyzeArgs) -> Result<()> {
                 .is_none_or(|&limit| x.seq <= limit)
         }));
     }
-    let streams = engine::stats::paths::analyze(&mut arrivals, &a.rx);
+    let streams = model::stats::paths::analyze(&mut arrivals, &a.rx);
     if a.json {
         let doc = serde_json::json!({
             "paths": a.rx,

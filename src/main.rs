@@ -15,7 +15,6 @@ mod rawcmd;
 mod rfc2544cmd;
 mod runcmd;
 mod streamscmd;
-mod units;
 
 use std::process::ExitCode;
 

@@ -32,11 +32,11 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use clap::Parser;
-use engine::results::{RunResult, Verdict};
+use model::results::{RunResult, Verdict};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::units;
+use model::units;
 
 /// What a plan's tests run against.
 #[derive(Debug, Clone, PartialEq)]
@@ -662,7 +662,7 @@ pub fn figures(metric: Metric, r: &RunResult) -> Vec<(String, f64)> {
             }
         }
         Metric::Latency(stat) => {
-            let pick = |l: &engine::results::LatencyUs| match stat {
+            let pick = |l: &model::results::LatencyUs| match stat {
                 LatencyStat::P50 => l.p50,
                 LatencyStat::P99 => l.p99,
                 LatencyStat::P999 => l.p999,
@@ -904,8 +904,13 @@ max = "300us"
     #[test]
     fn thresholds_become_verdicts_and_missing_figures_fail() {
         let p = Plan::parse(PLAN).unwrap();
-        let mut tcp = RunResult::new("client", serde_json::json!({}));
-        tcp.summary = Some(engine::results::Summary {
+        let mut tcp = RunResult::new(
+            "client",
+            serde_json::json!({}),
+            String::new(),
+            Default::default(),
+        );
+        tcp.summary = Some(model::results::Summary {
             received_bps: Some(400e6),
             ..Default::default()
         });

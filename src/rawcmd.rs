@@ -12,7 +12,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use engine::frameio::{Backend, Endpoint, FrameRx, FrameTx};
 use engine::raw::{RawLoad, RawTrialSpec};
-use engine::results::RunResult;
 use wire::frame::{FrameSpec, L4Spec};
 use wire::linerate::LineRate;
 
@@ -339,7 +338,7 @@ pub fn gen(a: &GenArgs) -> Result<()> {
     let rx_ref = rx.as_mut().map(|b| b.as_mut() as &mut dyn FrameRx);
     let r = engine::raw::run_trial(tx.as_mut(), rx_ref, &spec, &stop)?;
     let rates = LineRate::rates_at(a.size, r.offered_pps);
-    let mut doc = RunResult::new(
+    let mut doc = engine::env::result(
         "gen",
         serde_json::json!({
             "interface": a.iface, "rx": a.rx, "frame_len": a.size, "target_pps": pps,
@@ -351,7 +350,7 @@ pub fn gen(a: &GenArgs) -> Result<()> {
         None => tx.name().to_owned(),
     });
     let mut summary = serde_json::json!({
-        "sent": r.sent, "elapsed_s": r.elapsed.as_secs_f64(), "target_pps": pps,
+        "sent": r.counters.sent, "elapsed_s": r.elapsed.as_secs_f64(), "target_pps": pps,
         "achieved_pps": r.offered_pps, "l2_bps": rates.l2_bps, "l1_bps": rates.l1_bps,
         "percent_of_line_rate": line.percent_of(a.size, r.offered_pps),
         "generator_limited": r.generator_limited, "behind_ratio": r.behind_ratio,
@@ -359,10 +358,10 @@ pub fn gen(a: &GenArgs) -> Result<()> {
         "tx_cpu_s": r.tx_cpu.as_secs_f64(),
     });
     if rx.is_some() {
-        summary["received"] = r.received.into();
-        summary["lost"] = r.sent.saturating_sub(r.received).into();
-        summary["duplicates"] = r.duplicates.into();
-        summary["reordered"] = r.reordered.into();
+        summary["received"] = r.counters.received.into();
+        summary["lost"] = r.counters.sent.saturating_sub(r.counters.received).into();
+        summary["duplicates"] = r.counters.duplicates.into();
+        summary["reordered"] = r.counters.reordered.into();
         summary["rx_kernel_drops"] = r.rx_drops.into();
         summary["unstamped"] = r.unstamped.into();
         summary["latency_us"] = serde_json::to_value(r.latency.summary())?;
@@ -382,7 +381,7 @@ pub fn gen(a: &GenArgs) -> Result<()> {
     }
     println!(
         "sent {} frames of {} bytes on {} in {:.3} s: {:.0} frames/s ({} L2, {} L1, {:.2} % of {} line rate), backend {}",
-        r.sent,
+        r.counters.sent,
         a.size,
         tx_ep,
         r.elapsed.as_secs_f64(),
@@ -410,11 +409,11 @@ pub fn gen(a: &GenArgs) -> Result<()> {
     if let Some(rx_ep) = &rx_ep {
         println!(
             "received on {rx_ep}: {} of {} (lost {}, duplicates {}, reordered {}, kernel drops {})",
-            r.received,
-            r.sent,
-            r.sent.saturating_sub(r.received),
-            r.duplicates,
-            r.reordered,
+            r.counters.received,
+            r.counters.sent,
+            r.counters.sent.saturating_sub(r.counters.received),
+            r.counters.duplicates,
+            r.counters.reordered,
             r.rx_drops
         );
         if let Some(l) = r.latency.summary() {

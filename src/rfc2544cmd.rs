@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use engine::frameio::{FrameRx, FrameTx};
 use engine::raw::{RawLoad, RawTrialReport, RawTrialSpec};
-use engine::results::RunResult;
 use method::rfc2544::{FrameLoad, FrameTrial, FrameTrialRequest, FrameTrialResult};
 use wire::frame::FrameSpec;
 use wire::linerate::LineRate;
@@ -55,10 +54,10 @@ impl FrameTrial for RawTrial {
         let stop = AtomicBool::new(false);
         let r = engine::raw::run_trial(self.tx.as_mut(), Some(self.rx.as_mut()), &spec, &stop)?;
         let out = FrameTrialResult {
-            sent: r.sent,
-            received: r.received,
-            duplicates: r.duplicates,
-            reordered: r.reordered,
+            sent: r.counters.sent,
+            received: r.counters.received,
+            duplicates: r.counters.duplicates,
+            reordered: r.counters.reordered,
             offered_fps: r.offered_pps,
             generator_limited: r.generator_limited,
             latency: req.latency.then(|| r.latency.clone()),
@@ -82,7 +81,7 @@ impl FrameTrial for UdpTrial {
     type Error = anyhow::Error;
 
     fn run(&mut self, req: &FrameTrialRequest) -> Result<FrameTrialResult> {
-        use engine::spec::{Protocol, Rate, TestSpec};
+        use model::spec::{Protocol, Rate, TestSpec};
         let FrameLoad::Rate { fps, duration } = req.load else {
             return Err(usage(
                 "back-to-back bursts need raw ports (--tx/--rx): a socket cannot send at line rate",
@@ -106,7 +105,7 @@ impl FrameTrial for UdpTrial {
             r.streams
                 .iter()
                 .filter_map(|x| x.latency_histogram.as_deref())
-                .filter_map(|b| engine::stats::histogram::LatencyHistogram::from_base64(b).ok())
+                .filter_map(|b| model::stats::histogram::LatencyHistogram::from_base64(b).ok())
                 .reduce(|mut a, b| {
                     a.merge(&b);
                     a
@@ -133,10 +132,10 @@ fn benchmarks<T: FrameTrial<Error = anyhow::Error>>(
     cfg: &method::rfc2544::SearchConfig,
     search: method::rfc2544::Search,
     progress: bool,
-) -> Result<engine::results::rfc2544::Rfc2544Report> {
+) -> Result<model::results::rfc2544::Rfc2544Report> {
     use method::rfc2544 as m;
     let line = cfg.line_rate;
-    let mut rep = engine::results::rfc2544::Rfc2544Report {
+    let mut rep = model::results::rfc2544::Rfc2544Report {
         line_rate_bps: line.0,
         ..Default::default()
     };
@@ -299,7 +298,7 @@ pub fn rfc2544(a: &Rfc2544Args) -> Result<()> {
     if let (Some(p), Some(e)) = (params.as_object_mut(), endpoints.as_object()) {
         p.extend(e.clone());
     }
-    let mut doc = RunResult::new("rfc2544", params);
+    let mut doc = engine::env::result("rfc2544", params);
     doc.backend = Some(backend);
     doc.timestamp_source = Some(timestamps.into());
     if a.host.is_some() {
@@ -331,7 +330,7 @@ pub fn rfc2544(a: &Rfc2544Args) -> Result<()> {
                 q if q <= 0.0 => ("min".to_owned(), s.min_us),
                 q => {
                     let h = l.histogram.as_deref().and_then(|b| {
-                        engine::stats::histogram::LatencyHistogram::from_base64(b).ok()
+                        model::stats::histogram::LatencyHistogram::from_base64(b).ok()
                     });
                     (
                         format!("p{q}"),
@@ -339,7 +338,7 @@ pub fn rfc2544(a: &Rfc2544Args) -> Result<()> {
                     )
                 }
             };
-            doc.verdicts.push(engine::results::Verdict {
+            doc.verdicts.push(model::results::Verdict {
                 name: format!("latency {name} at {} bytes", l.frame_len),
                 passed: v <= limit,
                 detail: format!("{v:.1} us (limit {limit} us)"),

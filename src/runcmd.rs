@@ -11,8 +11,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use engine::results::campaign::{Campaign, InterfaceFacts, TestEntry, TestStatus, SCHEMA};
-use engine::results::{Environment, RunResult};
+use model::results::campaign::{Campaign, InterfaceFacts, TestEntry, TestStatus, SCHEMA};
+use model::results::RunResult;
 
 use crate::cli::RunArgs;
 use crate::commands::{UsageError, VerdictFailed};
@@ -296,7 +296,7 @@ fn relay_states(lab: &str) -> Option<[(u32, lab::frer::relay::RelayCounters); 2]
 fn frer_paths(
     before: &[(u32, lab::frer::relay::RelayCounters); 2],
     after: &[(u32, lab::frer::relay::RelayCounters); 2],
-) -> Vec<engine::results::campaign::FrerPathRow> {
+) -> Vec<model::results::campaign::FrerPathRow> {
     if before[0].0 != after[0].0 || before[1].0 != after[1].0 {
         return vec![];
     }
@@ -347,7 +347,7 @@ fn frer_paths(
                 ) else {
                     return vec![];
                 };
-                out.push(engine::results::campaign::FrerPathRow {
+                out.push(model::results::campaign::FrerPathRow {
                     stream: st.name.clone(),
                     path: p.port.clone(),
                     sent,
@@ -428,7 +428,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         plan_file: a.plan.display().to_string(),
         started_at: engine::env::now_rfc3339(),
         finished_at: None,
-        environment: Environment::probe(),
+        environment: engine::env::environment(),
         interfaces: vec![],
         tests: plan
             .tests
@@ -644,7 +644,7 @@ fn run_child(
         .unwrap_or_else(|_| Err(std::io::Error::other("the test's reader thread panicked")))
 }
 
-fn verdicts(plan: &Plan, c: &Campaign) -> Vec<engine::results::Verdict> {
+fn verdicts(plan: &Plan, c: &Campaign) -> Vec<model::results::Verdict> {
     let tests: Vec<(String, String, String, Option<&RunResult>)> = c
         .tests
         .iter()

@@ -5,7 +5,6 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use engine::results::RunResult;
 use wire::linerate::LineRate;
 
 use crate::cli::{FrameArgs, FrameProto};
@@ -17,8 +16,8 @@ use crate::rfc2544cmd::UDP_FRAME_OVERHEAD;
 /// `wirebench streams PROFILE.toml`.
 pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
     use engine::multi::{Patch, StreamTx};
-    use engine::stats::table::StreamTable;
     use method::streams::{Measured, Profile, StreamProto};
+    use model::stats::table::StreamTable;
     let text = std::fs::read_to_string(&a.profile)
         .map_err(|e| usage(format!("cannot read {}: {e}", a.profile.display())))?;
     let profile =
@@ -272,7 +271,7 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
         });
     }
     let rep = method::streams::report(&profile, &measured);
-    let mut doc = RunResult::new(
+    let mut doc = engine::env::result(
         "streams",
         serde_json::json!({ "profile": a.profile.display().to_string(), "lab": lab,
             "duration_s": profile.duration, "line_rate_bps": profile.line_rate.0 }),
@@ -281,7 +280,7 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
     doc.timestamp_source = Some("kernel-software".into());
     for row in &rep.rows {
         if let (Some(e), Some(p), Some(t)) = (row.expected_l2_bps, row.passed, row.tolerance) {
-            doc.verdicts.push(engine::results::Verdict {
+            doc.verdicts.push(model::results::Verdict {
                 name: format!("stream {} received rate", row.name),
                 passed: p,
                 detail: format!(
@@ -366,8 +365,8 @@ fn set_bandwidth(a: &crate::cli::ShapingArgs, bandwidth: f64) -> Result<()> {
 /// `wirebench shaping`.
 pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
     use engine::multi::{Patch, StreamTx};
-    use engine::results::shaping::{Cell, ShapingReport};
-    use engine::stats::table::StreamTable;
+    use model::results::shaping::{Cell, ShapingReport};
+    use model::stats::table::StreamTable;
     need_root()?;
     let tx_ep = endpoint(&a.tx, &a.frame.lab)?;
     let rx_ep = endpoint(&a.rx, &a.frame.lab)?;
@@ -471,7 +470,7 @@ pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
             rep.cells.push(cell);
         }
     }
-    let mut doc = RunResult::new(
+    let mut doc = engine::env::result(
         "shaping",
         serde_json::json!({ "tx": a.tx, "rx": a.rx, "sizes": a.sizes, "bandwidths_bps": a.bandwidths,
             "duration_s": a.duration.as_secs_f64(), "line_rate_bps": line.0, "dut_cmd": a.dut_cmd }),
@@ -526,7 +525,7 @@ fn server_stream(
     server: &str,
     line: LineRate,
 ) -> Result<method::streams::Measured> {
-    use engine::spec::{Protocol, Rate, TestSpec};
+    use model::spec::{Protocol, Rate, TestSpec};
     let (host, port) = match server.rsplit_once(':') {
         Some((h, p)) if p.parse::<u16>().is_ok() => (h.to_owned(), p.parse().unwrap_or(0)),
         _ => (server.to_owned(), control::DEFAULT_PORT),
@@ -566,7 +565,7 @@ fn server_stream(
         generator_limited: sum.generator_limited,
         latency: sum
             .latency_us
-            .map(|l| engine::stats::histogram::LatencySummary {
+            .map(|l| model::stats::histogram::LatencySummary {
                 count: l.count,
                 min_us: l.min,
                 avg_us: l.avg,

@@ -5,13 +5,13 @@
 //! (as iperf3 does for UDP) so that a short tail of in-flight packets does not inflate them.
 
 use engine::live::LiveSnapshot;
-use engine::results::{
-    GapStats, IntervalRow, LatencyKind, LatencyUs, RunResult, StreamResult, Summary,
-};
-use engine::spec::{Protocol, TestSpec};
-use engine::stats::histogram::LatencyHistogram;
 use engine::tcp::{TcpReceiverReport, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
+use model::results::{
+    GapStats, IntervalRow, LatencyKind, LatencyUs, RunResult, StreamResult, Summary,
+};
+use model::spec::{Protocol, TestSpec};
+use model::stats::histogram::LatencyHistogram;
 
 use crate::client::{IntervalSample, TestOutcome};
 use crate::messages::StreamReport;
@@ -26,10 +26,10 @@ fn udp_summary(
     one_way: bool,
     tx: &UdpSenderReport,
     rx: &UdpReceiverReport,
-) -> (Summary, Option<String>) {
+) -> (Summary, Option<LatencyHistogram>) {
     let dur = tx.elapsed.as_secs_f64();
     let per_s = |bytes: u64| (dur > 0.0).then(|| bytes as f64 * 8.0 / dur);
-    let lost = tx.packets.saturating_sub(rx.packets);
+    let c = rx.counters.settle(tx.packets);
     let (latency_us, hist) = if one_way {
         (
             rx.latency
@@ -50,14 +50,14 @@ fn udp_summary(
         target_bps: spec.rate.bits_per_sec(spec.len),
         offered_bps: per_s(tx.bytes),
         received_bps: per_s(rx.bytes),
-        sent_packets: Some(tx.packets),
-        received_packets: Some(rx.packets),
-        lost_packets: Some(lost),
-        duplicate_packets: Some(rx.duplicates),
-        reordered_packets: Some(rx.reordered),
-        late_packets: Some(rx.late),
-        loss_ratio: (tx.packets > 0).then(|| lost as f64 / tx.packets as f64),
-        jitter_us: (rx.packets > 1).then_some(rx.jitter_us),
+        sent_packets: Some(c.sent),
+        received_packets: Some(c.received),
+        lost_packets: Some(c.lost),
+        duplicate_packets: Some(c.duplicates),
+        reordered_packets: Some(c.reordered),
+        late_packets: Some(c.late),
+        loss_ratio: c.loss_ratio(),
+        jitter_us: (c.received > 1).then_some(rx.jitter_us),
         latency_us,
         rx_gap_us: rx.gaps.as_ref().map(|g| GapStats {
             nominal_us: tx.target_pps.map(|p| 1e6 / p),
@@ -104,6 +104,12 @@ fn find(o: &TestOutcome, id: u8, want_tx: bool) -> Option<&StreamReport> {
     })
 }
 
+/// One stream's result with its latency histogram, kept typed until the totals are made.
+struct Assembled {
+    result: StreamResult,
+    histogram: Option<LatencyHistogram>,
+}
+
 /// Per-stream results and totals of one test, and the ids of streams whose reports are
 /// missing (a data thread failed): those are left out of the totals, and say so.
 pub fn streams_and_summaries(
@@ -116,25 +122,30 @@ pub fn streams_and_summaries(
             missing.push(id);
             continue;
         };
-        let (summary, hist) = match (tx, rx) {
+        let (summary, histogram) = match (tx, rx) {
             (StreamReport::UdpTx(t), StreamReport::UdpRx(r)) => {
                 udp_summary(&o.spec, o.one_way, t, r)
             }
             (StreamReport::TcpTx(t), StreamReport::TcpRx(r)) => (tcp_summary(&o.spec, t, r), None),
             _ => continue,
         };
-        out.push(StreamResult {
-            id,
-            protocol: o.spec.protocol.as_str().to_owned(),
-            direction: if who == Sender::Client { "tx" } else { "rx" }.to_owned(),
-            summary,
-            latency_histogram: hist,
+        out.push(Assembled {
+            result: StreamResult {
+                id,
+                protocol: o.spec.protocol.as_str().to_owned(),
+                direction: if who == Sender::Client { "tx" } else { "rx" }.to_owned(),
+                summary,
+                latency_histogram: histogram.as_ref().map(LatencyHistogram::to_base64),
+            },
+            histogram,
         });
     }
-    let tx: Vec<&StreamResult> = out.iter().filter(|s| s.direction == "tx").collect();
-    let rx: Vec<&StreamResult> = out.iter().filter(|s| s.direction == "rx").collect();
-    let (sum_tx, sum_rx) = (sum(&tx), sum(&rx));
-    (out, sum_tx, sum_rx, missing)
+    let of = |dir: &str| -> Vec<&Assembled> {
+        out.iter().filter(|s| s.result.direction == dir).collect()
+    };
+    let (sum_tx, sum_rx) = (sum(&of("tx")), sum(&of("rx")));
+    let streams = out.into_iter().map(|s| s.result).collect();
+    (streams, sum_tx, sum_rx, missing)
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -153,10 +164,10 @@ fn addf(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 /// Totals over streams: counts and rates add up, jitter is the mean of the streams'
 /// jitter, latency percentiles come from the merged histograms.
-pub fn sum(streams: &[&StreamResult]) -> Option<Summary> {
+fn sum(streams: &[&Assembled]) -> Option<Summary> {
     let first = streams.first()?;
     if streams.len() == 1 {
-        return Some(first.summary.clone());
+        return Some(first.result.summary.clone());
     }
     let mut s = Summary {
         duration_s: 0.0,
@@ -167,7 +178,7 @@ pub fn sum(streams: &[&StreamResult]) -> Option<Summary> {
     let mut kind = None;
     let mut jitters = Vec::new();
     for st in streams {
-        let x = &st.summary;
+        let x = &st.result.summary;
         s.duration_s = s.duration_s.max(x.duration_s);
         s.target_bps = addf(s.target_bps, x.target_bps);
         s.offered_bps = addf(s.offered_bps, x.offered_bps);
@@ -187,12 +198,8 @@ pub fn sum(streams: &[&StreamResult]) -> Option<Summary> {
         if let Some(j) = x.jitter_us {
             jitters.push(j);
         }
-        if let Some(h) = st
-            .latency_histogram
-            .as_deref()
-            .and_then(|b| LatencyHistogram::from_base64(b).ok())
-        {
-            merged.merge(&h);
+        if let Some(h) = &st.histogram {
+            merged.merge(h);
             kind = x.latency_us.map(|l| l.kind);
         }
     }
@@ -245,12 +252,11 @@ pub fn interval_rows(
         for &id in &ids {
             let ds = pick(Some(snd_now), id).since(&pick(snd_prev, id));
             let dr = pick(Some(rcv_now), id).since(&pick(rcv_prev, id));
-            sent.packets += ds.packets;
+            sent.counters = sent.counters.plus(&ds.counters);
             sent.bytes += ds.bytes;
             sent.retransmits += ds.retransmits;
-            recv.packets += dr.packets;
+            recv.counters = recv.counters.plus(&dr.counters);
             recv.bytes += dr.bytes;
-            recv.lost += dr.lost;
             jitter_sum += dr.jitter_ns;
         }
         let bps = |b: u64| if len > 0.0 { b as f64 * 8.0 / len } else { 0.0 };
@@ -263,9 +269,9 @@ pub fn interval_rows(
             received_bytes: Some(recv.bytes),
             sent_bps: bps(sent.bytes),
             received_bps: Some(bps(recv.bytes)),
-            sent_packets: udp.then_some(sent.packets),
-            received_packets: udp.then_some(recv.packets),
-            lost_packets: udp.then_some(recv.lost),
+            sent_packets: udp.then_some(sent.counters.sent),
+            received_packets: udp.then_some(recv.counters.received),
+            lost_packets: udp.then_some(recv.counters.lost),
             // The mean over streams, as in the summary.
             jitter_us: udp.then_some(jitter_sum as f64 / 1000.0 / ids.len() as f64),
             retransmits: (!udp).then_some(sent.retransmits),
@@ -276,7 +282,7 @@ pub fn interval_rows(
 
 /// The whole result document of a throughput test.
 pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Value) -> RunResult {
-    let mut r = RunResult::new(command, params);
+    let mut r = engine::env::result(command, params);
     let (streams, sum_tx, sum_rx, missing) = streams_and_summaries(o);
     r.backend = Some(backend_name(o));
     r.timestamp_source = Some(timestamp_source(o));
@@ -290,9 +296,9 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
         prev = Some(s);
     }
     let (main, other) = match o.spec.direction {
-        engine::spec::Direction::Reverse => (sum_rx, None),
-        engine::spec::Direction::Forward => (sum_tx, None),
-        engine::spec::Direction::Bidir => (sum_tx, sum_rx),
+        model::spec::Direction::Reverse => (sum_rx, None),
+        model::spec::Direction::Forward => (sum_tx, None),
+        model::spec::Direction::Bidir => (sum_tx, sum_rx),
     };
     r.summary = main;
     r.reverse_summary = other;

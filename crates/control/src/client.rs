@@ -7,8 +7,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use engine::live::LiveSnapshot;
-use engine::spec::{EchoSpec, Protocol, TestSpec};
 use engine::{tcp, udp};
+use model::spec::{EchoSpec, Protocol, TestSpec};
 
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, Limits, ServerMsg, StreamReport};

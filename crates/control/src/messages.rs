@@ -9,9 +9,9 @@
 use serde::{Deserialize, Serialize};
 
 use engine::live::LiveSnapshot;
-use engine::spec::{EchoSpec, TestSpec};
 use engine::tcp::{TcpReceiverReport, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
+use model::spec::{EchoSpec, TestSpec};
 
 /// Client to server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

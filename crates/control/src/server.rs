@@ -11,8 +11,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::spec::{EchoSpec, Protocol, TestSpec};
 use engine::{tcp, udp};
+use model::spec::{EchoSpec, Protocol, TestSpec};
 
 use crate::frame::{read_msg, read_msg_within, write_msg};
 use crate::messages::{ClientMsg, ErrorCode, Limits, ServerMsg, StreamReport};
@@ -801,7 +801,7 @@ fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), Prot
 #[cfg(test)]
 mod test {
     use super::*;
-    use engine::spec::{Direction, Rate, UdpBackend};
+    use model::spec::{Direction, Rate, UdpBackend};
 
     fn spec() -> TestSpec {
         TestSpec {

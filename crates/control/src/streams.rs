@@ -9,8 +9,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use engine::live::{LiveCounters, LiveSnapshot};
-use engine::spec::{Direction, TestSpec};
 use engine::{tcp, udp};
+use model::spec::{Direction, TestSpec};
 
 use crate::messages::StreamReport;
 
@@ -271,7 +271,7 @@ impl SideRun {
             let all_in = !expected.is_empty()
                 && self.receivers.iter().all(|r| {
                     let want = expected.iter().find(|(i, _)| *i == r.id).map(|(_, n)| *n);
-                    want.is_some_and(|n| r.live.snapshot().packets >= n)
+                    want.is_some_and(|n| r.live.snapshot().counters.received >= n)
                 });
             if all_in {
                 break;
@@ -296,7 +296,7 @@ impl SideRun {
         self.receivers
             .iter()
             .map(|r| r.live.snapshot())
-            .fold((0, 0), |(p, b), s| (p + s.packets, b + s.bytes))
+            .fold((0, 0), |(p, b), s| (p + s.counters.received, b + s.bytes))
     }
 
     /// Stops everything now and waits for the threads.
@@ -318,7 +318,7 @@ impl Drop for SideRun {
 #[cfg(test)]
 mod test {
     use super::*;
-    use engine::spec::{Protocol, Rate, UdpBackend};
+    use model::spec::{Protocol, Rate, UdpBackend};
 
     fn spec(direction: Direction, streams: u8) -> TestSpec {
         TestSpec {

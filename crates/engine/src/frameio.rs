@@ -16,8 +16,8 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use crate::clock::UnixNanos;
 use crate::sys::{self, RecvBatch, SendBatch};
+use model::clock::UnixNanos;
 
 /// An `AF_PACKET` socket bound to one interface, seeing every frame that arrives on it
 /// (every EtherType), but not the frames this host sends out of it.

@@ -1,12 +1,10 @@
-//! The wirebench data plane.
+//! The wirebench data plane: I/O only. The pure parts it drives (pacing schedules, per-stream
+//! accounting, histograms, test specs, the results model) are in the `model` crate.
 //!
-//! Pure parts (no I/O, time passed in, tested with a virtual clock):
-//! - [`clock`]: the `Clock` trait, a real clock and a virtual clock for tests;
-//! - [`pacing`]: absolute packet schedules (packet n is due at t0 + n/rate) and pacing-error stats;
-//! - [`stats`]: exact per-stream loss / duplicate / reorder accounting, RFC 3550 jitter, HDR histograms;
-//! - [`spec`]: what a test asks for; [`results`]: the results model every renderer reads.
+//! - [`clock`]: the real clock (the `Clock` trait and a virtual clock are `model::clock`);
+//! - [`env`]: the machine a result was measured on, and the time;
 //!
-//! I/O parts, each run on a dedicated OS thread (no async on the hot path):
+//! Each data-plane part runs on a dedicated OS thread (no async on the hot path):
 //! - [`udp`]: paced UDP sender (`sendmmsg` or GSO) and accounting receiver with kernel timestamps;
 //! - [`frameio`]: whole Ethernet frames over `AF_PACKET` (batched send/receive);
 //! - [`tcp`]: block writer and byte-counting reader with `TCP_INFO`;
@@ -23,11 +21,7 @@ pub mod env;
 pub mod frameio;
 pub mod live;
 pub mod multi;
-pub mod pacing;
 pub mod raw;
-pub mod results;
-pub mod spec;
-pub mod stats;
 pub mod sys;
 pub mod tcp;
 pub mod udp;

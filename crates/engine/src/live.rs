@@ -6,59 +6,120 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use model::stats::Counters;
+
 /// Running totals of one stream.
 #[derive(Debug, Default)]
 pub struct LiveCounters {
-    packets: AtomicU64,
-    bytes: AtomicU64,
+    sent: AtomicU64,
+    received: AtomicU64,
     lost: AtomicU64,
     duplicates: AtomicU64,
     reordered: AtomicU64,
+    late: AtomicU64,
+    bytes: AtomicU64,
     jitter_ns: AtomicU64,
     retransmits: AtomicU64,
 }
 
 /// A copy of [`LiveCounters`] at one moment.
+///
+/// On the wire (control protocol version 2, [`LiveWire`]) a snapshot carries one `packets`
+/// count, a sender's `sent` or a receiver's `received` (a side keeps the other at 0); a
+/// decoded snapshot has it in both, and a reader takes the one of the snapshot's side.
 #[derive(Debug, Default, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(from = "LiveWire", into = "LiveWire")]
 pub struct LiveSnapshot {
-    /// Packets sent (sender) or unique packets received (receiver).
-    pub packets: u64,
+    /// A sender's `sent`; a receiver's `received`, `lost` (numbers not yet seen below the
+    /// highest seen), `duplicates`, `reordered` and `late`.
+    pub counters: Counters,
     /// Payload bytes sent or received.
     pub bytes: u64,
-    /// Receiver: sequence numbers not yet seen below the highest seen.
-    pub lost: u64,
-    /// Receiver: extra copies.
-    pub duplicates: u64,
-    /// Receiver: RFC 4737 reordered packets.
-    pub reordered: u64,
     /// Receiver: current RFC 3550 jitter in nanoseconds.
     pub jitter_ns: u64,
     /// TCP sender: retransmitted segments so far.
     pub retransmits: u64,
 }
 
+/// The wire form of a [`LiveSnapshot`] (control protocol version 2).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LiveWire {
+    packets: u64,
+    bytes: u64,
+    lost: u64,
+    duplicates: u64,
+    reordered: u64,
+    jitter_ns: u64,
+    retransmits: u64,
+}
+
+impl From<LiveSnapshot> for LiveWire {
+    fn from(s: LiveSnapshot) -> Self {
+        let c = s.counters;
+        LiveWire {
+            packets: c.sent.max(c.received),
+            bytes: s.bytes,
+            lost: c.lost,
+            duplicates: c.duplicates,
+            reordered: c.reordered,
+            jitter_ns: s.jitter_ns,
+            retransmits: s.retransmits,
+        }
+    }
+}
+
+impl From<LiveWire> for LiveSnapshot {
+    fn from(w: LiveWire) -> Self {
+        LiveSnapshot {
+            counters: Counters {
+                sent: w.packets,
+                received: w.packets,
+                lost: w.lost,
+                duplicates: w.duplicates,
+                reordered: w.reordered,
+                late: 0,
+            },
+            bytes: w.bytes,
+            jitter_ns: w.jitter_ns,
+            retransmits: w.retransmits,
+        }
+    }
+}
+
 impl LiveCounters {
     /// Publishes new totals (called by the single writer thread).
     pub fn publish(&self, s: &LiveSnapshot) {
-        self.packets.store(s.packets, Ordering::Relaxed);
-        self.bytes.store(s.bytes, Ordering::Relaxed);
-        self.lost.store(s.lost, Ordering::Relaxed);
-        self.duplicates.store(s.duplicates, Ordering::Relaxed);
-        self.reordered.store(s.reordered, Ordering::Relaxed);
-        self.jitter_ns.store(s.jitter_ns, Ordering::Relaxed);
-        self.retransmits.store(s.retransmits, Ordering::Relaxed);
+        let c = &s.counters;
+        for (cell, v) in [
+            (&self.sent, c.sent),
+            (&self.received, c.received),
+            (&self.lost, c.lost),
+            (&self.duplicates, c.duplicates),
+            (&self.reordered, c.reordered),
+            (&self.late, c.late),
+            (&self.bytes, s.bytes),
+            (&self.jitter_ns, s.jitter_ns),
+            (&self.retransmits, s.retransmits),
+        ] {
+            cell.store(v, Ordering::Relaxed);
+        }
     }
 
     /// Reads the current totals.
     pub fn snapshot(&self) -> LiveSnapshot {
+        let get = |cell: &AtomicU64| cell.load(Ordering::Relaxed);
         LiveSnapshot {
-            packets: self.packets.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
-            lost: self.lost.load(Ordering::Relaxed),
-            duplicates: self.duplicates.load(Ordering::Relaxed),
-            reordered: self.reordered.load(Ordering::Relaxed),
-            jitter_ns: self.jitter_ns.load(Ordering::Relaxed),
-            retransmits: self.retransmits.load(Ordering::Relaxed),
+            counters: Counters {
+                sent: get(&self.sent),
+                received: get(&self.received),
+                lost: get(&self.lost),
+                duplicates: get(&self.duplicates),
+                reordered: get(&self.reordered),
+                late: get(&self.late),
+            },
+            bytes: get(&self.bytes),
+            jitter_ns: get(&self.jitter_ns),
+            retransmits: get(&self.retransmits),
         }
     }
 }
@@ -67,11 +128,8 @@ impl LiveSnapshot {
     /// Counter increase since `earlier` (jitter is a level, so the current value is kept).
     pub fn since(&self, earlier: &LiveSnapshot) -> LiveSnapshot {
         LiveSnapshot {
-            packets: self.packets.saturating_sub(earlier.packets),
+            counters: self.counters.since(&earlier.counters),
             bytes: self.bytes.saturating_sub(earlier.bytes),
-            lost: self.lost.saturating_sub(earlier.lost),
-            duplicates: self.duplicates.saturating_sub(earlier.duplicates),
-            reordered: self.reordered.saturating_sub(earlier.reordered),
             jitter_ns: self.jitter_ns,
             retransmits: self.retransmits.saturating_sub(earlier.retransmits),
         }
@@ -82,30 +140,44 @@ impl LiveSnapshot {
 mod test {
     use super::*;
 
+    fn received(received: u64, lost: u64, bytes: u64, jitter_ns: u64) -> LiveSnapshot {
+        LiveSnapshot {
+            counters: Counters {
+                received,
+                lost,
+                ..Counters::default()
+            },
+            bytes,
+            jitter_ns,
+            retransmits: 0,
+        }
+    }
+
     #[test]
     fn publish_then_snapshot_and_delta() {
         let c = LiveCounters::default();
-        let a = LiveSnapshot {
-            packets: 10,
-            bytes: 1000,
-            lost: 1,
-            jitter_ns: 5,
-            ..Default::default()
-        };
+        let a = received(10, 1, 1000, 5);
         c.publish(&a);
         assert_eq!(c.snapshot(), a);
-        let b = LiveSnapshot {
-            packets: 25,
-            bytes: 2500,
-            lost: 1,
-            jitter_ns: 7,
-            ..Default::default()
-        };
+        let b = received(25, 1, 2500, 7);
         c.publish(&b);
         let d = c.snapshot().since(&a);
-        assert_eq!(d.packets, 15);
+        assert_eq!(d.counters.received, 15);
         assert_eq!(d.bytes, 1500);
-        assert_eq!(d.lost, 0);
+        assert_eq!(d.counters.lost, 0);
         assert_eq!(d.jitter_ns, 7);
+    }
+
+    #[test]
+    fn wire_form_is_protocol_version_2() {
+        let v = serde_json::to_value(received(25, 1, 2500, 7)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"packets": 25, "bytes": 2500, "lost": 1, "duplicates": 0,
+                "reordered": 0, "jitter_ns": 7, "retransmits": 0})
+        );
+        let back: LiveSnapshot = serde_json::from_value(v).unwrap();
+        assert_eq!((back.counters.received, back.counters.sent), (25, 25));
+        assert_eq!((back.counters.lost, back.bytes), (1, 2500));
     }
 }

@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use wire::frame::FrameLayout;
 
-use crate::clock::{Clock, RealClock};
+use crate::clock::RealClock;
 use crate::frameio::{FrameRx, FrameTx};
-use crate::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
 use crate::raw::MAX_DRAIN;
-use crate::stats::table::StreamTable;
 use crate::sys;
+use model::clock::Clock;
+use model::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use model::stats::table::StreamTable;
 
 /// Where to patch sequence number and transmit time into a template.
 #[derive(Debug, Clone, Copy)]
@@ -248,7 +249,7 @@ pub fn receive(
 /// What one receiver of [`capture`] saw.
 pub struct Capture {
     /// Test frames, in arrival order, with `path` = the receiver's index.
-    pub arrivals: Vec<crate::stats::paths::Arrival>,
+    pub arrivals: Vec<model::stats::paths::Arrival>,
     /// Frames without a test header, or handshake datagrams.
     pub foreign: u64,
     /// Frames the kernel dropped before they were read.
@@ -258,7 +259,7 @@ pub struct Capture {
 }
 
 /// Captures test frames on every receiver (one thread each) for `duration` or until
-/// `stop`, keeping at most `limit` arrivals per receiver, for [`crate::stats::paths`].
+/// `stop`, keeping at most `limit` arrivals per receiver, for [`model::stats::paths`].
 ///
 /// # Errors
 /// A receiver fails.
@@ -299,7 +300,7 @@ pub fn capture(
                                 c.truncated = true;
                                 return;
                             }
-                            c.arrivals.push(crate::stats::paths::Arrival {
+                            c.arrivals.push(model::stats::paths::Arrival {
                                 path: path as u8,
                                 test_id: h.test_id,
                                 stream_id: h.stream_id,

@@ -17,12 +17,14 @@ use std::time::Duration;
 use wire::frame::{FrameLayout, FrameSpec};
 use wire::testhdr::TestHeaderRepr;
 
-use crate::clock::{Clock, RealClock};
+use crate::clock::RealClock;
 use crate::frameio::{FrameRx, FrameTx};
-use crate::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
-use crate::stats::histogram::LatencyHistogram;
-use crate::stats::table::StreamTable;
 use crate::sys;
+use model::clock::Clock;
+use model::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use model::stats::histogram::LatencyHistogram;
+use model::stats::table::StreamTable;
+use model::stats::Counters;
 
 /// The longest the receiver waits for residual frames after the generator finished.
 pub const MAX_DRAIN: Duration = Duration::from_secs(2);
@@ -71,16 +73,9 @@ pub struct RawTrialSpec {
 /// What a trial measured.
 #[derive(Debug, Clone, Default)]
 pub struct RawTrialReport {
-    /// Frames the backend took.
-    pub sent: u64,
-    /// Distinct frames of the trial received.
-    pub received: u64,
-    /// Extra copies.
-    pub duplicates: u64,
-    /// Frames that arrived after a later one.
-    pub reordered: u64,
-    /// Frames older than the sequence window.
-    pub late: u64,
+    /// Frames the backend took (`sent`) and what the receiver counted of this trial's
+    /// stream, settled (`lost = sent − received`).
+    pub counters: Counters,
     /// Other frames the receiver saw (not of this test and stream).
     pub foreign: u64,
     /// Frames the receive socket's kernel buffer dropped.
@@ -94,7 +89,7 @@ pub struct RawTrialReport {
     /// Share of the schedule the generator was behind at the end.
     pub behind_ratio: f64,
     /// Lateness of frames against their schedule.
-    pub pacing_error: Option<crate::stats::histogram::LatencySummary>,
+    pub pacing_error: Option<model::stats::histogram::LatencySummary>,
     /// Transmit-to-receive latency of received frames (kernel receive stamps).
     pub latency: LatencyHistogram,
     /// Received frames without a kernel receive stamp (not in `latency`).
@@ -148,7 +143,7 @@ pub fn run_trial(
         });
         let sent = generate(tx, spec, &template, &layout, stop, &clock);
         if let Ok(r) = &sent {
-            sent_total.store(r.sent, Ordering::Release);
+            sent_total.store(r.counters.sent, Ordering::Release);
         }
         generating.store(0, Ordering::Release);
         let mut report = sent?;
@@ -157,11 +152,7 @@ pub fn run_trial(
                 .join()
                 .map_err(|_| io::Error::other("receiver thread panicked"))??;
             if let Some(st) = table.stream(spec.stream_id) {
-                let c = st.counters();
-                report.received = c.received;
-                report.duplicates = c.duplicates;
-                report.reordered = c.reordered;
-                report.late = c.late;
+                report.counters = st.counters().settle(report.counters.sent);
                 report.latency = st.latency.clone();
                 report.unstamped = st.unstamped;
             }
@@ -244,7 +235,7 @@ fn generate(
     }
     tx.flush()?;
     let span = last_send.saturating_sub(first_send.unwrap_or(last_send));
-    report.sent = seq;
+    report.counters.sent = seq;
     report.elapsed = match spec.load {
         RawLoad::Rate { .. } => elapsed,
         RawLoad::Burst { .. } => span,

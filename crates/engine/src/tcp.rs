@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{Clock, RealClock};
+use crate::clock::RealClock;
 use crate::live::{LiveCounters, LiveSnapshot};
-use crate::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
-use crate::spec::Rate;
 use crate::sys;
+use model::clock::Clock;
+use model::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use model::spec::Rate;
 
 /// How often the sender refreshes its retransmit counter from TCP_INFO.
 const TCP_INFO_EVERY: Duration = Duration::from_millis(100);
@@ -160,7 +161,6 @@ pub fn run_sender(
                 .map(|i| u64::from(i.total_retrans));
         }
         live.publish(&LiveSnapshot {
-            packets: 0,
             bytes,
             retransmits: retransmits.unwrap_or(0),
             ..Default::default()
@@ -209,7 +209,6 @@ pub fn run_receiver(
                 last = clock.mono();
                 first.get_or_insert((last, bytes));
                 live.publish(&LiveSnapshot {
-                    packets: 0,
                     bytes,
                     ..Default::default()
                 });

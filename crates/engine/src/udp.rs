@@ -8,7 +8,7 @@
 //!
 //! The receiver reads `recvmmsg` batches with kernel receive timestamps, ignores datagrams
 //! of other tests, echoes what it is asked to, and feeds everything else into the exact
-//! per-stream accounting of [`crate::stats`]. It does not decide when a test ends: the
+//! per-stream accounting of [`model::stats`]. It does not decide when a test ends: the
 //! caller sets the stop flag.
 
 use std::io;
@@ -19,14 +19,16 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use wire::testhdr::{self, TestFlags, TestHeaderRepr};
 
-use crate::clock::{Clock, RealClock, UnixNanos};
+use crate::clock::RealClock;
 use crate::live::{LiveCounters, LiveSnapshot};
-use crate::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
-use crate::spec::{Rate, UdpBackend};
-use crate::stats::histogram::{LatencyHistogram, LatencySummary};
-use crate::stats::receiver::StreamReceiver;
-use crate::stats::seq::{SeqTracker, DEFAULT_WINDOW};
 use crate::sys::{self, RecvBatch, SendBatch};
+use model::clock::{Clock, UnixNanos};
+use model::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use model::spec::{Rate, UdpBackend};
+use model::stats::histogram::{LatencyHistogram, LatencySummary};
+use model::stats::receiver::StreamReceiver;
+use model::stats::seq::{SeqTracker, DEFAULT_WINDOW};
+use model::stats::Counters;
 
 /// Datagrams per `sendmmsg` / `recvmmsg` call.
 pub const BATCH: usize = 64;
@@ -87,8 +89,8 @@ pub struct UdpSenderReport {
     pub pacing_error: Option<LatencySummary>,
     /// Round-trip time of echoed probes.
     pub rtt: Option<LatencySummary>,
-    /// The raw round-trip histogram (base64 HdrHistogram V2 + deflate).
-    pub rtt_histogram: Option<String>,
+    /// The raw round-trip histogram (base64 HdrHistogram V2 + deflate on the wire).
+    pub rtt_histogram: Option<LatencyHistogram>,
     /// Echo replies whose timestamp came from the kernel.
     pub kernel_timestamps: bool,
     /// CPU time of the sending thread.
@@ -104,24 +106,18 @@ pub struct UdpSenderReport {
 pub struct UdpReceiverReport {
     /// Stream id.
     pub stream_id: u8,
-    /// Unique packets received.
-    pub packets: u64,
+    /// Received, duplicates, reordered, late, and the numbers missing below the highest seen
+    /// (`sent` is the sender's to report).
+    #[serde(flatten)]
+    pub counters: Counters,
     /// Payload bytes of unique packets.
     pub bytes: u64,
-    /// Extra copies.
-    pub duplicates: u64,
-    /// RFC 4737 reordered.
-    pub reordered: u64,
-    /// Older than the sequence window when they arrived.
-    pub late: u64,
-    /// Sequence numbers missing below the highest seen.
-    pub lost_so_far: u64,
     /// RFC 3550 jitter, µs.
     pub jitter_us: f64,
     /// One-way latency (when the clocks are shared or synchronised).
     pub latency: Option<LatencySummary>,
-    /// The raw one-way histogram.
-    pub latency_histogram: Option<String>,
+    /// The raw one-way histogram (base64 HdrHistogram V2 + deflate on the wire).
+    pub latency_histogram: Option<LatencyHistogram>,
     /// One-way samples dropped because receive time preceded transmit time.
     pub clock_skew_samples: u64,
     /// Inter-arrival gap percentiles.
@@ -431,7 +427,10 @@ pub fn run_sender(
                     seq += sent as u64;
                     bytes += (sent * len) as u64;
                     live.publish(&LiveSnapshot {
-                        packets: seq,
+                        counters: Counters {
+                            sent: seq,
+                            ..Counters::default()
+                        },
                         bytes,
                         ..Default::default()
                     });
@@ -474,7 +473,7 @@ pub fn run_sender(
         generator_limited: behind_ratio > pacing::GENERATOR_LIMITED_THRESHOLD,
         pacing_error: pacer.pacing_error().summary(),
         rtt: echo.hist.summary(),
-        rtt_histogram: (!echo.hist.is_empty()).then(|| echo.hist.to_base64()),
+        rtt_histogram: (!echo.hist.is_empty()).then(|| echo.hist.clone()),
         kernel_timestamps: echo.kernel_ts,
         cpu_time: sys::thread_cpu_time(),
         backend: backend.result_name().to_owned(),
@@ -688,11 +687,8 @@ pub fn run_receiver(
         }
         let s = rx.snapshot();
         live.publish(&LiveSnapshot {
-            packets: s.packets,
+            counters: s.counters,
             bytes: s.bytes,
-            lost: s.lost_so_far,
-            duplicates: s.duplicates,
-            reordered: s.reordered,
             jitter_ns: (s.jitter_us * 1000.0) as u64,
             retransmits: 0,
         });
@@ -704,15 +700,11 @@ pub fn run_receiver(
     };
     UdpReceiverReport {
         stream_id: cfg.stream_id,
-        packets: s.packets,
+        counters: s.counters,
         bytes: s.bytes,
-        duplicates: s.duplicates,
-        reordered: s.reordered,
-        late: s.late,
-        lost_so_far: s.lost_so_far,
         jitter_us: s.jitter_us,
         latency: rx.latency().summary(),
-        latency_histogram: (!rx.latency().is_empty()).then(|| rx.latency().to_base64()),
+        latency_histogram: (!rx.latency().is_empty()).then(|| rx.latency().clone()),
         clock_skew_samples: rx.clock_skew_samples(),
         gaps: rx.gaps().summary(),
         active,
@@ -779,7 +771,7 @@ pub struct PingPongReport {
     /// Round-trip times.
     pub rtt: Option<LatencySummary>,
     /// The raw round-trip histogram.
-    pub rtt_histogram: Option<String>,
+    pub rtt_histogram: Option<LatencyHistogram>,
     /// `spin` (busy-polling) or `blocking`.
     pub mode: String,
     /// Answers were stamped by the kernel on arrival.
@@ -863,7 +855,7 @@ pub fn run_ping_pong(
         sent,
         received,
         rtt: hist.summary(),
-        rtt_histogram: (!hist.is_empty()).then(|| hist.to_base64()),
+        rtt_histogram: (!hist.is_empty()).then_some(hist),
         mode: if spin { "spin" } else { "blocking" }.to_owned(),
         kernel_timestamps: kernel_seen,
     })
@@ -954,12 +946,16 @@ mod test {
         for seq in 0..3 {
             client.send(&data(7, 1, seq)).unwrap();
         }
-        while live.snapshot().packets < 3 {
+        while live.snapshot().counters.received < 3 {
             std::thread::sleep(Duration::from_millis(5));
         }
         stop.store(true, Ordering::Relaxed);
         let r = rx.join().unwrap();
-        assert_eq!((r.packets, r.duplicates, r.lost_so_far), (3, 0, 0), "{r:?}");
+        assert_eq!(
+            (r.counters.received, r.counters.duplicates, r.counters.lost),
+            (3, 0, 0),
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -1004,7 +1000,7 @@ mod test {
         assert!(is_timeout(&e), "an answer is not answered: {e}");
         stop.store(true, Ordering::Relaxed);
         let r = rx.join().unwrap();
-        assert_eq!(r.packets, 0, "handshakes are not data");
+        assert_eq!(r.counters.received, 0, "handshakes are not data");
     }
 
     #[test]
@@ -1018,15 +1014,15 @@ mod test {
         }
         client.send(&data(8, 1, 6)).unwrap();
         client.send(b"GET / HTTP/1.1\r\n\r\n").unwrap();
-        while live.snapshot().packets < 5 {
+        while live.snapshot().counters.received < 5 {
             std::thread::sleep(Duration::from_millis(5));
         }
         stop.store(true, Ordering::Relaxed);
         let r = rx.join().unwrap();
-        assert_eq!(r.packets, 5, "{r:?}");
-        assert_eq!(r.duplicates, 1);
-        assert_eq!(r.reordered, 1);
-        assert_eq!(r.lost_so_far, 1, "seq 4 is missing");
+        assert_eq!(r.counters.received, 5, "{r:?}");
+        assert_eq!(r.counters.duplicates, 1);
+        assert_eq!(r.counters.reordered, 1);
+        assert_eq!(r.counters.lost, 1, "seq 4 is missing");
         assert_eq!(r.foreign, 2);
     }
 }

@@ -89,19 +89,12 @@ pub struct ShaperSpec {
 /// Default rate of unmatched traffic (effectively unshaped on veth).
 const DEFAULT_RATE_BPS: u64 = 10_000_000_000;
 
+/// A rate (`base` 1000) or size (`base` 1024) of the class list, with the unit parser of
+/// every other wirebench input.
 pub(crate) fn si(s: &str, base: f64, what: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], base),
-        Some('m' | 'M') => (&t[..t.len() - 1], base * base),
-        Some('g' | 'G') => (&t[..t.len() - 1], base * base * base),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("{what} '{s}' is not a number with an optional k/M/G suffix"))?;
-    let r = v * mult;
-    if !(r.is_finite() && r >= 1.0) {
+    let r = model::units::si_number(s, base)
+        .ok_or_else(|| format!("{what} '{s}' is not a number with an optional k/M/G suffix"))?;
+    if r < 1.0 {
         return Err(format!("{what} '{s}' must be positive"));
     }
     Ok(r.round() as u64)

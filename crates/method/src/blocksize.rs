@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use engine::results::BlocksizeRow;
-use engine::spec::{Direction, Protocol, Rate};
+use model::results::BlocksizeRow;
+use model::spec::{Direction, Protocol, Rate};
 
 use crate::{PlanError, Trial, TrialRequest};
 

@@ -19,7 +19,7 @@ pub mod sweep;
 
 use std::time::Duration;
 
-use engine::spec::{Direction, Protocol, Rate};
+use model::spec::{Direction, Protocol, Rate};
 
 /// One trial a method asks for.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,10 +14,10 @@
 
 use std::time::Duration;
 
-pub use engine::results::rfc2544::{
+pub use model::results::rfc2544::{
     BackToBack, LatencyResult, LossRow, Search, ThroughputResult, TrialLog,
 };
-use engine::stats::histogram::LatencyHistogram;
+use model::stats::histogram::LatencyHistogram;
 use wire::linerate::LineRate;
 
 /// What one trial offers.

@@ -25,11 +25,12 @@
 //! tolerance = "2%"                 # of the expectation, default 2 %
 //! ```
 
+use model::units::{frame_rate, percent, positive_rate_bps, FrameRate};
 use serde::Deserialize;
 use toml::Spanned;
 use wire::linerate::LineRate;
 
-use engine::results::profile::{ProfileReport, StreamRow};
+use model::results::profile::{ProfileReport, StreamRow};
 
 /// The simple IMIX: 64, 594 and 1518-byte frames in the ratio 7:4:1 (mean 361.8 bytes).
 pub const IMIX: [(u64, usize); 3] = [(64, 7), (594, 4), (1518, 1)];
@@ -100,17 +101,6 @@ impl StreamProto {
     }
 }
 
-/// A load as configured.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Load {
-    /// % of line rate.
-    Percent(f64),
-    /// L2 bit/s (frames with FCS).
-    L2Bps(f64),
-    /// Frames/s.
-    Pps(f64),
-}
-
 /// One checked stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamSpec {
@@ -127,7 +117,7 @@ pub struct StreamSpec {
     /// How the sizes were given.
     pub frame_label: String,
     /// Load.
-    pub load: Load,
+    pub load: FrameRate,
     /// DSCP.
     pub dscp: u8,
     /// 802.1Q VID, if tagged.
@@ -161,12 +151,7 @@ impl StreamSpec {
     /// Frames/s of this stream on a link of `line`: a % load counts the L1 size of the
     /// mean frame (preamble and gap included), an L2 rate the mean frame.
     pub fn fps(&self, line: LineRate) -> f64 {
-        let mean = self.mean_len();
-        match self.load {
-            Load::Pps(p) => p,
-            Load::Percent(p) => line.0 as f64 * p / 100.0 / (8.0 * (mean + 20.0)),
-            Load::L2Bps(b) => b / (8.0 * mean),
-        }
+        self.load.fps_mean(self.mean_len(), line)
     }
 }
 
@@ -187,30 +172,6 @@ fn line_of(text: &str, span: std::ops::Range<usize>) -> usize {
     text[..span.start.min(text.len())].matches('\n').count() + 1
 }
 
-fn si(s: &str) -> Option<f64> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last()? {
-        'k' | 'K' => (&t[..t.len() - 1], 1e3),
-        'm' | 'M' => (&t[..t.len() - 1], 1e6),
-        'g' | 'G' => (&t[..t.len() - 1], 1e9),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.trim().parse().ok()?;
-    (v.is_finite() && v > 0.0).then_some(v * mult)
-}
-
-fn parse_load(s: &str) -> Option<Load> {
-    let t = s.trim();
-    if let Some(p) = t.strip_suffix('%') {
-        let v: f64 = p.trim().parse().ok()?;
-        return (v > 0.0 && v <= 100.0).then_some(Load::Percent(v));
-    }
-    if let Some(p) = t.strip_suffix("pps") {
-        return si(p).map(Load::Pps);
-    }
-    si(t).map(Load::L2Bps)
-}
-
 impl Profile {
     /// Parses and checks a profile. Errors name the stream, the key and the line.
     pub fn parse(text: &str) -> Result<Self, String> {
@@ -229,7 +190,7 @@ impl Profile {
             None => 10.0,
         };
         let line_rate = match &p.line_rate {
-            Some(l) => LineRate(si(l.get_ref()).ok_or_else(|| {
+            Some(l) => LineRate(positive_rate_bps(l.get_ref()).ok_or_else(|| {
                 format!(
                     "line {}: line_rate '{}' is not a bit rate (e.g. 1G)",
                     at(l.span()),
@@ -298,7 +259,7 @@ impl Profile {
                     format!("size {bad_len}: frame sizes are 64..=9018 bytes with FCS"),
                 ));
             }
-            let load = parse_load(s.load.get_ref()).ok_or_else(|| {
+            let load = frame_rate(s.load.get_ref()).map_err(|_| {
                 bad(
                     s.load.span(),
                     format!(
@@ -362,7 +323,7 @@ impl Profile {
                 ));
             }
             let expect_bps = match &s.expect {
-                Some(e) => Some(si(e.get_ref()).ok_or_else(|| {
+                Some(e) => Some(positive_rate_bps(e.get_ref()).ok_or_else(|| {
                     bad(
                         e.span(),
                         format!("expect '{}' is not a bit rate (e.g. 10M)", e.get_ref()),
@@ -372,21 +333,15 @@ impl Profile {
             };
             let tolerance = match &s.tolerance {
                 Some(t) => {
-                    let v: f64 = t
-                        .get_ref()
-                        .trim()
-                        .trim_end_matches('%')
-                        .trim()
-                        .parse()
-                        .ok()
-                        .filter(|v: &f64| (0.0..100.0).contains(v))
+                    percent(t.get_ref())
+                        .filter(|v| (0.0..100.0).contains(v))
                         .ok_or_else(|| {
                             bad(
                                 t.span(),
                                 format!("tolerance '{}': a percentage like \"2%\"", t.get_ref()),
                             )
-                        })?;
-                    v / 100.0
+                        })?
+                        / 100.0
                 }
                 None => 0.02,
             };
@@ -448,7 +403,7 @@ pub struct Measured {
     /// The generator fell behind.
     pub generator_limited: bool,
     /// Latency.
-    pub latency: Option<engine::stats::histogram::LatencySummary>,
+    pub latency: Option<model::stats::histogram::LatencySummary>,
 }
 
 /// Received L2 bit/s (frames with FCS): over the receive span when there is one (n frames

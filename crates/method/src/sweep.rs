@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use engine::results::{SweepRow, SweepStatus, SweepTable};
-use engine::spec::{Direction, Protocol, Rate};
+use model::results::{SweepRow, SweepStatus, SweepTable};
+use model::spec::{Direction, Protocol, Rate};
 
 use crate::{PlanError, Trial, TrialRequest, TrialResult};
 

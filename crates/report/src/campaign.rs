@@ -9,8 +9,8 @@
 
 use std::fmt::Write as _;
 
-use engine::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
-use engine::results::{RunResult, SweepStatus};
+use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
+use model::results::{RunResult, SweepStatus};
 use wire::linerate::LineRate;
 
 use crate::svg;
@@ -909,7 +909,7 @@ fn cdf_series<'a>(
     ];
     histograms
         .filter_map(|(label, text)| {
-            let h = engine::stats::histogram::LatencyHistogram::from_base64(text?).ok()?;
+            let h = model::stats::histogram::LatencyHistogram::from_base64(text?).ok()?;
             let pts = AT
                 .iter()
                 .filter_map(|p| Some((h.percentile_us(*p)?, *p)))
@@ -1044,7 +1044,7 @@ pub fn charts(c: &Campaign) -> Vec<(String, String)> {
             let with: Vec<_> = x.latency.iter().filter(|l| l.summary.is_some()).collect();
             if !with.is_empty() {
                 let cats: Vec<String> = with.iter().map(|l| format!("{} B", l.frame_len)).collect();
-                let pick = |f: fn(&engine::stats::histogram::LatencySummary) -> f64| {
+                let pick = |f: fn(&model::stats::histogram::LatencySummary) -> f64| {
                     with.iter()
                         .map(|l| l.summary.as_ref().map(f))
                         .collect::<Vec<_>>()
@@ -1262,7 +1262,7 @@ pub fn html(c: &Campaign) -> String {
 /// Neither kind of document.
 pub fn load_any(text: &str) -> Result<Campaign, String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    if v.get("schema").and_then(|s| s.as_str()) == Some(engine::results::SCHEMA) {
+    if v.get("schema").and_then(|s| s.as_str()) == Some(model::results::SCHEMA) {
         let r: RunResult =
             serde_json::from_value(v).map_err(|e| format!("not a result document: {e}"))?;
         return Ok(Campaign {

@@ -1,6 +1,6 @@
 //! The JSON document of a result (`-J`, `results.json`).
 
-use engine::results::RunResult;
+use model::results::RunResult;
 
 /// Pretty-printed JSON with a trailing newline.
 pub fn to_string(r: &RunResult) -> String {

@@ -1,4 +1,4 @@
-//! Renderers of the results model. They only read [`engine::results`]; none measures.
+//! Renderers of the results model. They only read [`model::results`]; none measures.
 //!
 //! - [`units`]: SI formatting of rates, sizes and times;
 //! - [`text`]: the terminal output (interval lines, summary tables, sweep, block-size and

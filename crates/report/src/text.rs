@@ -1,7 +1,7 @@
 //! Terminal output. Every function is a pure rendering of the results model: the same
 //! result gives the same bytes.
 
-use engine::results::{
+use model::results::{
     BlocksizeRow, IntervalRow, LatencyRow, LatencyUs, RunResult, StreamResult, Summary, SweepTable,
 };
 
@@ -390,7 +390,7 @@ pub fn shaping(r: &RunResult) -> String {
     let mut headers: Vec<(String, Align)> = vec![("frame".into(), R)];
     headers.extend(m.bandwidths_bps.iter().map(|b| (bps(*b), R)));
     let h: Vec<(&str, Align)> = headers.iter().map(|(s, a)| (s.as_str(), *a)).collect();
-    let table = |f: &dyn Fn(&engine::results::shaping::Cell) -> String| -> String {
+    let table = |f: &dyn Fn(&model::results::shaping::Cell) -> String| -> String {
         let rows: Vec<Vec<String>> = m
             .sizes
             .iter()
@@ -819,12 +819,17 @@ pub fn profile(r: &RunResult) -> String {
 #[cfg(test)]
 mod test {
     use super::*;
-    use engine::results::rfc2544::{BackToBack, LossRow, Rfc2544Report, Search, ThroughputResult};
-    use engine::results::{SweepRow, SweepStatus, Verdict};
+    use model::results::rfc2544::{BackToBack, LossRow, Rfc2544Report, Search, ThroughputResult};
+    use model::results::{SweepRow, SweepStatus, Verdict};
 
     #[test]
     fn rfc2544_tables_show_theoretical_measured_and_efficiency() {
-        let mut r = RunResult::new("rfc2544", serde_json::json!({}));
+        let mut r = RunResult::new(
+            "rfc2544",
+            serde_json::json!({}),
+            String::new(),
+            Default::default(),
+        );
         r.rfc2544 = Some(Rfc2544Report {
             line_rate_bps: 1_000_000_000,
             throughput: vec![ThroughputResult {
@@ -877,7 +882,7 @@ mod test {
         assert!(!t.contains("duplicate frames"), "{t}");
         // A device that duplicates (a FRER network without elimination) is called out.
         let rep = r.rfc2544.as_mut().unwrap();
-        rep.trials.push(engine::results::rfc2544::TrialLog {
+        rep.trials.push(model::results::rfc2544::TrialLog {
             purpose: "throughput".into(),
             frame_len: 64,
             load: 1000.0,

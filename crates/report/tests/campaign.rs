@@ -12,7 +12,7 @@ fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-fn fixture() -> engine::results::campaign::Campaign {
+fn fixture() -> model::results::campaign::Campaign {
     let text = std::fs::read_to_string(data("campaign-v1.json")).expect("fixture");
     report::campaign::load(&text).expect("campaign/1 loads")
 }

@@ -16,7 +16,7 @@ use std::mem::{size_of, zeroed};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use crate::clock::UnixNanos;
+use model::clock::UnixNanos;
 
 fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {

@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::clock::UnixNanos;
+use model::clock::UnixNanos;
 
 use super::{cvt, setsockopt_int};
 

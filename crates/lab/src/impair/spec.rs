@@ -89,12 +89,8 @@ impl Default for ImpairSpec {
 fn percent(v: &Value, what: &str, max: f64) -> Result<f64, String> {
     let pct = match v {
         Value::Num(n) => *n,
-        Value::Str(s) => s
-            .trim()
-            .trim_end_matches('%')
-            .trim()
-            .parse()
-            .map_err(|_| format!("{what} '{s}' is not a percentage (e.g. \"1%\" or 0.5)"))?,
+        Value::Str(s) => model::units::percent(s)
+            .ok_or_else(|| format!("{what} '{s}' is not a percentage (e.g. \"1%\" or 0.5)"))?,
     };
     if !(0.0..=max).contains(&pct) {
         return Err(format!("{what} must be between 0 and {max} %"));
@@ -111,22 +107,11 @@ fn duration_ns(v: &Value, what: &str) -> Result<u64, String> {
         }
         Value::Str(s) => s.trim(),
     };
-    let split = s
-        .find(|c: char| c.is_ascii_alphabetic())
-        .ok_or_else(|| format!("{what} '{s}' needs a unit: ns, us, ms or s"))?;
-    let (num, unit) = s.split_at(split);
-    let mult = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        u => return Err(format!("{what} '{s}': unknown unit '{u}' (ns, us, ms, s)")),
-    };
-    let n: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{what} '{s}' is not a duration"))?;
-    let ns = n * mult;
+    if !s.ends_with(|c: char| c.is_alphabetic()) {
+        return Err(format!("{what} '{s}' needs a unit: ns, us, ms or s"));
+    }
+    let ns = model::units::time_ns(s)
+        .ok_or_else(|| format!("{what} '{s}': unknown unit or not a number (ns, us, ms, s)"))?;
     if !(0.0..=60e9).contains(&ns) {
         return Err(format!("{what} '{s}' must be between 0 and 60 s"));
     }

@@ -23,9 +23,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use engine::clock::{Clock, RealClock};
+use engine::clock::RealClock;
 use engine::frameio::PacketSocket;
 use engine::sys::{wait_readable, RecvBatch, SendBatch};
+use model::clock::Clock;
 use serde::{Deserialize, Serialize};
 
 use super::model::{Counters, Impairer};

@@ -13,10 +13,10 @@
 //! - **Late** (local policy): `seq` older than the window (`highest − seq >= window`) or below the
 //!   origin. Such a packet is too old to tell a late original from a duplicate, so it is
 //!   **not** counted as received: it stays counted as lost and is counted in
-//!   [`SeqCounters::late`] instead. Choose a window larger than the worst reordering you expect
+//!   [`Counters::late`] instead. Choose a window larger than the worst reordering you expect
 //!   (the default covers 65 536 packets, e.g. 65 ms at 1 Mpps).
 //! - **Duplicate** (RFC 5560): the sequence number was already received; only the first copy is
-//!   evaluated, so a duplicate changes nothing but [`SeqCounters::duplicates`] (it is never
+//!   evaluated, so a duplicate changes nothing but [`Counters::duplicates`] (it is never
 //!   credited as received in loss computations, delay-metrics.md §4).
 //! - **Reordered** (RFC 4737 §3.3, Type-P-Reordered = TRUE): `seq < NextExp` and not received
 //!   before. It counts as received (reducing the in-flight loss) and as reordered. Its
@@ -31,6 +31,8 @@
 //! 64-bit and do not wrap), no timing (see [`super::receiver`]).
 
 use serde::{Deserialize, Serialize};
+
+use super::counters::Counters;
 
 /// Default window: 65 536 sequence numbers (8 KiB of bitmap).
 pub const DEFAULT_WINDOW: u64 = 65_536;
@@ -68,21 +70,6 @@ impl Arrival {
     }
 }
 
-/// Counters of a [`SeqTracker`]; cheap to copy every reporting interval.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeqCounters {
-    /// Unique packets received (first copies, including reordered ones; not late ones).
-    pub received: u64,
-    /// Extra copies of packets already received.
-    pub duplicates: u64,
-    /// Packets that arrived after a packet with a higher sequence number (RFC 4737).
-    pub reordered: u64,
-    /// Packets older than the window, not counted as received.
-    pub late: u64,
-    /// Highest sequence number received, `None` before the first packet.
-    pub highest: Option<u64>,
-}
-
 /// Sequence-number accounting for one stream (see the module docs for the rules).
 #[derive(Clone, Debug)]
 pub struct SeqTracker {
@@ -92,7 +79,10 @@ pub struct SeqTracker {
     bits: Vec<u64>,
     /// First expected sequence number; set by the first packet when not given.
     origin: Option<u64>,
-    counters: SeqCounters,
+    /// Highest sequence number received, `None` before the first packet.
+    highest: Option<u64>,
+    /// `received`, `duplicates`, `reordered` and `late`; `lost` is derived on reading.
+    counters: Counters,
     max_reorder_distance: u64,
 }
 
@@ -121,7 +111,8 @@ impl SeqTracker {
             window,
             bits: vec![0; words],
             origin: None,
-            counters: SeqCounters::default(),
+            highest: None,
+            counters: Counters::default(),
             max_reorder_distance: 0,
         }
     }
@@ -147,14 +138,14 @@ impl SeqTracker {
 
     /// Classifies one arriving sequence number and updates the counters.
     pub fn on_packet(&mut self, seq: u64) -> Arrival {
-        let Some(highest) = self.counters.highest else {
+        let Some(highest) = self.highest else {
             return self.first_packet(seq);
         };
         if seq > highest {
             // RFC 4737 §3.3: seq >= NextExp, not reordered; NextExp becomes seq + 1.
             self.advance(highest, seq);
             self.set(seq);
-            self.counters.highest = Some(seq);
+            self.highest = Some(seq);
             self.counters.received += 1;
             let skipped = seq - highest - 1;
             return if skipped == 0 {
@@ -190,7 +181,7 @@ impl SeqTracker {
         }
         // The bitmap is all zeros: nothing to clear.
         self.set(seq);
-        self.counters.highest = Some(seq);
+        self.highest = Some(seq);
         self.counters.received += 1;
         match seq - origin {
             0 => Arrival::InOrder,
@@ -240,14 +231,23 @@ impl SeqTracker {
         self.bits[w] |= b;
     }
 
-    /// A copy of the counters.
-    pub fn counters(&self) -> SeqCounters {
-        self.counters
+    /// The counters, `lost` being [`SeqTracker::lost_so_far`] (`sent` stays 0: the
+    /// receiver does not know it).
+    pub fn counters(&self) -> Counters {
+        Counters {
+            lost: self.lost_so_far(),
+            ..self.counters
+        }
+    }
+
+    /// Highest sequence number received, `None` before the first packet.
+    pub fn highest(&self) -> Option<u64> {
+        self.highest
     }
 
     /// Packets expected so far: `highest − origin + 1`, 0 before the first accepted packet.
     pub fn expected_so_far(&self) -> u64 {
-        match (self.counters.highest, self.origin) {
+        match (self.highest, self.origin) {
             (Some(h), Some(o)) => (h - o).saturating_add(1),
             _ => 0,
         }
@@ -283,7 +283,7 @@ mod tests {
         origin: Option<u64>,
         seen: HashSet<u64>,
         highest: Option<u64>,
-        c: SeqCounters,
+        c: Counters,
         max_dist: u64,
     }
 
@@ -294,7 +294,7 @@ mod tests {
                 origin,
                 seen: HashSet::new(),
                 highest: None,
-                c: SeqCounters::default(),
+                c: Counters::default(),
                 max_dist: 0,
             }
         }
@@ -327,7 +327,11 @@ mod tests {
                 self.max_dist = self.max_dist.max(next_exp - 1 - s);
                 Arrival::Reordered
             };
-            self.c.highest = self.highest;
+            let expected = match (self.highest, self.origin) {
+                (Some(h), Some(o)) => h - o + 1,
+                _ => 0,
+            };
+            self.c.lost = expected - self.c.received;
             a
         }
     }
@@ -471,14 +475,16 @@ mod tests {
         let c = t.counters();
         assert_eq!(
             c,
-            SeqCounters {
+            Counters {
+                sent: 0,
                 received: 7,
+                lost: 94,
                 duplicates: 2,
                 reordered: 3,
                 late: 2,
-                highest: Some(100),
             }
         );
+        assert_eq!(t.highest(), Some(100));
         assert_eq!(t.expected_so_far(), 101);
         assert_eq!(t.lost_so_far(), 94);
         assert_eq!(t.lost_given_sent(120), 113);
@@ -495,7 +501,7 @@ mod tests {
 
         let mut t = SeqTracker::with_origin(64, 10);
         assert_eq!(t.on_packet(3), Arrival::Late);
-        assert_eq!(t.counters().highest, None);
+        assert_eq!(t.highest(), None);
         assert_eq!(t.on_packet(10), Arrival::InOrder);
     }
 

@@ -22,25 +22,19 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::UnixNanos;
+use crate::stats::counters::Counters;
 use crate::stats::histogram::LatencyHistogram;
 use crate::stats::jitter::Rfc3550Jitter;
-use crate::stats::seq::{Arrival, SeqCounters, SeqTracker};
+use crate::stats::seq::{Arrival, SeqTracker};
 
 /// Plain counters of one receive stream at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RxSnapshot {
-    /// Unique packets received (first copies; not late ones).
-    pub packets: u64,
-    /// Bytes of those packets (as passed to [`StreamReceiver::on_packet`]).
+    /// Received, duplicates, reordered, late, and lost so far (in-flight view; see
+    /// [`SeqTracker::lost_so_far`]).
+    pub counters: Counters,
+    /// Bytes of the unique packets (as passed to [`StreamReceiver::on_packet`]).
     pub bytes: u64,
-    /// Extra copies of packets already received.
-    pub duplicates: u64,
-    /// Packets that arrived after a higher sequence number (RFC 4737).
-    pub reordered: u64,
-    /// Packets older than the sequence window, not counted as received.
-    pub late: u64,
-    /// Expected so far minus received (in-flight view; see [`SeqTracker::lost_so_far`]).
-    pub lost_so_far: u64,
     /// Highest sequence number received.
     pub highest_seq: Option<u64>,
     /// RFC 3550 interarrival jitter, µs.
@@ -128,15 +122,10 @@ impl StreamReceiver {
 
     /// The plain counters, cheap to take every interval.
     pub fn snapshot(&self) -> RxSnapshot {
-        let c = self.seq.counters();
         RxSnapshot {
-            packets: c.received,
+            counters: self.seq.counters(),
             bytes: self.bytes,
-            duplicates: c.duplicates,
-            reordered: c.reordered,
-            late: c.late,
-            lost_so_far: self.seq.lost_so_far(),
-            highest_seq: c.highest,
+            highest_seq: self.seq.highest(),
             jitter_us: self.jitter.jitter_us(),
             clock_skew_samples: self.clock_skew_samples,
             first_rx: self.first_rx,
@@ -150,7 +139,7 @@ impl StreamReceiver {
     }
 
     /// The sequence counters.
-    pub fn seq_counters(&self) -> SeqCounters {
+    pub fn seq_counters(&self) -> Counters {
         self.seq.counters()
     }
 
@@ -236,12 +225,15 @@ mod tests {
         assert_eq!(
             s,
             RxSnapshot {
-                packets: 7, // 1 2 4 3 5 6 100
+                counters: Counters {
+                    sent: 0,
+                    received: 7, // 1 2 4 3 5 6 100
+                    lost: 101 - 7,
+                    duplicates: 1,
+                    reordered: 1,
+                    late: 1,
+                },
                 bytes: 700,
-                duplicates: 1,
-                reordered: 1,
-                late: 1,
-                lost_so_far: 101 - 7,
                 highest_seq: Some(100),
                 jitter_us: s.jitter_us,
                 clock_skew_samples: 1,
@@ -303,7 +295,7 @@ mod tests {
         let mut rx = StreamReceiver::with_tracker(SeqTracker::new(64));
         let t = UnixNanos(1_000);
         assert_eq!(rx.on_packet(500, t, t, 10, false), Arrival::InOrder);
-        assert_eq!(rx.snapshot().lost_so_far, 0);
+        assert_eq!(rx.snapshot().counters.lost, 0);
     }
 
     #[test]

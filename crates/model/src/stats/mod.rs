@@ -12,6 +12,7 @@
 //! What this module does not do: read sockets or clocks, parse packets, or decide verdicts
 //! (RFC 2544 pass/fail and SLA checks live in the method crate).
 
+pub mod counters;
 pub mod histogram;
 pub mod jitter;
 pub mod paths;
@@ -19,7 +20,8 @@ pub mod receiver;
 pub mod seq;
 pub mod table;
 
+pub use counters::Counters;
 pub use histogram::{HistogramError, LatencyHistogram, LatencySummary};
 pub use jitter::Rfc3550Jitter;
 pub use receiver::{RxSnapshot, StreamReceiver};
-pub use seq::{Arrival, SeqCounters, SeqTracker, DEFAULT_WINDOW};
+pub use seq::{Arrival, SeqTracker, DEFAULT_WINDOW};

@@ -1,32 +1,34 @@
-//! Parsers for the units people type: rates in bits/s with SI suffixes (`500M`, `1.5G`),
-//! sizes in bytes with binary suffixes (`1472`, `32k`, `1M`, as iperf3's `-l`), lists
-//! (`1k,2k,4k`) and durations in seconds (`10`, `0.5`).
+//! The one parser of the units people type, for the command line, plans, profiles, class
+//! lists and impairments alike: rates in bits/s with SI suffixes (`500M`, `1.5G`), sizes in
+//! bytes with binary suffixes (`1472`, `32k`, `1M`, as iperf3's `-l`), frame loads
+//! (`500kpps`, `50%`, `100M`), frame sizes (`64,1518`, `100..1500/100`), percentages,
+//! times with a unit (`300us`, `5ms`) and durations in seconds (`10`, `0.5`).
+//!
+//! Every number with a `k`/`M`/`G`/`T` suffix goes through [`si_number`]; the functions
+//! above it only add the checks and the error text of their kind of value.
 
 /// A bit rate: a number with an optional SI suffix `k`, `M`, `G`, `T` (powers of 1000).
 pub fn rate_bps(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let (num, mult) = split_suffix(t, 1000.0).ok_or_else(|| {
+    let r = si_number(s, 1000.0).ok_or_else(|| {
         format!("'{s}' is not a rate: use a number with an optional k/M/G suffix, e.g. 500M")
     })?;
-    let v: f64 = num.parse().map_err(|_| {
-        format!("'{s}' is not a rate: use a number with an optional k/M/G suffix, e.g. 500M")
-    })?;
-    let r = v * mult;
-    if !r.is_finite() || r < 0.0 {
+    if r < 0.0 {
         return Err(format!("'{s}' is not a valid rate"));
     }
     Ok(r)
 }
 
+/// A bit rate above zero (a line rate, an expected rate).
+pub fn positive_rate_bps(s: &str) -> Option<f64> {
+    rate_bps(s).ok().filter(|r| *r > 0.0)
+}
+
 /// A byte size: a whole number with an optional suffix `k`, `M`, `G` (powers of 1024).
 pub fn size_bytes(s: &str) -> Result<usize, String> {
-    let t = s.trim();
     let err =
         || format!("'{s}' is not a size: use bytes with an optional k/M suffix, e.g. 1472 or 32k");
-    let (num, mult) = split_suffix(t, 1024.0).ok_or_else(err)?;
-    let v: f64 = num.parse().map_err(|_| err())?;
-    let b = v * mult;
-    if !b.is_finite() || b < 0.0 || b.fract() != 0.0 || b > usize::MAX as f64 {
+    let b = si_number(s, 1024.0).ok_or_else(err)?;
+    if b < 0.0 || b.fract() != 0.0 || b > usize::MAX as f64 {
         return Err(err());
     }
     Ok(b as usize)
@@ -73,6 +75,17 @@ impl FrameRate {
             FrameRate::L2Bps(b) => wire::linerate::LineRate::fps_for_l2_bps(len, b),
         }
     }
+
+    /// Frames/s of a stream whose frames are `mean_len` bytes long on average: a % load
+    /// counts the L1 size of the mean frame (preamble and gap included), an L2 rate the
+    /// mean frame.
+    pub fn fps_mean(self, mean_len: f64, line: wire::linerate::LineRate) -> f64 {
+        match self {
+            FrameRate::Pps(p) => p,
+            FrameRate::Percent(p) => line.0 as f64 * p / 100.0 / (8.0 * (mean_len + 20.0)),
+            FrameRate::L2Bps(b) => b / (8.0 * mean_len),
+        }
+    }
 }
 
 /// Parses a [`FrameRate`].
@@ -92,9 +105,7 @@ pub fn frame_rate(s: &str) -> Result<FrameRate, String> {
         }
         FrameRate::Percent(v)
     } else if let Some(p) = t.strip_suffix("pps") {
-        let (num, mult) = split_suffix(p.trim(), 1000.0).ok_or_else(err)?;
-        let v: f64 = num.parse().map_err(|_| err())?;
-        FrameRate::Pps(v * mult)
+        FrameRate::Pps(si_number(p, 1000.0).ok_or_else(err)?)
     } else {
         FrameRate::L2Bps(rate_bps(t).map_err(|_| err())?)
     };
@@ -170,44 +181,48 @@ pub fn rate_list(s: &str) -> Result<Vec<f64>, String> {
     Ok(v)
 }
 
+/// A percentage as written, `1.5%` or `1.5` (percent either way), as the number of percent;
+/// `None` when it is not a finite number.
+pub fn percent(s: &str) -> Option<f64> {
+    let v: f64 = s.trim().trim_end_matches('%').trim().parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
 /// A percentage as a ratio: `0.001%` or `0.001` (percent either way).
 pub fn percent_ratio(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .trim_end_matches('%')
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a percentage (e.g. 0.001%)"))?;
+    let v = percent(s).ok_or_else(|| format!("'{s}' is not a percentage (e.g. 0.001%)"))?;
     if !(0.0..100.0).contains(&v) {
         return Err(format!("'{s}': must be at least 0 and below 100 %"));
     }
     Ok(v / 100.0)
 }
 
+/// A time with its unit (`300us`, `1.5ms`, `2s`, `800ns`, `5 ms`, `3µs`) in nanoseconds;
+/// `None` when it has no known unit or is not a finite number.
+pub fn time_ns(s: &str) -> Option<f64> {
+    let t = s.trim();
+    let (num, mult) = [
+        ("ns", 1.0),
+        ("us", 1e3),
+        ("µs", 1e3),
+        ("ms", 1e6),
+        ("s", 1e9),
+    ]
+    .iter()
+    .find_map(|(unit, mult)| t.strip_suffix(unit).map(|n| (n, *mult)))?;
+    let x: f64 = num.trim().parse().ok()?;
+    x.is_finite().then_some(x * mult)
+}
+
 /// A time with its unit (`300us`, `1.5ms`, `2s`, `800ns`) in microseconds.
 pub fn time_us(s: &str) -> Result<f64, String> {
-    let v = s.trim();
-    let (num, mult) = if let Some(n) = v.strip_suffix("us") {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix("ms") {
-        (n, 1e3)
-    } else if let Some(n) = v.strip_suffix("ns") {
-        (n, 1e-3)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1e6)
-    } else {
-        return Err(format!(
-            "'{s}' is not a time: give a unit, e.g. 300us, 1.5ms, 2s"
-        ));
-    };
-    let x: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a time (e.g. 300us)"))?;
-    if !x.is_finite() || x < 0.0 {
+    let us = time_ns(s)
+        .ok_or_else(|| format!("'{s}' is not a time: give a unit, e.g. 300us, 1.5ms, 2s"))?
+        / 1e3;
+    if us < 0.0 {
         return Err(format!("'{s}' is not a valid time"));
     }
-    Ok(x * mult)
+    Ok(us)
 }
 
 /// A latency verdict threshold `pNN=VALUE` (`p99.9=300us`, `avg=50us`, `max=1ms`), as the
@@ -240,17 +255,22 @@ pub fn latency_limit(s: &str) -> Result<(f64, f64), String> {
     Ok((q, us))
 }
 
-fn split_suffix(t: &str, base: f64) -> Option<(&str, f64)> {
+/// The one SI number parser: a decimal number with an optional suffix `k`, `M`, `G` or `T`
+/// (either case) standing for `base`, `base²`, `base³` or `base⁴` (1000 for rates, 1024 for
+/// sizes). `None` when it is not such a number or the value is not finite.
+pub fn si_number(s: &str, base: f64) -> Option<f64> {
+    let t = s.trim();
     let last = t.chars().last()?;
-    let mult = match last {
-        'k' | 'K' => base,
-        'm' | 'M' => base * base,
-        'g' | 'G' => base * base * base,
-        't' | 'T' => base * base * base * base,
-        c if c.is_ascii_digit() || c == '.' => return Some((t, 1.0)),
-        _ => return None,
+    let (num, mult) = match last {
+        'k' | 'K' => (&t[..t.len() - 1], base),
+        'm' | 'M' => (&t[..t.len() - 1], base * base),
+        'g' | 'G' => (&t[..t.len() - 1], base * base * base),
+        't' | 'T' => (&t[..t.len() - 1], base * base * base * base),
+        _ => (t, 1.0),
     };
-    Some((&t[..t.len() - last.len_utf8()], mult))
+    let v: f64 = num.trim().parse().ok()?;
+    let r = v * mult;
+    r.is_finite().then_some(r)
 }
 
 #[cfg(test)]

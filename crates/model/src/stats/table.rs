@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use crate::clock::UnixNanos;
+use crate::stats::counters::Counters;
 use crate::stats::histogram::LatencyHistogram;
-use crate::stats::seq::{SeqCounters, SeqTracker};
+use crate::stats::seq::SeqTracker;
 
 /// What one stream received.
 #[derive(Debug, Clone)]
@@ -35,7 +36,7 @@ impl StreamRx {
     }
 
     /// Received / duplicates / reordered / late.
-    pub fn counters(&self) -> SeqCounters {
+    pub fn counters(&self) -> Counters {
         self.seq.counters()
     }
 }

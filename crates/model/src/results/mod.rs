@@ -1,0 +1,443 @@
+//! The results model: what a run measured, as plain serde data.
+//!
+//! One model is the source of truth for every renderer (terminal tables, JSON, later
+//! Markdown/HTML/CSV); renderers only read it. Field names are a contract with scripts and
+//! change only with [`SCHEMA`]. Rates are bits per second of payload, times in
+//! microseconds, ratios in 0..1. A value that was not measured is `None` (absent in JSON),
+//! never zero.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::histogram::LatencySummary;
+
+/// Schema identifier written into every result document.
+pub const SCHEMA: &str = "wirebench.result/1";
+
+/// A whole result document (one command's output).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Always [`SCHEMA`] for documents written by this version.
+    pub schema: String,
+    /// The command that produced it (`client`, `sweep`, `blocksize`, `latency`, `demo`).
+    pub command: String,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// What was asked, as the command resolved it.
+    pub params: serde_json::Value,
+    /// Where it ran.
+    pub environment: Environment,
+    /// Send/receive path that produced the figures (e.g. `udp-sendmmsg`, `udp-gso`, `tcp`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// How the receiver waited for packets: `blocking` (sleeps in `recvmmsg`) or `spin`
+    /// (busy-polls; used above 100 kpps). Figures differ between the two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receive_mode: Option<String>,
+    /// Where latency timestamps came from (`kernel-software`, `user`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamp_source: Option<String>,
+    /// Per-interval rows (`-i`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalRow>,
+    /// Per-stream results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<StreamResult>,
+    /// Totals over all streams of the main direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+    /// With `--bidir`: totals of the server-to-client direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverse_summary: Option<Summary>,
+    /// Zero-loss sweep table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepTable>,
+    /// Block-size table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocksize: Option<Vec<BlocksizeRow>>,
+    /// Ping-pong latency per message size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Vec<LatencyRow>>,
+    /// RFC 2544 tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rfc2544: Option<rfc2544::Rfc2544Report>,
+    /// Multi-stream profile table (`streams`; named `profile` because `streams` holds the
+    /// per-stream results of a client test).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::ProfileReport>,
+    /// Shaper accuracy matrix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shaping: Option<shaping::ShapingReport>,
+    /// FRER overhead against a control group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frer: Option<frer::FrerReport>,
+    /// Sub-results (used by `demo`, which runs several commands).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunResult>,
+    /// Pass/fail checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<Verdict>,
+    /// Warnings a reader must see (generator limits, fallbacks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl RunResult {
+    /// An empty document for `command`, started at `started_at` (RFC 3339) in
+    /// `environment` (both read by the caller: `engine::env::result` does it for the real
+    /// machine).
+    pub fn new(
+        command: &str,
+        params: serde_json::Value,
+        started_at: String,
+        environment: Environment,
+    ) -> Self {
+        Self {
+            schema: SCHEMA.to_owned(),
+            command: command.to_owned(),
+            started_at,
+            params,
+            environment,
+            backend: None,
+            receive_mode: None,
+            timestamp_source: None,
+            intervals: Vec::new(),
+            streams: Vec::new(),
+            summary: None,
+            reverse_summary: None,
+            sweep: None,
+            blocksize: None,
+            latency: None,
+            rfc2544: None,
+            profile: None,
+            shaping: None,
+            frer: None,
+            runs: Vec::new(),
+            verdicts: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// Where a result was measured.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Environment {
+    /// Host name of the machine running the command.
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Online CPUs.
+    pub cpus: usize,
+    /// CPU model (`/proc/cpuinfo` "model name"), when the kernel names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// wirebench version.
+    pub wirebench_version: String,
+}
+
+/// Whether latency figures are one-way or round-trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatencyKind {
+    /// Receive time minus transmit time on one shared or synchronised clock.
+    OneWay,
+    /// Echoed probes: the sender's receive time minus its own transmit time.
+    RoundTrip,
+}
+
+impl LatencyKind {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LatencyKind::OneWay => "one-way",
+            LatencyKind::RoundTrip => "round-trip",
+        }
+    }
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyUs {
+    /// One-way or round-trip.
+    pub kind: LatencyKind,
+    /// Samples behind the figures.
+    pub count: u64,
+    /// Minimum.
+    pub min: f64,
+    /// Mean.
+    pub avg: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// 99.99th percentile.
+    pub p9999: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl LatencyUs {
+    /// Tags a histogram summary with its kind.
+    pub fn from_summary(kind: LatencyKind, s: &LatencySummary) -> Self {
+        Self {
+            kind,
+            count: s.count,
+            min: s.min_us,
+            avg: s.avg_us,
+            p50: s.p50_us,
+            p90: s.p90_us,
+            p99: s.p99_us,
+            p999: s.p999_us,
+            p9999: s.p9999_us,
+            max: s.max_us,
+        }
+    }
+}
+
+/// Distribution of inter-arrival gaps at the receiver, against the nominal gap.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GapStats {
+    /// The gap the schedule asked for (1 / packet rate), if paced.
+    pub nominal_us: Option<f64>,
+    /// Median measured gap.
+    pub p50_us: f64,
+    /// 99th percentile gap.
+    pub p99_us: f64,
+    /// Gaps measured.
+    pub count: u64,
+}
+
+/// The measured totals of one stream or of all streams of a direction.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Seconds the sender sent.
+    pub duration_s: f64,
+    /// Asked-for rate, bits/s of payload (absent = unlimited).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_bps: Option<f64>,
+    /// What the sender actually sent, bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_bps: Option<f64>,
+    /// What the receiver got, bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received_bps: Option<f64>,
+    /// Packets sent (UDP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_packets: Option<u64>,
+    /// Unique packets received (UDP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received_packets: Option<u64>,
+    /// Sent but never received (UDP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_packets: Option<u64>,
+    /// Extra copies received (UDP, RFC 5560).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_packets: Option<u64>,
+    /// Reordered packets (UDP, RFC 4737).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reordered_packets: Option<u64>,
+    /// Arrived too late to classify (older than the sequence window); counted as lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_packets: Option<u64>,
+    /// lost / sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_ratio: Option<f64>,
+    /// RFC 3550 interarrival jitter, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_us: Option<f64>,
+    /// Latency percentiles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<LatencyUs>,
+    /// Receiver inter-arrival gaps (how pacing landed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_gap_us: Option<GapStats>,
+    /// Sender lateness against its schedule, µs percentiles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing_error_us: Option<LatencySummary>,
+    /// Payload bytes sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
+    /// Payload bytes received.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received_bytes: Option<u64>,
+    /// TCP retransmitted segments (TCP_INFO).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// TCP smoothed RTT at the end, µs (TCP_INFO).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_rtt_us: Option<f64>,
+    /// The sender fell behind its schedule by more than 1 %: the figures show the tool.
+    pub generator_limited: bool,
+    /// Sender CPU use, % of one core (data-plane threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_cpu: Option<f64>,
+    /// Receiver CPU use, % of one core (data-plane threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receiver_cpu: Option<f64>,
+}
+
+/// One stream's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamResult {
+    /// Stream id (1-based).
+    pub id: u8,
+    /// `tcp` or `udp`.
+    pub protocol: String,
+    /// `tx` (client sends) or `rx` (client receives).
+    pub direction: String,
+    /// The figures.
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Raw latency histogram (HdrHistogram V2 + deflate, base64) for recomputation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<String>,
+}
+
+/// One interval line (`-i`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRow {
+    /// Interval start, seconds since the test start.
+    pub start_s: f64,
+    /// Interval end.
+    pub end_s: f64,
+    /// `tx` or `rx` from the client's view.
+    pub direction: String,
+    /// Payload bytes sent in the interval.
+    pub sent_bytes: u64,
+    /// Payload bytes received in the interval (absent when the receiver's view is unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received_bytes: Option<u64>,
+    /// Send rate, bits/s.
+    pub sent_bps: f64,
+    /// Receive rate, bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received_bps: Option<f64>,
+    /// UDP: packets sent in the interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_packets: Option<u64>,
+    /// UDP: unique packets received.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received_packets: Option<u64>,
+    /// UDP: newly missing sequence numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_packets: Option<u64>,
+    /// UDP: jitter at the interval's end, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_us: Option<f64>,
+    /// TCP: retransmits in the interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+}
+
+/// Status of one sweep step (the FRER report's classes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepStatus {
+    /// No packet lost.
+    ZeroLoss,
+    /// Loss below 0.5 %.
+    Marginal,
+    /// Loss of 0.5 % or more.
+    Loss,
+}
+
+impl SweepStatus {
+    /// Human label.
+    pub fn label(self) -> &'static str {
+        match self {
+            SweepStatus::ZeroLoss => "zero-loss",
+            SweepStatus::Marginal => "marginal",
+            SweepStatus::Loss => "loss",
+        }
+    }
+}
+
+/// One sweep step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    /// Asked-for rate, bits/s.
+    pub target_bps: f64,
+    /// What the sender actually sent, bits/s.
+    pub offered_bps: f64,
+    /// What arrived, bits/s.
+    pub achieved_bps: f64,
+    /// Loss in percent.
+    pub loss_pct: f64,
+    /// Packets sent.
+    pub sent_packets: u64,
+    /// Packets lost.
+    pub lost_packets: u64,
+    /// Trial length, seconds.
+    pub duration_s: f64,
+    /// Classification.
+    pub status: SweepStatus,
+    /// The sender could not keep the asked rate: the step measures the tool.
+    pub generator_limited: bool,
+}
+
+/// The sweep table and its conclusion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepTable {
+    /// Steps in the order run.
+    pub rows: Vec<SweepRow>,
+    /// Highest target with zero loss (and the generator keeping up), bits/s.
+    pub max_zero_loss_bps: Option<f64>,
+}
+
+/// One block-size step (netio style).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlocksizeRow {
+    /// Bytes per write.
+    pub block_bytes: usize,
+    /// Client-to-server, MByte/s (10^6 bytes) as the receiver measured it.
+    pub tx_mbyte_s: f64,
+    /// Server-to-client, MByte/s as the receiver measured it.
+    pub rx_mbyte_s: f64,
+    /// Seconds per direction.
+    pub duration_s: f64,
+}
+
+/// Ping-pong latency for one message size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyRow {
+    /// Message payload bytes.
+    pub size: usize,
+    /// Messages answered.
+    pub samples: u64,
+    /// Messages sent without an answer in time.
+    pub lost: u64,
+    /// Round-trip time percentiles.
+    pub rtt_us: LatencyUs,
+    /// Half of the round trip (sockperf's "latency"), median.
+    pub half_rtt_p50_us: f64,
+    /// `blocking` or `spin`.
+    pub mode: String,
+    /// The raw round-trip histogram (HdrHistogram V2 + deflate, base64), so percentiles
+    /// and the CDF can be recomputed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+}
+
+/// A pass/fail check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// What was checked.
+    pub name: String,
+    /// Outcome.
+    pub passed: bool,
+    /// Measured against threshold, in words.
+    pub detail: String,
+}
+
+pub mod rfc2544;
+
+pub mod profile;
+
+pub mod shaping;
+
+pub mod frer;
+
+pub mod campaign;

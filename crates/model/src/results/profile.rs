@@ -1,0 +1,69 @@
+//! The multi-stream table (`wirebench streams`), the SmartBits analyzer's view.
+
+use serde::{Deserialize, Serialize};
+
+/// One stream's row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamRow {
+    /// Name from the profile.
+    pub name: String,
+    /// Sending interface.
+    pub source: String,
+    /// Receiving interface.
+    pub destination: String,
+    /// udp, tcp, icmp or an EtherType.
+    pub protocol: String,
+    /// Frame size(s) as configured: `1518`, `64,512,1518`, `imix`.
+    pub frame: String,
+    /// Mean frame size sent, bytes with FCS.
+    pub mean_frame_len: f64,
+    /// Offered load asked, % of line rate.
+    pub load_percent: f64,
+    /// Frames/s asked.
+    pub target_fps: f64,
+    /// Frames sent.
+    pub sent: u64,
+    /// Distinct frames received.
+    pub received: u64,
+    /// sent − received.
+    pub lost: u64,
+    /// lost / sent.
+    pub loss_ratio: f64,
+    /// Extra copies received.
+    pub duplicates: u64,
+    /// Frames that arrived after a later one.
+    pub reordered: u64,
+    /// Received L2 bit/s (frames with FCS) over the stream's active time.
+    pub received_l2_bps: f64,
+    /// Seconds the stream was sending.
+    pub active_s: f64,
+    /// The generator fell behind this stream's schedule.
+    pub generator_limited: bool,
+    /// Latency of the received frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::stats::histogram::LatencySummary>,
+    /// Expected received L2 bit/s, if the profile says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_l2_bps: Option<f64>,
+    /// Tolerance of the expectation, ratio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+    /// Whether the expectation held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+}
+
+/// All streams and the total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ProfileReport {
+    /// Line rate the percentages refer to, bit/s.
+    pub line_rate_bps: u64,
+    /// One row per stream.
+    pub rows: Vec<StreamRow>,
+    /// Frames sent over all streams.
+    pub total_sent: u64,
+    /// Frames received over all streams.
+    pub total_received: u64,
+    /// Received L2 bit/s over all streams.
+    pub total_received_l2_bps: f64,
+}
