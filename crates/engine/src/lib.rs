@@ -21,6 +21,7 @@ pub mod env;
 pub mod frameio;
 pub mod live;
 pub mod multi;
+pub mod pace;
 pub mod raw;
 pub mod sys;
 pub mod tcp;

@@ -14,10 +14,10 @@ use wire::frame::FrameLayout;
 
 use crate::clock::RealClock;
 use crate::frameio::{FrameRx, FrameTx};
+use crate::pace::{self, Step};
 use crate::raw::MAX_DRAIN;
-use crate::sys;
 use model::clock::Clock;
-use model::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::stats::table::StreamTable;
 
 /// Where to patch sequence number and transmit time into a template.
@@ -79,7 +79,6 @@ pub fn generate(
     t0: Duration,
     stop: &AtomicBool,
 ) -> io::Result<Vec<StreamSent>> {
-    sys::set_timer_slack_1ns();
     let batch = tx.batch_max();
     let mut pacers: Vec<Pacer> = streams
         .iter()
@@ -98,15 +97,13 @@ pub fn generate(
         .max()
         .unwrap_or(64);
     let end = streams.iter().map(|s| s.stop).max().unwrap_or_default();
-    loop {
-        let elapsed = clock.mono().saturating_sub(t0);
-        if elapsed >= end || stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let mut next_wait: Option<Duration> = None;
+    pace::drive(clock, t0, end, stop, |elapsed| {
+        // The earliest time any stream wants to run again.
+        let mut next: Option<Duration> = None;
+        let mut soonest = |at: Duration| next = Some(next.map_or(at, |w| w.min(at)));
         for (i, s) in streams.iter().enumerate() {
             if elapsed < s.start {
-                next_wait = Some(next_wait.map_or(s.start, |w| w.min(s.start)));
+                soonest(s.start);
                 continue;
             }
             if elapsed >= s.stop {
@@ -135,24 +132,18 @@ pub fn generate(
                                 .sum::<u64>();
                         }
                     }
-                    next_wait = Some(elapsed);
+                    soonest(elapsed);
                 }
-                PaceAction::Wait(until) => {
-                    let at = s.start + until;
-                    next_wait = Some(next_wait.map_or(at, |w| w.min(at)));
-                }
+                PaceAction::Wait(until) => soonest(s.start + until),
                 PaceAction::Done => {}
             }
         }
-        let Some(at) = next_wait else { break };
-        let now = clock.mono().saturating_sub(t0);
-        if at > now {
-            match pacing::wait_plan(at - now, pacing::DEFAULT_SPIN_THRESHOLD) {
-                WaitPlan::Sleep(d) => std::thread::sleep(d.min(Duration::from_millis(50))),
-                WaitPlan::Spin => std::hint::spin_loop(),
-            }
+        match next {
+            Some(at) if at <= elapsed => Step::Again,
+            Some(at) => Step::WaitUntil(at),
+            None => Step::Done,
         }
-    }
+    });
     tx.flush()?;
     let elapsed = clock.mono().saturating_sub(t0);
     for (i, s) in streams.iter().enumerate() {

@@ -19,9 +19,10 @@ use wire::testhdr::TestHeaderRepr;
 
 use crate::clock::RealClock;
 use crate::frameio::{FrameRx, FrameTx};
+use crate::pace::{self, Step};
 use crate::sys;
 use model::clock::Clock;
-use model::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::stats::histogram::LatencyHistogram;
 use model::stats::table::StreamTable;
 use model::stats::Counters;
@@ -171,7 +172,6 @@ fn generate(
     stop: &AtomicBool,
     clock: &RealClock,
 ) -> io::Result<RawTrialReport> {
-    sys::set_timer_slack_1ns();
     let batch_max = tx.batch_max();
     let (schedule, total, duration, target) = match spec.load {
         RawLoad::Rate {
@@ -190,49 +190,34 @@ fn generate(
     let mut report = RawTrialReport::default();
     let mut seq: u64 = 0;
     let len = template.len();
-    let t0 = clock.mono();
     let mut first_send: Option<Duration> = None;
     let mut last_send = Duration::ZERO;
-    let mut elapsed = Duration::ZERO;
-    while !stop.load(Ordering::Relaxed) {
-        elapsed = clock.mono().saturating_sub(t0);
-        if elapsed >= duration {
-            break;
-        }
-        match pacer.poll(elapsed) {
-            PaceAction::Send(k) => {
-                let now = clock.wall().0;
-                let base = seq;
-                let mut fill = |i: usize, buf: &mut [u8]| {
-                    buf[..len].copy_from_slice(template);
-                    layout.write_seq_ts(&mut buf[..len], base + i as u64, now);
-                    len
-                };
-                match tx.send_frames(k, len, &mut fill) {
-                    Ok(0) | Err(_) => {
-                        report.send_errors += 1;
-                        std::thread::yield_now();
-                    }
-                    Ok(n) => {
-                        first_send.get_or_insert(elapsed);
-                        last_send = elapsed;
-                        pacer.sent(n, elapsed);
-                        seq += n as u64;
-                    }
-                }
+    let elapsed = pace::drive(clock, clock.mono(), duration, stop, |elapsed| {
+        let k = match pacer.poll(elapsed) {
+            PaceAction::Send(k) => k,
+            wait => return Step::from_wait(wait),
+        };
+        let now = clock.wall().0;
+        let base = seq;
+        let mut fill = |i: usize, buf: &mut [u8]| {
+            buf[..len].copy_from_slice(template);
+            layout.write_seq_ts(&mut buf[..len], base + i as u64, now);
+            len
+        };
+        match tx.send_frames(k, len, &mut fill) {
+            Ok(0) | Err(_) => {
+                report.send_errors += 1;
+                std::thread::yield_now();
             }
-            PaceAction::Wait(until) => match pacing::wait_plan(
-                until.saturating_sub(elapsed),
-                pacing::DEFAULT_SPIN_THRESHOLD,
-            ) {
-                WaitPlan::Sleep(d) => {
-                    std::thread::sleep(d.min(Duration::from_millis(50)));
-                }
-                WaitPlan::Spin => std::hint::spin_loop(),
-            },
-            PaceAction::Done => break,
+            Ok(n) => {
+                first_send.get_or_insert(elapsed);
+                last_send = elapsed;
+                pacer.sent(n, elapsed);
+                seq += n as u64;
+            }
         }
-    }
+        Step::Again
+    });
     tx.flush()?;
     let span = last_send.saturating_sub(first_send.unwrap_or(last_send));
     report.counters.sent = seq;

@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::RealClock;
 use crate::live::{LiveCounters, LiveSnapshot};
+use crate::pace::{self, Step};
 use crate::sys;
 use model::clock::Clock;
-use model::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::spec::Rate;
 
 /// How often the sender refreshes its retransmit counter from TCP_INFO.
@@ -93,7 +94,6 @@ pub fn run_sender(
     live: &LiveCounters,
     stop: &AtomicBool,
 ) -> TcpSenderReport {
-    sys::set_timer_slack_1ns();
     let clock = RealClock::new();
     let block = vec![0x5au8; cfg.block_len.max(1)];
     let _ = stream.set_write_timeout(Some(Duration::from_millis(50)));
@@ -103,34 +103,12 @@ pub fn run_sender(
     let mut offset = 0usize; // bytes of the current block already written
     let mut retransmits = None;
     let mut last_info = Duration::ZERO;
-    let t0 = clock.mono();
-    let mut elapsed = Duration::ZERO;
-    'send: while !stop.load(Ordering::Relaxed) {
-        elapsed = clock.mono().saturating_sub(t0);
-        if elapsed >= cfg.duration {
-            break;
-        }
+    let elapsed = pace::drive(&clock, clock.mono(), cfg.duration, stop, |elapsed| {
         if offset == 0 {
             if let Some(p) = pacer.as_mut() {
-                match p.poll(elapsed) {
-                    PaceAction::Send(_) => {}
-                    PaceAction::Wait(until) => {
-                        match pacing::wait_plan(
-                            until.saturating_sub(elapsed),
-                            pacing::DEFAULT_SPIN_THRESHOLD,
-                        ) {
-                            WaitPlan::Sleep(d) => {
-                                // Never past the end, and wake regularly to see `stop`.
-                                std::thread::sleep(
-                                    d.min(cfg.duration.saturating_sub(elapsed))
-                                        .min(crate::udp::MAX_SLEEP),
-                                )
-                            }
-                            WaitPlan::Spin => std::hint::spin_loop(),
-                        }
-                        continue;
-                    }
-                    PaceAction::Done => break,
+                let due = p.poll(elapsed);
+                if !matches!(due, PaceAction::Send(_)) {
+                    return Step::from_wait(due);
                 }
             }
         }
@@ -152,7 +130,7 @@ pub fn run_sender(
                         | io::ErrorKind::TimedOut
                         | io::ErrorKind::Interrupted
                 ) => {}
-            Err(_) => break 'send,
+            Err(_) => return Step::Done,
         }
         if elapsed.saturating_sub(last_info) >= TCP_INFO_EVERY {
             last_info = elapsed;
@@ -165,7 +143,8 @@ pub fn run_sender(
             retransmits: retransmits.unwrap_or(0),
             ..Default::default()
         });
-    }
+        Step::Again
+    });
     let info = sys::tcp_info(stream).ok();
     let _ = stream.flush();
     let _ = stream.shutdown(Shutdown::Write);

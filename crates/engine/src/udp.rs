@@ -21,9 +21,10 @@ use wire::testhdr::{self, TestFlags, TestHeaderRepr};
 
 use crate::clock::RealClock;
 use crate::live::{LiveCounters, LiveSnapshot};
+use crate::pace::{self, Step};
 use crate::sys::{self, RecvBatch, SendBatch};
 use model::clock::{Clock, UnixNanos};
-use model::pacing::{self, PaceAction, Pacer, Schedule, WaitPlan};
+use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::spec::{Rate, UdpBackend};
 use model::stats::histogram::{LatencyHistogram, LatencySummary};
 use model::stats::receiver::StreamReceiver;
@@ -40,8 +41,6 @@ const GSO_MAX_BYTES: usize = 65_000;
 const PROBES_PER_SEC: f64 = 1000.0;
 /// How long the sender keeps reading echoes after its last packet.
 const ECHO_DRAIN: Duration = Duration::from_millis(50);
-/// Longest single sleep of a pacing sender, so that it notices `stop` in time.
-pub(crate) const MAX_SLEEP: Duration = Duration::from_millis(50);
 /// Longest time a stopped receiver keeps draining its socket.
 const MAX_DRAIN: Duration = Duration::from_millis(200);
 /// Receive timeout: how quickly a receiver notices its stop flag.
@@ -325,7 +324,6 @@ pub fn run_sender(
     live: &LiveCounters,
     stop: &AtomicBool,
 ) -> UdpSenderReport {
-    sys::set_timer_slack_1ns();
     let clock = RealClock::new();
     let len = cfg.payload_len.max(testhdr::HEADER_LEN);
     let target_pps = cfg.rate.packets_per_sec(len);
@@ -381,78 +379,61 @@ pub fn run_sender(
     let mut seq: u64 = 0;
     let mut bytes: u64 = 0;
     let mut send_errors: u64 = 0;
-    let t0 = clock.mono();
-    let mut elapsed = Duration::ZERO;
-    while !stop.load(Ordering::Relaxed) {
-        elapsed = clock.mono().saturating_sub(t0);
-        if elapsed >= cfg.duration {
-            break;
-        }
-        match pacer.poll(elapsed) {
-            PaceAction::Send(k) => {
-                let now = clock.wall().0;
-                let k = k.min(batch_max);
-                let sent = if backend == UdpBackend::Gso {
-                    for i in 0..k {
-                        stamp(
-                            &mut gso_buf[i * len..(i + 1) * len],
-                            seq + i as u64,
-                            now,
-                            probe_every,
-                        );
-                    }
-                    match sock.send(&gso_buf[..k * len]) {
-                        Ok(_) => k,
-                        Err(e) if seq == 0 && gso_unsupported(&e) => {
-                            // The route cannot segment: fall back for good, and say so.
-                            tracing::info!("UDP GSO refused ({e}); falling back to sendmmsg");
-                            let _ = sys::set_udp_segment(sock, 0);
-                            backend = UdpBackend::Sendmmsg;
-                            0
-                        }
-                        Err(_) => 0,
-                    }
-                } else {
-                    for i in 0..k {
-                        stamp(mmsg.slot_mut(i, len), seq + i as u64, now, probe_every);
-                    }
-                    mmsg.send(sock, k, false).unwrap_or_default()
-                };
-                if sent == 0 {
-                    send_errors += 1;
-                    // Buffer full or peer gone: give the kernel a moment, keep the schedule.
-                    std::thread::yield_now();
-                } else {
-                    pacer.sent(sent, elapsed);
-                    seq += sent as u64;
-                    bytes += (sent * len) as u64;
-                    live.publish(&LiveSnapshot {
-                        counters: Counters {
-                            sent: seq,
-                            ..Counters::default()
-                        },
-                        bytes,
-                        ..Default::default()
-                    });
-                }
+    let elapsed = pace::drive(&clock, clock.mono(), cfg.duration, stop, |elapsed| {
+        let k = match pacer.poll(elapsed) {
+            PaceAction::Send(k) => k.min(batch_max),
+            wait => {
                 echo.poll(sock, &clock, elapsed);
+                return Step::from_wait(wait);
             }
-            PaceAction::Wait(until) => {
-                echo.poll(sock, &clock, elapsed);
-                match pacing::wait_plan(
-                    until.saturating_sub(elapsed),
-                    pacing::DEFAULT_SPIN_THRESHOLD,
-                ) {
-                    // Never past the end of the test, and wake regularly to see `stop`.
-                    WaitPlan::Sleep(d) => std::thread::sleep(
-                        d.min(cfg.duration.saturating_sub(elapsed)).min(MAX_SLEEP),
-                    ),
-                    WaitPlan::Spin => std::hint::spin_loop(),
+        };
+        let now = clock.wall().0;
+        let sent = if backend == UdpBackend::Gso {
+            for i in 0..k {
+                stamp(
+                    &mut gso_buf[i * len..(i + 1) * len],
+                    seq + i as u64,
+                    now,
+                    probe_every,
+                );
+            }
+            match sock.send(&gso_buf[..k * len]) {
+                Ok(_) => k,
+                Err(e) if seq == 0 && gso_unsupported(&e) => {
+                    // The route cannot segment: fall back for good, and say so.
+                    tracing::info!("UDP GSO refused ({e}); falling back to sendmmsg");
+                    let _ = sys::set_udp_segment(sock, 0);
+                    backend = UdpBackend::Sendmmsg;
+                    0
                 }
+                Err(_) => 0,
             }
-            PaceAction::Done => break,
+        } else {
+            for i in 0..k {
+                stamp(mmsg.slot_mut(i, len), seq + i as u64, now, probe_every);
+            }
+            mmsg.send(sock, k, false).unwrap_or_default()
+        };
+        if sent == 0 {
+            send_errors += 1;
+            // Buffer full or peer gone: give the kernel a moment, keep the schedule.
+            std::thread::yield_now();
+        } else {
+            pacer.sent(sent, elapsed);
+            seq += sent as u64;
+            bytes += (sent * len) as u64;
+            live.publish(&LiveSnapshot {
+                counters: Counters {
+                    sent: seq,
+                    ..Counters::default()
+                },
+                bytes,
+                ..Default::default()
+            });
         }
-    }
+        echo.poll(sock, &clock, elapsed);
+        Step::Again
+    });
     let behind_ratio = if target_pps.is_some() {
         pacer.behind_ratio(elapsed)
     } else {
