@@ -218,7 +218,7 @@ pub fn client(a: &ClientArgs) -> Result<()> {
             cfg.server,
             spec.streams,
             match spec.rate.bits_per_sec(spec.len) {
-                Some(b) => format!("{} per stream", report::units::bps(b)),
+                Some(b) => format!("{} per stream", model::units::bps(b)),
                 None => "unlimited rate".into(),
             },
             spec.duration.as_secs_f64()
@@ -318,8 +318,8 @@ fn sweep_result(
         if print_rows {
             eprintln!(
                 "  {} -> {} loss {:.3} % ({})",
-                report::units::bps(row.target_bps),
-                report::units::bps(row.achieved_bps),
+                model::units::bps(row.target_bps),
+                model::units::bps(row.achieved_bps),
                 row.loss_pct,
                 row.status.label()
             );

@@ -234,7 +234,7 @@ impl Metric {
     fn show(self, v: f64) -> String {
         match self {
             Self::ReceivedBps | Self::ZeroLossBps | Self::Rfc2544ThroughputBps => {
-                report::units::bps(v)
+                model::units::bps(v)
             }
             Self::Loss => format!("{:.4} %", v * 100.0),
             Self::Latency(_) => format!("{v:.1} us"),

@@ -386,10 +386,10 @@ pub fn gen(a: &GenArgs) -> Result<()> {
         tx_ep,
         r.elapsed.as_secs_f64(),
         r.offered_pps,
-        report::units::bps(rates.l2_bps),
-        report::units::bps(rates.l1_bps),
+        model::units::bps(rates.l2_bps),
+        model::units::bps(rates.l1_bps),
         line.percent_of(a.size, r.offered_pps),
-        report::units::bps(line.0 as f64),
+        model::units::bps(line.0 as f64),
         tx.name()
     );
     let p = r.pacing_error;

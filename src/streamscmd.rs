@@ -285,8 +285,8 @@ pub fn streams(a: &crate::cli::StreamsArgs) -> Result<()> {
                 passed: p,
                 detail: format!(
                     "{} of L2 frames, expected {} ± {:.1} %",
-                    report::units::bps(row.received_l2_bps),
-                    report::units::bps(e),
+                    model::units::bps(row.received_l2_bps),
+                    model::units::bps(e),
                     t * 100.0
                 ),
             });
@@ -352,7 +352,7 @@ fn set_bandwidth(a: &crate::cli::ShapingArgs, bandwidth: f64) -> Result<()> {
     if !out.status.success() {
         return Err(usage(format!(
             "setting the bandwidth to {} failed: `{} {}` exited with {}: {}",
-            report::units::bps(bandwidth),
+            model::units::bps(bandwidth),
             program,
             args.join(" "),
             out.status,
@@ -462,7 +462,7 @@ pub fn shaping(a: &crate::cli::ShapingArgs) -> Result<()> {
             if !a.json {
                 eprintln!(
                     "  {} at {} bytes: {:.2} % passed",
-                    report::units::bps(bw),
+                    model::units::bps(bw),
                     len,
                     cell.passed_ratio * 100.0
                 );

@@ -183,6 +183,40 @@ impl Cmd {
         Self::new("tc", &["-n", ns, "-s", "class", "show", "dev", dev])
     }
 
+    /// `ip [-n NS] -j ARGS...`: a query answered in JSON.
+    pub fn ip_json(ns: Option<&str>, args: &[&str]) -> Self {
+        let mut c = Self::new("ip", &[]);
+        if let Some(ns) = ns {
+            c.args.extend(["-n".to_owned(), ns.to_owned()]);
+        }
+        c.args.push("-j".into());
+        c.args.extend(args.iter().map(|a| (*a).to_owned()));
+        c
+    }
+
+    /// `[ip netns exec NS] ethtool FLAG DEV`: a query of an interface's driver (`-i`) or
+    /// offloads (`-k`).
+    pub fn ethtool_query(ns: Option<&str>, flag: &str, dev: &str) -> Self {
+        Self::in_ns(ns, &["ethtool", flag, dev])
+    }
+
+    /// `[ip netns exec NS] cat PATH`: a file as the namespace sees it (sysfs shows the
+    /// interfaces of the namespace it is mounted for, which `ip netns exec` arranges).
+    pub fn read_file(ns: Option<&str>, path: &str) -> Self {
+        Self::in_ns(ns, &["cat", path])
+    }
+
+    fn in_ns(ns: Option<&str>, argv: &[&str]) -> Self {
+        match ns {
+            Some(ns) => {
+                let mut c = Self::new("ip", &["netns", "exec", ns]);
+                c.args.extend(argv.iter().map(|a| (*a).to_owned()));
+                c
+            }
+            None => Self::new(argv[0], &argv[1..]),
+        }
+    }
+
     /// `ip netns exec NS ARGV...`
     pub fn exec_in(ns: &str, argv: &[String]) -> Self {
         let mut c = Self::new("ip", &["netns", "exec", ns]);

@@ -11,22 +11,25 @@
 //! Topologies: `direct`, `router`, `shaper` (HTB classes, [`shaper`]), `impair` (a
 //! userspace impairment stage on the dut's forwarding path, [`impair`]), `twopath` (two
 //! independently impaired paths) and `frer` (the same with software 802.1CB relays at both
-//! ends, [`frer`]), built-in or from a TOML file ([`topology::Topology::from_toml`]).
+//! ends, [`relay`]), built-in or from a TOML file ([`topology::Topology::from_toml`]).
 //! Managed processes (impairment stages, FRER relays, [`managed`]) are started by `up` and
 //! stopped by `down`.
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
 pub mod cmd;
-pub mod frer;
 pub mod impair;
+pub mod lifecycle;
 pub mod managed;
 pub mod naming;
+pub mod probe;
+pub mod relay;
 pub mod shaper;
 pub mod topology;
 
 pub use cmd::{Cmd, DryRun, Runner, SystemRunner};
-pub use topology::{Lab, Topology};
+pub use lifecycle::Lab;
+pub use topology::Topology;
 
 /// Errors of the lab.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +69,9 @@ pub enum LabError {
     /// A shaper class list that does not parse.
     #[error("shaper classes: {0}")]
     BadShape(String),
+    /// An interface that is missing, not Ethernet, or not usable as asked.
+    #[error("{0}")]
+    Interface(String),
     /// The node is not part of the lab.
     #[error("lab '{lab}' has no node '{node}' (it has: {nodes})")]
     NoSuchNode {

@@ -23,16 +23,15 @@
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cmd::{Cmd, Runner};
-use crate::frer::config::RelayConfig;
+use crate::cmd::Cmd;
 use crate::impair::spec::ImpairSpec;
-use crate::impair::stage::{Mode, RouterSide, StageConfig, StageState};
-use crate::managed::{self, Liveness};
+use crate::impair::stage::{Mode, RouterSide, StageConfig};
+use crate::managed;
 use crate::naming;
+use crate::relay::config::RelayConfig;
 use crate::shaper::ShaperSpec;
 use crate::LabError;
 
@@ -436,7 +435,7 @@ impl Topology {
     /// A costs no ARP. Each path node runs an impairment stage in bridge mode. The path
     /// links carry 1510-byte MTUs, room for the R-TAG on a full-size (tagged) frame.
     pub fn frer(path_a: ImpairSpec, path_b: ImpairSpec, opts: FrerLabOptions) -> Self {
-        use crate::frer::config::{Eliminate, Identification, StreamConfig};
+        use crate::relay::config::{Eliminate, Identification, StreamConfig};
         let mut t = Self::empty(
             "frer",
             &["talker", "split", "patha", "pathb", "merge", "listener"],
@@ -731,270 +730,119 @@ impl Topology {
     }
 }
 
-/// A lab that is up.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Lab {
-    /// Lab name.
-    pub name: String,
-    /// Its nodes' namespaces, in node order.
-    pub namespaces: Vec<String>,
+/// What `lab up` is asked to build: a built-in topology with its settings, or a topology
+/// file (which carries its own). Settings are written as on the command line: an
+/// impairment inline (`loss=1%,delay=5ms`) or as a TOML file, the shaper's class list as a
+/// TOML file, the frer options inline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Request {
+    /// A built-in topology name, or a TOML topology file.
+    pub topology: String,
+    /// Class list of the `shaper` topology (a TOML file).
+    pub shape: Option<PathBuf>,
+    /// Impairment of `impair`, or of both paths of `twopath` and `frer`.
+    pub impair: Option<String>,
+    /// Impairment of path A (over `impair`).
+    pub path_a: Option<String>,
+    /// Impairment of path B (over `impair`).
+    pub path_b: Option<String>,
+    /// Settings of the `frer` topology (`history=N,reset_ms=N,elimination=on|off,mode=...`).
+    pub frer: Option<String>,
 }
 
-/// Namespaces that labs made, as (namespace, lab, node).
-pub fn lab_namespaces(runner: &mut dyn Runner) -> Result<Vec<(String, String, String)>, LabError> {
-    let out = runner.run(&Cmd::netns_list())?;
-    Ok(out
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter_map(|ns| {
-            naming::parse(ns).map(|(lab, node)| (ns.to_owned(), lab.to_owned(), node.to_owned()))
-        })
-        .collect())
+fn read(path: &Path) -> Result<String, LabError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| LabError::BadTopology(format!("cannot read {}: {e}", path.display())))
 }
 
-/// How long `up` waits for a managed process to report that it runs.
-const STAGE_START_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long `down` waits for processes to end after SIGTERM before it sends SIGKILL.
-const STOP_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Whether `program` is an executable file in one of `$PATH`'s directories.
-fn on_path(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| {
-            std::fs::metadata(d.join(program))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    })
+/// An impairment given as `key=value,...` or as a TOML file.
+fn impair_spec(arg: &str, flag: &str) -> Result<ImpairSpec, LabError> {
+    let path = Path::new(arg);
+    let parsed = if path.is_file() {
+        ImpairSpec::parse(&read(path)?).map_err(|e| format!("{arg}: {e}"))
+    } else {
+        ImpairSpec::parse_inline(arg)
+    };
+    parsed.map_err(|e| LabError::BadTopology(format!("{flag}: {e}")))
 }
 
-/// Whether process `pid` runs (a zombie left for its parent to reap does not).
-pub fn process_runs(pid: u32) -> bool {
-    // A zombie has no status worth waiting for.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                .is_some_and(|state| state != "Z")
-        })
-        .unwrap_or(false)
-}
+impl Request {
+    /// Whether the topology is a file (by name or because it exists).
+    fn is_file(&self) -> bool {
+        self.topology.ends_with(".toml") || Path::new(&self.topology).is_file()
+    }
 
-fn tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join(" | ")
-}
-
-impl Lab {
-    /// Builds `topo` as lab `name`: all or nothing. A lab of that name must not exist; if
-    /// any command fails, or a managed process does not start, everything this call
-    /// created is removed again.
-    pub fn up(name: &str, topo: &Topology, runner: &mut dyn Runner) -> Result<Lab, LabError> {
-        naming::check(name)?;
-        if !runner.is_dry()
-            && lab_namespaces(runner)?
-                .iter()
-                .any(|(_, lab, _)| lab == name)
+    /// The topology to build.
+    ///
+    /// # Errors
+    /// An unknown topology, a setting that belongs to another topology (or to no file), a
+    /// file that cannot be read, settings that do not parse.
+    pub fn resolve(&self) -> Result<Topology, LabError> {
+        let topology = self.topology.as_str();
+        let wrong = |flag: &str, owner: &str| {
+            LabError::BadTopology(format!("{flag} belongs to the {owner} topology"))
+        };
+        let has_settings = self.shape.is_some()
+            || self.impair.is_some()
+            || self.path_a.is_some()
+            || self.path_b.is_some()
+            || self.frer.is_some();
+        if self.is_file() {
+            if has_settings {
+                return Err(LabError::BadTopology(
+                    "a topology file carries its own settings: drop --shape/--impair/--path-a/--path-b/--frer".into(),
+                ));
+            }
+            return Topology::from_toml(&read(Path::new(topology))?)
+                .map_err(|e| LabError::BadTopology(format!("{topology}: {e}")));
+        }
+        if self.shape.is_some() && topology != "shaper" {
+            return Err(wrong("--shape", "shaper"));
+        }
+        if self.impair.is_some() && !matches!(topology, "impair" | "twopath" | "frer") {
+            return Err(wrong("--impair", "impair, twopath or frer"));
+        }
+        if (self.path_a.is_some() || self.path_b.is_some())
+            && !matches!(topology, "twopath" | "frer")
         {
-            return Err(LabError::Exists(name.to_owned()));
+            return Err(wrong("--path-a/--path-b", "twopath or frer"));
         }
-        if !runner.is_dry() && !topo.offloads_off.is_empty() && !on_path("ethtool") {
-            return Err(LabError::MissingTool("ethtool".into()));
+        if self.frer.is_some() && topology != "frer" {
+            return Err(wrong("--frer", "frer"));
         }
-        let lab = Lab {
-            name: name.to_owned(),
-            namespaces: topo
-                .nodes
-                .iter()
-                .map(|n| naming::namespace(name, n))
-                .collect(),
+        let both = match &self.impair {
+            Some(s) => impair_spec(s, "--impair")?,
+            None => ImpairSpec::default(),
         };
-        let built = topo
-            .build_commands(name)
-            .iter()
-            .try_for_each(|c| runner.run(c).map(drop))
-            .and_then(|()| Self::start_processes(name, topo, runner));
-        if let Err(e) = built {
-            let _ = Self::down(name, runner);
-            return Err(e);
-        }
-        Ok(lab)
-    }
-
-    fn start_processes(
-        name: &str,
-        topo: &Topology,
-        runner: &mut dyn Runner,
-    ) -> Result<(), LabError> {
-        if topo.stages.is_empty() && topo.relays.is_empty() {
-            return Ok(());
-        }
-        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("wirebench"));
-        let dir = managed::run_dir(name);
-        if !runner.is_dry() {
-            std::fs::create_dir_all(&dir).map_err(|e| LabError::Command {
-                cmd: format!("mkdir -p {}", dir.display()),
-                detail: e.to_string(),
-            })?;
-        }
-        let mut wanted: Vec<(String, &str, (Cmd, PathBuf, PathBuf))> = Vec::new();
-        for s in &topo.stages {
-            let what = "the impairment stage";
-            wanted.push((s.node.clone(), what, Topology::stage_command(name, s, &exe)));
-        }
-        for r in &topo.relays {
-            let what = "the FRER relay";
-            wanted.push((r.node.clone(), what, Topology::relay_command(name, r, &exe)));
-        }
-        let mut started = Vec::new();
-        for (node, what, (cmd, log, state)) in wanted {
-            let pid = runner.spawn(&cmd, &log)?;
-            started.push((node, what, cmd, log, state, pid));
-        }
-        if runner.is_dry() {
-            return Ok(());
-        }
-        // Wait until every process has opened its sockets and published its first state.
-        for (node, what, cmd, log, state, pid) in started {
-            let mut waited = Duration::ZERO;
-            loop {
-                if managed::read_json::<Liveness>(&state)
-                    .is_ok_and(|st| st.running && st.pid == pid)
-                {
-                    break;
-                }
-                if !process_runs(pid) || waited >= STAGE_START_TIMEOUT {
-                    return Err(LabError::Command {
-                        cmd: cmd.to_string(),
-                        detail: format!("{what} on {node} did not start: {}", tail(&log)),
-                    });
-                }
-                std::thread::sleep(Duration::from_millis(20));
-                waited += Duration::from_millis(20);
+        match topology {
+            "shaper" => {
+                let path = self.shape.as_deref().ok_or(LabError::NeedsShape)?;
+                let spec = ShaperSpec::parse(&read(path)?)
+                    .map_err(|e| LabError::BadShape(format!("{}: {e}", path.display())))?;
+                Ok(Topology::shaper(spec))
             }
-        }
-        Ok(())
-    }
-
-    /// Stops every process living in `namespaces` (SIGTERM, then SIGKILL after a grace
-    /// period).
-    fn stop_processes(namespaces: &[String], runner: &mut dyn Runner) -> Result<(), LabError> {
-        let mut pids: Vec<u32> = Vec::new();
-        for ns in namespaces {
-            let out = runner.run(&Cmd::netns_pids(ns)).unwrap_or_default();
-            pids.extend(out.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
-        }
-        pids.retain(|&p| p > 1 && p != std::process::id());
-        if pids.is_empty() {
-            return Ok(());
-        }
-        let _ = runner.run(&Cmd::kill("TERM", &pids));
-        if runner.is_dry() {
-            return Ok(());
-        }
-        let mut waited = Duration::ZERO;
-        while pids.iter().any(|&p| process_runs(p)) && waited < STOP_TIMEOUT {
-            std::thread::sleep(Duration::from_millis(20));
-            waited += Duration::from_millis(20);
-        }
-        let left: Vec<u32> = pids.into_iter().filter(|&p| process_runs(p)).collect();
-        if !left.is_empty() {
-            let _ = runner.run(&Cmd::kill("KILL", &left));
-        }
-        Ok(())
-    }
-
-    fn remove(
-        namespaces: &[String],
-        labs: &[&str],
-        runner: &mut dyn Runner,
-    ) -> Result<(), LabError> {
-        Self::stop_processes(namespaces, runner)?;
-        for ns in namespaces {
-            runner.run(&Cmd::netns_del(ns))?;
-        }
-        if !runner.is_dry() {
-            for lab in labs {
-                let _ = std::fs::remove_dir_all(managed::run_dir(lab));
+            "impair" => Ok(Topology::impair(both)),
+            "twopath" | "frer" => {
+                let path = |spec: &Option<String>, flag: &str| match spec {
+                    Some(s) => impair_spec(s, flag),
+                    None => Ok(both),
+                };
+                let (a, b) = (
+                    path(&self.path_a, "--path-a")?,
+                    path(&self.path_b, "--path-b")?,
+                );
+                if topology == "twopath" {
+                    return Ok(Topology::twopath(a, b));
+                }
+                let opts = match &self.frer {
+                    Some(s) => FrerLabOptions::parse_inline(s)
+                        .map_err(|e| LabError::BadTopology(format!("--frer: {e}")))?,
+                    None => FrerLabOptions::default(),
+                };
+                Ok(Topology::frer(a, b, opts))
             }
+            other => Topology::builtin(other),
         }
-        Ok(())
-    }
-
-    /// Stops the processes of lab `name` and removes its namespaces (their veths go with
-    /// them) and its run directory. Returns how many namespaces.
-    pub fn down(name: &str, runner: &mut dyn Runner) -> Result<usize, LabError> {
-        naming::check(name)?;
-        let mine: Vec<String> = lab_namespaces(runner)?
-            .into_iter()
-            .filter(|(_, lab, _)| lab == name)
-            .map(|(ns, _, _)| ns)
-            .collect();
-        Self::remove(&mine, &[name], runner)?;
-        Ok(mine.len())
-    }
-
-    /// Removes every namespace any lab made, with its processes and run directories.
-    /// Returns how many namespaces.
-    pub fn down_all(runner: &mut dyn Runner) -> Result<usize, LabError> {
-        let all = lab_namespaces(runner)?;
-        let namespaces: Vec<String> = all.iter().map(|(ns, _, _)| ns.clone()).collect();
-        let mut labs: Vec<String> = std::fs::read_dir(managed::RUN_ROOT)
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        labs.extend(all.iter().map(|(_, lab, _)| lab.clone()));
-        let labs: Vec<&str> = labs.iter().map(String::as_str).collect();
-        Self::remove(&namespaces, &labs, runner)?;
-        Ok(all.len())
-    }
-
-    /// The published state of every managed process of lab `name`, as (node, state).
-    pub fn stage_states(name: &str) -> Vec<(String, StageState)> {
-        let Ok(dir) = std::fs::read_dir(managed::run_dir(name)) else {
-            return vec![];
-        };
-        let mut out: Vec<(String, StageState)> = dir
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let file = e.file_name().to_string_lossy().into_owned();
-                let node = file.strip_suffix(".state.json")?.to_owned();
-                StageState::read(&e.path()).ok().map(|s| (node, s))
-            })
-            .collect();
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out
-    }
-
-    /// The command that runs `argv` on `node` of lab `name`.
-    pub fn exec(
-        name: &str,
-        node: &str,
-        argv: &[String],
-        runner: &mut dyn Runner,
-    ) -> Result<Cmd, LabError> {
-        naming::check(name)?;
-        let all = lab_namespaces(runner)?;
-        let nodes: Vec<&str> = all
-            .iter()
-            .filter(|(_, l, _)| l == name)
-            .map(|(_, _, n)| n.as_str())
-            .collect();
-        if nodes.is_empty() {
-            return Err(LabError::NotFound(name.to_owned()));
-        }
-        if !nodes.contains(&node) {
-            return Err(LabError::NoSuchNode {
-                lab: name.to_owned(),
-                node: node.to_owned(),
-                nodes: nodes.join(", "),
-            });
-        }
-        Ok(Cmd::exec_in(&naming::namespace(name, node), argv))
     }
 }
 
@@ -1002,6 +850,7 @@ impl Lab {
 mod test {
     use super::*;
     use crate::cmd::DryRun;
+    use crate::lifecycle::Lab;
 
     #[test]
     fn router_builds_in_order_with_forwarding_and_routes() {
@@ -1194,68 +1043,5 @@ mod test {
             Lab::up("Bad Name", &t, &mut DryRun::default()),
             Err(LabError::BadName(_))
         ));
-    }
-
-    /// A runner whose n-th command fails, recording everything.
-    struct FailAt {
-        n: usize,
-        seen: Vec<String>,
-        namespaces: Vec<String>,
-    }
-
-    impl Runner for FailAt {
-        fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
-            self.seen.push(cmd.to_string());
-            if cmd.args[..2] == ["netns", "list"] {
-                return Ok(self.namespaces.join("\n"));
-            }
-            if self.seen.len() == self.n {
-                return Err(LabError::Command {
-                    cmd: cmd.to_string(),
-                    detail: "injected".into(),
-                });
-            }
-            match cmd.args[..2] {
-                [ref a, ref b] if a == "netns" && b == "add" => {
-                    self.namespaces.push(cmd.args[2].clone())
-                }
-                [ref a, ref b] if a == "netns" && b == "del" => {
-                    self.namespaces.retain(|n| *n != cmd.args[2])
-                }
-                _ => {}
-            }
-            Ok(String::new())
-        }
-    }
-
-    #[test]
-    fn a_failure_half_way_removes_what_was_built() {
-        let t = Topology::builtin("router").unwrap();
-        let mut r = FailAt {
-            n: 12,
-            seen: vec![],
-            namespaces: vec!["wb-other-talker".into()],
-        };
-        assert!(Lab::up("r2", &t, &mut r).is_err());
-        assert_eq!(
-            r.namespaces,
-            ["wb-other-talker"],
-            "only the other lab's namespace is left"
-        );
-    }
-
-    #[test]
-    fn an_existing_lab_is_not_built_again() {
-        let t = Topology::builtin("direct").unwrap();
-        let mut r = FailAt {
-            n: 0,
-            seen: vec![],
-            namespaces: vec!["wb-d1-talker".into(), "wb-d1-listener".into()],
-        };
-        assert!(matches!(
-            Lab::up("d1", &t, &mut r),
-            Err(LabError::Exists(_))
-        ));
-        assert_eq!(r.seen, ["ip netns list"], "nothing was built");
     }
 }

@@ -46,13 +46,13 @@ impl BlocksizePlan {
                 .into_iter()
                 .enumerate()
             {
-                let req = TrialRequest {
-                    protocol: Protocol::Tcp,
+                let req = TrialRequest::payload(
+                    Protocol::Tcp,
                     direction,
-                    rate: Rate::Unlimited,
-                    len: size,
-                    duration: self.duration,
-                };
+                    size,
+                    Rate::Unlimited,
+                    self.duration,
+                );
                 let r = trial.run(&req)?;
                 mbyte_s[i] = r.received_bps.unwrap_or(0.0) / 8.0 / 1e6;
             }

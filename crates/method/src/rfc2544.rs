@@ -1,4 +1,4 @@
-//! RFC 2544 benchmarks as pure logic over a [`FrameTrial`] runner: throughput by binary
+//! RFC 2544 benchmarks as pure logic over a frame [`Trial`] runner: throughput by binary
 //! search (§26.1, the de-facto algorithm of ETSI GS NFV-TST 009 §12.3.2) or by MLRsearch
 //! (RFC 9971), latency (§26.2, histogram mode as RFC 8219), frame loss rate (§26.3) and
 //! back-to-back frames (§26.4 as updated by RFC 9004).
@@ -20,101 +20,41 @@ pub use model::results::rfc2544::{
 use model::stats::histogram::LatencyHistogram;
 use wire::linerate::LineRate;
 
-/// What one trial offers.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FrameLoad {
-    /// A constant load of `fps` frames per second for `duration`.
-    Rate {
-        /// Frames per second.
-        fps: f64,
-        /// How long.
-        duration: Duration,
-    },
-    /// A burst of `frames` frames at line rate (minimum gap), from idle.
-    Burst {
-        /// Burst length.
-        frames: u64,
-    },
-}
+use crate::trial::{Load, Trial, TrialData, TrialRequest};
 
-/// One trial a benchmark asks for.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FrameTrialRequest {
-    /// Frame size in bytes, FCS included (RFC 2544 §9).
-    pub frame_len: u64,
-    /// The load.
-    pub load: FrameLoad,
-    /// Tag frames with transmit timestamps and return a latency histogram.
-    pub latency: bool,
-}
-
-/// What a trial measured.
-#[derive(Debug, Clone, Default)]
-pub struct FrameTrialResult {
-    /// Frames sent.
-    pub sent: u64,
-    /// Distinct frames of the trial received.
-    pub received: u64,
-    /// Extra copies received (not credited).
-    pub duplicates: u64,
-    /// Frames that arrived after a later one.
-    pub reordered: u64,
-    /// The load actually offered, frames/s.
-    pub offered_fps: f64,
-    /// The generator fell behind its schedule.
-    pub generator_limited: bool,
-    /// Latency of the received frames, when asked for.
-    pub latency: Option<LatencyHistogram>,
-}
-
-impl FrameTrialResult {
-    /// `(sent − received) / sent`; 0 for an empty trial.
-    pub fn loss_ratio(&self) -> f64 {
-        if self.sent == 0 {
-            0.0
-        } else {
-            self.sent.saturating_sub(self.received) as f64 / self.sent as f64
-        }
-    }
-}
-
-/// Something that runs frame trials: raw interfaces, a UDP path, or a simulated device.
-pub trait FrameTrial {
-    /// Why a trial could not run at all.
-    type Error;
-    /// Runs one trial.
-    fn run(&mut self, req: &FrameTrialRequest) -> Result<FrameTrialResult, Self::Error>;
-}
-
-fn log_line(purpose: &str, req: &FrameTrialRequest, r: &FrameTrialResult) -> TrialLog {
+fn log_line(purpose: &str, req: &TrialRequest, r: &TrialData) -> TrialLog {
     let (load, kind, duration_s) = match req.load {
-        FrameLoad::Rate { fps, duration } => (fps, "rate", duration.as_secs_f64()),
-        FrameLoad::Burst { frames } => (frames as f64, "burst", 0.0),
+        Load::Rate(rate, duration) => (
+            rate.packets_per_sec(1).unwrap_or(0.0),
+            "rate",
+            duration.as_secs_f64(),
+        ),
+        Load::Burst(frames) => (frames as f64, "burst", 0.0),
     };
     TrialLog {
         purpose: purpose.to_owned(),
-        frame_len: req.frame_len,
+        frame_len: req.frame_len().unwrap_or(0),
         load,
         kind: kind.to_owned(),
         duration_s,
-        sent: r.sent,
-        received: r.received,
-        duplicates: r.duplicates,
+        sent: r.counters.sent,
+        received: r.counters.received,
+        duplicates: r.counters.duplicates,
         loss_ratio: r.loss_ratio(),
-        offered_fps: r.offered_fps,
+        offered_fps: r.offered_pps,
         generator_limited: r.generator_limited,
     }
 }
 
 /// Runs trials and keeps the log.
-struct Runner<'a, T: FrameTrial> {
+struct Runner<'a, T: Trial> {
     trial: &'a mut T,
     log: &'a mut Vec<TrialLog>,
     budget: usize,
 }
 
-impl<T: FrameTrial> Runner<'_, T> {
-    fn run(&mut self, purpose: &str, req: FrameTrialRequest) -> Result<FrameTrialResult, T::Error> {
+impl<T: Trial> Runner<'_, T> {
+    fn run(&mut self, purpose: &str, req: TrialRequest) -> Result<TrialData, T::Error> {
         self.budget = self.budget.saturating_sub(1);
         let r = self.trial.run(&req)?;
         self.log.push(log_line(purpose, &req, &r));
@@ -165,25 +105,21 @@ impl Default for SearchConfig {
     }
 }
 
-fn rate_req(len: u64, fps: f64, duration: Duration) -> FrameTrialRequest {
-    FrameTrialRequest {
-        frame_len: len,
-        load: FrameLoad::Rate { fps, duration },
-        latency: false,
-    }
+fn rate_req(len: u64, fps: f64, duration: Duration) -> TrialRequest {
+    TrialRequest::frames(len, fps, duration)
 }
 
 /// Offers the maximum load once; caps it at the generator's reach when the generator fell
 /// behind. Returns (max load, its trial).
-fn probe_max<T: FrameTrial>(
+fn probe_max<T: Trial>(
     run: &mut Runner<'_, T>,
     len: u64,
     cfg: &SearchConfig,
-) -> Result<(f64, FrameTrialResult, Option<f64>), T::Error> {
+) -> Result<(f64, TrialData, Option<f64>), T::Error> {
     let max = cfg.line_rate.max_fps(len);
     let r = run.run("throughput", rate_req(len, max, cfg.duration))?;
-    if r.generator_limited && r.offered_fps > cfg.min_fps {
-        let cap = r.offered_fps * 0.99;
+    if r.generator_limited && r.offered_pps > cfg.min_fps {
+        let cap = r.offered_pps * 0.99;
         let r2 = run.run("throughput", rate_req(len, cap, cfg.duration))?;
         return Ok((cap, r2, Some(cap)));
     }
@@ -192,7 +128,7 @@ fn probe_max<T: FrameTrial>(
 
 /// RFC 2544 §26.1 throughput by binary search, with a final full-length verification at
 /// the result; a failed verification continues the search below it.
-pub fn binary_search<T: FrameTrial>(
+pub fn binary_search<T: Trial>(
     trial: &mut T,
     len: u64,
     cfg: &SearchConfig,
@@ -204,7 +140,7 @@ pub fn binary_search<T: FrameTrial>(
         budget: cfg.max_trials,
     };
     let (max, first, cap) = probe_max(&mut run, len, cfg)?;
-    let ok = |r: &FrameTrialResult| r.loss_ratio() <= cfg.loss_ratio;
+    let ok = |r: &TrialData| r.loss_ratio() <= cfg.loss_ratio;
     let mut out = ThroughputResult {
         frame_len: len,
         search: Search::Binary,
@@ -309,7 +245,7 @@ fn conditional(load: f64, s: &LoadStats, exceed: f64, duration_sum: f64) -> f64 
 /// Throughput by MLRsearch (RFC 9971) with one search goal (the loss ratio of `cfg`), all
 /// trials of one duration, loads on a whole-frames/s grid so that loads recur and gather
 /// trials; ends with a verification trial at the relevant lower bound.
-pub fn mlr_search<T: FrameTrial>(
+pub fn mlr_search<T: Trial>(
     trial: &mut T,
     len: u64,
     cfg: &SearchConfig,
@@ -325,7 +261,7 @@ pub fn mlr_search<T: FrameTrial>(
     let sum = d * f64::from(cfg.duration_sum_trials.max(1));
     let exceed = cfg.exceed_ratio.clamp(0.0, 0.99);
     let mut db: BTreeMap<u64, LoadStats> = BTreeMap::new();
-    let record = |db: &mut BTreeMap<u64, LoadStats>, load: u64, r: &FrameTrialResult, dur: f64| {
+    let record = |db: &mut BTreeMap<u64, LoadStats>, load: u64, r: &TrialData, dur: f64| {
         let s = db.entry(load).or_default();
         let loss = r.loss_ratio();
         if loss <= cfg.loss_ratio {
@@ -425,7 +361,7 @@ pub fn mlr_search<T: FrameTrial>(
 }
 
 /// Throughput with the chosen search.
-pub fn throughput<T: FrameTrial>(
+pub fn throughput<T: Trial>(
     trial: &mut T,
     len: u64,
     search: Search,
@@ -440,7 +376,7 @@ pub fn throughput<T: FrameTrial>(
 
 /// RFC 2544 §26.3: from 100 % of line rate down in `step_percent` steps until two
 /// successive trials without loss.
-pub fn frame_loss_rate<T: FrameTrial>(
+pub fn frame_loss_rate<T: Trial>(
     trial: &mut T,
     len: u64,
     line_rate: LineRate,
@@ -460,7 +396,8 @@ pub fn frame_loss_rate<T: FrameTrial>(
     while pct > 0.0 && zero_streak < 2 {
         let fps = line_rate.fps_at_percent(len, pct);
         let r = run.run("loss", rate_req(len, fps, duration))?;
-        zero_streak = if r.sent > 0 && r.received >= r.sent {
+        let c = r.counters;
+        zero_streak = if c.sent > 0 && c.received >= c.sent {
             zero_streak + 1
         } else {
             0
@@ -468,9 +405,9 @@ pub fn frame_loss_rate<T: FrameTrial>(
         rows.push(LossRow {
             frame_len: len,
             percent: pct,
-            fps: r.offered_fps,
-            sent: r.sent,
-            received: r.received,
+            fps: r.offered_pps,
+            sent: c.sent,
+            received: c.received,
             loss_percent: r.loss_ratio() * 100.0,
             generator_limited: r.generator_limited,
         });
@@ -484,7 +421,7 @@ pub fn frame_loss_rate<T: FrameTrial>(
 /// When `throughput_fps` reached line rate the device never has to buffer and there is no
 /// figure to find (RFC 9004); that is reported instead.
 #[allow(clippy::too_many_arguments)]
-pub fn back_to_back<T: FrameTrial>(
+pub fn back_to_back<T: Trial>(
     trial: &mut T,
     len: u64,
     line_rate: LineRate,
@@ -514,11 +451,7 @@ pub fn back_to_back<T: FrameTrial>(
     let burst = |run: &mut Runner<'_, T>, n: u64| {
         run.run(
             "b2b",
-            FrameTrialRequest {
-                frame_len: len,
-                load: FrameLoad::Burst { frames: n },
-                latency: false,
-            },
+            TrialRequest::burst(len, n),
         )
     };
     for _ in 0..repeats.max(1) {
@@ -528,7 +461,7 @@ pub fn back_to_back<T: FrameTrial>(
                 Some("the generator cannot send back-to-back at line rate: no figure".into());
             return Ok(out);
         }
-        if r.received >= r.sent {
+        if r.counters.received >= r.counters.sent {
             out.bursts.push(max_burst);
             continue;
         }
@@ -536,7 +469,7 @@ pub fn back_to_back<T: FrameTrial>(
         while hi - lo > 1.max(hi / 200) {
             let mid = lo + (hi - lo) / 2;
             let r = burst(&mut run, mid)?;
-            if r.received >= r.sent {
+            if r.counters.received >= r.counters.sent {
                 lo = mid;
             } else {
                 hi = mid;
@@ -560,7 +493,7 @@ pub fn back_to_back<T: FrameTrial>(
 
 /// RFC 2544 §26.2 at the throughput rate: `trials` trials of `duration`, every frame
 /// tagged (histogram mode, as RFC 8219 counts ≥ 500 tagged frames), merged.
-pub fn latency<T: FrameTrial>(
+pub fn latency<T: Trial>(
     trial: &mut T,
     len: u64,
     fps: f64,
@@ -575,9 +508,7 @@ pub fn latency<T: FrameTrial>(
     };
     let mut all = LatencyHistogram::new();
     for _ in 0..trials.max(1) {
-        let mut req = rate_req(len, fps, duration);
-        req.latency = true;
-        let r = run.run("latency", req)?;
+        let r = run.run("latency", rate_req(len, fps, duration).with_latency())?;
         if let Some(h) = &r.latency {
             all.merge(h);
         }
@@ -647,14 +578,16 @@ pub(crate) mod sim {
         }
     }
 
-    impl FrameTrial for Device {
+    impl Trial for Device {
         type Error = std::convert::Infallible;
 
-        fn run(&mut self, req: &FrameTrialRequest) -> Result<FrameTrialResult, Self::Error> {
+        fn run(&mut self, req: &TrialRequest) -> Result<TrialData, Self::Error> {
             self.trials += 1;
-            let cap = self.capacity_fps.min(self.line.max_fps(req.frame_len));
+            let frame_len = req.frame_len().unwrap_or(64);
+            let cap = self.capacity_fps.min(self.line.max_fps(frame_len));
             let (sent, passed, offered, limited) = match req.load {
-                FrameLoad::Rate { fps, duration } => {
+                Load::Rate(rate, duration) => {
+                    let fps = rate.packets_per_sec(1).unwrap_or(f64::INFINITY);
                     let offered = fps.min(self.generator_max_fps);
                     let secs = duration.as_secs_f64();
                     let sent = (offered * secs).round() as u64;
@@ -665,8 +598,8 @@ pub(crate) mod sim {
                     };
                     (sent, passed, offered, offered < fps * 0.999)
                 }
-                FrameLoad::Burst { frames } => {
-                    let line = self.line.max_fps(req.frame_len);
+                Load::Burst(frames) => {
+                    let line = self.line.max_fps(frame_len);
                     // The queue grows by (1 − cap/line) per frame arriving at line rate.
                     let fill = 1.0 - (cap / line).min(1.0);
                     let longest = if fill <= 0.0 {
@@ -685,8 +618,8 @@ pub(crate) mod sim {
             let received = passed.saturating_sub(lost_extra);
             let latency = req.latency.then(|| {
                 let mut h = LatencyHistogram::new();
-                let busy = if let FrameLoad::Rate { fps, .. } = req.load {
-                    (fps / cap).min(1.0)
+                let busy = if let Load::Rate(rate, _) = req.load {
+                    (rate.packets_per_sec(1).unwrap_or(cap) / cap).min(1.0)
                 } else {
                     1.0
                 };
@@ -696,14 +629,16 @@ pub(crate) mod sim {
                 h.record_n_ns(base * 5, received / 1000);
                 h
             });
-            Ok(FrameTrialResult {
-                sent,
-                received,
-                duplicates: 0,
-                reordered: 0,
-                offered_fps: offered,
+            Ok(TrialData {
+                counters: model::stats::Counters {
+                    received,
+                    ..Default::default()
+                }
+                .settle(sent),
+                offered_pps: offered,
                 generator_limited: limited,
                 latency,
+                ..TrialData::default()
             })
         }
     }

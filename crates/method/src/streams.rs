@@ -31,6 +31,10 @@ use toml::Spanned;
 use wire::linerate::LineRate;
 
 use model::results::profile::{ProfileReport, StreamRow};
+use model::results::Verdict;
+use model::units::bps;
+
+use crate::trial::{StreamsTrial, TrialData};
 
 /// The simple IMIX: 64, 594 and 1518-byte frames in the ratio 7:4:1 (mean 361.8 bytes).
 pub const IMIX: [(u64, usize); 3] = [(64, 7), (594, 4), (1518, 1)];
@@ -381,41 +385,21 @@ impl Profile {
     }
 }
 
-/// What the engine measured for one stream.
-#[derive(Debug, Clone, Default)]
-pub struct Measured {
-    /// Frames sent.
-    pub sent: u64,
-    /// Distinct frames received.
-    pub received: u64,
-    /// Their bytes as received (no FCS).
-    pub received_bytes: u64,
-    /// Duplicates.
-    pub duplicates: u64,
-    /// Reordered.
-    pub reordered: u64,
-    /// Seconds the stream sent.
-    pub active_s: f64,
-    /// Seconds from its first to its last received frame (kernel stamps), when known.
-    /// A shaper's queue delivers frames after the sender stopped, so the received rate is
-    /// taken over this span, not over the sending time.
-    pub rx_span_s: Option<f64>,
-    /// The generator fell behind.
-    pub generator_limited: bool,
-    /// Latency.
-    pub latency: Option<model::stats::histogram::LatencySummary>,
-}
-
 /// Received L2 bit/s (frames with FCS): over the receive span when there is one (n frames
 /// span n − 1 gaps), else over the sending time.
-pub fn received_l2_bps(m: &Measured) -> f64 {
-    let fcs_bits = 4.0 * 8.0 * m.received as f64;
-    let (bits, secs) = match m.rx_span_s.filter(|s| *s > 0.0 && m.received > 1) {
+pub fn received_l2_bps(m: &TrialData) -> f64 {
+    let received = m.counters.received;
+    let fcs_bits = 4.0 * 8.0 * received as f64;
+    let span = m.rx_span.map(|s| s.as_secs_f64());
+    let (bits, secs) = match span.filter(|s| *s > 0.0 && received > 1) {
         Some(span) => {
-            let per_frame = (m.received_bytes as f64 * 8.0 + fcs_bits) / m.received as f64;
-            (per_frame * (m.received - 1) as f64, span)
+            let per_frame = (m.received_bytes as f64 * 8.0 + fcs_bits) / received as f64;
+            (per_frame * (received - 1) as f64, span)
         }
-        None => (m.received_bytes as f64 * 8.0 + fcs_bits, m.active_s),
+        None => (
+            m.received_bytes as f64 * 8.0 + fcs_bits,
+            m.duration.as_secs_f64(),
+        ),
     };
     if secs > 0.0 {
         bits / secs
@@ -424,15 +408,74 @@ pub fn received_l2_bps(m: &Measured) -> f64 {
     }
 }
 
+/// What running a profile gives: the table, one verdict per stream with an expectation,
+/// the notes a reader must see, and the backends used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The table.
+    pub report: ProfileReport,
+    /// Received rate against the expectation, per stream that has one.
+    pub verdicts: Vec<Verdict>,
+    /// Generator limits, frames dropped before they were counted.
+    pub notes: Vec<String>,
+    /// The backends, e.g. `talker:eth0: xdp, listener:eth0: ring`.
+    pub backend: String,
+}
+
+/// Runs every stream of `profile` at once on `trial`, then builds the table, checks each
+/// expectation and says what bounds the figures.
+///
+/// # Errors
+/// The runner's, when the streams could not run.
+pub fn run<T: StreamsTrial>(profile: &Profile, trial: &mut T) -> Result<Outcome, T::Error> {
+    let data = trial.run(profile)?;
+    let report = report(profile, &data.streams);
+    let mut verdicts = Vec::new();
+    let mut notes = Vec::new();
+    for row in &report.rows {
+        if let (Some(e), Some(p), Some(t)) = (row.expected_l2_bps, row.passed, row.tolerance) {
+            verdicts.push(Verdict {
+                name: format!("stream {} received rate", row.name),
+                passed: p,
+                detail: format!(
+                    "{} of L2 frames, expected {} ± {:.1} %",
+                    bps(row.received_l2_bps),
+                    bps(e),
+                    t * 100.0
+                ),
+            });
+        }
+        if row.generator_limited {
+            notes.push(format!(
+                "stream {}: the generator fell behind its schedule; its figures measure the tool",
+                row.name
+            ));
+        }
+    }
+    if data.rx_drops > 0 {
+        notes.push(format!(
+            "{} frames were dropped by a receiving socket before they were counted: losses include the tool's",
+            data.rx_drops
+        ));
+    }
+    Ok(Outcome {
+        report,
+        verdicts,
+        notes,
+        backend: data.backends.join(", "),
+    })
+}
+
 /// The result table: one row per stream (expectations checked), and the totals.
-pub fn report(profile: &Profile, measured: &[Measured]) -> ProfileReport {
+pub fn report(profile: &Profile, measured: &[TrialData]) -> ProfileReport {
     let line = profile.line_rate;
     let mut rows = Vec::new();
     for (s, m) in profile.streams.iter().zip(measured) {
         let rx_bps = received_l2_bps(m);
         let fps = s.fps(line);
         let passed = s.expect_bps.map(|e| (rx_bps - e).abs() <= e * s.tolerance);
-        let lost = m.sent.saturating_sub(m.received);
+        let c = m.counters;
+        let lost = c.sent.saturating_sub(c.received);
         rows.push(StreamRow {
             name: s.name.clone(),
             source: s.source.clone(),
@@ -442,20 +485,16 @@ pub fn report(profile: &Profile, measured: &[Measured]) -> ProfileReport {
             mean_frame_len: s.mean_len(),
             load_percent: fps * 8.0 * (s.mean_len() + 20.0) / line.0 as f64 * 100.0,
             target_fps: fps,
-            sent: m.sent,
-            received: m.received,
+            sent: c.sent,
+            received: c.received,
             lost,
-            loss_ratio: if m.sent == 0 {
-                0.0
-            } else {
-                lost as f64 / m.sent as f64
-            },
-            duplicates: m.duplicates,
-            reordered: m.reordered,
+            loss_ratio: m.loss_ratio(),
+            duplicates: c.duplicates,
+            reordered: c.reordered,
             received_l2_bps: rx_bps,
-            active_s: m.active_s,
+            active_s: m.duration.as_secs_f64(),
             generator_limited: m.generator_limited,
-            latency: m.latency,
+            latency: m.latency.as_ref().and_then(|h| h.summary()),
             expected_l2_bps: s.expect_bps,
             tolerance: s.expect_bps.map(|_| s.tolerance),
             passed,
@@ -579,25 +618,27 @@ tolerance = "3%"
         assert!(e.contains("line 21"), "{e}");
     }
 
+    /// What a stream of `len`-byte frames (without FCS) sent and received in `secs`.
+    fn sent(sent: u64, received: u64, len: u64, secs: f64) -> TrialData {
+        TrialData {
+            counters: model::stats::Counters {
+                received,
+                ..Default::default()
+            }
+            .settle(sent),
+            received_bytes: received * len,
+            duration: std::time::Duration::from_secs_f64(secs),
+            ..TrialData::default()
+        }
+    }
+
     #[test]
     fn the_report_checks_expectations_and_adds_up() {
         let p = Profile::parse(TWO).unwrap();
         let m = [
-            Measured {
-                sent: 406_372,
-                received: 4_117,
-                // 4,117 frames of 1514 bytes (+4 FCS) in 5 s: 9.999 Mbit/s.
-                received_bytes: 4_117 * 1514,
-                active_s: 5.0,
-                ..Default::default()
-            },
-            Measured {
-                sent: 21_490,
-                received: 21_490,
-                received_bytes: 21_490 * 694,
-                active_s: 3.0,
-                ..Default::default()
-            },
+            // 4,117 frames of 1514 bytes (+4 FCS) in 5 s: 9.999 Mbit/s.
+            sent(406_372, 4_117, 1514, 5.0),
+            sent(21_490, 21_490, 694, 3.0),
         ];
         let r = report(&p, &m);
         let udp = &r.rows[0];
@@ -612,16 +653,7 @@ tolerance = "3%"
         assert_eq!(r.rows[1].passed, None, "no expectation, no verdict");
         assert_eq!(r.total_sent, 406_372 + 21_490);
         assert_eq!(r.total_received, 4_117 + 21_490);
-        let m2 = [
-            Measured {
-                received: 3000,
-                received_bytes: 3000 * 1514,
-                active_s: 5.0,
-                sent: 10,
-                ..Default::default()
-            },
-            m[1].clone(),
-        ];
+        let m2 = [sent(10, 3000, 1514, 5.0), m[1].clone()];
         assert_eq!(report(&p, &m2).rows[0].passed, Some(false));
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use model::results::{SweepRow, SweepStatus, SweepTable};
 use model::spec::{Direction, Protocol, Rate};
 
-use crate::{PlanError, Trial, TrialRequest, TrialResult};
+use crate::{PlanError, Trial, TrialData, TrialRequest};
 
 /// Loss below this share (0.5 %) is "marginal".
 pub const MARGINAL_BELOW: f64 = 0.005;
@@ -91,13 +91,13 @@ impl SweepPlan {
     ) -> Result<SweepTable, T::Error> {
         let mut rows = Vec::with_capacity(self.targets.len());
         for &target in &self.targets {
-            let req = TrialRequest {
-                protocol: Protocol::Udp,
-                direction: self.direction,
-                rate: Rate::BitsPerSec(target),
-                len: self.len,
-                duration: self.duration,
-            };
+            let req = TrialRequest::payload(
+                Protocol::Udp,
+                self.direction,
+                self.len,
+                Rate::BitsPerSec(target),
+                self.duration,
+            );
             let res = trial.run(&req)?;
             let row = row(target, &res);
             on_row(&row);
@@ -122,9 +122,8 @@ pub fn classify(loss_ratio: f64) -> SweepStatus {
     }
 }
 
-fn row(target: f64, r: &TrialResult) -> SweepRow {
-    let sent = r.sent_packets.unwrap_or(0);
-    let lost = r.lost_packets.unwrap_or(0);
+fn row(target: f64, r: &TrialData) -> SweepRow {
+    let (sent, lost) = (r.counters.sent, r.counters.lost);
     // Nothing sent counts as total loss: a step that could not send proves nothing.
     let loss_ratio = if sent == 0 {
         1.0

@@ -1,11 +1,13 @@
-//! Renderers of the results model. They only read [`model::results`]; none measures.
+//! Renderers of the results model. They only read `model::results`; none measures.
 //!
-//! - [`units`]: SI formatting of rates, sizes and times;
-//! - [`text`]: the terminal output (interval lines, summary tables, sweep, block-size and
-//!   latency tables), deterministic bytes for a given result;
+//! - [`table`]: the one table model and its layouts (terminal, Markdown, HTML, CSV);
+//! - [`tables`]: every table, built once by its method's module;
+//! - [`text`]: each command's terminal output, deterministic bytes for a given result;
 //! - [`json`]: the JSON document;
 //! - [`campaign`]: the report of a whole run (`wirebench run`): Markdown, self-contained
-//!   HTML with [`svg`] charts, and CSV, from `results.json` alone.
+//!   HTML with [`svg`] charts, and CSV, from `results.json` alone; and two runs compared.
+//!
+//! What it does not do: measure, read files or sockets, or decide verdicts.
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
@@ -13,5 +15,5 @@ pub mod campaign;
 pub mod json;
 pub mod svg;
 pub mod table;
+pub mod tables;
 pub mod text;
-pub mod units;

@@ -1,19 +1,12 @@
-//! Terminal output. Every function is a pure rendering of the results model: the same
-//! result gives the same bytes.
+//! Terminal output: each command's tables (built by [`crate::tables`]) laid out as text,
+//! with the lines that say how to read them and the facts a reader needs to trust them.
+//! Every function is a pure rendering of the results model: the same result gives the same
+//! bytes.
 
-use model::results::{
-    BlocksizeRow, IntervalRow, LatencyRow, LatencyUs, RunResult, StreamResult, Summary, SweepTable,
-};
+use model::results::{BlocksizeRow, IntervalRow, LatencyRow, RunResult, SweepTable};
+use model::units::{bps, bytes, us};
 
-use crate::table::{render, Align};
-use crate::units::{block, bps, bytes, pct, us};
-
-const L: Align = Align::Left;
-const R: Align = Align::Right;
-
-fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
-    v.map(f).unwrap_or_else(|| "-".into())
-}
+use crate::tables;
 
 /// One interval line, iperf3-like.
 pub fn interval_line(r: &IntervalRow) -> String {
@@ -40,164 +33,19 @@ pub fn interval_line(r: &IntervalRow) -> String {
     s
 }
 
-fn stream_label(s: &StreamResult) -> String {
-    format!("{} {}", s.id, s.direction)
-}
-
-fn udp_row(label: String, x: &Summary) -> Vec<String> {
-    vec![
-        label,
-        format!("{:.2}", x.duration_s),
-        opt(x.target_bps, bps),
-        opt(x.offered_bps, bps),
-        opt(x.received_bps, bps),
-        opt(x.sent_packets, |v| v.to_string()),
-        opt(x.received_packets, |v| v.to_string()),
-        opt(x.lost_packets, |v| v.to_string()),
-        opt(x.loss_ratio, pct),
-        opt(x.duplicate_packets, |v| v.to_string()),
-        opt(x.reordered_packets, |v| v.to_string()),
-        opt(x.late_packets, |v| v.to_string()),
-        opt(x.jitter_us, us),
-    ]
-}
-
-fn tcp_row(label: String, x: &Summary) -> Vec<String> {
-    vec![
-        label,
-        format!("{:.2}", x.duration_s),
-        opt(x.offered_bps, bps),
-        opt(x.received_bps, bps),
-        opt(x.sent_bytes, bytes),
-        opt(x.received_bytes, bytes),
-        opt(x.retransmits, |v| v.to_string()),
-        opt(x.tcp_rtt_us, us),
-    ]
-}
-
-fn latency_cells(label: String, l: &LatencyUs) -> Vec<String> {
-    vec![
-        label,
-        l.kind.as_str().to_owned(),
-        l.count.to_string(),
-        us(l.min),
-        us(l.avg),
-        us(l.p50),
-        us(l.p90),
-        us(l.p99),
-        us(l.p999),
-        us(l.max),
-    ]
-}
-
 /// The summary of a client run: throughput table, latency table, and the facts a reader
 /// needs to trust them (backend, timestamps, CPU, pacing, generator limits, notes).
 pub fn client_summary(r: &RunResult) -> String {
-    let mut out = String::new();
+    let (streams, latency) = tables::client::streams(r);
+    let mut out = streams.text();
     let udp = r.streams.first().is_some_and(|s| s.protocol == "udp");
-    let sums: Vec<(String, &Summary)> = [
-        ("SUM tx", r.summary.as_ref()),
-        ("SUM rx", r.reverse_summary.as_ref()),
-    ]
-    .into_iter()
-    .filter_map(|(l, s)| s.map(|s| (l.to_owned(), s)))
-    .collect();
-    let sum_label = |i: usize| -> String {
-        // With one direction, the first sum is that direction's.
-        let dir = r
-            .streams
-            .first()
-            .map(|s| s.direction.as_str())
-            .unwrap_or("tx");
-        if sums.len() == 1 {
-            format!("SUM {dir}")
-        } else {
-            sums[i].0.clone()
-        }
-    };
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for s in &r.streams {
-        rows.push(if udp {
-            udp_row(stream_label(s), &s.summary)
-        } else {
-            tcp_row(stream_label(s), &s.summary)
-        });
-    }
-    if r.streams.len() > 1 {
-        for (i, (_, s)) in sums.iter().enumerate() {
-            rows.push(if udp {
-                udp_row(sum_label(i), s)
-            } else {
-                tcp_row(sum_label(i), s)
-            });
-        }
-    }
-    if udp {
-        out.push_str(&render(
-            &[
-                ("stream", L),
-                ("secs", R),
-                ("target", R),
-                ("offered", R),
-                ("received", R),
-                ("sent", R),
-                ("recv", R),
-                ("lost", R),
-                ("loss", R),
-                ("dup", R),
-                ("reord", R),
-                ("late", R),
-                ("jitter us", R),
-            ],
-            &rows,
-        ));
-        let mut lat_rows = Vec::new();
-        for s in &r.streams {
-            if let Some(l) = &s.summary.latency_us {
-                lat_rows.push(latency_cells(stream_label(s), l));
-            }
-        }
-        if r.streams.len() > 1 {
-            for (i, (_, s)) in sums.iter().enumerate() {
-                if let Some(l) = &s.latency_us {
-                    lat_rows.push(latency_cells(sum_label(i), l));
-                }
-            }
-        }
-        if !lat_rows.is_empty() {
+    match latency {
+        Some(l) => {
             out.push_str("\nlatency (us)\n");
-            out.push_str(&render(
-                &[
-                    ("stream", L),
-                    ("kind", L),
-                    ("samples", R),
-                    ("min", R),
-                    ("avg", R),
-                    ("p50", R),
-                    ("p90", R),
-                    ("p99", R),
-                    ("p99.9", R),
-                    ("max", R),
-                ],
-                &lat_rows,
-            ));
-        } else {
-            out.push_str("\nlatency: no samples\n");
+            out.push_str(&l.text());
         }
-    } else {
-        out.push_str(&render(
-            &[
-                ("stream", L),
-                ("secs", R),
-                ("Tx rate", R),
-                ("Rx rate", R),
-                ("sent", R),
-                ("received", R),
-                ("retr", R),
-                ("rtt us", R),
-            ],
-            &rows,
-        ));
+        None if udp => out.push_str("\nlatency: no samples\n"),
+        None => {}
     }
     out.push('\n');
     out.push_str(&facts(r));
@@ -263,98 +111,20 @@ pub fn facts(r: &RunResult) -> String {
 
 /// The zero-loss sweep table of the FRER report.
 pub fn sweep(t: &SweepTable) -> String {
-    let rows: Vec<Vec<String>> = t
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                bps(r.target_bps),
-                bps(r.achieved_bps),
-                format!("{:.3} %", r.loss_pct),
-                format!("{:.1}", r.duration_s),
-                if r.generator_limited {
-                    format!("{} (generator limited)", r.status.label())
-                } else {
-                    r.status.label().to_owned()
-                },
-            ]
-        })
-        .collect();
-    let mut out = render(
-        &[
-            ("target", R),
-            ("achieved", R),
-            ("loss", R),
-            ("secs", R),
-            ("status", L),
-        ],
-        &rows,
-    );
-    out.push_str(&match t.max_zero_loss_bps {
-        Some(v) => format!("maximum sustained zero-loss rate: {}\n", bps(v)),
-        None => "maximum sustained zero-loss rate: none (the lowest target already lost packets)\n"
-            .into(),
-    });
+    let mut out = tables::sweep::steps(t).text();
+    out.push_str(&tables::sweep::conclusion(t));
     out
 }
 
 /// The netio-style block-size table.
 pub fn blocksize(rows: &[BlocksizeRow]) -> String {
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                block(r.block_bytes),
-                format!("{:.2}", r.tx_mbyte_s),
-                format!("{:.2}", r.rx_mbyte_s),
-            ]
-        })
-        .collect();
-    render(
-        &[("block", R), ("Tx MByte/s", R), ("Rx MByte/s", R)],
-        &cells,
-    )
+    tables::blocksize::steps(rows).text()
 }
 
 /// Ping-pong latency per message size.
 pub fn latency(rows: &[LatencyRow]) -> String {
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.size.to_string(),
-                r.samples.to_string(),
-                r.lost.to_string(),
-                us(r.rtt_us.min),
-                us(r.rtt_us.avg),
-                us(r.rtt_us.p50),
-                us(r.rtt_us.p90),
-                us(r.rtt_us.p99),
-                us(r.rtt_us.p999),
-                us(r.rtt_us.p9999),
-                us(r.rtt_us.max),
-                us(r.half_rtt_p50_us),
-            ]
-        })
-        .collect();
     let mut out = String::from("round-trip time (us)\n");
-    out.push_str(&render(
-        &[
-            ("size", R),
-            ("samples", R),
-            ("lost", R),
-            ("min", R),
-            ("avg", R),
-            ("p50", R),
-            ("p90", R),
-            ("p99", R),
-            ("p99.9", R),
-            ("p99.99", R),
-            ("max", R),
-            ("half-rtt p50", R),
-        ],
-        &cells,
-    ));
+    out.push_str(&tables::latency::round_trips(rows).text());
     if let Some(m) = rows.first().map(|r| &r.mode) {
         out.push_str(&format!("mode: {m}\n"));
     }
@@ -382,43 +152,13 @@ pub fn shaping(r: &RunResult) -> String {
     let Some(m) = &r.shaping else {
         return facts(r);
     };
-    let cell = |len: u64, bw: f64| {
-        m.cells
-            .iter()
-            .find(|c| c.frame_len == len && c.bandwidth_bps == bw)
-    };
-    let mut headers: Vec<(String, Align)> = vec![("frame".into(), R)];
-    headers.extend(m.bandwidths_bps.iter().map(|b| (bps(*b), R)));
-    let h: Vec<(&str, Align)> = headers.iter().map(|(s, a)| (s.as_str(), *a)).collect();
-    let table = |f: &dyn Fn(&model::results::shaping::Cell) -> String| -> String {
-        let rows: Vec<Vec<String>> = m
-            .sizes
-            .iter()
-            .map(|len| {
-                let mut row = vec![len.to_string()];
-                row.extend(
-                    m.bandwidths_bps
-                        .iter()
-                        .map(|bw| cell(*len, *bw).map(f).unwrap_or_else(|| "-".into())),
-                );
-                row
-            })
-            .collect();
-        render(&h, &rows)
-    };
     let mut out = format!(
         "passed rate, % of the configured bandwidth (set by {})\n",
         m.configured_by
     );
-    out.push_str(&table(&|c| {
-        if c.generator_limited {
-            format!("{:.2}*", c.passed_ratio * 100.0)
-        } else {
-            format!("{:.2}", c.passed_ratio * 100.0)
-        }
-    }));
+    out.push_str(&tables::shaping::passed(m).text());
     out.push_str("\nreceived, L2 bit/s of frames with FCS\n");
-    out.push_str(&table(&|c| bps(c.received_l2_bps)));
+    out.push_str(&tables::shaping::received(m).text());
     if m.cells.iter().any(|c| c.generator_limited) {
         out.push_str("* generator limited: offered less than the bandwidth\n");
     }
@@ -428,169 +168,15 @@ pub fn shaping(r: &RunResult) -> String {
 
 /// The RFC 2544 tables of the FRER report: throughput (frame size, theoretical, measured,
 /// efficiency, frames/s), latency (average, p99, p99.9, verdict), frame loss rate and
-/// back-to-back, then the facts. Figures derived from a measurement (Mbit/s, % of line
-/// rate) are arithmetic on the measured frame rate and the frame size.
+/// back-to-back, then the verdicts, the trial log and the facts.
 pub fn rfc2544(r: &RunResult) -> String {
-    use wire::linerate::LineRate;
     let Some(t) = &r.rfc2544 else {
         return facts(r);
     };
-    let line = LineRate(t.line_rate_bps);
     let mut out = String::new();
-    if !t.throughput.is_empty() {
-        out.push_str(&format!(
-            "throughput (RFC 2544 §26.1, {} line rate; Mbit/s of frames incl. FCS)\n",
-            bps(t.line_rate_bps as f64)
-        ));
-        let rows: Vec<Vec<String>> = t
-            .throughput
-            .iter()
-            .map(|x| {
-                let theo = LineRate::rates_at(x.frame_len, x.max_fps);
-                let meas = x.fps.map(|f| LineRate::rates_at(x.frame_len, f));
-                let mut note = Vec::new();
-                if let Some(c) = x.generator_cap_fps {
-                    note.push(format!("generator limited at {c:.0} fps"));
-                }
-                if let Some(i) = &x.irregular {
-                    note.push(i.clone());
-                }
-                vec![
-                    x.frame_len.to_string(),
-                    format!("{:.2}", theo.l2_bps / 1e6),
-                    opt(meas, |m| format!("{:.2}", m.l2_bps / 1e6)),
-                    opt(x.fps, |f| {
-                        format!("{:.2} %", line.percent_of(x.frame_len, f))
-                    }),
-                    opt(x.fps, |f| format!("{f:.0}")),
-                    format!("{:?}", x.search).to_lowercase(),
-                    x.trials.to_string(),
-                    note.join("; "),
-                ]
-            })
-            .collect();
-        out.push_str(&render(
-            &[
-                ("frame", R),
-                ("theoretical Mbit/s", R),
-                ("measured Mbit/s", R),
-                ("efficiency", R),
-                ("frames/s", R),
-                ("search", L),
-                ("trials", R),
-                ("note", L),
-            ],
-            &rows,
-        ));
-    }
-    if !t.latency.is_empty() {
-        out.push_str("\nlatency (RFC 2544 §26.2 at the throughput rate, every frame tagged; us)\n");
-        let rows: Vec<Vec<String>> = t
-            .latency
-            .iter()
-            .map(|l| {
-                let s = l.summary.as_ref();
-                let verdicts: Vec<&str> = r
-                    .verdicts
-                    .iter()
-                    .filter(|v| v.name.ends_with(&format!(" at {} bytes", l.frame_len)))
-                    .map(|v| if v.passed { "pass" } else { "FAIL" })
-                    .collect();
-                vec![
-                    l.frame_len.to_string(),
-                    format!("{:.0}", l.fps),
-                    opt(s, |s| s.count.to_string()),
-                    opt(s, |s| us(s.avg_us)),
-                    opt(s, |s| us(s.min_us)),
-                    opt(s, |s| us(s.p50_us)),
-                    opt(s, |s| us(s.p99_us)),
-                    opt(s, |s| us(s.p999_us)),
-                    opt(s, |s| us(s.max_us)),
-                    if verdicts.is_empty() {
-                        "-".into()
-                    } else if verdicts.contains(&"FAIL") {
-                        "FAIL".into()
-                    } else {
-                        "pass".into()
-                    },
-                ]
-            })
-            .collect();
-        out.push_str(&render(
-            &[
-                ("frame", R),
-                ("frames/s", R),
-                ("samples", R),
-                ("average", R),
-                ("min", R),
-                ("p50", R),
-                ("p99", R),
-                ("p99.9", R),
-                ("max", R),
-                ("verdict", L),
-            ],
-            &rows,
-        ));
-    }
-    if !t.loss.is_empty() {
-        out.push_str("\nframe loss rate (RFC 2544 §26.3)\n");
-        let rows: Vec<Vec<String>> = t
-            .loss
-            .iter()
-            .map(|l| {
-                vec![
-                    l.frame_len.to_string(),
-                    format!("{:.0} %", l.percent),
-                    if l.generator_limited {
-                        format!("{:.0} (generator limited)", l.fps)
-                    } else {
-                        format!("{:.0}", l.fps)
-                    },
-                    l.sent.to_string(),
-                    l.received.to_string(),
-                    format!("{:.4} %", l.loss_percent),
-                ]
-            })
-            .collect();
-        out.push_str(&render(
-            &[
-                ("frame", R),
-                ("load", R),
-                ("offered fps", R),
-                ("sent", R),
-                ("received", R),
-                ("loss", R),
-            ],
-            &rows,
-        ));
-    }
-    if !t.b2b.is_empty() {
-        out.push_str("\nback-to-back (RFC 2544 §26.4, RFC 9004)\n");
-        let rows: Vec<Vec<String>> = t
-            .b2b
-            .iter()
-            .map(|b| {
-                vec![
-                    b.frame_len.to_string(),
-                    b.bursts.len().to_string(),
-                    opt(b.mean, |m| format!("{m:.0}")),
-                    opt(b.std_dev, |m| format!("{m:.1}")),
-                    opt(b.buffer_time_us, us),
-                    b.note.clone().unwrap_or_default(),
-                ]
-            })
-            .collect();
-        out.push_str(&render(
-            &[
-                ("frame", R),
-                ("trials", R),
-                ("mean burst", R),
-                ("std dev", R),
-                ("buffer us", R),
-                ("note", L),
-            ],
-            &rows,
-        ));
+    for (title, table) in tables::rfc2544::terminal(r, t) {
+        out.push_str(&title);
+        out.push_str(&table.text());
     }
     out.push_str(&verdicts(r));
     let duplicating = t.trials.iter().filter(|x| x.duplicates > 0).count();
@@ -604,48 +190,7 @@ pub fn rfc2544(r: &RunResult) -> String {
     }
     if !t.trials.is_empty() {
         out.push_str(&format!("\ntrial log ({} trials)\n", t.trials.len()));
-        let rows: Vec<Vec<String>> = t
-            .trials
-            .iter()
-            .enumerate()
-            .map(|(i, x)| {
-                vec![
-                    (i + 1).to_string(),
-                    x.purpose.clone(),
-                    x.frame_len.to_string(),
-                    if x.kind == "burst" {
-                        format!("burst {:.0}", x.load)
-                    } else {
-                        format!("{:.0} fps", x.load)
-                    },
-                    format!("{:.1}", x.duration_s),
-                    x.sent.to_string(),
-                    x.received.to_string(),
-                    x.duplicates.to_string(),
-                    format!("{:.4} %", x.loss_ratio * 100.0),
-                    if x.generator_limited {
-                        format!("{:.0} (generator limited)", x.offered_fps)
-                    } else {
-                        format!("{:.0}", x.offered_fps)
-                    },
-                ]
-            })
-            .collect();
-        out.push_str(&render(
-            &[
-                ("#", R),
-                ("purpose", L),
-                ("frame", R),
-                ("load", R),
-                ("secs", R),
-                ("sent", R),
-                ("received", R),
-                ("dup", R),
-                ("loss", R),
-                ("offered fps", R),
-            ],
-            &rows,
-        ));
+        out.push_str(&tables::rfc2544::trials(t).text());
     }
     out.push_str(&facts(r));
     out
@@ -657,44 +202,14 @@ pub fn frer_overhead(r: &RunResult) -> String {
     let Some(f) = &r.frer else {
         return facts(r);
     };
-    let num = |v: Option<f64>, unit: &str| match (v, unit) {
-        (None, _) => "-".to_owned(),
-        (Some(v), "us") => format!("{v:.1} us"),
-        (Some(v), "%") => format!("{v:.3} %"),
-        (Some(v), _) => format!("{v:.2} {unit}"),
-    };
-    let rows: Vec<Vec<String>> = f
-        .rows
-        .iter()
-        .map(|x| {
-            vec![
-                x.metric.clone(),
-                num(x.control, &x.unit),
-                num(x.frer, &x.unit),
-                x.overhead_percent
-                    .map(|o| format!("{o:+.1} %"))
-                    .unwrap_or_else(|| "-".into()),
-                x.reason.clone(),
-            ]
-        })
-        .collect();
-    let mut out = format!(
-        "FRER overhead\ncontrol: {}\nFRER:    {}\n",
-        f.control, f.treatment
-    );
-    out.push_str(&render(
-        &[
-            ("measurement", L),
-            ("control", R),
-            ("FRER", R),
-            ("overhead", R),
-            ("reason", L),
-        ],
-        &rows,
-    ));
-    out.push_str(&verdicts(r));
-    out.push_str(&facts(r));
-    out
+    let head = format!("FRER overhead\ncontrol: {}\n", f.control);
+    let table = tables::frer::overhead(f).text();
+    closed(r, format!("{head}FRER:    {}\n{table}", f.treatment))
+}
+
+/// `body`, then the verdicts and the facts of `r`.
+fn closed(r: &RunResult, body: String) -> String {
+    body + &verdicts(r) + &facts(r)
 }
 
 /// The multi-stream table of the SmartBits analyzer: per stream and in total, frames sent,
@@ -704,115 +219,152 @@ pub fn profile(r: &RunResult) -> String {
     let Some(p) = &r.profile else {
         return facts(r);
     };
-    let mut rows: Vec<Vec<String>> = p
-        .rows
-        .iter()
-        .map(|x| {
-            vec![
-                x.name.clone(),
-                x.protocol.clone(),
-                x.frame.clone(),
-                format!("{:.1} %", x.load_percent),
-                x.sent.to_string(),
-                x.received.to_string(),
-                x.lost.to_string(),
-                format!("{:.3} %", x.loss_ratio * 100.0),
-                x.duplicates.to_string(),
-                format!("{:.2}", x.received_l2_bps / 1e6),
-                x.expected_l2_bps
-                    .map(|e| {
-                        format!(
-                            "{:.2} ± {:.0} %",
-                            e / 1e6,
-                            x.tolerance.unwrap_or(0.0) * 100.0
-                        )
-                    })
-                    .unwrap_or_else(|| "-".into()),
-                match (x.passed, x.generator_limited) {
-                    (Some(true), _) => "pass".into(),
-                    (Some(false), _) => "FAIL".into(),
-                    (None, true) => "generator limited".into(),
-                    (None, false) => "-".into(),
-                },
-            ]
-        })
-        .collect();
-    let lost = p.total_sent.saturating_sub(p.total_received);
-    rows.push(vec![
-        "total".into(),
-        String::new(),
-        String::new(),
-        String::new(),
-        p.total_sent.to_string(),
-        p.total_received.to_string(),
-        lost.to_string(),
-        if p.total_sent == 0 {
-            "-".into()
-        } else {
-            format!("{:.3} %", lost as f64 / p.total_sent as f64 * 100.0)
-        },
-        p.rows.iter().map(|x| x.duplicates).sum::<u64>().to_string(),
-        format!("{:.2}", p.total_received_l2_bps / 1e6),
-        String::new(),
-        String::new(),
-    ]);
     let mut out = format!(
         "streams (load in % of {} line rate; Mbit/s of received frames incl. FCS)\n",
         bps(p.line_rate_bps as f64)
     );
-    out.push_str(&render(
-        &[
-            ("stream", L),
-            ("proto", L),
-            ("frame", R),
-            ("load", R),
-            ("sent", R),
-            ("received", R),
-            ("lost", R),
-            ("loss", R),
-            ("dup", R),
-            ("Mbit/s", R),
-            ("expected Mbit/s", R),
-            ("verdict", L),
-        ],
-        &rows,
-    ));
-    let lat: Vec<Vec<String>> = p
-        .rows
-        .iter()
-        .filter_map(|x| {
-            x.latency.as_ref().map(|s| {
-                vec![
-                    x.name.clone(),
-                    s.count.to_string(),
-                    us(s.min_us),
-                    us(s.avg_us),
-                    us(s.p50_us),
-                    us(s.p99_us),
-                    us(s.p999_us),
-                    us(s.max_us),
-                ]
-            })
-        })
-        .collect();
-    if !lat.is_empty() {
+    out.push_str(&tables::profile::streams(p).text());
+    if let Some(l) = tables::profile::latency(p) {
         out.push_str("\nlatency per stream (us)\n");
-        out.push_str(&render(
-            &[
-                ("stream", L),
-                ("samples", R),
-                ("min", R),
-                ("avg", R),
-                ("p50", R),
-                ("p99", R),
-                ("p99.9", R),
-                ("max", R),
-            ],
-            &lat,
+        out.push_str(&l.text());
+    }
+    closed(r, out)
+}
+
+/// What `gen` sent (and, with a receiver, what arrived), the schedule it kept, and the
+/// facts.
+pub fn gen(r: &RunResult) -> String {
+    let Some(g) = &r.gen else {
+        return facts(r);
+    };
+    let p = &r.params;
+    let mut out = format!(
+        "sent {} frames of {} bytes on {} in {:.3} s: {:.0} frames/s ({} L2, {} L1, {:.2} % of {} line rate), backend {}\n",
+        g.sent,
+        p["frame_len"],
+        p["port"].as_str().unwrap_or("?"),
+        g.elapsed_s,
+        g.achieved_pps,
+        bps(g.l2_bps),
+        bps(g.l1_bps),
+        g.percent_of_line_rate,
+        bps(p["line_rate_bps"].as_f64().unwrap_or(0.0)),
+        p["tx_backend"].as_str().unwrap_or("?"),
+    );
+    out.push_str(&format!(
+        "schedule: asked {:.0} frames/s; {}{}\n",
+        g.target_pps,
+        if g.generator_limited {
+            format!(
+                "NOT kept: {:.1} % behind (generator limited)",
+                g.behind_ratio * 100.0
+            )
+        } else {
+            "kept".to_owned()
+        },
+        g.pacing_error_us
+            .map(|p| format!(", lateness p50 {:.1} us, p99 {:.1} us", p.p50_us, p.p99_us))
+            .unwrap_or_default()
+    ));
+    if let Some(rx) = &g.rx {
+        out.push_str(&format!(
+            "received on {}: {} of {} (lost {}, duplicates {}, reordered {}, kernel drops {})\n",
+            p["rx_port"].as_str().unwrap_or("?"),
+            rx.received,
+            g.sent,
+            rx.lost,
+            rx.duplicates,
+            rx.reordered,
+            rx.rx_kernel_drops
+        ));
+        if let Some(l) = &rx.latency_us {
+            out.push_str(&format!(
+                "latency (kernel rx stamp - tx stamp): min {:.1} avg {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1} us\n",
+                l.min_us, l.avg_us, l.p50_us, l.p99_us, l.p999_us, l.max_us
+            ));
+        }
+    }
+    for n in &r.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}
+
+/// What `frer analyze` saw: per stream the merged view and a table of its paths.
+pub fn frer_analysis(r: &RunResult) -> String {
+    let Some(a) = &r.frer_analysis else {
+        return facts(r);
+    };
+    let mut out = String::new();
+    if a.streams.is_empty() {
+        out.push_str(&format!("no test frames seen on {}\n", a.paths.join(", ")));
+    }
+    for s in &a.streams {
+        out.push_str(&format!(
+            "\ntest {:#06x} stream {}: numbers {}..={}, {} frames on all paths\n",
+            s.test_id, s.stream_id, s.first_seq, s.last_seq, s.received
+        ));
+        out.push_str(&format!(
+            "merged (what an eliminator passes): {} distinct, {} lost ({}), {} duplicates, {} out of order\n",
+            s.unique,
+            s.lost,
+            tables::frer::share(s.lost, s.unique + s.lost),
+            s.duplicates,
+            s.out_of_order
+        ));
+        out.push_str(&tables::frer::analysed_paths(s).text());
+        if let Some(k) = &s.skew_us {
+            out.push_str(&format!(
+                "skew between the copies of a number (last - first): p50 {:.1} us, p99 {:.1} us, max {:.1} us\n",
+                k.p50_us, k.p99_us, k.max_us
+            ));
+        }
+    }
+    for n in &r.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}
+
+/// The FRER relays' counters (`frer stats`): per relay its ports, streams (with the
+/// 802.1CB counter names in the legend), the paths of each elimination, and what matched
+/// no stream.
+pub fn relays(r: &RunResult) -> String {
+    r.relays.iter().map(relay).collect()
+}
+
+fn relay(s: &model::results::relay::RelayReport) -> String {
+    let c = &s.counters;
+    let mut out = format!(
+        "\nFRER relay {} (pid {}, {}, {:.1} s)\n",
+        s.label, s.pid, s.state, s.uptime_s
+    );
+    let (ports, streams, paths) = tables::frer::relay(c);
+    out.push_str(&ports.text());
+    if let Some(t) = streams {
+        out.push('\n');
+        out.push_str(&t.text());
+    }
+    if let Some(t) = paths {
+        out.push_str("\nper path (eliminating): which path delivered each number first\n");
+        out.push_str(&t.text());
+    }
+    out.push_str(&format!(
+        "frames of no stream: {} passed, {} dropped; malformed {}; too long {}\n",
+        c.unmatched_passed, c.unmatched_dropped, c.malformed, c.too_long
+    ));
+    if let Some((at, stream, drift)) = s.latent_alarms.last() {
+        out.push_str(&format!(
+            "latent errors signalled: {} (last: stream {stream} at {at:.1} s, drift {drift})\n",
+            s.latent_alarms.len(),
         ));
     }
-    out.push_str(&verdicts(r));
-    out.push_str(&facts(r));
+    out.push_str(
+        "802.1CB 10.8 counters: frames/passed = frerCpsSeqRcvyPassedPackets (frames replicated on a replicating port);\n\
+         discarded = duplicates; lost (net) = frerCpsSeqRcvyLostPackets minus the numbers before the first frame\n\
+         accepted after each reset, which the literal algorithm counts too (both are in -J); numbers still inside\n\
+         the history window are not yet counted.\n",
+    );
     out
 }
 
@@ -820,7 +372,7 @@ pub fn profile(r: &RunResult) -> String {
 mod test {
     use super::*;
     use model::results::rfc2544::{BackToBack, LossRow, Rfc2544Report, Search, ThroughputResult};
-    use model::results::{SweepRow, SweepStatus, Verdict};
+    use model::results::{BlocksizeRow, IntervalRow, SweepRow, SweepStatus, SweepTable, Verdict};
 
     #[test]
     fn rfc2544_tables_show_theoretical_measured_and_efficiency() {

@@ -40,6 +40,14 @@ fn snapshot(name: &str, actual: &str) {
     }
 }
 
+/// The CSV tables of the fixture, in report order.
+#[rustfmt::skip]
+const TABLES: [&str; 10] = ["tests", "throughput", "sweep", "rfc2544_throughput", "latency", "loss", "overhead", "frer_paths", "compliance", "interfaces"];
+
+/// The charts of the fixture, in report order.
+#[rustfmt::skip]
+const CHARTS: [&str; 9] = ["FRER per-path loss", "t3: throughput against offered load", "t3: loss against offered load", "t5: frame loss rate", "t5: latency by frame size", "t5: latency CDF", "t9: latency by frame size", "t9: latency CDF", "t10: FRER overhead"];
+
 #[test]
 fn every_schema_version_loads() {
     let c = fixture();
@@ -102,21 +110,7 @@ fn markdown_is_stable_and_has_every_section() {
 fn csv_tables_are_stable() {
     let tables = report::campaign::csv_tables(&fixture());
     let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "tests",
-            "throughput",
-            "sweep",
-            "rfc2544_throughput",
-            "latency",
-            "loss",
-            "overhead",
-            "frer_paths",
-            "compliance",
-            "interfaces"
-        ]
-    );
+    assert_eq!(names, TABLES);
     for (name, csv) in &tables {
         // Every row has as many fields as the header (quoted commas do not split).
         let width = |line: &str| {
@@ -142,20 +136,7 @@ fn csv_tables_are_stable() {
 fn svg_charts_are_stable() {
     let charts = report::campaign::charts(&fixture());
     let titles: Vec<&str> = charts.iter().map(|(t, _)| t.as_str()).collect();
-    assert_eq!(
-        titles,
-        [
-            "FRER per-path loss",
-            "t3: throughput against offered load",
-            "t3: loss against offered load",
-            "t5: frame loss rate",
-            "t5: latency by frame size",
-            "t5: latency CDF",
-            "t9: latency by frame size",
-            "t9: latency CDF",
-            "t10: FRER overhead",
-        ]
-    );
+    assert_eq!(titles, CHARTS);
     for (i, (_, svg)) in charts.iter().enumerate() {
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         snapshot(&format!("chart-{}.svg", i + 1), svg);

@@ -70,6 +70,15 @@ pub struct RunResult {
     /// FRER overhead against a control group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frer: Option<frer::FrerReport>,
+    /// What `gen` sent and received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gen: Option<frames::GenTable>,
+    /// What `frer analyze` saw on the paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frer_analysis: Option<frames::FrerAnalysis>,
+    /// The FRER relays `frer stats` read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relays: Vec<relay::RelayReport>,
     /// Sub-results (used by `demo`, which runs several commands).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunResult>,
@@ -111,6 +120,9 @@ impl RunResult {
             profile: None,
             shaping: None,
             frer: None,
+            gen: None,
+            frer_analysis: None,
+            relays: Vec::new(),
             runs: Vec::new(),
             verdicts: Vec::new(),
             notes: Vec::new(),
@@ -438,6 +450,12 @@ pub mod profile;
 
 pub mod shaping;
 
+pub mod frames;
+
+pub mod figures;
+
 pub mod frer;
+
+pub mod relay;
 
 pub mod campaign;

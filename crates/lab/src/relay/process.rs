@@ -16,7 +16,7 @@ use engine::sys::{wait_readable, RecvBatch, SendBatch};
 use serde::{Deserialize, Serialize};
 
 use super::config::RelayConfig;
-use super::relay::{Relay, RelayCounters, MAX_FRAME};
+use super::core::{Relay, RelayCounters, MAX_FRAME};
 use crate::managed::{read_json, send_all, write_json_atomic};
 
 const BATCH: usize = 64;

@@ -1,5 +1,6 @@
-//! Human units: bit rates with SI prefixes (as network engineers read them), byte sizes,
-//! microseconds.
+//! Showing values in the units people read: bit rates with SI prefixes (as network
+//! engineers read them), byte sizes, microseconds, percentages and netio block labels. The
+//! same for every output: terminal tables, reports, verdicts.
 
 /// `499.84 Mbit/s`: SI prefixes (k = 1000), three significant digits or two decimals.
 pub fn bps(v: f64) -> String {

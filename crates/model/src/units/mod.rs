@@ -5,7 +5,12 @@
 //! times with a unit (`300us`, `5ms`) and durations in seconds (`10`, `0.5`).
 //!
 //! Every number with a `k`/`M`/`G`/`T` suffix goes through [`si_number`]; the functions
-//! above it only add the checks and the error text of their kind of value.
+//! above it only add the checks and the error text of their kind of value. [`show`] writes
+//! values back the way people read them.
+
+mod show;
+
+pub use show::{block, bps, bytes, pct, us};
 
 /// A bit rate: a number with an optional SI suffix `k`, `M`, `G`, `T` (powers of 1000).
 pub fn rate_bps(s: &str) -> Result<f64, String> {

@@ -4,12 +4,16 @@
 //!
 //! - [`config`]: what the user writes (TOML) or the lab hands over (JSON): streams,
 //!   their identification and the ports that replicate or eliminate them.
-//! - [`relay`]: the per-frame decisions, pure (the `frer` crate does the 802.1CB parts).
+//! - [`core`]: the per-frame decisions, pure (the `frer` crate does the 802.1CB parts).
 //! - [`process`]: the AF_PACKET loop and the state file `wirebench frer stats` reads.
+//! - [`state`]: finding running relays by their state files, and what their counters
+//!   say about a test: one delta between two snapshots, the per-path figures and the merge
+//!   relay's frames per frame delivered.
 //!
 //! It does not do HSR or PRP tags, autoconfiguration (7.11) or stream identification by
 //! source MAC; it runs on one thread (a few hundred thousand frames per second).
 
 pub mod config;
+pub mod core;
 pub mod process;
-pub mod relay;
+pub mod state;

@@ -1,0 +1,351 @@
+//! The lab life cycle: `up` builds a [`Topology`] all or nothing and starts its managed
+//! processes (impairment stages, FRER relays); `down` stops every process in the lab's
+//! namespaces and removes them; the labs that are up are found by their namespaces'
+//! names; `exec` runs a command on a node.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use std::time::Duration;
+
+use crate::cmd::{Cmd, Runner};
+use crate::impair::stage::StageState;
+use crate::managed::{self, Liveness};
+use crate::naming;
+use crate::topology::Topology;
+use crate::LabError;
+
+/// A lab that is up.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Lab {
+    /// Lab name.
+    pub name: String,
+    /// Its nodes' namespaces, in node order.
+    pub namespaces: Vec<String>,
+}
+
+/// Namespaces that labs made, as (namespace, lab, node).
+pub fn lab_namespaces(runner: &mut dyn Runner) -> Result<Vec<(String, String, String)>, LabError> {
+    let out = runner.run(&Cmd::netns_list())?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|ns| {
+            naming::parse(ns).map(|(lab, node)| (ns.to_owned(), lab.to_owned(), node.to_owned()))
+        })
+        .collect())
+}
+
+/// How long `up` waits for a managed process to report that it runs.
+const STAGE_START_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `down` waits for processes to end after SIGTERM before it sends SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether `program` is an executable file in one of `$PATH`'s directories.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            std::fs::metadata(d.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether process `pid` runs (a zombie left for its parent to reap does not).
+pub fn process_runs(pid: u32) -> bool {
+    // A zombie has no status worth waiting for.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z")
+        })
+        .unwrap_or(false)
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+impl Lab {
+    /// Builds `topo` as lab `name`: all or nothing. A lab of that name must not exist; if
+    /// any command fails, or a managed process does not start, everything this call
+    /// created is removed again.
+    pub fn up(name: &str, topo: &Topology, runner: &mut dyn Runner) -> Result<Lab, LabError> {
+        naming::check(name)?;
+        if !runner.is_dry()
+            && lab_namespaces(runner)?
+                .iter()
+                .any(|(_, lab, _)| lab == name)
+        {
+            return Err(LabError::Exists(name.to_owned()));
+        }
+        if !runner.is_dry() && !topo.offloads_off.is_empty() && !on_path("ethtool") {
+            return Err(LabError::MissingTool("ethtool".into()));
+        }
+        let lab = Lab {
+            name: name.to_owned(),
+            namespaces: topo
+                .nodes
+                .iter()
+                .map(|n| naming::namespace(name, n))
+                .collect(),
+        };
+        let built = topo
+            .build_commands(name)
+            .iter()
+            .try_for_each(|c| runner.run(c).map(drop))
+            .and_then(|()| Self::start_processes(name, topo, runner));
+        if let Err(e) = built {
+            let _ = Self::down(name, runner);
+            return Err(e);
+        }
+        Ok(lab)
+    }
+
+    fn start_processes(
+        name: &str,
+        topo: &Topology,
+        runner: &mut dyn Runner,
+    ) -> Result<(), LabError> {
+        if topo.stages.is_empty() && topo.relays.is_empty() {
+            return Ok(());
+        }
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("wirebench"));
+        let dir = managed::run_dir(name);
+        if !runner.is_dry() {
+            std::fs::create_dir_all(&dir).map_err(|e| LabError::Command {
+                cmd: format!("mkdir -p {}", dir.display()),
+                detail: e.to_string(),
+            })?;
+        }
+        let mut wanted: Vec<(String, &str, (Cmd, PathBuf, PathBuf))> = Vec::new();
+        for s in &topo.stages {
+            let what = "the impairment stage";
+            wanted.push((s.node.clone(), what, Topology::stage_command(name, s, &exe)));
+        }
+        for r in &topo.relays {
+            let what = "the FRER relay";
+            wanted.push((r.node.clone(), what, Topology::relay_command(name, r, &exe)));
+        }
+        let mut started = Vec::new();
+        for (node, what, (cmd, log, state)) in wanted {
+            let pid = runner.spawn(&cmd, &log)?;
+            started.push((node, what, cmd, log, state, pid));
+        }
+        if runner.is_dry() {
+            return Ok(());
+        }
+        // Wait until every process has opened its sockets and published its first state.
+        for (node, what, cmd, log, state, pid) in started {
+            let mut waited = Duration::ZERO;
+            loop {
+                if managed::read_json::<Liveness>(&state)
+                    .is_ok_and(|st| st.running && st.pid == pid)
+                {
+                    break;
+                }
+                if !process_runs(pid) || waited >= STAGE_START_TIMEOUT {
+                    return Err(LabError::Command {
+                        cmd: cmd.to_string(),
+                        detail: format!("{what} on {node} did not start: {}", tail(&log)),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                waited += Duration::from_millis(20);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops every process living in `namespaces` (SIGTERM, then SIGKILL after a grace
+    /// period).
+    fn stop_processes(namespaces: &[String], runner: &mut dyn Runner) -> Result<(), LabError> {
+        let mut pids: Vec<u32> = Vec::new();
+        for ns in namespaces {
+            let out = runner.run(&Cmd::netns_pids(ns)).unwrap_or_default();
+            pids.extend(out.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+        pids.retain(|&p| p > 1 && p != std::process::id());
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let _ = runner.run(&Cmd::kill("TERM", &pids));
+        if runner.is_dry() {
+            return Ok(());
+        }
+        let mut waited = Duration::ZERO;
+        while pids.iter().any(|&p| process_runs(p)) && waited < STOP_TIMEOUT {
+            std::thread::sleep(Duration::from_millis(20));
+            waited += Duration::from_millis(20);
+        }
+        let left: Vec<u32> = pids.into_iter().filter(|&p| process_runs(p)).collect();
+        if !left.is_empty() {
+            let _ = runner.run(&Cmd::kill("KILL", &left));
+        }
+        Ok(())
+    }
+
+    fn remove(
+        namespaces: &[String],
+        labs: &[&str],
+        runner: &mut dyn Runner,
+    ) -> Result<(), LabError> {
+        Self::stop_processes(namespaces, runner)?;
+        for ns in namespaces {
+            runner.run(&Cmd::netns_del(ns))?;
+        }
+        if !runner.is_dry() {
+            for lab in labs {
+                let _ = std::fs::remove_dir_all(managed::run_dir(lab));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the processes of lab `name` and removes its namespaces (their veths go with
+    /// them) and its run directory. Returns how many namespaces.
+    pub fn down(name: &str, runner: &mut dyn Runner) -> Result<usize, LabError> {
+        naming::check(name)?;
+        let mine: Vec<String> = lab_namespaces(runner)?
+            .into_iter()
+            .filter(|(_, lab, _)| lab == name)
+            .map(|(ns, _, _)| ns)
+            .collect();
+        Self::remove(&mine, &[name], runner)?;
+        Ok(mine.len())
+    }
+
+    /// Removes every namespace any lab made, with its processes and run directories.
+    /// Returns how many namespaces.
+    pub fn down_all(runner: &mut dyn Runner) -> Result<usize, LabError> {
+        let all = lab_namespaces(runner)?;
+        let namespaces: Vec<String> = all.iter().map(|(ns, _, _)| ns.clone()).collect();
+        let mut labs: Vec<String> = std::fs::read_dir(managed::RUN_ROOT)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        labs.extend(all.iter().map(|(_, lab, _)| lab.clone()));
+        let labs: Vec<&str> = labs.iter().map(String::as_str).collect();
+        Self::remove(&namespaces, &labs, runner)?;
+        Ok(all.len())
+    }
+
+    /// The published state of every managed process of lab `name`, as (node, state).
+    pub fn stage_states(name: &str) -> Vec<(String, StageState)> {
+        let Ok(dir) = std::fs::read_dir(managed::run_dir(name)) else {
+            return vec![];
+        };
+        let mut out: Vec<(String, StageState)> = dir
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let file = e.file_name().to_string_lossy().into_owned();
+                let node = file.strip_suffix(".state.json")?.to_owned();
+                StageState::read(&e.path()).ok().map(|s| (node, s))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// The command that runs `argv` on `node` of lab `name`.
+    pub fn exec(
+        name: &str,
+        node: &str,
+        argv: &[String],
+        runner: &mut dyn Runner,
+    ) -> Result<Cmd, LabError> {
+        naming::check(name)?;
+        let all = lab_namespaces(runner)?;
+        let nodes: Vec<&str> = all
+            .iter()
+            .filter(|(_, l, _)| l == name)
+            .map(|(_, _, n)| n.as_str())
+            .collect();
+        if nodes.is_empty() {
+            return Err(LabError::NotFound(name.to_owned()));
+        }
+        if !nodes.contains(&node) {
+            return Err(LabError::NoSuchNode {
+                lab: name.to_owned(),
+                node: node.to_owned(),
+                nodes: nodes.join(", "),
+            });
+        }
+        Ok(Cmd::exec_in(&naming::namespace(name, node), argv))
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// A runner whose n-th command fails, recording everything.
+    struct FailAt {
+        n: usize,
+        seen: Vec<String>,
+        namespaces: Vec<String>,
+    }
+
+    impl Runner for FailAt {
+        fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
+            self.seen.push(cmd.to_string());
+            if cmd.args[..2] == ["netns", "list"] {
+                return Ok(self.namespaces.join("\n"));
+            }
+            if self.seen.len() == self.n {
+                return Err(LabError::Command {
+                    cmd: cmd.to_string(),
+                    detail: "injected".into(),
+                });
+            }
+            match cmd.args[..2] {
+                [ref a, ref b] if a == "netns" && b == "add" => {
+                    self.namespaces.push(cmd.args[2].clone())
+                }
+                [ref a, ref b] if a == "netns" && b == "del" => {
+                    self.namespaces.retain(|n| *n != cmd.args[2])
+                }
+                _ => {}
+            }
+            Ok(String::new())
+        }
+    }
+
+    #[test]
+    fn a_failure_half_way_removes_what_was_built() {
+        let t = Topology::builtin("router").unwrap();
+        let mut r = FailAt {
+            n: 12,
+            seen: vec![],
+            namespaces: vec!["wb-other-talker".into()],
+        };
+        assert!(Lab::up("r2", &t, &mut r).is_err());
+        assert_eq!(
+            r.namespaces,
+            ["wb-other-talker"],
+            "only the other lab's namespace is left"
+        );
+    }
+
+    #[test]
+    fn an_existing_lab_is_not_built_again() {
+        let t = Topology::builtin("direct").unwrap();
+        let mut r = FailAt {
+            n: 0,
+            seen: vec![],
+            namespaces: vec!["wb-d1-talker".into(), "wb-d1-listener".into()],
+        };
+        assert!(matches!(
+            Lab::up("d1", &t, &mut r),
+            Err(LabError::Exists(_))
+        ));
+        assert_eq!(r.seen, ["ip netns list"], "nothing was built");
+    }
+}

@@ -1,0 +1,227 @@
+//! Host probing: what an interface of this host or of a lab's node is (its MAC and
+//! addresses; for the report its driver, speed, MTU and offloads) and which MAC the next
+//! hop toward an address has, as the kernel resolves it.
+//!
+//! Every query is a typed [`Cmd`] (`ip -j`, `ethtool`) run through a [`Runner`]; an
+//! interface of a lab node is named by its namespace ([`Endpoint`]).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use engine::frameio::Endpoint;
+use model::results::campaign::InterfaceFacts;
+use serde_json::Value;
+
+use crate::cmd::{Cmd, Runner};
+use crate::LabError;
+
+/// The offloads a report lists when they are on.
+const REPORTED_OFFLOADS: [&str; 7] = [
+    "rx-checksumming",
+    "tx-checksumming",
+    "scatter-gather",
+    "tcp-segmentation-offload",
+    "generic-segmentation-offload",
+    "generic-receive-offload",
+    "large-receive-offload",
+];
+
+fn bad(ep: &Endpoint, what: impl std::fmt::Display) -> LabError {
+    LabError::Interface(format!("{ep}: {what}"))
+}
+
+/// Runs `ip [-n NS] -j ARGS` and parses its JSON.
+fn ip_json(runner: &mut dyn Runner, ns: Option<&str>, args: &[&str]) -> Result<Value, LabError> {
+    let out = runner.run(&Cmd::ip_json(ns, args))?;
+    serde_json::from_str(&out).map_err(|e| LabError::Command {
+        cmd: Cmd::ip_json(ns, args).to_string(),
+        detail: format!("its output is not JSON: {e}"),
+    })
+}
+
+/// An interface's MAC and first global IPv4 and IPv6 addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Addresses {
+    /// MAC address.
+    pub mac: [u8; 6],
+    /// First IPv4 address.
+    pub ipv4: Option<Ipv4Addr>,
+    /// First IPv6 address that is not link-local.
+    pub ipv6: Option<Ipv6Addr>,
+}
+
+impl Addresses {
+    /// The address of the family asked for.
+    pub fn ip(&self, v6: bool) -> Option<IpAddr> {
+        if v6 {
+            self.ipv6.map(IpAddr::V6)
+        } else {
+            self.ipv4.map(IpAddr::V4)
+        }
+    }
+}
+
+/// The MAC and addresses of `ep`.
+///
+/// # Errors
+/// No such interface, not an Ethernet interface, or `ip` failed.
+pub fn addresses(runner: &mut dyn Runner, ep: &Endpoint) -> Result<Addresses, LabError> {
+    let v = ip_json(
+        runner,
+        ep.netns.as_deref(),
+        &["addr", "show", "dev", &ep.iface],
+    )
+    .map_err(|e| bad(ep, e))?;
+    let link = v.get(0).ok_or_else(|| bad(ep, "no such interface"))?;
+    let mac = link["address"]
+        .as_str()
+        .and_then(|m| wire::EthernetAddress::parse_str(m).map(|m| m.0))
+        .ok_or_else(|| bad(ep, "not an Ethernet interface"))?;
+    let first = |family: &str| -> Option<IpAddr> {
+        link["addr_info"].as_array()?.iter().find_map(|x| {
+            (x["family"] == family && x["scope"] != "link")
+                .then(|| x["local"].as_str()?.parse().ok())
+                .flatten()
+        })
+    };
+    Ok(Addresses {
+        mac,
+        ipv4: match first("inet") {
+            Some(IpAddr::V4(a)) => Some(a),
+            _ => None,
+        },
+        ipv6: match first("inet6") {
+            Some(IpAddr::V6(a)) => Some(a),
+            _ => None,
+        },
+    })
+}
+
+/// The MAC of the next hop from `ep` toward `dst`, as the kernel resolves it (RFC 2544
+/// §25: the DUT answers address resolution). A datagram to the discard port makes the
+/// kernel ask, then the neighbour table is read, for up to a second.
+///
+/// # Errors
+/// No route, a route through another interface, or no answer to address resolution.
+pub fn next_hop_mac(
+    runner: &mut dyn Runner,
+    ep: &Endpoint,
+    dst: IpAddr,
+) -> Result<[u8; 6], LabError> {
+    let ns = ep.netns.as_deref();
+    let route = ip_json(runner, ns, &["route", "get", &dst.to_string()])?;
+    let r = route
+        .get(0)
+        .ok_or_else(|| bad(ep, format!("no route to {dst}")))?;
+    let hop: IpAddr = r["gateway"]
+        .as_str()
+        .or(r["dst"].as_str())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(dst);
+    if r["dev"].as_str() != Some(ep.iface.as_str()) {
+        return Err(bad(
+            ep,
+            format!(
+                "the route to {dst} leaves through {}, not {}; give --dst-mac",
+                r["dev"].as_str().unwrap_or("?"),
+                ep.iface
+            ),
+        ));
+    }
+    for attempt in 0..20 {
+        let n = ip_json(
+            runner,
+            ns,
+            &["neigh", "show", "to", &hop.to_string(), "dev", &ep.iface],
+        )?;
+        if let Some(mac) = n
+            .get(0)
+            .and_then(|x| x["lladdr"].as_str())
+            .and_then(|m| wire::EthernetAddress::parse_str(m).map(|m| m.0))
+        {
+            return Ok(mac);
+        }
+        if attempt % 5 == 0 {
+            let _ = ep.within(|| {
+                let any = if dst.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" };
+                let s = std::net::UdpSocket::bind(any)?;
+                s.send_to(&[0], (dst, 9)).map(drop)
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(bad(
+        ep,
+        format!(
+            "the next hop {hop} toward {dst} does not answer address resolution; give --dst-mac"
+        ),
+    ))
+}
+
+/// The interfaces of `node` (in namespace `ns`, or this host) that `keep` accepts, with
+/// their driver, speed, MTU, MAC, addresses and offloads as far as the kernel reports them.
+/// What cannot be read is left out, never guessed.
+pub fn interfaces(
+    runner: &mut dyn Runner,
+    node: &str,
+    ns: Option<&str>,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<InterfaceFacts> {
+    let Ok(list) = ip_json(runner, ns, &["-d", "addr", "show"]) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    for i in list.as_array().into_iter().flatten() {
+        let name = i["ifname"].as_str().unwrap_or("").to_owned();
+        if name.is_empty() || !keep(&name) {
+            continue;
+        }
+        let ethtool = |runner: &mut dyn Runner, flag: &str| {
+            runner.run(&Cmd::ethtool_query(ns, flag, &name)).ok()
+        };
+        let driver = ethtool(runner, "-i")
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("driver: ").map(str::to_owned))
+            })
+            .or_else(|| i["linkinfo"]["info_kind"].as_str().map(str::to_owned));
+        let offloads_on = ethtool(runner, "-k")
+            .map(|t| {
+                t.lines()
+                    .filter(|l| !l.starts_with('\t') && !l.starts_with(' '))
+                    .filter_map(|l| l.split_once(": "))
+                    .filter(|(k, v)| v.starts_with("on") && REPORTED_OFFLOADS.contains(k))
+                    .map(|(k, _)| k.to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let speed_mbps = runner
+            .run(&Cmd::read_file(ns, &format!("/sys/class/net/{name}/speed")))
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .filter(|s| *s > 0)
+            .map(|s| s as u64);
+        out.push(InterfaceFacts {
+            node: node.to_owned(),
+            name: name.clone(),
+            driver,
+            speed_mbps,
+            mtu: i["mtu"].as_u64().map(|m| m as u32),
+            mac: i["address"].as_str().map(str::to_owned),
+            addresses: i["addr_info"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| {
+                    Some(format!(
+                        "{}/{}",
+                        a["local"].as_str()?,
+                        a["prefixlen"].as_u64()?
+                    ))
+                })
+                .collect(),
+            offloads_on,
+        });
+    }
+    out
+}

@@ -1,0 +1,263 @@
+//! What FRER costs: the same three measurements (TCP throughput, unlimited UDP throughput
+//! and its loss, 64-byte UDP ping-pong latency) through a network whose relays run IEEE
+//! 802.1CB replication and elimination, and through the same network whose relays forward
+//! plainly over one path (the control group). The overhead is what FRER costs in % of the
+//! control: less throughput, more latency. Each row says why, from what was measured
+//! alongside: the merge relay's frames in per frame delivered, and the R-TAG's 6 bytes.
+//!
+//! It measures nothing itself: a [`Groups`] runner builds each group and runs the tests.
+
+use model::results::frer::{FrerReport, OverheadRow};
+use model::results::{LatencyUs, RunResult};
+
+/// One group's measurements: the result documents of its three tests, and the merge
+/// relay's frames received on its path ports per frame delivered during each.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// TCP throughput (`client`).
+    pub tcp: RunResult,
+    /// Unlimited UDP throughput (`client -u -b 0`).
+    pub udp: RunResult,
+    /// Ping-pong latency (`latency -l 64`).
+    pub latency: RunResult,
+    /// Frames in per frame delivered, during the TCP, UDP and latency test.
+    pub per_delivered: [Option<f64>; 3],
+}
+
+/// Something that builds a group and measures it.
+pub trait Groups {
+    /// Why a group could not be measured.
+    type Error;
+    /// Measures the FRER group (`frer`) or the control group.
+    fn measure(&mut self, frer: bool) -> Result<Group, Self::Error>;
+}
+
+/// What the comparison gives: the table and both groups' documents (control's three
+/// first).
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// The rows.
+    pub report: FrerReport,
+    /// TCP, UDP, latency of the control group, then of the FRER group.
+    pub runs: Vec<RunResult>,
+}
+
+/// Measures the control group, then the FRER group, and compares them. `udp_len` is the
+/// UDP payload of the throughput test (it sets the R-TAG's share of a frame).
+///
+/// # Errors
+/// The runner's, when a group could not be built or measured.
+pub fn compare<G: Groups>(groups: &mut G, udp_len: u32) -> Result<Comparison, G::Error> {
+    let control = groups.measure(false)?;
+    let frer = groups.measure(true)?;
+    let report = FrerReport {
+        control: "frer lab, relays forwarding over path A without FRER".into(),
+        treatment: "frer lab, 802.1CB replication onto both paths and elimination".into(),
+        rows: rows(&control, &frer, udp_len),
+    };
+    let runs = [control, frer]
+        .into_iter()
+        .flat_map(|g| [g.tcp, g.udp, g.latency])
+        .collect();
+    Ok(Comparison { report, runs })
+}
+
+fn received_mbps(r: &RunResult) -> Option<f64> {
+    r.summary.as_ref()?.received_bps.map(|b| b / 1e6)
+}
+
+fn loss_pct(r: &RunResult) -> Option<f64> {
+    r.summary.as_ref()?.loss_ratio.map(|l| l * 100.0)
+}
+
+fn round_trip(r: &RunResult, q: fn(&LatencyUs) -> f64) -> Option<f64> {
+    r.latency.as_ref()?.first().map(|row| q(&row.rtt_us))
+}
+
+/// What FRER costs in % of the control: a throughput that drops or a latency that grows
+/// is positive. A figure a run did not produce stays absent: nothing is computed from it.
+fn cost(control: Option<f64>, frer: Option<f64>, higher_is_better: bool) -> Option<f64> {
+    let (c, f) = (control?, frer?);
+    (c != 0.0).then(|| {
+        let d = if higher_is_better { c - f } else { f - c };
+        d / c * 100.0
+    })
+}
+
+/// The table of one comparison.
+pub fn rows(control: &Group, frer: &Group, udp_len: u32) -> Vec<OverheadRow> {
+    // The tagged frame: payload, IPv4 and UDP headers, Ethernet header, FCS, the R-TAG.
+    let tag_pct = 6.0 / (f64::from(udp_len) + 28.0 + 14.0 + 4.0 + 6.0) * 100.0;
+    let work = |i: usize| {
+        let show = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
+        format!(
+            "merge relay: {} frames in per frame delivered (control {}): every frame crosses both paths",
+            show(frer.per_delivered[i]),
+            show(control.per_delivered[i])
+        )
+    };
+    let row = |metric: String, unit: &str, c: Option<f64>, f: Option<f64>, higher: bool| {
+        OverheadRow {
+            metric,
+            unit: unit.into(),
+            control: c,
+            frer: f,
+            overhead_percent: cost(c, f, higher),
+            reason: String::new(),
+        }
+    };
+    let tcp = (received_mbps(&control.tcp), received_mbps(&frer.tcp));
+    let udp = (received_mbps(&control.udp), received_mbps(&frer.udp));
+    let mut out = vec![
+        OverheadRow {
+            reason: format!("{}; R-TAG +6 B per 1514-B frame (0.39 %)", work(0)),
+            ..row("TCP throughput".into(), "Mbit/s", tcp.0, tcp.1, true)
+        },
+        OverheadRow {
+            reason: format!("{}; R-TAG +6 B per frame ({tag_pct:.2} %)", work(1)),
+            ..row(
+                format!("UDP throughput ({udp_len} B payload, unlimited)"),
+                "Mbit/s",
+                udp.0,
+                udp.1,
+                true,
+            )
+        },
+        OverheadRow {
+            overhead_percent: None,
+            reason: "the offered load is unlimited: loss shows where the relays saturate".into(),
+            ..row(
+                "UDP loss at that load".into(),
+                "%",
+                loss_pct(&control.udp),
+                loss_pct(&frer.udp),
+                false,
+            )
+        },
+    ];
+    let quantiles: [(&str, fn(&LatencyUs) -> f64); 3] =
+        [("p50", |l| l.p50), ("p99", |l| l.p99), ("p99.9", |l| l.p999)];
+    for (name, q) in quantiles {
+        let (c, f) = (round_trip(&control.latency, q), round_trip(&frer.latency, q));
+        out.push(OverheadRow {
+            reason: format!("{}; the first copy wins", work(2)),
+            ..row(
+                format!("UDP round-trip latency {name} (64 B ping-pong)"),
+                "us",
+                c,
+                f,
+                false,
+            )
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use model::results::{LatencyKind, LatencyRow, Summary};
+
+    fn doc(received_bps: Option<f64>, loss: Option<f64>, rtt_p50_us: Option<f64>) -> RunResult {
+        let mut r = RunResult::new("t", serde_json::json!({}), String::new(), Default::default());
+        r.summary = Some(Summary {
+            received_bps,
+            loss_ratio: loss,
+            ..Summary::default()
+        });
+        r.latency = rtt_p50_us.map(|p50| {
+            vec![LatencyRow {
+                size: 64,
+                samples: 1000,
+                lost: 0,
+                rtt_us: LatencyUs {
+                    kind: LatencyKind::RoundTrip,
+                    count: 1000,
+                    min: p50 / 2.0,
+                    avg: p50,
+                    p50,
+                    p90: p50 * 1.5,
+                    p99: p50 * 2.0,
+                    p999: p50 * 3.0,
+                    p9999: p50 * 4.0,
+                    max: p50 * 5.0,
+                },
+                half_rtt_p50_us: p50 / 2.0,
+                mode: "blocking".into(),
+                histogram: None,
+            }]
+        });
+        r
+    }
+
+    /// A network whose relays cost `frer_cost` of throughput and add `extra_us` of round
+    /// trip when FRER runs; the control group forwards 900 Mbit/s at a 40 µs round trip.
+    struct Network {
+        frer_cost: f64,
+        extra_us: f64,
+        order: Vec<bool>,
+    }
+
+    impl Groups for Network {
+        type Error = String;
+        fn measure(&mut self, frer: bool) -> Result<Group, String> {
+            self.order.push(frer);
+            let (rate, rtt, per) = if frer {
+                (900e6 * (1.0 - self.frer_cost), 40.0 + self.extra_us, 2.0)
+            } else {
+                (900e6, 40.0, 1.0)
+            };
+            Ok(Group {
+                tcp: doc(Some(rate), None, None),
+                udp: doc(Some(rate), Some(if frer { 0.02 } else { 0.0 }), None),
+                // The FRER group's latency test produced no figure at all.
+                latency: doc(None, None, (!frer || self.extra_us >= 0.0).then_some(rtt)),
+                per_delivered: [Some(per), Some(per), None],
+            })
+        }
+    }
+
+    #[test]
+    fn overhead_is_what_frer_costs_in_percent_of_the_control() {
+        let mut net = Network {
+            frer_cost: 0.25,
+            extra_us: 10.0,
+            order: vec![],
+        };
+        let c = compare(&mut net, 1472).unwrap();
+        assert_eq!(net.order, [false, true], "control first");
+        assert_eq!(c.runs.len(), 6);
+        let by = |m: &str| c.report.rows.iter().find(|r| r.metric.starts_with(m)).unwrap();
+        let tcp = by("TCP throughput");
+        assert_eq!((tcp.control, tcp.frer), (Some(900.0), Some(675.0)));
+        assert!((tcp.overhead_percent.unwrap() - 25.0).abs() < 1e-9);
+        assert!(tcp.reason.contains("2.00 frames in per frame delivered (control 1.00)"));
+        let p50 = by("UDP round-trip latency p50");
+        assert!((p50.overhead_percent.unwrap() - 25.0).abs() < 1e-9, "{p50:?}");
+        assert!(p50.reason.contains("- frames in per frame delivered (control -)"));
+        let loss = by("UDP loss");
+        assert_eq!((loss.control, loss.frer), (Some(0.0), Some(2.0)));
+        assert_eq!(loss.overhead_percent, None, "loss has no overhead figure");
+        assert!(by("UDP throughput (1472 B").reason.contains("(0.39 %)"));
+    }
+
+    #[test]
+    fn a_figure_one_group_lacks_gives_no_overhead() {
+        let mut net = Network {
+            frer_cost: -0.1,
+            extra_us: -1.0,
+            order: vec![],
+        };
+        let c = compare(&mut net, 64).unwrap();
+        let p99 = c
+            .report
+            .rows
+            .iter()
+            .find(|r| r.metric.contains("p99 "))
+            .unwrap();
+        assert_eq!((p99.control, p99.frer), (Some(80.0), None));
+        assert_eq!(p99.overhead_percent, None);
+        // FRER doing better is a negative overhead, not hidden.
+        assert!(c.report.rows[0].overhead_percent.unwrap() < 0.0);
+    }
+}

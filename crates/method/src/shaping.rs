@@ -1,0 +1,247 @@
+//! The shaper accuracy matrix (the RTX2000 report's table): for each configured bandwidth,
+//! line-rate traffic at each frame size through the device; the passed rate is what
+//! arrived, in L2 bit/s of frames with FCS over the receive span, divided by the
+//! bandwidth. A shaper that counts frames without FCS passes 4 bytes per frame more.
+//!
+//! It sends nothing: a [`Dut`] sets each bandwidth, a frame [`Trial`] offers the load.
+
+use std::time::Duration;
+
+use model::results::shaping::{Cell, ShapingReport};
+use wire::linerate::LineRate;
+
+use crate::streams::received_l2_bps;
+use crate::trial::{Dut, Trial, TrialRequest};
+use crate::PlanError;
+
+/// A cell whose offered L2 rate is not 5 % above its bandwidth cannot show the shaper at
+/// work: it measures the generator.
+const MIN_OVERLOAD: f64 = 1.05;
+
+/// A validated matrix: rows frame sizes, columns bandwidths.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapingPlan {
+    sizes: Vec<u64>,
+    bandwidths: Vec<f64>,
+    duration: Duration,
+    line: LineRate,
+}
+
+/// The matrix and the notes a reader must see.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapingOutcome {
+    /// Every cell.
+    pub report: ShapingReport,
+    /// What the passed rate means, and which cells measure the tool.
+    pub notes: Vec<String>,
+}
+
+impl ShapingPlan {
+    /// Frame sizes (FCS included), bandwidths (bit/s) and the seconds of traffic per cell,
+    /// offered at `line`.
+    ///
+    /// # Errors
+    /// No sizes or bandwidths, a bandwidth that is not positive, a zero duration.
+    pub fn new(
+        sizes: Vec<u64>,
+        bandwidths: Vec<f64>,
+        duration: Duration,
+        line: LineRate,
+    ) -> Result<Self, PlanError> {
+        if sizes.is_empty() {
+            return Err(PlanError::Sizes("give at least one frame size".into()));
+        }
+        if bandwidths.is_empty() || bandwidths.iter().any(|b| !(b.is_finite() && *b > 0.0)) {
+            return Err(PlanError::Range(
+                "give positive bandwidths, e.g. 100m,10m".into(),
+            ));
+        }
+        if duration.is_zero() {
+            return Err(PlanError::Range("a cell needs some time".into()));
+        }
+        Ok(Self {
+            sizes,
+            bandwidths,
+            duration,
+            line,
+        })
+    }
+
+    /// Sets each bandwidth on `dut`, then offers line rate at each frame size on `trial`,
+    /// calling `on_cell` after each cell.
+    ///
+    /// # Errors
+    /// The runner's or the device's, when a cell could not run or a rate not be set.
+    pub fn run<T: Trial, D: Dut<Error = T::Error>>(
+        &self,
+        trial: &mut T,
+        dut: &mut D,
+        mut on_cell: impl FnMut(&Cell),
+    ) -> Result<ShapingOutcome, T::Error> {
+        let mut report = ShapingReport {
+            sizes: self.sizes.clone(),
+            bandwidths_bps: self.bandwidths.clone(),
+            configured_by: dut.describe(),
+            cells: vec![],
+        };
+        for &bw in &self.bandwidths {
+            dut.set_bandwidth(bw)?;
+            for &len in &self.sizes {
+                let fps = self.line.max_fps(len);
+                let r = trial.run(&TrialRequest::frames(len, fps, self.duration))?;
+                let rx_bps = received_l2_bps(&r);
+                let cell = Cell {
+                    frame_len: len,
+                    bandwidth_bps: bw,
+                    offered_fps: r.offered_pps,
+                    sent: r.counters.sent,
+                    received: r.counters.received,
+                    received_l2_bps: rx_bps,
+                    passed_ratio: rx_bps / bw,
+                    generator_limited: r.offered_pps * 8.0 * len as f64 <= bw * MIN_OVERLOAD,
+                };
+                on_cell(&cell);
+                report.cells.push(cell);
+            }
+        }
+        let mut notes = Vec::new();
+        if report.cells.iter().any(|c| c.generator_limited) {
+            notes.push("some cells could not be offered above their bandwidth (generator limited): they measure the tool, not the shaper".into());
+        }
+        notes.push("passed rate = received L2 bit/s (frames with FCS, over the receive span) / configured bandwidth; a shaper that counts frames without FCS passes 4 bytes per frame more".into());
+        Ok(ShapingOutcome { report, notes })
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::trial::{Load, TrialData};
+    use model::stats::Counters;
+
+    /// A token-bucket shaper: it passes `rate` bit/s of L2 frames (FCS included, or
+    /// without it when `counts_fcs` is false) and drops the rest, behind a generator of at
+    /// most `generator_max_fps`. One handle is the device (its rate is set), a clone the
+    /// path the trials cross.
+    #[derive(Clone)]
+    struct Sim(Rc<RefCell<Shaper>>);
+
+    struct Shaper {
+        rate: f64,
+        counts_fcs: bool,
+        generator_max_fps: f64,
+        set: Vec<f64>,
+    }
+
+    impl Sim {
+        fn new(counts_fcs: bool, generator_max_fps: f64) -> Self {
+            Sim(Rc::new(RefCell::new(Shaper {
+                rate: 0.0,
+                counts_fcs,
+                generator_max_fps,
+                set: vec![],
+            })))
+        }
+    }
+
+    impl Dut for Sim {
+        type Error = String;
+        fn set_bandwidth(&mut self, bps: f64) -> Result<(), String> {
+            let mut s = self.0.borrow_mut();
+            s.rate = bps;
+            s.set.push(bps);
+            Ok(())
+        }
+        fn describe(&self) -> String {
+            "the simulated shaper".into()
+        }
+    }
+
+    impl Trial for Sim {
+        type Error = String;
+        fn run(&mut self, req: &TrialRequest) -> Result<TrialData, String> {
+            let s = self.0.borrow();
+            let len = req.frame_len().ok_or("frames only")?;
+            let Load::Rate(rate, d) = req.load else {
+                return Err("no bursts".into());
+            };
+            let fps = rate
+                .packets_per_sec(1)
+                .unwrap_or(0.0)
+                .min(s.generator_max_fps);
+            let secs = d.as_secs_f64();
+            let counted = if s.counts_fcs { len } else { len - 4 };
+            let passed_fps = (s.rate / (8.0 * counted as f64)).min(fps);
+            let sent = (fps * secs).round() as u64;
+            let received = (passed_fps * secs).round() as u64;
+            Ok(TrialData {
+                counters: Counters {
+                    received,
+                    ..Counters::default()
+                }
+                .settle(sent),
+                // Frames without FCS, one every 1/passed_fps.
+                received_bytes: received * (len - 4),
+                rx_span: Some(Duration::from_secs_f64(
+                    received.saturating_sub(1) as f64 / passed_fps.max(1e-9),
+                )),
+                offered_pps: fps,
+                duration: d,
+                ..TrialData::default()
+            })
+        }
+    }
+
+    fn plan(sizes: Vec<u64>, bandwidths: Vec<f64>) -> ShapingPlan {
+        ShapingPlan::new(
+            sizes,
+            bandwidths,
+            Duration::from_secs(2),
+            LineRate(100_000_000),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_exact_shaper_passes_100_percent_in_every_cell() {
+        let sim = Sim::new(true, f64::INFINITY);
+        let mut seen = 0;
+        let out = plan(vec![128, 1518], vec![50e6, 10e6])
+            .run(&mut sim.clone(), &mut sim.clone(), |_| seen += 1)
+            .unwrap();
+        assert_eq!(seen, 4);
+        assert_eq!(sim.0.borrow().set, [50e6, 10e6]);
+        assert_eq!(out.report.cells[2].bandwidth_bps, 10e6);
+        for c in &out.report.cells {
+            assert!((c.passed_ratio - 1.0).abs() < 0.002, "{c:?}");
+            assert!(!c.generator_limited, "{c:?}");
+        }
+        assert_eq!(out.report.configured_by, "the simulated shaper");
+        assert_eq!(out.notes.len(), 1, "{:?}", out.notes);
+    }
+
+    #[test]
+    fn a_shaper_without_fcs_passes_more_small_frames_and_a_slow_generator_is_marked() {
+        let sim = Sim::new(false, f64::INFINITY);
+        let out = plan(vec![64, 1518], vec![10e6])
+            .run(&mut sim.clone(), &mut sim.clone(), |_| {})
+            .unwrap();
+        // 64-byte frames counted as 60: 64/60 of the rate passes.
+        let small = &out.report.cells[0];
+        assert!((small.passed_ratio - 64.0 / 60.0).abs() < 0.002, "{small:?}");
+        let big = &out.report.cells[1];
+        assert!((big.passed_ratio - 1518.0 / 1514.0).abs() < 0.002, "{big:?}");
+        // A generator that cannot exceed the bandwidth measures itself.
+        let slow = Sim::new(true, 700.0);
+        let out = plan(vec![64, 1518], vec![10e6])
+            .run(&mut slow.clone(), &mut slow.clone(), |_| {})
+            .unwrap();
+        assert!(out.report.cells.iter().all(|c| c.generator_limited));
+        assert!(out.notes[0].contains("generator limited"), "{:?}", out.notes);
+        let bad = ShapingPlan::new(vec![64], vec![0.0], Duration::from_secs(1), LineRate(1));
+        assert!(bad.is_err());
+    }
+}

@@ -1,0 +1,174 @@
+//! The one figure extractor: every headline figure a result document holds, with what it
+//! measures and where in the document it sits. Plan thresholds pick the figures of their
+//! metric; `wirebench compare` puts the figures of two runs side by side.
+
+use super::{LatencyUs, RunResult};
+use crate::stats::histogram::LatencySummary;
+
+/// A latency statistic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    /// Median.
+    P50,
+    /// 99th percentile.
+    P99,
+    /// 99.9th percentile.
+    P999,
+    /// Largest.
+    Max,
+}
+
+impl Stat {
+    /// Its name in labels (`p50`, `p99.9`, `max`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Stat::P50 => "p50",
+            Stat::P99 => "p99",
+            Stat::P999 => "p99.9",
+            Stat::Max => "max",
+        }
+    }
+
+    fn of(self, l: &LatencyUs) -> f64 {
+        match self {
+            Stat::P50 => l.p50,
+            Stat::P99 => l.p99,
+            Stat::P999 => l.p999,
+            Stat::Max => l.max,
+        }
+    }
+
+    fn of_summary(self, s: &LatencySummary) -> f64 {
+        match self {
+            Stat::P50 => s.p50_us,
+            Stat::P99 => s.p99_us,
+            Stat::P999 => s.p999_us,
+            Stat::Max => s.max_us,
+        }
+    }
+}
+
+const STATS: [Stat; 4] = [Stat::P50, Stat::P99, Stat::P999, Stat::Max];
+
+/// What a figure measures, and its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// A throughput test's received rate, bit/s of payload.
+    ReceivedBps,
+    /// A throughput test's loss ratio (0..1).
+    Loss,
+    /// A throughput test's latency, µs.
+    Latency(Stat),
+    /// A sweep's highest zero-loss rate, bit/s.
+    ZeroLossBps,
+    /// A ping-pong round trip per message size, µs.
+    RoundTrip(Stat),
+    /// RFC 2544 throughput per frame size, frames/s.
+    ThroughputFps,
+    /// RFC 2544 one-way latency per frame size, µs.
+    FrameLatency(Stat),
+    /// A profile stream's received rate, L2 bit/s.
+    StreamReceivedBps,
+    /// A measurement through the FRER network of an overhead comparison, in the row's unit.
+    FrerValue,
+    /// What FRER cost in a measurement, % of the control.
+    FrerOverhead,
+}
+
+/// One figure of a result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// What it measures.
+    pub metric: Metric,
+    /// Its row: `64 B` (a frame or message size), a stream's or a measurement's name;
+    /// empty for a test's summary.
+    pub at: String,
+    /// The frame or message size of its row, bytes.
+    pub size: Option<u64>,
+    /// The value, in the metric's unit.
+    pub value: f64,
+    /// The row's own unit (`Mbit/s`, `us`, `%`), for metrics that take it from the row.
+    pub unit: Option<String>,
+}
+
+fn fig(metric: Metric, at: String, size: Option<u64>, value: f64) -> Figure {
+    Figure {
+        metric,
+        at,
+        size,
+        value,
+        unit: None,
+    }
+}
+
+/// Every figure of `r`, in document order: the summary, the sweep, ping-pong rows, RFC 2544
+/// throughput and latency rows, profile streams, FRER measurements. A figure that was not
+/// measured is not there.
+pub fn figures(r: &RunResult) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let summary = |m, v: Option<f64>| v.map(|v| fig(m, String::new(), None, v));
+    if let Some(s) = &r.summary {
+        out.extend(summary(Metric::ReceivedBps, s.received_bps));
+        out.extend(summary(Metric::Loss, s.loss_ratio));
+        if let Some(l) = &s.latency_us {
+            out.extend(STATS.map(|q| fig(Metric::Latency(q), String::new(), None, q.of(l))));
+        }
+    }
+    out.extend(summary(
+        Metric::ZeroLossBps,
+        r.sweep.as_ref().and_then(|s| s.max_zero_loss_bps),
+    ));
+    for row in r.latency.iter().flatten() {
+        let size = row.size as u64;
+        out.extend(STATS.map(|q| {
+            fig(
+                Metric::RoundTrip(q),
+                format!("{size} B"),
+                Some(size),
+                q.of(&row.rtt_us),
+            )
+        }));
+    }
+    if let Some(x) = &r.rfc2544 {
+        for row in &x.throughput {
+            out.extend(row.fps.map(|f| {
+                fig(
+                    Metric::ThroughputFps,
+                    format!("{} B", row.frame_len),
+                    Some(row.frame_len),
+                    f,
+                )
+            }));
+        }
+        for row in &x.latency {
+            let Some(s) = &row.summary else { continue };
+            out.extend(STATS.map(|q| {
+                fig(
+                    Metric::FrameLatency(q),
+                    format!("{} B", row.frame_len),
+                    Some(row.frame_len),
+                    q.of_summary(s),
+                )
+            }));
+        }
+    }
+    for row in r.profile.iter().flat_map(|p| &p.rows) {
+        out.push(fig(
+            Metric::StreamReceivedBps,
+            row.name.clone(),
+            None,
+            row.received_l2_bps,
+        ));
+    }
+    for row in r.frer.iter().flat_map(|f| &f.rows) {
+        let measured = |metric, v: Option<f64>| {
+            v.map(|value| Figure {
+                unit: Some(row.unit.clone()),
+                ..fig(metric, row.metric.clone(), None, value)
+            })
+        };
+        out.extend(measured(Metric::FrerValue, row.frer));
+        out.extend(measured(Metric::FrerOverhead, row.overhead_percent));
+    }
+    out
+}

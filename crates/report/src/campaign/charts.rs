@@ -1,0 +1,211 @@
+//! The charts of the HTML report, as (caption, SVG): round-trip and latency CDFs from the
+//! stored histograms, FRER per-path loss, throughput and loss against offered load,
+//! latency percentiles by frame size, the passed-rate matrix and the FRER overhead.
+
+use model::results::campaign::{Campaign, TestEntry};
+use model::results::RunResult;
+use model::stats::histogram::{LatencyHistogram, LatencySummary};
+use model::units::bps;
+
+use crate::svg;
+use crate::tables::done;
+
+/// A line series: a label and its (x, y) points.
+type Series = (String, Vec<(f64, f64)>);
+
+// Line charts of one test, as "caption|title|x axis|y axis": captioned `tN: caption`,
+// titled `title (tN)`.
+const ROUND_TRIP_CDF: &str = "round-trip CDF|Round-trip latency CDF|round trip us|% of messages";
+const SWEEP_RATE: &str = "throughput against offered load|Throughput against offered load|offered Mbit/s|achieved Mbit/s";
+const SWEEP_LOSS: &str =
+    "loss against offered load|Loss against offered load|offered Mbit/s|loss %";
+const FRAME_LOSS: &str =
+    "frame loss rate|Frame loss against offered load|offered load, % of line rate|loss %";
+const LATENCY_CDF: &str = "latency CDF|Latency CDF|latency us|% of frames";
+
+/// The line chart `kind` (see the constants above) of test `id`.
+fn lines(id: &str, kind: &str, series: &[Series]) -> (String, String) {
+    let mut f = kind.split('|');
+    let mut next = || f.next().unwrap_or_default();
+    let (caption, title, x, y) = (next(), next(), next(), next());
+    let svg = svg::lines(&format!("{title} ({id})"), x, y, series);
+    (format!("{id}: {caption}"), svg)
+}
+
+/// CDF series, one per (label, stored histogram): (latency µs, % of samples at or below
+/// it) at fixed percentiles. A label without a histogram, or one that does not decode,
+/// has no series.
+fn cdf_series<'a>(histograms: impl Iterator<Item = (String, Option<&'a str>)>) -> Vec<Series> {
+    const AT: [f64; 12] = [
+        0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0,
+    ];
+    histograms
+        .filter_map(|(label, text)| {
+            let h = LatencyHistogram::from_base64(text?).ok()?;
+            let pts = AT
+                .iter()
+                .filter_map(|p| Some((h.percentile_us(*p)?, *p)))
+                .collect();
+            Some((label, pts))
+        })
+        .collect()
+}
+
+/// The charts the results allow, as (caption, SVG).
+pub fn charts(c: &Campaign) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    // Round-trip CDF of ping-pong latency tests, from their stored histograms.
+    for (t, r) in done(c) {
+        let rows = r.latency.iter().flatten();
+        let series =
+            cdf_series(rows.map(|row| (format!("{} B", row.size), row.histogram.as_deref())));
+        if !series.is_empty() {
+            out.push(lines(&t.id, ROUND_TRIP_CDF, &series));
+        }
+    }
+    out.extend(path_loss(c));
+    for (t, r) in done(c) {
+        out.extend(of_test(&t.id, r));
+    }
+    out
+}
+
+/// FRER per-path loss, per test that ran through the relays.
+fn path_loss(c: &Campaign) -> Option<(String, String)> {
+    let with_paths: Vec<&TestEntry> = c
+        .tests
+        .iter()
+        .filter(|t| !t.frer_paths.is_empty())
+        .collect();
+    if with_paths.is_empty() {
+        return None;
+    }
+    let name = |stream: &str, path: &str| format!("{stream} {path}");
+    let mut names: Vec<String> = Vec::new();
+    for p in with_paths.iter().flat_map(|t| &t.frer_paths) {
+        let n = name(&p.stream, &p.path);
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let cats: Vec<String> = with_paths.iter().map(|t| t.id.clone()).collect();
+    let series: Vec<(String, Vec<Option<f64>>)> = names
+        .iter()
+        .map(|n| {
+            let loss = |t: &&TestEntry| {
+                let p = t
+                    .frer_paths
+                    .iter()
+                    .find(|p| name(&p.stream, &p.path) == *n)?;
+                (p.sent > 0)
+                    .then(|| p.sent.saturating_sub(p.received) as f64 / p.sent as f64 * 100.0)
+            };
+            (n.clone(), with_paths.iter().map(loss).collect())
+        })
+        .collect();
+    let svg = svg::bars("FRER per-path loss by test, %", "%", &cats, &series);
+    Some(("FRER per-path loss".into(), svg))
+}
+
+/// The charts of one test: sweep rate and loss, RFC 2544 loss, latency percentiles and
+/// CDF, the passed-rate matrix, the FRER overhead.
+fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(s) = &r.sweep {
+        let points = |y: fn(f64, f64) -> f64| -> Vec<(f64, f64)> {
+            s.rows
+                .iter()
+                .map(|x| (x.offered_bps / 1e6, y(x.achieved_bps, x.loss_pct)))
+                .collect()
+        };
+        out.push(lines(
+            id,
+            SWEEP_RATE,
+            &[("achieved".into(), points(|a, _| a / 1e6))],
+        ));
+        out.push(lines(id, SWEEP_LOSS, &[("loss".into(), points(|_, l| l))]));
+    }
+    if let Some(x) = &r.rfc2544 {
+        let mut sizes: Vec<u64> = x.loss.iter().map(|l| l.frame_len).collect();
+        sizes.dedup();
+        if !sizes.is_empty() {
+            let series: Vec<Series> = sizes
+                .iter()
+                .map(|len| {
+                    let steps = x.loss.iter().filter(|l| l.frame_len == *len);
+                    (
+                        format!("{len} B"),
+                        steps.map(|l| (l.percent, l.loss_percent)).collect(),
+                    )
+                })
+                .collect();
+            out.push(lines(id, FRAME_LOSS, &series));
+        }
+        let with: Vec<_> = x.latency.iter().filter(|l| l.summary.is_some()).collect();
+        if !with.is_empty() {
+            let cats: Vec<String> = with.iter().map(|l| format!("{} B", l.frame_len)).collect();
+            let pick = |f: fn(&LatencySummary) -> f64| -> Vec<Option<f64>> {
+                with.iter().map(|l| l.summary.as_ref().map(f)).collect()
+            };
+            let bars = [
+                ("p50".into(), pick(|s| s.p50_us)),
+                ("p99".into(), pick(|s| s.p99_us)),
+                ("p99.9".into(), pick(|s| s.p999_us)),
+            ];
+            let title = format!("Latency percentiles by frame size ({id})");
+            out.push((
+                format!("{id}: latency by frame size"),
+                svg::bars(&title, "us", &cats, &bars),
+            ));
+            // Latency CDF from the stored histograms.
+            let stored = x
+                .latency
+                .iter()
+                .map(|l| (format!("{} B", l.frame_len), l.histogram.as_deref()));
+            let series = cdf_series(stored);
+            if !series.is_empty() {
+                out.push(lines(id, LATENCY_CDF, &series));
+            }
+        }
+    }
+    if let Some(s) = &r.shaping {
+        let rows: Vec<String> = s.sizes.iter().map(|l| format!("{l} B")).collect();
+        let cols: Vec<String> = s.bandwidths_bps.iter().map(|b| bps(*b)).collect();
+        let cell = |len: u64, bw: f64| {
+            let c = s
+                .cells
+                .iter()
+                .find(|c| c.frame_len == len && c.bandwidth_bps == bw)?;
+            Some(c.passed_ratio * 100.0)
+        };
+        let values: Vec<Vec<Option<f64>>> = s
+            .sizes
+            .iter()
+            .map(|len| s.bandwidths_bps.iter().map(|bw| cell(*len, *bw)).collect())
+            .collect();
+        let title = format!("Passed rate, % of the configured bandwidth ({id})");
+        out.push((
+            format!("{id}: passed-rate matrix"),
+            svg::heatmap(&title, &rows, &cols, &values),
+        ));
+    }
+    if let Some(f) = &r.frer {
+        let cats: Vec<String> = f
+            .rows
+            .iter()
+            .map(|r| r.metric.split(" (").next().unwrap_or(&r.metric).to_owned())
+            .collect();
+        // Bars show costs; a negative overhead (FRER did better) has no bar, and the table
+        // has its value.
+        let over: Vec<Option<f64>> = f
+            .rows
+            .iter()
+            .map(|r| r.overhead_percent.filter(|o| *o > 0.0))
+            .collect();
+        let title =
+            format!("FRER overhead against the control group, % ({id}; gains: see the table)");
+        let svg = svg::bars(&title, "%", &cats, &[("overhead".into(), over)]);
+        out.push((format!("{id}: FRER overhead"), svg));
+    }
+    out
+}

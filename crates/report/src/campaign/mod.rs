@@ -1,0 +1,117 @@
+//! The campaign report (`wirebench run`, `wirebench report`): the sections of a benchmark
+//! report built from a [`Campaign`] alone, laid out as Markdown ([`markdown`]), as one
+//! self-contained HTML file with inline SVG charts ([`html`], [`charts`]), and as one CSV
+//! per table ([`csv_tables`]); and two runs side by side ([`compare_rows`]).
+//!
+//! Every table row names its source test (`t3`, linked to the test's entry with its command
+//! line), a value that was not measured is shown as `-`, never estimated, and a result the
+//! generator limited is marked so. The tables are built once ([`tables`]) and laid out
+//! three ways, so the formats cannot disagree.
+
+mod charts;
+mod compare;
+mod findings;
+mod layout;
+
+pub use charts::charts;
+pub use compare::{compare_markdown, compare_rows};
+pub use layout::{csv_tables, html, markdown};
+
+use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
+use model::results::RunResult;
+
+use crate::table::Table;
+use crate::tables;
+
+/// Reads a campaign document, checking its schema.
+///
+/// # Errors
+/// Not JSON, not a campaign, or a schema this version does not read.
+pub fn load(text: &str) -> Result<Campaign, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(SCHEMA) => {}
+        Some(other) => {
+            return Err(format!(
+                "schema '{other}' is not one this version reads ({SCHEMA})"
+            ))
+        }
+        None => {
+            return Err(
+                "no schema: not a wirebench campaign (results.json of `wirebench run`)".into(),
+            )
+        }
+    }
+    let c: Campaign =
+        serde_json::from_value(v).map_err(|e| format!("not a campaign document: {e}"))?;
+    // Ids become anchors and links in the reports: only `t` and digits.
+    if let Some(t) = c.tests.iter().find(|t| {
+        !(t.id.len() > 1 && t.id.starts_with('t') && t.id[1..].bytes().all(|b| b.is_ascii_digit()))
+    }) {
+        return Err(format!("test id '{}' is not t1, t2, ...", t.id));
+    }
+    Ok(c)
+}
+
+/// Reads a campaign, or a single command's result document (`wirebench client -J`), which
+/// becomes a campaign of one test.
+///
+/// # Errors
+/// Neither kind of document.
+pub fn load_any(text: &str) -> Result<Campaign, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if v.get("schema").and_then(|s| s.as_str()) == Some(model::results::SCHEMA) {
+        let r: RunResult =
+            serde_json::from_value(v).map_err(|e| format!("not a result document: {e}"))?;
+        return Ok(Campaign {
+            schema: SCHEMA.into(),
+            title: r.command.clone(),
+            description: None,
+            metadata: Default::default(),
+            target: String::new(),
+            plan_file: String::new(),
+            started_at: r.started_at.clone(),
+            finished_at: None,
+            environment: r.environment.clone(),
+            interfaces: vec![],
+            tests: vec![TestEntry {
+                id: "t1".into(),
+                name: r.command.clone(),
+                kind: r.command.clone(),
+                command: format!("wirebench {}", r.command),
+                node: String::new(),
+                status: TestStatus::Done,
+                error: None,
+                duration_s: 0.0,
+                result: Some(r),
+                frer_paths: vec![],
+            }],
+            verdicts: vec![],
+            stopped: None,
+        });
+    }
+    load(text)
+}
+
+/// Every table the campaign's results fill, in report order.
+pub fn tables(c: &Campaign) -> Vec<Table> {
+    let mut out = vec![tables::campaign::tests(c)];
+    out.extend(
+        [
+            tables::client::report(c),
+            tables::sweep::report(c),
+            tables::rfc2544::throughput_report(c),
+            tables::latency::report(c),
+            tables::rfc2544::loss_report(c),
+            tables::profile::report(c),
+            tables::shaping::report(c),
+            tables::frer::overhead_report(c),
+            tables::frer::paths_report(c),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    out.push(tables::campaign::compliance(c));
+    out.push(tables::campaign::interfaces(c));
+    out
+}

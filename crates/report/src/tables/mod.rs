@@ -1,0 +1,118 @@
+//! Every table, built once by its method's module from the results model: what a
+//! command prints on a terminal and what the campaign report shows. The layouts of
+//! [`crate::table::Table`] arrange them; nothing here formats a whole document.
+//!
+//! A report table has a `source` column naming the test each row came from; a value that
+//! was not measured is `-`, never estimated.
+
+pub mod blocksize;
+pub mod campaign;
+pub mod client;
+pub mod frer;
+pub mod latency;
+pub mod profile;
+pub mod rfc2544;
+pub mod shaping;
+pub mod sweep;
+
+use model::results::campaign::{Campaign, TestEntry};
+use model::results::RunResult;
+
+use crate::table::{columns, Table};
+
+/// A section of the campaign report: its name (CSV file stem and anchor), title, the
+/// sentence under the title, and its columns (see [`columns`]).
+pub(crate) struct Section {
+    pub(crate) name: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) intro: &'static str,
+    pub(crate) columns: &'static str,
+}
+
+impl Section {
+    /// The section's table with `rows`, or `None` when no test filled it.
+    pub(crate) fn table(&self, rows: Vec<Vec<String>>) -> Option<Table> {
+        (!rows.is_empty()).then(|| self.with(rows))
+    }
+
+    /// The section's table: `row` of every item that `items` finds in each test's result,
+    /// led by the test's id (its `source`); `None` when no test has any.
+    pub(crate) fn per_test<'c, T: 'c, I: IntoIterator<Item = &'c T>>(
+        &self,
+        c: &'c Campaign,
+        items: impl Fn(&'c RunResult) -> I,
+        row: impl Fn(&T) -> Vec<String>,
+    ) -> Option<Table> {
+        let rows = done(c).flat_map(|(t, r)| items(r).into_iter().map(|x| led(&t.id, row(x))));
+        self.table(rows.collect())
+    }
+
+    /// The section's table with `rows`, even when there are none.
+    pub(crate) fn with(&self, rows: Vec<Vec<String>>) -> Table {
+        Table {
+            name: self.name,
+            title: self.title,
+            intro: self.intro.into(),
+            headers: columns(self.columns),
+            rows,
+        }
+    }
+}
+
+/// The sections of the methods' tables, in report order: name (CSV file stem and anchor),
+/// title, the sentence under the title, columns.
+#[rustfmt::skip]
+pub(crate) mod sections {
+    use super::Section;
+    pub(crate) const THROUGHPUT: Section = Section { name: "throughput", title: "Throughput", intro: "TCP and UDP tests (client); rates are payload bit/s as iperf3 counts them.", columns: "source|test|protocol|secs>|offered Mbit/s>|received Mbit/s>|loss %>|duplicates>|reordered>|latency p99 us>|note" };
+    pub(crate) const SWEEP: Section = Section { name: "sweep", title: "Zero-loss sweep", intro: "UDP rate staircase (sweep): loss per target rate and the highest rate without loss.", columns: "source|target Mbit/s>|offered Mbit/s>|achieved Mbit/s>|loss %>|sent>|lost>|status" };
+    pub(crate) const RFC2544_THROUGHPUT: Section = Section { name: "rfc2544_throughput", title: "Throughput by frame size (RFC 2544)", intro: "Highest rate without loss per frame size (RFC 2544 §26.1); Mbit/s of frames incl. FCS; efficiency = measured / theoretical at line rate.", columns: "source|frame>|theoretical Mbit/s>|measured Mbit/s>|efficiency %>|frames/s>|search|note" };
+    pub(crate) const LATENCY: Section = Section { name: "latency", title: "Latency by frame size", intro: "RFC 2544 §26.2 latency at the throughput rate (one-way, from kernel stamps), and ping-pong round trips (latency tests); microseconds.", columns: "source|method|frame / message B>|load fps>|avg>|p50>|p99>|p99.9>|max>|verdict" };
+    pub(crate) const LOSS: Section = Section { name: "loss", title: "Loss against offered load", intro: "RFC 2544 §26.3 frame loss rate, from 100 % of line rate down in steps.", columns: "source|frame>|load %>|offered fps>|sent>|received>|loss %>|note" };
+    pub(crate) const STREAMS: Section = Section { name: "streams", title: "Multi-stream profile", intro: "Every stream at once on its own schedule (streams); Mbit/s of received frames incl. FCS.", columns: "source|stream|frame|load %>|sent>|received>|lost>|loss %>|duplicates>|Mbit/s>|verdict" };
+    pub(crate) const SHAPING: Section = Section { name: "shaping", title: "Shaper accuracy (passed rate)", intro: "Line-rate traffic per frame size through each configured bandwidth; passed rate in % of the bandwidth.", columns: "source|frame>|bandwidth Mbit/s>|received Mbit/s>|passed %>|note" };
+    pub(crate) const OVERHEAD: Section = Section { name: "overhead", title: "Overhead against a control group (FRER)", intro: "The same measurements through the FRER network and through the same network forwarding plainly; overhead = what FRER costs in % of the control.", columns: "source|measurement|unit|control>|FRER>|overhead %>|reason" };
+    pub(crate) const FRER_PATHS: Section = Section { name: "frer_paths", title: "FRER per path", intro: "What each path carried during each test, from the FRER relays' own counters: frames replicated onto it, frames that arrived over it, and how often its copy was the one passed.", columns: "source|stream|path port|sent>|received>|path loss %>|first>|first %>" };
+}
+
+/// `row` led by test id `id` (its `source`).
+fn led(id: &str, row: Vec<String>) -> Vec<String> {
+    let mut cells = vec![id.to_owned()];
+    cells.extend(row);
+    cells
+}
+
+/// The rows `of` gives for each test's result, each led by the test's id.
+pub(crate) fn sourced(
+    c: &Campaign,
+    of: impl Fn(&RunResult) -> Vec<Vec<String>>,
+) -> Vec<Vec<String>> {
+    let rows = done(c).flat_map(|(t, r)| of(r).into_iter().map(|row| led(&t.id, row)));
+    rows.collect()
+}
+
+/// Numbers as they are written in tables: whole, or with `decimals` places.
+pub(crate) fn fixed<const N: usize>(values: [f64; N], decimals: usize) -> [String; N] {
+    values.map(|v| format!("{v:.decimals$}"))
+}
+
+/// Counts as text.
+pub(crate) fn counts<const N: usize>(values: [u64; N]) -> [String; N] {
+    values.map(|v| v.to_string())
+}
+
+/// The tests that produced a result, with it.
+pub(crate) fn done(c: &Campaign) -> impl Iterator<Item = (&TestEntry, &RunResult)> {
+    c.tests
+        .iter()
+        .filter_map(|t| t.result.as_ref().map(|r| (t, r)))
+}
+
+/// `generator limited` where a figure is bounded by the tool, else empty.
+pub(crate) fn limited(generator_limited: bool) -> String {
+    if generator_limited {
+        "generator limited".into()
+    } else {
+        String::new()
+    }
+}

@@ -1,0 +1,63 @@
+//! The shaper accuracy matrix: on a terminal the passed rate and the received rate as
+//! matrices (rows frame size, columns bandwidth, the RTX2000 report's layout); in the
+//! report one row per cell.
+
+use model::results::campaign::Campaign;
+use model::results::shaping::{Cell, ShapingReport};
+use model::units::bps;
+
+use super::limited;
+use super::sections::SHAPING;
+use crate::table::{mbps, Align, Table};
+
+/// A matrix of `cell` values: rows frame size, columns bandwidth.
+pub fn matrix(m: &ShapingReport, cell: &dyn Fn(&Cell) -> String) -> Table {
+    let mut headers = vec![("frame".to_owned(), Align::Right)];
+    headers.extend(m.bandwidths_bps.iter().map(|b| (bps(*b), Align::Right)));
+    let rows = m
+        .sizes
+        .iter()
+        .map(|len| {
+            let mut row = vec![len.to_string()];
+            row.extend(m.bandwidths_bps.iter().map(|bw| {
+                m.cells
+                    .iter()
+                    .find(|c| c.frame_len == *len && c.bandwidth_bps == *bw)
+                    .map(cell)
+                    .unwrap_or_else(|| "-".into())
+            }));
+            row
+        })
+        .collect();
+    Table {
+        headers,
+        rows,
+        ..Table::plain("", vec![])
+    }
+}
+
+/// The passed rate in % of the bandwidth, `*` marking a generator-limited cell.
+pub fn passed(m: &ShapingReport) -> Table {
+    matrix(m, &|c| {
+        let star = if c.generator_limited { "*" } else { "" };
+        format!("{:.2}{star}", c.passed_ratio * 100.0)
+    })
+}
+
+/// The received L2 rate of every cell.
+pub fn received(m: &ShapingReport) -> Table {
+    matrix(m, &|c| bps(c.received_l2_bps))
+}
+
+fn cell_row(cell: &Cell) -> Vec<String> {
+    let mut row = vec![cell.frame_len.to_string()];
+    row.extend([cell.bandwidth_bps, cell.received_l2_bps].map(mbps));
+    row.push(format!("{:.2}", cell.passed_ratio * 100.0));
+    row.push(limited(cell.generator_limited));
+    row
+}
+
+/// The report's table: every cell of every matrix.
+pub fn report(c: &Campaign) -> Option<Table> {
+    SHAPING.per_test(c, |r| r.shaping.iter().flat_map(|s| &s.cells), cell_row)
+}
