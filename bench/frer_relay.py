@@ -138,7 +138,7 @@ def main():
             for p in procs:
                 p.terminate()
             finals = [p.communicate(timeout=10)[0] for p in procs]
-        merge = json.loads(finals[1])["counters"]
+        merge = json.loads(finals[1])["relays"][0]["counters"]
         drops = sum(p["kernel_drops"] for p in merge["ports"])
     finally:
         teardown()

@@ -1,5 +1,5 @@
 //! The command line, as clap structs: syntax and per-value validation only ("low" args).
-//! [`crate::commands`] resolves them into the library's typed configuration.
+//! [`crate::requests`] turns them into the campaign's typed requests.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -302,7 +302,7 @@ pub struct FrameArgs {
     #[arg(long, default_value = "lab")]
     pub lab: String,
     /// Link speed that percentages of line rate refer to (bit/s, e.g. 1G, 10G).
-    #[arg(long, value_parser = rate, default_value = "1G")]
+    #[arg(long, value_parser = units::rate_bps, default_value = "1G")]
     pub line_rate: f64,
     /// Frame I/O: auto, packet (AF_PACKET sendmmsg/recvmmsg), ring (PACKET_MMAP TX/RX
     /// rings) or xdp (AF_XDP sending; frames up to 2048 bytes).
@@ -340,13 +340,13 @@ pub struct GenArgs {
     #[arg(short, long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(64..=9018))]
     pub size: u64,
     /// Rate: frames/s (500kpps), % of --line-rate (50%) or L2 bit/s (100M).
-    #[arg(short, long, value_parser = frame_rate, default_value = "10kpps")]
-    pub rate: model::units::FrameRate,
+    #[arg(short, long, value_parser = units::frame_rate, default_value = "10kpps")]
+    pub rate: units::FrameRate,
     /// Stop after this many frames.
     #[arg(short = 'n', long)]
     pub count: Option<u64>,
     /// Stop after this many seconds (whichever comes first with --count).
-    #[arg(short = 't', long, value_parser = secs, default_value = "5")]
+    #[arg(short = 't', long, value_parser = units::seconds, default_value = "5")]
     pub time: Duration,
     #[command(flatten)]
     pub frame: FrameArgs,
@@ -380,10 +380,10 @@ pub struct ShapingArgs {
     #[arg(long, default_value = "listener:eth0")]
     pub rx: String,
     /// Frame sizes with FCS: a list or a range with a step, e.g. 100..1500/100.
-    #[arg(long, value_parser = frame_size_range, default_value = "128,512,1518")]
+    #[arg(long, value_parser = units::frame_size_range, default_value = "128,512,1518")]
     pub sizes: std::vec::Vec<u64>,
     /// Bandwidths to configure, bit/s, e.g. 100m,90m,50m,10m,1m,64k.
-    #[arg(long, value_parser = rate_list)]
+    #[arg(long, value_parser = units::rate_list)]
     pub bandwidths: std::vec::Vec<f64>,
     /// How to set a bandwidth on the device: a shell command with {bandwidth} (bit/s),
     /// {bandwidth_k} (kbit/s) and {bandwidth_m} (Mbit/s) replaced; its exit status is
@@ -392,21 +392,13 @@ pub struct ShapingArgs {
     #[arg(long)]
     pub dut_cmd: Option<String>,
     /// Seconds of traffic per cell.
-    #[arg(short = 't', long, value_parser = secs, default_value = "2")]
+    #[arg(short = 't', long, value_parser = units::seconds, default_value = "2")]
     pub duration: Duration,
     #[command(flatten)]
     pub frame: FrameArgs,
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
-}
-
-fn frame_size_range(s: &str) -> Result<Vec<u64>, String> {
-    units::frame_size_range(s)
-}
-
-fn rate_list(s: &str) -> Result<Vec<f64>, String> {
-    units::rate_list(s)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -452,28 +444,28 @@ pub struct Rfc2544Args {
     )]
     pub tests: Vec<Rfc2544Test>,
     /// Frame sizes, FCS included (RFC 2544 §9).
-    #[arg(long, value_parser = frame_sizes, default_value = "64,128,256,512,1024,1280,1518")]
+    #[arg(long, value_parser = units::frame_sizes, default_value = "64,128,256,512,1024,1280,1518")]
     pub sizes: std::vec::Vec<u64>,
     /// Seconds per search trial (RFC 2544 §24: searches may use short trials).
-    #[arg(short = 't', long, value_parser = secs, default_value = "2")]
+    #[arg(short = 't', long, value_parser = units::seconds, default_value = "2")]
     pub duration: Duration,
     /// Seconds of the final verification trial (RFC 2544 §24 asks for 60).
-    #[arg(long, value_parser = secs)]
+    #[arg(long, value_parser = units::seconds)]
     pub final_duration: Option<Duration>,
     /// Loss tolerated per trial, in percent (0 = RFC 2544 throughput).
-    #[arg(long, value_parser = percent_ratio, default_value = "0")]
+    #[arg(long, value_parser = units::percent_ratio, default_value = "0")]
     pub loss_tolerance: f64,
     /// Throughput search.
     #[arg(long, value_enum, default_value_t = SearchArg::Mlr)]
     pub search: SearchArg,
     /// Search precision, percent of the result.
-    #[arg(long, value_parser = percent_ratio, default_value = "0.5")]
+    #[arg(long, value_parser = units::percent_ratio, default_value = "0.5")]
     pub width: f64,
     /// Latency trials per frame size (RFC 2544 §26.2 asks for 20).
     #[arg(long, default_value_t = 3)]
     pub latency_trials: usize,
     /// Latency verdict per frame size, e.g. p99.9=300us (repeatable).
-    #[arg(long, value_parser = latency_limit)]
+    #[arg(long, value_parser = units::latency_limit)]
     pub latency_limit: Vec<(f64, f64)>,
     /// Frame loss rate step, percent of line rate (RFC 2544 §26.3: at most 10).
     #[arg(long, default_value_t = 10.0)]
@@ -489,22 +481,6 @@ pub struct Rfc2544Args {
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
-}
-
-fn frame_rate(s: &str) -> Result<model::units::FrameRate, String> {
-    units::frame_rate(s)
-}
-
-fn frame_sizes(s: &str) -> Result<Vec<u64>, String> {
-    units::frame_sizes(s)
-}
-
-fn percent_ratio(s: &str) -> Result<f64, String> {
-    units::percent_ratio(s)
-}
-
-fn latency_limit(s: &str) -> Result<(f64, f64), String> {
-    units::latency_limit(s)
 }
 
 fn mac(s: &str) -> Result<[u8; 6], String> {
@@ -536,34 +512,7 @@ pub enum LabCommand {
     /// frames per burst), delay and jitter (ns/us/ms/s), duplicate (%), reorder (%), rate
     /// (bit/s), limit (frames), seed; `forward.` / `reverse.` prefixes (or [forward] /
     /// [reverse] tables) set one direction, forward being talker -> listener.
-    Up {
-        /// Built-in topology name, or a TOML topology file.
-        topology: String,
-        /// Class list of the `shaper` topology (TOML).
-        #[arg(long)]
-        shape: Option<std::path::PathBuf>,
-        /// Impairment of the `impair` topology (both paths of `twopath`): `loss=1%,delay=5ms`
-        /// or a TOML file.
-        #[arg(long)]
-        impair: Option<String>,
-        /// Impairment of path A of `twopath` (overrides --impair).
-        #[arg(long)]
-        path_a: Option<String>,
-        /// Impairment of path B of `twopath` (overrides --impair).
-        #[arg(long)]
-        path_b: Option<String>,
-        /// Settings of the `frer` topology: history=N (default 1024), reset_ms=N (2000),
-        /// elimination=on|off, mode=frer|plain (plain: the relays forward over path A
-        /// without FRER, the control group).
-        #[arg(long)]
-        frer: Option<String>,
-        /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
-        #[arg(long, default_value = "lab")]
-        name: String,
-        /// Print the ip/sysctl commands instead of running them.
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Up(LabUpArgs),
     /// Remove a lab (or every lab with --all).
     Down {
         /// Lab name.
@@ -602,24 +551,35 @@ pub enum LabCommand {
     },
 }
 
-fn rate(s: &str) -> Result<f64, String> {
-    units::rate_bps(s)
-}
-
-fn size(s: &str) -> Result<usize, String> {
-    units::size_bytes(s)
-}
-
-/// A comma-separated list of byte sizes.
-#[derive(Debug, Clone)]
-pub struct SizeList(pub Vec<usize>);
-
-fn sizes(s: &str) -> Result<SizeList, String> {
-    units::size_list(s).map(SizeList)
-}
-
-fn secs(s: &str) -> Result<Duration, String> {
-    units::seconds(s)
+/// `lab up`: what to build.
+#[derive(Debug, Args)]
+pub struct LabUpArgs {
+    /// Built-in topology name, or a TOML topology file.
+    pub topology: String,
+    /// Class list of the `shaper` topology (TOML).
+    #[arg(long)]
+    pub shape: Option<std::path::PathBuf>,
+    /// Impairment of the `impair` topology (both paths of `twopath`): `loss=1%,delay=5ms`
+    /// or a TOML file.
+    #[arg(long)]
+    pub impair: Option<String>,
+    /// Impairment of path A of `twopath` (overrides --impair).
+    #[arg(long)]
+    pub path_a: Option<String>,
+    /// Impairment of path B of `twopath` (overrides --impair).
+    #[arg(long)]
+    pub path_b: Option<String>,
+    /// Settings of the `frer` topology: history=N (default 1024), reset_ms=N (2000),
+    /// elimination=on|off, mode=frer|plain (plain: the relays forward over path A
+    /// without FRER, the control group).
+    #[arg(long)]
+    pub frer: Option<String>,
+    /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
+    #[arg(long, default_value = "lab")]
+    pub name: String,
+    /// Print the ip/sysctl commands instead of running them.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -631,10 +591,10 @@ pub struct ServerArgs {
     #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
     pub port: u16,
     /// Largest total rate one test may ask for, bits/s (e.g. 1G). Unlimited if absent.
-    #[arg(long, value_parser = rate)]
+    #[arg(long, value_parser = units::rate_bps)]
     pub max_rate: Option<f64>,
     /// Longest test, seconds.
-    #[arg(long, value_parser = secs, default_value = "3600")]
+    #[arg(long, value_parser = units::seconds, default_value = "3600")]
     pub max_duration: Duration,
     /// Most streams per test (both directions together).
     #[arg(long, default_value_t = 128)]
@@ -647,10 +607,10 @@ pub struct ServerArgs {
     #[arg(long)]
     pub auth_key_file: Option<PathBuf>,
     /// Seconds a client has for each handshake message before it is disconnected.
-    #[arg(long, value_parser = secs, default_value = "10")]
+    #[arg(long, value_parser = units::seconds, default_value = "10")]
     pub handshake_timeout: Duration,
     /// Serve only this long, then exit (seconds). Runs until killed if absent.
-    #[arg(long, value_parser = secs)]
+    #[arg(long, value_parser = units::seconds)]
     pub run_for: Option<Duration>,
 }
 
@@ -688,16 +648,16 @@ pub struct ClientArgs {
     #[arg(short, long)]
     pub udp: bool,
     /// Seconds to send.
-    #[arg(short, long, value_parser = secs, default_value = "10")]
+    #[arg(short, long, value_parser = units::seconds, default_value = "10")]
     pub time: Duration,
     /// Rate per stream in bits/s (k/M/G suffixes); 0 = unlimited. UDP default 1M, TCP unlimited.
-    #[arg(short, long, value_parser = rate)]
+    #[arg(short, long, value_parser = units::rate_bps)]
     pub bitrate: Option<f64>,
     /// Rate per stream in packets (datagrams or writes) per second, instead of -b.
     #[arg(long, conflicts_with = "bitrate")]
     pub pps: Option<f64>,
     /// Payload bytes per datagram (UDP, default 1472) or per write (TCP, default 128k).
-    #[arg(short, long, value_parser = size)]
+    #[arg(short, long, value_parser = units::size_bytes)]
     pub length: Option<usize>,
     /// Parallel streams.
     #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=128))]
@@ -724,7 +684,7 @@ pub struct ClientArgs {
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63))]
     pub dscp: Option<u8>,
     /// Socket buffer size, bytes (k/M suffixes).
-    #[arg(short = 'w', long, value_parser = size)]
+    #[arg(short = 'w', long, value_parser = units::size_bytes)]
     pub window: Option<usize>,
     /// Pin the client's data threads to CPU N and, with N,M, the server's to CPU M.
     #[arg(short = 'A', long, value_parser = affinity)]
@@ -760,10 +720,10 @@ pub struct LatencyArgs {
     #[command(flatten)]
     pub target: Target,
     /// Message sizes in bytes, comma-separated (minimum 18, the test header).
-    #[arg(short, long, value_parser = sizes, default_value = "64")]
-    pub length: SizeList,
+    #[arg(short, long, value_parser = units::size_list, default_value = "64")]
+    pub length: std::vec::Vec<usize>,
     /// Seconds per message size.
-    #[arg(short, long, value_parser = secs, default_value = "5")]
+    #[arg(short, long, value_parser = units::seconds, default_value = "5")]
     pub time: Duration,
     /// Busy-poll for answers instead of sleeping in recv (lower latency, one core busy).
     #[arg(long)]
@@ -779,19 +739,19 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub target: Target,
     /// Lowest target rate, bits/s.
-    #[arg(long, value_parser = rate)]
+    #[arg(long, value_parser = units::rate_bps)]
     pub from: f64,
     /// Highest target rate, bits/s.
-    #[arg(long, value_parser = rate)]
+    #[arg(long, value_parser = units::rate_bps)]
     pub to: f64,
     /// Step between targets, bits/s.
-    #[arg(long, value_parser = rate)]
+    #[arg(long, value_parser = units::rate_bps)]
     pub step: f64,
     /// Seconds per step.
-    #[arg(short, long, value_parser = secs, default_value = "5")]
+    #[arg(short, long, value_parser = units::seconds, default_value = "5")]
     pub time: Duration,
     /// UDP payload bytes.
-    #[arg(short, long, value_parser = size, default_value = "1472")]
+    #[arg(short, long, value_parser = units::size_bytes, default_value = "1472")]
     pub length: usize,
     /// Sweep the server-to-client direction.
     #[arg(short = 'R', long)]
@@ -803,10 +763,10 @@ pub struct BlocksizeArgs {
     #[command(flatten)]
     pub target: Target,
     /// Write sizes, comma-separated (k = 1024 bytes).
-    #[arg(long, value_parser = sizes, default_value = "1k,2k,4k,8k,16k,32k")]
-    pub sizes: SizeList,
+    #[arg(long, value_parser = units::size_list, default_value = "1k,2k,4k,8k,16k,32k")]
+    pub sizes: std::vec::Vec<usize>,
     /// Seconds per size and direction.
-    #[arg(short, long, value_parser = secs, default_value = "5")]
+    #[arg(short, long, value_parser = units::seconds, default_value = "5")]
     pub time: Duration,
 }
 

@@ -1,24 +1,72 @@
-//! `wirebench`: the thin binary. It parses the command line ([`cli`]), resolves it into the
-//! libraries' configuration and prints what they return ([`commands`]). Measuring,
-//! protocol and rendering live in the `engine`, `control`, `method` and `report` crates.
+//! `wirebench`: the thin binary. It parses the command line ([`cli`]), turns it into the
+//! campaign's typed requests ([`requests`]), runs them through the libraries and prints
+//! what they return ([`output`]). Measuring, methods, plans, labs and rendering live in
+//! the `engine`, `control`, `method`, `campaign`, `lab` and `report` crates.
+//!
+//! Commands: [`measure`] (one test, one document), [`campaigns`] (plans, the demo,
+//! reports), [`labs`] (test networks), [`serve`] (the server and the FRER relay). None of
+//! them uses another.
 //!
 //! Exit codes: 0 success; 1 the test could not run (connection, refusal, protocol);
 //! 2 bad command line or input; 3 the test ran but a verdict (e.g. a latency limit) failed.
 #![forbid(unsafe_code)]
 
+mod campaigns;
 mod cli;
-mod commands;
-mod frercmd;
-mod labcmd;
-mod plan;
-mod rawcmd;
-mod rfc2544cmd;
-mod runcmd;
-mod streamscmd;
+mod labs;
+mod measure;
+mod output;
+mod requests;
+mod serve;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+
+use cli::{Command, FrerCommand};
+
+/// Whether a test command asked for JSON.
+fn json(c: &Command) -> bool {
+    match c {
+        Command::Client(a) => a.target.json,
+        Command::Sweep(a) => a.target.json,
+        Command::Blocksize(a) => a.target.json,
+        Command::Latency(a) => a.target.json,
+        Command::Rfc2544(a) => a.json,
+        Command::Streams(a) => a.json,
+        Command::Shaping(a) => a.json,
+        Command::Frer(f) => matches!(&f.command, FrerCommand::Compare(a) if a.json),
+        _ => false,
+    }
+}
+
+/// A command a plan can hold: its request, run and printed.
+fn test(c: &Command) -> anyhow::Result<()> {
+    match requests::test(c) {
+        Some(req) => measure::test(&req?, json(c)),
+        None => Err(anyhow::anyhow!("not a test command")),
+    }
+}
+
+fn run(c: &Command) -> anyhow::Result<ExitCode> {
+    match c {
+        Command::Server(a) => serve::server(a)?,
+        Command::Gen(a) => measure::gen(a)?,
+        Command::Frer(f) => match &f.command {
+            FrerCommand::Relay(a) => serve::relay(a)?,
+            FrerCommand::Stats(a) => measure::stats(a)?,
+            FrerCommand::Analyze(a) => measure::analyze(a)?,
+            FrerCommand::Compare(_) => test(c)?,
+        },
+        Command::Demo(a) => campaigns::demo(a)?,
+        Command::Run(a) => campaigns::run(a)?,
+        Command::Report(a) => campaigns::report(a)?,
+        Command::Compare(a) => campaigns::compare(a)?,
+        Command::Lab(a) => return labs::lab(a),
+        _ => test(c)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -33,37 +81,11 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let result = match &cli.command {
-        cli::Command::Server(a) => commands::server(a),
-        cli::Command::Client(a) => commands::client(a),
-        cli::Command::Latency(a) => commands::latency(a),
-        cli::Command::Sweep(a) => commands::sweep(a),
-        cli::Command::Blocksize(a) => commands::blocksize(a),
-        cli::Command::Demo(a) => commands::demo(a),
-        cli::Command::Gen(a) => rawcmd::gen(a),
-        cli::Command::Rfc2544(a) => rfc2544cmd::rfc2544(a),
-        cli::Command::Streams(a) => streamscmd::streams(a),
-        cli::Command::Shaping(a) => streamscmd::shaping(a),
-        cli::Command::Frer(a) => frercmd::frer(a),
-        cli::Command::Run(a) => runcmd::run(a),
-        cli::Command::Report(a) => runcmd::report(a),
-        cli::Command::Compare(a) => runcmd::compare(a),
-        cli::Command::Lab(a) => match labcmd::lab(a) {
-            Ok(code) => return code,
-            Err(e) => Err(e),
-        },
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    match run(&cli.command) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("wirebench: {e:#}");
-            if e.downcast_ref::<commands::UsageError>().is_some() {
-                ExitCode::from(2)
-            } else if e.downcast_ref::<commands::VerdictFailed>().is_some() {
-                ExitCode::from(3)
-            } else {
-                ExitCode::from(1)
-            }
+            ExitCode::from(output::exit_code(&e))
         }
     }
 }

@@ -48,7 +48,9 @@ fn analyzer(lab: &LabGuard, secs: &str) -> Child {
 fn finish(child: Child) -> serde_json::Value {
     let out = child.wait_with_output().expect("analyzer");
     assert!(out.status.success(), "analyzer failed");
-    serde_json::from_slice(&out.stdout).expect("analyzer JSON")
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("analyzer JSON");
+    assert_eq!(v["schema"], "wirebench.result/1", "{v}");
+    v["frer_analysis"].clone()
 }
 
 /// The eliminating relay's counters of the stream toward the listener.
@@ -56,8 +58,10 @@ fn elimination(lab: &LabGuard) -> serde_json::Value {
     // Let the relay publish (every 200 ms) what it counted last.
     std::thread::sleep(Duration::from_millis(500));
     let v = run_json(&["frer", "stats", "--lab", &lab.0, "-J"]);
-    let merge = &v[format!("{}/merge", lab.0)];
-    merge["counters"]["streams"]
+    let label = format!("{}/merge", lab.0);
+    let relays = v["relays"].as_array().expect("relays");
+    let merge = relays.iter().find(|r| r["label"] == label.as_str());
+    merge.expect("the merge relay")["counters"]["streams"]
         .as_array()
         .expect("streams")
         .iter()

@@ -101,12 +101,23 @@ fn numeric_cells(md: &str) -> Vec<String> {
 fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
     let dir = out_dir("ok");
     let plan = write_plan(&dir, SHORT_PLAN);
-    let out = run(&[
+    let (out, children) = run_watching_children(&[
         "run",
         plan.to_str().unwrap(),
         "--out",
         dir.to_str().unwrap(),
     ]);
+    // Every test runs in the run's own process: no wirebench was started for them (the
+    // interface facts come from `ip`, which is allowed).
+    let again: Vec<&String> = children
+        .iter()
+        .filter(|c| {
+            c.split(' ')
+                .next()
+                .is_some_and(|p| p.ends_with("wirebench"))
+        })
+        .collect();
+    assert!(again.is_empty(), "wirebench started itself: {again:?}");
     // The 1 us latency threshold cannot hold on loopback: exit code 3, and it says so.
     assert_eq!(
         out.status.code(),
@@ -298,6 +309,9 @@ fn bad_plans_fail_before_anything_runs() {
     for (text, want) in [
         ("[target]\nloopback = true\n[[test]]\nkind = \"iperf\"\n", "line 4: test 1: unknown kind 'iperf'"),
         ("[target]\nloopback = true\n[[test]]\nkind = \"client\"\nargs = \"-b 1X\"\n", "line 5"),
+        ("[target]\nloopback = true\n[[test]]\nkind = \"client\"\nargs = \"-b fast\"\n", "line 5: test 'client 1': invalid value 'fast'"),
+        ("[target]\nloopback = true\n[[test]]\nkind = \"client\"\nargs = \"-u -l 10\"\n", "len 10 out of range"),
+        ("[target]\nlab = \"frer\"\nlab_args = \"--path-a\"\n[[test]]\nkind = \"client\"\n", "line 1: lab_args"),
         ("[[test]]\nkind = \"client\"\n", "no [target]"),
         ("[target]\nloopback = true\n[[test]]\nkind = \"client\"\n[[threshold]]\nmetric = \"loss\"\nmax = \"lots\"\n", "line 7: threshold max"),
     ] {

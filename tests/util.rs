@@ -14,6 +14,44 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `wirebench ARGS` to completion; kills it and fails after [`RUN_TIMEOUT`].
 pub fn run(args: &[&str]) -> Output {
+    run_polling(args, |_| {})
+}
+
+/// The command lines of the processes whose parent is `pid` (from /proc).
+pub fn children_of(pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            out.push(String::from_utf8_lossy(&cmd).replace('\0', " "));
+        }
+    }
+    out
+}
+
+/// Runs `wirebench ARGS` like [`run`], and lists every child process it started (seen by
+/// polling /proc every 20 ms while it runs).
+pub fn run_watching_children(args: &[&str]) -> (Output, Vec<String>) {
+    let mut seen = Vec::new();
+    let out = run_polling(args, |pid| {
+        for c in children_of(pid) {
+            if !seen.contains(&c) {
+                seen.push(c);
+            }
+        }
+    });
+    (out, seen)
+}
+
+fn run_polling(args: &[&str], mut tick: impl FnMut(u32)) -> Output {
     use std::io::Read;
     let mut child = Command::new(bin())
         .args(args)
@@ -36,6 +74,7 @@ pub fn run(args: &[&str]) -> Output {
     });
     let start = std::time::Instant::now();
     let status = loop {
+        tick(child.id());
         if let Some(st) = child.try_wait().expect("wait") {
             break st;
         }

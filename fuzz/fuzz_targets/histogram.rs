@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(h) = engine::stats::histogram::LatencyHistogram::from_base64(text) {
+        if let Ok(h) = model::stats::histogram::LatencyHistogram::from_base64(text) {
             let _ = h.summary();
         }
     }

@@ -110,11 +110,9 @@ struct Assembled {
     histogram: Option<LatencyHistogram>,
 }
 
-/// Per-stream results and totals of one test, and the ids of streams whose reports are
-/// missing (a data thread failed): those are left out of the totals, and say so.
-pub fn streams_and_summaries(
-    o: &TestOutcome,
-) -> (Vec<StreamResult>, Option<Summary>, Option<Summary>, Vec<u8>) {
+/// Every stream whose reports both sides sent, assembled, and the ids of streams whose
+/// reports are missing (a data thread failed).
+fn assembled(o: &TestOutcome) -> (Vec<Assembled>, Vec<u8>) {
     let mut out = Vec::new();
     let mut missing = Vec::new();
     for (id, who) in streams::plan(&o.spec) {
@@ -140,12 +138,38 @@ pub fn streams_and_summaries(
             histogram,
         });
     }
+    (out, missing)
+}
+
+/// Per-stream results and totals of one test, and the ids of streams whose reports are
+/// missing (a data thread failed): those are left out of the totals, and say so.
+pub fn streams_and_summaries(
+    o: &TestOutcome,
+) -> (Vec<StreamResult>, Option<Summary>, Option<Summary>, Vec<u8>) {
+    let (out, missing) = assembled(o);
     let of = |dir: &str| -> Vec<&Assembled> {
         out.iter().filter(|s| s.result.direction == dir).collect()
     };
     let (sum_tx, sum_rx) = (sum(&of("tx")), sum(&of("rx")));
     let streams = out.into_iter().map(|s| s.result).collect();
     (streams, sum_tx, sum_rx, missing)
+}
+
+/// The totals of the test's main direction (client to server, or back with `-R`) and its
+/// streams' latency histograms merged: what a method running the test as one trial reads.
+pub fn main_direction(o: &TestOutcome) -> Option<(Summary, Option<LatencyHistogram>)> {
+    let dir = match o.spec.direction {
+        model::spec::Direction::Reverse => "rx",
+        _ => "tx",
+    };
+    let (out, _) = assembled(o);
+    let mine: Vec<&Assembled> = out.iter().filter(|s| s.result.direction == dir).collect();
+    let total = sum(&mine)?;
+    let mut merged: Option<LatencyHistogram> = None;
+    for h in mine.iter().filter_map(|s| s.histogram.as_ref()) {
+        merged.get_or_insert_with(LatencyHistogram::new).merge(h);
+    }
+    Some((total, merged))
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -342,7 +366,8 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
     r
 }
 
-fn backend_name(o: &TestOutcome) -> String {
+/// The send path that produced the figures (`udp-sendmmsg`, `udp-gso`, `tcp`).
+pub fn backend_name(o: &TestOutcome) -> String {
     o.local
         .iter()
         .chain(&o.remote)
@@ -356,7 +381,7 @@ fn backend_name(o: &TestOutcome) -> String {
 
 /// Where the latency figures' timestamps came from: the receivers' (one-way) or the
 /// senders' echo readers (round-trip).
-fn timestamp_source(o: &TestOutcome) -> String {
+pub fn timestamp_source(o: &TestOutcome) -> String {
     if o.spec.protocol == Protocol::Tcp {
         return "none".into();
     }

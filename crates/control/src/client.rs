@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use engine::live::LiveSnapshot;
@@ -37,6 +38,9 @@ pub struct ClientConfig {
     pub cpu: Option<usize>,
     /// Measure round-trip latency with echoed probes even when the clocks are shared.
     pub force_round_trip: bool,
+    /// When set (e.g. by Ctrl-C), a running test is aborted and ends with
+    /// [`ProtoError::Interrupted`].
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// An established, authenticated control connection.
@@ -49,6 +53,7 @@ pub struct Session {
     pub limits: Limits,
     cpu: Option<usize>,
     force_round_trip: bool,
+    stop: Option<Arc<AtomicBool>>,
 }
 
 /// Everything both sides reported about one test.
@@ -191,6 +196,7 @@ impl Session {
             limits,
             cpu: cfg.cpu,
             force_round_trip: cfg.force_round_trip,
+            stop: cfg.stop.clone(),
         })
     }
 
@@ -289,6 +295,19 @@ impl Session {
             let now = Instant::now();
             if now >= results_deadline {
                 return fail(&mut side, ProtoError::Timeout);
+            }
+            if self
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
+                let _ = write_msg(
+                    &mut self.ctrl,
+                    &ClientMsg::Abort {
+                        reason: "the client was interrupted".into(),
+                    },
+                );
+                return fail(&mut side, ProtoError::Interrupted);
             }
             let mut wait = Duration::from_millis(20);
             if let Some(t) = tick_at(tick) {

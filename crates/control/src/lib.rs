@@ -72,6 +72,9 @@ pub enum ProtoError {
     /// Socket or thread error.
     #[error("I/O error: {0}")]
     Io(io::Error),
+    /// The client was asked to stop (Ctrl-C) before the test ended.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl ProtoError {

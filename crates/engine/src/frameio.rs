@@ -91,19 +91,30 @@ impl Endpoint {
     /// Runs `f` on a thread that has entered this endpoint's namespace, so the sockets it
     /// opens live there (setns affects only that thread, which ends right after).
     pub fn within<T: Send>(&self, f: impl FnOnce() -> io::Result<T> + Send) -> io::Result<T> {
-        let Some(ns) = &self.netns else { return f() };
-        let path = format!("/run/netns/{ns}");
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let file = std::fs::File::open(&path)
-                    .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
-                sys::enter_netns(&file)?;
-                f()
-            })
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("namespace thread panicked")))
-        })
+        in_netns(self.netns.as_deref(), f)?
     }
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns` (`/run/netns/NS`), or on
+/// this thread when `ns` is `None`. Sockets `f` opens live in that namespace, and so do
+/// threads it starts, which may outlive the call (a server it spawns serves there);
+/// setns affects only the new thread, which ends when `f` returns.
+///
+/// # Errors
+/// The namespace cannot be entered, or the thread panicked.
+pub fn in_netns<T: Send>(ns: Option<&str>, f: impl FnOnce() -> T + Send) -> io::Result<T> {
+    let Some(ns) = ns else { return Ok(f()) };
+    let path = format!("/run/netns/{ns}");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let file = std::fs::File::open(&path)
+                .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+            sys::enter_netns(&file)?;
+            Ok(f())
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("namespace thread panicked")))
+    })
 }
 
 /// Sends whole frames.

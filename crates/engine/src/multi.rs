@@ -15,10 +15,13 @@ use wire::frame::FrameLayout;
 use crate::clock::RealClock;
 use crate::frameio::{FrameRx, FrameTx};
 use crate::pace::{self, Step};
-use crate::raw::MAX_DRAIN;
 use model::clock::Clock;
 use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::stats::table::StreamTable;
+
+/// The longest a receiver waits for residual frames after the generators finished (RFC
+/// 2544 §23 waits 2 s).
+pub const MAX_DRAIN: Duration = Duration::from_secs(2);
 
 /// Where to patch sequence number and transmit time into a template.
 #[derive(Debug, Clone, Copy)]

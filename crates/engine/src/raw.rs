@@ -27,9 +27,6 @@ use model::stats::histogram::LatencyHistogram;
 use model::stats::table::StreamTable;
 use model::stats::Counters;
 
-/// The longest the receiver waits for residual frames after the generator finished.
-pub const MAX_DRAIN: Duration = Duration::from_secs(2);
-
 /// What to send.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RawLoad {
@@ -67,7 +64,7 @@ pub struct RawTrialSpec {
     pub load: RawLoad,
     /// After the last frame left, the receiver stops once every frame is counted, or once
     /// none of this trial arrived for this long, and at the latest after
-    /// [`MAX_DRAIN`] (RFC 2544 §23 waits 2 s for residual frames).
+    /// [`crate::multi::MAX_DRAIN`] (RFC 2544 §23 waits 2 s for residual frames).
     pub drain: Duration,
 }
 
@@ -77,6 +74,10 @@ pub struct RawTrialReport {
     /// Frames the backend took (`sent`) and what the receiver counted of this trial's
     /// stream, settled (`lost = sent − received`).
     pub counters: Counters,
+    /// Bytes of the distinct frames received (without their FCS).
+    pub received_bytes: u64,
+    /// From the first to the last frame received (kernel stamps), when any arrived.
+    pub rx_span: Option<Duration>,
     /// Other frames the receiver saw (not of this test and stream).
     pub foreign: u64,
     /// Frames the receive socket's kernel buffer dropped.
@@ -156,6 +157,8 @@ pub fn run_trial(
                 report.counters = st.counters().settle(report.counters.sent);
                 report.latency = st.latency.clone();
                 report.unstamped = st.unstamped;
+                report.received_bytes = st.bytes;
+                report.rx_span = st.span.map(|(first, last)| last.saturating_sub(first));
             }
             report.foreign = table.foreign;
             report.rx_drops = drops;

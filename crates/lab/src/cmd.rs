@@ -20,6 +20,21 @@ pub struct Cmd {
 }
 
 impl Cmd {
+    /// The process to start.
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.program);
+        c.args(&self.args);
+        c
+    }
+
+    /// The error of this command failing with `detail`.
+    fn failed(&self, detail: impl fmt::Display) -> LabError {
+        LabError::Command {
+            cmd: self.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
     fn new(program: &str, args: &[&str]) -> Self {
         Self {
             program: program.to_owned(),
@@ -217,6 +232,11 @@ impl Cmd {
         }
     }
 
+    /// `sh -c LINE`: a command the user wrote (e.g. how to reconfigure a device under test).
+    pub fn shell(line: &str) -> Self {
+        Self::new("sh", &["-c", line])
+    }
+
     /// `ip netns exec NS ARGV...`
     pub fn exec_in(ns: &str, argv: &[String]) -> Self {
         let mut c = Self::new("ip", &["netns", "exec", ns]);
@@ -266,35 +286,20 @@ pub struct SystemRunner;
 
 impl Runner for SystemRunner {
     fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
-        let out = Command::new(&cmd.program)
-            .args(&cmd.args)
-            .output()
-            .map_err(|e| LabError::Command {
-                cmd: cmd.to_string(),
-                detail: e.to_string(),
-            })?;
+        let out = cmd.command().output().map_err(|e| cmd.failed(e))?;
         if !out.status.success() {
-            return Err(LabError::Command {
-                cmd: cmd.to_string(),
-                detail: format!(
-                    "{}: {}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ),
-            });
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            return Err(cmd.failed(format!("{}: {}", out.status, stderr.trim())));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     fn spawn(&mut self, cmd: &Cmd, log: &std::path::Path) -> Result<u32, LabError> {
         use std::os::unix::process::CommandExt;
-        let err = |e: std::io::Error| LabError::Command {
-            cmd: cmd.to_string(),
-            detail: e.to_string(),
-        };
+        let err = |e: std::io::Error| cmd.failed(e);
         let out = std::fs::File::create(log).map_err(err)?;
-        let mut child = Command::new(&cmd.program)
-            .args(&cmd.args)
+        let mut child = cmd
+            .command()
             .stdin(std::process::Stdio::null())
             .stdout(out.try_clone().map_err(err)?)
             .stderr(out)
@@ -332,6 +337,16 @@ impl Runner for DryRun {
             .push(format!("setsid {cmd} > {} 2>&1 &", log.display()));
         Ok(0)
     }
+}
+
+/// Runs `cmd` attached to this terminal (its output is the user's) and returns its exit
+/// code (1 when a signal ended it).
+///
+/// # Errors
+/// It cannot be started.
+pub fn run_attached(cmd: &Cmd) -> Result<i32, LabError> {
+    let status = cmd.command().status().map_err(|e| cmd.failed(e))?;
+    Ok(status.code().unwrap_or(1))
 }
 
 /// Whether this process runs as root (effective uid 0), from `/proc/self/status`.

@@ -25,6 +25,7 @@ pub mod naming;
 pub mod probe;
 pub mod relay;
 pub mod shaper;
+pub mod status;
 pub mod topology;
 
 pub use cmd::{Cmd, DryRun, Runner, SystemRunner};

@@ -64,6 +64,16 @@ pub fn process_runs(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether a managed process (relay, stage) still runs, as a word: `running`, `stopped:
+/// WHY` (it said why), or `gone` (it ended without saying why).
+pub fn liveness(running: bool, pid: u32, stopped: Option<&String>) -> String {
+    match (running && process_runs(pid), stopped) {
+        (true, _) => "running".to_owned(),
+        (false, Some(why)) => format!("stopped: {why}"),
+        (false, None) => "gone".to_owned(),
+    }
+}
+
 fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();

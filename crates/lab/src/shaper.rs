@@ -272,6 +272,21 @@ impl ShaperSpec {
     }
 }
 
+/// The `tc` command that sets the first class (1:10) of lab `lab`'s shaper (on the dut's
+/// egress toward the listener) to `bps`, rate and ceil alike.
+pub fn set_first_class_rate(lab: &str, bps: f64) -> Cmd {
+    let ns = crate::naming::namespace(lab, "dut");
+    let bits = format!("{}bit", bps.round() as u64);
+    let args = [
+        "-n", &ns, "class", "change", "dev", "eth1", "parent", "1:", "classid", "1:10", "htb",
+        "rate", &bits, "ceil", &bits, "quantum", "1514",
+    ];
+    Cmd {
+        program: "tc".into(),
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+    }
+}
+
 /// One HTB class's counters, as `tc -s class show` reports them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassStats {

@@ -28,7 +28,8 @@ pub mod streams;
 pub mod sweep;
 pub mod trial;
 
-pub use trial::{Dut, Load, Size, StreamsData, StreamsTrial, Trial, TrialData, TrialRequest};
+pub use streams::{StreamsData, StreamsTrial};
+pub use trial::{Dut, Load, Size, Trial, TrialData, TrialRequest};
 
 /// Errors of a method's plan (before any trial runs).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -96,16 +96,15 @@ pub fn rows(control: &Group, frer: &Group, udp_len: u32) -> Vec<OverheadRow> {
             show(control.per_delivered[i])
         )
     };
-    let row = |metric: String, unit: &str, c: Option<f64>, f: Option<f64>, higher: bool| {
-        OverheadRow {
+    let row =
+        |metric: String, unit: &str, c: Option<f64>, f: Option<f64>, higher: bool| OverheadRow {
             metric,
             unit: unit.into(),
             control: c,
             frer: f,
             overhead_percent: cost(c, f, higher),
             reason: String::new(),
-        }
-    };
+        };
     let tcp = (received_mbps(&control.tcp), received_mbps(&frer.tcp));
     let udp = (received_mbps(&control.udp), received_mbps(&frer.udp));
     let mut out = vec![
@@ -135,10 +134,17 @@ pub fn rows(control: &Group, frer: &Group, udp_len: u32) -> Vec<OverheadRow> {
             )
         },
     ];
-    let quantiles: [(&str, fn(&LatencyUs) -> f64); 3] =
-        [("p50", |l| l.p50), ("p99", |l| l.p99), ("p99.9", |l| l.p999)];
+    type Quantile = fn(&LatencyUs) -> f64;
+    let quantiles: [(&str, Quantile); 3] = [
+        ("p50", |l| l.p50),
+        ("p99", |l| l.p99),
+        ("p99.9", |l| l.p999),
+    ];
     for (name, q) in quantiles {
-        let (c, f) = (round_trip(&control.latency, q), round_trip(&frer.latency, q));
+        let (c, f) = (
+            round_trip(&control.latency, q),
+            round_trip(&frer.latency, q),
+        );
         out.push(OverheadRow {
             reason: format!("{}; the first copy wins", work(2)),
             ..row(
@@ -159,7 +165,12 @@ mod test {
     use model::results::{LatencyKind, LatencyRow, Summary};
 
     fn doc(received_bps: Option<f64>, loss: Option<f64>, rtt_p50_us: Option<f64>) -> RunResult {
-        let mut r = RunResult::new("t", serde_json::json!({}), String::new(), Default::default());
+        let mut r = RunResult::new(
+            "t",
+            serde_json::json!({}),
+            String::new(),
+            Default::default(),
+        );
         r.summary = Some(Summary {
             received_bps,
             loss_ratio: loss,
@@ -227,14 +238,27 @@ mod test {
         let c = compare(&mut net, 1472).unwrap();
         assert_eq!(net.order, [false, true], "control first");
         assert_eq!(c.runs.len(), 6);
-        let by = |m: &str| c.report.rows.iter().find(|r| r.metric.starts_with(m)).unwrap();
+        let by = |m: &str| {
+            c.report
+                .rows
+                .iter()
+                .find(|r| r.metric.starts_with(m))
+                .unwrap()
+        };
         let tcp = by("TCP throughput");
         assert_eq!((tcp.control, tcp.frer), (Some(900.0), Some(675.0)));
         assert!((tcp.overhead_percent.unwrap() - 25.0).abs() < 1e-9);
-        assert!(tcp.reason.contains("2.00 frames in per frame delivered (control 1.00)"));
+        assert!(tcp
+            .reason
+            .contains("2.00 frames in per frame delivered (control 1.00)"));
         let p50 = by("UDP round-trip latency p50");
-        assert!((p50.overhead_percent.unwrap() - 25.0).abs() < 1e-9, "{p50:?}");
-        assert!(p50.reason.contains("- frames in per frame delivered (control -)"));
+        assert!(
+            (p50.overhead_percent.unwrap() - 25.0).abs() < 1e-9,
+            "{p50:?}"
+        );
+        assert!(p50
+            .reason
+            .contains("- frames in per frame delivered (control -)"));
         let loss = by("UDP loss");
         assert_eq!((loss.control, loss.frer), (Some(0.0), Some(2.0)));
         assert_eq!(loss.overhead_percent, None, "loss has no overhead figure");

@@ -448,12 +448,7 @@ pub fn back_to_back<T: Trial>(
         log,
         budget: usize::MAX,
     };
-    let burst = |run: &mut Runner<'_, T>, n: u64| {
-        run.run(
-            "b2b",
-            TrialRequest::burst(len, n),
-        )
-    };
+    let burst = |run: &mut Runner<'_, T>, n: u64| run.run("b2b", TrialRequest::burst(len, n));
     for _ in 0..repeats.max(1) {
         let r = burst(&mut run, max_burst)?;
         if r.generator_limited {

@@ -231,16 +231,26 @@ mod test {
             .unwrap();
         // 64-byte frames counted as 60: 64/60 of the rate passes.
         let small = &out.report.cells[0];
-        assert!((small.passed_ratio - 64.0 / 60.0).abs() < 0.002, "{small:?}");
+        assert!(
+            (small.passed_ratio - 64.0 / 60.0).abs() < 0.002,
+            "{small:?}"
+        );
         let big = &out.report.cells[1];
-        assert!((big.passed_ratio - 1518.0 / 1514.0).abs() < 0.002, "{big:?}");
+        assert!(
+            (big.passed_ratio - 1518.0 / 1514.0).abs() < 0.002,
+            "{big:?}"
+        );
         // A generator that cannot exceed the bandwidth measures itself.
         let slow = Sim::new(true, 700.0);
         let out = plan(vec![64, 1518], vec![10e6])
             .run(&mut slow.clone(), &mut slow.clone(), |_| {})
             .unwrap();
         assert!(out.report.cells.iter().all(|c| c.generator_limited));
-        assert!(out.notes[0].contains("generator limited"), "{:?}", out.notes);
+        assert!(
+            out.notes[0].contains("generator limited"),
+            "{:?}",
+            out.notes
+        );
         let bad = ShapingPlan::new(vec![64], vec![0.0], Duration::from_secs(1), LineRate(1));
         assert!(bad.is_err());
     }

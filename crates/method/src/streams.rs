@@ -34,7 +34,26 @@ use model::results::profile::{ProfileReport, StreamRow};
 use model::results::Verdict;
 use model::units::bps;
 
-use crate::trial::{StreamsTrial, TrialData};
+use crate::trial::TrialData;
+
+/// Something that runs every stream of a multi-stream profile at once.
+pub trait StreamsTrial {
+    /// Why the streams could not run.
+    type Error;
+    /// Runs the profile: one [`TrialData`] per stream, in profile order.
+    fn run(&mut self, profile: &Profile) -> Result<StreamsData, Self::Error>;
+}
+
+/// What a [`StreamsTrial`] measured.
+#[derive(Debug, Clone, Default)]
+pub struct StreamsData {
+    /// Per stream, in profile order.
+    pub streams: Vec<TrialData>,
+    /// Frames a receiving socket dropped before they were counted.
+    pub rx_drops: u64,
+    /// The backends used, e.g. `talker:eth0: xdp`.
+    pub backends: Vec<String>,
+}
 
 /// The simple IMIX: 64, 594 and 1518-byte frames in the ratio 7:4:1 (mean 361.8 bytes).
 pub const IMIX: [(u64, usize); 3] = [(64, 7), (594, 4), (1518, 1)];

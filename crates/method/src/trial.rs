@@ -4,8 +4,8 @@
 //! this size for this long" ([`TrialRequest`]) and reads the [`TrialData`] it returns: the
 //! runner's counts, rates and latency histogram, nothing assembled or encoded. Runners are
 //! a wirebench server over TCP/UDP, two raw ports, or a simulated device in tests.
-//! [`StreamsTrial`] offers a whole multi-stream profile at once (one [`TrialData`] per
-//! stream) and [`Dut`] changes a device's configured rate between trials.
+//! [`Dut`] changes a device's configured rate between trials. (A multi-stream profile
+//! runs through `streams::StreamsTrial`, one [`TrialData`] per stream.)
 
 use std::time::Duration;
 
@@ -155,25 +155,6 @@ pub trait Trial {
     type Error;
     /// Runs one trial.
     fn run(&mut self, req: &TrialRequest) -> Result<TrialData, Self::Error>;
-}
-
-/// Something that runs every stream of a multi-stream profile at once.
-pub trait StreamsTrial {
-    /// Why the streams could not run.
-    type Error;
-    /// Runs the profile: one [`TrialData`] per stream, in profile order.
-    fn run(&mut self, profile: &crate::streams::Profile) -> Result<StreamsData, Self::Error>;
-}
-
-/// What a [`StreamsTrial`] measured.
-#[derive(Debug, Clone, Default)]
-pub struct StreamsData {
-    /// Per stream, in profile order.
-    pub streams: Vec<TrialData>,
-    /// Frames a receiving socket dropped before they were counted.
-    pub rx_drops: u64,
-    /// The backends used, e.g. `talker:eth0: xdp`.
-    pub backends: Vec<String>,
 }
 
 /// A device under test whose rate a method sets (a shaper's class).

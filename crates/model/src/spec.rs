@@ -148,6 +148,12 @@ impl TestSpec {
     pub const MAX_UDP_LEN: usize = 65_507;
     /// Largest TCP write size accepted.
     pub const MAX_TCP_LEN: usize = 16 * 1024 * 1024;
+    /// Default UDP payload: fills a 1500-byte MTU (1500 − 20 IPv4 − 8 UDP).
+    pub const DEFAULT_UDP_LEN: usize = 1472;
+    /// Default TCP write size (iperf3's).
+    pub const DEFAULT_TCP_LEN: usize = 128 * 1024;
+    /// Default UDP rate when none is given, bit/s (iperf3's 1 Mbit/s).
+    pub const DEFAULT_UDP_RATE: f64 = 1e6;
 
     /// Checks the request for values that cannot run; the message names the field.
     pub fn validate(&self) -> Result<(), String> {

@@ -6,6 +6,7 @@
 use model::results::{BlocksizeRow, IntervalRow, LatencyRow, RunResult, SweepTable};
 use model::units::{bps, bytes, us};
 
+use crate::table::Table;
 use crate::tables;
 
 /// One interval line, iperf3-like.
@@ -333,7 +334,8 @@ pub fn relays(r: &RunResult) -> String {
     r.relays.iter().map(relay).collect()
 }
 
-fn relay(s: &model::results::relay::RelayReport) -> String {
+/// One relay's counters (`frer relay` when it stops, `frer stats`, `lab status`).
+pub fn relay(s: &model::results::relay::RelayReport) -> String {
     let c = &s.counters;
     let mut out = format!(
         "\nFRER relay {} (pid {}, {}, {:.1} s)\n",
@@ -365,6 +367,55 @@ fn relay(s: &model::results::relay::RelayReport) -> String {
          accepted after each reset, which the literal algorithm counts too (both are in -J); numbers still inside\n\
          the history window are not yet counted.\n",
     );
+    out
+}
+
+/// The labs that are up (`lab status`): nodes and interfaces, then the shaper classes,
+/// the relays and the impairment stages of those that have them.
+pub fn lab_status(st: &model::results::lab::LabStatus) -> String {
+    if st.nodes.is_empty() {
+        return "no labs are up\n".into();
+    }
+    let nodes = st.nodes.iter().map(|n| {
+        let ifaces = n.interfaces.join("; ");
+        vec![n.lab.clone(), n.node.clone(), n.namespace.clone(), ifaces]
+    });
+    let mut out = Table::plain("lab|node|namespace|interfaces", nodes.collect()).text();
+    if !st.classes.is_empty() {
+        let rows = st.classes.iter().map(|c| {
+            let n = [c.packets, c.bytes, c.dropped].map(|v| v.to_string());
+            [
+                vec![c.lab.clone(), c.id.clone(), c.rate.clone()],
+                n.to_vec(),
+            ]
+            .concat()
+        });
+        out.push_str("\nshaper classes (dut eth1, toward the listener)\n");
+        let spec = "lab|class|rate>|packets>|bytes>|dropped>";
+        out.push_str(&Table::plain(spec, rows.collect()).text());
+    }
+    for r in &st.relays {
+        out.push_str(&relay(r));
+    }
+    if !st.stages.is_empty() {
+        let rows = st.stages.iter().map(|s| {
+            let n = [
+                s.frames_in,
+                s.lost,
+                s.duplicated,
+                s.reordered,
+                s.delayed,
+                s.queue_drops,
+                s.frames_out,
+            ]
+            .map(|v| v.to_string());
+            let head = vec![s.lab.clone(), s.node.clone(), s.direction.clone()];
+            [head, n.to_vec(), vec![s.state.clone()]].concat()
+        });
+        out.push_str("\nimpairment stages (forward = toward the listener)\n");
+        let spec = "lab|node|direction|frames in>|lost>|duplicated>|reordered>|delayed>|queue drops>|frames out>|state";
+        out.push_str(&Table::plain(spec, rows.collect()).text());
+    }
     out
 }
 

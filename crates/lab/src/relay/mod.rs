@@ -4,6 +4,7 @@
 //!
 //! - [`config`]: what the user writes (TOML) or the lab hands over (JSON): streams,
 //!   their identification and the ports that replicate or eliminate them.
+//! - [`flags`]: the same for one stream from command-line flags.
 //! - [`core`]: the per-frame decisions, pure (the `frer` crate does the 802.1CB parts).
 //! - [`process`]: the AF_PACKET loop and the state file `wirebench frer stats` reads.
 //! - [`state`]: finding running relays by their state files, and what their counters
@@ -15,5 +16,6 @@
 
 pub mod config;
 pub mod core;
+pub mod flags;
 pub mod process;
 pub mod state;

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use model::results::campaign::FrerPathRow;
+use model::results::relay::RelayReport;
 use serde_json::Value;
 
 use super::core::RelayCounters;
@@ -65,16 +66,17 @@ pub fn state_files(lab: Option<&str>) -> Vec<(String, PathBuf)> {
     out
 }
 
-/// Whether the relay of `state` still runs, as a word: `running`, `stopped: WHY` or
-/// `gone` (its process ended without saying why).
-pub fn liveness(state: &RelayState) -> String {
-    match (
-        state.running && crate::lifecycle::process_runs(state.pid),
-        &state.stopped,
-    ) {
-        (true, _) => "running".into(),
-        (false, Some(why)) => format!("stopped: {why}"),
-        (false, None) => "gone".into(),
+impl RelayState {
+    /// The relay as `frer stats` shows it, under `label`.
+    pub fn report(self, label: String) -> RelayReport {
+        RelayReport {
+            label,
+            pid: self.pid,
+            state: crate::lifecycle::liveness(self.running, self.pid, self.stopped.as_ref()),
+            uptime_s: self.uptime_s,
+            counters: self.counters,
+            latent_alarms: self.latent_alarms,
+        }
     }
 }
 

@@ -458,4 +458,6 @@ pub mod frer;
 
 pub mod relay;
 
+pub mod lab;
+
 pub mod campaign;

@@ -1,0 +1,197 @@
+//! The frames of the raw-frame jobs: naming a port (`IFACE` on this host, `NODE:IFACE` of a
+//! lab), the frame template from the request and what the interfaces say (addresses, the
+//! next hop's MAC as the kernel resolves it), and opening the frame backends.
+
+use std::net::IpAddr;
+
+use engine::frameio::{Backend, Endpoint, FrameRx, FrameTx};
+use wire::frame::{FrameSpec, L4Spec};
+
+use crate::request::{FrameBackend, FrameProto, FrameRequest};
+use crate::{usage, Error};
+
+/// `IFACE` on this host, or `NODE:IFACE` of lab `lab` (namespace `wb-LAB-NODE`).
+///
+/// # Errors
+/// A node name that is not valid, or a node the lab does not have.
+pub fn port(s: &str, lab: &str) -> Result<Endpoint, Error> {
+    let Some((node, iface)) = s.split_once(':') else {
+        return Ok(Endpoint {
+            netns: None,
+            iface: s.to_owned(),
+        });
+    };
+    lab::naming::check(node)?;
+    let ns = lab::naming::namespace(lab, node);
+    if !std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
+        return Err(usage(format!(
+            "'{s}': lab '{lab}' has no node '{node}' (namespace {ns} not found; see `wirebench lab status`)"
+        )));
+    }
+    Ok(Endpoint {
+        netns: Some(ns),
+        iface: iface.to_owned(),
+    })
+}
+
+/// The frame template: the request first, then what the interfaces say. Without a
+/// destination address, the receiving port's (`rx`) is taken.
+///
+/// # Errors
+/// An address the interfaces do not have and the request does not give, mixed address
+/// families, a next hop that does not answer address resolution.
+pub fn spec(a: &FrameRequest, tx: &Endpoint, rx: Option<&Endpoint>) -> Result<FrameSpec, Error> {
+    use wire::ethernet::EthernetRepr;
+    use wire::ipv4::Ipv4Repr;
+    use wire::ipv6::Ipv6Repr;
+    let runner = &mut lab::SystemRunner;
+    let txa = lab::probe::addresses(runner, tx)?;
+    let v6 = a.dst_ip.or(a.src_ip).is_some_and(|ip| ip.is_ipv6());
+    let family = if v6 { "IPv6" } else { "IPv4" };
+    let src_ip = a
+        .src_ip
+        .or(txa.ip(v6))
+        .ok_or_else(|| usage(format!("{tx} has no {family} address: give --src-ip")))?;
+    let dst_ip = match (a.dst_ip, rx) {
+        (Some(ip), _) => ip,
+        (None, Some(rx)) => lab::probe::addresses(runner, rx)?
+            .ip(v6)
+            .ok_or_else(|| usage(format!("{rx} has no {family} address: give --dst-ip")))?,
+        (None, None) => return Err(usage("give --dst-ip (or --rx to take it from)")),
+    };
+    if src_ip.is_ipv6() != dst_ip.is_ipv6() {
+        return Err(usage(format!(
+            "--src-ip {src_ip} and --dst-ip {dst_ip} are of different families"
+        )));
+    }
+    let dst_mac = match a.dst_mac {
+        Some(m) => m,
+        None => lab::probe::next_hop_mac(runner, tx, dst_ip)?,
+    };
+    let l4 = match a.proto {
+        FrameProto::Udp => L4Spec::Udp {
+            src_port: a.src_port,
+            dst_port: a.dst_port,
+        },
+        FrameProto::Tcp => L4Spec::Tcp(wire::tcp::TcpRepr {
+            src_port: a.src_port,
+            dst_port: a.dst_port,
+            seq: 1,
+            ack: 0,
+            flags: wire::tcp::TcpFlags::ACK,
+            window: 65535,
+        }),
+        FrameProto::Icmp => L4Spec::IcmpEcho(wire::icmp::IcmpEchoRepr {
+            kind: wire::icmp::EchoKind::Request,
+            ident: a.src_port,
+            seq: 0,
+        }),
+    };
+    // EtherTypes, protocol numbers and lengths are derived by FrameSpec::build.
+    let ip = match (src_ip, dst_ip) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => wire::IpRepr::V4(Ipv4Repr {
+            src_addr: wire::Ipv4Address(s.octets()),
+            dst_addr: wire::Ipv4Address(d.octets()),
+            protocol: wire::IpProtocol::UDP,
+            payload_len: 0,
+            ttl: 64,
+            dscp: a.dscp,
+            ecn: 0,
+            dont_frag: true,
+            ident: 0,
+        }),
+        (IpAddr::V6(s), IpAddr::V6(d)) => wire::IpRepr::V6(Ipv6Repr {
+            src_addr: wire::Ipv6Address(s.octets()),
+            dst_addr: wire::Ipv6Address(d.octets()),
+            next_header: wire::IpProtocol::UDP,
+            payload_len: 0,
+            hop_limit: 64,
+            traffic_class: a.dscp << 2,
+            flow_label: 0,
+        }),
+        _ => return Err(usage("mixed address families")),
+    };
+    Ok(FrameSpec {
+        eth: EthernetRepr {
+            src_addr: wire::EthernetAddress(a.src_mac.unwrap_or(txa.mac)),
+            dst_addr: wire::EthernetAddress(dst_mac),
+            ethertype: wire::EtherType::IPV4,
+        },
+        vlan: a.vlan.map(|vid| wire::vlan::VlanRepr {
+            pcp: a.pcp,
+            dei: false,
+            vid,
+            inner_ethertype: wire::EtherType::IPV4,
+        }),
+        ip,
+        l4,
+    })
+}
+
+/// Refuses frame sizes too small for the template's headers and the test header.
+pub(crate) fn check_sizes(spec: &FrameSpec, sizes: &[u64]) -> Result<(), Error> {
+    match sizes.iter().find(|s| (**s as usize) < spec.min_frame_len()) {
+        Some(s) => Err(usage(format!(
+            "frame size {s} is too small for these headers: at least {}",
+            spec.min_frame_len()
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn backend(b: FrameBackend) -> Option<Backend> {
+    match b {
+        FrameBackend::Auto => None,
+        FrameBackend::Packet => Some(Backend::Packet),
+        FrameBackend::Ring => Some(Backend::Ring),
+        FrameBackend::Xdp => Some(Backend::Xdp),
+    }
+}
+
+/// The sender: the asked backend, or with `auto` the fastest that opens (AF_XDP, then the
+/// TX ring, then sendmmsg), saying why the faster ones did not.
+///
+/// # Errors
+/// The backend does not open (no root, no such interface).
+pub fn open_tx(b: FrameBackend, ep: &Endpoint, max_len: u64) -> Result<Box<dyn FrameTx>, Error> {
+    let opened = match backend(b) {
+        Some(b) => b.open_tx(ep),
+        None => {
+            let order = [Backend::Xdp, Backend::Ring, Backend::Packet];
+            Backend::open_tx_first(&order, ep, max_len as usize).map(|(tx, why)| {
+                if !why.is_empty() {
+                    tracing::info!("backend {} chosen: {}", tx.name(), why.join("; "));
+                }
+                tx
+            })
+        }
+    };
+    opened.map_err(|e| Error::Failed(format!("sending on {ep}: {e}")))
+}
+
+/// The receiver: the asked backend's, or with `auto` (and `xdp`, which receives on the
+/// ring) the TPACKET_V3 ring, falling back to recvmmsg; an explicitly asked backend does
+/// not fall back.
+///
+/// # Errors
+/// The backend does not open.
+pub fn open_rx(b: FrameBackend, ep: &Endpoint) -> Result<Box<dyn FrameRx>, Error> {
+    let rx = match backend(b) {
+        Some(b) => b.open_rx(ep),
+        None => Backend::Ring
+            .open_rx(ep)
+            .or_else(|_| Backend::Packet.open_rx(ep)),
+    };
+    rx.map_err(|e| Error::Failed(format!("receiving on {ep}: {e}")))
+}
+
+/// The test id of this run's frames: distinct per process, so frames of another run on
+/// the same wire are not counted.
+pub fn test_id() -> u16 {
+    (std::process::id() as u16) ^ 0x5742
+}
+
+/// Raw frames need `CAP_NET_RAW`.
+pub(crate) fn need_root() -> Result<(), Error> {
+    crate::need_root("raw frames need root (CAP_NET_RAW): run it with sudo")
+}

@@ -1,0 +1,199 @@
+//! Frames of one size at a rate (`gen`), and capturing test frames on the paths of a
+//! redundant network (`frer analyze`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use engine::frameio::FrameRx;
+use engine::raw::{RawLoad, RawTrialSpec};
+use model::results::frames::{FrerAnalysis, GenReceived, GenTable};
+use model::results::RunResult;
+use wire::linerate::LineRate;
+
+use crate::frames::{self, test_id};
+use crate::request::{AnalyzeRequest, FrameBackend, GenRequest};
+use crate::{usage, Error, Watch};
+
+/// Sends `req.size`-byte frames at its rate for its time or count; with a receiving port,
+/// counts them back (loss, duplicates, reordering, latency from kernel stamps).
+///
+/// # Errors
+/// No root, a port that cannot be used, a frame size too small for the headers.
+pub fn gen(req: &GenRequest, stop: &AtomicBool) -> Result<RunResult, Error> {
+    frames::need_root()?;
+    let lab = &req.frame.lab;
+    let tx_ep = frames::port(&req.port, lab)?;
+    let rx_ep = req
+        .rx
+        .as_deref()
+        .map(|r| frames::port(r, lab))
+        .transpose()?;
+    let frame = frames::spec(&req.frame, &tx_ep, rx_ep.as_ref())?;
+    if (req.size as usize) < frame.min_frame_len() {
+        return Err(usage(format!(
+            "{} bytes is too small for these headers and the test header: at least {}",
+            req.size,
+            frame.min_frame_len()
+        )));
+    }
+    let line = LineRate(req.frame.line_rate as u64);
+    let pps = req.rate.fps(req.size, line);
+    let mut tx = frames::open_tx(req.frame.backend, &tx_ep, req.size)?;
+    let mut rx = rx_ep
+        .as_ref()
+        .map(|ep| frames::open_rx(req.frame.backend, ep))
+        .transpose()?;
+    let spec = RawTrialSpec {
+        frame,
+        frame_len: req.size as usize,
+        test_id: test_id(),
+        stream_id: 1,
+        load: RawLoad::Rate {
+            pps,
+            duration: req.time,
+            count: req.count,
+        },
+        drain: Duration::from_millis(200),
+    };
+    let rx_ref = rx.as_mut().map(|b| b.as_mut() as &mut dyn FrameRx);
+    let r = engine::raw::run_trial(tx.as_mut(), rx_ref, &spec, stop)?;
+    let rates = LineRate::rates_at(req.size, r.offered_pps);
+    let params = serde_json::json!({
+        "interface": req.port, "rx": req.rx, "frame_len": req.size, "target_pps": pps,
+        "line_rate_bps": line.0, "count": req.count, "duration_s": req.time.as_secs_f64(),
+        "port": tx_ep.to_string(), "rx_port": rx_ep.as_ref().map(ToString::to_string),
+        "tx_backend": tx.name(),
+    });
+    let mut doc = engine::env::result("gen", params);
+    doc.backend = Some(match &rx {
+        Some(rx) => format!("{} / {}", tx.name(), rx.name()),
+        None => tx.name().to_owned(),
+    });
+    let c = r.counters;
+    doc.gen = Some(GenTable {
+        sent: c.sent,
+        elapsed_s: r.elapsed.as_secs_f64(),
+        target_pps: pps,
+        achieved_pps: r.offered_pps,
+        l2_bps: rates.l2_bps,
+        l1_bps: rates.l1_bps,
+        percent_of_line_rate: line.percent_of(req.size, r.offered_pps),
+        generator_limited: r.generator_limited,
+        behind_ratio: r.behind_ratio,
+        pacing_error_us: r.pacing_error,
+        send_errors: r.send_errors,
+        tx_cpu_s: r.tx_cpu.as_secs_f64(),
+        rx: rx.is_some().then(|| GenReceived {
+            received: c.received,
+            lost: c.sent.saturating_sub(c.received),
+            duplicates: c.duplicates,
+            reordered: c.reordered,
+            rx_kernel_drops: r.rx_drops,
+            unstamped: r.unstamped,
+            latency_us: r.latency.summary(),
+        }),
+    });
+    if r.generator_limited {
+        doc.notes.push(format!(
+            "generator limited: asked {pps:.0} frames/s, offered {:.0} ({:.1} % behind its schedule); the figures measure the tool, not the network",
+            r.offered_pps,
+            r.behind_ratio * 100.0
+        ));
+    }
+    Ok(doc)
+}
+
+/// Arrivals kept per path: 24 bytes each, so at most about 1 GB for eight paths.
+const CAPTURE_LIMIT: usize = 5_000_000;
+
+/// Captures test frames on every path for `req.time` (or until `stop`) and analyses each
+/// stream: merged (what an eliminator passes) and per path. Once every path listens, it
+/// says so to `watch` (`capturing ...`).
+///
+/// # Errors
+/// More than 8 paths, a time out of range, no root, a port that cannot be opened.
+pub fn analyze(
+    req: &AnalyzeRequest,
+    watch: &mut dyn Watch,
+    stop: &AtomicBool,
+) -> Result<RunResult, Error> {
+    if !(req.time.is_finite() && req.time > 0.0 && req.time <= 3600.0) {
+        return Err(usage(format!("-t {}: give 0 < seconds <= 3600", req.time)));
+    }
+    if req.ports.len() > 8 {
+        return Err(usage("at most 8 paths (--rx)"));
+    }
+    frames::need_root()?;
+    let backend = match req.backend {
+        FrameBackend::Packet => FrameBackend::Packet,
+        FrameBackend::Auto => FrameBackend::Auto,
+        FrameBackend::Ring | FrameBackend::Xdp => FrameBackend::Ring,
+    };
+    let mut rxs = Vec::new();
+    for p in &req.ports {
+        rxs.push(frames::open_rx(backend, &frames::port(p, &req.lab)?)?);
+    }
+    watch.progress(&format!(
+        "capturing test frames on {} for {} s",
+        req.ports.join(", "),
+        req.time
+    ));
+    let caps = engine::multi::capture(
+        rxs.iter_mut()
+            .map(|r| &mut **r as &mut dyn FrameRx)
+            .collect(),
+        Duration::from_secs_f64(req.time),
+        CAPTURE_LIMIT,
+        stop,
+    )?;
+    let mut notes = Vec::new();
+    // A path that hit the limit stopped at its own point: per stream, every path is cut at
+    // the lowest number a truncated path still kept, so no path looks as if it missed
+    // what was only not kept.
+    let mut cut: BTreeMap<(u16, u8), u64> = BTreeMap::new();
+    for c in caps.iter().filter(|c| c.truncated) {
+        let mut last: BTreeMap<(u16, u8), u64> = BTreeMap::new();
+        for x in &c.arrivals {
+            let e = last.entry((x.test_id, x.stream_id)).or_insert(x.seq);
+            *e = (*e).max(x.seq);
+        }
+        for (k, v) in last {
+            let e = cut.entry(k).or_insert(v);
+            *e = (*e).min(v);
+        }
+    }
+    for (label, c) in req.ports.iter().zip(&caps) {
+        if c.truncated {
+            notes.push(format!(
+                "{label}: stopped keeping frames after {CAPTURE_LIMIT}: every path is analysed up to the last number all of them kept"
+            ));
+        }
+        if c.kernel_drops > 0 {
+            notes.push(format!(
+                "{label}: the kernel dropped {} frames before the capture read them: the counts of this path are low",
+                c.kernel_drops
+            ));
+        }
+    }
+    let mut arrivals = Vec::new();
+    for c in &caps {
+        arrivals.extend(c.arrivals.iter().filter(|x| {
+            cut.get(&(x.test_id, x.stream_id))
+                .is_none_or(|&limit| x.seq <= limit)
+        }));
+    }
+    let streams = model::stats::paths::analyze(&mut arrivals, &req.ports);
+    let params = serde_json::json!({ "paths": req.ports, "lab": req.lab, "duration_s": req.time });
+    let mut doc = engine::env::result("frer analyze", params);
+    doc.backend = rxs.first().map(|r| r.name().to_owned());
+    doc.timestamp_source = Some("kernel-software".into());
+    doc.notes = notes;
+    doc.frer_analysis = Some(FrerAnalysis {
+        paths: req.ports.clone(),
+        streams,
+        foreign: caps.iter().map(|c| c.foreign).collect(),
+        kernel_drops: caps.iter().map(|c| c.kernel_drops).collect(),
+    });
+    Ok(doc)
+}

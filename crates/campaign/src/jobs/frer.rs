@@ -1,0 +1,197 @@
+//! FRER (IEEE 802.1CB): what it costs against a control group (`frer compare`), and the
+//! counters of running relays (`frer stats`).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use method::overhead::{Group, Groups};
+use model::results::RunResult;
+use model::spec::{Direction, Protocol, Rate};
+
+use crate::request::{ClientRequest, FrerCompareRequest, LatencyRequest, Server};
+use crate::target::{Setup, Target};
+use crate::trials::base_spec;
+use crate::{usage, Error, Quiet, Watch};
+
+/// The two groups of a comparison: the `frer` lab with FRER relays, and the same lab whose
+/// relays forward plainly over path A; each built, measured from its talker, and removed.
+struct FrerLabs<'a> {
+    req: &'a FrerCompareRequest,
+    watch: &'a mut dyn Watch,
+    stop: &'a Arc<AtomicBool>,
+}
+
+/// The merge relay's counters now; the relays publish every 200 ms, so this waits for the
+/// last figures of a test first.
+fn merge_now(lab: &str) -> Option<lab::relay::state::Snapshot> {
+    std::thread::sleep(Duration::from_millis(400));
+    lab::relay::state::Snapshot::of(lab, "merge")
+}
+
+impl Groups for FrerLabs<'_> {
+    type Error = Error;
+
+    fn measure(&mut self, frer: bool) -> Result<Group, Error> {
+        let a = self.req;
+        let (suffix, mode, what) = if frer {
+            (
+                "f",
+                "mode=frer",
+                "FRER: relays replicate onto both paths and eliminate ...",
+            )
+        } else {
+            (
+                "c",
+                "mode=plain",
+                "control group: relays forward over path A, no FRER ...",
+            )
+        };
+        self.watch.progress(what);
+        let name = format!("{}{suffix}", a.name);
+        let mut args: Vec<String> = Vec::new();
+        for (flag, spec) in [("--path-a", &a.path_a), ("--path-b", &a.path_b)] {
+            if let Some(s) = spec {
+                args.extend([flag.to_owned(), s.clone()]);
+            }
+        }
+        args.extend(["--frer".to_owned(), mode.to_owned()]);
+        let request = lab::topology::Request {
+            topology: "frer".into(),
+            path_a: a.path_a.clone(),
+            path_b: a.path_b.clone(),
+            frer: Some(mode.into()),
+            ..Default::default()
+        };
+        let setup = Setup::new(&Target::Lab { request, args }, &name)?;
+        let server = Server {
+            host: setup.ctx.host.clone(),
+            port: setup.ctx.port,
+            key_file: None,
+        };
+        let time = Duration::from_secs_f64(a.time);
+        let client = |protocol: Protocol, rate: Rate, len: usize| ClientRequest {
+            server: server.clone(),
+            spec: model::spec::TestSpec {
+                protocol,
+                rate,
+                len,
+                duration: time,
+                direction: Direction::Forward,
+                ..base_spec(protocol)
+            },
+            interval: None,
+            cpu: None,
+            round_trip: false,
+        };
+        let tcp = client(Protocol::Tcp, Rate::Unlimited, 128 * 1024);
+        let udp = client(Protocol::Udp, Rate::Unlimited, a.length as usize);
+        let latency = LatencyRequest {
+            server: server.clone(),
+            sizes: vec![64],
+            time,
+            spin: false,
+            user_timestamps: false,
+        };
+        let ns = setup.client_ns();
+        let stop = self.stop;
+        let mut before = merge_now(&name);
+        let mut per = [None; 3];
+        let mut runs = Vec::new();
+        for (i, per) in per.iter_mut().enumerate() {
+            let r = engine::frameio::in_netns(ns.as_deref(), || match i {
+                0 => super::client(&tcp, &mut Quiet, stop),
+                1 => super::client(&udp, &mut Quiet, stop),
+                _ => super::latency(&latency, stop),
+            })??;
+            runs.push(r);
+            let now = merge_now(&name);
+            *per = match (&before, &now) {
+                (Some(b), Some(n)) => n
+                    .since(b)
+                    .and_then(|d| lab::relay::state::frames_per_delivered(&d)),
+                _ => None,
+            };
+            before = now;
+        }
+        drop(setup);
+        let [tcp, udp, latency]: [RunResult; 3] = runs
+            .try_into()
+            .map_err(|_| Error::Failed("a group's tests are missing".into()))?;
+        Ok(Group {
+            tcp,
+            udp,
+            latency,
+            per_delivered: per,
+        })
+    }
+}
+
+/// The cost of FRER: the same TCP, UDP and latency tests through the `frer` lab with FRER
+/// and with its relays forwarding plainly (both labs built and removed; needs root).
+///
+/// # Errors
+/// Values out of range, no root, a lab that cannot be built, a test that fails.
+pub fn frer_compare(
+    a: &FrerCompareRequest,
+    watch: &mut dyn Watch,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
+    if !(a.time.is_finite() && a.time >= 1.0 && a.time <= 600.0) {
+        return Err(usage(format!("-t {}: give 1..=600 seconds", a.time)));
+    }
+    if !(18..=1472).contains(&a.length) {
+        return Err(usage(format!("-l {}: give 18..=1472 bytes", a.length)));
+    }
+    lab::naming::check(&format!("{}c", a.name)).map_err(|e| usage(format!("--name: {e}")))?;
+    for s in [&a.path_a, &a.path_b].into_iter().flatten() {
+        lab::impair::spec::ImpairSpec::parse_inline(s)
+            .map_err(|e| usage(format!("impairment '{s}': {e}")))?;
+    }
+    crate::need_root("the FRER comparison builds labs: run it as root (sudo)")?;
+    let mut labs = FrerLabs {
+        req: a,
+        watch,
+        stop,
+    };
+    let c = method::overhead::compare(&mut labs, a.length)?;
+    let params = serde_json::json!({
+        "path_a": a.path_a, "path_b": a.path_b, "time_s": a.time, "udp_length": a.length,
+    });
+    let mut doc = engine::env::result("frer compare", params);
+    doc.frer = Some(c.report);
+    doc.runs = c.runs;
+    Ok(doc)
+}
+
+/// The counters of running relays: those of lab `lab`, or every relay (standalone ones
+/// first), or the one publishing to `state`.
+///
+/// # Errors
+/// No relay runs (or `state` cannot be read).
+pub fn relays(lab: Option<&str>, state: Option<&std::path::Path>) -> Result<RunResult, Error> {
+    let files = match state {
+        Some(p) => vec![(p.display().to_string(), p.to_path_buf())],
+        None => lab::relay::state::state_files(lab),
+    };
+    let mut reports = Vec::new();
+    for (label, path) in files {
+        match lab::relay::process::RelayState::read(&path) {
+            Ok(s) => reports.push(s.report(label)),
+            Err(e) if state.is_some() => {
+                return Err(usage(format!("{}: {e}", path.display())));
+            }
+            Err(_) => {}
+        }
+    }
+    if reports.is_empty() {
+        return Err(usage(match lab {
+            Some(l) => format!("lab '{l}' runs no FRER relay (see `wirebench lab status`)"),
+            None => "no FRER relay runs (start one with `wirebench frer relay` or `wirebench lab up frer`)".into(),
+        }));
+    }
+    let params = serde_json::json!({ "lab": lab, "state": state.map(|p| p.display().to_string()) });
+    let mut doc = engine::env::result("frer stats", params);
+    doc.relays = reports;
+    Ok(doc)
+}

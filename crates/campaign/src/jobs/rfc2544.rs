@@ -1,0 +1,196 @@
+//! RFC 2544 per frame size, over two raw ports of this host or as UDP through a wirebench
+//! server, with the latency limits as verdicts.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use method::rfc2544 as m;
+use method::Trial;
+use model::results::rfc2544::Rfc2544Report;
+use model::results::{RunResult, Verdict};
+use model::spec::Protocol;
+use model::stats::LatencyHistogram;
+
+use crate::frames;
+use crate::request::{Rfc2544Path, Rfc2544Request, Rfc2544Test};
+use crate::trials::client_config;
+use crate::trials::{base_spec, RawTrial, ServerTrial, UDP_FRAME_OVERHEAD};
+use crate::{usage, Error, Watch};
+
+/// Runs the asked benchmarks per frame size over `trial`.
+fn benchmarks<T: Trial<Error = Error>>(
+    trial: &mut T,
+    a: &Rfc2544Request,
+    watch: &mut dyn Watch,
+) -> Result<Rfc2544Report, Error> {
+    let cfg = &a.config;
+    let line = cfg.line_rate;
+    let mut rep = Rfc2544Report {
+        line_rate_bps: line.0,
+        ..Default::default()
+    };
+    for &len in &a.sizes {
+        let mut tput = None;
+        for t in &a.tests {
+            match t {
+                Rfc2544Test::Throughput => {
+                    let r = m::throughput(trial, len, a.search, cfg, &mut rep.trials)?;
+                    let fps = r.fps.map_or("none".into(), |f| format!("{f:.0} frames/s"));
+                    watch.progress(&format!(
+                        "  {len} bytes: throughput {fps} ({} trials)",
+                        r.trials
+                    ));
+                    tput = r.fps;
+                    rep.throughput.push(r);
+                }
+                // §26.2: at the throughput rate; without a throughput figure there is no
+                // rate to measure at.
+                Rfc2544Test::Latency => {
+                    let Some(fps) = tput else { continue };
+                    let trials = a.latency_trials;
+                    let r =
+                        m::latency(trial, len, fps, trials, cfg.final_duration, &mut rep.trials)?;
+                    rep.latency.push(r);
+                }
+                Rfc2544Test::Loss => {
+                    let step = a.loss_step;
+                    let rows =
+                        m::frame_loss_rate(trial, len, line, step, cfg.duration, &mut rep.trials)?;
+                    rep.loss.extend(rows);
+                }
+                Rfc2544Test::B2b => {
+                    let max = a
+                        .b2b_max_burst
+                        .unwrap_or_else(|| (line.max_fps(len) * 2.0).ceil() as u64);
+                    let trials = a.b2b_trials;
+                    let r = m::back_to_back(trial, len, line, tput, max, trials, &mut rep.trials)?;
+                    rep.b2b.push(r);
+                }
+            }
+        }
+    }
+    Ok(rep)
+}
+
+/// The latency limits as verdicts, one per limit and frame size.
+fn latency_verdicts(rep: &Rfc2544Report, limits: &[(f64, f64)]) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for l in &rep.latency {
+        let Some(s) = &l.summary else { continue };
+        for &(q, limit) in limits {
+            let (name, v) = match q {
+                q if q < 0.0 => ("avg".to_owned(), s.avg_us),
+                q if q >= 100.0 => ("max".to_owned(), s.max_us),
+                q if q <= 0.0 => ("min".to_owned(), s.min_us),
+                q => {
+                    let h = l.histogram.as_deref().map(LatencyHistogram::from_base64);
+                    let p = h.and_then(|h| h.ok()?.percentile_us(q));
+                    (format!("p{q}"), p.unwrap_or(f64::NAN))
+                }
+            };
+            out.push(Verdict {
+                name: format!("latency {name} at {} bytes", l.frame_len),
+                passed: v <= limit,
+                detail: format!("{v:.1} us (limit {limit} us)"),
+            });
+        }
+    }
+    out
+}
+
+/// RFC 2544 throughput, latency, frame loss rate and back-to-back, as asked; progress goes
+/// to `watch`, the latency limits become the document's verdicts.
+///
+/// # Errors
+/// A combination that cannot run (latency without throughput, bursts through a socket),
+/// ports or a server that cannot be used, a trial that fails.
+pub fn rfc2544(
+    a: &Rfc2544Request,
+    watch: &mut dyn Watch,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
+    if a.tests.contains(&Rfc2544Test::Latency) && !a.tests.contains(&Rfc2544Test::Throughput) {
+        return Err(usage(
+            "the latency test runs at the throughput rate: include throughput in --tests",
+        ));
+    }
+    let over_udp = matches!(a.path, Rfc2544Path::Server(_));
+    if over_udp && a.tests.contains(&Rfc2544Test::B2b) {
+        return Err(usage(
+            "back-to-back bursts need raw ports (--tx/--rx): a socket cannot send at line rate; drop b2b from --tests",
+        ));
+    }
+    let (rep, backend, endpoints) = match &a.path {
+        Rfc2544Path::Server(server) => {
+            let mut cfg = client_config(server)?;
+            cfg.stop = Some(Arc::clone(stop));
+            let addr = cfg.server.to_string();
+            let mut trial = ServerTrial {
+                cfg,
+                base: base_spec(Protocol::Udp),
+            };
+            let rep = benchmarks(&mut trial, a, watch)?;
+            let backend = "udp (frames as UDP datagrams through the host's stack)".to_owned();
+            (rep, backend, serde_json::json!({ "server": addr }))
+        }
+        Rfc2544Path::Ports { tx, rx } => {
+            frames::need_root()?;
+            let tx_ep = frames::port(tx, &a.frame.lab)?;
+            let rx_ep = frames::port(rx, &a.frame.lab)?;
+            let spec = frames::spec(&a.frame, &tx_ep, Some(&rx_ep))?;
+            frames::check_sizes(&spec, &a.sizes)?;
+            let max_len = a.sizes.iter().copied().max().unwrap_or(64);
+            let ports = (&tx_ep, &rx_ep);
+            let mut trial = RawTrial::open(&a.frame, spec, ports, max_len, Arc::clone(stop))?;
+            let rep = benchmarks(&mut trial, a, watch)?;
+            (
+                rep,
+                trial.backend(),
+                serde_json::json!({ "tx": tx, "rx": rx }),
+            )
+        }
+    };
+    let cfg = &a.config;
+    let tests: Vec<String> = a
+        .tests
+        .iter()
+        .map(|t| format!("{t:?}").to_lowercase())
+        .collect();
+    let mut params = serde_json::json!({
+        "sizes": a.sizes, "tests": tests,
+        "trial_duration_s": cfg.duration.as_secs_f64(), "final_duration_s": cfg.final_duration.as_secs_f64(),
+        "loss_tolerance_ratio": cfg.loss_ratio, "search": a.search, "width_ratio": cfg.width,
+        "line_rate_bps": cfg.line_rate.0, "latency_trials": a.latency_trials, "b2b_trials": a.b2b_trials,
+        "protocol": format!("{:?}", a.frame.proto).to_lowercase(),
+    });
+    if let (Some(p), Some(e)) = (params.as_object_mut(), endpoints.as_object()) {
+        p.extend(e.clone());
+    }
+    let mut doc = engine::env::result("rfc2544", params);
+    doc.backend = Some(backend);
+    doc.timestamp_source = Some("kernel-software".into());
+    if over_udp {
+        doc.notes.push(format!(
+            "over UDP: a frame of L bytes is a datagram of L - {UDP_FRAME_OVERHEAD} bytes; the path's own framing (loopback, tunnels) may differ, so % of line rate is nominal"
+        ));
+    }
+    if cfg.final_duration < Duration::from_secs(60) {
+        doc.notes.push(format!(
+            "trials of {:.0} s: RFC 2544 §24 asks for 60 s full-length trials; results are indicative",
+            cfg.final_duration.as_secs_f64()
+        ));
+    }
+    if cfg.loss_ratio > 0.0 {
+        doc.notes.push(format!(
+            "loss-tolerant throughput at {} % loss: not RFC 2544 (zero-loss) throughput",
+            cfg.loss_ratio * 100.0
+        ));
+    }
+    if rep.throughput.iter().any(|t| t.generator_cap_fps.is_some()) {
+        doc.notes.push("the generator could not reach line rate at some sizes: the search was capped at what it offered (marked in the table)".into());
+    }
+    doc.verdicts = latency_verdicts(&rep, &a.latency_limits);
+    doc.rfc2544 = Some(rep);
+    Ok(doc)
+}

@@ -1,0 +1,204 @@
+//! The tests against a wirebench server: throughput (`client`), the zero-loss sweep, the
+//! block-size sweep and ping-pong latency.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use control::client::{IntervalSample, Session};
+use model::results::{LatencyKind, LatencyRow, LatencyUs, RunResult};
+use model::spec::{EchoSpec, Protocol, TestSpec};
+
+use crate::request::{BlocksizeRequest, ClientRequest, LatencyRequest, SweepRequest};
+use crate::trials::client_config;
+use crate::trials::{base_spec, ServerTrial};
+use crate::{usage, Error, Watch};
+
+/// The parameters every server test records.
+fn params(spec: &TestSpec, cfg: &control::client::ClientConfig) -> serde_json::Value {
+    serde_json::json!({ "server": cfg.server.to_string(), "client_cpu": cfg.cpu, "test": spec })
+}
+
+/// A throughput test; its interval rows go to `watch` as both sides' figures come in.
+///
+/// # Errors
+/// The server cannot be reached or refuses, the test fails, or `stop` was set.
+pub fn client(
+    req: &ClientRequest,
+    watch: &mut dyn Watch,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
+    let mut cfg = client_config(&req.server)?;
+    cfg.cpu = req.cpu;
+    cfg.force_round_trip = req.round_trip;
+    cfg.stop = Some(Arc::clone(stop));
+    let spec = &req.spec;
+    spec.validate().map_err(usage)?;
+    let session = Session::connect(&cfg)
+        .map_err(|e| Error::from(e).context(format!("cannot start a test with {}", cfg.server)))?;
+    let mut prev: Option<IntervalSample> = None;
+    let outcome = session
+        .run_test(spec, req.interval, |s| {
+            for row in control::assemble::interval_rows(spec, prev.as_ref(), s) {
+                watch.interval(&row);
+            }
+            prev = Some(s.clone());
+        })
+        .map_err(|e| Error::from(e).context(format!("test with {} failed", cfg.server)))?;
+    let params = params(spec, &cfg);
+    Ok(control::assemble::throughput_result(
+        &outcome, "client", params,
+    ))
+}
+
+/// The zero-loss sweep: a UDP trial per target rate; each step goes to `watch`.
+///
+/// # Errors
+/// A trial that could not run.
+pub fn sweep(
+    req: &SweepRequest,
+    watch: &mut dyn Watch,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
+    let plan = &req.plan;
+    let targets = plan.targets();
+    let probe = TestSpec {
+        rate: model::spec::Rate::BitsPerSec(targets.first().copied().unwrap_or(0.0)),
+        duration: plan.duration(),
+        len: plan.payload_len(),
+        ..base_spec(Protocol::Udp)
+    };
+    probe.validate().map_err(usage)?;
+    let mut cfg = client_config(&req.server)?;
+    cfg.stop = Some(Arc::clone(stop));
+    let server = cfg.server.to_string();
+    let mut trial = Traced::new(ServerTrial {
+        cfg,
+        base: base_spec(Protocol::Udp),
+    });
+    let table = plan.run(&mut trial, |row| {
+        watch.progress(&format!(
+            "  {} -> {} loss {:.3} % ({})",
+            model::units::bps(row.target_bps),
+            model::units::bps(row.achieved_bps),
+            row.loss_pct,
+            row.status.label()
+        ))
+    })?;
+    let params = serde_json::json!({ "server": server,
+        "from_bps": targets.first(), "to_bps": targets.last(),
+        "step_bps": targets.windows(2).next().map(|w| w[1] - w[0]),
+        "duration_s": plan.duration().as_secs_f64(), "len": plan.payload_len(), "direction": plan.direction() });
+    let mut r = engine::env::result("sweep", params);
+    (r.backend, r.timestamp_source) = trial.first;
+    if table.rows.iter().any(|x| x.generator_limited) {
+        r.notes.push("some steps were generator limited: the sender could not keep the asked rate, so those steps measure the tool".into());
+    }
+    r.sweep = Some(table);
+    Ok(r)
+}
+
+/// A trial runner that remembers how the first trial was measured (backend, timestamps).
+struct Traced<T> {
+    inner: T,
+    first: (Option<String>, Option<String>),
+}
+
+impl<T> Traced<T> {
+    fn new(inner: T) -> Self {
+        Self {
+            inner,
+            first: (None, None),
+        }
+    }
+}
+
+impl<T: method::Trial> method::Trial for Traced<T> {
+    type Error = T::Error;
+
+    fn run(&mut self, req: &method::TrialRequest) -> Result<method::TrialData, T::Error> {
+        let d = self.inner.run(req)?;
+        if self.first.0.is_none() {
+            self.first = (d.backend.clone(), d.timestamp_source.clone());
+        }
+        Ok(d)
+    }
+}
+
+/// The block-size sweep: TCP each way per write size.
+///
+/// # Errors
+/// A trial that could not run.
+pub fn blocksize(req: &BlocksizeRequest, stop: &Arc<AtomicBool>) -> Result<RunResult, Error> {
+    let mut cfg = client_config(&req.server)?;
+    cfg.stop = Some(Arc::clone(stop));
+    let server = cfg.server.to_string();
+    let mut trial = ServerTrial {
+        cfg,
+        base: base_spec(Protocol::Tcp),
+    };
+    let rows = req.plan.run(&mut trial, |_| {})?;
+    let params = serde_json::json!({ "server": server, "sizes": req.sizes, "duration_s": req.time.as_secs_f64() });
+    let mut r = engine::env::result("blocksize", params);
+    r.backend = Some("tcp".into());
+    r.blocksize = Some(rows);
+    Ok(r)
+}
+
+/// Ping-pong latency per message size.
+///
+/// # Errors
+/// Sizes out of range, or the test could not run.
+pub fn latency(req: &LatencyRequest, stop: &Arc<AtomicBool>) -> Result<RunResult, Error> {
+    let sizes = &req.sizes;
+    if sizes.is_empty() {
+        return Err(usage("give at least one message size with -l"));
+    }
+    let range = TestSpec::MIN_UDP_LEN..=TestSpec::MAX_UDP_LEN;
+    if let Some(bad) = sizes.iter().find(|s| !range.contains(s)) {
+        return Err(usage(format!(
+            "message size {bad} is outside {}..={} bytes",
+            range.start(),
+            range.end()
+        )));
+    }
+    let mut cfg = client_config(&req.server)?;
+    cfg.stop = Some(Arc::clone(stop));
+    let total = req.time * u32::try_from(sizes.len()).unwrap_or(u32::MAX);
+    let max_len = sizes.iter().copied().max().unwrap_or(64);
+    let session = Session::connect(&cfg)
+        .map_err(|e| Error::from(e).context(format!("cannot start a test with {}", cfg.server)))?;
+    let echo = EchoSpec {
+        duration: total,
+        max_len,
+        spin: req.spin,
+    };
+    let reports = session
+        .run_echo(&echo, sizes, req.time, !req.user_timestamps)
+        .map_err(|e| Error::from(e).context(format!("latency test with {} failed", cfg.server)))?;
+    let kernel = reports.iter().any(|p| p.kernel_timestamps);
+    let rows: Vec<LatencyRow> = reports
+        .iter()
+        .filter_map(|p| {
+            let rtt = p.rtt?;
+            Some(LatencyRow {
+                size: p.size,
+                samples: p.received,
+                lost: p.sent.saturating_sub(p.received),
+                rtt_us: LatencyUs::from_summary(LatencyKind::RoundTrip, &rtt),
+                half_rtt_p50_us: rtt.p50_us / 2.0,
+                mode: p.mode.clone(),
+                histogram: p.rtt_histogram.as_ref().map(|h| h.to_base64()),
+            })
+        })
+        .collect();
+    let params = serde_json::json!({ "server": cfg.server.to_string(), "sizes": sizes, "duration_s": req.time.as_secs_f64(), "spin": req.spin });
+    let mut r = engine::env::result("latency", params);
+    r.backend = Some("udp-pingpong".into());
+    r.timestamp_source = Some(if kernel { "kernel-software" } else { "user" }.into());
+    if rows.len() < reports.len() {
+        r.notes
+            .push("some message sizes got no answer at all".into());
+    }
+    r.latency = Some(rows);
+    Ok(r)
+}

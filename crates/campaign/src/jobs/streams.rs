@@ -1,0 +1,102 @@
+//! Raw frames on the engine's multi-stream path: a multi-stream profile (`streams`) and the
+//! shaper accuracy matrix (`shaping`).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use method::shaping::ShapingPlan;
+use model::results::RunResult;
+use wire::linerate::LineRate;
+
+use crate::frames;
+use crate::request::{ShapingRequest, StreamsRequest};
+use crate::trials::{server_of, RawTrial, ShaperDut, StreamsRun};
+use crate::{usage, Error, Watch};
+
+/// Every stream of the profile at once; the expectations become the document's verdicts.
+/// It says to `watch` when the streams start.
+///
+/// # Errors
+/// Raw streams without root, a port or interface that cannot be used, a stream that fails.
+pub fn streams(
+    req: &StreamsRequest,
+    watch: &mut dyn Watch,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
+    let profile = &req.profile;
+    if profile
+        .streams
+        .iter()
+        .any(|s| server_of(&s.source).is_none())
+    {
+        frames::need_root()?;
+    }
+    let mut run = StreamsRun {
+        lab: req.lab.clone(),
+        backend: req.backend,
+        stop: Arc::clone(stop),
+    };
+    watch.progress(&format!(
+        "running {} stream(s) for {:.1} s ...",
+        profile.streams.len(),
+        profile.duration
+    ));
+    let out = method::streams::run(profile, &mut run)?;
+    let params = serde_json::json!({ "profile": req.file, "lab": req.lab,
+        "duration_s": profile.duration, "line_rate_bps": profile.line_rate.0 });
+    let mut doc = engine::env::result("streams", params);
+    doc.backend = Some(out.backend);
+    doc.timestamp_source = Some("kernel-software".into());
+    doc.verdicts = out.verdicts;
+    doc.notes = out.notes;
+    doc.profile = Some(out.report);
+    Ok(doc)
+}
+
+/// The shaper accuracy matrix: each bandwidth set on the device, line rate offered at each
+/// frame size; each cell goes to `watch`.
+///
+/// # Errors
+/// No root, no device to shape, ports that cannot be used, a rate that cannot be set.
+pub fn shaping(
+    a: &ShapingRequest,
+    watch: &mut dyn Watch,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
+    frames::need_root()?;
+    let lab = &a.frame.lab;
+    let tx_ep = frames::port(&a.tx, lab)?;
+    let rx_ep = frames::port(&a.rx, lab)?;
+    let dut_ns = lab::naming::namespace(lab, "dut");
+    if a.dut_cmd.is_none() && !std::path::Path::new(&format!("/run/netns/{dut_ns}")).exists() {
+        return Err(usage(format!(
+            "lab '{lab}' has no dut to shape: build a shaper lab (`wirebench lab up shaper --shape ...`) or give --dut-cmd"
+        )));
+    }
+    let spec = frames::spec(&a.frame, &tx_ep, Some(&rx_ep))?;
+    frames::check_sizes(&spec, &a.sizes)?;
+    let line = LineRate(a.frame.line_rate as u64);
+    let plan = ShapingPlan::new(a.sizes.clone(), a.bandwidths.clone(), a.duration, line)?;
+    let max_len = a.sizes.iter().copied().max().unwrap_or(64);
+    let ports = (&tx_ep, &rx_ep);
+    let mut trial = RawTrial::open(&a.frame, spec, ports, max_len, Arc::clone(stop))?;
+    let mut dut = match &a.dut_cmd {
+        Some(t) => ShaperDut::Command(t.clone()),
+        None => ShaperDut::Lab(lab.clone()),
+    };
+    let out = plan.run(&mut trial, &mut dut, |c| {
+        watch.progress(&format!(
+            "  {} at {} bytes: {:.2} % passed",
+            model::units::bps(c.bandwidth_bps),
+            c.frame_len,
+            c.passed_ratio * 100.0
+        ))
+    })?;
+    let params = serde_json::json!({ "tx": a.tx, "rx": a.rx, "sizes": a.sizes, "bandwidths_bps": a.bandwidths,
+        "duration_s": a.duration.as_secs_f64(), "line_rate_bps": line.0, "dut_cmd": a.dut_cmd });
+    let mut doc = engine::env::result("shaping", params);
+    doc.backend = Some(trial.backend());
+    doc.notes = out.notes;
+    doc.shaping = Some(out.report);
+    Ok(doc)
+}

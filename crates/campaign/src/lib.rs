@@ -1,0 +1,126 @@
+//! Campaigns: every test wirebench runs, as a typed request and the job that runs it in
+//! this process, and plans of many tests with their thresholds.
+//!
+//! - [`request`]: what each test asks for (a throughput test, a sweep, RFC 2544, a
+//!   multi-stream profile, the shaper matrix, the FRER comparison, frames, ...), typed; the
+//!   binary builds them from its command line, a plan from each test's `args` through the
+//!   same clap definitions ([`plan::Commands`]);
+//! - [`jobs`]: running a request: sockets through `control` and `engine`, methods from
+//!   `method` over the runners of [`trials`], labs through `lab`; a result document back;
+//! - [`frames`]: the frames of the raw-frame jobs from what the interfaces say;
+//! - [`plan`]: plans (TOML) checked as a whole before anything runs;
+//! - [`verdicts`]: thresholds against the one figure extractor of the results model;
+//! - [`target`]: what a plan runs against: a server of its own on loopback, a host, or a
+//!   lab it builds (with a server in the listener's namespace) and removes;
+//! - [`runner`]: a whole run, `results.json` after every test, the reports at the end;
+//! - [`demo`]: the built-in campaign.
+//!
+//! What it does not do: parse command lines (the binary does, with clap) or print (the
+//! binary prints what `report` lays out). Nothing here re-executes the program: every test
+//! runs in this process, on threads in the lab's namespaces where it needs them.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod demo;
+pub mod frames;
+pub mod jobs;
+pub mod plan;
+pub mod request;
+pub mod runner;
+pub mod target;
+pub mod trials;
+pub mod verdicts;
+
+use model::results::IntervalRow;
+
+/// Why a job or a run did not give a result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// What was asked cannot be done as asked: a bad value, a missing interface or lab,
+    /// no root where root is needed (the binary's exit code 2).
+    #[error("{0}")]
+    Usage(String),
+    /// The test could not run: a connection, the server, a socket, a lab command (exit
+    /// code 1).
+    #[error("{0}")]
+    Failed(String),
+    /// It was asked to stop (Ctrl-C) before it ended.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl Error {
+    /// The same error with `what` in front of its message.
+    pub fn context(self, what: impl std::fmt::Display) -> Self {
+        match self {
+            Error::Usage(m) => Error::Usage(format!("{what}: {m}")),
+            Error::Failed(m) => Error::Failed(format!("{what}: {m}")),
+            Error::Interrupted => Error::Interrupted,
+        }
+    }
+}
+
+impl From<control::ProtoError> for Error {
+    fn from(e: control::ProtoError) -> Self {
+        match e {
+            control::ProtoError::Interrupted => Error::Interrupted,
+            e => Error::Failed(e.to_string()),
+        }
+    }
+}
+
+impl From<lab::LabError> for Error {
+    fn from(e: lab::LabError) -> Self {
+        match e {
+            lab::LabError::Command { .. } => Error::Failed(e.to_string()),
+            other => Error::Usage(other.to_string()),
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Failed(e.to_string())
+    }
+}
+
+impl From<method::PlanError> for Error {
+    fn from(e: method::PlanError) -> Self {
+        Error::Usage(e.to_string())
+    }
+}
+
+/// A usage error.
+pub(crate) fn usage(msg: impl Into<String>) -> Error {
+    Error::Usage(msg.into())
+}
+
+/// What a job tells while it runs: interval rows of a throughput test and progress lines
+/// (a sweep's steps, a search's results). A plan run ignores them; a command prints them.
+pub trait Watch: Send {
+    /// One interval of a throughput test, per direction.
+    fn interval(&mut self, _row: &IntervalRow) {}
+    /// A line of progress.
+    fn progress(&mut self, _line: &str) {}
+}
+
+/// A [`Watch`] that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Quiet;
+
+impl Watch for Quiet {}
+
+/// Whether this process may build labs and open raw sockets (effective uid 0).
+pub fn is_root() -> bool {
+    lab::cmd::is_root()
+}
+
+/// Refuses with `why` (a usage error) unless this process is root.
+pub(crate) fn need_root(why: &str) -> Result<(), Error> {
+    if is_root() {
+        Ok(())
+    } else {
+        Err(usage(why))
+    }
+}

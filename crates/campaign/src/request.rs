@@ -1,0 +1,308 @@
+//! What each test asks for, typed. The binary builds these from its command line; a plan
+//! builds them from each test's `args` with the same clap definitions. Values are
+//! resolved (units read, defaults applied); [`crate::jobs`] checks what needs the machine
+//! (interfaces, servers, root).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use method::blocksize::BlocksizePlan;
+use method::rfc2544::{Search, SearchConfig};
+use method::streams::Profile;
+use method::sweep::SweepPlan;
+use model::spec::TestSpec;
+use model::units::FrameRate;
+
+/// A wirebench server to test against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// Host name or address.
+    pub host: String,
+    /// Control port.
+    pub port: u16,
+    /// Pre-shared key file, when the server requires authentication.
+    pub key_file: Option<PathBuf>,
+}
+
+/// A TCP or UDP throughput test (`client`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientRequest {
+    /// Where.
+    pub server: Server,
+    /// What.
+    pub spec: TestSpec,
+    /// Interval reports (`-i`), none when absent.
+    pub interval: Option<Duration>,
+    /// CPU the client's data threads are pinned to (`-A N`).
+    pub cpu: Option<usize>,
+    /// Round-trip latency from echoed probes even when the clocks are shared.
+    pub round_trip: bool,
+}
+
+/// A zero-loss UDP sweep (`sweep`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepRequest {
+    /// Where.
+    pub server: Server,
+    /// The steps.
+    pub plan: SweepPlan,
+}
+
+/// A netio-style block-size sweep (`blocksize`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlocksizeRequest {
+    /// Where.
+    pub server: Server,
+    /// The sizes.
+    pub plan: BlocksizePlan,
+    /// The write sizes as asked (for the parameters).
+    pub sizes: Vec<usize>,
+    /// Seconds per size and direction.
+    pub time: Duration,
+}
+
+/// UDP ping-pong latency per message size (`latency`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyRequest {
+    /// Where.
+    pub server: Server,
+    /// Message sizes, bytes.
+    pub sizes: Vec<usize>,
+    /// Seconds per size.
+    pub time: Duration,
+    /// Both ends busy-poll.
+    pub spin: bool,
+    /// Stamp answers in user space (as sockperf) instead of with the kernel's stamp.
+    pub user_timestamps: bool,
+}
+
+/// The transport of test frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameProto {
+    /// UDP datagrams.
+    Udp,
+    /// TCP segments (crafted, no connection).
+    Tcp,
+    /// ICMP echo requests.
+    Icmp,
+}
+
+/// The frame I/O backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameBackend {
+    /// The fastest that opens: AF_XDP, then the TX ring, then sendmmsg.
+    Auto,
+    /// AF_PACKET with sendmmsg / recvmmsg.
+    Packet,
+    /// PACKET_MMAP rings.
+    Ring,
+    /// AF_XDP sending, the ring receiving.
+    Xdp,
+}
+
+/// How test frames look; unset addresses come from the interfaces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameRequest {
+    /// Transport.
+    pub proto: FrameProto,
+    /// Destination MAC (default: the next hop's).
+    pub dst_mac: Option<[u8; 6]>,
+    /// Source MAC (default: the sending interface's).
+    pub src_mac: Option<[u8; 6]>,
+    /// Destination IP (default: the receiving interface's).
+    pub dst_ip: Option<std::net::IpAddr>,
+    /// Source IP (default: the sending interface's).
+    pub src_ip: Option<std::net::IpAddr>,
+    /// UDP/TCP source port.
+    pub src_port: u16,
+    /// UDP/TCP destination port.
+    pub dst_port: u16,
+    /// 802.1Q VLAN id.
+    pub vlan: Option<u16>,
+    /// 802.1Q priority.
+    pub pcp: u8,
+    /// DSCP.
+    pub dscp: u8,
+    /// Lab whose nodes `NODE:IFACE` names.
+    pub lab: String,
+    /// Line rate percentages refer to, bit/s.
+    pub line_rate: f64,
+    /// Frame I/O backend.
+    pub backend: FrameBackend,
+}
+
+impl Default for FrameRequest {
+    /// UDP from port 49184 to 7 (discard), untagged, DSCP 0, lab `lab`, 1 Gbit/s, auto.
+    fn default() -> Self {
+        Self {
+            proto: FrameProto::Udp,
+            dst_mac: None,
+            src_mac: None,
+            dst_ip: None,
+            src_ip: None,
+            src_port: 49184,
+            dst_port: 7,
+            vlan: None,
+            pcp: 0,
+            dscp: 0,
+            lab: "lab".into(),
+            line_rate: 1e9,
+            backend: FrameBackend::Auto,
+        }
+    }
+}
+
+/// One of the RFC 2544 benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rfc2544Test {
+    /// §26.1.
+    Throughput,
+    /// §26.2.
+    Latency,
+    /// §26.3.
+    Loss,
+    /// §26.4.
+    B2b,
+}
+
+/// Where RFC 2544 frames go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rfc2544Path {
+    /// As UDP datagrams through a wirebench server.
+    Server(Server),
+    /// Between two raw ports of this host (`IFACE` or `NODE:IFACE`).
+    Ports {
+        /// Sending port.
+        tx: String,
+        /// Receiving port.
+        rx: String,
+    },
+}
+
+/// The RFC 2544 benchmarks per frame size (`rfc2544`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rfc2544Request {
+    /// Where.
+    pub path: Rfc2544Path,
+    /// Benchmarks, in this order.
+    pub tests: Vec<Rfc2544Test>,
+    /// Frame sizes, FCS included.
+    pub sizes: Vec<u64>,
+    /// The throughput search.
+    pub search: Search,
+    /// Its settings (line rate, trial durations, loss tolerance, width).
+    pub config: SearchConfig,
+    /// Latency trials per size.
+    pub latency_trials: usize,
+    /// Latency limits as (percentile, µs): avg = −1, max = 100.
+    pub latency_limits: Vec<(f64, f64)>,
+    /// Frame loss rate step, % of line rate.
+    pub loss_step: f64,
+    /// Back-to-back repetitions per size.
+    pub b2b_trials: usize,
+    /// Longest burst tried, frames.
+    pub b2b_max_burst: Option<u64>,
+    /// The frames (raw ports).
+    pub frame: FrameRequest,
+}
+
+/// A multi-stream profile (`streams`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamsRequest {
+    /// The profile file, as named.
+    pub file: String,
+    /// The checked profile.
+    pub profile: Profile,
+    /// Lab whose nodes `NODE:IFACE` names.
+    pub lab: String,
+    /// Frame I/O backend for every sender.
+    pub backend: FrameBackend,
+}
+
+/// The shaper accuracy matrix (`shaping`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapingRequest {
+    /// Sending port.
+    pub tx: String,
+    /// Receiving port (after the shaper).
+    pub rx: String,
+    /// Frame sizes with FCS.
+    pub sizes: Vec<u64>,
+    /// Bandwidths to configure, bit/s.
+    pub bandwidths: Vec<f64>,
+    /// How to set a bandwidth: a shell command with `{bandwidth}`, `{bandwidth_k}`,
+    /// `{bandwidth_m}`; without it, the lab shaper's first class.
+    pub dut_cmd: Option<String>,
+    /// Seconds of traffic per cell.
+    pub duration: Duration,
+    /// The frames.
+    pub frame: FrameRequest,
+}
+
+/// What FRER costs against a control group (`frer compare`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrerCompareRequest {
+    /// Impairment of path A in both groups.
+    pub path_a: Option<String>,
+    /// Impairment of path B in both groups.
+    pub path_b: Option<String>,
+    /// Seconds per measurement.
+    pub time: f64,
+    /// UDP payload bytes of the throughput test.
+    pub length: u32,
+    /// Lab name prefix (the labs are PREFIXc and PREFIXf).
+    pub name: String,
+}
+
+/// Frames of one size at a rate (`gen`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenRequest {
+    /// Sending port.
+    pub port: String,
+    /// Receiving port, when the frames are counted back.
+    pub rx: Option<String>,
+    /// Frame size with FCS.
+    pub size: u64,
+    /// Rate: frames/s, % of line rate or L2 bit/s.
+    pub rate: FrameRate,
+    /// Stop after this many frames.
+    pub count: Option<u64>,
+    /// Stop after this long.
+    pub time: Duration,
+    /// The frames.
+    pub frame: FrameRequest,
+}
+
+/// Capturing test frames on the paths of a redundant network (`frer analyze`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalyzeRequest {
+    /// The paths: `IFACE` or `NODE:IFACE`.
+    pub ports: Vec<String>,
+    /// Lab whose nodes `NODE:IFACE` names.
+    pub lab: String,
+    /// Seconds to capture.
+    pub time: f64,
+    /// Receive backend.
+    pub backend: FrameBackend,
+}
+
+/// A test a plan can hold: the commands that produce a result document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TestRequest {
+    /// `client`.
+    Client(ClientRequest),
+    /// `sweep`.
+    Sweep(SweepRequest),
+    /// `blocksize`.
+    Blocksize(BlocksizeRequest),
+    /// `latency`.
+    Latency(LatencyRequest),
+    /// `rfc2544`.
+    Rfc2544(Box<Rfc2544Request>),
+    /// `streams`.
+    Streams(Box<StreamsRequest>),
+    /// `shaping`.
+    Shaping(ShapingRequest),
+    /// `frer compare`.
+    FrerCompare(FrerCompareRequest),
+}

@@ -1,0 +1,279 @@
+//! A whole campaign from one plan: set up the target, run every test in this process
+//! through its typed request (on the lab's talker where it talks to a server), write
+//! `results.json` after every test (atomically, so an interrupted run keeps what it
+//! finished and says where it stopped), evaluate the thresholds, and render the reports.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lab::relay::state::{frer_paths, Snapshot};
+use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
+use model::results::Verdict;
+
+use crate::plan::{Commands, Plan, PlanTest};
+use crate::target::Setup;
+use crate::verdicts::{evaluate, Outcome};
+use crate::{usage, Error, Quiet};
+
+/// What a run tells while it runs.
+pub trait Progress {
+    /// A test starts (its entry has its command line and where it runs).
+    fn started(&mut self, _entry: &TestEntry) {}
+    /// A test ended (done or failed).
+    fn finished(&mut self, _entry: &TestEntry) {}
+}
+
+/// A [`Progress`] that says nothing.
+impl Progress for Quiet {}
+
+/// Writes `results.json` into `dir`, atomically.
+fn write_results(dir: &Path, c: &Campaign) -> Result<(), Error> {
+    let path = dir.join("results.json");
+    lab::managed::write_json_atomic(&path, c)
+        .map_err(|e| Error::Failed(format!("writing {}: {e}", path.display())))
+}
+
+/// Writes report.md, report.html and one CSV per table into `dir`, atomically each; the
+/// files written.
+///
+/// # Errors
+/// A file that cannot be written.
+pub fn write_reports(dir: &Path, c: &Campaign) -> Result<Vec<PathBuf>, Error> {
+    let mut files = vec![
+        ("report.md".to_owned(), report::campaign::markdown(c)),
+        ("report.html".to_owned(), report::campaign::html(c)),
+    ];
+    for (name, csv) in report::campaign::csv_tables(c) {
+        files.push((format!("{name}.csv"), csv));
+    }
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(&name);
+        lab::managed::write_atomic(&path, text.as_bytes())
+            .map_err(|e| Error::Failed(format!("writing {}: {e}", path.display())))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The counters of a `frer` lab's two relays (split, merge), when it has them.
+fn relays(lab: &str) -> Option<[Snapshot; 2]> {
+    Some([Snapshot::of(lab, "split")?, Snapshot::of(lab, "merge")?])
+}
+
+/// The verdicts of the plan's thresholds over the tests that ran so far.
+fn verdicts(plan: &Plan, c: &Campaign) -> Vec<Verdict> {
+    let tests: Vec<Outcome<'_>> = c
+        .tests
+        .iter()
+        // A test that has not run (yet, or because the run stopped) measured nothing; a
+        // threshold that names it fails as "no test measured it".
+        .filter(|t| t.status != TestStatus::NotRun)
+        .map(|t| Outcome {
+            id: &t.id,
+            name: &t.name,
+            kind: &t.kind,
+            result: t.result.as_ref(),
+        })
+        .collect();
+    evaluate(&plan.thresholds, &tests)
+}
+
+/// Everything a run needs besides the plan.
+pub struct Run<'a> {
+    /// The plan file, as named (it is recorded in the results).
+    pub plan_file: String,
+    /// The run directory.
+    pub out: PathBuf,
+    /// Name of the lab a lab target builds; a test with a lab of its own appends its
+    /// number.
+    pub lab_name: String,
+    /// Reads each test's command line into its request.
+    pub commands: &'a dyn Commands,
+    /// Set by Ctrl-C: the running test is interrupted and the run stops.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What a finished (or stopped) run wrote.
+pub struct Finished {
+    /// The campaign, as in `results.json`.
+    pub campaign: Campaign,
+    /// The reports written (`report.md`, `report.html`, the CSV files).
+    pub reports: Vec<PathBuf>,
+}
+
+impl Run<'_> {
+    /// Checks what the plan needs before anything is written: a usable lab name, root
+    /// for labs and raw frames.
+    ///
+    /// # Errors
+    /// A usage error saying what is missing.
+    pub fn check(&self, plan: &Plan) -> Result<(), Error> {
+        lab::naming::check(&format!("{}{}", self.lab_name, plan.tests.len())).map_err(|e| {
+            usage(format!(
+                "--name {}: {e} (with the test number appended)",
+                self.lab_name
+            ))
+        })?;
+        if plan.needs_root() && !crate::is_root() {
+            return Err(usage(
+                "this plan builds a lab or sends raw frames: run it as root (sudo)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs every test of `plan` in order, until the end or until `stop`.
+    ///
+    /// # Errors
+    /// The run directory cannot be written, or the target cannot be set up (the results
+    /// say so).
+    pub fn run(&self, plan: &Plan, progress: &mut dyn Progress) -> Result<Finished, Error> {
+        self.check(plan)?;
+        std::fs::create_dir_all(&self.out)
+            .map_err(|e| Error::Failed(format!("creating {}: {e}", self.out.display())))?;
+        let mut campaign = Campaign {
+            schema: SCHEMA.into(),
+            title: plan.title.clone(),
+            description: plan.description.clone(),
+            metadata: plan.metadata.clone(),
+            target: String::new(),
+            plan_file: self.plan_file.clone(),
+            started_at: engine::env::now_rfc3339(),
+            finished_at: None,
+            environment: engine::env::environment(),
+            interfaces: vec![],
+            tests: plan.tests.iter().enumerate().map(entry).collect(),
+            verdicts: vec![],
+            stopped: None,
+        };
+        write_results(&self.out, &campaign)?;
+        let setup = match Setup::new(&plan.target, &self.lab_name) {
+            Ok(s) => s,
+            Err(e) => {
+                campaign.stopped = Some(format!("the target could not be set up: {e}"));
+                campaign.finished_at = Some(engine::env::now_rfc3339());
+                write_results(&self.out, &campaign)?;
+                return Err(e);
+            }
+        };
+        campaign.target = setup.described.clone();
+        campaign.interfaces = setup.interfaces();
+        write_results(&self.out, &campaign)?;
+        for (i, t) in plan.tests.iter().enumerate() {
+            if self.stop.load(Ordering::Relaxed) {
+                let id = &campaign.tests[i].id;
+                campaign.stopped = Some(format!("interrupted before test {id} ({})", t.name));
+                break;
+            }
+            self.test(plan, i, t, &setup, &mut campaign, progress)?;
+            if campaign.stopped.is_some() {
+                break;
+            }
+        }
+        drop(setup);
+        campaign.finished_at = Some(engine::env::now_rfc3339());
+        campaign.verdicts = verdicts(plan, &campaign);
+        write_results(&self.out, &campaign)?;
+        let reports = write_reports(&self.out, &campaign)?;
+        Ok(Finished { campaign, reports })
+    }
+
+    /// Runs test `i` on `setup` (or on a lab of its own) into its entry, then writes the
+    /// results.
+    fn test(
+        &self,
+        plan: &Plan,
+        i: usize,
+        t: &PlanTest,
+        setup: &Setup,
+        campaign: &mut Campaign,
+        progress: &mut dyn Progress,
+    ) -> Result<(), Error> {
+        // A test with a lab of its own runs there; the lab goes when the test is done.
+        let own = match &t.lab {
+            Some(_) => match Setup::new(
+                &t.target(&plan.target),
+                &format!("{}{}", self.lab_name, i + 1),
+            ) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    let entry = &mut campaign.tests[i];
+                    entry.status = TestStatus::Failed;
+                    entry.error = Some(format!("its lab could not be built: {e}"));
+                    progress.finished(entry);
+                    campaign.verdicts = verdicts(plan, campaign);
+                    return write_results(&self.out, campaign);
+                }
+            },
+            None => None,
+        };
+        let setup = own.as_ref().unwrap_or(setup);
+        let argv = t.argv(&setup.ctx);
+        // Server-based tests run on the talker of a lab; the rest name their ports.
+        let on_talker = setup.lab().is_some() && t.kind.needs_server(&argv);
+        let entry = &mut campaign.tests[i];
+        entry.command = format!("wirebench {}", argv[1..].join(" "));
+        entry.node = if on_talker {
+            setup.client_node()
+        } else {
+            "this host".into()
+        };
+        progress.started(entry);
+        let before = setup.lab().and_then(relays);
+        let started = std::time::Instant::now();
+        let ns = on_talker.then(|| setup.client_ns()).flatten();
+        let stop = &self.stop;
+        let outcome = self.commands.test(&argv).map_err(usage).and_then(|req| {
+            engine::frameio::in_netns(ns.as_deref(), || crate::jobs::run(&req, &mut Quiet, stop))?
+        });
+        entry.duration_s = started.elapsed().as_secs_f64();
+        if let (Some(before), Some(lab)) = (&before, setup.lab()) {
+            // The relays publish every 200 ms.
+            std::thread::sleep(Duration::from_millis(400));
+            if let Some(after) = relays(lab) {
+                if let (Some(split), Some(merge)) =
+                    (after[0].since(&before[0]), after[1].since(&before[1]))
+                {
+                    entry.frer_paths = frer_paths(&split, &merge);
+                }
+            }
+        }
+        match outcome {
+            Ok(r) => {
+                entry.status = TestStatus::Done;
+                entry.result = Some(r);
+            }
+            Err(e) => {
+                entry.status = TestStatus::Failed;
+                entry.error = Some(e.to_string());
+            }
+        }
+        if self.stop.load(Ordering::Relaxed) && entry.status != TestStatus::Done {
+            entry.error = Some("interrupted".into());
+            campaign.stopped = Some(format!("interrupted during test {} ({})", entry.id, t.name));
+        }
+        progress.finished(entry);
+        drop(own);
+        campaign.verdicts = verdicts(plan, campaign);
+        write_results(&self.out, campaign)
+    }
+}
+
+/// The entry of test `i` before it runs.
+fn entry((i, t): (usize, &PlanTest)) -> TestEntry {
+    TestEntry {
+        id: format!("t{}", i + 1),
+        name: t.name.clone(),
+        kind: t.kind.name().into(),
+        command: String::new(),
+        node: String::new(),
+        status: TestStatus::NotRun,
+        error: None,
+        duration_s: 0.0,
+        result: None,
+        frer_paths: vec![],
+    }
+}

@@ -1,0 +1,215 @@
+//! What a plan's tests run against, set up and torn down: a wirebench server of this run
+//! on loopback, a given host, or a lab built through `lab` with a server of this run in
+//! its listener's namespace (both removed when the [`Setup`] is dropped).
+
+use control::server::{Server, ServerConfig, ServerHandle};
+use engine::frameio::in_netns;
+use model::results::campaign::InterfaceFacts;
+
+use crate::Error;
+
+/// What a plan's tests run against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A server of this run on 127.0.0.1 (no root needed).
+    Loopback,
+    /// A running `wirebench server`; raw tests use `tx`/`rx` of this host.
+    Host {
+        /// Address.
+        host: String,
+        /// Control port.
+        port: u16,
+        /// Raw sending port of this host.
+        tx: Option<String>,
+        /// Raw receiving port of this host.
+        rx: Option<String>,
+    },
+    /// A lab built before the tests and removed after.
+    Lab {
+        /// What `lab up` builds.
+        request: lab::topology::Request,
+        /// Its flags as written (for the description).
+        args: Vec<String>,
+    },
+}
+
+/// Where the tests of a set-up target are pointed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Context {
+    /// Server address for server-based tests.
+    pub host: String,
+    /// Its control port.
+    pub port: u16,
+    /// The lab's name, when the target is a lab.
+    pub lab: Option<String>,
+    /// Raw ports for rfc2544 (`talker:eth0` in a lab).
+    pub raw: Option<(String, String)>,
+}
+
+impl Context {
+    /// The context a plan is checked with before anything exists.
+    pub fn stand_in(target: &Target) -> Self {
+        match target {
+            Target::Loopback => Self {
+                host: "127.0.0.1".into(),
+                port: control::DEFAULT_PORT,
+                lab: None,
+                raw: None,
+            },
+            Target::Host { host, port, tx, rx } => Self {
+                host: host.clone(),
+                port: *port,
+                lab: None,
+                raw: tx.clone().zip(rx.clone()),
+            },
+            Target::Lab { .. } => Self {
+                host: "198.18.0.2".into(),
+                port: control::DEFAULT_PORT,
+                lab: Some("plan".into()),
+                raw: Some(("talker:eth0".into(), "listener:eth0".into())),
+            },
+        }
+    }
+}
+
+/// A target that is set up; dropping it stops the server of this run and removes the lab.
+pub struct Setup {
+    /// Where tests are pointed.
+    pub ctx: Context,
+    /// How the target is described in the results.
+    pub described: String,
+    /// The server of this run (loopback, or in the lab's listener).
+    server: Option<ServerHandle>,
+    /// The lab, when this set-up built one.
+    lab: Option<String>,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.server.take();
+        if let Some(l) = &self.lab {
+            let _ = lab::Lab::down(l, &mut lab::SystemRunner);
+        }
+    }
+}
+
+/// A server of this run, bound now (it accepts once this returns).
+fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle> {
+    Server::bind(ServerConfig {
+        bind,
+        limits: control::messages::Limits::default(),
+        key: None,
+        handshake_timeout: control::server::HANDSHAKE_TIMEOUT,
+    })?
+    .spawn()
+}
+
+impl Setup {
+    /// Sets up `target`; a lab is built as `lab_name`.
+    ///
+    /// # Errors
+    /// The loopback server cannot listen, the lab cannot be built (it is removed again), or
+    /// the lab's topology has no listener with an address.
+    pub fn new(target: &Target, lab_name: &str) -> Result<Setup, Error> {
+        match target {
+            Target::Loopback => {
+                let handle = serve(
+                    "127.0.0.1:0"
+                        .parse()
+                        .map_err(|_| Error::Failed("bad address".into()))?,
+                )
+                .map_err(|e| Error::Failed(format!("cannot start the loopback server: {e}")))?;
+                let port = handle.addr().port();
+                Ok(Setup {
+                    ctx: Context {
+                        port,
+                        ..Context::stand_in(target)
+                    },
+                    described: format!(
+                        "loopback (a wirebench server of this run on 127.0.0.1:{port})"
+                    ),
+                    server: Some(handle),
+                    lab: None,
+                })
+            }
+            Target::Host { host, port, .. } => Ok(Setup {
+                ctx: Context::stand_in(target),
+                described: format!("host {host} (wirebench server on port {port})"),
+                server: None,
+                lab: None,
+            }),
+            Target::Lab { request, args } => {
+                let topo = request.resolve()?;
+                let listener = topo.address_of("listener").ok_or_else(|| {
+                    Error::Usage(format!(
+                        "topology '{}' has no listener node with an address",
+                        request.topology
+                    ))
+                })?;
+                lab::Lab::up(lab_name, &topo, &mut lab::SystemRunner)?;
+                let mut setup = Setup {
+                    ctx: Context {
+                        host: listener.to_string(),
+                        port: control::DEFAULT_PORT,
+                        lab: Some(lab_name.into()),
+                        raw: Some(("talker:eth0".into(), "listener:eth0".into())),
+                    },
+                    described: format!("lab '{lab_name}': {} {}", request.topology, args.join(" "))
+                        .trim_end()
+                        .to_owned(),
+                    server: None,
+                    lab: Some(lab_name.into()),
+                };
+                // The server and every thread it starts live in the listener's namespace.
+                let ns = lab::naming::namespace(lab_name, "listener");
+                let bind = std::net::SocketAddr::new(listener.into(), control::DEFAULT_PORT);
+                let handle = in_netns(Some(&ns), || serve(bind))?
+                    .map_err(|e| Error::Failed(format!("cannot start the lab's server: {e}")))?;
+                setup.server = Some(handle);
+                Ok(setup)
+            }
+        }
+    }
+
+    /// The lab this set-up built.
+    pub fn lab(&self) -> Option<&str> {
+        self.lab.as_deref()
+    }
+
+    /// The namespace server-based tests run in: the lab's talker, or this host's.
+    pub fn client_ns(&self) -> Option<String> {
+        self.lab
+            .as_deref()
+            .map(|l| lab::naming::namespace(l, "talker"))
+    }
+
+    /// Where server-based tests run, as the results name it.
+    pub fn client_node(&self) -> String {
+        match &self.lab {
+            Some(l) => format!("talker of lab {l}"),
+            None => "this host".into(),
+        }
+    }
+
+    /// The interfaces that took part: every node of the lab, or this host's (only `lo`
+    /// for a loopback run).
+    pub fn interfaces(&self) -> Vec<InterfaceFacts> {
+        let runner = &mut lab::SystemRunner;
+        match &self.lab {
+            Some(l) => {
+                let nodes = lab::lifecycle::lab_namespaces(runner).unwrap_or_default();
+                nodes
+                    .into_iter()
+                    .filter(|(_, lab, _)| lab == l)
+                    .flat_map(|(ns, _, node)| {
+                        lab::probe::interfaces(runner, &node, Some(&ns), |n| n != "lo")
+                    })
+                    .collect()
+            }
+            None => {
+                let only_lo = self.ctx.host == "127.0.0.1";
+                lab::probe::interfaces(runner, "host", None, |n| !only_lo || n == "lo")
+            }
+        }
+    }
+}

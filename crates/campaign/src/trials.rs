@@ -1,0 +1,542 @@
+//! The runners the methods' trials run on: a wirebench server ([`ServerTrial`]), two raw
+//! ports of this host ([`RawTrial`]), every stream of a profile at once ([`StreamsRun`]),
+//! and a shaper whose rate is set between trials ([`ShaperDut`]). Each returns the
+//! method's trial data directly from what the engine and the control client measured.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use control::client::{ClientConfig, Session};
+use engine::frameio::{Endpoint, FrameRx, FrameTx};
+use engine::multi::{Patch, StreamTx};
+use engine::raw::{RawLoad, RawTrialSpec};
+use method::streams::{Profile, StreamProto, StreamSpec};
+use method::{Dut, Load, Size, StreamsData, StreamsTrial, Trial, TrialData, TrialRequest};
+use model::spec::{Direction, Protocol, Rate, TestSpec, UdpBackend};
+use model::stats::Counters;
+use wire::frame::FrameSpec;
+use wire::linerate::LineRate;
+
+use crate::frames::{self, test_id};
+use crate::request::{FrameBackend, FrameRequest, Server};
+use crate::{usage, Error};
+
+/// Ethernet, IPv4, UDP headers and the FCS around a UDP payload: a frame of L bytes is a
+/// datagram of L − 46 bytes of payload.
+pub const UDP_FRAME_OVERHEAD: u64 = 46;
+
+/// How to reach `server`: its address resolved, its key read.
+///
+/// # Errors
+/// A name that does not resolve, a key file that cannot be read or is too short.
+pub fn client_config(server: &Server) -> Result<ClientConfig, Error> {
+    let key = match &server.key_file {
+        Some(p) => Some(control::auth::load_key(p).map_err(usage)?),
+        None => None,
+    };
+    let addr: SocketAddr = (server.host.as_str(), server.port)
+        .to_socket_addrs()
+        .map_err(|e| Error::Failed(format!("cannot resolve {}: {e}", server.host)))?
+        .next()
+        .ok_or_else(|| usage(format!("{} has no address", server.host)))?;
+    Ok(ClientConfig {
+        server: addr,
+        key,
+        connect_timeout: Duration::from_secs(5),
+        cpu: None,
+        force_round_trip: false,
+        stop: None,
+    })
+}
+
+/// A test spec of one UDP or TCP stream, 1 s, unlimited, 1472 bytes, forward, to be
+/// completed by the caller.
+pub fn base_spec(protocol: Protocol) -> TestSpec {
+    TestSpec {
+        protocol,
+        duration: Duration::from_secs(1),
+        rate: Rate::Unlimited,
+        len: TestSpec::DEFAULT_UDP_LEN,
+        streams: 1,
+        direction: Direction::Forward,
+        udp_backend: UdpBackend::Auto,
+        synced_clocks: false,
+        dscp: None,
+        window: None,
+        server_cpu: None,
+    }
+}
+
+/// Trials as tests against a wirebench server: a payload trial is a test of one stream; a
+/// frame trial of L bytes a UDP test of datagrams of L − 46 bytes at L's frame rate.
+pub struct ServerTrial {
+    /// How to reach the server.
+    pub cfg: ClientConfig,
+    /// What every trial's test has besides the request (DSCP, window, ...).
+    pub base: TestSpec,
+}
+
+impl Trial for ServerTrial {
+    type Error = Error;
+
+    fn run(&mut self, req: &TrialRequest) -> Result<TrialData, Error> {
+        let Load::Rate(rate, duration) = req.load else {
+            return Err(usage(
+                "back-to-back bursts need raw ports (--tx/--rx): a socket cannot send at line rate",
+            ));
+        };
+        let len = match req.size {
+            Size::Payload(len) => len,
+            Size::Frame(l) => l.saturating_sub(UDP_FRAME_OVERHEAD) as usize,
+        };
+        let spec = TestSpec {
+            protocol: req.protocol,
+            direction: req.direction,
+            rate,
+            len,
+            duration,
+            ..self.base.clone()
+        };
+        spec.validate().map_err(usage)?;
+        let outcome = Session::connect(&self.cfg)?.run_test(&spec, None, |_| {})?;
+        let (s, latency) = control::assemble::main_direction(&outcome)
+            .ok_or_else(|| Error::Failed("the trial produced no result".into()))?;
+        let c = Counters {
+            received: s.received_packets.unwrap_or(0),
+            duplicates: s.duplicate_packets.unwrap_or(0),
+            reordered: s.reordered_packets.unwrap_or(0),
+            late: s.late_packets.unwrap_or(0),
+            ..Counters::default()
+        };
+        let offered_pps = s.offered_bps.unwrap_or(0.0) / (8.0 * len.max(1) as f64);
+        Ok(TrialData {
+            counters: c.settle(s.sent_packets.unwrap_or(0)),
+            received_bytes: s.received_bytes.unwrap_or(0),
+            offered_bps: s.offered_bps,
+            received_bps: s.received_bps,
+            offered_pps,
+            duration: Duration::from_secs_f64(s.duration_s),
+            rx_span: None,
+            generator_limited: s.generator_limited,
+            latency: latency.filter(|_| req.latency),
+            backend: Some(control::assemble::backend_name(&outcome)),
+            timestamp_source: Some(control::assemble::timestamp_source(&outcome)),
+        })
+    }
+}
+
+/// Frame trials between two raw ports of this host: a fresh stream id per trial, so late
+/// frames of the previous trial are not counted.
+pub struct RawTrial {
+    tx: Box<dyn FrameTx>,
+    rx: Box<dyn FrameRx>,
+    frame: FrameSpec,
+    line: LineRate,
+    test_id: u16,
+    stream: u8,
+    stop: Arc<AtomicBool>,
+}
+
+impl RawTrial {
+    /// Opens the ports for frames of up to `max_len` bytes.
+    ///
+    /// # Errors
+    /// A backend that does not open.
+    pub fn open(
+        frame: &FrameRequest,
+        spec: FrameSpec,
+        (tx, rx): (&Endpoint, &Endpoint),
+        max_len: u64,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Self, Error> {
+        Ok(Self {
+            tx: frames::open_tx(frame.backend, tx, max_len)?,
+            rx: frames::open_rx(frame.backend, rx)?,
+            frame: spec,
+            line: LineRate(frame.line_rate as u64),
+            test_id: test_id(),
+            stream: 0,
+            stop,
+        })
+    }
+
+    /// The backends, `sender / receiver`.
+    pub fn backend(&self) -> String {
+        format!("{} / {}", self.tx.name(), self.rx.name())
+    }
+}
+
+impl Trial for RawTrial {
+    type Error = Error;
+
+    fn run(&mut self, req: &TrialRequest) -> Result<TrialData, Error> {
+        let len = req
+            .frame_len()
+            .ok_or_else(|| usage("raw ports send whole frames: give a frame size"))?;
+        self.stream = self.stream.wrapping_add(1);
+        let load = match req.load {
+            Load::Rate(rate, duration) => RawLoad::Rate {
+                pps: rate
+                    .packets_per_sec(len as usize)
+                    .unwrap_or(self.line.max_fps(len)),
+                duration,
+                count: None,
+            },
+            Load::Burst(frames) => RawLoad::Burst {
+                frames,
+                target_pps: self.line.max_fps(len),
+            },
+        };
+        let spec = RawTrialSpec {
+            frame: self.frame,
+            frame_len: len as usize,
+            test_id: self.test_id,
+            stream_id: self.stream,
+            load,
+            // RFC 2544 §23 waits 2 s for residual frames; on one host 300 ms is plenty.
+            drain: Duration::from_millis(300),
+        };
+        let r =
+            engine::raw::run_trial(self.tx.as_mut(), Some(self.rx.as_mut()), &spec, &self.stop)?;
+        Ok(TrialData {
+            counters: r.counters,
+            received_bytes: r.received_bytes,
+            offered_pps: r.offered_pps,
+            duration: r.elapsed,
+            rx_span: r.rx_span,
+            generator_limited: r.generator_limited,
+            latency: req.latency.then_some(r.latency),
+            backend: Some(self.backend()),
+            timestamp_source: Some("kernel-software".into()),
+            ..TrialData::default()
+        })
+    }
+}
+
+/// A shaper whose rate a method sets: the first class of a lab's shaper, or any device
+/// through a shell command template (`{bandwidth}`, `{bandwidth_k}`, `{bandwidth_m}` are
+/// replaced; its exit status is checked).
+pub enum ShaperDut {
+    /// Class 1:10 of the shaper on lab `0`'s dut.
+    Lab(String),
+    /// A command template.
+    Command(String),
+}
+
+impl Dut for ShaperDut {
+    type Error = Error;
+
+    fn set_bandwidth(&mut self, bps: f64) -> Result<(), Error> {
+        let cmd = match self {
+            ShaperDut::Lab(lab) => lab::shaper::set_first_class_rate(lab, bps),
+            ShaperDut::Command(t) => lab::Cmd::shell(
+                &t.replace("{bandwidth}", &(bps.round() as u64).to_string())
+                    .replace("{bandwidth_k}", &format!("{}", bps / 1e3))
+                    .replace("{bandwidth_m}", &format!("{}", bps / 1e6)),
+            ),
+        };
+        let failed = |why: String| {
+            usage(format!(
+                "setting the bandwidth to {} failed: {why}",
+                model::units::bps(bps)
+            ))
+        };
+        match lab::Runner::run(&mut lab::SystemRunner, &cmd) {
+            Ok(_) => Ok(()),
+            Err(lab::LabError::Command { cmd, detail }) => {
+                Err(failed(format!("`{cmd}` exited with {detail}")))
+            }
+            Err(e) => Err(failed(e.to_string())),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            ShaperDut::Lab(lab) => format!("lab {lab} shaper class 1:10 (tc class change)"),
+            ShaperDut::Command(t) => t.clone(),
+        }
+    }
+}
+
+/// Every stream of a profile at once on the raw-frame engine: one generator per source
+/// interleaving its streams on their own schedules, one receiver per destination; streams
+/// whose source is `wirebench://HOST[:PORT]` run as UDP tests through that server at the
+/// same time.
+pub struct StreamsRun {
+    /// Lab whose nodes `NODE:IFACE` names.
+    pub lab: String,
+    /// Frame I/O backend of every sender.
+    pub backend: FrameBackend,
+    /// Ends the run early.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// The server of a stream whose source is `wirebench://HOST[:PORT]`.
+pub fn server_of(source: &str) -> Option<&str> {
+    source.strip_prefix("wirebench://")
+}
+
+/// A stream through a wirebench server carries UDP datagrams of one size.
+///
+/// # Errors
+/// Any other stream through a server.
+pub fn check_server_stream(s: &StreamSpec, server: &str) -> Result<(), Error> {
+    let refuse = |why: &str| Err(usage(format!("stream '{}': {why}", s.name)));
+    if server.is_empty() {
+        return refuse("wirebench://HOST[:PORT] needs a host");
+    }
+    if s.protocol != StreamProto::Udp {
+        return refuse("a stream through a wirebench server is UDP");
+    }
+    if s.pattern.iter().any(|l| *l != s.pattern[0]) {
+        return refuse("a stream through a wirebench server has one frame size");
+    }
+    Ok(())
+}
+
+/// The frame templates of one raw stream, one per distinct size, with where to patch them.
+fn templates(
+    s: &StreamSpec,
+    (tx, rx): (&Endpoint, &Endpoint),
+    hdr: &wire::testhdr::TestHeaderRepr,
+    run: &StreamsRun,
+    line: LineRate,
+) -> Result<Vec<(u64, Vec<u8>, Patch)>, Error> {
+    let in_stream = |e: String| usage(format!("stream '{}': {e}", s.name));
+    let mut sizes = s.pattern.clone();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut built = Vec::new();
+    if let StreamProto::EtherType(t) = s.protocol {
+        let runner = &mut lab::SystemRunner;
+        let src = lab::probe::addresses(runner, tx)?.mac;
+        let dst = match s.dst_mac {
+            Some(m) => m,
+            None => lab::probe::addresses(runner, rx)?.mac,
+        };
+        let eth = wire::ethernet::EthernetRepr {
+            src_addr: wire::EthernetAddress(src),
+            dst_addr: wire::EthernetAddress(dst),
+            ethertype: wire::EtherType::from(t),
+        };
+        let vlan = s.vlan.map(|vid| wire::vlan::VlanRepr {
+            pcp: s.pcp,
+            dei: false,
+            vid,
+            inner_ethertype: wire::EtherType::from(t),
+        });
+        let off = 14 + if vlan.is_some() { 4 } else { 0 };
+        for len in sizes {
+            let mut buf = vec![0u8; len as usize];
+            let n = wire::frame::build_l2(&eth, vlan.as_ref(), len as usize, hdr, &mut buf)
+                .map_err(|e| in_stream(format!("{len}-byte frame: {e}")))?;
+            buf.truncate(n);
+            built.push((len, buf, Patch::L2(off)));
+        }
+        return Ok(built);
+    }
+    let request = FrameRequest {
+        proto: match s.protocol {
+            StreamProto::Tcp => crate::request::FrameProto::Tcp,
+            StreamProto::Icmp => crate::request::FrameProto::Icmp,
+            _ => crate::request::FrameProto::Udp,
+        },
+        dst_mac: s.dst_mac,
+        dst_ip: s.dst_ip,
+        src_port: s.src_port,
+        dst_port: s.dst_port,
+        vlan: s.vlan,
+        pcp: s.pcp,
+        dscp: s.dscp,
+        lab: run.lab.clone(),
+        line_rate: line.0 as f64,
+        backend: run.backend,
+        ..FrameRequest::default()
+    };
+    let spec = frames::spec(&request, tx, Some(rx)).map_err(|e| in_stream(e.to_string()))?;
+    for len in sizes {
+        let mut buf = vec![0u8; len as usize];
+        let n = spec.build(len as usize, hdr, &mut buf).map_err(|e| {
+            in_stream(format!(
+                "{len}-byte frame: {e} (at least {} bytes)",
+                spec.min_frame_len()
+            ))
+        })?;
+        buf.truncate(n);
+        let layout = spec
+            .layout(len as usize)
+            .map_err(|e| in_stream(e.to_string()))?;
+        built.push((len, buf, Patch::L4(layout)));
+    }
+    Ok(built)
+}
+
+/// Runs a server stream: after its start offset, a UDP test of datagrams of L − 46 bytes
+/// at the stream's frame rate until its stop offset.
+fn server_stream(s: &StreamSpec, server: &str, line: LineRate) -> Result<TrialData, Error> {
+    let (host, port) = match server.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => (h.to_owned(), p.parse().unwrap_or(0)),
+        _ => (server.to_owned(), control::DEFAULT_PORT),
+    };
+    let cfg = client_config(&crate::request::Server {
+        host,
+        port,
+        key_file: None,
+    })?;
+    let len = s.pattern[0];
+    std::thread::sleep(Duration::from_secs_f64(s.start));
+    let mut base = base_spec(Protocol::Udp);
+    base.dscp = (s.dscp > 0).then_some(s.dscp);
+    let mut trial = ServerTrial { cfg, base };
+    let duration = Duration::from_secs_f64(s.stop - s.start);
+    let req = TrialRequest::frames(len, s.fps(line), duration).with_latency();
+    let mut d = trial
+        .run(&req)
+        .map_err(|e| e.context(format!("stream '{}'", s.name)))?;
+    // As frames on an Ethernet: L − 4 bytes each (the FCS is added in the report).
+    d.received_bytes = d.counters.received * (len - 4);
+    Ok(d)
+}
+
+impl StreamsTrial for StreamsRun {
+    type Error = Error;
+
+    fn run(&mut self, profile: &Profile) -> Result<StreamsData, Error> {
+        let id = test_id();
+        let line = profile.line_rate;
+        // Senders by source, receivers by destination, in first-use order.
+        let mut sources: Vec<String> = Vec::new();
+        let mut dests: Vec<String> = Vec::new();
+        for s in &profile.streams {
+            if let Some(server) = server_of(&s.source) {
+                check_server_stream(s, server)?;
+                continue;
+            }
+            if !sources.contains(&s.source) {
+                sources.push(s.source.clone());
+            }
+            if !dests.contains(&s.destination) {
+                dests.push(s.destination.clone());
+            }
+        }
+        let mut groups: Vec<Vec<StreamTx>> = sources.iter().map(|_| Vec::new()).collect();
+        for (i, s) in profile.streams.iter().enumerate() {
+            if server_of(&s.source).is_some() {
+                continue;
+            }
+            let stream_id = (i + 1) as u8;
+            let ports = (
+                &frames::port(&s.source, &self.lab)?,
+                &frames::port(&s.destination, &self.lab)?,
+            );
+            let hdr = wire::testhdr::TestHeaderRepr::template(id, stream_id);
+            let built = templates(s, ports, &hdr, self, line)?;
+            let pattern = s
+                .pattern
+                .iter()
+                .map(|l| built.iter().position(|b| b.0 == *l).unwrap_or(0))
+                .collect();
+            let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
+            groups[g].push(StreamTx {
+                stream_id,
+                templates: built.into_iter().map(|(_, b, p)| (b, p)).collect(),
+                pattern,
+                pps: s.fps(line),
+                start: Duration::from_secs_f64(s.start),
+                stop: Duration::from_secs_f64(s.stop),
+            });
+        }
+        let max_len = profile
+            .streams
+            .iter()
+            .flat_map(|s| s.pattern.iter().copied())
+            .max()
+            .unwrap_or(64);
+        let mut senders = Vec::new();
+        let mut backends = Vec::new();
+        for (src, streams) in sources.iter().zip(groups) {
+            let tx = frames::open_tx(self.backend, &frames::port(src, &self.lab)?, max_len)?;
+            backends.push(format!("{src}: {}", tx.name()));
+            senders.push((tx, streams));
+        }
+        let mut receivers = Vec::new();
+        for d in &dests {
+            let ids = profile
+                .streams
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.destination == *d)
+                .map(|(i, _)| (i + 1) as u8);
+            let rx = frames::open_rx(self.backend, &frames::port(d, &self.lab)?)?;
+            backends.push(format!("{d}: {}", rx.name()));
+            receivers.push((rx, model::stats::table::StreamTable::new(id, ids)));
+        }
+        // Streams through a wirebench server run as UDP tests of the control protocol, at
+        // the same time as the raw streams.
+        let server_runs: Vec<_> = profile
+            .streams
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| server_of(&s.source).map(|srv| (i, s.clone(), srv.to_owned())))
+            .map(|(i, s, srv)| (i, std::thread::spawn(move || server_stream(&s, &srv, line))))
+            .collect();
+        let r = engine::multi::run(
+            senders
+                .iter_mut()
+                .map(|(tx, streams)| (tx.as_mut() as &mut dyn FrameTx, std::mem::take(streams)))
+                .collect(),
+            receivers
+                .iter_mut()
+                .map(|(rx, table)| (rx.as_mut() as &mut dyn FrameRx, table.clone()))
+                .collect(),
+            Duration::from_millis(300),
+            &self.stop,
+        )?;
+        let mut by_server = std::collections::BTreeMap::new();
+        for (i, h) in server_runs {
+            let m = h
+                .join()
+                .map_err(|_| Error::Failed("a server stream's thread panicked".into()))??;
+            by_server.insert(i, m);
+        }
+        if !by_server.is_empty() {
+            backends.push("wirebench servers: udp".into());
+        }
+        let mut data = StreamsData {
+            backends,
+            ..StreamsData::default()
+        };
+        for (i, s) in profile.streams.iter().enumerate() {
+            if let Some(m) = by_server.remove(&i) {
+                data.streams.push(m);
+                continue;
+            }
+            let stream_id = (i + 1) as u8;
+            let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
+            let sent = r.sent[g]
+                .iter()
+                .find(|x| x.stream_id == stream_id)
+                .cloned()
+                .unwrap_or_default();
+            let d = dests.iter().position(|x| *x == s.destination).unwrap_or(0);
+            let (table, drops) = &r.received[d];
+            data.rx_drops += drops;
+            let rx = table.stream(stream_id);
+            data.streams.push(TrialData {
+                counters: rx
+                    .map(|x| x.counters())
+                    .unwrap_or_default()
+                    .settle(sent.sent),
+                received_bytes: rx.map_or(0, |x| x.bytes),
+                duration: sent.active,
+                rx_span: rx.and_then(|x| x.span).map(|(a, b)| b.saturating_sub(a)),
+                generator_limited: sent.generator_limited,
+                latency: rx.map(|x| x.latency.clone()).filter(|h| !h.is_empty()),
+                ..TrialData::default()
+            });
+        }
+        Ok(data)
+    }
+}

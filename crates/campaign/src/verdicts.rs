@@ -1,0 +1,197 @@
+//! Thresholds and the verdicts they make: a metric of one test (or of every test that has
+//! it), bounded below or above, checked against the figures of the results model's one
+//! extractor. A threshold whose test did not run, or has no such figure, fails as "not
+//! measured"; it never passes silently.
+
+use model::results::figures::{figures, Metric as Figure, Stat};
+use model::results::{RunResult, Verdict};
+use model::units;
+
+/// What a threshold checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Received bit/s of a client test's summary.
+    ReceivedBps,
+    /// Loss ratio of a client test's summary.
+    Loss,
+    /// A latency statistic, µs: of a client test, of a latency test's sizes, or of an RFC
+    /// 2544 latency table (one verdict per size).
+    Latency(Stat),
+    /// The maximum zero-loss rate of a sweep.
+    ZeroLossBps,
+    /// RFC 2544 throughput (L2 bit/s incl. FCS), one verdict per frame size.
+    Rfc2544ThroughputBps,
+    /// FRER overhead %, one verdict per measurement.
+    FrerOverhead,
+}
+
+/// The metric names a plan may use.
+pub const METRICS: &str = "received_bps, loss, latency_p50, latency_p99, latency_p999, latency_max, zero_loss_bps, rfc2544_throughput_bps, frer_overhead";
+
+impl Metric {
+    /// The metric of a plan's name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "received_bps" => Self::ReceivedBps,
+            "loss" => Self::Loss,
+            "latency_p50" => Self::Latency(Stat::P50),
+            "latency_p99" => Self::Latency(Stat::P99),
+            "latency_p999" => Self::Latency(Stat::P999),
+            "latency_max" => Self::Latency(Stat::Max),
+            "zero_loss_bps" => Self::ZeroLossBps,
+            "rfc2544_throughput_bps" => Self::Rfc2544ThroughputBps,
+            "frer_overhead" => Self::FrerOverhead,
+            _ => return None,
+        })
+    }
+
+    /// Whether a test of `kind` produces this metric.
+    pub fn produced_by(self, kind: &str) -> bool {
+        match self {
+            Self::ReceivedBps | Self::Loss => kind == "client",
+            Self::Latency(_) => matches!(kind, "client" | "latency" | "rfc2544"),
+            Self::ZeroLossBps => kind == "sweep",
+            Self::Rfc2544ThroughputBps => kind == "rfc2544",
+            Self::FrerOverhead => kind == "frer-compare",
+        }
+    }
+
+    /// Reads a bound in this metric's unit.
+    ///
+    /// # Errors
+    /// A value not in the unit (`300` for a latency, which needs `300us`).
+    pub fn value(self, s: &str) -> Result<f64, String> {
+        match self {
+            Self::ReceivedBps | Self::ZeroLossBps | Self::Rfc2544ThroughputBps => {
+                units::rate_bps(s)
+            }
+            Self::Loss => units::percent_ratio(s),
+            Self::Latency(_) => units::time_us(s),
+            Self::FrerOverhead => {
+                units::percent(s).ok_or_else(|| format!("'{s}' is not a percentage (e.g. 25%)"))
+            }
+        }
+    }
+
+    fn show(self, v: f64) -> String {
+        match self {
+            Self::ReceivedBps | Self::ZeroLossBps | Self::Rfc2544ThroughputBps => units::bps(v),
+            Self::Loss => format!("{:.4} %", v * 100.0),
+            Self::Latency(_) => format!("{v:.1} us"),
+            Self::FrerOverhead => format!("{v:+.1} %"),
+        }
+    }
+
+    /// This metric's value of figure `f`, if `f` is one of its figures.
+    fn of(self, f: &model::results::figures::Figure) -> Option<f64> {
+        let latency = |q: Stat| matches!(f.metric, Figure::Latency(x) | Figure::RoundTrip(x) | Figure::FrameLatency(x) if x == q);
+        let wanted = match self {
+            Self::ReceivedBps => f.metric == Figure::ReceivedBps,
+            Self::Loss => f.metric == Figure::Loss,
+            Self::Latency(q) => latency(q),
+            Self::ZeroLossBps => f.metric == Figure::ZeroLossBps,
+            // L2 bit/s of the frames incl. FCS: frames/s × size × 8.
+            Self::Rfc2544ThroughputBps => {
+                return (f.metric == Figure::ThroughputFps)
+                    .then(|| f.value * f.size.unwrap_or(0) as f64 * 8.0)
+            }
+            Self::FrerOverhead => f.metric == Figure::FrerOverhead,
+        };
+        wanted.then_some(f.value)
+    }
+}
+
+/// The figures of `metric` in one test's result, as (where, value): `""` for a summary,
+/// `64 B` for a frame or message size, a measurement's name. Empty when it has none.
+pub fn figures_of(metric: Metric, r: &RunResult) -> Vec<(String, f64)> {
+    figures(r)
+        .into_iter()
+        .filter_map(|f| Some((f.at.clone(), metric.of(&f)?)))
+        .collect()
+}
+
+/// A threshold: a metric of one test (or of every test that has it) and its bounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// The test's name, or every test.
+    pub test: Option<String>,
+    /// What it checks.
+    pub metric: Metric,
+    /// The metric as written.
+    pub metric_name: String,
+    /// Lower bound.
+    pub min: Option<f64>,
+    /// Upper bound.
+    pub max: Option<f64>,
+    /// Line in the plan.
+    pub line: usize,
+}
+
+/// A finished (or failed) test as the thresholds see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome<'a> {
+    /// Its id (`t1`).
+    pub id: &'a str,
+    /// Its name in the plan.
+    pub name: &'a str,
+    /// Its kind (`client`, `rfc2544`, ...).
+    pub kind: &'a str,
+    /// Its result, when it produced one.
+    pub result: Option<&'a RunResult>,
+}
+
+/// Evaluates the thresholds against the tests that ran, as verdicts naming the test (its
+/// id), the figure, the measured value and the bound. A threshold whose test did not run
+/// or has no such figure is a failed verdict ("not measured"), never a pass.
+pub fn evaluate(thresholds: &[Threshold], tests: &[Outcome<'_>]) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for th in thresholds {
+        let m = th.metric;
+        let bound = match (th.min, th.max) {
+            (Some(lo), Some(hi)) => format!("{} .. {}", m.show(lo), m.show(hi)),
+            (Some(lo), None) => format!(">= {}", m.show(lo)),
+            (None, Some(hi)) => format!("<= {}", m.show(hi)),
+            (None, None) => String::new(),
+        };
+        let before = out.len();
+        for t in tests {
+            if th.test.as_ref().is_some_and(|n| n != t.name) {
+                continue;
+            }
+            let figs = t.result.map(|r| figures_of(m, r)).unwrap_or_default();
+            let named = |at: &str| {
+                let at = if at.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {at}")
+                };
+                format!("{}{at} of {} ({})", th.metric_name, t.name, t.id)
+            };
+            // Named, or a test of a kind that would have measured it but did not run.
+            if figs.is_empty() && (th.test.is_some() || t.result.is_none() && m.produced_by(t.kind))
+            {
+                out.push(Verdict {
+                    name: named(""),
+                    passed: false,
+                    detail: format!("not measured (required {bound})"),
+                });
+            }
+            for (at, v) in figs {
+                let passed = th.min.is_none_or(|lo| v >= lo) && th.max.is_none_or(|hi| v <= hi);
+                out.push(Verdict {
+                    name: named(&at),
+                    passed,
+                    detail: format!("measured {}, required {bound}", m.show(v)),
+                });
+            }
+        }
+        if out.len() == before {
+            out.push(Verdict {
+                name: format!("{} (line {})", th.metric_name, th.line),
+                passed: false,
+                detail: format!("no test measured it (required {bound})"),
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,188 @@
+//! What a lab is, in words and rows: how to reach each node of a topology just built
+//! ([`describe`]), and the labs that are up, read back from the namespaces, the shaper's
+//! class counters, the relays' and the impairment stages' state files ([`status`]).
+//!
+//! It does not print: the binary lays out what it returns (`report` for the status).
+
+use model::results::lab::{LabNode, LabStatus, ShaperClass, StageRow};
+
+use crate::cmd::{Cmd, Runner};
+use crate::impair::spec::ImpairSpec;
+use crate::impair::stage::Mode;
+use crate::lifecycle::{lab_namespaces, liveness, Lab};
+use crate::relay::process::RelayState;
+use crate::relay::state::state_files;
+use crate::{naming, LabError, Topology};
+
+/// A topology as built under a name: one row per interface (node, namespace, interface,
+/// address) and one line per device it runs (shaper classes, impairment stages, relays).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Description {
+    /// `[node, namespace, interface, address]` per interface.
+    pub interfaces: Vec<Vec<String>>,
+    /// The devices, one line each (a shaper's classes indented under it).
+    pub devices: Vec<String>,
+}
+
+/// How to reach each node of `topo` built as lab `name`, and what its devices do.
+pub fn describe(topo: &Topology, name: &str) -> Description {
+    let interfaces = topo
+        .links
+        .iter()
+        .flat_map(|l| [&l.a, &l.b])
+        .map(|i| {
+            let addr = match i.addr {
+                Some(a) => format!("{a}/{}", i.prefix),
+                None if topo.relays.iter().any(|r| r.node == i.node) => "- (relay port)".into(),
+                None => "- (stage port)".into(),
+            };
+            let ns = naming::namespace(name, &i.node);
+            vec![i.node.clone(), ns, i.name.clone(), addr]
+        })
+        .collect();
+    let mut devices = Vec::new();
+    if let Some(sh) = &topo.shaper {
+        devices.push("shaper on dut eth1 (toward the listener), HTB classes:".to_owned());
+        for (i, c) in sh.class.iter().enumerate() {
+            let protocol = c.protocol.map(|p| format!("{p:?}").to_lowercase());
+            devices.push(format!(
+                "  1:{:<3} {:<10} protocol {:<4} rate {} ceil {}",
+                10 + i,
+                c.name,
+                protocol.as_deref().unwrap_or("any"),
+                c.rate,
+                c.ceil.as_deref().unwrap_or(&c.rate)
+            ));
+        }
+        devices.push("  1:999 default (unmatched traffic)".to_owned());
+    }
+    for s in &topo.stages {
+        let how = match s.config.mode {
+            Mode::Bridge => "bridge",
+            Mode::Router { .. } => "router",
+        };
+        devices.push(format!(
+            "impairment stage on {} ({how}, {} <-> {}): forward {}; reverse {}",
+            s.node,
+            s.config.a,
+            s.config.b,
+            ImpairSpec::describe(&s.config.spec.forward),
+            ImpairSpec::describe(&s.config.spec.reverse),
+        ));
+    }
+    for r in &topo.relays {
+        let mut what: Vec<String> = Vec::new();
+        for s in &r.config.streams {
+            if let Some(p) = &s.replicate {
+                what.push(format!(
+                    "replicates {} {} -> {}",
+                    s.name,
+                    p.from,
+                    p.to.join(",")
+                ));
+            }
+            if let Some(e) = &s.eliminate {
+                let off = if e.off { ", ELIMINATION OFF" } else { "" };
+                what.push(format!(
+                    "eliminates {} {} -> {} (history {}{off})",
+                    s.name,
+                    e.from.join(","),
+                    e.to,
+                    e.history
+                ));
+            }
+        }
+        if what.is_empty() {
+            what.push("plain forwarding, no FRER (control group)".into());
+        }
+        devices.push(format!("FRER relay on {}: {}", r.node, what.join("; ")));
+    }
+    Description {
+        interfaces,
+        devices,
+    }
+}
+
+/// The labs that are up: their nodes and interfaces, shaper classes, relays and stages.
+///
+/// # Errors
+/// The namespaces or their addresses cannot be listed.
+pub fn status(runner: &mut dyn Runner) -> Result<LabStatus, LabError> {
+    let namespaces = lab_namespaces(runner)?;
+    let mut out = LabStatus::default();
+    for (ns, lab, node) in &namespaces {
+        let addrs = runner.run(&Cmd::brief_addrs(ns))?;
+        let interfaces = addrs
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let name = f.next()?.split('@').next()?.to_owned();
+                let state = f.next()?.to_owned();
+                let addrs: Vec<&str> = f.collect();
+                (name != "lo").then(|| format!("{name} {state} {}", addrs.join(" ")))
+            })
+            .collect();
+        out.nodes.push(LabNode {
+            lab: lab.clone(),
+            node: node.clone(),
+            namespace: ns.clone(),
+            interfaces,
+        });
+        // The shaper's classes sit on the dut's egress toward the listener.
+        if node == "dut" {
+            if let Ok(text) = runner.run(&Cmd::class_stats(ns, "eth1")) {
+                out.classes.extend(
+                    crate::shaper::parse_class_stats(&text)
+                        .into_iter()
+                        .map(|c| ShaperClass {
+                            lab: lab.clone(),
+                            id: c.id,
+                            rate: c.rate,
+                            packets: c.packets,
+                            bytes: c.bytes,
+                            dropped: c.dropped,
+                        }),
+                );
+            }
+        }
+    }
+    let mut labs: Vec<&str> = namespaces.iter().map(|(_, l, _)| l.as_str()).collect();
+    labs.dedup();
+    for &lab in &labs {
+        for (label, path) in state_files(Some(lab)) {
+            if let Ok(st) = RelayState::read(&path) {
+                out.relays.push(st.report(label));
+            }
+        }
+        for (node, st) in Lab::stage_states(lab) {
+            let state = liveness(st.running, st.pid, st.stopped.as_ref());
+            // Frames lost before the stage saw them (both sides together): the stage
+            // itself was the bottleneck.
+            let overload = (st.kernel_drops > 0).then(|| {
+                format!(
+                    "{} frames (both directions) dropped before the stage read them: overloaded",
+                    st.kernel_drops
+                )
+            });
+            for (dir, c) in [("forward", st.forward), ("reverse", st.reverse)] {
+                out.stages.push(StageRow {
+                    lab: lab.to_owned(),
+                    node: node.clone(),
+                    direction: dir.to_owned(),
+                    frames_in: c.frames_in,
+                    lost: c.dropped_loss,
+                    duplicated: c.duplicated,
+                    reordered: c.reordered,
+                    delayed: c.delayed,
+                    queue_drops: c.dropped_queue,
+                    frames_out: c.frames_out,
+                    state: match (&overload, dir) {
+                        (Some(o), "forward") => format!("{state}; {o}"),
+                        _ => state.clone(),
+                    },
+                });
+            }
+        }
+    }
+    Ok(out)
+}

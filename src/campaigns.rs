@@ -1,0 +1,200 @@
+//! Campaigns: `run PLAN.toml` (the campaign crate runs it; this shows its progress and
+//! what it wrote), `demo` (the built-in plan), `report` (render a run again) and
+//! `compare` (two runs side by side).
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use campaign::plan::Plan;
+use campaign::runner::{Progress, Run};
+use model::results::campaign::{Campaign, TestEntry, TestStatus};
+
+use crate::cli::{CompareArgs, DemoArgs, ReportArgs, RunArgs};
+use crate::output::{stop_on_signals, usage, VerdictFailed};
+
+/// A progress bar on stderr with a line per test started and per test failed.
+struct Bar(indicatif::ProgressBar);
+
+impl Bar {
+    fn new(tests: usize) -> Self {
+        let target = indicatif::ProgressDrawTarget::stderr();
+        let bar = indicatif::ProgressBar::with_draw_target(Some(tests as u64), target);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} tests, {elapsed} elapsed, about {eta} left: {msg}",
+        ) {
+            bar.set_style(style);
+        }
+        Self(bar)
+    }
+}
+
+impl Progress for Bar {
+    fn started(&mut self, e: &TestEntry) {
+        self.0.set_message(format!("{} ({})", e.name, e.kind));
+        self.0
+            .suspend(|| eprintln!("[{}] {}: {}", e.id, e.name, e.command));
+    }
+
+    fn finished(&mut self, e: &TestEntry) {
+        if e.status == TestStatus::Failed {
+            let err = e.error.as_deref().unwrap_or("");
+            self.0.suspend(|| eprintln!("[{}] failed: {err}", e.id));
+        }
+        self.0.inc(1);
+    }
+}
+
+/// `wirebench run`: exit code 3 when a threshold fails, 1 when a test did not complete.
+pub fn run(a: &RunArgs) -> Result<()> {
+    let shown = a.plan.display();
+    let text =
+        std::fs::read_to_string(&a.plan).map_err(|e| usage(format!("cannot read {shown}: {e}")))?;
+    let commands = crate::requests::Parser;
+    let plan = Plan::parse(&text, &commands).map_err(|e| usage(format!("{shown}: {e}")))?;
+    let mut run = Run {
+        plan_file: shown.to_string(),
+        out: a.out.clone(),
+        lab_name: a.name.clone(),
+        commands: &commands,
+        stop: crate::output::never(),
+    };
+    run.check(&plan)?;
+    run.stop = stop_on_signals()?;
+    let mut bar = Bar::new(plan.tests.len());
+    let finished = run.run(&plan, &mut bar);
+    bar.0.finish_and_clear();
+    let finished = finished?;
+    let c = &finished.campaign;
+    let done = c
+        .tests
+        .iter()
+        .filter(|t| t.status == TestStatus::Done)
+        .count();
+    let failed = c.verdicts.iter().filter(|v| !v.passed).count();
+    println!(
+        "{done} of {} tests done; {} of {} thresholds passed",
+        c.tests.len(),
+        c.verdicts.len() - failed,
+        c.verdicts.len()
+    );
+    if let Some(s) = &c.stopped {
+        println!("stopped early: {s}");
+    }
+    for f in finished
+        .reports
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e != "csv"))
+    {
+        println!("wrote {}", f.display());
+    }
+    let results = a.out.join("results.json");
+    println!("wrote {} (and one CSV per table)", results.display());
+    if c.stopped.is_some() || done < c.tests.len() {
+        anyhow::bail!(
+            "{} test(s) did not complete (see {})",
+            c.tests.len() - done,
+            results.display()
+        );
+    }
+    if failed > 0 {
+        return Err(VerdictFailed(format!("{failed} threshold(s) failed")).into());
+    }
+    Ok(())
+}
+
+/// `wirebench demo`: the built-in campaign, as root on labs, otherwise on loopback.
+pub fn demo(a: &DemoArgs) -> Result<()> {
+    let root = campaign::is_root() && !a.loopback;
+    if !root && !a.loopback {
+        println!(
+            "wirebench demo: not root, so on loopback; the FRER network with path loss and the shaper profile need network namespaces (run `sudo wirebench demo` for them)"
+        );
+    }
+    let plan = campaign::demo::write_plan(&a.out, root)?;
+    println!(
+        "wirebench demo: running {} (results in {})",
+        if root {
+            "the lab plan: a FRER network with path loss, a shaper and the FRER overhead"
+        } else {
+            "the loopback plan"
+        },
+        a.out.display()
+    );
+    run(&RunArgs {
+        plan,
+        out: a.out.clone(),
+        name: "demo".into(),
+    })?;
+    println!(
+        "demo done: every figure in {} was measured just now on this machine",
+        a.out.join("report.html").display()
+    );
+    Ok(())
+}
+
+/// `wirebench report results.json [--format md|html|csv] [--out DIR]`: renders a finished
+/// (or interrupted) run again, from its results file alone.
+pub fn report(a: &ReportArgs) -> Result<()> {
+    let shown = a.results.display();
+    let text = std::fs::read_to_string(&a.results)
+        .map_err(|e| usage(format!("cannot read {shown}: {e}")))?;
+    let c = report::campaign::load(&text).map_err(|e| usage(format!("{shown}: {e}")))?;
+    match (a.format.as_str(), &a.out) {
+        ("md", None) => print!("{}", report::campaign::markdown(&c)),
+        ("html", None) => print!("{}", report::campaign::html(&c)),
+        ("csv", None) => {
+            for (name, csv) in report::campaign::csv_tables(&c) {
+                println!("# {name}.csv\n{csv}");
+            }
+        }
+        (_, Some(dir)) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            for f in campaign::runner::write_reports(dir, &c)? {
+                println!("wrote {}", f.display());
+            }
+        }
+        (other, None) => return Err(usage(format!("--format {other}: use md, html or csv"))),
+    }
+    Ok(())
+}
+
+/// `wirebench compare A.json B.json [-J]`.
+pub fn compare(a: &CompareArgs) -> Result<()> {
+    let read = |p: &Path| -> Result<Campaign> {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| usage(format!("cannot read {}: {e}", p.display())))?;
+        report::campaign::load_any(&text).map_err(|e| usage(format!("{}: {e}", p.display())))
+    };
+    let (ca, cb) = (read(&a.a)?, read(&a.b)?);
+    if !a.json {
+        let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+        print!("{}", report::campaign::compare_markdown(&ca, &cb, &na, &nb));
+        return Ok(());
+    }
+    let keys = [
+        "test",
+        "figure",
+        "unit",
+        "a",
+        "b",
+        "difference",
+        "overhead_percent",
+    ];
+    let doc: Vec<serde_json::Value> = report::campaign::compare_rows(&ca, &cb)
+        .iter()
+        .map(|r| {
+            let cells = keys.iter().zip(r).map(|(k, v)| {
+                // Numbers as numbers ("+1.5" too); the rest as written.
+                let num = v.trim_start_matches('+').parse::<f64>().ok();
+                let val = num.and_then(serde_json::Number::from_f64).map_or_else(
+                    || serde_json::Value::String(v.clone()),
+                    serde_json::Value::Number,
+                );
+                ((*k).to_owned(), val)
+            });
+            serde_json::Value::Object(cells.collect())
+        })
+        .collect();
+    println!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(())
+}

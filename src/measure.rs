@@ -1,0 +1,86 @@
+//! The commands that measure once and print one result document: the tests a plan can
+//! hold (`client`, `sweep`, `blocksize`, `latency`, `rfc2544`, `streams`, `shaping`,
+//! `frer compare`), and `gen`, `frer analyze` and `frer stats`. The campaign's jobs do the
+//! work; this prints what they return.
+
+use anyhow::Result;
+use campaign::jobs;
+use campaign::request::TestRequest;
+use model::results::RunResult;
+
+use crate::output::{never, print, stop_on_signals, verdicts, Printer};
+
+/// The text layout of a test's document.
+fn text(req: &TestRequest, r: &RunResult) -> String {
+    use report::text;
+    let with_facts = |table: Option<String>| table.unwrap_or_default() + &text::facts(r);
+    match req {
+        TestRequest::Client(_) => text::client_summary(r),
+        TestRequest::Sweep(_) => with_facts(r.sweep.as_ref().map(text::sweep)),
+        TestRequest::Blocksize(_) => r
+            .blocksize
+            .as_deref()
+            .map(text::blocksize)
+            .unwrap_or_default(),
+        TestRequest::Latency(_) => with_facts(r.latency.as_deref().map(text::latency)),
+        TestRequest::Rfc2544(_) => text::rfc2544(r),
+        TestRequest::Streams(_) => text::profile(r),
+        TestRequest::Shaping(_) => text::shaping(r),
+        TestRequest::FrerCompare(_) => text::frer_overhead(r),
+    }
+}
+
+/// Runs a test and prints its document; exit code 3 when one of its verdicts failed.
+pub fn test(req: &TestRequest, json: bool) -> Result<()> {
+    // The FRER comparison says which group it builds even with -J (on stderr).
+    let mut watch = Printer {
+        quiet: json && !matches!(req, TestRequest::FrerCompare(_)),
+    };
+    if let (TestRequest::Client(c), false) = (req, json) {
+        let addr = campaign::trials::client_config(&c.server)?.server;
+        let spec = &c.spec;
+        let rate = match spec.rate.bits_per_sec(spec.len) {
+            Some(b) => format!("{} per stream", model::units::bps(b)),
+            None => "unlimited rate".into(),
+        };
+        println!(
+            "wirebench {} test to {addr}: {} stream(s), {rate}, {} s",
+            spec.protocol.as_str().to_uppercase(),
+            spec.streams,
+            spec.duration.as_secs_f64()
+        );
+    }
+    let r = jobs::run(req, &mut watch, &never())?;
+    if matches!(req, TestRequest::Client(_)) && !json {
+        println!();
+    }
+    print(&r, json, |r| text(req, r));
+    match req {
+        TestRequest::Rfc2544(_) => verdicts(&r, "a latency verdict failed"),
+        TestRequest::Streams(_) => verdicts(&r, "a stream missed its expected rate"),
+        _ => Ok(()),
+    }
+}
+
+/// `gen`.
+pub fn gen(a: &crate::cli::GenArgs) -> Result<()> {
+    let r = jobs::gen(&crate::requests::gen(a), &never())?;
+    print(&r, a.json, report::text::gen);
+    Ok(())
+}
+
+/// `frer analyze`: Ctrl-C ends the capture early; what it caught is analysed.
+pub fn analyze(a: &crate::cli::FrerAnalyzeArgs) -> Result<()> {
+    let stop = stop_on_signals()?;
+    let mut watch = Printer { quiet: false };
+    let r = jobs::analyze(&crate::requests::analyze(a), &mut watch, &stop)?;
+    print(&r, a.json, report::text::frer_analysis);
+    Ok(())
+}
+
+/// `frer stats`.
+pub fn stats(a: &crate::cli::FrerStatsArgs) -> Result<()> {
+    let r = jobs::relays(a.lab.as_deref(), a.state.as_deref())?;
+    print(&r, a.json, report::text::relays);
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! What every command shares on the way out: printing a result document (`-J`, or its
+//! text layout from `report`), a [`Watch`] that prints interval rows and progress, the
+//! stop flag Ctrl-C sets, and the exit codes.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use campaign::Watch;
+use model::results::{IntervalRow, RunResult};
+
+/// The test ran, but a verdict it was asked to check failed (exit code 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct VerdictFailed(pub String);
+
+/// A usage error (exit code 2).
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    campaign::Error::Usage(msg.into()).into()
+}
+
+/// A lab error as the campaign classes it: a failed command exits 1, the rest 2.
+pub fn lab_error(e: lab::LabError) -> anyhow::Error {
+    campaign::Error::from(e).into()
+}
+
+/// The exit code of an error: 2 for usage, 3 for a failed verdict, 1 for the rest.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<VerdictFailed>().is_some() {
+        3
+    } else if let Some(campaign::Error::Usage(_)) = e.downcast_ref::<campaign::Error>() {
+        2
+    } else {
+        1
+    }
+}
+
+/// Prints `doc` as JSON, or as `text` lays it out.
+pub fn print(doc: &RunResult, json: bool, text: impl FnOnce(&RunResult) -> String) {
+    if json {
+        print!("{}", report::json::to_string(doc));
+    } else {
+        print!("{}", text(doc));
+    }
+}
+
+/// Exit code 3 (after the document was printed) when one of its verdicts failed.
+pub fn verdicts(doc: &RunResult, what: &str) -> anyhow::Result<()> {
+    if doc.verdicts.iter().any(|v| !v.passed) {
+        return Err(VerdictFailed(what.to_owned()).into());
+    }
+    Ok(())
+}
+
+/// Interval rows to standard output and progress to standard error, unless `quiet` (the
+/// output is one JSON document).
+pub struct Printer {
+    /// Print nothing while it runs.
+    pub quiet: bool,
+}
+
+impl Watch for Printer {
+    fn interval(&mut self, row: &IntervalRow) {
+        if !self.quiet {
+            println!("{}", report::text::interval_line(row));
+        }
+    }
+
+    fn progress(&mut self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// A stop flag nothing sets: the command ends when its test does (Ctrl-C ends the
+/// process).
+pub fn never() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(false))
+}
+
+/// A flag that SIGINT and SIGTERM set, so a run or a managed process ends its loop and
+/// writes what it has instead of dying mid-write.
+pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = never();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}

@@ -1,0 +1,408 @@
+//! The command line as the campaign's typed requests: defaults applied, values checked
+//! against each other, files read. A plan's tests go through the same clap definitions
+//! and the same functions ([`Parser`]), so a flag means the same in both.
+
+use std::time::Duration;
+
+use campaign::plan::Commands;
+use campaign::request::{
+    AnalyzeRequest, BlocksizeRequest, ClientRequest, FrameBackend, FrameProto, FrameRequest,
+    FrerCompareRequest, GenRequest, LatencyRequest, Rfc2544Path, Rfc2544Request, Rfc2544Test,
+    Server, ShapingRequest, StreamsRequest, SweepRequest, TestRequest,
+};
+use campaign::Error;
+use clap::Parser as _;
+use method::rfc2544::{Search, SearchConfig};
+use model::spec::{Direction, Protocol, Rate, TestSpec, UdpBackend};
+use wire::linerate::LineRate;
+
+use crate::cli::{self, Cli, Command};
+
+fn usage(msg: impl Into<String>) -> Error {
+    Error::Usage(msg.into())
+}
+
+/// The server a command talks to.
+pub fn server(t: &cli::Target) -> Server {
+    Server {
+        host: t.host.clone(),
+        port: t.port,
+        key_file: t.auth_key_file.clone(),
+    }
+}
+
+/// `client`: iperf3's defaults (UDP 1472 bytes at 1 Mbit/s, TCP 128 KiB unlimited).
+pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
+    let len = a.length.unwrap_or(if a.udp {
+        TestSpec::DEFAULT_UDP_LEN
+    } else {
+        TestSpec::DEFAULT_TCP_LEN
+    });
+    let rate = match (a.bitrate, a.pps) {
+        (Some(0.0), _) => Rate::Unlimited,
+        (Some(b), _) => Rate::BitsPerSec(b),
+        (None, Some(p)) if p > 0.0 && p.is_finite() => Rate::PacketsPerSec(p),
+        (None, Some(p)) => return Err(usage(format!("--pps must be a positive number, got {p}"))),
+        (None, None) if a.udp => Rate::BitsPerSec(TestSpec::DEFAULT_UDP_RATE),
+        (None, None) => Rate::Unlimited,
+    };
+    let direction = match (a.bidir, a.reverse) {
+        (true, _) => Direction::Bidir,
+        (false, true) => Direction::Reverse,
+        (false, false) => Direction::Forward,
+    };
+    let window = match a.window {
+        Some(w) => Some(u32::try_from(w).map_err(|_| usage("-w is larger than 4 GiB"))?),
+        None => None,
+    };
+    let spec = TestSpec {
+        protocol: if a.udp { Protocol::Udp } else { Protocol::Tcp },
+        duration: a.time,
+        rate,
+        len,
+        streams: a.parallel,
+        direction,
+        udp_backend: match a.udp_backend {
+            cli::BackendArg::Auto => UdpBackend::Auto,
+            cli::BackendArg::Sendmmsg => UdpBackend::Sendmmsg,
+            cli::BackendArg::Gso => UdpBackend::Gso,
+        },
+        synced_clocks: a.synced_clocks,
+        dscp: a.dscp,
+        window,
+        server_cpu: a.affinity.as_ref().and_then(|x| x.server),
+    };
+    spec.validate().map_err(usage)?;
+    if !a.interval.is_finite() || a.interval < 0.0 {
+        return Err(usage(format!(
+            "-i must be 0 or a positive number of seconds, got {}",
+            a.interval
+        )));
+    }
+    Ok(ClientRequest {
+        server: server(&a.target),
+        spec,
+        interval: (a.interval > 0.0).then(|| Duration::from_secs_f64(a.interval.max(0.01))),
+        cpu: a.affinity.as_ref().map(|x| usize::from(x.client)),
+        round_trip: a.round_trip,
+    })
+}
+
+/// `sweep`.
+pub fn sweep(a: &cli::SweepArgs) -> Result<SweepRequest, Error> {
+    let direction = if a.reverse {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    };
+    let plan = method::sweep::SweepPlan::new(a.from, a.to, a.step, a.length, a.time, direction)
+        .map_err(|e| usage(e.to_string()))?;
+    Ok(SweepRequest {
+        server: server(&a.target),
+        plan,
+    })
+}
+
+/// `blocksize`.
+pub fn blocksize(a: &cli::BlocksizeArgs) -> Result<BlocksizeRequest, Error> {
+    let plan = method::blocksize::BlocksizePlan::new(a.sizes.clone(), a.time)
+        .map_err(|e| usage(e.to_string()))?;
+    Ok(BlocksizeRequest {
+        server: server(&a.target),
+        plan,
+        sizes: a.sizes.clone(),
+        time: a.time,
+    })
+}
+
+/// `latency`.
+pub fn latency(a: &cli::LatencyArgs) -> LatencyRequest {
+    LatencyRequest {
+        server: server(&a.target),
+        sizes: a.length.clone(),
+        time: a.time,
+        spin: a.spin,
+        user_timestamps: a.user_timestamps,
+    }
+}
+
+fn backend(b: cli::FrameBackend) -> FrameBackend {
+    match b {
+        cli::FrameBackend::Auto => FrameBackend::Auto,
+        cli::FrameBackend::Packet => FrameBackend::Packet,
+        cli::FrameBackend::Ring => FrameBackend::Ring,
+        cli::FrameBackend::Xdp => FrameBackend::Xdp,
+    }
+}
+
+/// How test frames look.
+pub fn frame(a: &cli::FrameArgs) -> FrameRequest {
+    FrameRequest {
+        proto: match a.proto {
+            cli::FrameProto::Udp => FrameProto::Udp,
+            cli::FrameProto::Tcp => FrameProto::Tcp,
+            cli::FrameProto::Icmp => FrameProto::Icmp,
+        },
+        dst_mac: a.dst_mac,
+        src_mac: a.src_mac,
+        dst_ip: a.dst_ip,
+        src_ip: a.src_ip,
+        src_port: a.src_port,
+        dst_port: a.dst_port,
+        vlan: a.vlan,
+        pcp: a.pcp,
+        dscp: a.dscp,
+        lab: a.lab.clone(),
+        line_rate: a.line_rate,
+        backend: backend(a.backend),
+    }
+}
+
+/// `rfc2544`: over UDP to HOST, or between `--tx` and `--rx`.
+pub fn rfc2544(a: &cli::Rfc2544Args) -> Result<Rfc2544Request, Error> {
+    let path = match (&a.host, &a.tx, &a.rx) {
+        (Some(host), _, _) => Rfc2544Path::Server(Server {
+            host: host.clone(),
+            port: a.port,
+            key_file: a.auth_key_file.clone(),
+        }),
+        (None, Some(tx), Some(rx)) => Rfc2544Path::Ports {
+            tx: tx.clone(),
+            rx: rx.clone(),
+        },
+        _ => return Err(usage("give HOST, or both --tx and --rx")),
+    };
+    let tests = a.tests.iter().map(|t| match t {
+        cli::Rfc2544Test::Throughput => Rfc2544Test::Throughput,
+        cli::Rfc2544Test::Latency => Rfc2544Test::Latency,
+        cli::Rfc2544Test::Loss => Rfc2544Test::Loss,
+        cli::Rfc2544Test::B2b => Rfc2544Test::B2b,
+    });
+    let config = SearchConfig {
+        line_rate: LineRate(a.frame.line_rate as u64),
+        duration: a.duration,
+        final_duration: a.final_duration.unwrap_or(a.duration),
+        loss_ratio: a.loss_tolerance,
+        width: a.width.max(0.0001),
+        ..SearchConfig::default()
+    };
+    Ok(Rfc2544Request {
+        path,
+        tests: tests.collect(),
+        sizes: a.sizes.clone(),
+        search: match a.search {
+            cli::SearchArg::Mlr => Search::Mlr,
+            cli::SearchArg::Binary => Search::Binary,
+        },
+        config,
+        latency_trials: a.latency_trials,
+        latency_limits: a.latency_limit.clone(),
+        loss_step: a.loss_step,
+        b2b_trials: a.b2b_trials,
+        b2b_max_burst: a.b2b_max_burst,
+        frame: frame(&a.frame),
+    })
+}
+
+/// `streams`: the profile read and checked.
+pub fn streams(a: &cli::StreamsArgs) -> Result<StreamsRequest, Error> {
+    let file = a.profile.display().to_string();
+    let text = std::fs::read_to_string(&a.profile)
+        .map_err(|e| usage(format!("cannot read {file}: {e}")))?;
+    let profile =
+        method::streams::Profile::parse(&text).map_err(|e| usage(format!("{file}: {e}")))?;
+    let lab = a
+        .lab
+        .clone()
+        .or(profile.lab.clone())
+        .unwrap_or_else(|| "lab".into());
+    Ok(StreamsRequest {
+        file,
+        profile,
+        lab,
+        backend: backend(a.backend),
+    })
+}
+
+/// `shaping`.
+pub fn shaping(a: &cli::ShapingArgs) -> ShapingRequest {
+    ShapingRequest {
+        tx: a.tx.clone(),
+        rx: a.rx.clone(),
+        sizes: a.sizes.clone(),
+        bandwidths: a.bandwidths.clone(),
+        dut_cmd: a.dut_cmd.clone(),
+        duration: a.duration,
+        frame: frame(&a.frame),
+    }
+}
+
+/// `frer compare`.
+pub fn frer_compare(a: &cli::FrerCompareArgs) -> FrerCompareRequest {
+    FrerCompareRequest {
+        path_a: a.path_a.clone(),
+        path_b: a.path_b.clone(),
+        time: a.time,
+        length: a.length,
+        name: a.name.clone(),
+    }
+}
+
+/// `gen`.
+pub fn gen(a: &cli::GenArgs) -> GenRequest {
+    GenRequest {
+        port: a.iface.clone(),
+        rx: a.rx.clone(),
+        size: a.size,
+        rate: a.rate,
+        count: a.count,
+        time: a.time,
+        frame: frame(&a.frame),
+    }
+}
+
+/// `frer analyze`.
+pub fn analyze(a: &cli::FrerAnalyzeArgs) -> AnalyzeRequest {
+    AnalyzeRequest {
+        ports: a.rx.clone(),
+        lab: a.lab.clone(),
+        time: a.time,
+        backend: backend(a.backend),
+    }
+}
+
+/// `lab up`: what to build.
+pub fn lab_up(a: &cli::LabUpArgs) -> lab::topology::Request {
+    lab::topology::Request {
+        topology: a.topology.clone(),
+        shape: a.shape.clone(),
+        impair: a.impair.clone(),
+        path_a: a.path_a.clone(),
+        path_b: a.path_b.clone(),
+        frer: a.frer.clone(),
+    }
+}
+
+/// `frer relay`: one stream from the flags.
+pub fn relay_flags(a: &cli::FrerRelayArgs) -> lab::relay::flags::RelayFlags {
+    use lab::relay::config::{AlgorithmName, Eliminate, Latent};
+    lab::relay::flags::RelayFlags {
+        matching: a.ident.clone(),
+        replicate: a.replicate.clone(),
+        eliminate: a.eliminate.clone(),
+        settings: Eliminate {
+            algorithm: match a.algorithm {
+                cli::RecoveryAlgorithm::Vector => AlgorithmName::Vector,
+                cli::RecoveryAlgorithm::Match => AlgorithmName::Match,
+            },
+            history: a.history,
+            reset_ms: a.reset_ms,
+            keep_tag: a.keep_tag,
+            take_no_sequence: a.take_no_sequence,
+            individual: a.individual,
+            off: a.no_elimination,
+            latent: a.latent_difference.map(|difference| Latent {
+                paths: None,
+                difference,
+                period_ms: 2000,
+                reset_period_ms: 30_000,
+            }),
+            ..Eliminate::default()
+        },
+        pass: a.pass.clone(),
+    }
+}
+
+/// The request of a command a plan can hold; `None` for the others.
+pub fn test(c: &Command) -> Option<Result<TestRequest, Error>> {
+    Some(match c {
+        Command::Client(a) => client(a).map(TestRequest::Client),
+        Command::Sweep(a) => sweep(a).map(TestRequest::Sweep),
+        Command::Blocksize(a) => blocksize(a).map(TestRequest::Blocksize),
+        Command::Latency(a) => Ok(TestRequest::Latency(latency(a))),
+        Command::Rfc2544(a) => rfc2544(a).map(|r| TestRequest::Rfc2544(Box::new(r))),
+        Command::Streams(a) => streams(a).map(|r| TestRequest::Streams(Box::new(r))),
+        Command::Shaping(a) => Ok(TestRequest::Shaping(shaping(a))),
+        Command::Frer(cli::FrerArgs {
+            command: cli::FrerCommand::Compare(a),
+        }) => Ok(TestRequest::FrerCompare(frer_compare(a))),
+        _ => return None,
+    })
+}
+
+/// The first line of what clap says, without its `error: `.
+fn first_line(e: &clap::Error) -> String {
+    let s = e.to_string();
+    s.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_owned()
+}
+
+/// Reads a plan's command lines with this program's own definitions.
+pub struct Parser;
+
+impl Commands for Parser {
+    fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
+        let cli = Cli::try_parse_from(argv).map_err(|e| first_line(&e))?;
+        match test(&cli.command) {
+            Some(r) => r.map_err(|e| e.to_string()),
+            None => Err(format!("`{}` is not a test", argv.join(" "))),
+        }
+    }
+
+    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, String> {
+        let mut argv: Vec<String> = ["wirebench", "lab", "up", topology, "--dry-run"]
+            .map(String::from)
+            .to_vec();
+        argv.extend(args.iter().cloned());
+        match Cli::try_parse_from(&argv)
+            .map_err(|e| first_line(&e))?
+            .command
+        {
+            Command::Lab(cli::LabArgs {
+                command: cli::LabCommand::Up(a),
+            }) => Ok(lab_up(&a)),
+            _ => Err("not `lab up`".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use campaign::plan::Plan;
+
+    /// Every example plan passes the check a run makes before anything starts (the demo's
+    /// files where the demo writes them).
+    #[test]
+    fn every_example_plan_parses() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::env::temp_dir().join(format!("wb-plans-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let demo = [
+            ("streams.toml", "streams-demo.toml"),
+            ("shaper.toml", "shaper-two-classes.toml"),
+        ];
+        for (to, from) in demo {
+            std::fs::copy(root.join("examples").join(from), dir.join(to)).unwrap();
+        }
+        std::env::set_current_dir(root).unwrap();
+        let mut n = 0;
+        for e in std::fs::read_dir(root.join("examples")).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !(name.starts_with("plan-") && name.ends_with(".toml")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = text.replace("{dir}", &dir.display().to_string());
+            let p = Plan::parse(&text, &Parser).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!p.tests.is_empty(), "{name}");
+            n += 1;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(n >= 8, "{n} example plans");
+    }
+}

@@ -1,0 +1,128 @@
+//! The long-running commands: `server` (serves tests to many clients at once) and `frer
+//! relay` (a software 802.1CB relay on this host's interfaces). Each runs until killed,
+//! Ctrl-C or its time is up.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use control::messages::Limits;
+use control::server::{Server, ServerConfig};
+use lab::relay::config::RelayConfig;
+
+use crate::cli::{FrerRelayArgs, ServerArgs};
+use crate::output::{print, stop_on_signals, usage};
+
+/// Sets `stop` after `d`.
+fn stop_after(stop: &Arc<AtomicBool>, d: Duration) {
+    let stop = Arc::clone(stop);
+    std::thread::spawn(move || {
+        std::thread::sleep(d);
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+/// `wirebench server`.
+pub fn server(a: &ServerArgs) -> Result<()> {
+    let key = match &a.auth_key_file {
+        Some(p) => Some(control::auth::load_key(p).map_err(usage)?),
+        None => None,
+    };
+    if a.max_streams == 0 || a.max_tests == 0 {
+        return Err(usage("--max-streams and --max-tests must be at least 1"));
+    }
+    let limits = Limits {
+        max_rate_bps: a.max_rate.filter(|r| *r > 0.0),
+        max_duration_s: a.max_duration.as_secs_f64(),
+        max_streams: a.max_streams,
+        max_tests: a.max_tests,
+    };
+    let auth = key.is_some();
+    let cfg = ServerConfig {
+        bind: SocketAddr::new(a.bind, a.port),
+        limits,
+        key,
+        handshake_timeout: a.handshake_timeout,
+    };
+    let server =
+        Server::bind(cfg).with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
+    eprintln!(
+        "wirebench server listening on {} (up to {} tests at once{})",
+        server.local_addr()?,
+        a.max_tests,
+        if auth {
+            ", authentication required"
+        } else {
+            ""
+        }
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Some(d) = a.run_for {
+        stop_after(&stop, d);
+    }
+    server.serve(&stop)?;
+    Ok(())
+}
+
+/// The relay's configuration: a TOML file, the JSON a lab hands over, or the flags.
+fn relay_config(a: &FrerRelayArgs) -> Result<RelayConfig> {
+    if let Some(path) = &a.config {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage(format!("cannot read {shown}: {e}")))?;
+        return RelayConfig::from_toml(&text).map_err(|e| usage(format!("{shown}: {e}")));
+    }
+    if let Some(json) = &a.config_json {
+        let c: RelayConfig =
+            serde_json::from_str(json).map_err(|e| usage(format!("--config-json: {e}")))?;
+        c.check()
+            .map_err(|e| usage(format!("--config-json: {e}")))?;
+        return Ok(c);
+    }
+    RelayConfig::from_flags(&crate::requests::relay_flags(a)).map_err(usage)
+}
+
+/// `wirebench frer relay`: runs until Ctrl-C, SIGTERM or `-t`, then prints its counters.
+pub fn relay(a: &FrerRelayArgs) -> Result<()> {
+    let cfg = relay_config(a)?;
+    if let Some(t) = a.time {
+        if !(t.is_finite() && t > 0.0 && t <= 1e9) {
+            return Err(usage(format!(
+                "-t {t}: give a number of seconds above 0 (at most 1e9)"
+            )));
+        }
+    }
+    if !campaign::is_root() {
+        return Err(usage(
+            "raw frames need root (CAP_NET_RAW): run it with sudo",
+        ));
+    }
+    let state: PathBuf = match &a.state {
+        Some(p) => p.clone(),
+        None => {
+            lab::naming::check(&a.name).map_err(|e| usage(format!("--name: {e}")))?;
+            lab::relay::state::standalone_state(&a.name)
+        }
+    };
+    let stop = stop_on_signals()?;
+    if let Some(t) = a.time {
+        stop_after(&stop, Duration::from_secs_f64(t));
+    }
+    let ports = cfg.ports().join(", ");
+    if a.state.is_none() && a.netns_file.is_none() {
+        eprintln!(
+            "FRER relay on {ports}; counters: wirebench frer stats --state {}; Ctrl-C stops it",
+            state.display()
+        );
+    }
+    let end = lab::relay::process::run(&cfg, Some(&state), a.netns_file.as_deref(), &stop)
+        .with_context(|| format!("FRER relay on {ports}"))?;
+    let params = serde_json::json!({ "ports": cfg.ports(), "state": state.display().to_string() });
+    let mut doc = engine::env::result("frer relay", params);
+    doc.relays = vec![end.report("relay".into())];
+    print(&doc, a.json, report::text::relays);
+    Ok(())
+}
