@@ -10,6 +10,7 @@ use campaign::runner::{Progress, Run};
 use model::results::campaign::{Campaign, TestEntry, TestStatus};
 
 use crate::cli::{CompareArgs, DemoArgs, ReportArgs, RunArgs};
+use crate::output::{errln, out, outln};
 use crate::output::{stop_on_signals, usage, VerdictFailed};
 
 /// A progress bar on stderr with a line per test started and per test failed.
@@ -32,13 +33,13 @@ impl Progress for Bar {
     fn started(&mut self, e: &TestEntry) {
         self.0.set_message(format!("{} ({})", e.name, e.kind));
         self.0
-            .suspend(|| eprintln!("[{}] {}: {}", e.id, e.name, e.command));
+            .suspend(|| errln!("[{}] {}: {}", e.id, e.name, e.command));
     }
 
     fn finished(&mut self, e: &TestEntry) {
         if e.status == TestStatus::Failed {
             let err = e.error.as_deref().unwrap_or("");
-            self.0.suspend(|| eprintln!("[{}] failed: {err}", e.id));
+            self.0.suspend(|| errln!("[{}] failed: {err}", e.id));
         }
         self.0.inc(1);
     }
@@ -71,24 +72,24 @@ pub fn run(a: &RunArgs) -> Result<()> {
         .filter(|t| t.status == TestStatus::Done)
         .count();
     let failed = c.verdicts.iter().filter(|v| !v.passed).count();
-    println!(
+    outln!(
         "{done} of {} tests done; {} of {} thresholds passed",
         c.tests.len(),
         c.verdicts.len() - failed,
         c.verdicts.len()
     );
     if let Some(s) = &c.stopped {
-        println!("stopped early: {s}");
+        outln!("stopped early: {s}");
     }
     for f in finished
         .reports
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e != "csv"))
     {
-        println!("wrote {}", f.display());
+        outln!("wrote {}", f.display());
     }
     let results = a.out.join("results.json");
-    println!("wrote {} (and one CSV per table)", results.display());
+    outln!("wrote {} (and one CSV per table)", results.display());
     if c.stopped.is_some() || done < c.tests.len() {
         anyhow::bail!(
             "{} test(s) did not complete (see {})",
@@ -106,12 +107,12 @@ pub fn run(a: &RunArgs) -> Result<()> {
 pub fn demo(a: &DemoArgs) -> Result<()> {
     let root = campaign::is_root() && !a.loopback;
     if !root && !a.loopback {
-        println!(
+        outln!(
             "wirebench demo: not root, so on loopback; the FRER network with path loss and the shaper profile need network namespaces (run `sudo wirebench demo` for them)"
         );
     }
     let plan = campaign::demo::write_plan(&a.out, root)?;
-    println!(
+    outln!(
         "wirebench demo: running {} (results in {})",
         if root {
             "the lab plan: a FRER network with path loss, a shaper and the FRER overhead"
@@ -125,7 +126,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
         out: a.out.clone(),
         name: "demo".into(),
     })?;
-    println!(
+    outln!(
         "demo done: every figure in {} was measured just now on this machine",
         a.out.join("report.html").display()
     );
@@ -140,17 +141,17 @@ pub fn report(a: &ReportArgs) -> Result<()> {
         .map_err(|e| usage(format!("cannot read {shown}: {e}")))?;
     let c = report::campaign::load(&text).map_err(|e| usage(format!("{shown}: {e}")))?;
     match (a.format.as_str(), &a.out) {
-        ("md", None) => print!("{}", report::campaign::markdown(&c)),
-        ("html", None) => print!("{}", report::campaign::html(&c)),
+        ("md", None) => out!("{}", report::campaign::markdown(&c)),
+        ("html", None) => out!("{}", report::campaign::html(&c)),
         ("csv", None) => {
             for (name, csv) in report::campaign::csv_tables(&c) {
-                println!("# {name}.csv\n{csv}");
+                outln!("# {name}.csv\n{csv}");
             }
         }
         (_, Some(dir)) => {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             for f in campaign::runner::write_reports(dir, &c)? {
-                println!("wrote {}", f.display());
+                outln!("wrote {}", f.display());
             }
         }
         (other, None) => return Err(usage(format!("--format {other}: use md, html or csv"))),
@@ -168,7 +169,7 @@ pub fn compare(a: &CompareArgs) -> Result<()> {
     let (ca, cb) = (read(&a.a)?, read(&a.b)?);
     if !a.json {
         let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
-        print!("{}", report::campaign::compare_markdown(&ca, &cb, &na, &nb));
+        out!("{}", report::campaign::compare_markdown(&ca, &cb, &na, &nb));
         return Ok(());
     }
     let keys = [
@@ -195,6 +196,6 @@ pub fn compare(a: &CompareArgs) -> Result<()> {
             serde_json::Value::Object(cells.collect())
         })
         .collect();
-    println!("{}", serde_json::to_string_pretty(&doc)?);
+    outln!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(())
 }

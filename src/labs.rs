@@ -8,16 +8,12 @@ use lab::{DryRun, Lab, SystemRunner};
 use report::table::Table;
 
 use crate::cli::{LabArgs, LabCommand, LabUpArgs};
+use crate::output::{errln, out, outln};
 use crate::output::{lab_error, stop_on_signals, usage};
 
 fn need_root() -> Result<()> {
-    if campaign::is_root() {
-        Ok(())
-    } else {
-        Err(usage(
-            "wirebench lab needs root: it creates network namespaces (run it with sudo)",
-        ))
-    }
+    let why = "wirebench lab needs root: it creates network namespaces (run it with sudo)";
+    Ok(campaign::need_root(why)?)
 }
 
 /// Runs a lab subcommand; `exec` passes the command's exit code through.
@@ -35,12 +31,12 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
                     n => n,
                 }
             };
-            println!("removed {n} namespace(s)");
+            outln!("removed {n} namespace(s)");
         }
         LabCommand::Status => {
             need_root()?;
             let st = lab::status::status(&mut SystemRunner).map_err(lab_error)?;
-            print!("{}", report::text::lab_status(&st));
+            out!("{}", report::text::lab_status(&st));
         }
         LabCommand::Stage {
             config,
@@ -53,7 +49,7 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
             let stop = stop_on_signals()?;
             let end =
                 lab::impair::stage::run(&cfg, state.as_deref(), netns_file.as_deref(), &stop)?;
-            eprintln!(
+            errln!(
                 "impairment stage stopped ({}): forward {:?}, reverse {:?}",
                 end.stopped.as_deref().unwrap_or("?"),
                 end.forward,
@@ -78,23 +74,23 @@ fn up(a: &LabUpArgs) -> Result<()> {
         let mut d = DryRun::default();
         Lab::up(name, &topo, &mut d).map_err(lab_error)?;
         for l in &d.lines {
-            println!("{l}");
+            outln!("{l}");
         }
         return Ok(());
     }
     need_root()?;
     let built = Lab::up(name, &topo, &mut SystemRunner).map_err(lab_error)?;
-    println!("lab '{}' ({}) is up:", built.name, topo.kind);
+    outln!("lab '{}' ({}) is up:", built.name, topo.kind);
     let d = lab::status::describe(&topo, name);
     let spec = "node|namespace|interface|address";
-    print!("{}", Table::plain(spec, d.interfaces).text());
+    out!("{}", Table::plain(spec, d.interfaces).text());
     for line in &d.devices {
-        println!("{line}");
+        outln!("{line}");
     }
     if !topo.relays.is_empty() {
-        println!("FRER counters: wirebench frer stats --lab {name}");
+        outln!("FRER counters: wirebench frer stats --lab {name}");
     }
-    println!("run a command on a node: wirebench lab exec --name {name} NODE -- CMD...");
-    println!("remove it: wirebench lab down {name}");
+    outln!("run a command on a node: wirebench lab exec --name {name} NODE -- CMD...");
+    outln!("remove it: wirebench lab down {name}");
     Ok(())
 }

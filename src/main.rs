@@ -23,6 +23,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::output::errln;
 use cli::{Command, FrerCommand};
 
 /// Whether a test command asked for JSON.
@@ -84,7 +85,7 @@ fn main() -> ExitCode {
     match run(&cli.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("wirebench: {e:#}");
+            errln!("wirebench: {e:#}");
             ExitCode::from(output::exit_code(&e))
         }
     }

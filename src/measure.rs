@@ -8,6 +8,7 @@ use campaign::jobs;
 use campaign::request::TestRequest;
 use model::results::RunResult;
 
+use crate::output::outln;
 use crate::output::{never, print, stop_on_signals, verdicts, Printer};
 
 /// The text layout of a test's document.
@@ -43,16 +44,22 @@ pub fn test(req: &TestRequest, json: bool) -> Result<()> {
             Some(b) => format!("{} per stream", model::units::bps(b)),
             None => "unlimited rate".into(),
         };
-        println!(
+        outln!(
             "wirebench {} test to {addr}: {} stream(s), {rate}, {} s",
             spec.protocol.as_str().to_uppercase(),
             spec.streams,
             spec.duration.as_secs_f64()
         );
     }
-    let r = jobs::run(req, &mut watch, &never())?;
+    // The FRER comparison builds labs: Ctrl-C stops it between measurements and removes
+    // them; every other test ends with the process.
+    let stop = match req {
+        TestRequest::FrerCompare(_) => stop_on_signals()?,
+        _ => never(),
+    };
+    let r = jobs::run(req, &mut watch, &stop)?;
     if matches!(req, TestRequest::Client(_)) && !json {
-        println!();
+        outln!();
     }
     print(&r, json, |r| text(req, r));
     match req {

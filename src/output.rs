@@ -2,11 +2,46 @@
 //! text layout from `report`), a [`Watch`] that prints interval rows and progress, the
 //! stop flag Ctrl-C sets, and the exit codes.
 
+use std::io::Write as _;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use campaign::Watch;
 use model::results::{IntervalRow, RunResult};
+
+/// Writes to standard output. When the reader has gone away (`wirebench report F | head`),
+/// the command ends here, quietly and with success: what it had to say was not wanted.
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// Writes a line to standard error; a closed stderr is ignored.
+pub fn write_err(args: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr().lock(), "{args}");
+}
+
+/// `print!` that ends the command quietly when the reader has gone away.
+macro_rules! out {
+    ($($t:tt)*) => { $crate::output::write_out(format_args!($($t)*)) };
+}
+
+/// `println!` that ends the command quietly when the reader has gone away.
+macro_rules! outln {
+    () => { $crate::output::write_out(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::output::write_out(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `eprintln!` that ignores a closed stderr.
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::output::write_err(format_args!($($t)*)) };
+}
+
+pub(crate) use {errln, out, outln};
 
 /// The test ran, but a verdict it was asked to check failed (exit code 3).
 #[derive(Debug, thiserror::Error)]
@@ -37,9 +72,9 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 /// Prints `doc` as JSON, or as `text` lays it out.
 pub fn print(doc: &RunResult, json: bool, text: impl FnOnce(&RunResult) -> String) {
     if json {
-        print!("{}", report::json::to_string(doc));
+        out!("{}", report::json::to_string(doc));
     } else {
-        print!("{}", text(doc));
+        out!("{}", text(doc));
     }
 }
 
@@ -61,13 +96,13 @@ pub struct Printer {
 impl Watch for Printer {
     fn interval(&mut self, row: &IntervalRow) {
         if !self.quiet {
-            println!("{}", report::text::interval_line(row));
+            outln!("{}", report::text::interval_line(row));
         }
     }
 
     fn progress(&mut self, line: &str) {
         if !self.quiet {
-            eprintln!("{line}");
+            errln!("{line}");
         }
     }
 }

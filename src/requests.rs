@@ -73,9 +73,9 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         server_cpu: a.affinity.as_ref().and_then(|x| x.server),
     };
     spec.validate().map_err(usage)?;
-    if !a.interval.is_finite() || a.interval < 0.0 {
+    if !a.interval.is_finite() || !(0.0..=86_400.0).contains(&a.interval) {
         return Err(usage(format!(
-            "-i must be 0 or a positive number of seconds, got {}",
+            "-i must be 0 or a number of seconds up to 86400, got {}",
             a.interval
         )));
     }

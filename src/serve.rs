@@ -14,6 +14,7 @@ use control::server::{Server, ServerConfig};
 use lab::relay::config::RelayConfig;
 
 use crate::cli::{FrerRelayArgs, ServerArgs};
+use crate::output::errln;
 use crate::output::{print, stop_on_signals, usage};
 
 /// Sets `stop` after `d`.
@@ -49,7 +50,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
     };
     let server =
         Server::bind(cfg).with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
-    eprintln!(
+    errln!(
         "wirebench server listening on {} (up to {} tests at once{})",
         server.local_addr()?,
         a.max_tests,
@@ -113,7 +114,7 @@ pub fn relay(a: &FrerRelayArgs) -> Result<()> {
     }
     let ports = cfg.ports().join(", ");
     if a.state.is_none() && a.netns_file.is_none() {
-        eprintln!(
+        errln!(
             "FRER relay on {ports}; counters: wirebench frer stats --state {}; Ctrl-C stops it",
             state.display()
         );

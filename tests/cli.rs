@@ -75,3 +75,30 @@ fn help_lists_the_commands_and_exit_codes() {
         assert!(s.contains(c), "{c} missing from --help:\n{s}");
     }
 }
+
+/// Every output ends cleanly when its reader has gone away (`wirebench report F | head`):
+/// no panic, no message, exit 0.
+#[test]
+fn a_reader_that_went_away_ends_the_output_quietly() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/campaign-v1.json");
+    let cases: [&[&str]; 5] = [
+        &["report", data],
+        &["report", data, "--format", "csv"],
+        &["compare", data, data],
+        &["lab", "up", "frer", "--name", "pipe", "--dry-run"],
+        &["--help"],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = std::process::Command::new(bin())
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run wirebench");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.is_empty(), "wirebench {args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "wirebench {args:?}");
+    }
+}

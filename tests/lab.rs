@@ -194,6 +194,26 @@ fn a_second_lab_of_the_same_name_is_refused_and_status_lists_it() {
     );
 }
 
+/// When `lab up` returns, every link has carrier: `lab status` right after shows no port
+/// DOWN (the relays' ports of a `frer` lab were DOWN for up to a second).
+#[test]
+fn every_port_is_up_when_lab_up_returns() {
+    if !root_or_skip("every_port_is_up_when_lab_up_returns") {
+        return;
+    }
+    let lab = LabGuard::up("frer", "u");
+    let out = run(&["lab", "status"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = s
+        .lines()
+        .filter(|l| l.starts_with(&format!("{} ", lab.0)) && l.contains(" eth0 "))
+        .collect();
+    assert_eq!(rows.len(), 6, "six nodes: {s}");
+    for r in rows {
+        assert!(!r.contains("DOWN"), "{r}");
+    }
+}
+
 #[test]
 fn dry_run_prints_the_commands_without_root() {
     let out = run(&["lab", "up", "router", "--name", "dry", "--dry-run"]);

@@ -323,7 +323,8 @@ fn bad_plans_fail_before_anything_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `wirebench demo` end to end: as root the whole story (FRER lab with path loss, shaper
+/// `wirebench demo` end to end, as on a fresh machine (no ethtool, tshark, chromium,
+/// iperf3 or ping on PATH): as root the whole story (FRER lab with path loss, shaper
 /// profile, FRER overhead), otherwise on loopback; every section and chart of its kind is
 /// there and every number traces back to results.json.
 #[test]
@@ -331,7 +332,9 @@ fn demo_writes_the_whole_report() {
     let dir = out_dir("demo");
     let root = lab::cmd::is_root();
     let started = std::time::Instant::now();
-    let out = run(&["demo", "--out", dir.to_str().unwrap()]);
+    let path = fresh_path("demo");
+    let out = run_with_path(&["demo", "--out", dir.to_str().unwrap()], &path);
+    let _ = std::fs::remove_dir_all(&path);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -389,6 +392,39 @@ fn demo_writes_the_whole_report() {
         .iter()
         .all(|t| t["status"] == "done"));
     numbers_come_from_results(&md, &results);
+    if root {
+        interfaces_come_from_the_kernel(&results);
+    }
     chromium_renders(&dir.join("report.html"), &dir.join("report.png"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The lab's interfaces as the kernel's ethtool interface reports them: veth at 10 Gbit/s,
+/// the end hosts' checksum and segmentation offloads off (the lab turned them off for the
+/// relays), the relays' path ports' still on.
+fn interfaces_come_from_the_kernel(results: &serde_json::Value) {
+    let ifaces = results["interfaces"].as_array().expect("interfaces");
+    let find = |node: &str, name: &str| {
+        ifaces
+            .iter()
+            .find(|i| i["node"] == node && i["name"] == name)
+            .unwrap_or_else(|| panic!("{node} {name} missing: {ifaces:?}"))
+    };
+    let on = |i: &serde_json::Value, o: &str| {
+        i["offloads_on"].as_array().unwrap().iter().any(|x| x == o)
+    };
+    for i in ifaces {
+        assert_eq!(i["driver"], "veth", "{i}");
+        assert_eq!(i["speed_mbps"], 10000, "{i}");
+    }
+    let talker = find("talker", "eth0");
+    assert!(
+        !on(talker, "tx-checksumming") && !on(talker, "tcp-segmentation-offload"),
+        "{talker}"
+    );
+    let split = find("split", "eth1");
+    assert!(
+        on(split, "tx-checksumming") && on(split, "scatter-gather"),
+        "{split}"
+    );
 }

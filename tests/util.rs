@@ -14,7 +14,46 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `wirebench ARGS` to completion; kills it and fails after [`RUN_TIMEOUT`].
 pub fn run(args: &[&str]) -> Output {
-    run_polling(args, |_| {})
+    run_polling(args, None, |_| {})
+}
+
+/// Programs a fresh machine of this kind does not have (the tests install them; the
+/// product must not need them).
+pub const NOT_ON_A_FRESH_MACHINE: [&str; 6] =
+    ["ethtool", "tshark", "chromium", "iperf3", "iperf", "ping"];
+
+/// A `PATH` of a fresh machine: a directory of links to every program of the system's
+/// directories but [`NOT_ON_A_FRESH_MACHINE`].
+pub fn fresh_path(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("wb-fresh-path-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("fresh PATH dir");
+    for sys in [
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+    ] {
+        for e in std::fs::read_dir(sys).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            if NOT_ON_A_FRESH_MACHINE
+                .iter()
+                .any(|n| name.to_str() == Some(n))
+            {
+                continue;
+            }
+            // The first directory of the PATH order wins, as the shell would find it.
+            let _ = std::os::unix::fs::symlink(e.path(), dir.join(&name));
+        }
+    }
+    dir
+}
+
+/// Runs `wirebench ARGS` like [`run`] with `PATH` set to `path`.
+pub fn run_with_path(args: &[&str], path: &std::path::Path) -> Output {
+    run_polling(args, Some(path), |_| {})
 }
 
 /// The command lines of the processes whose parent is `pid` (from /proc).
@@ -41,7 +80,7 @@ pub fn children_of(pid: u32) -> Vec<String> {
 /// polling /proc every 20 ms while it runs).
 pub fn run_watching_children(args: &[&str]) -> (Output, Vec<String>) {
     let mut seen = Vec::new();
-    let out = run_polling(args, |pid| {
+    let out = run_polling(args, None, |pid| {
         for c in children_of(pid) {
             if !seen.contains(&c) {
                 seen.push(c);
@@ -51,9 +90,13 @@ pub fn run_watching_children(args: &[&str]) -> (Output, Vec<String>) {
     (out, seen)
 }
 
-fn run_polling(args: &[&str], mut tick: impl FnMut(u32)) -> Output {
+fn run_polling(args: &[&str], path: Option<&std::path::Path>, mut tick: impl FnMut(u32)) -> Output {
     use std::io::Read;
-    let mut child = Command::new(bin())
+    let mut cmd = Command::new(bin());
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let mut child = cmd
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

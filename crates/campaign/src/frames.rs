@@ -185,13 +185,15 @@ pub fn open_rx(b: FrameBackend, ep: &Endpoint) -> Result<Box<dyn FrameRx>, Error
     rx.map_err(|e| Error::Failed(format!("receiving on {ep}: {e}")))
 }
 
-/// The test id of this run's frames: distinct per process, so frames of another run on
-/// the same wire are not counted.
+/// A test id for one job's frames: distinct per process and per job within it, so frames
+/// of another run, or left over from the previous test of a plan, are not counted.
 pub fn test_id() -> u16 {
-    (std::process::id() as u16) ^ 0x5742
+    static JOBS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let job = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    (std::process::id() as u16 ^ 0x5742).wrapping_add(job.wrapping_mul(0x9e37))
 }
 
 /// Raw frames need `CAP_NET_RAW`.
-pub(crate) fn need_root() -> Result<(), Error> {
+pub fn need_root() -> Result<(), Error> {
     crate::need_root("raw frames need root (CAP_NET_RAW): run it with sudo")
 }

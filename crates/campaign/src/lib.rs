@@ -117,7 +117,7 @@ pub fn is_root() -> bool {
 }
 
 /// Refuses with `why` (a usage error) unless this process is root.
-pub(crate) fn need_root(why: &str) -> Result<(), Error> {
+pub fn need_root(why: &str) -> Result<(), Error> {
     if is_root() {
         Ok(())
     } else {

@@ -139,14 +139,24 @@ impl Setup {
                 lab: None,
             }),
             Target::Lab { request, args } => {
-                let topo = request.resolve()?;
+                // As a run sees it, a lab that cannot be built is a run that could not
+                // start, whatever the reason: the command says which lab.
+                let failed = |e: lab::LabError| {
+                    let line = format!(
+                        "lab up {} --name {lab_name} {}",
+                        request.topology,
+                        args.join(" ")
+                    );
+                    Error::Failed(format!("`wirebench {}` failed: {e}", line.trim_end()))
+                };
+                let topo = request.resolve().map_err(failed)?;
                 let listener = topo.address_of("listener").ok_or_else(|| {
                     Error::Usage(format!(
                         "topology '{}' has no listener node with an address",
                         request.topology
                     ))
                 })?;
-                lab::Lab::up(lab_name, &topo, &mut lab::SystemRunner)?;
+                lab::Lab::up(lab_name, &topo, &mut lab::SystemRunner).map_err(failed)?;
                 let mut setup = Setup {
                     ctx: Context {
                         host: listener.to_string(),

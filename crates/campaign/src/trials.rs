@@ -99,8 +99,14 @@ impl Trial for ServerTrial {
             duration,
             ..self.base.clone()
         };
-        spec.validate().map_err(usage)?;
-        let outcome = Session::connect(&self.cfg)?.run_test(&spec, None, |_| {})?;
+        // A trial the method asked for that the server would refuse is a failed run.
+        spec.validate()
+            .map_err(|e| Error::Failed(format!("test with {} failed: {e}", self.cfg.server)))?;
+        let server = self.cfg.server;
+        let outcome = Session::connect(&self.cfg)
+            .map_err(|e| Error::from(e).context(format!("cannot start a test with {server}")))?
+            .run_test(&spec, None, |_| {})
+            .map_err(|e| Error::from(e).context(format!("test with {server} failed")))?;
         let (s, latency) = control::assemble::main_direction(&outcome)
             .ok_or_else(|| Error::Failed("the trial produced no result".into()))?;
         let c = Counters {
@@ -375,18 +381,31 @@ fn templates(
 
 /// Runs a server stream: after its start offset, a UDP test of datagrams of L − 46 bytes
 /// at the stream's frame rate until its stop offset.
-fn server_stream(s: &StreamSpec, server: &str, line: LineRate) -> Result<TrialData, Error> {
+fn server_stream(
+    s: &StreamSpec,
+    server: &str,
+    line: LineRate,
+    stop: Arc<AtomicBool>,
+) -> Result<TrialData, Error> {
     let (host, port) = match server.rsplit_once(':') {
         Some((h, p)) if p.parse::<u16>().is_ok() => (h.to_owned(), p.parse().unwrap_or(0)),
         _ => (server.to_owned(), control::DEFAULT_PORT),
     };
-    let cfg = client_config(&crate::request::Server {
+    let mut cfg = client_config(&crate::request::Server {
         host,
         port,
         key_file: None,
     })?;
     let len = s.pattern[0];
-    std::thread::sleep(Duration::from_secs_f64(s.start));
+    // Wait for the start offset, or for a stop.
+    let start = std::time::Instant::now() + Duration::from_secs_f64(s.start);
+    while std::time::Instant::now() < start {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        std::thread::sleep(Duration::from_millis(20).min(start - std::time::Instant::now()));
+    }
+    cfg.stop = Some(stop);
     let mut base = base_spec(Protocol::Udp);
     base.dscp = (s.dscp > 0).then_some(s.dscp);
     let mut trial = ServerTrial { cfg, base };
@@ -480,7 +499,13 @@ impl StreamsTrial for StreamsRun {
             .iter()
             .enumerate()
             .filter_map(|(i, s)| server_of(&s.source).map(|srv| (i, s.clone(), srv.to_owned())))
-            .map(|(i, s, srv)| (i, std::thread::spawn(move || server_stream(&s, &srv, line))))
+            .map(|(i, s, srv)| {
+                let stop = Arc::clone(&self.stop);
+                (
+                    i,
+                    std::thread::spawn(move || server_stream(&s, &srv, line, stop)),
+                )
+            })
             .collect();
         let r = engine::multi::run(
             senders
@@ -493,13 +518,26 @@ impl StreamsTrial for StreamsRun {
                 .collect(),
             Duration::from_millis(300),
             &self.stop,
-        )?;
+        );
+        // The server streams end with their time (or the stop): join them even when the
+        // raw streams failed, so none runs on into the next test.
         let mut by_server = std::collections::BTreeMap::new();
+        let mut failed = None;
         for (i, h) in server_runs {
-            let m = h
-                .join()
-                .map_err(|_| Error::Failed("a server stream's thread panicked".into()))??;
-            by_server.insert(i, m);
+            match h.join() {
+                Ok(Ok(m)) => {
+                    by_server.insert(i, m);
+                }
+                Ok(Err(e)) => failed = failed.or(Some(e)),
+                Err(_) => {
+                    let e = Error::Failed("a server stream's thread panicked".into());
+                    failed = failed.or(Some(e));
+                }
+            }
+        }
+        let r = r?;
+        if let Some(e) = failed {
+            return Err(e);
         }
         if !by_server.is_empty() {
             backends.push("wirebench servers: udp".into());

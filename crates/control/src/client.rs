@@ -467,18 +467,31 @@ impl Session {
             .map_err(ProtoError::Io)?;
         let kernel_ts = kernel_timestamps && engine::sys::enable_rx_timestamps(&sock).is_ok();
         let mut out = Vec::new();
+        let stopped = || {
+            self.stop
+                .as_ref()
+                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+        };
         for &size in sizes {
+            // A stop ends the test between message sizes.
+            if stopped() {
+                break;
+            }
             out.push(
                 udp::run_ping_pong(&sock, size, per_size, spec.spin, kernel_ts)
                     .map_err(ProtoError::Io)?,
             );
         }
+        let interrupted = stopped();
         let _ = write_msg(
             &mut self.ctrl,
             &ClientMsg::Finish {
                 reports: Vec::new(),
             },
         );
+        if interrupted {
+            return Err(ProtoError::Interrupted);
+        }
         Ok(out)
     }
 }

@@ -9,6 +9,7 @@
 //! - [`frameio`]: whole Ethernet frames over `AF_PACKET` (batched send/receive);
 //! - [`tcp`]: block writer and byte-counting reader with `TCP_INFO`;
 //! - [`live`]: lock-free counters the data threads publish and the controller samples;
+//! - [`nic`]: an interface's driver, speed and offloads through the ethtool ioctl;
 //! - [`sys`]: the only module with `unsafe` (batch syscalls, cmsg, socket options).
 //!
 //! The engine does not know about the control protocol, clients or servers: callers hand
@@ -21,6 +22,7 @@ pub mod env;
 pub mod frameio;
 pub mod live;
 pub mod multi;
+pub mod nic;
 pub mod pace;
 pub mod raw;
 pub mod sys;

@@ -474,7 +474,7 @@ fn gso_unsupported(e: &io::Error) -> bool {
 #[inline]
 fn stamp(buf: &mut [u8], seq: u64, now_ns: u64, probe_every: u64) {
     testhdr::write_seq_ts(buf, seq, now_ns);
-    let echo = probe_every > 0 && seq % probe_every == 0;
+    let echo = probe_every > 0 && seq.is_multiple_of(probe_every);
     let flags = if echo {
         TestFlags::ECHO_REQUEST
     } else {

@@ -17,6 +17,33 @@ pub struct Cmd {
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
+    /// When set, the lab does this through a kernel interface instead of running the
+    /// program; the command line is what a user would type for the same (a dry run prints
+    /// it).
+    pub kernel: Option<KernelCall>,
+}
+
+/// What the lab does through a kernel interface rather than a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelCall {
+    /// Turns the offloads a user-space stage needs off ([`engine::nic::STAGE_OFFLOADS`])
+    /// on `dev` in namespace `ns`, through the ethtool ioctl.
+    OffloadsOff {
+        /// The namespace.
+        ns: String,
+        /// The interface.
+        dev: String,
+    },
+}
+
+impl KernelCall {
+    fn apply(&self) -> std::io::Result<()> {
+        match self {
+            KernelCall::OffloadsOff { ns, dev } => engine::frameio::in_netns(Some(ns), || {
+                engine::nic::offloads_off(dev, &engine::nic::STAGE_OFFLOADS)
+            })?,
+        }
+    }
 }
 
 impl Cmd {
@@ -39,6 +66,16 @@ impl Cmd {
         Self {
             program: program.to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
+            kernel: None,
+        }
+    }
+
+    /// `tc ARGS...`
+    pub fn tc(args: Vec<String>) -> Self {
+        Self {
+            program: "tc".into(),
+            args,
+            kernel: None,
         }
     }
 
@@ -148,17 +185,20 @@ impl Cmd {
         )
     }
 
-    /// `ip netns exec NS ethtool -K DEV tx off tso off gso off`: checksums computed and
-    /// segments cut by the stack, so a frame seen by a raw socket is complete and final
-    /// (a userspace stage on the path could not finish a partial checksum or split a
-    /// 64 KB segment).
+    /// Transmit checksums, TCP and generic segmentation offloads off on `dev` in `ns`, so
+    /// the stack computes checksums and cuts segments and a frame seen by a raw socket is
+    /// complete and final (a userspace stage on the path could not finish a partial
+    /// checksum or split a 64 KB segment). Done through the ethtool ioctl; a dry run
+    /// prints the equivalent `ethtool -K` line.
     pub fn offloads_off(ns: &str, dev: &str) -> Self {
-        Self::new(
-            "ip",
-            &[
-                "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off",
-            ],
-        )
+        let typed = format!("ethtool -K {dev} tx off tso off gso off");
+        let mut c = Self::new("ip", &["netns", "exec", ns]);
+        c.args.extend(typed.split(' ').map(str::to_owned));
+        c.kernel = Some(KernelCall::OffloadsOff {
+            ns: ns.to_owned(),
+            dev: dev.to_owned(),
+        });
+        c
     }
 
     /// `ip netns pids NS`: the processes living in the namespace.
@@ -207,29 +247,6 @@ impl Cmd {
         c.args.push("-j".into());
         c.args.extend(args.iter().map(|a| (*a).to_owned()));
         c
-    }
-
-    /// `[ip netns exec NS] ethtool FLAG DEV`: a query of an interface's driver (`-i`) or
-    /// offloads (`-k`).
-    pub fn ethtool_query(ns: Option<&str>, flag: &str, dev: &str) -> Self {
-        Self::in_ns(ns, &["ethtool", flag, dev])
-    }
-
-    /// `[ip netns exec NS] cat PATH`: a file as the namespace sees it (sysfs shows the
-    /// interfaces of the namespace it is mounted for, which `ip netns exec` arranges).
-    pub fn read_file(ns: Option<&str>, path: &str) -> Self {
-        Self::in_ns(ns, &["cat", path])
-    }
-
-    fn in_ns(ns: Option<&str>, argv: &[&str]) -> Self {
-        match ns {
-            Some(ns) => {
-                let mut c = Self::new("ip", &["netns", "exec", ns]);
-                c.args.extend(argv.iter().map(|a| (*a).to_owned()));
-                c
-            }
-            None => Self::new(argv[0], &argv[1..]),
-        }
     }
 
     /// `sh -c LINE`: a command the user wrote (e.g. how to reconfigure a device under test).
@@ -286,6 +303,10 @@ pub struct SystemRunner;
 
 impl Runner for SystemRunner {
     fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
+        if let Some(k) = &cmd.kernel {
+            k.apply().map_err(|e| cmd.failed(e))?;
+            return Ok(String::new());
+        }
         let out = cmd.command().output().map_err(|e| cmd.failed(e))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);

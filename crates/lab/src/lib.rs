@@ -56,9 +56,6 @@ pub enum LabError {
     /// The topology is unknown.
     #[error("unknown topology '{0}': built-in topologies are direct, router, shaper, impair, twopath and frer, or give a TOML file")]
     UnknownTopology(String),
-    /// A program the topology needs is not installed.
-    #[error("this topology needs `{0}`, which is not installed (on Debian: apt install {0})")]
-    MissingTool(String),
     /// A topology file that does not parse, or impairment settings that do not.
     #[error("{0}")]
     BadTopology(String),

@@ -38,19 +38,10 @@ pub fn lab_namespaces(runner: &mut dyn Runner) -> Result<Vec<(String, String, St
 
 /// How long `up` waits for a managed process to report that it runs.
 const STAGE_START_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `up` waits for the links' carrier.
+const CARRIER_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long `down` waits for processes to end after SIGTERM before it sends SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Whether `program` is an executable file in one of `$PATH`'s directories.
-fn on_path(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| {
-            std::fs::metadata(d.join(program))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    })
-}
 
 /// Whether process `pid` runs (a zombie left for its parent to reap does not).
 pub fn process_runs(pid: u32) -> bool {
@@ -93,9 +84,6 @@ impl Lab {
         {
             return Err(LabError::Exists(name.to_owned()));
         }
-        if !runner.is_dry() && !topo.offloads_off.is_empty() && !on_path("ethtool") {
-            return Err(LabError::MissingTool("ethtool".into()));
-        }
         let lab = Lab {
             name: name.to_owned(),
             namespaces: topo
@@ -108,12 +96,47 @@ impl Lab {
             .build_commands(name)
             .iter()
             .try_for_each(|c| runner.run(c).map(drop))
+            .and_then(|()| Self::wait_for_carrier(&lab, runner))
             .and_then(|()| Self::start_processes(name, topo, runner));
         if let Err(e) = built {
             let _ = Self::down(name, runner);
             return Err(e);
         }
         Ok(lab)
+    }
+
+    /// Waits until every interface of the lab reports carrier (operstate UP): the kernel
+    /// propagates a veth's carrier after both ends are up, up to a second later, and
+    /// neither `lab status` nor the first test should see a link that is still coming up.
+    fn wait_for_carrier(lab: &Lab, runner: &mut dyn Runner) -> Result<(), LabError> {
+        if runner.is_dry() {
+            return Ok(());
+        }
+        let deadline = std::time::Instant::now() + CARRIER_TIMEOUT;
+        for ns in &lab.namespaces {
+            loop {
+                let text = runner.run(&Cmd::ip_json(Some(ns), &["link", "show"]))?;
+                let links: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                let waiting: Vec<&str> = links
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|l| l["ifname"] != "lo" && l["operstate"] != "UP")
+                    .filter_map(|l| l["ifname"].as_str())
+                    .collect();
+                if waiting.is_empty() {
+                    break;
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(LabError::Interface(format!(
+                        "{ns}: {} still without carrier after {CARRIER_TIMEOUT:?}",
+                        waiting.join(", ")
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
     }
 
     fn start_processes(

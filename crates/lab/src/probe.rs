@@ -2,7 +2,8 @@
 //! addresses; for the report its driver, speed, MTU and offloads) and which MAC the next
 //! hop toward an address has, as the kernel resolves it.
 //!
-//! Every query is a typed [`Cmd`] (`ip -j`, `ethtool`) run through a [`Runner`]; an
+//! Addresses and neighbours come from `ip -j` (a typed [`Cmd`] run through a [`Runner`]);
+//! driver, speed and offloads from the kernel's ethtool interface ([`engine::nic`]). An
 //! interface of a lab node is named by its namespace ([`Endpoint`]).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -14,17 +15,6 @@ use serde_json::Value;
 
 use crate::cmd::{Cmd, Runner};
 use crate::LabError;
-
-/// The offloads a report lists when they are on.
-const REPORTED_OFFLOADS: [&str; 7] = [
-    "rx-checksumming",
-    "tx-checksumming",
-    "scatter-gather",
-    "tcp-segmentation-offload",
-    "generic-segmentation-offload",
-    "generic-receive-offload",
-    "large-receive-offload",
-];
 
 fn bad(ep: &Endpoint, what: impl std::fmt::Display) -> LabError {
     LabError::Interface(format!("{ep}: {what}"))
@@ -109,7 +99,7 @@ pub fn next_hop_mac(
     dst: IpAddr,
 ) -> Result<[u8; 6], LabError> {
     let ns = ep.netns.as_deref();
-    let route = ip_json(runner, ns, &["route", "get", &dst.to_string()])?;
+    let route = ip_json(runner, ns, &["route", "get", &dst.to_string()]).map_err(|e| bad(ep, e))?;
     let r = route
         .get(0)
         .ok_or_else(|| bad(ep, format!("no route to {dst}")))?;
@@ -133,7 +123,8 @@ pub fn next_hop_mac(
             runner,
             ns,
             &["neigh", "show", "to", &hop.to_string(), "dev", &ep.iface],
-        )?;
+        )
+        .map_err(|e| bad(ep, e))?;
         if let Some(mac) = n
             .get(0)
             .and_then(|x| x["lladdr"].as_str())
@@ -176,31 +167,15 @@ pub fn interfaces(
         if name.is_empty() || !keep(&name) {
             continue;
         }
-        let ethtool = |runner: &mut dyn Runner, flag: &str| {
-            runner.run(&Cmd::ethtool_query(ns, flag, &name)).ok()
-        };
-        let driver = ethtool(runner, "-i")
-            .and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix("driver: ").map(str::to_owned))
-            })
-            .or_else(|| i["linkinfo"]["info_kind"].as_str().map(str::to_owned));
-        let offloads_on = ethtool(runner, "-k")
-            .map(|t| {
-                t.lines()
-                    .filter(|l| !l.starts_with('\t') && !l.starts_with(' '))
-                    .filter_map(|l| l.split_once(": "))
-                    .filter(|(k, v)| v.starts_with("on") && REPORTED_OFFLOADS.contains(k))
-                    .map(|(k, _)| k.to_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let speed_mbps = runner
-            .run(&Cmd::read_file(ns, &format!("/sys/class/net/{name}/speed")))
+        // The driver's own answers, asked in the node's namespace.
+        let nic = engine::frameio::in_netns(ns, || engine::nic::facts(&name))
             .ok()
-            .and_then(|t| t.trim().parse::<i64>().ok())
-            .filter(|s| *s > 0)
-            .map(|s| s as u64);
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let driver = nic
+            .driver
+            .or_else(|| i["linkinfo"]["info_kind"].as_str().map(str::to_owned));
+        let (offloads_on, speed_mbps) = (nic.offloads_on, nic.speed_mbps);
         out.push(InterfaceFacts {
             node: node.to_owned(),
             name: name.clone(),

@@ -147,10 +147,7 @@ impl ShaperSpec {
         let tc = |args: Vec<String>| {
             let mut a = vec!["-n".to_owned(), ns.to_owned()];
             a.extend(args);
-            Cmd {
-                program: "tc".into(),
-                args: a,
-            }
+            Cmd::tc(a)
         };
         let s = |x: &str| x.to_owned();
         let mut out = vec![tc(vec![
@@ -281,10 +278,7 @@ pub fn set_first_class_rate(lab: &str, bps: f64) -> Cmd {
         "-n", &ns, "class", "change", "dev", "eth1", "parent", "1:", "classid", "1:10", "htb",
         "rate", &bits, "ceil", &bits, "quantum", "1514",
     ];
-    Cmd {
-        program: "tc".into(),
-        args: args.iter().map(|a| (*a).to_owned()).collect(),
-    }
+    Cmd::tc(args.iter().map(|a| (*a).to_owned()).collect())
 }
 
 /// One HTB class's counters, as `tc -s class show` reports them.

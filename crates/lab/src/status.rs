@@ -119,7 +119,8 @@ pub fn status(runner: &mut dyn Runner) -> Result<LabStatus, LabError> {
                 let name = f.next()?.split('@').next()?.to_owned();
                 let state = f.next()?.to_owned();
                 let addrs: Vec<&str> = f.collect();
-                (name != "lo").then(|| format!("{name} {state} {}", addrs.join(" ")))
+                let line = format!("{name} {state} {}", addrs.join(" "));
+                (name != "lo").then(|| line.trim_end().to_owned())
             })
             .collect();
         out.nodes.push(LabNode {
@@ -147,6 +148,7 @@ pub fn status(runner: &mut dyn Runner) -> Result<LabStatus, LabError> {
         }
     }
     let mut labs: Vec<&str> = namespaces.iter().map(|(_, l, _)| l.as_str()).collect();
+    labs.sort_unstable();
     labs.dedup();
     for &lab in &labs {
         for (label, path) in state_files(Some(lab)) {

@@ -285,9 +285,6 @@ pub fn gen(r: &RunResult) -> String {
             ));
         }
     }
-    for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
     out
 }
 

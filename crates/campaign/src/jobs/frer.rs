@@ -148,7 +148,7 @@ pub fn frer_compare(
         lab::impair::spec::ImpairSpec::parse_inline(s)
             .map_err(|e| usage(format!("impairment '{s}': {e}")))?;
     }
-    crate::need_root("the FRER comparison builds labs: run it as root (sudo)")?;
+    crate::frames::need_root()?;
     let mut labs = FrerLabs {
         req: a,
         watch,

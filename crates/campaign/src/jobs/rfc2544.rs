@@ -177,8 +177,8 @@ pub fn rfc2544(
     }
     if cfg.final_duration < Duration::from_secs(60) {
         doc.notes.push(format!(
-            "trials of {:.0} s: RFC 2544 §24 asks for 60 s full-length trials; results are indicative",
-            cfg.final_duration.as_secs_f64()
+            "trials of {} s: RFC 2544 §24 asks for 60 s full-length trials; results are indicative",
+            model::units::secs(cfg.final_duration.as_secs_f64())
         ));
     }
     if cfg.loss_ratio > 0.0 {

@@ -1,13 +1,14 @@
 //! Every `unsafe` call of wirebench lives here: batch syscalls (`sendmmsg`, `recvmmsg`),
 //! control messages (`SCM_TIMESTAMPING`), socket options that socket2 does not cover
 //! (`SO_TIMESTAMPING`, `UDP_SEGMENT`, `TCP_INFO`), per-thread CPU time and timer slack,
-//! `AF_PACKET` sockets and their statistics, `setns`, `ppoll`, and the `PACKET_MMAP` rings
-//! ([`ring`]).
+//! `AF_PACKET` sockets and their statistics, `setns`, `ppoll`, the `PACKET_MMAP` rings
+//! ([`ring`]), AF_XDP ([`xdp`]) and the ethtool ioctl ([`ethtool`]).
 //!
 //! Each function wraps exactly one kernel interface, checks its return value and turns it
 //! into `io::Result`. Nothing here keeps state beyond the buffers it owns.
 #![allow(unsafe_code)]
 
+pub mod ethtool;
 pub mod ring;
 pub mod xdp;
 

@@ -134,7 +134,7 @@ impl Mapping {
     /// The 32-bit word at byte `offset` (4-byte aligned, inside the mapping), shared
     /// with the kernel.
     pub(super) fn status(&self, offset: usize) -> &AtomicU32 {
-        debug_assert!(offset + 4 <= self.len && offset % 4 == 0);
+        debug_assert!(offset + 4 <= self.len && offset.is_multiple_of(4));
         // SAFETY: offset is inside the mapping and 4-aligned (slot and block starts are
         // page or 16-byte aligned); the kernel and we access it atomically.
         unsafe { &*(self.base.add(offset) as *const AtomicU32) }

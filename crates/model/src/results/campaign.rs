@@ -95,7 +95,7 @@ pub struct Campaign {
     pub finished_at: Option<String>,
     /// Where the controlling process ran.
     pub environment: Environment,
-    /// The interfaces of the nodes that took part, as `ip -d -j link` and `ethtool`
+    /// The interfaces of the nodes that took part, as `ip -d -j link` and the ethtool ioctl
     /// report them (name, driver, speed, MTU, offloads, addresses).
     #[serde(default)]
     pub interfaces: Vec<InterfaceFacts>,

@@ -958,7 +958,11 @@ mod tests {
         let mut v = 0;
         let mut i = 0u64;
         while v <= HIGHEST_NS {
-            let count = if i % 8 == 0 { 1 << 60 } else { (1 << 48) + i };
+            let count = if i.is_multiple_of(8) {
+                1 << 60
+            } else {
+                (1 << 48) + i
+            };
             h.record_n_ns(v, count);
             v = h.h.next_non_equivalent(v);
             i += 1;

@@ -61,11 +61,18 @@ pub fn pct(ratio: f64) -> String {
     format!("{s} %")
 }
 
+/// Seconds as people write them: `60`, `2`, `0.5`, `0.25` (at most three decimals, no
+/// trailing zeros).
+pub fn secs(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// A block size as netio labels it: `1k`, `32k`, `1M`, or bytes.
 pub fn block(b: usize) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{}M", b >> 20)
-    } else if b >= 1024 && b % 1024 == 0 {
+    } else if b >= 1024 && b.is_multiple_of(1024) {
         format!("{}k", b >> 10)
     } else {
         format!("{b}")
@@ -94,5 +101,9 @@ mod test {
         assert_eq!(block(32 * 1024), "32k");
         assert_eq!(block(1 << 20), "1M");
         assert_eq!(block(1500), "1500");
+        assert_eq!(secs(0.5), "0.5");
+        assert_eq!(secs(60.0), "60");
+        assert_eq!(secs(1.25), "1.25");
+        assert_eq!(secs(0.0004), "0");
     }
 }

@@ -101,15 +101,28 @@ pub(super) fn findings(c: &Campaign) -> Vec<String> {
         out.push(format!("{} {link}: {}", t.name, parts.join("; ")));
     }
     let failed = c.verdicts.iter().filter(|v| !v.passed).count();
-    out.push(if c.verdicts.is_empty() {
-        "The plan set no thresholds.".into()
-    } else if failed == 0 {
-        format!("All {} thresholds passed.", c.verdicts.len())
-    } else {
-        format!(
-            "{failed} of {} thresholds FAILED (see compliance).",
-            c.verdicts.len()
-        )
-    });
+    out.push(thresholds(c.verdicts.len(), failed));
     out
+}
+
+/// The thresholds' outcome in a sentence.
+fn thresholds(total: usize, failed: usize) -> String {
+    match (total, failed) {
+        (0, _) => "The plan set no thresholds.".into(),
+        (1, 0) => "The plan's one threshold passed.".into(),
+        (1, _) => "The plan's one threshold FAILED (see compliance).".into(),
+        (n, 0) => format!("All {n} thresholds passed."),
+        (n, f) => format!("{f} of {n} thresholds FAILED (see compliance)."),
+    }
+}
+
+#[cfg(test)]
+mod test {
+    #[test]
+    fn one_threshold_is_not_all_of_them() {
+        assert_eq!(super::thresholds(1, 0), "The plan's one threshold passed.");
+        assert_eq!(super::thresholds(3, 0), "All 3 thresholds passed.");
+        assert!(super::thresholds(1, 1).contains("one threshold FAILED"));
+        assert!(super::thresholds(8, 1).starts_with("1 of 8 thresholds FAILED"));
+    }
 }
