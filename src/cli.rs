@@ -756,6 +756,21 @@ pub struct SweepArgs {
     /// Sweep the server-to-client direction.
     #[arg(short = 'R', long)]
     pub reverse: bool,
+    /// More steps, bits/s, e.g. 520M,540M (joined to the staircase in rate order).
+    #[arg(long, value_parser = units::rate_list)]
+    pub points: Option<std::vec::Vec<f64>>,
+    /// Run every step N times; the table shows min–max and the worst loss decides.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Loss up to this is "marginal" (percent).
+    #[arg(long, value_parser = units::percent_ratio, default_value = "0.5%")]
+    pub marginal: f64,
+    /// Loss from this on is "high loss" (percent); between the two: "loss detected".
+    #[arg(long, value_parser = units::percent_ratio, default_value = "1%")]
+    pub high: f64,
+    /// The recommended operating rate: the highest zero-loss rate times this (percent).
+    #[arg(long, value_parser = units::percent_ratio, default_value = "80%")]
+    pub safety_margin: f64,
 }
 
 #[derive(Debug, Args)]

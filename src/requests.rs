@@ -95,7 +95,15 @@ pub fn sweep(a: &cli::SweepArgs) -> Result<SweepRequest, Error> {
     } else {
         Direction::Forward
     };
+    let levels = method::sweep::Levels {
+        marginal: a.marginal,
+        high: a.high,
+    };
     let plan = method::sweep::SweepPlan::new(a.from, a.to, a.step, a.length, a.time, direction)
+        .and_then(|p| p.with_points(a.points.as_deref().unwrap_or_default()))
+        .and_then(|p| p.repeat(a.repeat))
+        .and_then(|p| p.levels(levels))
+        .and_then(|p| p.safety_margin(a.safety_margin))
         .map_err(|e| usage(e.to_string()))?;
     Ok(SweepRequest {
         server: server(&a.target),

@@ -34,6 +34,11 @@ fn bad_values_name_the_problem() {
         ],
         "below --from",
     );
+    let sweep = ["sweep", "127.0.0.1", "--from", "100M", "--to", "200M", "--step", "10M"];
+    let with = |extra: &[&'static str]| [&sweep[..], extra].concat();
+    fails_with(&with(&["--marginal", "2%", "--high", "1%"]), "below --high");
+    fails_with(&with(&["--repeat", "0"]), "--repeat 0: give 1..=100");
+    fails_with(&with(&["--points", "0"]), "give positive rates");
     fails_with(
         &["blocksize", "127.0.0.1", "--sizes", "1k,0"],
         "block size 0",

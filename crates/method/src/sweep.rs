@@ -1,9 +1,12 @@
-//! Zero-loss sweep: a UDP trial at each target rate from `from` to `to` in `step`s.
+//! Zero-loss sweep: a UDP trial at each target rate from `from` to `to` in `step`s, plus
+//! any extra points, each run `repeat` times.
 //!
-//! Each step is classified as in the FRER report: zero loss, marginal (loss below 0.5 %),
-//! or loss. The maximum sustained zero-loss rate is the highest target below the first step
-//! that was not zero-loss (a later lucky zero-loss step above a lossy one does not count),
-//! and a step where the generator fell behind is never credited.
+//! Each step is classified by its worst repetition as in the FRER report: zero loss,
+//! marginal (up to the marginal limit, 0.5 %), loss detected, or high loss (from the high
+//! limit, 1 %). The maximum sustained zero-loss rate is the highest target below the first
+//! step that was not zero-loss (a later lucky zero-loss step above a lossy one does not
+//! count), and a step where the generator fell behind is never credited. The recommended
+//! operating rate is that rate times a safety margin (80 %).
 
 use std::time::Duration;
 
@@ -12,18 +15,54 @@ use model::spec::{Direction, Protocol, Rate};
 
 use crate::{PlanError, Trial, TrialData, TrialRequest};
 
-/// Loss below this share (0.5 %) is "marginal".
-pub const MARGINAL_BELOW: f64 = 0.005;
-/// Most steps one sweep may have.
+/// Most steps one sweep may have (repetitions counted).
 pub const MAX_STEPS: usize = 1000;
+
+/// The loss limits of the levels, as shares (0..1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Levels {
+    /// Loss up to this is marginal (default 0.5 %).
+    pub marginal: f64,
+    /// Loss from this on is high (default 1 %).
+    pub high: f64,
+}
+
+impl Default for Levels {
+    fn default() -> Self {
+        Self {
+            marginal: 0.005,
+            high: 0.01,
+        }
+    }
+}
+
+impl Levels {
+    /// The level of a loss ratio (0..1).
+    pub fn classify(&self, loss_ratio: f64) -> SweepStatus {
+        if loss_ratio <= 0.0 {
+            SweepStatus::ZeroLoss
+        } else if loss_ratio <= self.marginal {
+            SweepStatus::Marginal
+        } else if loss_ratio < self.high {
+            SweepStatus::Loss
+        } else {
+            SweepStatus::HighLoss
+        }
+    }
+}
 
 /// A validated sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepPlan {
     targets: Vec<f64>,
+    step: f64,
+    points: Vec<f64>,
     len: usize,
     duration: Duration,
     direction: Direction,
+    repeat: u32,
+    levels: Levels,
+    safety_margin: f64,
 }
 
 impl SweepPlan {
@@ -57,10 +96,102 @@ impl SweepPlan {
         let targets = (0..steps).map(|i| from_bps + step_bps * i as f64).collect();
         Ok(Self {
             targets,
+            step: step_bps,
+            points: vec![],
             len,
             duration,
             direction,
+            repeat: 1,
+            levels: Levels::default(),
+            safety_margin: 0.8,
         })
+    }
+
+    /// Adds steps at `points` (bits/s) to the staircase; the steps run in rate order.
+    ///
+    /// # Errors
+    /// A point that is not a positive rate, or too many steps.
+    pub fn with_points(mut self, points: &[f64]) -> Result<Self, PlanError> {
+        if let Some(p) = points.iter().find(|p| !(p.is_finite() && **p > 0.0)) {
+            return Err(PlanError::Range(format!("--points: {p} is not a positive rate")));
+        }
+        self.targets.extend_from_slice(points);
+        self.points.extend_from_slice(points);
+        self.targets.sort_by(f64::total_cmp);
+        self.targets.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
+        self.check_steps()?;
+        Ok(self)
+    }
+
+    /// Runs every step `n` times (1..=100).
+    ///
+    /// # Errors
+    /// `n` out of range, or too many steps.
+    pub fn repeat(mut self, n: u32) -> Result<Self, PlanError> {
+        if !(1..=100).contains(&n) {
+            return Err(PlanError::Range(format!("--repeat {n}: give 1..=100")));
+        }
+        self.repeat = n;
+        self.check_steps()?;
+        Ok(self)
+    }
+
+    /// The loss limits of the levels (shares, 0 < marginal < high <= 1).
+    ///
+    /// # Errors
+    /// Limits out of order or range.
+    pub fn levels(mut self, levels: Levels) -> Result<Self, PlanError> {
+        let Levels { marginal, high } = levels;
+        if !(marginal > 0.0 && marginal < high && high <= 1.0) {
+            return Err(PlanError::Range(format!(
+                "--marginal {} % must be above 0 and below --high {} % (at most 100 %)",
+                marginal * 100.0,
+                high * 100.0
+            )));
+        }
+        self.levels = levels;
+        Ok(self)
+    }
+
+    /// The safety margin of the operating rate (a share, 0 < m <= 1).
+    ///
+    /// # Errors
+    /// A margin out of range.
+    pub fn safety_margin(mut self, margin: f64) -> Result<Self, PlanError> {
+        if !(margin > 0.0 && margin <= 1.0) {
+            return Err(PlanError::Range(format!(
+                "--safety-margin {} %: give above 0 and at most 100 %",
+                margin * 100.0
+            )));
+        }
+        self.safety_margin = margin;
+        Ok(self)
+    }
+
+    fn check_steps(&self) -> Result<(), PlanError> {
+        let steps = self.targets.len() * self.repeat as usize;
+        if steps > MAX_STEPS {
+            return Err(PlanError::TooManySteps {
+                steps,
+                max: MAX_STEPS,
+            });
+        }
+        Ok(())
+    }
+
+    /// Repetitions per step.
+    pub fn repeats(&self) -> u32 {
+        self.repeat
+    }
+
+    /// The staircase's step, bits/s.
+    pub fn step(&self) -> f64 {
+        self.step
+    }
+
+    /// The extra points, bits/s, as given.
+    pub fn points(&self) -> &[f64] {
+        &self.points
     }
 
     /// The target rates in order.
@@ -98,8 +229,11 @@ impl SweepPlan {
                 Rate::BitsPerSec(target),
                 self.duration,
             );
-            let res = trial.run(&req)?;
-            let row = row(target, &res);
+            let mut runs = Vec::with_capacity(self.repeat as usize);
+            for _ in 0..self.repeat {
+                runs.push(trial.run(&req)?);
+            }
+            let row = self.row(target, &runs);
             on_row(&row);
             rows.push(row);
         }
@@ -107,39 +241,49 @@ impl SweepPlan {
         Ok(SweepTable {
             rows,
             max_zero_loss_bps,
+            marginal_pct: Some(self.levels.marginal * 100.0),
+            high_pct: Some(self.levels.high * 100.0),
+            operating_bps: max_zero_loss_bps.map(|m| m * self.safety_margin),
+            safety_margin: Some(self.safety_margin),
         })
     }
-}
 
-/// Classifies a loss ratio (0..1).
-pub fn classify(loss_ratio: f64) -> SweepStatus {
-    if loss_ratio <= 0.0 {
-        SweepStatus::ZeroLoss
-    } else if loss_ratio < MARGINAL_BELOW {
-        SweepStatus::Marginal
-    } else {
-        SweepStatus::Loss
+    /// One step from its repetitions: mean rates, summed counts, the worst loss decides.
+    fn row(&self, target: f64, runs: &[TrialData]) -> SweepRow {
+        let n = runs.len().max(1) as f64;
+        let losses: Vec<f64> = runs.iter().map(loss_ratio).collect();
+        let achieved: Vec<f64> = runs.iter().map(|r| r.received_bps.unwrap_or(0.0)).collect();
+        let worst = losses.iter().copied().fold(0.0, f64::max);
+        let range = |v: &[f64], scale: f64| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            (v.len() > 1).then_some([lo * scale, hi * scale])
+        };
+        SweepRow {
+            target_bps: target,
+            offered_bps: runs.iter().map(|r| r.offered_bps.unwrap_or(0.0)).sum::<f64>() / n,
+            achieved_bps: achieved.iter().sum::<f64>() / n,
+            loss_pct: worst * 100.0,
+            sent_packets: runs.iter().map(|r| r.counters.sent).sum(),
+            lost_packets: runs.iter().map(|r| r.counters.lost).sum(),
+            duration_s: self.duration.as_secs_f64(),
+            status: self.levels.classify(worst),
+            generator_limited: runs.iter().any(|r| r.generator_limited),
+            repeats: (runs.len() > 1).then_some(runs.len() as u32),
+            achieved_range_bps: range(&achieved, 1.0),
+            loss_range_pct: range(&losses, 100.0),
+        }
     }
 }
 
-fn row(target: f64, r: &TrialData) -> SweepRow {
+/// A trial's loss ratio; nothing sent counts as total loss (a step that could not send
+/// proves nothing).
+fn loss_ratio(r: &TrialData) -> f64 {
     let (sent, lost) = (r.counters.sent, r.counters.lost);
-    // Nothing sent counts as total loss: a step that could not send proves nothing.
-    let loss_ratio = if sent == 0 {
+    if sent == 0 {
         1.0
     } else {
         lost as f64 / sent as f64
-    };
-    SweepRow {
-        target_bps: target,
-        offered_bps: r.offered_bps.unwrap_or(0.0),
-        achieved_bps: r.received_bps.unwrap_or(0.0),
-        loss_pct: loss_ratio * 100.0,
-        sent_packets: sent,
-        lost_packets: lost,
-        duration_s: r.duration.as_secs_f64(),
-        status: classify(loss_ratio),
-        generator_limited: r.generator_limited,
     }
 }
 
@@ -194,11 +338,19 @@ mod test {
     }
 
     #[test]
-    fn classes_follow_the_report() {
-        assert_eq!(classify(0.0), SweepStatus::ZeroLoss);
-        assert_eq!(classify(0.001), SweepStatus::Marginal);
-        assert_eq!(classify(0.004_999), SweepStatus::Marginal);
-        assert_eq!(classify(0.005), SweepStatus::Loss);
+    fn levels_follow_the_report() {
+        let l = Levels::default();
+        assert_eq!(l.classify(0.0), SweepStatus::ZeroLoss);
+        assert_eq!(l.classify(0.0024), SweepStatus::Marginal);
+        assert_eq!(l.classify(0.005), SweepStatus::Marginal);
+        assert_eq!(l.classify(0.0052), SweepStatus::Loss);
+        assert_eq!(l.classify(0.01), SweepStatus::HighLoss);
+        assert_eq!(l.classify(0.023), SweepStatus::HighLoss);
+        let strict = Levels {
+            marginal: 0.001,
+            high: 0.002,
+        };
+        assert_eq!(strict.classify(0.0015), SweepStatus::Loss);
     }
 
     #[test]
@@ -220,8 +372,62 @@ mod test {
         assert_eq!(t.max_zero_loss_bps, Some(700e6));
         let r750 = &t.rows[7];
         assert_eq!(r750.target_bps, 750e6);
-        assert_eq!(r750.status, SweepStatus::Loss, "{r750:?}");
+        // 50 of 750 Mbit/s lost: 6.7 %, high loss.
+        assert_eq!(r750.status, SweepStatus::HighLoss, "{r750:?}");
         assert!((r750.achieved_bps - 700e6).abs() < 1e3);
+        assert_eq!(t.operating_bps, Some(560e6), "80 % of 700 Mbit/s");
+        assert_eq!((t.marginal_pct, t.high_pct), (Some(0.5), Some(1.0)));
+    }
+
+    #[test]
+    fn repeats_give_ranges_and_points_join_the_staircase() {
+        // Each trial at 550 Mbit/s loses a little more than the one before: 0.2 %, 0.4 %,
+        // 0.6 % of what is sent (a device with random loss).
+        struct Wobbly(u32);
+        impl Trial for Wobbly {
+            type Error = std::convert::Infallible;
+            fn run(&mut self, req: &TrialRequest) -> Result<TrialData, Self::Error> {
+                let bps = match req.load {
+                    crate::Load::Rate(Rate::BitsPerSec(b), _) => b,
+                    _ => 0.0,
+                };
+                let lost = if bps > 540e6 {
+                    self.0 += 1;
+                    20 * u64::from(self.0)
+                } else {
+                    0
+                };
+                let c = model::stats::Counters {
+                    received: 10_000 - lost,
+                    ..Default::default()
+                };
+                Ok(TrialData {
+                    counters: c.settle(10_000),
+                    offered_bps: Some(bps),
+                    received_bps: Some(bps * (1.0 - lost as f64 / 10_000.0)),
+                    duration: req.duration(),
+                    ..TrialData::default()
+                })
+            }
+        }
+        let p = SweepPlan::new(500e6, 550e6, 50e6, 1472, Duration::from_secs(5), Direction::Forward)
+            .unwrap()
+            .with_points(&[520e6, 540e6, 550e6])
+            .unwrap()
+            .repeat(3)
+            .unwrap();
+        let t = p.run(&mut Wobbly(0), |_| {}).unwrap();
+        let targets: Vec<f64> = t.rows.iter().map(|r| r.target_bps).collect();
+        assert_eq!(targets, [500e6, 520e6, 540e6, 550e6]);
+        let last = &t.rows[3];
+        assert_eq!(last.repeats, Some(3));
+        assert_eq!(last.loss_range_pct, Some([0.2, 0.6]));
+        assert_eq!(last.status, SweepStatus::Loss, "the worst repetition decides: {last:?}");
+        assert_eq!(t.max_zero_loss_bps, Some(540e6));
+        assert!(SweepPlan::new(1e6, 2e6, 1e6, 100, Duration::from_secs(1), Direction::Forward)
+            .unwrap()
+            .repeat(0)
+            .is_err());
     }
 
     #[test]
@@ -254,6 +460,9 @@ mod test {
             duration_s: 1.0,
             status,
             generator_limited: false,
+            repeats: None,
+            achieved_range_bps: None,
+            loss_range_pct: None,
         };
         let rows = vec![
             mk(1.0, SweepStatus::ZeroLoss),

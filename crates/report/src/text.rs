@@ -509,32 +509,34 @@ mod test {
 
     #[test]
     fn sweep_table_is_stable() {
-        let t = SweepTable {
+        let row = |target: f64, achieved: f64, loss: f64, status| SweepRow {
+            target_bps: target,
+            offered_bps: target,
+            achieved_bps: achieved,
+            loss_pct: loss,
+            sent_packets: 169_837,
+            lost_packets: 0,
+            duration_s: 5.0,
+            status,
+            generator_limited: false,
+            repeats: None,
+            achieved_range_bps: None,
+            loss_range_pct: None,
+        };
+        let mut t = SweepTable {
             rows: vec![
+                row(400e6, 399.9e6, 0.0, SweepStatus::ZeroLoss),
                 SweepRow {
-                    target_bps: 400e6,
-                    offered_bps: 400e6,
-                    achieved_bps: 399.9e6,
-                    loss_pct: 0.0,
-                    sent_packets: 169_837,
-                    lost_packets: 0,
-                    duration_s: 5.0,
-                    status: SweepStatus::ZeroLoss,
-                    generator_limited: false,
-                },
-                SweepRow {
-                    target_bps: 450e6,
                     offered_bps: 440e6,
-                    achieved_bps: 438e6,
-                    loss_pct: 0.45,
-                    sent_packets: 186_820,
-                    lost_packets: 841,
-                    duration_s: 5.0,
-                    status: SweepStatus::Marginal,
                     generator_limited: true,
+                    ..row(450e6, 438e6, 0.45, SweepStatus::Marginal)
                 },
             ],
             max_zero_loss_bps: Some(400e6),
+            marginal_pct: None,
+            high_pct: None,
+            operating_bps: None,
+            safety_margin: None,
         };
         let expected = concat!(
             "       target       achieved     loss  secs  status\n",
@@ -542,6 +544,32 @@ mod test {
             "400.00 Mbit/s  399.90 Mbit/s  0.000 %   5.0  zero-loss\n",
             "450.00 Mbit/s  438.00 Mbit/s  0.450 %   5.0  marginal (generator limited)\n",
             "maximum sustained zero-loss rate: 400.00 Mbit/s\n",
+        );
+        assert_eq!(sweep(&t), expected);
+        // The FRER report's table: repeated steps as min–max, four levels, the operating
+        // rate under it.
+        t.rows = vec![
+            row(540e6, 540e6, 0.0, SweepStatus::ZeroLoss),
+            SweepRow {
+                repeats: Some(3),
+                achieved_range_bps: Some([547e6, 550e6]),
+                loss_range_pct: Some([0.24, 0.56]),
+                ..row(550e6, 548.5e6, 0.56, SweepStatus::Loss)
+            },
+            row(700e6, 686e6, 2.3, SweepStatus::HighLoss),
+        ];
+        t.max_zero_loss_bps = Some(540e6);
+        (t.marginal_pct, t.high_pct) = (Some(0.5), Some(1.0));
+        (t.operating_bps, t.safety_margin) = (Some(432e6), Some(0.8));
+        let expected = concat!(
+            "       target              achieved           loss  secs  status\n",
+            "-------------  --------------------  -------------  ----  -------------\n",
+            "540.00 Mbit/s         540.00 Mbit/s        0.000 %   5.0  zero-loss\n",
+            "550.00 Mbit/s  547.00–550.00 Mbit/s  0.240–0.560 %   5.0  loss detected\n",
+            "700.00 Mbit/s         686.00 Mbit/s        2.300 %   5.0  high loss\n",
+            "maximum sustained zero-loss rate: 540.00 Mbit/s\n",
+            "recommended operating rate: 432.00 Mbit/s (80 % of the zero-loss rate)\n",
+            "levels: marginal up to 0.5 % loss, high loss from 1 %\n",
         );
         assert_eq!(sweep(&t), expected);
     }

@@ -84,10 +84,16 @@ pub fn sweep(
             row.status.label()
         ))
     })?;
-    let params = serde_json::json!({ "server": server,
+    let mut params = serde_json::json!({ "server": server,
         "from_bps": targets.first(), "to_bps": targets.last(),
-        "step_bps": targets.windows(2).next().map(|w| w[1] - w[0]),
+        "step_bps": (targets.len() > 1).then(|| plan.step()),
         "duration_s": plan.duration().as_secs_f64(), "len": plan.payload_len(), "direction": plan.direction() });
+    if plan.repeats() > 1 {
+        params["repeat"] = plan.repeats().into();
+    }
+    if !plan.points().is_empty() {
+        params["points_bps"] = plan.points().into();
+    }
     let mut r = engine::env::result("sweep", params);
     (r.backend, r.timestamp_source) = trial.first;
     if table.rows.iter().any(|x| x.generator_limited) {

@@ -344,16 +344,19 @@ pub struct IntervalRow {
     pub retransmits: Option<u64>,
 }
 
-/// Status of one sweep step (the FRER report's classes).
+/// Status of one sweep step (the FRER report's levels), by the step's worst loss against
+/// the sweep's two limits ([`SweepTable::marginal_pct`], [`SweepTable::high_pct`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SweepStatus {
     /// No packet lost.
     ZeroLoss,
-    /// Loss below 0.5 %.
+    /// Some loss, at most the marginal limit (default 0.5 %).
     Marginal,
-    /// Loss of 0.5 % or more.
+    /// Loss above the marginal limit and below the high limit ("loss detected").
     Loss,
+    /// Loss at or above the high limit (default 1 %).
+    HighLoss,
 }
 
 impl SweepStatus {
@@ -362,7 +365,8 @@ impl SweepStatus {
         match self {
             SweepStatus::ZeroLoss => "zero-loss",
             SweepStatus::Marginal => "marginal",
-            SweepStatus::Loss => "loss",
+            SweepStatus::Loss => "loss detected",
+            SweepStatus::HighLoss => "high loss",
         }
     }
 }
@@ -372,15 +376,15 @@ impl SweepStatus {
 pub struct SweepRow {
     /// Asked-for rate, bits/s.
     pub target_bps: f64,
-    /// What the sender actually sent, bits/s.
+    /// What the sender actually sent, bits/s (mean of the repetitions).
     pub offered_bps: f64,
-    /// What arrived, bits/s.
+    /// What arrived, bits/s (mean of the repetitions).
     pub achieved_bps: f64,
-    /// Loss in percent.
+    /// Loss in percent (the worst repetition).
     pub loss_pct: f64,
-    /// Packets sent.
+    /// Packets sent (all repetitions).
     pub sent_packets: u64,
-    /// Packets lost.
+    /// Packets lost (all repetitions).
     pub lost_packets: u64,
     /// Trial length, seconds.
     pub duration_s: f64,
@@ -388,6 +392,15 @@ pub struct SweepRow {
     pub status: SweepStatus,
     /// The sender could not keep the asked rate: the step measures the tool.
     pub generator_limited: bool,
+    /// How often the step ran (`--repeat`); absent: once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
+    /// With repetitions: the lowest and highest received rate, bits/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_range_bps: Option<[f64; 2]>,
+    /// With repetitions: the lowest and highest loss, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_range_pct: Option<[f64; 2]>,
 }
 
 /// The sweep table and its conclusion.
@@ -397,6 +410,19 @@ pub struct SweepTable {
     pub rows: Vec<SweepRow>,
     /// Highest target with zero loss (and the generator keeping up), bits/s.
     pub max_zero_loss_bps: Option<f64>,
+    /// Loss up to this (percent) is marginal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marginal_pct: Option<f64>,
+    /// Loss from this on (percent) is high.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_pct: Option<f64>,
+    /// The recommended operating rate: the highest zero-loss rate times the safety margin,
+    /// bits/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operating_bps: Option<f64>,
+    /// The safety margin applied (0..1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_margin: Option<f64>,
 }
 
 /// One block-size step (netio style).
