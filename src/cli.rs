@@ -467,6 +467,10 @@ pub struct Rfc2544Args {
     /// Latency verdict per frame size, e.g. p99.9=300us (repeatable).
     #[arg(long, value_parser = units::latency_limit)]
     pub latency_limit: Vec<(f64, f64)>,
+    /// A latency above this share of its limit that still holds it reads MARGINAL (e.g.
+    /// 90%: 270-300 us under a 300 us limit).
+    #[arg(long, value_parser = units::percent_ratio, requires = "latency_limit")]
+    pub marginal_band: Option<f64>,
     /// Frame loss rate step, percent of line rate (RFC 2544 §26.3: at most 10).
     #[arg(long, default_value_t = 10.0)]
     pub loss_step: f64,
@@ -732,6 +736,13 @@ pub struct LatencyArgs {
     /// kernel's receive timestamp; includes this host's wake-up time.
     #[arg(long)]
     pub user_timestamps: bool,
+    /// Round-trip verdict per message size, e.g. p99.9=300us (repeatable); exit code 3
+    /// when one fails.
+    #[arg(long, value_parser = units::latency_limit)]
+    pub latency_limit: Vec<(f64, f64)>,
+    /// A latency above this share of its limit that still holds it reads MARGINAL.
+    #[arg(long, value_parser = units::percent_ratio, requires = "latency_limit")]
+    pub marginal_band: Option<f64>,
 }
 
 #[derive(Debug, Args)]

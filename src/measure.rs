@@ -23,7 +23,9 @@ fn text(req: &TestRequest, r: &RunResult) -> String {
             .as_deref()
             .map(text::blocksize)
             .unwrap_or_default(),
-        TestRequest::Latency(_) => with_facts(r.latency.as_deref().map(text::latency)),
+        TestRequest::Latency(_) => {
+            with_facts(r.latency.as_deref().map(text::latency)) + &text::verdicts(r)
+        }
         TestRequest::Rfc2544(_) => text::rfc2544(r),
         TestRequest::Streams(_) => text::profile(r),
         TestRequest::Shaping(_) => text::shaping(r),
@@ -63,7 +65,9 @@ pub fn test(req: &TestRequest, json: bool) -> Result<()> {
     }
     print(&r, json, |r| text(req, r));
     match req {
-        TestRequest::Rfc2544(_) => verdicts(&r, "a latency verdict failed"),
+        TestRequest::Rfc2544(_) | TestRequest::Latency(_) => {
+            verdicts(&r, "a latency verdict failed")
+        }
         TestRequest::Streams(_) => verdicts(&r, "a stream missed its expected rate"),
         _ => Ok(()),
     }

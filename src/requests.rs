@@ -131,6 +131,8 @@ pub fn latency(a: &cli::LatencyArgs) -> LatencyRequest {
         time: a.time,
         spin: a.spin,
         user_timestamps: a.user_timestamps,
+        latency_limits: a.latency_limit.clone(),
+        marginal_band: a.marginal_band,
     }
 }
 
@@ -205,6 +207,7 @@ pub fn rfc2544(a: &cli::Rfc2544Args) -> Result<Rfc2544Request, Error> {
         config,
         latency_trials: a.latency_trials,
         latency_limits: a.latency_limit.clone(),
+        marginal_band: a.marginal_band,
         loss_step: a.loss_step,
         b2b_trials: a.b2b_trials,
         b2b_max_burst: a.b2b_max_burst,

@@ -34,7 +34,16 @@ fn bad_values_name_the_problem() {
         ],
         "below --from",
     );
-    let sweep = ["sweep", "127.0.0.1", "--from", "100M", "--to", "200M", "--step", "10M"];
+    let sweep = [
+        "sweep",
+        "127.0.0.1",
+        "--from",
+        "100M",
+        "--to",
+        "200M",
+        "--step",
+        "10M",
+    ];
     let with = |extra: &[&'static str]| [&sweep[..], extra].concat();
     fails_with(&with(&["--marginal", "2%", "--high", "1%"]), "below --high");
     fails_with(&with(&["--repeat", "0"]), "--repeat 0: give 1..=100");
@@ -44,6 +53,10 @@ fn bad_values_name_the_problem() {
         "block size 0",
     );
     fails_with(&["latency", "127.0.0.1", "-l", "8"], "outside 18");
+    fails_with(
+        &["latency", "127.0.0.1", "--marginal-band", "90%"],
+        "--latency-limit",
+    );
     fails_with(
         &["server", "--auth-key-file", "/nonexistent/key"],
         "cannot read key file",

@@ -71,6 +71,36 @@ fn latency_gives_percentiles_per_size() {
     }
 }
 
+/// Latency limits per message size with a marginal band: a limit far above the
+/// measurement passes, one whose band starts below it reads MARGINAL (still exit 0), one
+/// below it fails with exit code 3.
+#[test]
+fn latency_limits_pass_read_marginal_or_fail() {
+    let srv = ServerProc::start(&[]);
+    let v = srv.json(
+        "latency",
+        "-l 64 -t 0.5 --latency-limit p50=1s --latency-limit max=2s --marginal-band 0.0001%",
+    );
+    let words: Vec<(&str, bool, bool)> = v["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .map(|x| {
+            let m = x["marginal"].as_bool().unwrap_or(false);
+            (x["name"].as_str().unwrap(), x["passed"].as_bool().unwrap(), m)
+        })
+        .collect();
+    // 0.0001 % of 1 s is 1 us: any loopback round trip is above it.
+    assert_eq!(
+        words,
+        [("latency p50 at 64 bytes", true, true), ("latency max at 64 bytes", true, true)]
+    );
+    let port = srv.port_arg();
+    let out = run(&["latency", "127.0.0.1", "-p", &port, "-t", "0.5", "--latency-limit", "p50=1ns"]);
+    assert_fails(&out, 3, "a latency verdict failed");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("latency p50 at 64 bytes: FAIL"));
+}
+
 #[test]
 fn rfc2544_over_udp_through_a_server() {
     // At a nominal 10 Mbit/s line rate loopback forwards everything: each size's

@@ -74,6 +74,10 @@ pub struct LatencyRequest {
     pub spin: bool,
     /// Stamp answers in user space (as sockperf) instead of with the kernel's stamp.
     pub user_timestamps: bool,
+    /// Round-trip limits per message size as (percentile, µs): avg = −1, max = 100.
+    pub latency_limits: Vec<(f64, f64)>,
+    /// A value above this share of its limit that still holds it is MARGINAL.
+    pub marginal_band: Option<f64>,
 }
 
 /// The transport of test frames.
@@ -196,6 +200,8 @@ pub struct Rfc2544Request {
     pub latency_trials: usize,
     /// Latency limits as (percentile, µs): avg = −1, max = 100.
     pub latency_limits: Vec<(f64, f64)>,
+    /// A value above this share of its limit that still holds it is MARGINAL.
+    pub marginal_band: Option<f64>,
     /// Frame loss rate step, % of line rate.
     pub loss_step: f64,
     /// Back-to-back repetitions per size.

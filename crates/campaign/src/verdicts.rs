@@ -174,6 +174,7 @@ pub fn evaluate(thresholds: &[Threshold], tests: &[Outcome<'_>]) -> Vec<Verdict>
                     name: named(""),
                     passed: false,
                     detail: format!("not measured (required {bound})"),
+                    marginal: false,
                 });
             }
             for (at, v) in figs {
@@ -182,6 +183,7 @@ pub fn evaluate(thresholds: &[Threshold], tests: &[Outcome<'_>]) -> Vec<Verdict>
                     name: named(&at),
                     passed,
                     detail: format!("measured {}, required {bound}", m.show(v)),
+                    marginal: false,
                 });
             }
         }
@@ -190,8 +192,48 @@ pub fn evaluate(thresholds: &[Threshold], tests: &[Outcome<'_>]) -> Vec<Verdict>
                 name: format!("{} (line {})", th.metric_name, th.line),
                 passed: false,
                 detail: format!("no test measured it (required {bound})"),
+                marginal: false,
             });
         }
     }
     out
+}
+
+/// The verdicts of a test's own latency limits at `at` (`64 bytes`): one per limit
+/// `(percentile, µs)` (avg = −1, min = 0, max = 100, as `units::latency_limit` reads them),
+/// with `value(percentile)` the measured statistic. With a `band` (0..1), a value above
+/// `band` × limit that still holds the limit is MARGINAL (the FRER report's column). A
+/// statistic that was not measured fails.
+pub fn latency_limits(
+    at: &str,
+    limits: &[(f64, f64)],
+    band: Option<f64>,
+    value: impl Fn(f64) -> Option<f64>,
+) -> Vec<Verdict> {
+    limits
+        .iter()
+        .map(|&(q, limit)| {
+            let name = match q {
+                q if q < 0.0 => "avg".to_owned(),
+                q if q >= 100.0 => "max".to_owned(),
+                q if q <= 0.0 => "min".to_owned(),
+                q => format!("p{q}"),
+            };
+            let v = value(q).filter(|v| v.is_finite());
+            let from = band.map(|b| b * limit);
+            let detail = match (v, from) {
+                (None, _) => format!("not measured (limit {limit} us)"),
+                (Some(v), None) => format!("{v:.1} us (limit {limit} us)"),
+                (Some(v), Some(f)) => {
+                    format!("{v:.1} us (limit {limit} us, marginal above {f:.1} us)")
+                }
+            };
+            Verdict {
+                name: format!("latency {name} at {at}"),
+                passed: v.is_some_and(|v| v <= limit),
+                detail,
+                marginal: matches!((v, from), (Some(v), Some(f)) if v > f && v <= limit),
+            }
+        })
+        .collect()
 }

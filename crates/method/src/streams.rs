@@ -462,6 +462,7 @@ pub fn run<T: StreamsTrial>(profile: &Profile, trial: &mut T) -> Result<Outcome,
                     bps(e),
                     t * 100.0
                 ),
+                marginal: false,
             });
         }
         if row.generator_limited {

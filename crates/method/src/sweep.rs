@@ -113,12 +113,15 @@ impl SweepPlan {
     /// A point that is not a positive rate, or too many steps.
     pub fn with_points(mut self, points: &[f64]) -> Result<Self, PlanError> {
         if let Some(p) = points.iter().find(|p| !(p.is_finite() && **p > 0.0)) {
-            return Err(PlanError::Range(format!("--points: {p} is not a positive rate")));
+            return Err(PlanError::Range(format!(
+                "--points: {p} is not a positive rate"
+            )));
         }
         self.targets.extend_from_slice(points);
         self.points.extend_from_slice(points);
         self.targets.sort_by(f64::total_cmp);
-        self.targets.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
+        self.targets
+            .dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
         self.check_steps()?;
         Ok(self)
     }
@@ -261,7 +264,11 @@ impl SweepPlan {
         };
         SweepRow {
             target_bps: target,
-            offered_bps: runs.iter().map(|r| r.offered_bps.unwrap_or(0.0)).sum::<f64>() / n,
+            offered_bps: runs
+                .iter()
+                .map(|r| r.offered_bps.unwrap_or(0.0))
+                .sum::<f64>()
+                / n,
             achieved_bps: achieved.iter().sum::<f64>() / n,
             loss_pct: worst * 100.0,
             sent_packets: runs.iter().map(|r| r.counters.sent).sum(),
@@ -410,24 +417,42 @@ mod test {
                 })
             }
         }
-        let p = SweepPlan::new(500e6, 550e6, 50e6, 1472, Duration::from_secs(5), Direction::Forward)
-            .unwrap()
-            .with_points(&[520e6, 540e6, 550e6])
-            .unwrap()
-            .repeat(3)
-            .unwrap();
+        let p = SweepPlan::new(
+            500e6,
+            550e6,
+            50e6,
+            1472,
+            Duration::from_secs(5),
+            Direction::Forward,
+        )
+        .unwrap()
+        .with_points(&[520e6, 540e6, 550e6])
+        .unwrap()
+        .repeat(3)
+        .unwrap();
         let t = p.run(&mut Wobbly(0), |_| {}).unwrap();
         let targets: Vec<f64> = t.rows.iter().map(|r| r.target_bps).collect();
         assert_eq!(targets, [500e6, 520e6, 540e6, 550e6]);
         let last = &t.rows[3];
         assert_eq!(last.repeats, Some(3));
         assert_eq!(last.loss_range_pct, Some([0.2, 0.6]));
-        assert_eq!(last.status, SweepStatus::Loss, "the worst repetition decides: {last:?}");
+        assert_eq!(
+            last.status,
+            SweepStatus::Loss,
+            "the worst repetition decides: {last:?}"
+        );
         assert_eq!(t.max_zero_loss_bps, Some(540e6));
-        assert!(SweepPlan::new(1e6, 2e6, 1e6, 100, Duration::from_secs(1), Direction::Forward)
-            .unwrap()
-            .repeat(0)
-            .is_err());
+        assert!(SweepPlan::new(
+            1e6,
+            2e6,
+            1e6,
+            100,
+            Duration::from_secs(1),
+            Direction::Forward
+        )
+        .unwrap()
+        .repeat(0)
+        .is_err());
     }
 
     #[test]

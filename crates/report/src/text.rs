@@ -132,18 +132,11 @@ pub fn latency(rows: &[LatencyRow]) -> String {
     out
 }
 
-/// One line per verdict: name, pass/FAIL, detail.
+/// One line per verdict: name, pass/MARGINAL/FAIL, detail.
 pub fn verdicts(r: &RunResult) -> String {
     r.verdicts
         .iter()
-        .map(|v| {
-            format!(
-                "{}: {} ({})\n",
-                v.name,
-                if v.passed { "pass" } else { "FAIL" },
-                v.detail
-            )
-        })
+        .map(|v| format!("{}: {} ({})\n", v.name, v.word(), v.detail))
         .collect()
 }
 
@@ -466,6 +459,7 @@ mod test {
             name: "latency p99.9 at 1518 bytes".into(),
             passed: false,
             detail: "400 us".into(),
+            marginal: false,
         });
         let t = rfc2544(&r);
         // Half of line rate: 493.50 of 987.00 Mbit/s of frames incl. FCS, 50.00 %.

@@ -92,6 +92,8 @@ impl Groups for FrerLabs<'_> {
             time,
             spin: false,
             user_timestamps: false,
+            latency_limits: vec![],
+            marginal_band: None,
         };
         let ns = setup.client_ns();
         let stop = self.stop;

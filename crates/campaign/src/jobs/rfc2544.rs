@@ -74,27 +74,22 @@ fn benchmarks<T: Trial<Error = Error>>(
 }
 
 /// The latency limits as verdicts, one per limit and frame size.
-fn latency_verdicts(rep: &Rfc2544Report, limits: &[(f64, f64)]) -> Vec<Verdict> {
+fn latency_verdicts(rep: &Rfc2544Report, limits: &[(f64, f64)], band: Option<f64>) -> Vec<Verdict> {
     let mut out = Vec::new();
     for l in &rep.latency {
         let Some(s) = &l.summary else { continue };
-        for &(q, limit) in limits {
-            let (name, v) = match q {
-                q if q < 0.0 => ("avg".to_owned(), s.avg_us),
-                q if q >= 100.0 => ("max".to_owned(), s.max_us),
-                q if q <= 0.0 => ("min".to_owned(), s.min_us),
-                q => {
-                    let h = l.histogram.as_deref().map(LatencyHistogram::from_base64);
-                    let p = h.and_then(|h| h.ok()?.percentile_us(q));
-                    (format!("p{q}"), p.unwrap_or(f64::NAN))
-                }
-            };
-            out.push(Verdict {
-                name: format!("latency {name} at {} bytes", l.frame_len),
-                passed: v <= limit,
-                detail: format!("{v:.1} us (limit {limit} us)"),
-            });
-        }
+        let h = l
+            .histogram
+            .as_deref()
+            .and_then(|b| LatencyHistogram::from_base64(b).ok());
+        let value = |q: f64| match q {
+            q if q < 0.0 => Some(s.avg_us),
+            q if q >= 100.0 => Some(s.max_us),
+            q if q <= 0.0 => Some(s.min_us),
+            q => h.as_ref().and_then(|h| h.percentile_us(q)),
+        };
+        let at = format!("{} bytes", l.frame_len);
+        out.extend(crate::verdicts::latency_limits(&at, limits, band, value));
     }
     out
 }
@@ -190,7 +185,7 @@ pub fn rfc2544(
     if rep.throughput.iter().any(|t| t.generator_cap_fps.is_some()) {
         doc.notes.push("the generator could not reach line rate at some sizes: the search was capped at what it offered (marked in the table)".into());
     }
-    doc.verdicts = latency_verdicts(&rep, &a.latency_limits);
+    doc.verdicts = latency_verdicts(&rep, &a.latency_limits, a.marginal_band);
     doc.rfc2544 = Some(rep);
     Ok(doc)
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use control::client::{IntervalSample, Session};
 use model::results::{LatencyKind, LatencyRow, LatencyUs, RunResult};
 use model::spec::{EchoSpec, Protocol, TestSpec};
+use model::stats::LatencyHistogram;
 
 use crate::request::{BlocksizeRequest, ClientRequest, LatencyRequest, SweepRequest};
 use crate::trials::client_config;
@@ -204,6 +205,26 @@ pub fn latency(req: &LatencyRequest, stop: &Arc<AtomicBool>) -> Result<RunResult
     if rows.len() < reports.len() {
         r.notes
             .push("some message sizes got no answer at all".into());
+    }
+    for row in &rows {
+        let h = row
+            .histogram
+            .as_deref()
+            .and_then(|b| LatencyHistogram::from_base64(b).ok());
+        let rtt = &row.rtt_us;
+        let value = |q: f64| match q {
+            q if q < 0.0 => Some(rtt.avg),
+            q if q >= 100.0 => Some(rtt.max),
+            q if q <= 0.0 => Some(rtt.min),
+            q => h.as_ref().and_then(|h| h.percentile_us(q)),
+        };
+        let at = format!("{} bytes", row.size);
+        r.verdicts.extend(crate::verdicts::latency_limits(
+            &at,
+            &req.latency_limits,
+            req.marginal_band,
+            value,
+        ));
     }
     r.latency = Some(rows);
     Ok(r)

@@ -468,6 +468,20 @@ pub struct Verdict {
     pub passed: bool,
     /// Measured against threshold, in words.
     pub detail: String,
+    /// Passed, but inside the marginal band below the limit (`--marginal-band`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub marginal: bool,
+}
+
+impl Verdict {
+    /// `pass`, `MARGINAL` or `FAIL`.
+    pub fn word(&self) -> &'static str {
+        match (self.passed, self.marginal) {
+            (false, _) => "FAIL",
+            (true, true) => "MARGINAL",
+            (true, false) => "pass",
+        }
+    }
 }
 
 pub mod rfc2544;

@@ -48,11 +48,10 @@ pub fn tests(c: &Campaign) -> Table {
 }
 
 fn verdict_row(source: &str, v: &Verdict) -> Vec<String> {
-    let result = if v.passed { "pass" } else { "FAIL" };
     vec![
         source.to_owned(),
         v.name.clone(),
-        result.into(),
+        v.word().into(),
         v.detail.clone(),
     ]
 }

@@ -45,7 +45,7 @@ pub fn round_trips(rows: &[LatencyRow]) -> Table {
 }
 
 /// The verdicts of the plan's `latency_*` thresholds of test `id` and of the test's own
-/// latency limits at `frame_len`, as `pass`/`FAIL` joined, or `-`.
+/// latency limits at `frame_len`, as `pass`/`MARGINAL`/`FAIL` joined, or `-`.
 fn frame_verdict(c: &Campaign, id: &str, r: &RunResult, frame_len: u64) -> String {
     let v = c
         .verdicts
@@ -57,7 +57,7 @@ fn frame_verdict(c: &Campaign, id: &str, r: &RunResult, frame_len: u64) -> Strin
                 || v.name.contains(&format!("at {frame_len} bytes"))
         })
         .filter(|v| v.name.contains(&format!("({id})")) || r.verdicts.contains(v))
-        .map(|v| if v.passed { "pass" } else { "FAIL" })
+        .map(|v| v.word())
         .collect::<Vec<_>>()
         .join(", ");
     if v.is_empty() {

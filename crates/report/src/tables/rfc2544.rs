@@ -55,18 +55,19 @@ fn throughput_row(x: &ThroughputResult, line: LineRate, view: View) -> Vec<Strin
     row
 }
 
+/// The worst of the latency verdicts at `frame_len`: `FAIL`, `MARGINAL`, `pass`, or `-`.
 fn latency_verdict(r: &RunResult, frame_len: u64) -> String {
-    let verdicts: Vec<bool> = r
+    let words: Vec<&str> = r
         .verdicts
         .iter()
         .filter(|v| v.name.ends_with(&format!(" at {frame_len} bytes")))
-        .map(|v| v.passed)
+        .map(|v| v.word())
         .collect();
-    match (verdicts.is_empty(), verdicts.contains(&false)) {
-        (true, _) => "-".into(),
-        (false, true) => "FAIL".into(),
-        (false, false) => "pass".into(),
-    }
+    ["FAIL", "MARGINAL", "pass"]
+        .into_iter()
+        .find(|w| words.contains(w))
+        .unwrap_or("-")
+        .into()
 }
 
 /// Frames/s, marked when the generator could not offer them.

@@ -89,7 +89,9 @@ pub fn report(c: &Campaign) -> Option<Table> {
                 };
                 let mut cells = [row.target_bps, row.offered_bps].map(mbps).to_vec();
                 cells.push(range(row.achieved_bps, row.achieved_range_bps, mbps));
-                cells.push(range(row.loss_pct, row.loss_range_pct, |v| format!("{v:.4}")));
+                cells.push(range(row.loss_pct, row.loss_range_pct, |v| {
+                    format!("{v:.4}")
+                }));
                 cells.extend(counts([row.sent_packets, row.lost_packets]));
                 cells.push(flagged(status, row.generator_limited));
                 cells
@@ -102,7 +104,10 @@ pub fn report(c: &Campaign) -> Option<Table> {
         if let (Some(op), Some(m)) = (s.operating_bps, s.safety_margin) {
             let mut row = vec![String::new(); 7];
             row[2] = mbps(op);
-            row[6] = format!("recommended operating rate ({} margin)", model::units::pct(m));
+            row[6] = format!(
+                "recommended operating rate ({} margin)",
+                model::units::pct(m)
+            );
             rows.push(row);
         }
         rows
