@@ -87,16 +87,32 @@ fn latency_limits_pass_read_marginal_or_fail() {
         .iter()
         .map(|x| {
             let m = x["marginal"].as_bool().unwrap_or(false);
-            (x["name"].as_str().unwrap(), x["passed"].as_bool().unwrap(), m)
+            (
+                x["name"].as_str().unwrap(),
+                x["passed"].as_bool().unwrap(),
+                m,
+            )
         })
         .collect();
     // 0.0001 % of 1 s is 1 us: any loopback round trip is above it.
     assert_eq!(
         words,
-        [("latency p50 at 64 bytes", true, true), ("latency max at 64 bytes", true, true)]
+        [
+            ("latency p50 at 64 bytes", true, true),
+            ("latency max at 64 bytes", true, true)
+        ]
     );
     let port = srv.port_arg();
-    let out = run(&["latency", "127.0.0.1", "-p", &port, "-t", "0.5", "--latency-limit", "p50=1ns"]);
+    let out = run(&[
+        "latency",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "--latency-limit",
+        "p50=1ns",
+    ]);
     assert_fails(&out, 3, "a latency verdict failed");
     assert!(String::from_utf8_lossy(&out.stdout).contains("latency p50 at 64 bytes: FAIL"));
 }

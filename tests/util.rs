@@ -14,7 +14,12 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `wirebench ARGS` to completion; kills it and fails after [`RUN_TIMEOUT`].
 pub fn run(args: &[&str]) -> Output {
-    run_polling(args, None, |_| {})
+    run_polling(args, None, RUN_TIMEOUT, |_| {})
+}
+
+/// Runs `wirebench ARGS` like [`run`], allowed `timeout` (a long matrix).
+pub fn run_within(args: &[&str], timeout: Duration) -> Output {
+    run_polling(args, None, timeout, |_| {})
 }
 
 /// Programs a fresh machine of this kind does not have (the tests install them; the
@@ -53,7 +58,7 @@ pub fn fresh_path(tag: &str) -> std::path::PathBuf {
 
 /// Runs `wirebench ARGS` like [`run`] with `PATH` set to `path`.
 pub fn run_with_path(args: &[&str], path: &std::path::Path) -> Output {
-    run_polling(args, Some(path), |_| {})
+    run_polling(args, Some(path), RUN_TIMEOUT, |_| {})
 }
 
 /// The command lines of the processes whose parent is `pid` (from /proc).
@@ -80,7 +85,7 @@ pub fn children_of(pid: u32) -> Vec<String> {
 /// polling /proc every 20 ms while it runs).
 pub fn run_watching_children(args: &[&str]) -> (Output, Vec<String>) {
     let mut seen = Vec::new();
-    let out = run_polling(args, None, |pid| {
+    let out = run_polling(args, None, RUN_TIMEOUT, |pid| {
         for c in children_of(pid) {
             if !seen.contains(&c) {
                 seen.push(c);
@@ -90,7 +95,12 @@ pub fn run_watching_children(args: &[&str]) -> (Output, Vec<String>) {
     (out, seen)
 }
 
-fn run_polling(args: &[&str], path: Option<&std::path::Path>, mut tick: impl FnMut(u32)) -> Output {
+fn run_polling(
+    args: &[&str],
+    path: Option<&std::path::Path>,
+    timeout: Duration,
+    mut tick: impl FnMut(u32),
+) -> Output {
     use std::io::Read;
     let mut cmd = Command::new(bin());
     if let Some(p) = path {
@@ -121,10 +131,10 @@ fn run_polling(args: &[&str], path: Option<&std::path::Path>, mut tick: impl FnM
         if let Some(st) = child.try_wait().expect("wait") {
             break st;
         }
-        if start.elapsed() > RUN_TIMEOUT {
+        if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("wirebench {args:?} hung for {RUN_TIMEOUT:?}");
+            panic!("wirebench {args:?} hung for {timeout:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };

@@ -225,10 +225,48 @@ impl Trial for RawTrial {
 /// through a shell command template (`{bandwidth}`, `{bandwidth_k}`, `{bandwidth_m}` are
 /// replaced; its exit status is checked).
 pub enum ShaperDut {
-    /// Class 1:10 of the shaper on lab `0`'s dut.
-    Lab(String),
+    /// Class 1:10 of the shaper on a lab's dut.
+    Lab {
+        /// The lab.
+        lab: String,
+        /// The class's rate and ceil before the matrix, as tc wrote them.
+        before: Option<(String, String)>,
+    },
     /// A command template.
     Command(String),
+}
+
+/// Longest a shaper's queue may take to empty (at the line rate it is raised to).
+const DRAIN_LIMIT: Duration = Duration::from_secs(30);
+
+impl ShaperDut {
+    /// Class 1:10 of lab `lab`'s shaper, its rate and ceil read now so that they can be put
+    /// back.
+    ///
+    /// # Errors
+    /// The lab has no shaper class 1:10.
+    pub fn lab(lab: &str) -> Result<Self, Error> {
+        let classes = lab::shaper::classes(lab, &mut lab::SystemRunner)?;
+        let first = classes
+            .into_iter()
+            .find(|c| c.id == "1:10")
+            .ok_or_else(|| usage(format!("lab '{lab}' has no shaper class 1:10 to set")))?;
+        Ok(ShaperDut::Lab {
+            lab: lab.to_owned(),
+            before: Some((first.rate, first.ceil)),
+        })
+    }
+
+    fn run(cmd: &lab::Cmd, what: impl FnOnce() -> String) -> Result<(), Error> {
+        match lab::Runner::run(&mut lab::SystemRunner, cmd) {
+            Ok(_) => Ok(()),
+            Err(lab::LabError::Command { cmd, detail }) => Err(usage(format!(
+                "{} failed: `{cmd}` exited with {detail}",
+                what()
+            ))),
+            Err(e) => Err(usage(format!("{} failed: {e}", what()))),
+        }
+    }
 }
 
 impl Dut for ShaperDut {
@@ -236,33 +274,64 @@ impl Dut for ShaperDut {
 
     fn set_bandwidth(&mut self, bps: f64) -> Result<(), Error> {
         let cmd = match self {
-            ShaperDut::Lab(lab) => lab::shaper::set_first_class_rate(lab, bps),
+            ShaperDut::Lab { lab, .. } => lab::shaper::set_first_class_rate(lab, bps),
             ShaperDut::Command(t) => lab::Cmd::shell(
                 &t.replace("{bandwidth}", &(bps.round() as u64).to_string())
                     .replace("{bandwidth_k}", &format!("{}", bps / 1e3))
                     .replace("{bandwidth_m}", &format!("{}", bps / 1e6)),
             ),
         };
-        let failed = |why: String| {
-            usage(format!(
-                "setting the bandwidth to {} failed: {why}",
-                model::units::bps(bps)
-            ))
-        };
-        match lab::Runner::run(&mut lab::SystemRunner, &cmd) {
-            Ok(_) => Ok(()),
-            Err(lab::LabError::Command { cmd, detail }) => {
-                Err(failed(format!("`{cmd}` exited with {detail}")))
-            }
-            Err(e) => Err(failed(e.to_string())),
-        }
+        let what = || format!("setting the bandwidth to {}", model::units::bps(bps));
+        Self::run(&cmd, what)
     }
 
     fn describe(&self) -> String {
         match self {
-            ShaperDut::Lab(lab) => format!("lab {lab} shaper class 1:10 (tc class change)"),
+            ShaperDut::Lab { lab, .. } => format!("lab {lab} shaper class 1:10 (tc class change)"),
             ShaperDut::Command(t) => t.clone(),
         }
+    }
+
+    /// A lab's shaper: when frames of the previous cell still wait in its queue, the
+    /// class is opened to 10 Gbit/s until the queue reads empty (the next cell sets its
+    /// own rate); how long that took is the answer. A command's device cannot be read.
+    fn drain(&mut self) -> Result<Option<Duration>, Error> {
+        let ShaperDut::Lab { lab, .. } = self else {
+            return Ok(None);
+        };
+        let lab = lab.clone();
+        let start = std::time::Instant::now();
+        let queued = || -> Result<u64, Error> {
+            let classes = lab::shaper::classes(&lab, &mut lab::SystemRunner)?;
+            Ok(classes.iter().map(|c| c.backlog_packets).sum())
+        };
+        if queued()? == 0 {
+            return Ok(Some(Duration::ZERO));
+        }
+        let open = lab::shaper::set_first_class_rate(&lab, 10e9);
+        Self::run(&open, || "opening the shaper to empty its queue".into())?;
+        while queued()? > 0 {
+            if start.elapsed() > DRAIN_LIMIT {
+                return Err(Error::Failed(format!(
+                    "the shaper of lab '{lab}' still holds frames after {DRAIN_LIMIT:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(Some(start.elapsed()))
+    }
+
+    fn restore(&mut self) -> Result<(), Error> {
+        let ShaperDut::Lab {
+            lab,
+            before: Some((rate, ceil)),
+        } = self
+        else {
+            return Ok(());
+        };
+        let cmd = lab::shaper::change_first_class(lab, rate, ceil);
+        let what = || format!("restoring the shaper's rate {rate}");
+        Self::run(&cmd, what)
     }
 }
 

@@ -22,6 +22,7 @@
 use serde::Deserialize;
 
 use crate::cmd::Cmd;
+use crate::LabError;
 
 /// Transport protocols a class can match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -272,13 +273,33 @@ impl ShaperSpec {
 /// The `tc` command that sets the first class (1:10) of lab `lab`'s shaper (on the dut's
 /// egress toward the listener) to `bps`, rate and ceil alike.
 pub fn set_first_class_rate(lab: &str, bps: f64) -> Cmd {
-    let ns = crate::naming::namespace(lab, "dut");
     let bits = format!("{}bit", bps.round() as u64);
+    change_first_class(lab, &bits, &bits)
+}
+
+/// The `tc` command that sets the first class (1:10) of lab `lab`'s shaper to `rate` and
+/// `ceil` as tc writes them (`10Mbit`).
+pub fn change_first_class(lab: &str, rate: &str, ceil: &str) -> Cmd {
+    let ns = crate::naming::namespace(lab, "dut");
     let args = [
         "-n", &ns, "class", "change", "dev", "eth1", "parent", "1:", "classid", "1:10", "htb",
-        "rate", &bits, "ceil", &bits, "quantum", "1514",
+        "rate", rate, "ceil", ceil, "quantum", "1514",
     ];
     Cmd::tc(args.iter().map(|a| (*a).to_owned()).collect())
+}
+
+/// The classes of lab `lab`'s shaper with their counters and queues.
+///
+/// # Errors
+/// The lab has no shaper, or `tc` fails.
+pub fn classes(
+    lab: &str,
+    runner: &mut dyn crate::cmd::Runner,
+) -> Result<Vec<ClassStats>, LabError> {
+    let ns = crate::naming::namespace(lab, "dut");
+    Ok(parse_class_stats(
+        &runner.run(&Cmd::class_stats(&ns, "eth1"))?,
+    ))
 }
 
 /// One HTB class's counters, as `tc -s class show` reports them.
@@ -288,6 +309,10 @@ pub struct ClassStats {
     pub id: String,
     /// Configured rate, as tc prints it (`10Mbit`).
     pub rate: String,
+    /// Configured ceil, as tc prints it.
+    pub ceil: String,
+    /// Packets waiting in the class's queue.
+    pub backlog_packets: u64,
     /// Bytes sent.
     pub bytes: u64,
     /// Packets sent.
@@ -302,18 +327,30 @@ pub fn parse_class_stats(text: &str) -> Vec<ClassStats> {
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() >= 3 && f[0] == "class" && f[1] == "htb" {
-            let rate = f
-                .iter()
-                .position(|w| *w == "rate")
-                .and_then(|i| f.get(i + 1))
-                .unwrap_or(&"?");
+            let after = |key: &str| {
+                f.iter()
+                    .position(|w| *w == key)
+                    .and_then(|i| f.get(i + 1))
+                    .map_or_else(|| "?".to_owned(), |w| (*w).to_owned())
+            };
             out.push(ClassStats {
                 id: f[2].to_owned(),
-                rate: (*rate).to_owned(),
+                rate: after("rate"),
+                ceil: after("ceil"),
+                backlog_packets: 0,
                 bytes: 0,
                 packets: 0,
                 dropped: 0,
             });
+        } else if f.first() == Some(&"backlog") {
+            // `backlog 1023250b 675p requeues 0`
+            if let Some(c) = out.last_mut() {
+                c.backlog_packets = f
+                    .get(2)
+                    .and_then(|w| w.strip_suffix('p'))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+            }
         } else if f.first() == Some(&"Sent") {
             if let Some(c) = out.last_mut() {
                 let num = |i: usize| {
@@ -399,7 +436,7 @@ burst = "15k"
 
     #[test]
     fn class_counters_parse() {
-        let text = "class htb 1:11 root prio 0 rate 40Mbit ceil 40Mbit burst 1600b cburst 1600b \n Sent 1514000 bytes 1000 pkt (dropped 7, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n\nclass htb 1:10 root prio 0 rate 10Mbit ceil 10Mbit burst 1600b cburst 1600b \n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n";
+        let text = "class htb 1:11 root prio 0 rate 40Mbit ceil 50Mbit burst 1600b cburst 1600b \n Sent 1514000 bytes 1000 pkt (dropped 7, overlimits 0 requeues 0) \n backlog 1023250b 675p requeues 0\n\nclass htb 1:10 root prio 0 rate 10Mbit ceil 10Mbit burst 1600b cburst 1600b \n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n";
         let s = parse_class_stats(text);
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].id, "1:10");
@@ -408,6 +445,8 @@ burst = "15k"
             ClassStats {
                 id: "1:11".into(),
                 rate: "40Mbit".into(),
+                ceil: "50Mbit".into(),
+                backlog_packets: 675,
                 bytes: 1_514_000,
                 packets: 1000,
                 dropped: 7

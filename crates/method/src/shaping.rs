@@ -67,8 +67,10 @@ impl ShapingPlan {
         })
     }
 
-    /// Sets each bandwidth on `dut`, then offers line rate at each frame size on `trial`,
-    /// calling `on_cell` after each cell.
+    /// For each bandwidth and frame size: waits until `dut` has emptied its queue of the
+    /// previous cell, sets the bandwidth, and offers line rate on `trial`, calling
+    /// `on_cell` after each cell. The device gets its rate back at the end, also when a
+    /// cell fails or the run is stopped.
     ///
     /// # Errors
     /// The runner's or the device's, when a cell could not run or a rate not be set.
@@ -76,20 +78,51 @@ impl ShapingPlan {
         &self,
         trial: &mut T,
         dut: &mut D,
-        mut on_cell: impl FnMut(&Cell),
+        on_cell: impl FnMut(&Cell),
     ) -> Result<ShapingOutcome, T::Error> {
-        let mut report = ShapingReport {
+        let cells = self.cells(trial, dut, on_cell);
+        let restored = dut.restore();
+        let cells = cells?;
+        restored?;
+        let report = ShapingReport {
             sizes: self.sizes.clone(),
             bandwidths_bps: self.bandwidths.clone(),
             configured_by: dut.describe(),
-            cells: vec![],
+            cells,
         };
+        let mut notes = Vec::new();
+        if report.cells.iter().any(|c| c.generator_limited) {
+            notes.push("some cells could not be offered above their bandwidth (generator limited): they measure the tool, not the shaper".into());
+        }
+        notes.push("passed rate = received L2 bit/s (frames with FCS, over the receive span) / offered L2 bit/s (the RTX2000 report's figure), and / configured bandwidth; a shaper that counts frames without FCS passes 4 bytes per frame more".into());
+        let drains: Vec<f64> = report.cells.iter().filter_map(|c| c.drain_s).collect();
+        if drains.is_empty() {
+            notes.push("the device's queue was not read: a cell may start behind the previous cell's backlog".into());
+        } else {
+            let (n, max) = (
+                drains.iter().filter(|d| **d > 0.0).count(),
+                drains.iter().copied().fold(0.0, f64::max),
+            );
+            notes.push(format!("before each cell the shaper's queue was emptied of the previous cell's frames: {n} of {} cells waited, at most {max:.2} s", drains.len()));
+        }
+        Ok(ShapingOutcome { report, notes })
+    }
+
+    fn cells<T: Trial, D: Dut<Error = T::Error>>(
+        &self,
+        trial: &mut T,
+        dut: &mut D,
+        mut on_cell: impl FnMut(&Cell),
+    ) -> Result<Vec<Cell>, T::Error> {
+        let mut cells = Vec::new();
         for &bw in &self.bandwidths {
-            dut.set_bandwidth(bw)?;
             for &len in &self.sizes {
+                let drained = dut.drain()?;
+                dut.set_bandwidth(bw)?;
                 let fps = self.line.max_fps(len);
                 let r = trial.run(&TrialRequest::frames(len, fps, self.duration))?;
                 let rx_bps = received_l2_bps(&r);
+                let offered_l2 = r.offered_pps * 8.0 * len as f64;
                 let cell = Cell {
                     frame_len: len,
                     bandwidth_bps: bw,
@@ -98,18 +131,15 @@ impl ShapingPlan {
                     received: r.counters.received,
                     received_l2_bps: rx_bps,
                     passed_ratio: rx_bps / bw,
-                    generator_limited: r.offered_pps * 8.0 * len as f64 <= bw * MIN_OVERLOAD,
+                    generator_limited: offered_l2 <= bw * MIN_OVERLOAD,
+                    passed_of_offered: (offered_l2 > 0.0).then(|| rx_bps / offered_l2),
+                    drain_s: drained.map(|d| d.as_secs_f64()),
                 };
                 on_cell(&cell);
-                report.cells.push(cell);
+                cells.push(cell);
             }
         }
-        let mut notes = Vec::new();
-        if report.cells.iter().any(|c| c.generator_limited) {
-            notes.push("some cells could not be offered above their bandwidth (generator limited): they measure the tool, not the shaper".into());
-        }
-        notes.push("passed rate = received L2 bit/s (frames with FCS, over the receive span) / configured bandwidth; a shaper that counts frames without FCS passes 4 bytes per frame more".into());
-        Ok(ShapingOutcome { report, notes })
+        Ok(cells)
     }
 }
 
@@ -134,6 +164,14 @@ mod test {
         counts_fcs: bool,
         generator_max_fps: f64,
         set: Vec<f64>,
+        /// Frames left in the queue by the last trial, which a new trial's frames find
+        /// in their way.
+        backlog: u64,
+        drains: usize,
+        restored: usize,
+        /// The trial that fails (counted from 0), if any.
+        fail_at: Option<usize>,
+        trials: usize,
     }
 
     impl Sim {
@@ -143,6 +181,11 @@ mod test {
                 counts_fcs,
                 generator_max_fps,
                 set: vec![],
+                backlog: 0,
+                drains: 0,
+                restored: 0,
+                fail_at: None,
+                trials: 0,
             })))
         }
     }
@@ -158,12 +201,27 @@ mod test {
         fn describe(&self) -> String {
             "the simulated shaper".into()
         }
+        fn drain(&mut self) -> Result<Option<Duration>, String> {
+            let mut s = self.0.borrow_mut();
+            s.drains += 1;
+            let waited = Duration::from_millis(s.backlog);
+            s.backlog = 0;
+            Ok(Some(waited))
+        }
+        fn restore(&mut self) -> Result<(), String> {
+            self.0.borrow_mut().restored += 1;
+            Ok(())
+        }
     }
 
     impl Trial for Sim {
         type Error = String;
         fn run(&mut self, req: &TrialRequest) -> Result<TrialData, String> {
-            let s = self.0.borrow();
+            let mut s = self.0.borrow_mut();
+            s.trials += 1;
+            if s.fail_at == Some(s.trials - 1) {
+                return Err("the link went down".into());
+            }
             let len = req.frame_len().ok_or("frames only")?;
             let Load::Rate(rate, d) = req.load else {
                 return Err("no bursts".into());
@@ -176,7 +234,9 @@ mod test {
             let counted = if s.counts_fcs { len } else { len - 4 };
             let passed_fps = (s.rate / (8.0 * counted as f64)).min(fps);
             let sent = (fps * secs).round() as u64;
-            let received = (passed_fps * secs).round() as u64;
+            // A queue still full of the previous trial's frames drops this one's.
+            let received = ((passed_fps * secs).round() as u64).saturating_sub(s.backlog);
+            s.backlog = 1000;
             Ok(TrialData {
                 counters: Counters {
                     received,
@@ -213,14 +273,50 @@ mod test {
             .run(&mut sim.clone(), &mut sim.clone(), |_| seen += 1)
             .unwrap();
         assert_eq!(seen, 4);
-        assert_eq!(sim.0.borrow().set, [50e6, 10e6]);
+        // Set before every cell, after the queue of the cell before was emptied.
+        assert_eq!(sim.0.borrow().set, [50e6, 50e6, 10e6, 10e6]);
+        assert_eq!((sim.0.borrow().drains, sim.0.borrow().restored), (4, 1));
         assert_eq!(out.report.cells[2].bandwidth_bps, 10e6);
         for c in &out.report.cells {
             assert!((c.passed_ratio - 1.0).abs() < 0.002, "{c:?}");
             assert!(!c.generator_limited, "{c:?}");
         }
+        // The RTX2000 figure: received / offered, 100 % of a 100 Mbit/s port offered (in
+        // L2 bit/s: 1518 of every 1538 bytes on the line).
+        let of_offered = |i: usize| out.report.cells[i].passed_of_offered.unwrap();
+        let offered_l2 = 100e6 * 1518.0 / 1538.0;
+        assert!(
+            (of_offered(1) - 50e6 / offered_l2).abs() < 0.002,
+            "{}",
+            of_offered(1)
+        );
+        assert!(
+            (of_offered(3) - 10e6 / offered_l2).abs() < 0.002,
+            "{}",
+            of_offered(3)
+        );
+        assert_eq!(out.report.cells[0].drain_s, Some(0.0));
+        assert_eq!(
+            out.report.cells[1].drain_s,
+            Some(1.0),
+            "the first cell left 1000 frames"
+        );
         assert_eq!(out.report.configured_by, "the simulated shaper");
-        assert_eq!(out.notes.len(), 1, "{:?}", out.notes);
+        assert!(
+            out.notes[1].contains("3 of 4 cells waited, at most 1.00 s"),
+            "{:?}",
+            out.notes
+        );
+    }
+
+    #[test]
+    fn the_rate_is_restored_when_a_cell_fails() {
+        let sim = Sim::new(true, f64::INFINITY);
+        sim.0.borrow_mut().fail_at = Some(2);
+        let e =
+            plan(vec![128, 1518], vec![50e6, 10e6]).run(&mut sim.clone(), &mut sim.clone(), |_| {});
+        assert_eq!(e.unwrap_err(), "the link went down");
+        assert_eq!(sim.0.borrow().restored, 1);
     }
 
     #[test]

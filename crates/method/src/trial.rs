@@ -165,4 +165,13 @@ pub trait Dut {
     fn set_bandwidth(&mut self, bps: f64) -> Result<(), Self::Error>;
     /// How the rate is set, for the report (`lab s1 shaper class 1:10`, a command).
     fn describe(&self) -> String;
+    /// Waits until the device holds no frames of the previous trial (a shaper's queue is
+    /// read, not guessed) and says how long that took; `None` when it cannot be read.
+    fn drain(&mut self) -> Result<Option<Duration>, Self::Error> {
+        Ok(None)
+    }
+    /// Puts back the rate the device had before the method changed it.
+    fn restore(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }

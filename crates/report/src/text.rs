@@ -147,9 +147,11 @@ pub fn shaping(r: &RunResult) -> String {
         return facts(r);
     };
     let mut out = format!(
-        "passed rate, % of the configured bandwidth (set by {})\n",
+        "passed rate, % of the offered load (received / offered, bandwidth set by {})\n",
         m.configured_by
     );
+    out.push_str(&tables::shaping::of_offered(m).text());
+    out.push_str("\npassed rate, % of the configured bandwidth\n");
     out.push_str(&tables::shaping::passed(m).text());
     out.push_str("\nreceived, L2 bit/s of frames with FCS\n");
     out.push_str(&tables::shaping::received(m).text());

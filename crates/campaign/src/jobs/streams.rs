@@ -82,13 +82,19 @@ pub fn shaping(
     let mut trial = RawTrial::open(&a.frame, spec, ports, max_len, Arc::clone(stop))?;
     let mut dut = match &a.dut_cmd {
         Some(t) => ShaperDut::Command(t.clone()),
-        None => ShaperDut::Lab(lab.clone()),
+        None => ShaperDut::lab(lab)?,
     };
     let out = plan.run(&mut trial, &mut dut, |c| {
+        let drained = c
+            .drain_s
+            .filter(|d| *d > 0.0)
+            .map(|d| format!(" (queue of the cell before emptied in {d:.2} s)"))
+            .unwrap_or_default();
         watch.progress(&format!(
-            "  {} at {} bytes: {:.2} % passed",
+            "  {} at {} bytes: {:.2} % of offered, {:.2} % of the bandwidth passed{drained}",
             model::units::bps(c.bandwidth_bps),
             c.frame_len,
+            c.passed_of_offered.unwrap_or(0.0) * 100.0,
             c.passed_ratio * 100.0
         ))
     })?;

@@ -21,6 +21,14 @@ pub struct Cell {
     pub passed_ratio: f64,
     /// The generator offered less than the bandwidth: the cell measures the tool.
     pub generator_limited: bool,
+    /// received_l2_bps / offered L2 bit/s: the RTX2000 report's "passed rate" (100 % of
+    /// the port rate offered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_of_offered: Option<f64>,
+    /// How long the device took to empty its queue of the previous cell's frames before
+    /// this cell started, seconds (absent: the device's queue cannot be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_s: Option<f64>,
 }
 
 /// The whole matrix.

@@ -8,7 +8,7 @@ use model::units::bps;
 
 use super::limited;
 use super::sections::SHAPING;
-use crate::table::{mbps, Align, Table};
+use crate::table::{mbps, opt, Align, Table};
 
 /// A matrix of `cell` values: rows frame size, columns bandwidth.
 pub fn matrix(m: &ShapingReport, cell: &dyn Fn(&Cell) -> String) -> Table {
@@ -36,6 +36,15 @@ pub fn matrix(m: &ShapingReport, cell: &dyn Fn(&Cell) -> String) -> Table {
     }
 }
 
+/// The passed rate as the RTX2000 report gives it: received / offered in %, `*` marking
+/// a generator-limited cell.
+pub fn of_offered(m: &ShapingReport) -> Table {
+    matrix(m, &|c| {
+        let star = if c.generator_limited { "*" } else { "" };
+        opt(c.passed_of_offered, |v| format!("{:.2}{star}", v * 100.0))
+    })
+}
+
 /// The passed rate in % of the bandwidth, `*` marking a generator-limited cell.
 pub fn passed(m: &ShapingReport) -> Table {
     matrix(m, &|c| {
@@ -52,6 +61,7 @@ pub fn received(m: &ShapingReport) -> Table {
 fn cell_row(cell: &Cell) -> Vec<String> {
     let mut row = vec![cell.frame_len.to_string()];
     row.extend([cell.bandwidth_bps, cell.received_l2_bps].map(mbps));
+    row.push(opt(cell.passed_of_offered, |v| format!("{:.2}", v * 100.0)));
     row.push(format!("{:.2}", cell.passed_ratio * 100.0));
     row.push(limited(cell.generator_limited));
     row
