@@ -6,6 +6,9 @@
 //! name = "udp"
 //! protocol = "udp"     # udp, tcp or icmp; absent = any
 //! ports = [5001]       # destination ports, optional
+//! src_ports = [49184]  # source ports, optional
+//! src = "198.18.1.0/24"   # source IPv4 address or prefix, optional
+//! dst = "198.18.2.1"   # destination IPv4 address or prefix, optional
 //! dscp = 46            # optional
 //! rate = "10M"         # bits/s, k/M/G suffixes
 //! ceil = "10M"         # optional, default = rate
@@ -56,6 +59,12 @@ pub struct ClassSpec {
     pub protocol: Option<Proto>,
     /// Destination ports to match (UDP/TCP).
     pub ports: Option<Vec<u16>>,
+    /// Source ports to match (UDP/TCP).
+    pub src_ports: Option<Vec<u16>>,
+    /// Source IPv4 address or prefix (`198.18.1.0/24`).
+    pub src: Option<String>,
+    /// Destination IPv4 address or prefix.
+    pub dst: Option<String>,
     /// DSCP to match (0..=63).
     pub dscp: Option<u8>,
     /// Guaranteed rate.
@@ -85,6 +94,20 @@ pub struct ShaperSpec {
     pub class: Vec<ClassSpec>,
     /// Unmatched traffic.
     pub default: Option<DefaultSpec>,
+}
+
+/// An IPv4 address with an optional prefix length, as `A.B.C.D/LEN` (32 without one).
+fn prefix(s: &str) -> Result<String, String> {
+    let (addr, len) = s.split_once('/').unwrap_or((s, "32"));
+    let ok = addr.trim().parse::<std::net::Ipv4Addr>().is_ok()
+        && len.trim().parse::<u8>().is_ok_and(|l| l <= 32);
+    if ok {
+        Ok(format!("{}/{}", addr.trim(), len.trim()))
+    } else {
+        Err(format!(
+            "'{s}' is not an IPv4 address or prefix (e.g. 198.18.1.0/24)"
+        ))
+    }
 }
 
 /// Default rate of unmatched traffic (effectively unshaped on veth).
@@ -129,11 +152,17 @@ impl ShaperSpec {
             if c.dscp.is_some_and(|d| d > 63) {
                 return Err(format!("class '{}': dscp must be 0..=63", c.name));
             }
-            if c.ports.is_some() && !matches!(c.protocol, Some(Proto::Udp | Proto::Tcp)) {
+            let any_ports = c.ports.is_some() || c.src_ports.is_some();
+            if any_ports && !matches!(c.protocol, Some(Proto::Udp | Proto::Tcp)) {
                 return Err(format!(
                     "class '{}': ports need protocol udp or tcp",
                     c.name
                 ));
+            }
+            for (key, v) in [("src", &c.src), ("dst", &c.dst)] {
+                if let Some(v) = v {
+                    prefix(v).map_err(|e| format!("class '{}': {key} {e}", c.name))?;
+                }
             }
         }
         if let Some(d) = &spec.default {
@@ -238,11 +267,22 @@ impl ShaperSpec {
                     s("0xfc"),
                 ]);
             }
-            let ports: Vec<Option<u16>> = match &c.ports {
-                Some(p) if !p.is_empty() => p.iter().map(|x| Some(*x)).collect(),
-                _ => vec![None],
+            for (key, v) in [("src", &c.src), ("dst", &c.dst)] {
+                if let Some(p) = v.as_deref().and_then(|v| prefix(v).ok()) {
+                    matches.extend([s("match"), s("ip"), s(key), p]);
+                }
+            }
+            let each = |list: &Option<Vec<u16>>| -> Vec<Option<u16>> {
+                match list {
+                    Some(p) if !p.is_empty() => p.iter().map(|x| Some(*x)).collect(),
+                    _ => vec![None],
+                }
             };
-            for port in ports {
+            let sports = each(&c.src_ports);
+            let pairs = each(&c.ports)
+                .into_iter()
+                .flat_map(|d| sports.iter().map(move |s| (d, *s)));
+            for (port, sport) in pairs {
                 let mut a = vec![
                     s("filter"),
                     s("add"),
@@ -258,7 +298,10 @@ impl ShaperSpec {
                 if let Some(p) = port {
                     a.extend([s("match"), s("ip"), s("dport"), p.to_string(), s("0xffff")]);
                 }
-                if c.protocol.is_none() && c.dscp.is_none() && port.is_none() {
+                if let Some(p) = sport {
+                    a.extend([s("match"), s("ip"), s("sport"), p.to_string(), s("0xffff")]);
+                }
+                if !a.iter().any(|x| x == "match") {
                     // Matches everything: u32 needs at least one key.
                     a.extend([s("match"), s("u32"), s("0"), s("0")]);
                 }
@@ -452,6 +495,38 @@ burst = "15k"
                 dropped: 7
             }
         );
+    }
+
+    #[test]
+    fn classes_match_addresses_and_source_ports() {
+        // The RTX2000's `queue class filter 1 1 ip * * udp * *`, narrowed to one sender.
+        let spec = ShaperSpec::parse(
+            "[[class]]\nname = \"a\"\nprotocol = \"udp\"\nsrc = \"198.18.1.0/24\"\ndst = \"198.18.2.1\"\nsrc_ports = [49184, 49185]\nrate = \"10M\"\n",
+        )
+        .unwrap();
+        let filters: Vec<String> = spec
+            .commands("ns", "eth1")
+            .iter()
+            .map(ToString::to_string)
+            .filter(|l| l.contains(" filter "))
+            .collect();
+        assert_eq!(filters.len(), 2, "{filters:?}");
+        for (f, port) in filters.iter().zip([49184, 49185]) {
+            assert!(
+                f.contains("match ip protocol 17 0xff match ip src 198.18.1.0/24 match ip dst 198.18.2.1/32")
+                    && f.contains(&format!("match ip sport {port} 0xffff flowid 1:10")),
+                "{f}"
+            );
+        }
+        let bad = |extra: &str| {
+            ShaperSpec::parse(&format!(
+                "[[class]]\nname = \"a\"\nrate = \"1M\"\n{extra}\n"
+            ))
+            .unwrap_err()
+        };
+        assert!(bad("src = \"10.0.0.300\"").contains("src '10.0.0.300' is not an IPv4"));
+        assert!(bad("dst = \"1.2.3.4/33\"").contains("dst"));
+        assert!(bad("src_ports = [1]").contains("ports need protocol"));
     }
 
     #[test]
