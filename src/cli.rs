@@ -152,6 +152,10 @@ pub struct FrerCompareArgs {
     /// Lab name prefix (the labs are PREFIXc and PREFIXf).
     #[arg(long, default_value = "cmp")]
     pub name: String,
+    /// State the throughputs against this line rate (bit/s, e.g. 1G: the links' nominal
+    /// speed, the FRER report's "theoretical" column).
+    #[arg(long, value_parser = units::rate_bps)]
+    pub line_rate: Option<f64>,
     /// Print JSON.
     #[arg(short = 'J', long)]
     pub json: bool,

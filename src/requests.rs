@@ -256,6 +256,7 @@ pub fn frer_compare(a: &cli::FrerCompareArgs) -> FrerCompareRequest {
         time: a.time,
         length: a.length,
         name: a.name.clone(),
+        line_rate: a.line_rate,
     }
 }
 

@@ -258,6 +258,8 @@ pub struct FrerCompareRequest {
     pub length: u32,
     /// Lab name prefix (the labs are PREFIXc and PREFIXf).
     pub name: String,
+    /// The line rate the throughputs are stated against, bit/s (the links' nominal speed).
+    pub line_rate: Option<f64>,
 }
 
 /// Frames of one size at a rate (`gen`).

@@ -43,17 +43,26 @@ pub struct Comparison {
 }
 
 /// Measures the control group, then the FRER group, and compares them. `udp_len` is the
-/// UDP payload of the throughput test (it sets the R-TAG's share of a frame).
+/// UDP payload of the throughput test (it sets the R-TAG's share of a frame); the
+/// throughputs are also stated against `line_bps`, when given.
 ///
 /// # Errors
 /// The runner's, when a group could not be built or measured.
-pub fn compare<G: Groups>(groups: &mut G, udp_len: u32) -> Result<Comparison, G::Error> {
+pub fn compare<G: Groups>(
+    groups: &mut G,
+    udp_len: u32,
+    line_bps: Option<f64>,
+) -> Result<Comparison, G::Error> {
     let control = groups.measure(false)?;
     let frer = groups.measure(true)?;
+    let mut rows = rows(&control, &frer, udp_len);
+    for r in rows.iter_mut().filter(|r| r.unit == "Mbit/s") {
+        r.theoretical = line_bps.map(|b| b / 1e6);
+    }
     let report = FrerReport {
         control: "frer lab, relays forwarding over path A without FRER".into(),
         treatment: "frer lab, 802.1CB replication onto both paths and elimination".into(),
-        rows: rows(&control, &frer, udp_len),
+        rows,
     };
     let runs = [control, frer]
         .into_iter()
@@ -104,6 +113,7 @@ pub fn rows(control: &Group, frer: &Group, udp_len: u32) -> Vec<OverheadRow> {
             frer: f,
             overhead_percent: cost(c, f, higher),
             reason: String::new(),
+            theoretical: None,
         };
     let tcp = (received_mbps(&control.tcp), received_mbps(&frer.tcp));
     let udp = (received_mbps(&control.udp), received_mbps(&frer.udp));
@@ -235,7 +245,7 @@ mod test {
             extra_us: 10.0,
             order: vec![],
         };
-        let c = compare(&mut net, 1472).unwrap();
+        let c = compare(&mut net, 1472, Some(1e9)).unwrap();
         assert_eq!(net.order, [false, true], "control first");
         assert_eq!(c.runs.len(), 6);
         let by = |m: &str| {
@@ -247,6 +257,9 @@ mod test {
         };
         let tcp = by("TCP throughput");
         assert_eq!((tcp.control, tcp.frer), (Some(900.0), Some(675.0)));
+        // Throughputs are stated against the line rate, latencies are not.
+        assert_eq!(tcp.theoretical, Some(1000.0));
+        assert_eq!(by("UDP round-trip latency p50").theoretical, None);
         assert!((tcp.overhead_percent.unwrap() - 25.0).abs() < 1e-9);
         assert!(tcp
             .reason
@@ -272,7 +285,7 @@ mod test {
             extra_us: -1.0,
             order: vec![],
         };
-        let c = compare(&mut net, 64).unwrap();
+        let c = compare(&mut net, 64, None).unwrap();
         let p99 = c
             .report
             .rows

@@ -156,9 +156,10 @@ pub fn frer_compare(
         watch,
         stop,
     };
-    let c = method::overhead::compare(&mut labs, a.length)?;
+    let c = method::overhead::compare(&mut labs, a.length, a.line_rate)?;
     let params = serde_json::json!({
         "path_a": a.path_a, "path_b": a.path_b, "time_s": a.time, "udp_length": a.length,
+        "line_rate_bps": a.line_rate,
     });
     let mut doc = engine::env::result("frer compare", params);
     doc.frer = Some(c.report);

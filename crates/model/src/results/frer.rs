@@ -22,6 +22,10 @@ pub struct OverheadRow {
     pub overhead_percent: Option<f64>,
     /// Why, from what was measured alongside (frames the relays handled, tag size).
     pub reason: String,
+    /// For a throughput: the line rate it is stated against (`--line-rate`, the FRER
+    /// report's "theoretical" column), in `unit`; absent when none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theoretical: Option<f64>,
 }
 
 /// The comparison.

@@ -28,14 +28,31 @@ pub fn overhead(f: &FrerReport) -> Table {
         (Some(v), "%") => format!("{v:.3} %"),
         (Some(v), _) => format!("{v:.2} {unit}"),
     };
+    // Against the line rate, when one was given: `941.42 Mbit/s (94.1 %)`.
+    let of_line = |v: Option<f64>, x: &OverheadRow| match (v, x.theoretical) {
+        (Some(v), Some(t)) if t > 0.0 => {
+            format!("{} ({:.1} %)", num(Some(v), &x.unit), v / t * 100.0)
+        }
+        _ => num(v, &x.unit),
+    };
     let row = |x: &OverheadRow| {
         let over = opt(x.overhead_percent, |o| format!("{o:+.1} %"));
-        let values = [x.control, x.frer].map(|v| num(v, &x.unit));
-        let [control, frer] = values;
-        vec![x.metric.clone(), control, frer, over, x.reason.clone()]
+        let line = num(x.theoretical, &x.unit);
+        let [control, frer] = [x.control, x.frer].map(|v| of_line(v, x));
+        vec![
+            x.metric.clone(),
+            line,
+            control,
+            frer,
+            over,
+            x.reason.clone(),
+        ]
     };
     let rows = f.rows.iter().map(row).collect();
-    Table::plain("measurement|control>|FRER>|overhead>|reason", rows)
+    Table::plain(
+        "measurement|line rate>|control>|FRER>|overhead>|reason",
+        rows,
+    )
 }
 
 /// The report's overhead table.
@@ -45,7 +62,7 @@ pub fn overhead_report(c: &Campaign) -> Option<Table> {
         rows.map(|row| {
             let two = |v: Option<f64>| opt(v, |v| format!("{v:.2}"));
             let mut cells = vec![row.metric.clone(), row.unit.clone()];
-            cells.extend([two(row.control), two(row.frer)]);
+            cells.extend([two(row.theoretical), two(row.control), two(row.frer)]);
             cells.push(opt(row.overhead_percent, |o| format!("{o:+.1}")));
             cells.push(row.reason.clone());
             cells
