@@ -582,6 +582,18 @@ pub struct LabUpArgs {
     /// without FRER, the control group).
     #[arg(long)]
     pub frer: Option<String>,
+    /// `shaper`: talker nodes, each on its own link into the dut (talker, talker2, ...;
+    /// 1-8), so each stream can enter on a port of its own.
+    #[arg(long)]
+    pub ingress: Option<u8>,
+    /// `shaper`: the rate every ingress link carries at most (e.g. 100M), policed on
+    /// arrival as a port of that speed; 0 = unlimited.
+    #[arg(long)]
+    pub port_rate: Option<String>,
+    /// `shaper` without --shape: a plain port-rate egress toward the listener, one FIFO
+    /// (the baseline without shaping), e.g. 100M.
+    #[arg(long)]
+    pub egress: Option<String>,
     /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
     #[arg(long, default_value = "lab")]
     pub name: String,

@@ -292,6 +292,9 @@ pub fn lab_up(a: &cli::LabUpArgs) -> lab::topology::Request {
         path_a: a.path_a.clone(),
         path_b: a.path_b.clone(),
         frer: a.frer.clone(),
+        ingress: a.ingress,
+        port_rate: a.port_rate.clone(),
+        egress: a.egress.clone(),
     }
 }
 

@@ -424,6 +424,85 @@ fn streams_reproduce_the_rtx2000_three_class_scenario() {
     check_classes(&v, &[("udp", 5.0), ("icmp", 30.0), ("tcp", 15.0)]);
 }
 
+/// The RTX2000 baseline without shaping: each stream on its own 100 Mbit/s ingress port,
+/// one 100 Mbit/s egress with one FIFO: the egress carries its rate, both streams lose a
+/// large share and neither is protected (the reference: both lose about equally). An
+/// ingress port carries no more than its rate.
+#[test]
+fn streams_reproduce_the_rtx2000_baseline() {
+    if !root_or_skip("streams_reproduce_the_rtx2000_baseline") {
+        return;
+    }
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let profile = format!("{dir}/examples/streams-baseline.toml");
+    let ports = ["--egress", "100M", "--ingress", "2", "--port-rate", "100M"];
+    let lab = LabGuard::up_with("shaper", "b", &ports);
+    let v = run_json(&["streams", &profile, "--lab", &lab.0, "-J"]);
+    let rows = v
+        .pointer("/profile/rows")
+        .and_then(|r| r.as_array())
+        .expect("rows");
+    for row in rows {
+        let loss = row["loss_ratio"]
+            .as_f64()
+            .or(row["loss_pct"].as_f64().map(|p| p / 100.0));
+        let lost = row["lost"].as_f64().unwrap() / row["sent"].as_f64().unwrap();
+        assert!((0.3..0.7).contains(&lost), "{row} ({loss:?})");
+    }
+    let total = v["profile"]["total_received_l2_bps"].as_f64().unwrap();
+    assert!(
+        (total - 100e6).abs() <= 100e6 * 0.03,
+        "egress carried {total}"
+    );
+    // 150 % of the port from one talker for 2 s: the port (a token bucket on the dut's
+    // ingress) passes at most its rate and drops the rest.
+    let over = "duration = 2\nline_rate = \"150M\"\n[[stream]]\nname = \"a\"\nsource = \"talker2:eth0\"\ndestination = \"listener:eth0\"\nsize = 1024\nload = \"100%\"\n";
+    let path = std::env::temp_dir().join(format!("wb-port-{}.toml", std::process::id()));
+    std::fs::write(&path, over).unwrap();
+    let before = port_counters(&lab.0);
+    run_json(&["streams", path.to_str().unwrap(), "--lab", &lab.0, "-J"]);
+    let _ = std::fs::remove_file(&path);
+    let after = port_counters(&lab.0);
+    let (sent, dropped) = (after.0 - before.0, after.1 - before.1);
+    // 2 s of 100 Mbit/s is 25 MB (plus the bucket and its queue); 150 % offered.
+    assert!(
+        sent <= 25_000_000 + 200_000,
+        "the port passed {sent} bytes in 2 s"
+    );
+    assert!(
+        dropped > 5_000,
+        "the port dropped only {dropped} frames of 150 %"
+    );
+}
+
+/// Bytes sent and frames dropped by the port limiter of talker2's link (dut eth2).
+fn port_counters(lab: &str) -> (u64, u64) {
+    let out = std::process::Command::new("tc")
+        .args([
+            "-n",
+            &format!("wb-{lab}-dut"),
+            "-s",
+            "qdisc",
+            "show",
+            "dev",
+            "ifbeth2",
+        ])
+        .output()
+        .expect("tc");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Sent"))
+        .unwrap_or("");
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num = |i: usize| {
+        f.get(i)
+            .and_then(|w| w.trim_end_matches(',').parse().ok())
+            .unwrap_or(0)
+    };
+    (num(1), num(6))
+}
+
 #[test]
 fn streams_refuse_bad_profiles_before_sending() {
     let dir = std::env::temp_dir().join(format!("wb-prof-{}", std::process::id()));

@@ -249,6 +249,12 @@ impl Cmd {
         c
     }
 
+    /// `ip -n NS link add NAME type ifb`: an intermediate functional block, whose egress
+    /// shapes what another interface receives.
+    pub fn ifb(ns: &str, name: &str) -> Self {
+        Self::new("ip", &["-n", ns, "link", "add", name, "type", "ifb"])
+    }
+
     /// `sh -c LINE`: a command the user wrote (e.g. how to reconfigure a device under test).
     pub fn shell(line: &str) -> Self {
         Self::new("sh", &["-c", line])

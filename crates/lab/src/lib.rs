@@ -61,7 +61,7 @@ pub enum LabError {
     BadTopology(String),
     /// `shaper` without a class list.
     #[error(
-        "the shaper topology needs its classes: --shape FILE.toml (see `wirebench lab up --help`)"
+        "the shaper topology needs its classes (--shape FILE.toml) or a plain port rate (--egress 100M); see `wirebench lab up --help`"
     )]
     NeedsShape,
     /// A shaper class list that does not parse.

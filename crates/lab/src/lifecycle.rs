@@ -105,7 +105,7 @@ impl Lab {
         Ok(lab)
     }
 
-    /// Waits until every interface of the lab reports carrier (operstate UP): the kernel
+    /// Waits until every interface of the lab reports carrier (not DOWN): the kernel
     /// propagates a veth's carrier after both ends are up, up to a second later, and
     /// neither `lab status` nor the first test should see a link that is still coming up.
     fn wait_for_carrier(lab: &Lab, runner: &mut dyn Runner) -> Result<(), LabError> {
@@ -121,7 +121,14 @@ impl Lab {
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .filter(|l| l["ifname"] != "lo" && l["operstate"] != "UP")
+                    // A veth without carrier yet is DOWN / NO-CARRIER; devices without a
+                    // carrier of their own (lo, ifb) say UNKNOWN.
+                    .filter(|l| {
+                        let no_carrier = l["flags"]
+                            .as_array()
+                            .is_some_and(|f| f.iter().any(|x| x == "NO-CARRIER"));
+                        l["operstate"] == "DOWN" || no_carrier
+                    })
                     .filter_map(|l| l["ifname"].as_str())
                     .collect();
                 if waiting.is_empty() {

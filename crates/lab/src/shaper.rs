@@ -313,6 +313,56 @@ impl ShaperSpec {
     }
 }
 
+/// The commands that limit what arrives on `dev` in `ns` to `bps` (L2 bit/s), as a port
+/// of that speed would carry no more: its ingress is redirected to an `ifb` device whose
+/// egress is a token bucket at that rate with a short queue (64 KB) that drops the
+/// excess. (This kernel has no `police` action; `mirred` and `ifb` it has.)
+pub fn limit_ingress(ns: &str, dev: &str, bps: u64) -> Vec<Cmd> {
+    let ifb = format!("ifb{dev}");
+    let burst = (bps / 8 / 1000).max(1600);
+    let tc = |args: &[&str]| {
+        let mut a = vec!["-n".to_owned(), ns.to_owned()];
+        a.extend(args.iter().map(|x| (*x).to_owned()));
+        Cmd::tc(a)
+    };
+    vec![
+        Cmd::ifb(ns, &ifb),
+        Cmd::link_up(ns, &ifb),
+        tc(&[
+            "qdisc",
+            "add",
+            "dev",
+            &ifb,
+            "root",
+            "tbf",
+            "rate",
+            &format!("{bps}bit"),
+            "burst",
+            &format!("{burst}b"),
+            "limit",
+            "65536b",
+        ]),
+        tc(&["qdisc", "add", "dev", dev, "handle", "ffff:", "ingress"]),
+        tc(&[
+            "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "u32", "match",
+            "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", &ifb,
+        ]),
+    ]
+}
+
+impl ShaperSpec {
+    /// A plain port-rate egress: no classes, every frame in one FIFO at `bps` (the RTX2000
+    /// report's baseline without shaping).
+    pub fn port(bps: u64) -> Self {
+        Self {
+            class: vec![],
+            default: Some(DefaultSpec {
+                rate: bps.to_string(),
+            }),
+        }
+    }
+}
+
 /// The `tc` command that sets the first class (1:10) of lab `lab`'s shaper (on the dut's
 /// egress toward the listener) to `bps`, rate and ceil alike.
 pub fn set_first_class_rate(lab: &str, bps: f64) -> Cmd {

@@ -41,7 +41,16 @@ pub fn describe(topo: &Topology, name: &str) -> Description {
         })
         .collect();
     let mut devices = Vec::new();
-    if let Some(sh) = &topo.shaper {
+    if let Some(sh) = topo.shaper.as_ref().filter(|s| s.class.is_empty()) {
+        let rate = sh.default.as_ref().map_or("?", |d| d.rate.as_str());
+        devices.push(format!(
+            "egress on dut eth1 (toward the listener): one FIFO at {rate} bit/s, no classes"
+        ));
+    }
+    for (node, dev, bps) in &topo.policers {
+        devices.push(format!("port {node} {dev}: carries at most {bps} bit/s in"));
+    }
+    if let Some(sh) = topo.shaper.as_ref().filter(|s| !s.class.is_empty()) {
         devices.push("shaper on dut eth1 (toward the listener), HTB classes:".to_owned());
         for (i, c) in sh.class.iter().enumerate() {
             let protocol = c.protocol.map(|p| format!("{p:?}").to_lowercase());

@@ -222,6 +222,18 @@ pub struct Topology {
     pub relays: Vec<Relay>,
     /// Permanent neighbour entries.
     pub neighbours: Vec<Neighbour>,
+    /// Ingress port-rate limits: (node, interface, bit/s) enforced on arrival, as a port
+    /// of that speed would carry no more.
+    pub policers: Vec<(String, String, u64)>,
+}
+
+/// The ports of a `shaper` lab (the RTX2000 setup: separate 100 Mbit/s ports in, one out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShaperPorts {
+    /// Talker nodes, each on its own link into the dut (`talker`, `talker2`, ...; 1..=8).
+    pub ingress: u8,
+    /// The rate every ingress link carries at most, bit/s (absent: unlimited).
+    pub port_rate_bps: Option<u64>,
 }
 
 fn iface(node: &str, name: &str, addr: Option<[u8; 4]>, link: u8, side: u8) -> Iface {
@@ -283,6 +295,7 @@ impl Topology {
             stages: vec![],
             relays: vec![],
             neighbours: vec![],
+            policers: vec![],
         }
     }
 
@@ -332,8 +345,37 @@ impl Topology {
     /// `shaper`: the router topology with an HTB class tree on the dut's egress toward the
     /// listener (dut eth1).
     pub fn shaper(spec: ShaperSpec) -> Self {
+        Self::shaper_with(spec, ShaperPorts::default())
+    }
+
+    /// `shaper` with `ports.ingress` talkers, each on its own link into the dut (`talker`
+    /// on dut eth0 as in `router`, `talkerN` on dut eth`N` in 198.18.(N+1).0/24), every
+    /// ingress link policed to `ports.port_rate_bps`.
+    pub fn shaper_with(spec: ShaperSpec, ports: ShaperPorts) -> Self {
         let mut t = Self::builtin("router").unwrap_or_else(|_| unreachable!("router is built in"));
         t.kind = "shaper".into();
+        for n in 2..=ports.ingress.clamp(1, 8) {
+            let node = format!("talker{n}");
+            let net = n + 1;
+            t.nodes.insert(n as usize - 1, node.clone());
+            t.links.push(link(
+                iface(&node, "eth0", Some([198, 18, net, 1]), net + 10, 1),
+                iface(
+                    "dut",
+                    &format!("eth{n}"),
+                    Some([198, 18, net, 254]),
+                    net + 10,
+                    2,
+                ),
+            ));
+            t.routes.push(default_route(&node, [198, 18, net, 254]));
+        }
+        if let Some(bps) = ports.port_rate_bps {
+            let dut_ports = t.links.iter().filter(|l| l.a.node.starts_with("talker"));
+            t.policers = dut_ports
+                .map(|l| ("dut".into(), l.b.name.clone(), bps))
+                .collect();
+        }
         t.shaper = Some(spec);
         t
     }
@@ -681,6 +723,9 @@ impl Topology {
         if let Some(s) = &self.shaper {
             out.extend(s.commands(&ns("dut"), "eth1"));
         }
+        for (n, dev, bps) in &self.policers {
+            out.extend(crate::shaper::limit_ingress(&ns(n), dev, *bps));
+        }
         out
     }
 
@@ -748,6 +793,12 @@ pub struct Request {
     pub path_b: Option<String>,
     /// Settings of the `frer` topology (`history=N,reset_ms=N,elimination=on|off,mode=...`).
     pub frer: Option<String>,
+    /// `shaper`: talker nodes, each on its own link into the dut.
+    pub ingress: Option<u8>,
+    /// `shaper`: the rate of every ingress link (`100M`; 0 = unlimited).
+    pub port_rate: Option<String>,
+    /// `shaper` without classes: a plain port-rate egress, one FIFO (`100M`).
+    pub egress: Option<String>,
 }
 
 fn read(path: &Path) -> Result<String, LabError> {
@@ -782,11 +833,13 @@ impl Request {
         let wrong = |flag: &str, owner: &str| {
             LabError::BadTopology(format!("{flag} belongs to the {owner} topology"))
         };
+        let ports = self.ingress.is_some() || self.port_rate.is_some() || self.egress.is_some();
         let has_settings = self.shape.is_some()
             || self.impair.is_some()
             || self.path_a.is_some()
             || self.path_b.is_some()
-            || self.frer.is_some();
+            || self.frer.is_some()
+            || ports;
         if self.is_file() {
             if has_settings {
                 return Err(LabError::BadTopology(
@@ -796,8 +849,8 @@ impl Request {
             return Topology::from_toml(&read(Path::new(topology))?)
                 .map_err(|e| LabError::BadTopology(format!("{topology}: {e}")));
         }
-        if self.shape.is_some() && topology != "shaper" {
-            return Err(wrong("--shape", "shaper"));
+        if (self.shape.is_some() || ports) && topology != "shaper" {
+            return Err(wrong("--shape/--ingress/--port-rate/--egress", "shaper"));
         }
         if self.impair.is_some() && !matches!(topology, "impair" | "twopath" | "frer") {
             return Err(wrong("--impair", "impair, twopath or frer"));
@@ -816,10 +869,42 @@ impl Request {
         };
         match topology {
             "shaper" => {
-                let path = self.shape.as_deref().ok_or(LabError::NeedsShape)?;
-                let spec = ShaperSpec::parse(&read(path)?)
-                    .map_err(|e| LabError::BadShape(format!("{}: {e}", path.display())))?;
-                Ok(Topology::shaper(spec))
+                let rate = |flag: &str, v: &str| {
+                    let bps = model::units::rate_bps(v)
+                        .map_err(|e| LabError::BadTopology(format!("{flag}: {e}")))?;
+                    Ok::<_, LabError>((bps >= 1.0).then_some(bps.round() as u64))
+                };
+                let spec = match (&self.shape, &self.egress) {
+                    (Some(_), Some(_)) => {
+                        return Err(LabError::BadTopology(
+                            "--egress is a plain port without classes: drop --shape, or put the port rate in the class list's [default]".into(),
+                        ))
+                    }
+                    (Some(path), None) => ShaperSpec::parse(&read(path)?)
+                        .map_err(|e| LabError::BadShape(format!("{}: {e}", path.display())))?,
+                    (None, Some(e)) => ShaperSpec::port(
+                        rate("--egress", e)?
+                            .ok_or_else(|| LabError::BadTopology("--egress: give a rate above 0".into()))?,
+                    ),
+                    (None, None) => return Err(LabError::NeedsShape),
+                };
+                let ingress = self.ingress.unwrap_or(1);
+                if !(1..=8).contains(&ingress) {
+                    return Err(LabError::BadTopology(format!(
+                        "--ingress {ingress}: give 1..=8"
+                    )));
+                }
+                let port_rate_bps = match &self.port_rate {
+                    Some(r) => rate("--port-rate", r)?,
+                    None => None,
+                };
+                Ok(Topology::shaper_with(
+                    spec,
+                    ShaperPorts {
+                        ingress,
+                        port_rate_bps,
+                    },
+                ))
             }
             "impair" => Ok(Topology::impair(both)),
             "twopath" | "frer" => {
@@ -878,6 +963,65 @@ mod test {
         for i in t.links.iter().flat_map(|l| [&l.a, &l.b]) {
             assert_eq!(i.addr.unwrap().octets()[..2], [198, 18]);
             assert_eq!(i.mac[0] & 0x03, 0x02, "locally administered unicast");
+        }
+    }
+
+    #[test]
+    fn a_shaper_lab_has_ports_of_their_own_at_a_port_rate() {
+        let req = Request {
+            topology: "shaper".into(),
+            ingress: Some(3),
+            port_rate: Some("100M".into()),
+            egress: Some("100M".into()),
+            ..Request::default()
+        };
+        let t = req.resolve().unwrap();
+        assert_eq!(t.nodes, ["talker", "talker2", "talker3", "dut", "listener"]);
+        let script: Vec<String> = t
+            .build_commands("p1")
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        let has = |l: &str| script.iter().any(|x| x == l);
+        assert!(
+            has("ip -n wb-p1-talker3 addr add 198.18.4.1/24 dev eth0"),
+            "{script:#?}"
+        );
+        assert!(has(
+            "ip -n wb-p1-talker3 route add default via 198.18.4.254"
+        ));
+        assert!(has("tc -n wb-p1-dut qdisc add dev ifbeth3 root tbf rate 100000000bit burst 12500b limit 65536b"));
+        assert!(has("tc -n wb-p1-dut filter add dev eth0 parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev ifbeth0"));
+        // A plain port egress: one class at the port rate, no filters.
+        assert!(script
+            .iter()
+            .any(|l| l.contains("classid 1:999 htb rate 100000000bit")));
+        assert!(!script.iter().any(|l| l.contains(" filter add dev eth1")));
+        for (bad, want) in [
+            (
+                Request {
+                    ingress: Some(9),
+                    ..req.clone()
+                },
+                "--ingress 9",
+            ),
+            (
+                Request {
+                    shape: Some("x.toml".into()),
+                    ..req.clone()
+                },
+                "--egress is a plain port",
+            ),
+            (
+                Request {
+                    topology: "router".into(),
+                    ..req.clone()
+                },
+                "belongs to the shaper",
+            ),
+        ] {
+            let e = bad.resolve().unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
         }
     }
 
