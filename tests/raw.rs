@@ -371,11 +371,20 @@ fn tshark_finds_every_checksum_of_generated_frames_correct() {
 
 /// Runs `examples/streams-NAME.toml` on a shaper lab built from
 /// `examples/shaper-NAME.toml` and returns the JSON.
-fn rtx2000(name: &str, tag: &str) -> serde_json::Value {
+fn rtx2000(name: &str, tag: &str, ingress: &str) -> serde_json::Value {
     let dir = env!("CARGO_MANIFEST_DIR");
     let shape = format!("{dir}/examples/shaper-{name}.toml");
     let profile = format!("{dir}/examples/streams-{name}.toml");
-    let lab = LabGuard::up_with("shaper", tag, &["--shape", &shape]);
+    // Each stream on a 100 Mbit/s port of its own, as the SmartBits ports of the reference.
+    let args = [
+        "--shape",
+        &shape,
+        "--ingress",
+        ingress,
+        "--port-rate",
+        "100M",
+    ];
+    let lab = LabGuard::up_with("shaper", tag, &args);
     run_json(&["streams", &profile, "--lab", &lab.0, "-J"])
 }
 
@@ -411,7 +420,7 @@ fn streams_reproduce_the_rtx2000_two_class_scenario() {
     if !root_or_skip("streams_reproduce_the_rtx2000_two_class_scenario") {
         return;
     }
-    let v = rtx2000("two-classes", "x");
+    let v = rtx2000("two-classes", "x", "2");
     check_classes(&v, &[("udp", 10.0), ("tcp", 40.0)]);
 }
 
@@ -420,7 +429,7 @@ fn streams_reproduce_the_rtx2000_three_class_scenario() {
     if !root_or_skip("streams_reproduce_the_rtx2000_three_class_scenario") {
         return;
     }
-    let v = rtx2000("three-classes", "y");
+    let v = rtx2000("three-classes", "y", "3");
     check_classes(&v, &[("udp", 5.0), ("icmp", 30.0), ("tcp", 15.0)]);
 }
 
