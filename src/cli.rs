@@ -584,16 +584,16 @@ pub struct LabUpArgs {
     pub frer: Option<String>,
     /// `shaper`: talker nodes, each on its own link into the dut (talker, talker2, ...;
     /// 1-8), so each stream can enter on a port of its own.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub ingress: Option<u8>,
     /// `shaper`: the rate every ingress link carries at most (e.g. 100M), policed on
     /// arrival as a port of that speed; 0 = unlimited.
-    #[arg(long)]
-    pub port_rate: Option<String>,
+    #[arg(long, value_parser = units::rate_bps)]
+    pub port_rate: Option<f64>,
     /// `shaper` without --shape: a plain port-rate egress toward the listener, one FIFO
     /// (the baseline without shaping), e.g. 100M.
-    #[arg(long)]
-    pub egress: Option<String>,
+    #[arg(long, value_parser = units::rate_bps)]
+    pub egress: Option<f64>,
     /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
     #[arg(long, default_value = "lab")]
     pub name: String,

@@ -293,8 +293,8 @@ pub fn lab_up(a: &cli::LabUpArgs) -> lab::topology::Request {
         path_b: a.path_b.clone(),
         frer: a.frer.clone(),
         ingress: a.ingress,
-        port_rate: a.port_rate.clone(),
-        egress: a.egress.clone(),
+        port_rate_bps: a.port_rate,
+        egress_bps: a.egress,
     }
 }
 

@@ -779,7 +779,7 @@ impl Topology {
 /// file (which carries its own). Settings are written as on the command line: an
 /// impairment inline (`loss=1%,delay=5ms`) or as a TOML file, the shaper's class list as a
 /// TOML file, the frer options inline.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Request {
     /// A built-in topology name, or a TOML topology file.
     pub topology: String,
@@ -795,10 +795,10 @@ pub struct Request {
     pub frer: Option<String>,
     /// `shaper`: talker nodes, each on its own link into the dut.
     pub ingress: Option<u8>,
-    /// `shaper`: the rate of every ingress link (`100M`; 0 = unlimited).
-    pub port_rate: Option<String>,
-    /// `shaper` without classes: a plain port-rate egress, one FIFO (`100M`).
-    pub egress: Option<String>,
+    /// `shaper`: the rate of every ingress link, bit/s (0 = unlimited).
+    pub port_rate_bps: Option<f64>,
+    /// `shaper` without classes: a plain port-rate egress, one FIFO, bit/s.
+    pub egress_bps: Option<f64>,
 }
 
 fn read(path: &Path) -> Result<String, LabError> {
@@ -833,7 +833,8 @@ impl Request {
         let wrong = |flag: &str, owner: &str| {
             LabError::BadTopology(format!("{flag} belongs to the {owner} topology"))
         };
-        let ports = self.ingress.is_some() || self.port_rate.is_some() || self.egress.is_some();
+        let ports =
+            self.ingress.is_some() || self.port_rate_bps.is_some() || self.egress_bps.is_some();
         let has_settings = self.shape.is_some()
             || self.impair.is_some()
             || self.path_a.is_some()
@@ -869,12 +870,8 @@ impl Request {
         };
         match topology {
             "shaper" => {
-                let rate = |flag: &str, v: &str| {
-                    let bps = model::units::rate_bps(v)
-                        .map_err(|e| LabError::BadTopology(format!("{flag}: {e}")))?;
-                    Ok::<_, LabError>((bps >= 1.0).then_some(bps.round() as u64))
-                };
-                let spec = match (&self.shape, &self.egress) {
+                let bits = |v: f64| (v.is_finite() && v >= 1.0).then_some(v.round() as u64);
+                let spec = match (&self.shape, self.egress_bps) {
                     (Some(_), Some(_)) => {
                         return Err(LabError::BadTopology(
                             "--egress is a plain port without classes: drop --shape, or put the port rate in the class list's [default]".into(),
@@ -882,10 +879,9 @@ impl Request {
                     }
                     (Some(path), None) => ShaperSpec::parse(&read(path)?)
                         .map_err(|e| LabError::BadShape(format!("{}: {e}", path.display())))?,
-                    (None, Some(e)) => ShaperSpec::port(
-                        rate("--egress", e)?
-                            .ok_or_else(|| LabError::BadTopology("--egress: give a rate above 0".into()))?,
-                    ),
+                    (None, Some(e)) => ShaperSpec::port(bits(e).ok_or_else(|| {
+                        LabError::BadTopology("--egress: give a rate above 0".into())
+                    })?),
                     (None, None) => return Err(LabError::NeedsShape),
                 };
                 let ingress = self.ingress.unwrap_or(1);
@@ -894,10 +890,7 @@ impl Request {
                         "--ingress {ingress}: give 1..=8"
                     )));
                 }
-                let port_rate_bps = match &self.port_rate {
-                    Some(r) => rate("--port-rate", r)?,
-                    None => None,
-                };
+                let port_rate_bps = self.port_rate_bps.and_then(bits);
                 Ok(Topology::shaper_with(
                     spec,
                     ShaperPorts {
@@ -971,8 +964,8 @@ mod test {
         let req = Request {
             topology: "shaper".into(),
             ingress: Some(3),
-            port_rate: Some("100M".into()),
-            egress: Some("100M".into()),
+            port_rate_bps: Some(100e6),
+            egress_bps: Some(100e6),
             ..Request::default()
         };
         let t = req.resolve().unwrap();
