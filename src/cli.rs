@@ -156,6 +156,10 @@ pub struct FrerCompareArgs {
     /// speed, the FRER report's "theoretical" column).
     #[arg(long, value_parser = units::rate_bps)]
     pub line_rate: Option<f64>,
+    /// The UDP throughput test: unlimited (where the relays saturate) or zero-loss (each
+    /// group's highest rate without loss, found by an RFC 2544 search).
+    #[arg(long, value_enum, default_value_t = UdpMode::Unlimited)]
+    pub udp: UdpMode,
     /// Print JSON.
     #[arg(short = 'J', long)]
     pub json: bool,
@@ -244,6 +248,14 @@ pub struct FrerRelayArgs {
     /// Print the final counters as JSON.
     #[arg(short = 'J', long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UdpMode {
+    /// As fast as the sender goes.
+    Unlimited,
+    /// Each group's zero-loss rate.
+    ZeroLoss,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

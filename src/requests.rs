@@ -257,6 +257,10 @@ pub fn frer_compare(a: &cli::FrerCompareArgs) -> FrerCompareRequest {
         length: a.length,
         name: a.name.clone(),
         line_rate: a.line_rate,
+        udp: match a.udp {
+            cli::UdpMode::Unlimited => method::overhead::UdpLoad::Unlimited,
+            cli::UdpMode::ZeroLoss => method::overhead::UdpLoad::ZeroLoss,
+        },
     }
 }
 

@@ -253,6 +253,39 @@ fn compare_measures_both_groups_and_removes_its_labs() {
         "{tcp}"
     );
     assert_eq!(v["runs"].as_array().unwrap().len(), 6);
+    // UDP at each group's zero-loss rate, throughputs stated against a 1 Gbit/s line.
+    let args = [
+        "frer",
+        "compare",
+        "-t",
+        "1",
+        "--name",
+        &name,
+        "--udp",
+        "zero-loss",
+    ];
+    let v = run_json(&[&args[..], &["--line-rate", "1G", "-J"]].concat());
+    let rows = v["frer"]["rows"].as_array().expect("rows");
+    let udp = &rows[1];
+    assert_eq!(
+        udp["metric"], "UDP zero-loss rate (1472 B payload)",
+        "{udp}"
+    );
+    assert!(udp["control"].as_f64().unwrap() > 1.0 && udp["frer"].as_f64().unwrap() > 1.0);
+    assert_eq!(
+        (&udp["theoretical"], &rows[0]["theoretical"]),
+        (&1000.0.into(), &1000.0.into())
+    );
+    assert!(
+        rows[3].get("theoretical").is_none(),
+        "latency has no line rate"
+    );
+    let loss = &rows[2];
+    assert_eq!(
+        (loss["control"].as_f64(), loss["frer"].as_f64()),
+        (Some(0.0), Some(0.0)),
+        "{loss}"
+    );
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(
         !String::from_utf8_lossy(&left.stdout).contains(&format!("wb-{name}")),

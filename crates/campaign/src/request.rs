@@ -260,6 +260,8 @@ pub struct FrerCompareRequest {
     pub name: String,
     /// The line rate the throughputs are stated against, bit/s (the links' nominal speed).
     pub line_rate: Option<f64>,
+    /// The UDP throughput test's load: unlimited, or each group's zero-loss rate.
+    pub udp: method::overhead::UdpLoad,
 }
 
 /// Frames of one size at a rate (`gen`).

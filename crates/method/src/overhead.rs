@@ -24,6 +24,17 @@ pub struct Group {
     pub per_delivered: [Option<f64>; 3],
 }
 
+/// The UDP load of a group's throughput test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UdpLoad {
+    /// As fast as the sender goes: loss shows where the relays saturate.
+    #[default]
+    Unlimited,
+    /// At the group's own zero-loss rate, found by a search first (a received rate at
+    /// unlimited load mostly measures the relays' CPU).
+    ZeroLoss,
+}
+
 /// Something that builds a group and measures it.
 pub trait Groups {
     /// Why a group could not be measured.
@@ -52,10 +63,11 @@ pub fn compare<G: Groups>(
     groups: &mut G,
     udp_len: u32,
     line_bps: Option<f64>,
+    load: UdpLoad,
 ) -> Result<Comparison, G::Error> {
     let control = groups.measure(false)?;
     let frer = groups.measure(true)?;
-    let mut rows = rows(&control, &frer, udp_len);
+    let mut rows = rows(&control, &frer, udp_len, load);
     for r in rows.iter_mut().filter(|r| r.unit == "Mbit/s") {
         r.theoretical = line_bps.map(|b| b / 1e6);
     }
@@ -94,7 +106,7 @@ fn cost(control: Option<f64>, frer: Option<f64>, higher_is_better: bool) -> Opti
 }
 
 /// The table of one comparison.
-pub fn rows(control: &Group, frer: &Group, udp_len: u32) -> Vec<OverheadRow> {
+pub fn rows(control: &Group, frer: &Group, udp_len: u32, load: UdpLoad) -> Vec<OverheadRow> {
     // The tagged frame: payload, IPv4 and UDP headers, Ethernet header, FCS, the R-TAG.
     let tag_pct = 6.0 / (f64::from(udp_len) + 28.0 + 14.0 + 4.0 + 6.0) * 100.0;
     let work = |i: usize| {
@@ -125,7 +137,12 @@ pub fn rows(control: &Group, frer: &Group, udp_len: u32) -> Vec<OverheadRow> {
         OverheadRow {
             reason: format!("{}; R-TAG +6 B per frame ({tag_pct:.2} %)", work(1)),
             ..row(
-                format!("UDP throughput ({udp_len} B payload, unlimited)"),
+                match load {
+                    UdpLoad::Unlimited => {
+                        format!("UDP throughput ({udp_len} B payload, unlimited)")
+                    }
+                    UdpLoad::ZeroLoss => format!("UDP zero-loss rate ({udp_len} B payload)"),
+                },
                 "Mbit/s",
                 udp.0,
                 udp.1,
@@ -134,7 +151,13 @@ pub fn rows(control: &Group, frer: &Group, udp_len: u32) -> Vec<OverheadRow> {
         },
         OverheadRow {
             overhead_percent: None,
-            reason: "the offered load is unlimited: loss shows where the relays saturate".into(),
+            reason: match load {
+                UdpLoad::Unlimited => {
+                    "the offered load is unlimited: loss shows where the relays saturate"
+                }
+                UdpLoad::ZeroLoss => "each group measured again at its own zero-loss rate",
+            }
+            .into(),
             ..row(
                 "UDP loss at that load".into(),
                 "%",
@@ -245,7 +268,7 @@ mod test {
             extra_us: 10.0,
             order: vec![],
         };
-        let c = compare(&mut net, 1472, Some(1e9)).unwrap();
+        let c = compare(&mut net, 1472, Some(1e9), UdpLoad::Unlimited).unwrap();
         assert_eq!(net.order, [false, true], "control first");
         assert_eq!(c.runs.len(), 6);
         let by = |m: &str| {
@@ -285,7 +308,7 @@ mod test {
             extra_us: -1.0,
             order: vec![],
         };
-        let c = compare(&mut net, 64, None).unwrap();
+        let c = compare(&mut net, 64, None, UdpLoad::ZeroLoss).unwrap();
         let p99 = c
             .report
             .rows

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use method::overhead::{Group, Groups};
+use method::overhead::{Group, Groups, UdpLoad};
 use model::results::RunResult;
 use model::spec::{Direction, Protocol, Rate};
 
@@ -27,6 +27,53 @@ struct FrerLabs<'a> {
 fn merge_now(lab: &str) -> Option<lab::relay::state::Snapshot> {
     std::thread::sleep(Duration::from_millis(400));
     lab::relay::state::Snapshot::of(lab, "merge")
+}
+
+impl FrerLabs<'_> {
+    /// The UDP test at the group's zero-loss rate: an RFC 2544 search (MLRsearch, trials of
+    /// the comparison's time, up to the line rate or 10 Gbit/s) for the highest rate
+    /// without loss, then the test at that rate.
+    fn zero_loss(
+        req: &FrerCompareRequest,
+        stop: &Arc<AtomicBool>,
+        udp: &ClientRequest,
+    ) -> Result<RunResult, Error> {
+        let mut cfg = crate::trials::client_config(&udp.server)?;
+        cfg.stop = Some(Arc::clone(stop));
+        let mut trial = crate::trials::ServerTrial {
+            cfg,
+            base: base_spec(Protocol::Udp),
+        };
+        let frame = udp.spec.len as u64 + crate::trials::UDP_FRAME_OVERHEAD;
+        let search = method::rfc2544::SearchConfig {
+            line_rate: wire::linerate::LineRate(req.line_rate.unwrap_or(10e9) as u64),
+            duration: udp.spec.duration,
+            final_duration: udp.spec.duration,
+            ..Default::default()
+        };
+        let mut log = Vec::new();
+        let found = method::rfc2544::throughput(
+            &mut trial,
+            frame,
+            method::rfc2544::Search::Mlr,
+            &search,
+            &mut log,
+        )?;
+        let fps = found.fps.unwrap_or(0.0);
+        if fps <= 0.0 {
+            return Err(Error::Failed(
+                "no UDP rate crossed the lab without loss".into(),
+            ));
+        }
+        let at = ClientRequest {
+            spec: model::spec::TestSpec {
+                rate: Rate::PacketsPerSec(fps),
+                ..udp.spec.clone()
+            },
+            ..udp.clone()
+        };
+        super::client(&at, &mut Quiet, stop)
+    }
 }
 
 impl Groups for FrerLabs<'_> {
@@ -103,6 +150,7 @@ impl Groups for FrerLabs<'_> {
         for (i, per) in per.iter_mut().enumerate() {
             let r = engine::frameio::in_netns(ns.as_deref(), || match i {
                 0 => super::client(&tcp, &mut Quiet, stop),
+                1 if a.udp == UdpLoad::ZeroLoss => Self::zero_loss(a, stop, &udp),
                 1 => super::client(&udp, &mut Quiet, stop),
                 _ => super::latency(&latency, stop),
             })??;
@@ -156,10 +204,11 @@ pub fn frer_compare(
         watch,
         stop,
     };
-    let c = method::overhead::compare(&mut labs, a.length, a.line_rate)?;
+    let c = method::overhead::compare(&mut labs, a.length, a.line_rate, a.udp)?;
     let params = serde_json::json!({
         "path_a": a.path_a, "path_b": a.path_b, "time_s": a.time, "udp_length": a.length,
         "line_rate_bps": a.line_rate,
+        "udp": match a.udp { UdpLoad::Unlimited => "unlimited", UdpLoad::ZeroLoss => "zero-loss" },
     });
     let mut doc = engine::env::result("frer compare", params);
     doc.frer = Some(c.report);
