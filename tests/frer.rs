@@ -280,12 +280,11 @@ fn compare_measures_both_groups_and_removes_its_labs() {
         rows[3].get("theoretical").is_none(),
         "latency has no line rate"
     );
+    // Measured again at that rate: (almost) nothing lost; a noisy machine may drop a few.
     let loss = &rows[2];
-    assert_eq!(
-        (loss["control"].as_f64(), loss["frer"].as_f64()),
-        (Some(0.0), Some(0.0)),
-        "{loss}"
-    );
+    for g in ["control", "frer"] {
+        assert!(loss[g].as_f64().unwrap() < 0.1, "{loss}");
+    }
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(
         !String::from_utf8_lossy(&left.stdout).contains(&format!("wb-{name}")),
