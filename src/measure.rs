@@ -53,10 +53,9 @@ pub fn test(req: &TestRequest, json: bool) -> Result<()> {
             spec.duration.as_secs_f64()
         );
     }
-    // The FRER comparison builds labs: Ctrl-C stops it between measurements and removes
-    // them; every other test ends with the process.
+    // Ctrl-C stops these so that they remove their labs / put the shaper's rate back.
     let stop = match req {
-        TestRequest::FrerCompare(_) => stop_on_signals()?,
+        TestRequest::FrerCompare(_) | TestRequest::Shaping(_) => stop_on_signals()?,
         _ => never(),
     };
     let r = jobs::run(req, &mut watch, &stop)?;

@@ -206,6 +206,10 @@ impl Trial for RawTrial {
         };
         let r =
             engine::raw::run_trial(self.tx.as_mut(), Some(self.rx.as_mut()), &spec, &self.stop)?;
+        // A trial cut short by a stop measured part of its time: it is no result.
+        if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
         Ok(TrialData {
             counters: r.counters,
             received_bytes: r.received_bytes,
