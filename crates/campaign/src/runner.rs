@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use lab::relay::state::{frer_paths, Snapshot};
 use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
@@ -61,6 +60,14 @@ pub fn write_reports(dir: &Path, c: &Campaign) -> Result<Vec<PathBuf>, Error> {
 /// The counters of a `frer` lab's two relays (split, merge), when it has them.
 fn relays(lab: &str) -> Option<[Snapshot; 2]> {
     Some([Snapshot::of(lab, "split")?, Snapshot::of(lab, "merge")?])
+}
+
+/// The same once the relays have published what they counted during the test.
+fn relays_settled(lab: &str) -> Option<[Snapshot; 2]> {
+    Some([
+        Snapshot::settled(lab, "split")?,
+        Snapshot::of(lab, "merge")?,
+    ])
 }
 
 /// The verdicts of the plan's thresholds over the tests that ran so far.
@@ -231,9 +238,7 @@ impl Run<'_> {
         });
         entry.duration_s = started.elapsed().as_secs_f64();
         if let (Some(before), Some(lab)) = (&before, setup.lab()) {
-            // The relays publish every 200 ms.
-            std::thread::sleep(Duration::from_millis(400));
-            if let Some(after) = relays(lab) {
+            if let Some(after) = relays_settled(lab) {
                 if let (Some(split), Some(merge)) =
                     (after[0].since(&before[0]), after[1].since(&before[1]))
                 {

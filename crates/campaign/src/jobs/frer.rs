@@ -22,13 +22,6 @@ struct FrerLabs<'a> {
     stop: &'a Arc<AtomicBool>,
 }
 
-/// The merge relay's counters now; the relays publish every 200 ms, so this waits for the
-/// last figures of a test first.
-fn merge_now(lab: &str) -> Option<lab::relay::state::Snapshot> {
-    std::thread::sleep(Duration::from_millis(400));
-    lab::relay::state::Snapshot::of(lab, "merge")
-}
-
 impl FrerLabs<'_> {
     /// The UDP test at the group's zero-loss rate: an RFC 2544 search (MLRsearch, trials of
     /// the comparison's time, up to the line rate or 10 Gbit/s) for the highest rate
@@ -144,7 +137,7 @@ impl Groups for FrerLabs<'_> {
         };
         let ns = setup.client_ns();
         let stop = self.stop;
-        let mut before = merge_now(&name);
+        let mut before = lab::relay::state::Snapshot::of(&name, "merge");
         let mut per = [None; 3];
         let mut runs = Vec::new();
         for (i, per) in per.iter_mut().enumerate() {
@@ -155,7 +148,7 @@ impl Groups for FrerLabs<'_> {
                 _ => super::latency(&latency, stop),
             })??;
             runs.push(r);
-            let now = merge_now(&name);
+            let now = lab::relay::state::Snapshot::settled(&name, "merge");
             *per = match (&before, &now) {
                 (Some(b), Some(n)) => n
                     .since(b)

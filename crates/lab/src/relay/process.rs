@@ -20,7 +20,7 @@ use super::core::{Relay, RelayCounters, MAX_FRAME};
 use crate::managed::{read_json, send_all, write_json_atomic};
 
 const BATCH: usize = 64;
-const PUBLISH_EVERY: Duration = Duration::from_millis(200);
+pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 /// The loop wakes at least this often to run the reset and latent-error timers.
 const TICK: Duration = Duration::from_millis(10);
 

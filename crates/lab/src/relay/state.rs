@@ -99,6 +99,13 @@ impl Snapshot {
         })
     }
 
+    /// The relay on `node` of lab `lab` once it has published what it counted until now:
+    /// waits two publication periods (the relays publish every 200 ms), then reads.
+    pub fn settled(lab: &str, node: &str) -> Option<Snapshot> {
+        std::thread::sleep(2 * super::process::PUBLISH_EVERY);
+        Self::of(lab, node)
+    }
+
     /// What the relay counted since `earlier`: every counter's increase, names and
     /// settings as now. `None` when another process counted (the relay restarted, so its
     /// counters started again), the streams or ports changed, or a counter went
