@@ -8,8 +8,7 @@ use campaign::jobs;
 use campaign::request::TestRequest;
 use model::results::RunResult;
 
-use crate::output::outln;
-use crate::output::{never, print, stop_on_signals, verdicts, Printer};
+use crate::output::{never, outln, print, stop_on_signals, verdicts, Printer};
 
 /// The text layout of a test's document.
 fn text(req: &TestRequest, r: &RunResult) -> String {
