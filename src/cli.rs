@@ -288,10 +288,10 @@ pub struct FrameArgs {
     #[arg(long, value_enum, default_value_t = FrameProto::Udp)]
     pub proto: FrameProto,
     /// Destination MAC (default: the next hop toward --dst-ip).
-    #[arg(long, value_parser = mac)]
+    #[arg(long, value_parser = units::mac)]
     pub dst_mac: Option<[u8; 6]>,
     /// Source MAC (default: the sending interface's).
-    #[arg(long, value_parser = mac)]
+    #[arg(long, value_parser = units::mac)]
     pub src_mac: Option<[u8; 6]>,
     /// Destination IP address, IPv4 or IPv6 (default: the receiving interface's IPv4).
     #[arg(long)]
@@ -462,12 +462,24 @@ pub struct Rfc2544Args {
     /// Frame sizes, FCS included (RFC 2544 §9).
     #[arg(long, value_parser = units::frame_sizes, default_value = "64,128,256,512,1024,1280,1518")]
     pub sizes: std::vec::Vec<u64>,
-    /// Seconds per search trial (RFC 2544 §24: searches may use short trials).
+    /// Seconds per trial that decides the result (RFC 9971 Goal Final Trial Duration;
+    /// RFC 2544 §24 asks for 60); MLRsearch's preceding targets use shorter trials.
     #[arg(short = 't', long, value_parser = units::seconds, default_value = "2")]
     pub duration: Duration,
-    /// Seconds of the final verification trial (RFC 2544 §24 asks for 60).
+    /// MLRsearch preceding targets: searches with shorter trials and twice the width
+    /// each before the goal itself (0: every trial full length).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=6))]
+    pub preceding: u32,
+    /// A verification trial at the result (its duration: --final-duration).
+    #[arg(long)]
+    pub verify: bool,
+    /// Seconds of the verification trial (implies --verify; default: -t).
     #[arg(long, value_parser = units::seconds)]
     pub final_duration: Option<Duration>,
+    /// Trial time one search may spend, seconds (default: 60 trials of -t); out of time,
+    /// the result says between which loads the answer lies.
+    #[arg(long, value_parser = units::seconds)]
+    pub max_search_time: Option<Duration>,
     /// Loss tolerated per trial, in percent (0 = RFC 2544 throughput).
     #[arg(long, value_parser = units::percent_ratio, default_value = "0")]
     pub loss_tolerance: f64,
@@ -501,12 +513,6 @@ pub struct Rfc2544Args {
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
-}
-
-fn mac(s: &str) -> Result<[u8; 6], String> {
-    wire::EthernetAddress::parse_str(s)
-        .map(|m| m.0)
-        .ok_or_else(|| format!("'{s}' is not a MAC address (e.g. 02:77:62:00:01:02)"))
 }
 
 #[derive(Debug, Args)]
@@ -719,32 +725,8 @@ pub struct ClientArgs {
     #[arg(short = 'w', long, value_parser = units::size_bytes)]
     pub window: Option<usize>,
     /// Pin the client's data threads to CPU N and, with N,M, the server's to CPU M.
-    #[arg(short = 'A', long, value_parser = affinity)]
-    pub affinity: Option<Affinity>,
-}
-
-/// `-A N[,M]`: client CPU and optional server CPU.
-#[derive(Debug, Clone)]
-pub struct Affinity {
-    pub client: u16,
-    pub server: Option<u16>,
-}
-
-fn affinity(s: &str) -> Result<Affinity, String> {
-    let err = || format!("'{s}' is not N or N,M (CPU numbers)");
-    let mut parts = s.split(',');
-    let client = parts
-        .next()
-        .and_then(|p| p.trim().parse().ok())
-        .ok_or_else(err)?;
-    let server = match parts.next() {
-        Some(p) => Some(p.trim().parse().map_err(|_| err())?),
-        None => None,
-    };
-    if parts.next().is_some() {
-        return Err(err());
-    }
-    Ok(Affinity { client, server })
+    #[arg(short = 'A', long, value_parser = units::cpu_pair)]
+    pub affinity: Option<(u16, Option<u16>)>,
 }
 
 #[derive(Debug, Args)]

@@ -70,7 +70,7 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         synced_clocks: a.synced_clocks,
         dscp: a.dscp,
         window,
-        server_cpu: a.affinity.as_ref().and_then(|x| x.server),
+        server_cpu: a.affinity.and_then(|x| x.1),
     };
     spec.validate().map_err(usage)?;
     if !a.interval.is_finite() || !(0.0..=86_400.0).contains(&a.interval) {
@@ -83,7 +83,7 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         server: server(&a.target),
         spec,
         interval: (a.interval > 0.0).then(|| Duration::from_secs_f64(a.interval.max(0.01))),
-        cpu: a.affinity.as_ref().map(|x| usize::from(x.client)),
+        cpu: a.affinity.map(|x| usize::from(x.0)),
         round_trip: a.round_trip,
     })
 }
@@ -192,6 +192,9 @@ pub fn rfc2544(a: &cli::Rfc2544Args) -> Result<Rfc2544Request, Error> {
         line_rate: LineRate(a.frame.line_rate as u64),
         duration: a.duration,
         final_duration: a.final_duration.unwrap_or(a.duration),
+        verify: a.verify || a.final_duration.is_some(),
+        preceding: a.preceding,
+        max_search_time: a.max_search_time,
         loss_ratio: a.loss_tolerance,
         width: a.width.max(0.0001),
         ..SearchConfig::default()

@@ -176,11 +176,20 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
         (fps - want).abs() <= want * 0.03,
         "throughput {fps} frames/s, class rate {want}: {t}"
     );
+    // The headline is the conditional throughput, at or below the relevant lower bound,
+    // with the upper bound, the trials and their time beside it; no verification trial
+    // unless asked for.
+    let (lower, upper) = (t["lower_fps"].as_f64(), t["upper_fps"].as_f64());
+    assert!(lower.is_some_and(|l| fps <= l + 1.0), "{t}");
+    assert!(upper.is_some_and(|u| u > lower.unwrap_or(0.0)), "{t}");
     let trials = v["rfc2544"]["trials"].as_array().unwrap();
+    assert_eq!(t["trials"].as_u64(), Some(trials.len() as u64), "{t}");
+    let time: f64 = trials.iter().filter_map(|x| x["duration_s"].as_f64()).sum();
     assert!(
-        trials.iter().any(|x| x["purpose"] == "verify"),
-        "a final verification trial"
+        (t["trial_time_s"].as_f64().unwrap_or(0.0) - time).abs() < 0.01,
+        "{t}"
     );
+    assert!(!trials.iter().any(|x| x["purpose"] == "verify"), "{t}");
     assert!(
         trials.iter().all(|x| x["sent"].as_u64().unwrap() > 0),
         "every trial sent frames"

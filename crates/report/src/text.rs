@@ -431,12 +431,14 @@ mod test {
                 frame_len: 1518,
                 search: Search::Mlr,
                 fps: Some(40_637.191),
-                upper_fps: Some(40_800.0),
-                conditional_fps: Some(40_637.191),
+                lower_fps: Some(40_700.0),
+                upper_fps: Some(40_900.0),
                 max_fps: 81_274.382,
                 generator_cap_fps: None,
                 irregular: None,
                 trials: 7,
+                trial_time_s: Some(9.5),
+                goal: None,
             }],
             loss: vec![LossRow {
                 frame_len: 1518,
@@ -469,7 +471,9 @@ mod test {
             .lines()
             .find(|l| l.trim_start().starts_with("1518"))
             .unwrap();
-        for cell in ["987.00", "493.50", "50.00 %", "40637", "mlr", "7"] {
+        for cell in [
+            "987.00", "493.50", "50.00 %", "40637", "40700", "40900", "mlr", " 7 ", "9.5",
+        ] {
             assert!(row.contains(cell), "{cell} in {row}");
         }
         assert!(t.contains("60000 (generator limited)"), "{t}");
@@ -498,7 +502,7 @@ mod test {
         );
         let row = t
             .lines()
-            .find(|l| l.contains("throughput") && l.contains("997"))
+            .find(|l| l.split_whitespace().next() == Some("1") && l.contains("throughput"))
             .unwrap();
         assert!(row.contains("1000"), "{row}");
     }

@@ -36,10 +36,15 @@ fn benchmarks<T: Trial<Error = Error>>(
             match t {
                 Rfc2544Test::Throughput => {
                     let r = m::throughput(trial, len, a.search, cfg, &mut rep.trials)?;
-                    let fps = r.fps.map_or("none".into(), |f| format!("{f:.0} frames/s"));
+                    let (lo, hi) = r.bracket();
+                    let fps = r.fps.map_or_else(
+                        || format!("none (between {lo:.0} and {hi:.0} frames/s)"),
+                        |f| format!("{f:.0} frames/s"),
+                    );
                     watch.progress(&format!(
-                        "  {len} bytes: throughput {fps} ({} trials)",
-                        r.trials
+                        "  {len} bytes: throughput {fps} ({} trials, {} s)",
+                        r.trials,
+                        model::units::secs(r.trial_time_s.unwrap_or(0.0))
                     ));
                     tput = r.fps;
                     rep.throughput.push(r);
@@ -154,7 +159,9 @@ pub fn rfc2544(
         .collect();
     let mut params = serde_json::json!({
         "sizes": a.sizes, "tests": tests,
-        "trial_duration_s": cfg.duration.as_secs_f64(), "final_duration_s": cfg.final_duration.as_secs_f64(),
+        "trial_duration_s": cfg.duration.as_secs_f64(), "preceding_targets": cfg.preceding,
+        "verify_duration_s": cfg.verify.then_some(cfg.final_duration.as_secs_f64()),
+        "max_search_time_s": cfg.search_time().as_secs_f64(), "exceed_ratio": cfg.exceed_ratio,
         "loss_tolerance_ratio": cfg.loss_ratio, "search": a.search, "width_ratio": cfg.width,
         "line_rate_bps": cfg.line_rate.0, "latency_trials": a.latency_trials, "b2b_trials": a.b2b_trials,
         "protocol": format!("{:?}", a.frame.proto).to_lowercase(),
@@ -170,11 +177,14 @@ pub fn rfc2544(
             "over UDP: a frame of L bytes is a datagram of L - {UDP_FRAME_OVERHEAD} bytes; the path's own framing (loopback, tunnels) may differ, so % of line rate is nominal"
         ));
     }
-    if cfg.final_duration < Duration::from_secs(60) {
+    if cfg.duration < Duration::from_secs(60) {
         doc.notes.push(format!(
             "trials of {} s: RFC 2544 §24 asks for 60 s full-length trials; results are indicative",
-            model::units::secs(cfg.final_duration.as_secs_f64())
+            model::units::secs(cfg.duration.as_secs_f64())
         ));
+    }
+    if a.search == m::Search::Mlr && rep.throughput.iter().any(|t| t.fps.is_some()) {
+        doc.notes.push("throughput is RFC 9971's conditional throughput: the forwarding rate at the relevant lower bound (both bounds in the table)".into());
     }
     if cfg.loss_ratio > 0.0 {
         doc.notes.push(format!(

@@ -63,18 +63,25 @@ pub enum Search {
 
 /// The result of a throughput search for one frame size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ThroughputDocument")]
 pub struct ThroughputResult {
     /// Frame size.
     pub frame_len: u64,
     /// Which search.
     pub search: Search,
-    /// Highest load that met the loss goal (the relevant lower bound), frames/s; `None`
-    /// when even the minimum load failed.
+    /// The headline, frames/s. MLRsearch: RFC 9971's conditional throughput (the
+    /// forwarding rate at the relevant lower bound, Appendix B); binary search: the highest
+    /// load that met the loss goal (RFC 2544 throughput). `None` when no load met the goal
+    /// or the search ran out of time: [`Self::lower_fps`] and [`Self::upper_fps`] then say
+    /// between which loads the answer lies.
     pub fps: Option<f64>,
-    /// Lowest load that failed (the relevant upper bound), frames/s; `None` if none did.
+    /// The relevant lower bound: the highest load below the upper bound that met the goal,
+    /// frames/s.
+    #[serde(default)]
+    pub lower_fps: Option<f64>,
+    /// The relevant upper bound: the lowest load that failed the goal, frames/s; `None` if
+    /// none did.
     pub upper_fps: Option<f64>,
-    /// MLRsearch conditional throughput: forwarding rate at the lower bound.
-    pub conditional_fps: Option<f64>,
     /// Theoretical maximum at the line rate.
     pub max_fps: f64,
     /// The maximum load searched was capped at what the generator reached.
@@ -83,6 +90,91 @@ pub struct ThroughputResult {
     pub irregular: Option<String>,
     /// Trials spent.
     pub trials: usize,
+    /// Their intended durations added up, s (RFC 9971's trial effective duration: the
+    /// time traffic was asked for, without set-up and drain); `None` in results written
+    /// before it was recorded.
+    pub trial_time_s: Option<f64>,
+    /// The goal searched for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<SearchGoal>,
+}
+
+impl ThroughputResult {
+    /// Between which loads the answer lies, frames/s: from the relevant lower bound (0
+    /// when none is known) to the relevant upper bound (the maximum load when none is).
+    pub fn bracket(&self) -> (f64, f64) {
+        let hi = self
+            .upper_fps
+            .unwrap_or(self.generator_cap_fps.unwrap_or(self.max_fps));
+        (self.lower_fps.unwrap_or(0.0), hi)
+    }
+}
+
+/// A throughput result as stored, also as written before the relevant lower bound and the
+/// trial time were recorded: then `fps` was the lower bound and `conditional_fps` the
+/// conditional throughput.
+#[derive(Deserialize)]
+struct ThroughputDocument {
+    frame_len: u64,
+    search: Search,
+    fps: Option<f64>,
+    #[serde(default)]
+    lower_fps: Option<f64>,
+    upper_fps: Option<f64>,
+    #[serde(default)]
+    conditional_fps: Option<f64>,
+    max_fps: f64,
+    generator_cap_fps: Option<f64>,
+    irregular: Option<String>,
+    trials: usize,
+    #[serde(default)]
+    trial_time_s: Option<f64>,
+    #[serde(default)]
+    goal: Option<SearchGoal>,
+}
+
+impl From<ThroughputDocument> for ThroughputResult {
+    fn from(d: ThroughputDocument) -> Self {
+        let old = d.trial_time_s.is_none();
+        let (fps, lower_fps) = match (old, d.search) {
+            (true, Search::Mlr) => (d.conditional_fps, d.fps),
+            (true, Search::Binary) => (d.fps, d.fps),
+            (false, _) => (d.fps, d.lower_fps),
+        };
+        Self {
+            frame_len: d.frame_len,
+            search: d.search,
+            fps,
+            lower_fps,
+            upper_fps: d.upper_fps,
+            max_fps: d.max_fps,
+            generator_cap_fps: d.generator_cap_fps,
+            irregular: d.irregular,
+            trials: d.trials,
+            trial_time_s: d.trial_time_s,
+            goal: d.goal,
+        }
+    }
+}
+
+/// The search goal of a throughput result (RFC 9971 §4.6.1 Search Goal attributes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchGoal {
+    /// Goal Loss Ratio: the loss a trial may have and still count as low-loss.
+    pub loss_ratio: f64,
+    /// Goal Exceed Ratio: the share of full-length trial time at a lower bound that may
+    /// be high-loss (0 for binary search).
+    pub exceed_ratio: f64,
+    /// Goal Final Trial Duration, s.
+    pub final_trial_s: f64,
+    /// Goal Duration Sum, s.
+    pub duration_sum_s: f64,
+    /// Goal Width, relative to the upper bound.
+    pub width: f64,
+    /// Preceding targets searched first, with shorter trials and wider widths.
+    pub preceding: u32,
+    /// Shortest trial of the preceding targets, s.
+    pub initial_trial_s: f64,
 }
 
 /// One row of the frame loss rate benchmark.
@@ -135,4 +227,38 @@ pub struct LatencyResult {
     pub summary: Option<crate::stats::histogram::LatencySummary>,
     /// The merged histogram (base64 HdrHistogram V2, deflated).
     pub histogram: Option<String>,
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn a_throughput_result_reads_back_and_older_documents_keep_their_meaning() {
+        let r = ThroughputResult {
+            frame_len: 64,
+            search: Search::Mlr,
+            fps: Some(400_000.0),
+            lower_fps: Some(402_009.0),
+            upper_fps: Some(403_031.0),
+            max_fps: 1_488_095.2,
+            generator_cap_fps: None,
+            irregular: None,
+            trials: 10,
+            trial_time_s: Some(8.5),
+            goal: None,
+        };
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<ThroughputResult>(&json).unwrap(), r);
+        // Written before the trial time: `fps` was the lower bound.
+        let old = r#"{"frame_len":64,"search":"mlr","fps":402009.0,"upper_fps":403031.0,
+            "conditional_fps":400000.0,"max_fps":1488095.2,"generator_cap_fps":null,
+            "irregular":null,"trials":10}"#;
+        let o: ThroughputResult = serde_json::from_str(old).unwrap();
+        assert_eq!((o.fps, o.lower_fps), (Some(400_000.0), Some(402_009.0)));
+        assert_eq!(o.trial_time_s, None);
+        let old_binary = old.replace("mlr", "binary").replace("400000.0", "null");
+        let o: ThroughputResult = serde_json::from_str(&old_binary).unwrap();
+        assert_eq!((o.fps, o.lower_fps), (Some(402_009.0), Some(402_009.0)));
+    }
 }

@@ -59,6 +59,24 @@ pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(v))
 }
 
+/// A MAC address as `02:77:62:00:01:02`.
+pub fn mac(s: &str) -> Result<[u8; 6], String> {
+    wire::EthernetAddress::parse_str(s)
+        .map(|m| m.0)
+        .ok_or_else(|| format!("'{s}' is not a MAC address (e.g. 02:77:62:00:01:02)"))
+}
+
+/// `N` or `N,M`: two CPU numbers, the second optional (`-A`: client and server CPU).
+pub fn cpu_pair(s: &str) -> Result<(u16, Option<u16>), String> {
+    let err = || format!("'{s}' is not N or N,M (CPU numbers)");
+    let cpu = |p: &str| p.trim().parse::<u16>().map_err(|_| err());
+    match s.split(',').collect::<Vec<_>>()[..] {
+        [a] => Ok((cpu(a)?, None)),
+        [a, b] => Ok((cpu(a)?, Some(cpu(b)?))),
+        _ => Err(err()),
+    }
+}
+
 /// A frame load as typed: frames/s (`500kpps`, `1.2Mpps`, `1000pps`), a percentage of line
 /// rate (`50%`), or bits/s of Ethernet frames, FCS included (`100M`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -280,6 +298,23 @@ pub fn si_number(s: &str, base: f64) -> Option<f64> {
 
 #[cfg(test)]
 mod test {
+    #[test]
+    fn cpu_pairs_and_macs() {
+        assert_eq!(super::cpu_pair("1"), Ok((1, None)));
+        assert_eq!(super::cpu_pair(" 0, 3"), Ok((0, Some(3))));
+        for bad in ["", "a", "1,2,3", "-1", "1,"] {
+            assert!(
+                super::cpu_pair(bad).unwrap_err().contains("CPU numbers"),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            super::mac("02:77:62:00:01:02"),
+            Ok([2, 0x77, 0x62, 0, 1, 2])
+        );
+        assert!(super::mac("02:77").is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -5,7 +5,7 @@
 
 use model::results::campaign::Campaign;
 use model::results::rfc2544::{
-    BackToBack, LatencyResult, LossRow, Rfc2544Report, ThroughputResult, TrialLog,
+    BackToBack, LatencyResult, LossRow, Rfc2544Report, Search, ThroughputResult, TrialLog,
 };
 use model::results::RunResult;
 use model::stats::LatencySummary;
@@ -16,8 +16,8 @@ use super::sections::{LOSS, RFC2544_THROUGHPUT};
 use super::{counts, fixed, limited, sourced};
 use crate::table::{mbps, opt, Table};
 
-/// Where a throughput row is shown: a terminal gives the efficiency as `50.00 %` and the
-/// trials; the report names the source test and puts `%` in the header.
+/// Where a throughput row is shown: a terminal gives the efficiency as `50.00 %`; the
+/// report names the source test and puts `%` in the header.
 #[derive(Clone, Copy, PartialEq)]
 enum View {
     Terminal,
@@ -46,11 +46,12 @@ fn throughput_row(x: &ThroughputResult, line: LineRate, view: View) -> Vec<Strin
         opt(x.fps, |f| mbps(LineRate::rates_at(x.frame_len, f).l2_bps)),
         opt(x.fps, efficiency),
         opt(x.fps, |f| format!("{f:.0}")),
+        opt(x.lower_fps, |f| format!("{f:.0}")),
+        opt(x.upper_fps, |f| format!("{f:.0}")),
         format!("{:?}", x.search).to_lowercase(),
+        x.trials.to_string(),
+        opt(x.trial_time_s, |t| format!("{t:.1}")),
     ];
-    if view == View::Terminal {
-        row.push(x.trials.to_string());
-    }
     row.push(note.join("; "));
     row
 }
@@ -123,9 +124,15 @@ fn b2b_row(b: &BackToBack) -> Vec<String> {
 /// latency, frame loss rate, back-to-back (those it has); the trial log is [`trials`].
 pub fn terminal(r: &RunResult, t: &Rfc2544Report) -> Vec<(String, Table)> {
     let line = LineRate(t.line_rate_bps);
+    let mlr = t.throughput.iter().any(|x| x.search == Search::Mlr);
     let title = format!(
-        "throughput (RFC 2544 §26.1, {} line rate; Mbit/s of frames incl. FCS)\n",
-        bps(t.line_rate_bps as f64)
+        "throughput (RFC 2544 §26.1, {} line rate; Mbit/s of frames incl. FCS{})\n",
+        bps(t.line_rate_bps as f64),
+        if mlr {
+            "; mlr: RFC 9971 conditional throughput, the forwarding rate at the lower bound"
+        } else {
+            ""
+        }
     );
     let throughput = t
         .throughput
@@ -156,8 +163,7 @@ pub fn terminal(r: &RunResult, t: &Rfc2544Report) -> Vec<(String, Table)> {
         .collect()
 }
 
-const THROUGHPUT_COLUMNS: &str =
-    "frame>|theoretical Mbit/s>|measured Mbit/s>|efficiency>|frames/s>|search|trials>|note";
+const THROUGHPUT_COLUMNS: &str = "frame>|theoretical Mbit/s>|measured Mbit/s>|efficiency>|frames/s>|lower fps>|upper fps>|search|trials>|trial s>|note";
 
 fn trial_row(i: usize, x: &TrialLog) -> Vec<String> {
     let load = if x.kind == "burst" {
