@@ -226,6 +226,7 @@ fn occasional_stalls_fool_binary_search_but_not_mlr() {
         let b = binary_search(&mut stalls(seed), LEN, &etsi, &mut vec![]).unwrap();
         binary_near += usize::from(near(&b));
     }
+    eprintln!("near the capacity: MLRsearch {mlr_near}/20, binary search {binary_near}/20");
     assert!(
         mlr_near >= 16,
         "MLRsearch near the capacity in {mlr_near}/20"
