@@ -82,6 +82,15 @@ pub struct RunResult {
     /// Sub-results (used by `demo`, which runs several commands).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunResult>,
+    /// The NIC matrix (`nicmatrix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_matrix: Option<nic::NicMatrix>,
+    /// The interfaces the test used, as they were when it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<nic::InterfaceState>,
+    /// What the host counted during the test (interrupts, softirqs, CPU), per side.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub activity: Vec<nic::HostActivity>,
     /// Pass/fail checks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verdicts: Vec<Verdict>,
@@ -124,6 +133,9 @@ impl RunResult {
             frer_analysis: None,
             relays: Vec::new(),
             runs: Vec::new(),
+            nic_matrix: None,
+            interfaces: Vec::new(),
+            activity: Vec::new(),
             verdicts: Vec::new(),
             notes: Vec::new(),
         }
@@ -499,5 +511,8 @@ pub mod frer;
 pub mod relay;
 
 pub mod lab;
+
+/// Interface state, host activity and the NIC matrix.
+pub mod nic;
 
 pub mod campaign;
