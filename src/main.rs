@@ -12,12 +12,12 @@
 #![forbid(unsafe_code)]
 
 mod campaigns;
-mod cli;
 mod labs;
 mod measure;
 mod output;
-mod requests;
 mod serve;
+
+use command_line::{args as cli, requests};
 
 use std::process::ExitCode;
 
@@ -36,6 +36,7 @@ fn json(c: &Command) -> bool {
         Command::Rfc2544(a) => a.json,
         Command::Streams(a) => a.json,
         Command::Shaping(a) => a.json,
+        Command::NicMatrix(a) => a.json,
         Command::Frer(f) => matches!(&f.command, FrerCommand::Compare(a) if a.json),
         _ => false,
     }

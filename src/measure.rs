@@ -1,6 +1,6 @@
 //! The commands that measure once and print one result document: the tests a plan can
 //! hold (`client`, `sweep`, `blocksize`, `latency`, `rfc2544`, `streams`, `shaping`,
-//! `frer compare`), and `gen`, `frer analyze` and `frer stats`. The campaign's jobs do the
+//! `frer compare`, `nicmatrix`), and `gen`, `frer analyze` and `frer stats`. The campaign's jobs do the
 //! work; this prints what they return.
 
 use anyhow::Result;
@@ -17,11 +17,14 @@ fn text(req: &TestRequest, r: &RunResult) -> String {
     match req {
         TestRequest::Client(_) => text::client_summary(r),
         TestRequest::Sweep(_) => with_facts(r.sweep.as_ref().map(text::sweep)),
-        TestRequest::Blocksize(_) => r
-            .blocksize
-            .as_deref()
-            .map(text::blocksize)
-            .unwrap_or_default(),
+        TestRequest::Blocksize(b) => {
+            let rows = r.blocksize.as_deref().unwrap_or_default();
+            text::blocksize_in(rows, b.netio) + &text::interfaces(r)
+        }
+        TestRequest::NicMatrix(_) => {
+            let m = r.nic_matrix.as_ref().map(text::nic_matrix);
+            m.unwrap_or_default() + &text::interfaces(r) + &text::facts(r)
+        }
         TestRequest::Latency(_) => {
             with_facts(r.latency.as_deref().map(text::latency)) + &text::verdicts(r)
         }
@@ -52,9 +55,12 @@ pub fn test(req: &TestRequest, json: bool) -> Result<()> {
             spec.duration.as_secs_f64()
         );
     }
-    // Ctrl-C stops these so that they remove their labs / put the shaper's rate back.
+    // Ctrl-C stops these so that they remove their labs / put the shaper's rate and the
+    // interfaces' settings back.
     let stop = match req {
-        TestRequest::FrerCompare(_) | TestRequest::Shaping(_) => stop_on_signals()?,
+        TestRequest::FrerCompare(_) | TestRequest::Shaping(_) | TestRequest::NicMatrix(_) => {
+            stop_on_signals()?
+        }
         _ => never(),
     };
     let r = jobs::run(req, &mut watch, &stop)?;
@@ -62,6 +68,10 @@ pub fn test(req: &TestRequest, json: bool) -> Result<()> {
         outln!();
     }
     print(&r, json, |r| text(req, r));
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        // What finished is printed above; the exit status says it is not all.
+        anyhow::bail!("interrupted: the result above is what finished before the stop");
+    }
     match req {
         TestRequest::Rfc2544(_) | TestRequest::Latency(_) => {
             verdicts(&r, "a latency verdict failed")

@@ -9,6 +9,7 @@ mod client;
 mod frer;
 mod lab;
 mod methods;
+mod nic;
 mod raw;
 mod run;
 mod server;

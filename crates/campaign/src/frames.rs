@@ -148,6 +148,31 @@ fn backend(b: FrameBackend) -> Option<Backend> {
     }
 }
 
+/// Refuses a frame of `frame_len` bytes (FCS included, `vlan` when it carries an 802.1Q
+/// tag) that port `ep` cannot carry: its Ethernet payload must fit the interface's MTU, or
+/// the kernel drops every frame without a word.
+///
+/// # Errors
+/// The frame is larger than the MTU allows (a usage error naming both sizes and the fix).
+pub fn fits_mtu(ep: &Endpoint, frame_len: u64, vlan: bool) -> Result<(), Error> {
+    let iface = ep.iface.clone();
+    let Ok(Ok(mtu)) = engine::frameio::in_netns(ep.netns.as_deref(), || engine::nic::mtu(&iface))
+    else {
+        // Unreadable: opening the port reports what is wrong with it.
+        return Ok(());
+    };
+    // 14 bytes of Ethernet header and 4 of FCS; a VLAN tag's 4 bytes do not count against
+    // the MTU.
+    let payload = frame_len.saturating_sub(18 + if vlan { 4 } else { 0 });
+    if payload > u64::from(mtu) {
+        return Err(usage(format!(
+            "a frame of {frame_len} bytes needs an MTU of {payload} on {ep}, which has {mtu}: raise it (`ip link set dev {} mtu {payload}`, or `wirebench lab up ... --mtu {payload}`) or send smaller frames",
+            ep.iface
+        )));
+    }
+    Ok(())
+}
+
 /// The sender: the asked backend, or with `auto` the fastest that opens (AF_XDP, then the
 /// TX ring, then sendmmsg), saying why the faster ones did not.
 ///

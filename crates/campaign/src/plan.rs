@@ -19,7 +19,7 @@
 //!
 //! [[test]]
 //! name = "TCP throughput"
-//! kind = "client"           # client, sweep, blocksize, latency, rfc2544, streams, shaping, frer-compare
+//! kind = "client"           # client, sweep, blocksize, latency, rfc2544, streams, shaping, frer-compare, nicmatrix
 //! args = "-t 5"             # the command's own flags; the target is added by the runner
 //!
 //! [[threshold]]
@@ -74,9 +74,12 @@ pub enum Kind {
     Shaping,
     /// `wirebench frer compare`.
     FrerCompare,
+    /// `wirebench nicmatrix`.
+    NicMatrix,
 }
 
-const KINDS: &str = "client, sweep, blocksize, latency, rfc2544, streams, shaping, frer-compare";
+const KINDS: &str =
+    "client, sweep, blocksize, latency, rfc2544, streams, shaping, frer-compare, nicmatrix";
 
 impl Kind {
     fn parse(s: &str) -> Option<Self> {
@@ -89,6 +92,7 @@ impl Kind {
             "streams" => Self::Streams,
             "shaping" => Self::Shaping,
             "frer-compare" => Self::FrerCompare,
+            "nicmatrix" => Self::NicMatrix,
             _ => return None,
         })
     }
@@ -104,6 +108,7 @@ impl Kind {
             Self::Streams => "streams",
             Self::Shaping => "shaping",
             Self::FrerCompare => "frer-compare",
+            Self::NicMatrix => "nicmatrix",
         }
     }
 
@@ -119,7 +124,7 @@ impl Kind {
     /// Whether it needs root (raw frames or a lab of its own).
     pub fn needs_root(self, args: &[String]) -> bool {
         match self {
-            Self::Streams | Self::Shaping | Self::FrerCompare => true,
+            Self::Streams | Self::Shaping | Self::FrerCompare | Self::NicMatrix => true,
             Self::Rfc2544 => has_raw_ports(args),
             _ => false,
         }
@@ -467,6 +472,22 @@ impl PlanTest {
             }
             Kind::FrerCompare => {
                 v.extend(["frer".into(), "compare".into()]);
+            }
+            // In a lab: its own server on the listener, both lab ports set unless named;
+            // otherwise against the target's server.
+            Kind::NicMatrix => {
+                v.push("nicmatrix".into());
+                if ctx.lab.is_some() {
+                    lab(&mut v);
+                    if let Some((tx, rx)) = ctx.raw.as_ref().filter(|_| !has("--end")) {
+                        v.extend(["--end".into(), format!("{tx},{rx}")]);
+                    }
+                } else {
+                    v.push(ctx.host.clone());
+                    if !has("-p") && !has("--port") {
+                        v.extend(port);
+                    }
+                }
             }
         }
         v.extend(self.args.iter().cloned());

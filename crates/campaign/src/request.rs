@@ -59,6 +59,29 @@ pub struct BlocksizeRequest {
     pub sizes: Vec<usize>,
     /// Seconds per size and direction.
     pub time: Duration,
+    /// TCP connections at once (`-P`).
+    pub streams: u8,
+    /// Write sizes and rates the way netio 1.33 does (powers of two, 32k = 32,767 bytes)
+    /// instead of SI.
+    pub netio: bool,
+}
+
+/// The NIC matrix (`nicmatrix`): a block-size sweep per MTU and feature combination, with
+/// both ends set before each and everything restored afterwards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NicMatrixRequest {
+    /// The sweep; its server is ignored when the matrix runs its own in a lab.
+    pub sweep: BlocksizeRequest,
+    /// Sweep against this server (`false`: a server of the run on the last end, in a lab).
+    pub remote: bool,
+    /// The lab whose `NODE:IFACE` ports `ends` names.
+    pub lab: String,
+    /// The interfaces to set: `IFACE` of this host or `NODE:IFACE` of the lab.
+    pub ends: Vec<String>,
+    /// MTUs to set, in order (none: left as they are).
+    pub mtus: Vec<u32>,
+    /// Features (kernel names or ethtool aliases) with the states to set.
+    pub features: Vec<(String, Vec<bool>)>,
 }
 
 /// UDP ping-pong latency per message size (`latency`).
@@ -315,4 +338,6 @@ pub enum TestRequest {
     Shaping(ShapingRequest),
     /// `frer compare`.
     FrerCompare(FrerCompareRequest),
+    /// `nicmatrix`.
+    NicMatrix(Box<NicMatrixRequest>),
 }

@@ -94,7 +94,7 @@ impl Drop for Setup {
 }
 
 /// A server of this run, bound now (it accepts once this returns).
-fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle> {
+pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle> {
     Server::bind(ServerConfig {
         bind,
         limits: control::messages::Limits::default(),

@@ -129,6 +129,8 @@ impl Trial for ServerTrial {
             latency: latency.filter(|_| req.latency),
             backend: Some(control::assemble::backend_name(&outcome)),
             timestamp_source: Some(control::assemble::timestamp_source(&outcome)),
+            sender_cpu: s.sender_cpu,
+            receiver_cpu: s.receiver_cpu,
         })
     }
 }
@@ -149,7 +151,7 @@ impl RawTrial {
     /// Opens the ports for frames of up to `max_len` bytes.
     ///
     /// # Errors
-    /// A backend that does not open.
+    /// A frame larger than a port's MTU allows, or a backend that does not open.
     pub fn open(
         frame: &FrameRequest,
         spec: FrameSpec,
@@ -157,6 +159,9 @@ impl RawTrial {
         max_len: u64,
         stop: Arc<AtomicBool>,
     ) -> Result<Self, Error> {
+        for ep in [tx, rx] {
+            frames::fits_mtu(ep, max_len, frame.vlan.is_some())?;
+        }
         Ok(Self {
             tx: frames::open_tx(frame.backend, tx, max_len)?,
             rx: frames::open_rx(frame.backend, rx)?,

@@ -87,6 +87,13 @@ pub fn addresses(runner: &mut dyn Runner, ep: &Endpoint) -> Result<Addresses, La
     })
 }
 
+/// The interface this namespace (`ns`, or the calling thread's) sends to `dst` through,
+/// as the kernel's routing says (`ip route get`); `None` without a route.
+pub fn route_interface(runner: &mut dyn Runner, ns: Option<&str>, dst: IpAddr) -> Option<String> {
+    let route = ip_json(runner, ns, &["route", "get", &dst.to_string()]).ok()?;
+    route.get(0)?["dev"].as_str().map(str::to_owned)
+}
+
 /// The MAC of the next hop from `ep` toward `dst`, as the kernel resolves it (RFC 2544
 /// §25: the DUT answers address resolution). A datagram to the discard port makes the
 /// kernel ask, then the neighbour table is read, for up to a second.

@@ -799,6 +799,8 @@ pub struct Request {
     pub port_rate_bps: Option<f64>,
     /// `shaper` without classes: a plain port-rate egress, one FIFO, bit/s.
     pub egress_bps: Option<f64>,
+    /// MTU of every link; a link that needs more than 1500 for a tag keeps its extra.
+    pub mtu: Option<u16>,
 }
 
 fn read(path: &Path) -> Result<String, LabError> {
@@ -829,6 +831,17 @@ impl Request {
     /// An unknown topology, a setting that belongs to another topology (or to no file), a
     /// file that cannot be read, settings that do not parse.
     pub fn resolve(&self) -> Result<Topology, LabError> {
+        let mut topo = self.resolve_links()?;
+        if let Some(mtu) = self.mtu {
+            for l in &mut topo.links {
+                let extra = l.mtu.map_or(0, |m| m.saturating_sub(1500));
+                l.mtu = Some(mtu.saturating_add(extra));
+            }
+        }
+        Ok(topo)
+    }
+
+    fn resolve_links(&self) -> Result<Topology, LabError> {
         let topology = self.topology.as_str();
         let wrong = |flag: &str, owner: &str| {
             LabError::BadTopology(format!("{flag} belongs to the {owner} topology"))
@@ -957,6 +970,32 @@ mod test {
             assert_eq!(i.addr.unwrap().octets()[..2], [198, 18]);
             assert_eq!(i.mac[0] & 0x03, 0x02, "locally administered unicast");
         }
+    }
+
+    #[test]
+    fn an_mtu_applies_to_every_link_and_tagged_links_keep_their_extra() {
+        let script = |topology: &str, mtu: Option<u16>| -> Vec<String> {
+            let req = Request {
+                topology: topology.into(),
+                mtu,
+                ..Request::default()
+            };
+            let t = req.resolve().unwrap();
+            t.build_commands("m1")
+                .iter()
+                .map(|c| c.to_string())
+                .collect()
+        };
+        let direct = script("direct", Some(9000));
+        for node in ["talker", "listener"] {
+            let want = format!("ip -n wb-m1-{node} link set eth0 mtu 9000");
+            assert!(direct.contains(&want), "{direct:#?}");
+        }
+        assert!(!script("direct", None).iter().any(|c| c.contains(" mtu ")));
+        // The frer links carry the R-TAG: 1510 by default, 9010 under --mtu 9000.
+        let frer = script("frer", Some(9000));
+        assert!(frer.iter().any(|c| c.ends_with("mtu 9010")), "{frer:#?}");
+        assert!(!frer.iter().any(|c| c.ends_with("mtu 1510")));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! netio-style block-size sweep: for each write size, a TCP trial client-to-server (Tx) and
-//! one server-to-client (Rx), each measured at its receiver, reported in MByte/s
-//! (10^6 bytes per second, as netio prints).
+//! one server-to-client (Rx), each measured at its receiver, reported in MByte/s (10^6
+//! bytes per second; netio's own powers of two are a way of writing them, in `report`),
+//! with each side's CPU.
 
 use std::time::Duration;
 
@@ -42,6 +43,8 @@ impl BlocksizePlan {
         let mut rows = Vec::with_capacity(self.sizes.len());
         for &size in &self.sizes {
             let mut mbyte_s = [0.0; 2];
+            // CPU per side and direction: (client, server).
+            let mut cpu = [(None, None); 2];
             for (i, direction) in [Direction::Forward, Direction::Reverse]
                 .into_iter()
                 .enumerate()
@@ -55,12 +58,19 @@ impl BlocksizePlan {
                 );
                 let r = trial.run(&req)?;
                 mbyte_s[i] = r.received_bps.unwrap_or(0.0) / 8.0 / 1e6;
+                cpu[i] = match direction {
+                    Direction::Forward => (r.sender_cpu, r.receiver_cpu),
+                    _ => (r.receiver_cpu, r.sender_cpu),
+                };
             }
+            let mean = |a: Option<f64>, b: Option<f64>| Some((a? + b?) / 2.0);
             let row = BlocksizeRow {
                 block_bytes: size,
                 tx_mbyte_s: mbyte_s[0],
                 rx_mbyte_s: mbyte_s[1],
                 duration_s: self.duration.as_secs_f64(),
+                client_cpu: mean(cpu[0].0, cpu[1].0),
+                server_cpu: mean(cpu[0].1, cpu[1].1),
             };
             on_row(&row);
             rows.push(row);

@@ -135,6 +135,10 @@ pub struct TrialData {
     pub backend: Option<String>,
     /// Where latency stamps came from (`kernel-software`, `user`).
     pub timestamp_source: Option<String>,
+    /// Sender CPU, % of one core (data-plane threads), when the sender measured it.
+    pub sender_cpu: Option<f64>,
+    /// Receiver CPU, % of one core (data-plane threads), when the receiver measured it.
+    pub receiver_cpu: Option<f64>,
 }
 
 impl TrialData {

@@ -168,6 +168,64 @@ pub fn lines(
     s
 }
 
+/// A line chart over categories (block sizes, frame sizes) spaced evenly along x: one line
+/// per series (name, a value per category); `None` is not measured, and the line joins the
+/// values on either side of it. The y axis starts at 0.
+pub fn category_lines(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+) -> String {
+    let ymax = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten())
+        .fold(0f64, |a, b| a.max(*b));
+    let (y_max, y_step) = nice(ymax);
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let slot = plot_w / categories.len().max(1) as f64;
+    let px = |i: usize| LEFT + slot * (i as f64 + 0.5);
+    let py = |y: f64| TOP + plot_h - y / y_max * plot_h;
+    let mut s = frame(title, x_label, y_label);
+    y_axis(&mut s, y_max, y_step);
+    for (i, cat) in categories.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{c}</text>",
+            x = px(i),
+            y = H - BOTTOM + 14.0,
+            c = esc(cat),
+        );
+    }
+    for (n, (_, vals)) in series.iter().enumerate() {
+        let c = COLOURS[n % COLOURS.len()];
+        let pts: Vec<(f64, f64)> = vals
+            .iter()
+            .take(categories.len())
+            .enumerate()
+            .filter_map(|(i, v)| Some((px(i), py((*v)?))))
+            .collect();
+        let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let _ = write!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
+            path.join(" ")
+        );
+        for (x, y) in pts {
+            let _ = write!(
+                s,
+                "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{c}\"/>"
+            );
+        }
+    }
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    legend(&mut s, &names);
+    s.push_str("</svg>");
+    s
+}
+
 /// A grouped bar chart: one group per category, one bar per series; `None` draws no bar
 /// (not measured).
 pub fn bars(
@@ -314,6 +372,32 @@ mod test {
         assert_eq!(a.matches("<polyline").count(), 2);
         assert_eq!(a.matches("<circle").count(), 4);
         assert!(a.contains("lost &lt;x&gt;"), "text is escaped");
+    }
+
+    #[test]
+    fn category_lines_skip_what_was_not_measured() {
+        let cats = ["1k".to_owned(), "2k".to_owned(), "4k".to_owned()];
+        let series = [
+            ("t1 Tx".to_owned(), vec![Some(1.0), None, Some(3.0)]),
+            ("t1 Rx".to_owned(), vec![Some(2.0), Some(2.5), Some(4.0)]),
+        ];
+        let a = category_lines("sweep", "block", "Gbit/s", &cats, &series);
+        assert_eq!(
+            a,
+            category_lines("sweep", "block", "Gbit/s", &cats, &series)
+        );
+        assert_eq!(a.matches("<polyline").count(), 2);
+        assert_eq!(
+            a.matches("<circle").count(),
+            5,
+            "no point where not measured"
+        );
+        // Categories are evenly spaced: 550 px of plot in three slots of 183.3.
+        assert!(a.contains(">1k</text>") && a.contains("x=\"161.7\""), "{a}");
+        for v in [f64::MAX, f64::INFINITY, f64::NAN, -5.0] {
+            let s = category_lines("x", "x", "y", &cats[..1], &[("s".into(), vec![Some(v)])]);
+            assert!(s.len() < 20_000, "{v}: {} bytes", s.len());
+        }
     }
 
     #[test]

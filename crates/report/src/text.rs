@@ -3,11 +3,13 @@
 //! Every function is a pure rendering of the results model: the same result gives the same
 //! bytes.
 
+use model::results::nic::NicMatrix;
 use model::results::{BlocksizeRow, IntervalRow, LatencyRow, RunResult, SweepTable};
 use model::units::{bps, bytes, us};
 
 use crate::table::Table;
 use crate::tables;
+use crate::tables::blocksize::Units;
 
 /// One interval line, iperf3-like.
 pub fn interval_line(r: &IntervalRow) -> String {
@@ -117,9 +119,83 @@ pub fn sweep(t: &SweepTable) -> String {
     out
 }
 
-/// The netio-style block-size table.
+/// The netio-style block-size table in SI units (MByte/s = 10^6 bytes/s):
+/// [`blocksize_in`] without netio units.
 pub fn blocksize(rows: &[BlocksizeRow]) -> String {
-    tables::blocksize::steps(rows).text()
+    blocksize_in(rows, false)
+}
+
+/// A block-size sweep: in SI units the table of block, Tx and Rx MByte/s (10^6 bytes/s);
+/// with `netio`, netio 1.33's own lines (`Packet size  1k bytes:  418.08 MByte/s Tx,
+/// 445.19 MByte/s Rx.`, powers of two, `32k` = 32,767 bytes). A line under it says which.
+pub fn blocksize_in(rows: &[BlocksizeRow], netio: bool) -> String {
+    let (mut out, units) = if netio {
+        (tables::blocksize::netio_lines(rows), Units::Netio)
+    } else {
+        (tables::blocksize::steps(rows).text(), Units::Si)
+    };
+    out.push_str(units.legend());
+    out.push('\n');
+    out
+}
+
+/// The NIC matrix: `Tx / Rx` per block size (rows) and combination (columns) in the
+/// matrix's units, the combinations that could not be set, what the host counted per
+/// combination and side, and the best MTU.
+pub fn nic_matrix(m: &NicMatrix) -> String {
+    let mut out = format!(
+        "NIC matrix ({}): Tx / Rx per block size and combination\n",
+        if m.interfaces.is_empty() {
+            "no interface set".to_owned()
+        } else {
+            m.interfaces.join(", ")
+        }
+    );
+    out.push_str(&tables::nic::matrix(m).text());
+    out.push_str(Units::named(Some(&m.units)).legend());
+    out.push('\n');
+    if let Some(t) = tables::nic::matrix_activity(m) {
+        out.push_str("\nhost activity per combination (interrupts: the interface's own IRQ lines; NET_RX softirqs and CPU %: the whole host, so ends on one host show the same)\n");
+        out.push_str(&t.text());
+    }
+    if let Some(mtu) = m.best_mtu {
+        out.push_str(&format!("best MTU: {mtu}\n"));
+    }
+    out
+}
+
+/// The interfaces a test used, a few lines each (the main facts, then coalescing, rings
+/// and channels, then the features), and what the host counted per side: for the end of a
+/// terminal result. Empty when the result has neither.
+pub fn interfaces(r: &RunResult) -> String {
+    let mut out = String::new();
+    if !r.interfaces.is_empty() {
+        out.push_str("interfaces\n");
+    }
+    for i in &r.interfaces {
+        let (named, rest) = tables::nic::facts(i);
+        let (tuning, main): (Vec<_>, Vec<_>) = tables::nic::FACT_COLUMNS
+            .iter()
+            .zip(named)
+            .filter_map(|(k, v)| Some(format!("{k} {}", v?)))
+            .partition(|f| {
+                ["coalesce ", "rings ", "channels "]
+                    .iter()
+                    .any(|t| f.starts_with(t))
+            });
+        out.push_str(&format!("{} {}: {}\n", i.role, i.name, main.join(", ")));
+        if !tuning.is_empty() {
+            out.push_str(&format!("  {}\n", tuning.join("; ")));
+        }
+        if !rest.is_empty() {
+            out.push_str(&format!("  features {rest}\n"));
+        }
+    }
+    if let Some(t) = tables::nic::activity(&r.activity) {
+        out.push_str("host activity (interrupts: the interface's own IRQ lines; NET_RX softirqs and CPU %: the whole host)\n");
+        out.push_str(&t.text());
+    }
+    out
 }
 
 /// Ping-pong latency per message size.
@@ -414,6 +490,7 @@ pub fn lab_status(st: &model::results::lab::LabStatus) -> String {
 #[cfg(test)]
 mod test {
     use super::*;
+    use model::results::nic::{HostActivity, InterfaceState, NicCell, PcieLink, Rings};
     use model::results::rfc2544::{BackToBack, LossRow, Rfc2544Report, Search, ThroughputResult};
     use model::results::{BlocksizeRow, IntervalRow, SweepRow, SweepStatus, SweepTable, Verdict};
 
@@ -582,21 +659,170 @@ mod test {
                 tx_mbyte_s: 101.234,
                 rx_mbyte_s: 99.5,
                 duration_s: 2.0,
+                client_cpu: Some(41.2),
+                server_cpu: Some(87.9),
             },
             BlocksizeRow {
                 block_bytes: 32768,
                 tx_mbyte_s: 1101.2,
                 rx_mbyte_s: 1099.0,
                 duration_s: 2.0,
+                client_cpu: None,
+                server_cpu: None,
             },
         ];
         let expected = concat!(
-            "block  Tx MByte/s  Rx MByte/s\n",
-            "-----  ----------  ----------\n",
-            "   1k      101.23       99.50\n",
-            "  32k     1101.20     1099.00\n",
+            "block  Tx MByte/s  Rx MByte/s  client CPU %  server CPU %\n",
+            "-----  ----------  ----------  ------------  ------------\n",
+            "   1k      101.23       99.50            41            88\n",
+            "  32k     1101.20     1099.00             -             -\n",
+            "MByte/s = 10^6 bytes/s\n",
         );
         assert_eq!(blocksize(&rows), expected);
+        assert_eq!(blocksize_in(&rows, false), expected);
+        // netio's own lines: 2^20 bytes/s, and 32k whether 32,767 or 32,768 bytes.
+        let expected = concat!(
+            "Packet size  1k bytes:   96.54 MByte/s Tx,   94.89 MByte/s Rx.\n",
+            "Packet size 32k bytes:  1050.19 MByte/s Tx,  1048.09 MByte/s Rx.\n",
+            "netio units: KByte/s and MByte/s are powers of 2 (2^10 and 2^20 bytes/s); 32k = 32767 bytes\n",
+        );
+        assert_eq!(blocksize_in(&rows, true), expected);
+    }
+
+    fn activity(irqs: Option<u64>) -> HostActivity {
+        HostActivity {
+            role: "local".into(),
+            interface: "veth-a".into(),
+            irqs,
+            net_rx_softirqs: 120_000,
+            cpu_busy_percent: 37.5,
+            seconds: 10.0,
+        }
+    }
+
+    #[test]
+    fn nic_matrix_shows_cells_errors_activity_and_the_best_mtu() {
+        let row = |b, tx, rx| BlocksizeRow {
+            block_bytes: b,
+            tx_mbyte_s: tx,
+            rx_mbyte_s: rx,
+            duration_s: 1.0,
+            client_cpu: None,
+            server_cpu: None,
+        };
+        let m = NicMatrix {
+            interfaces: vec!["tx=veth-a".into(), "rx=veth-b".into()],
+            units: "si".into(),
+            cells: vec![
+                NicCell {
+                    label: "mtu 1500".into(),
+                    mtu: Some(1500),
+                    rows: vec![row(1024, 100.0, 90.0), row(2048, 150.0, 140.0)],
+                    activity: vec![activity(None)],
+                    ..Default::default()
+                },
+                NicCell {
+                    label: "mtu 4000".into(),
+                    mtu: Some(4000),
+                    rows: vec![row(1024, 210.0, 200.0), row(2048, 320.5, 300.0)],
+                    ..Default::default()
+                },
+                NicCell {
+                    label: "mtu 9000".into(),
+                    mtu: Some(9000),
+                    error: Some("MTU 9000 above the device's maximum 4000".into()),
+                    ..Default::default()
+                },
+            ],
+            best_mtu: Some(4000),
+        };
+        let t = nic_matrix(&m);
+        assert!(t.starts_with("NIC matrix (tx=veth-a, rx=veth-b)"), "{t}");
+        let line = |first: &str| {
+            t.lines()
+                .find(|l| l.split_whitespace().next() == Some(first))
+                .unwrap_or_else(|| panic!("no {first} line in {t}"))
+        };
+        let head = line("block");
+        assert!(
+            head.contains("mtu 1500") && head.contains("mtu 9000"),
+            "{head}"
+        );
+        let two = line("2k");
+        assert!(
+            two.contains("150.00 / 140.00") && two.contains("320.50 / 300.00"),
+            "{two}"
+        );
+        assert!(
+            two.trim_end().ends_with('-'),
+            "mtu 9000 measured nothing: {two}"
+        );
+        assert!(line("error").contains("error: MTU 9000 above the device's maximum 4000"));
+        assert!(t.contains("MByte/s = 10^6 bytes/s\n"), "{t}");
+        let side = line("mtu");
+        assert!(side.contains("120000") && side.contains("37.5"), "{side}");
+        assert!(
+            side.contains("no IRQ lines of its own (virtual device)"),
+            "{side}"
+        );
+        assert!(t.ends_with("best MTU: 4000\n"), "{t}");
+    }
+
+    #[test]
+    fn interfaces_list_every_fact_and_the_host_activity() {
+        let mut r = RunResult::new(
+            "blocksize",
+            serde_json::json!({}),
+            String::new(),
+            Default::default(),
+        );
+        assert_eq!(interfaces(&r), "");
+        r.interfaces.push(InterfaceState {
+            role: "tx".into(),
+            name: "enp3s0".into(),
+            driver: Some("r8169".into()),
+            driver_version: Some("6.8.0".into()),
+            speed_mbps: Some(1000),
+            duplex: Some("full".into()),
+            mtu: Some(1500),
+            features: [
+                ("rx-checksum".to_owned(), true),
+                ("rx-gro-hw".to_owned(), false),
+            ]
+            .into(),
+            rings: Some(Rings {
+                rx: 256,
+                rx_max: 4096,
+                tx: 256,
+                tx_max: 4096,
+            }),
+            pcie: Some(PcieLink {
+                current_gts: 8.0,
+                current_width: 1,
+                max_gts: 16.0,
+                max_width: 1,
+            }),
+            ..Default::default()
+        });
+        r.activity = vec![activity(Some(4567)), activity(None)];
+        let t = interfaces(&r);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "interfaces");
+        assert_eq!(
+            lines[1],
+            "tx enp3s0: driver r8169, driver version 6.8.0, speed 1000 Mbit/s, duplex full, mtu 1500, pcie Gen3 x1 of Gen4 x1"
+        );
+        assert_eq!(lines[2], "  rings rx 256 of 4096, tx 256 of 4096");
+        assert_eq!(lines[3], "  features on: rx-checksum; off: rx-gro-hw");
+        assert!(lines[4].starts_with("host activity ("), "{}", lines[4]);
+        assert!(
+            lines[7].contains("4567") && !lines[7].contains("virtual"),
+            "{t}"
+        );
+        assert!(
+            lines[8].contains(" - ") && lines[8].ends_with("(virtual device)"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use engine::frameio::FrameRx;
+use engine::frameio::{Endpoint, FrameRx};
 use engine::raw::{RawLoad, RawTrialSpec};
 use model::results::frames::{FrerAnalysis, GenReceived, GenTable};
 use model::results::RunResult;
@@ -29,7 +29,24 @@ pub fn gen(req: &GenRequest, stop: &AtomicBool) -> Result<RunResult, Error> {
         .as_deref()
         .map(|r| frames::port(r, lab))
         .transpose()?;
-    let frame = frames::spec(&req.frame, &tx_ep, rx_ep.as_ref())?;
+    let sides = std::iter::once((req.port.clone(), tx_ep.clone()))
+        .chain(req.rx.clone().zip(rx_ep.clone()))
+        .collect();
+    super::recorded(sides, || send(req, stop, &tx_ep, rx_ep.as_ref()))
+}
+
+/// `gen` on its ports.
+fn send(
+    req: &GenRequest,
+    stop: &AtomicBool,
+    tx_ep: &Endpoint,
+    rx_ep: Option<&Endpoint>,
+) -> Result<RunResult, Error> {
+    let vlan = req.frame.vlan.is_some();
+    for ep in std::iter::once(tx_ep).chain(rx_ep) {
+        frames::fits_mtu(ep, req.size, vlan)?;
+    }
+    let frame = frames::spec(&req.frame, tx_ep, rx_ep)?;
     if (req.size as usize) < frame.min_frame_len() {
         return Err(usage(format!(
             "{} bytes is too small for these headers and the test header: at least {}",
@@ -39,7 +56,7 @@ pub fn gen(req: &GenRequest, stop: &AtomicBool) -> Result<RunResult, Error> {
     }
     let line = LineRate(req.frame.line_rate as u64);
     let pps = req.rate.fps(req.size, line);
-    let mut tx = frames::open_tx(req.frame.backend, &tx_ep, req.size)?;
+    let mut tx = frames::open_tx(req.frame.backend, tx_ep, req.size)?;
     let mut rx = rx_ep
         .as_ref()
         .map(|ep| frames::open_rx(req.frame.backend, ep))

@@ -135,16 +135,32 @@ impl<T: method::Trial> method::Trial for Traced<T> {
 ///
 /// # Errors
 /// A trial that could not run.
-pub fn blocksize(req: &BlocksizeRequest, stop: &Arc<AtomicBool>) -> Result<RunResult, Error> {
+pub fn blocksize(
+    req: &BlocksizeRequest,
+    watch: &mut dyn Watch,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
     let mut cfg = client_config(&req.server)?;
     cfg.stop = Some(Arc::clone(stop));
     let server = cfg.server.to_string();
     let mut trial = ServerTrial {
         cfg,
-        base: base_spec(Protocol::Tcp),
+        base: TestSpec {
+            streams: req.streams.max(1),
+            ..base_spec(Protocol::Tcp)
+        },
     };
-    let rows = req.plan.run(&mut trial, |_| {})?;
-    let params = serde_json::json!({ "server": server, "sizes": req.sizes, "duration_s": req.time.as_secs_f64() });
+    let rows = req.plan.run(&mut trial, |row| {
+        watch.progress(&format!(
+            "  {} bytes: Tx {:.2} Rx {:.2} MByte/s (10^6)",
+            row.block_bytes, row.tx_mbyte_s, row.rx_mbyte_s
+        ));
+    })?;
+    let units = if req.netio { "netio" } else { "si" };
+    let params = serde_json::json!({
+        "server": server, "sizes": req.sizes, "duration_s": req.time.as_secs_f64(),
+        "streams": req.streams.max(1), "units": units,
+    });
     let mut r = engine::env::result("blocksize", params);
     r.backend = Some("tcp".into());
     r.blocksize = Some(rows);

@@ -2,8 +2,9 @@
 //! measures and where in the document it sits. Plan thresholds pick the figures of their
 //! metric; `wirebench compare` puts the figures of two runs side by side.
 
-use super::{LatencyUs, RunResult};
+use super::{BlocksizeRow, LatencyUs, RunResult};
 use crate::stats::histogram::LatencySummary;
+use crate::units::block;
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +74,17 @@ pub enum Metric {
     FrerValue,
     /// What FRER cost in a measurement, % of the control.
     FrerOverhead,
+    /// A block-size sweep's client-to-server rate per block size, MByte/s (10^6 bytes/s),
+    /// as its receiver measured it.
+    BlockTx,
+    /// A block-size sweep's server-to-client rate per block size, MByte/s (10^6 bytes/s).
+    BlockRx,
+    /// A NIC matrix combination's client-to-server rate per block size, MByte/s (10^6
+    /// bytes/s).
+    NicTx,
+    /// A NIC matrix combination's server-to-client rate per block size, MByte/s (10^6
+    /// bytes/s).
+    NicRx,
 }
 
 /// One figure of a result.
@@ -80,10 +92,11 @@ pub enum Metric {
 pub struct Figure {
     /// What it measures.
     pub metric: Metric,
-    /// Its row: `64 B` (a frame or message size), a stream's or a measurement's name;
-    /// empty for a test's summary.
+    /// Its row: `64 B` (a frame or message size), a stream's or a measurement's name, a
+    /// block size (`32k`, as [`block`] labels it), a NIC matrix combination and block size
+    /// (`mtu 9000: 32k`); empty for a test's summary.
     pub at: String,
-    /// The frame or message size of its row, bytes.
+    /// The frame, message or block size of its row, bytes.
     pub size: Option<u64>,
     /// The value, in the metric's unit.
     pub value: f64,
@@ -101,9 +114,26 @@ fn fig(metric: Metric, at: String, size: Option<u64>, value: f64) -> Figure {
     }
 }
 
+/// Tx and Rx of each block-size row, at `prefix` + the block's label.
+fn block_rows<'a>(
+    rows: &'a [BlocksizeRow],
+    prefix: &'a str,
+    [tx, rx]: [Metric; 2],
+) -> impl Iterator<Item = Figure> + 'a {
+    rows.iter().flat_map(move |row| {
+        let at = format!("{prefix}{}", block(row.block_bytes));
+        let size = Some(row.block_bytes as u64);
+        [
+            fig(tx, at.clone(), size, row.tx_mbyte_s),
+            fig(rx, at, size, row.rx_mbyte_s),
+        ]
+    })
+}
+
 /// Every figure of `r`, in document order: the summary, the sweep, ping-pong rows, RFC 2544
-/// throughput and latency rows, profile streams, FRER measurements. A figure that was not
-/// measured is not there.
+/// throughput and latency rows, profile streams, FRER measurements, block-size rows, NIC
+/// matrix rows. A figure that was not measured is not there (a NIC matrix combination that
+/// could not be set has no rows, so no figures).
 pub fn figures(r: &RunResult) -> Vec<Figure> {
     let mut out = Vec::new();
     let summary = |m, v: Option<f64>| v.map(|v| fig(m, String::new(), None, v));
@@ -170,5 +200,83 @@ pub fn figures(r: &RunResult) -> Vec<Figure> {
         out.extend(measured(Metric::FrerValue, row.frer));
         out.extend(measured(Metric::FrerOverhead, row.overhead_percent));
     }
+    let rows = r.blocksize.as_deref().unwrap_or_default();
+    out.extend(block_rows(rows, "", [Metric::BlockTx, Metric::BlockRx]));
+    for cell in r.nic_matrix.iter().flat_map(|m| &m.cells) {
+        let prefix = format!("{}: ", cell.label);
+        let metrics = [Metric::NicTx, Metric::NicRx];
+        out.extend(block_rows(&cell.rows, &prefix, metrics));
+    }
     out
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::results::nic::{NicCell, NicMatrix};
+
+    fn row(block_bytes: usize, tx: f64, rx: f64) -> BlocksizeRow {
+        BlocksizeRow {
+            block_bytes,
+            tx_mbyte_s: tx,
+            rx_mbyte_s: rx,
+            duration_s: 2.0,
+            client_cpu: None,
+            server_cpu: None,
+        }
+    }
+
+    fn find<'a>(f: &'a [Figure], metric: Metric, at: &str) -> Option<&'a Figure> {
+        f.iter().find(|x| x.metric == metric && x.at == at)
+    }
+
+    #[test]
+    fn block_sizes_and_nic_cells_are_figures() {
+        let mut r = RunResult::new(
+            "nicmatrix",
+            serde_json::json!({}),
+            String::new(),
+            Default::default(),
+        );
+        r.blocksize = Some(vec![row(1024, 418.5, 445.25), row(32767, 900.0, 880.0)]);
+        r.nic_matrix = Some(NicMatrix {
+            units: "netio".into(),
+            cells: vec![
+                NicCell {
+                    label: "mtu 9000".into(),
+                    mtu: Some(9000),
+                    rows: vec![row(4096, 1100.0, 1050.0)],
+                    ..Default::default()
+                },
+                NicCell {
+                    label: "mtu 9000, rx-lro on".into(),
+                    error: Some("driver refused rx-lro".into()),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        });
+        let f = figures(&r);
+        let tx = find(&f, Metric::BlockTx, "1k").expect("1k Tx");
+        assert_eq!((tx.value, tx.size), (418.5, Some(1024)));
+        assert_eq!(
+            find(&f, Metric::BlockRx, "1k").map(|x| x.value),
+            Some(445.25)
+        );
+        // 32,767 bytes (netio's "32k") keeps its exact size.
+        let odd = find(&f, Metric::BlockRx, "32767").expect("32767 Rx");
+        assert_eq!((odd.value, odd.size), (880.0, Some(32767)));
+        let nic = find(&f, Metric::NicTx, "mtu 9000: 4k").expect("cell Tx");
+        assert_eq!((nic.value, nic.size), (1100.0, Some(4096)));
+        assert_eq!(
+            find(&f, Metric::NicRx, "mtu 9000: 4k").map(|x| x.value),
+            Some(1050.0)
+        );
+        // The combination that could not be set measured nothing.
+        assert!(
+            !f.iter().any(|x| x.at.starts_with("mtu 9000, rx-lro on")),
+            "{f:?}"
+        );
+        assert_eq!(f.len(), 6);
+    }
 }

@@ -448,6 +448,12 @@ pub struct BlocksizeRow {
     pub rx_mbyte_s: f64,
     /// Seconds per direction.
     pub duration_s: f64,
+    /// The client's CPU, % of one core (data-plane threads), mean of both directions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu: Option<f64>,
+    /// The server's CPU, % of one core (data-plane threads), mean of both directions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu: Option<f64>,
 }
 
 /// Ping-pong latency for one message size.

@@ -125,10 +125,17 @@ pub struct PcieLink {
 impl PcieLink {
     /// The PCIe generation of a speed in GT/s (2.5 = Gen1 ... 64 = Gen6).
     pub fn generation(gts: f64) -> Option<u8> {
-        [(2.5, 1), (5.0, 2), (8.0, 3), (16.0, 4), (32.0, 5), (64.0, 6)]
-            .into_iter()
-            .find(|(s, _)| (gts - s).abs() < 0.01)
-            .map(|(_, g)| g)
+        [
+            (2.5, 1),
+            (5.0, 2),
+            (8.0, 3),
+            (16.0, 4),
+            (32.0, 5),
+            (64.0, 6),
+        ]
+        .into_iter()
+        .find(|(s, _)| (gts - s).abs() < 0.01)
+        .map(|(_, g)| g)
     }
 
     /// `Gen3 x1 of Gen4 x1`: the link as trained, of what the device can do.

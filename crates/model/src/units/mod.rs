@@ -59,6 +59,81 @@ pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(v))
 }
 
+/// MTUs: `1500,9000`, or a sweep `1500..9000/500` (both ends included), or both mixed;
+/// each 68..=65535, at most 128, in the order given without repeats.
+pub fn mtu_list(s: &str) -> Result<Vec<u32>, String> {
+    let bad = |why: &str| format!("'{s}': {why} (e.g. 1500,9000 or 1500..9000/500)");
+    let one = |p: &str| -> Result<u32, String> {
+        let v: u32 = p.trim().parse().map_err(|_| bad("not an MTU"))?;
+        if (68..=65_535).contains(&v) {
+            Ok(v)
+        } else {
+            Err(bad("an MTU is 68..=65535"))
+        }
+    };
+    let mut out: Vec<u32> = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let items = match part.split_once("..") {
+            None => vec![one(part)?],
+            Some((a, rest)) => {
+                let (b, step) = rest
+                    .split_once('/')
+                    .ok_or_else(|| bad("a sweep needs /STEP"))?;
+                let (a, b) = (one(a)?, one(b)?);
+                let step: u32 = step.trim().parse().map_err(|_| bad("not a step"))?;
+                if step == 0 || a > b {
+                    return Err(bad("a sweep goes up in steps above 0"));
+                }
+                let n = (b - a) / step + 1;
+                if n > 128 {
+                    return Err(bad("more than 128 MTUs"));
+                }
+                let mut v: Vec<u32> = (0..n).map(|i| a + i * step).collect();
+                if v.last() != Some(&b) {
+                    v.push(b);
+                }
+                v
+            }
+        };
+        for m in items {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+    }
+    if out.is_empty() || out.len() > 128 {
+        return Err(bad("give 1 to 128 MTUs"));
+    }
+    Ok(out)
+}
+
+/// A feature and the states to set it to: `rx-checksum=on,off`.
+pub fn feature_states(s: &str) -> Result<(String, Vec<bool>), String> {
+    let bad = |why: &str| format!("'{s}': {why} (e.g. rx-checksum=on,off)");
+    let (name, states) = s.split_once('=').ok_or_else(|| bad("give NAME=on,off"))?;
+    let name = name.trim();
+    if name.is_empty()
+        || name.len() > 31
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(bad("not a feature name"));
+    }
+    let mut out = Vec::new();
+    for st in states.split(',') {
+        let on = match st.trim() {
+            "on" => true,
+            "off" => false,
+            _ => return Err(bad("states are on and off")),
+        };
+        if !out.contains(&on) {
+            out.push(on);
+        }
+    }
+    Ok((name.to_owned(), out))
+}
+
 /// A MAC address as `02:77:62:00:01:02`.
 pub fn mac(s: &str) -> Result<[u8; 6], String> {
     wire::EthernetAddress::parse_str(s)
@@ -298,6 +373,43 @@ pub fn si_number(s: &str, base: f64) -> Option<f64> {
 
 #[cfg(test)]
 mod test {
+    #[test]
+    fn mtu_lists_and_feature_states() {
+        assert_eq!(super::mtu_list("1500,9000"), Ok(vec![1500, 9000]));
+        let sweep = super::mtu_list("1500..9000/500").unwrap();
+        assert_eq!((sweep.len(), sweep[0], sweep[15]), (16, 1500, 9000));
+        assert_eq!(
+            super::mtu_list("1500..1700/150"),
+            Ok(vec![1500, 1650, 1700])
+        );
+        assert_eq!(
+            super::mtu_list("9000,1500..1500/1,9000"),
+            Ok(vec![9000, 1500])
+        );
+        for bad in [
+            "",
+            "67",
+            "70000",
+            "9000..1500/500",
+            "1500..9000",
+            "1500..9000/0",
+            "x",
+        ] {
+            assert!(super::mtu_list(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            super::feature_states("rx-checksum=on,off"),
+            Ok(("rx-checksum".into(), vec![true, false]))
+        );
+        assert_eq!(
+            super::feature_states("lro=off"),
+            Ok(("lro".into(), vec![false]))
+        );
+        for bad in ["lro", "=on", "lro=maybe", "a b=on", "lro="] {
+            assert!(super::feature_states(bad).is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn cpu_pairs_and_macs() {
         assert_eq!(super::cpu_pair("1"), Ok((1, None)));

@@ -1,13 +1,15 @@
 //! The charts of the HTML report, as (caption, SVG): round-trip and latency CDFs from the
-//! stored histograms, FRER per-path loss, throughput and loss against offered load,
-//! latency percentiles by frame size, the passed-rate matrix and the FRER overhead.
+//! stored histograms, FRER per-path loss, block-size sweeps, throughput and loss against
+//! offered load, latency percentiles by frame size, the passed-rate matrix and the FRER
+//! overhead.
 
 use model::results::campaign::{Campaign, TestEntry};
-use model::results::RunResult;
+use model::results::{BlocksizeRow, RunResult};
 use model::stats::histogram::{LatencyHistogram, LatencySummary};
 use model::units::bps;
 
 use crate::svg;
+use crate::tables::blocksize::{Units, WAYS};
 use crate::tables::done;
 
 /// A line series: a label and its (x, y) points.
@@ -64,6 +66,7 @@ pub fn charts(c: &Campaign) -> Vec<(String, String)> {
         }
     }
     out.extend(path_loss(c));
+    out.extend(block_sizes(c));
     for (t, r) in done(c) {
         out.extend(of_test(&t.id, r));
     }
@@ -105,6 +108,51 @@ fn path_loss(c: &Campaign) -> Option<(String, String)> {
         .collect();
     let svg = svg::bars("FRER per-path loss by test, %", "%", &cats, &series);
     Some(("FRER per-path loss".into(), svg))
+}
+
+/// Block-size sweeps: Tx and Rx Gbit/s (10^9 bit/s, whatever units a sweep printed in) by
+/// block size, one line per test and direction. Block sizes are the categories, labelled
+/// as their sweep labels them, in ascending size.
+fn block_sizes(c: &Campaign) -> Option<(String, String)> {
+    let sweeps: Vec<(&str, Units, &[BlocksizeRow])> = done(c)
+        .filter_map(|(t, r)| Some((t.id.as_str(), Units::of(r), r.blocksize.as_deref()?)))
+        .filter(|(_, _, rows)| !rows.is_empty())
+        .collect();
+    if sweeps.is_empty() {
+        return None;
+    }
+    // (bytes, label), by size; one category per label (netio's 32k of 32,767 bytes and
+    // 32k of 32,768 bytes are one).
+    let mut sizes: Vec<(usize, String)> = sweeps
+        .iter()
+        .flat_map(|(_, u, rows)| rows.iter().map(|r| (r.block_bytes, u.size(r.block_bytes))))
+        .collect();
+    sizes.sort();
+    let mut cats: Vec<String> = Vec::new();
+    for (_, label) in sizes {
+        if !cats.contains(&label) {
+            cats.push(label);
+        }
+    }
+    let gbit = |mbyte_s: f64| mbyte_s * 8e6 / 1e9;
+    let mut series: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    for (id, units, rows) in &sweeps {
+        for (way, pick) in WAYS {
+            let at = |cat: &String| {
+                let r = rows.iter().find(|r| units.size(r.block_bytes) == *cat)?;
+                Some(gbit(pick(r)))
+            };
+            series.push((format!("{id} {way}"), cats.iter().map(at).collect()));
+        }
+    }
+    let svg = svg::category_lines(
+        "Block-size sweep: Tx and Rx by block size",
+        "block size",
+        "Gbit/s",
+        &cats,
+        &series,
+    );
+    Some(("block-size sweep".into(), svg))
 }
 
 /// The charts of one test: sweep rate and loss, RFC 2544 loss, latency percentiles and

@@ -1,11 +1,16 @@
 //! Two runs side by side (`wirebench compare`): every figure both measured, in the same
-//! test, with the difference and the overhead of B against A. The figures come from the
-//! one extractor of the results model.
+//! test, with the difference and the overhead of B against A, and every fact of the
+//! interfaces that differs between them (why the figures may differ). The figures come
+//! from the one extractor of the results model.
 
-use model::results::campaign::Campaign;
+use model::results::campaign::{Campaign, TestEntry};
 use model::results::figures::{figures, Figure, Metric, Stat};
+use model::results::nic::InterfaceState;
+use model::results::RunResult;
 
-use crate::table::{columns, opt, Table};
+use std::fmt::Write as _;
+
+use crate::table::{columns, md_escape, opt, Table};
 
 /// How a figure is compared: (label, unit, value in that unit, higher is better); `None`
 /// for figures a comparison leaves out.
@@ -35,6 +40,8 @@ fn compared(f: &Figure) -> Option<(String, &'static str, f64, bool)> {
             f.value / 1e6,
             true,
         ),
+        Metric::BlockTx | Metric::NicTx => (format!("{at} Tx"), "MByte/s", f.value, true),
+        Metric::BlockRx | Metric::NicRx => (format!("{at} Rx"), "MByte/s", f.value, true),
         Metric::FrerValue => (
             format!("{at} (FRER)"),
             "",
@@ -45,21 +52,79 @@ fn compared(f: &Figure) -> Option<(String, &'static str, f64, bool)> {
     })
 }
 
-/// Two runs side by side: every figure both measured, in the same test (by name, else by
-/// position and kind), with the difference and the overhead of B against A (positive: B is
-/// worse: less throughput, more loss or latency). Rows: test, figure, unit, A, B, B − A,
-/// overhead %.
-pub fn compare_rows(a: &Campaign, b: &Campaign) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
+/// The tests of A with a result and the result of the same test in B (by name, else by
+/// position and kind).
+fn pairs<'c>(
+    a: &'c Campaign,
+    b: &'c Campaign,
+) -> Vec<(&'c TestEntry, &'c RunResult, &'c RunResult)> {
+    let mut out = Vec::new();
     for (i, ta) in a.tests.iter().enumerate() {
         let tb = b
             .tests
             .iter()
             .find(|t| t.name == ta.name)
             .or_else(|| b.tests.get(i).filter(|t| t.kind == ta.kind));
-        let (Some(ra), Some(rb)) = (ta.result.as_ref(), tb.and_then(|t| t.result.as_ref())) else {
-            continue;
-        };
+        if let (Some(ra), Some(rb)) = (ta.result.as_ref(), tb.and_then(|t| t.result.as_ref())) {
+            out.push((ta, ra, rb));
+        }
+    }
+    out
+}
+
+/// An interface's facts with its name first (`interface eth0`).
+fn named_facts(i: &InterfaceState) -> Vec<(String, String)> {
+    let mut f = vec![("interface".to_owned(), i.name.clone())];
+    f.extend(i.facts());
+    f
+}
+
+/// Every fact of the interfaces that differs between the two runs, matched by test (as
+/// [`compare_rows`] matches them) and role: `test / role: fact: A -> B`, `-` where a run
+/// has no such fact; an interface only one run has is said so.
+pub fn interface_differences(a: &Campaign, b: &Campaign) -> Vec<String> {
+    let mut out = Vec::new();
+    for (t, ra, rb) in pairs(a, b) {
+        for ia in &ra.interfaces {
+            let head = format!("{} / {}", t.name, ia.role);
+            let Some(ib) = rb.interfaces.iter().find(|i| i.role == ia.role) else {
+                out.push(format!("{head}: only in A ({})", ia.name));
+                continue;
+            };
+            let (fa, fb) = (named_facts(ia), named_facts(ib));
+            let mut names: Vec<&String> = fa.iter().map(|(k, _)| k).collect();
+            for (k, _) in &fb {
+                if !names.contains(&k) {
+                    names.push(k);
+                }
+            }
+            let value = |f: &[(String, String)], k: &String| {
+                let v = f.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+                v.unwrap_or("-").to_owned()
+            };
+            for k in names {
+                let (va, vb) = (value(&fa, k), value(&fb, k));
+                if va != vb {
+                    out.push(format!("{head}: {k}: {va} -> {vb}"));
+                }
+            }
+        }
+        for ib in &rb.interfaces {
+            if !ra.interfaces.iter().any(|i| i.role == ib.role) {
+                out.push(format!("{} / {}: only in B ({})", t.name, ib.role, ib.name));
+            }
+        }
+    }
+    out
+}
+
+/// Two runs side by side: every figure both measured, in the same test (by name, else by
+/// position and kind), with the difference and the overhead of B against A (positive: B is
+/// worse: less throughput, more loss or latency). Rows: test, figure, unit, A, B, B − A,
+/// overhead %.
+pub fn compare_rows(a: &Campaign, b: &Campaign) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for (ta, ra, rb) in pairs(a, b) {
         let fb: Vec<_> = figures(rb).iter().filter_map(compared).collect();
         for (label, unit, va, higher) in figures(ra).iter().filter_map(compared) {
             let Some((_, _, vb, _)) = fb.iter().find(|f| f.0 == label) else {
@@ -100,6 +165,13 @@ pub fn compare_markdown(a: &Campaign, b: &Campaign, a_name: &str, b_name: &str) 
         s.push_str("No figure was measured in both runs.\n");
     } else {
         s.push_str(&t.markdown());
+    }
+    let differ = interface_differences(a, b);
+    if !differ.is_empty() {
+        s.push_str("\n## Interfaces that differ\n\nWhere the interfaces of a test were not the same in A and B (test / role: fact: A -> B), the figures may differ for that reason.\n\n");
+        for d in differ {
+            let _ = writeln!(s, "- {}", md_escape(&d));
+        }
     }
     s
 }

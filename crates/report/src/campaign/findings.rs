@@ -2,8 +2,12 @@
 //! and the verdict count.
 
 use model::results::campaign::{Campaign, TestStatus};
+use model::results::nic::{NicCell, NicMatrix};
+use model::results::RunResult;
 use model::units::bps;
 use wire::linerate::LineRate;
+
+use crate::tables::blocksize::{Units, WAYS};
 
 /// One line per test: what it found, in words and measured figures only.
 pub(super) fn findings(c: &Campaign) -> Vec<String> {
@@ -93,6 +97,18 @@ pub(super) fn findings(c: &Campaign) -> Vec<String> {
                 }
             }
         }
+        parts.extend(blocksize(r));
+        parts.extend(r.nic_matrix.iter().flat_map(nic_matrix));
+        for i in &r.interfaces {
+            if let Some(p) = i.pcie.as_ref().filter(|p| p.degraded()) {
+                parts.push(format!(
+                    "{} {} PCIe link {}: trained below what the device can do",
+                    i.role,
+                    i.name,
+                    p.words()
+                ));
+            }
+        }
         let limited = r.summary.as_ref().is_some_and(|s| s.generator_limited)
             || r.notes.iter().any(|n| n.contains("generator"));
         if limited {
@@ -102,6 +118,63 @@ pub(super) fn findings(c: &Campaign) -> Vec<String> {
     }
     let failed = c.verdicts.iter().filter(|v| !v.passed).count();
     out.push(thresholds(c.verdicts.len(), failed));
+    out
+}
+
+/// A block-size sweep's highest Tx and Rx, with their block sizes, in the sweep's units.
+fn blocksize(r: &RunResult) -> Option<String> {
+    let rows = r.blocksize.as_deref()?;
+    let units = Units::of(r);
+    let highest = WAYS.map(|(way, pick)| {
+        let best = rows.iter().max_by(|a, b| pick(a).total_cmp(&pick(b)))?;
+        Some(format!(
+            "highest {way} {} at block {}",
+            units.words(pick(best)),
+            units.size(best.block_bytes)
+        ))
+    });
+    let [Some(tx), Some(rx)] = highest else {
+        return None;
+    };
+    let netio = if units == Units::Netio {
+        " (netio units: powers of 2)"
+    } else {
+        ""
+    };
+    Some(format!("{tx}, {rx}{netio}"))
+}
+
+/// The NIC matrix: its best MTU with the mean of Tx and Rx over that MTU's sweeps, and the
+/// combinations that could not be set.
+fn nic_matrix(m: &NicMatrix) -> Vec<String> {
+    let units = Units::named(Some(&m.units));
+    let mut out = Vec::new();
+    if let Some(mtu) = m.best_mtu {
+        let means: Vec<f64> = m
+            .cells
+            .iter()
+            .filter(|c| c.mtu == Some(mtu))
+            .filter_map(NicCell::mean_mbyte_s)
+            .collect();
+        let mean = (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64);
+        out.push(match mean {
+            Some(v) => format!("best MTU {mtu}: mean of Tx and Rx {}", units.words(v)),
+            None => format!("best MTU {mtu}"),
+        });
+    }
+    let failed: Vec<String> = m
+        .cells
+        .iter()
+        .filter_map(|c| Some(format!("{}: {}", c.label, c.error.as_deref()?)))
+        .collect();
+    if !failed.is_empty() {
+        out.push(format!(
+            "{} of {} combinations could not be set ({})",
+            failed.len(),
+            m.cells.len(),
+            failed.join("; ")
+        ));
+    }
     out
 }
 

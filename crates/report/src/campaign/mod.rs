@@ -1,7 +1,8 @@
 //! The campaign report (`wirebench run`, `wirebench report`): the sections of a benchmark
 //! report built from a [`Campaign`] alone, laid out as Markdown ([`markdown`]), as one
 //! self-contained HTML file with inline SVG charts ([`html`], [`charts`]), and as one CSV
-//! per table ([`csv_tables`]); and two runs side by side ([`compare_rows`]).
+//! per table ([`csv_tables`]); and two runs side by side ([`compare_rows`], with the
+//! interface facts that differ: [`interface_differences`]).
 //!
 //! Every table row names its source test (`t3`, linked to the test's entry with its command
 //! line), a value that was not measured is shown as `-`, never estimated, and a result the
@@ -14,7 +15,7 @@ mod findings;
 mod layout;
 
 pub use charts::charts;
-pub use compare::{compare_markdown, compare_rows};
+pub use compare::{compare_markdown, compare_rows, interface_differences};
 pub use layout::{csv_tables, html, markdown};
 
 use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
@@ -107,11 +108,15 @@ pub fn tables(c: &Campaign) -> Vec<Table> {
             tables::shaping::report(c),
             tables::frer::overhead_report(c),
             tables::frer::paths_report(c),
+            tables::blocksize::report(c),
+            tables::nic::matrix_report(c),
+            tables::nic::activity_report(c),
         ]
         .into_iter()
         .flatten(),
     );
     out.push(tables::campaign::compliance(c));
     out.push(tables::campaign::interfaces(c));
+    out.extend(tables::nic::interfaces_report(c));
     out
 }

@@ -10,6 +10,7 @@ pub mod campaign;
 pub mod client;
 pub mod frer;
 pub mod latency;
+pub mod nic;
 pub mod profile;
 pub mod rfc2544;
 pub mod shaping;
@@ -72,10 +73,14 @@ pub(crate) mod sections {
     pub(crate) const STREAMS: Section = Section { name: "streams", title: "Multi-stream profile", intro: "Every stream at once on its own schedule (streams); Mbit/s of received frames incl. FCS.", columns: "source|stream|frame|load %>|sent>|received>|lost>|loss %>|duplicates>|Mbit/s>|verdict" };
     pub(crate) const SHAPING: Section = Section { name: "shaping", title: "Shaper accuracy (passed rate)", intro: "Line-rate traffic per frame size through each configured bandwidth; passed rate = received / offered (the RTX2000 report's figure), and in % of the bandwidth.", columns: "source|frame>|bandwidth Mbit/s>|received Mbit/s>|passed % of offered>|% of bandwidth>|note" };
     pub(crate) const OVERHEAD: Section = Section { name: "overhead", title: "Overhead against a control group (FRER)", intro: "The same measurements through the FRER network and through the same network forwarding plainly; overhead = what FRER costs in % of the control; throughputs against the line rate when one was given.", columns: "source|measurement|unit|line rate>|control>|FRER>|overhead %>|reason" };
+    pub(crate) const BLOCKSIZE: Section = Section { name: "blocksize", title: "Block-size sweep (netio style)", intro: "TCP throughput per write size (blocksize), each direction measured at its receiver: Tx client to server, Rx server to client; streams = TCP connections. Units si: MByte/s = 10^6 bytes/s. Units netio: as netio 1.33 writes them, MByte/s = 2^20 bytes/s (below 1 MByte/s in KByte/s = 2^10 bytes/s) and 32k = 32,767 bytes.", columns: "source|block|Tx MByte/s>|Rx MByte/s>|units|streams>" };
+    pub(crate) const NIC_MATRIX: Section = Section { name: "nic_matrix", title: "NIC matrix", intro: "A block-size sweep per MTU and offload combination (nicmatrix): Tx / Rx MByte/s per block size, one column per combination, in the units the matrix names (si: 10^6 bytes/s; netio: 2^20 bytes/s, 32k = 32,767 bytes); a combination the driver refused shows its error.", columns: "source|units|block" };
+    pub(crate) const NIC_ACTIVITY: Section = Section { name: "host_activity", title: "Host activity", intro: "What the host counted while each NIC matrix combination (or the whole test) ran, per side: interrupts on the interface's own IRQ lines (/proc/interrupts), NET_RX softirqs on all CPUs (/proc/softirqs), CPU busy in % of all CPUs (/proc/stat).", columns: "source|combination|side|interface|interrupts>|NET_RX softirqs>|CPU %>|secs>|note" };
+    pub(crate) const INTERFACE_STATE: Section = Section { name: "interface_state", title: "Interfaces", intro: "The interfaces each test used, as the kernel's ethtool interface and sysfs gave them when it ran; PCIe as trained, of what the device can do; features on and off, and those the driver does not let change (fixed).", columns: "source|role|interface|driver|driver version|firmware|bus|speed|duplex|MTU>|PCIe|coalesce|rings|channels|features" };
     pub(crate) const FRER_PATHS: Section = Section { name: "frer_paths", title: "FRER per path", intro: "What each path carried during each test, from the FRER relays' own counters: frames replicated onto it, frames that arrived over it, and how often its copy was the one passed.", columns: "source|stream|path port|sent>|received>|path loss %>|first>|first %>" };
 }
 
-/// `row` led by test id `id` (its `source`).
+/// `row` led by test id `id` (its `source`), or by any first cell.
 fn led(id: &str, row: Vec<String>) -> Vec<String> {
     let mut cells = vec![id.to_owned()];
     cells.extend(row);

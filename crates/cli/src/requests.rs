@@ -7,8 +7,8 @@ use std::time::Duration;
 use campaign::plan::Commands;
 use campaign::request::{
     AnalyzeRequest, BlocksizeRequest, ClientRequest, FrameBackend, FrameProto, FrameRequest,
-    FrerCompareRequest, GenRequest, LatencyRequest, Rfc2544Path, Rfc2544Request, Rfc2544Test,
-    Server, ShapingRequest, StreamsRequest, SweepRequest, TestRequest,
+    FrerCompareRequest, GenRequest, LatencyRequest, NicMatrixRequest, Rfc2544Path, Rfc2544Request,
+    Rfc2544Test, Server, ShapingRequest, StreamsRequest, SweepRequest, TestRequest,
 };
 use campaign::Error;
 use clap::Parser as _;
@@ -16,7 +16,7 @@ use method::rfc2544::{Search, SearchConfig};
 use model::spec::{Direction, Protocol, Rate, TestSpec, UdpBackend};
 use wire::linerate::LineRate;
 
-use crate::cli::{self, Cli, Command};
+use crate::args::{self as cli, Cli, Command};
 
 fn usage(msg: impl Into<String>) -> Error {
     Error::Usage(msg.into())
@@ -113,13 +113,43 @@ pub fn sweep(a: &cli::SweepArgs) -> Result<SweepRequest, Error> {
 
 /// `blocksize`.
 pub fn blocksize(a: &cli::BlocksizeArgs) -> Result<BlocksizeRequest, Error> {
-    let plan = method::blocksize::BlocksizePlan::new(a.sizes.clone(), a.time)
+    sweep_request(server(&a.target), &a.sweep)
+}
+
+fn sweep_request(server: Server, o: &cli::SweepOptions) -> Result<BlocksizeRequest, Error> {
+    let netio = o.units == cli::UnitsArg::Netio;
+    // netio 1.33 sends 32,767 bytes for "32k".
+    let sizes: Vec<usize> = o
+        .sizes
+        .iter()
+        .map(|&s| if netio && s == 32 * 1024 { 32_767 } else { s })
+        .collect();
+    let plan = method::blocksize::BlocksizePlan::new(sizes.clone(), o.time)
         .map_err(|e| usage(e.to_string()))?;
     Ok(BlocksizeRequest {
-        server: server(&a.target),
+        server,
         plan,
-        sizes: a.sizes.clone(),
-        time: a.time,
+        sizes,
+        time: o.time,
+        streams: o.parallel,
+        netio,
+    })
+}
+
+/// `nicmatrix`.
+pub fn nic_matrix(a: &cli::NicMatrixArgs) -> Result<NicMatrixRequest, Error> {
+    let server = Server {
+        host: a.host.clone().unwrap_or_default(),
+        port: a.port,
+        key_file: a.auth_key_file.clone(),
+    };
+    Ok(NicMatrixRequest {
+        sweep: sweep_request(server, &a.sweep)?,
+        remote: a.host.is_some(),
+        lab: a.lab.clone(),
+        ends: a.ends.clone(),
+        mtus: a.mtu.clone().unwrap_or_default(),
+        features: a.offload.clone(),
     })
 }
 
@@ -302,6 +332,7 @@ pub fn lab_up(a: &cli::LabUpArgs) -> lab::topology::Request {
         ingress: a.ingress,
         port_rate_bps: a.port_rate,
         egress_bps: a.egress,
+        mtu: a.mtu,
     }
 }
 
@@ -341,6 +372,7 @@ pub fn test(c: &Command) -> Option<Result<TestRequest, Error>> {
         Command::Client(a) => client(a).map(TestRequest::Client),
         Command::Sweep(a) => sweep(a).map(TestRequest::Sweep),
         Command::Blocksize(a) => blocksize(a).map(TestRequest::Blocksize),
+        Command::NicMatrix(a) => nic_matrix(a).map(|r| TestRequest::NicMatrix(Box::new(r))),
         Command::Latency(a) => Ok(TestRequest::Latency(latency(a))),
         Command::Rfc2544(a) => rfc2544(a).map(|r| TestRequest::Rfc2544(Box::new(r))),
         Command::Streams(a) => streams(a).map(|r| TestRequest::Streams(Box::new(r))),
@@ -400,7 +432,9 @@ mod test {
     /// files where the demo writes them).
     #[test]
     fn every_example_plan_parses() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        // The workspace root, two levels above this crate.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let root = root.as_path();
         let dir = std::env::temp_dir().join(format!("wb-plans-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let demo = [

@@ -36,6 +36,11 @@ pub enum Command {
     Sweep(SweepArgs),
     /// TCP throughput per write size, each direction (like netio).
     Blocksize(BlocksizeArgs),
+    /// NIC review (needs root): for each MTU and feature combination, set both ends, run
+    /// the block-size sweep, count interrupts, softirqs and CPU; every setting is put back
+    /// afterwards, also on Ctrl-C. One table: rows block size, columns the combinations.
+    #[command(name = "nicmatrix")]
+    NicMatrix(NicMatrixArgs),
     /// The whole story in about a minute: as root, a FRER lab with path loss (TCP, UDP,
     /// sweep, latency, RFC 2544 at two frame sizes), a shaper profile and the FRER overhead;
     /// otherwise the same methods on loopback. Writes a run directory with report.html.
@@ -612,6 +617,10 @@ pub struct LabUpArgs {
     /// (the baseline without shaping), e.g. 100M.
     #[arg(long, value_parser = units::rate_bps)]
     pub egress: Option<f64>,
+    /// MTU of every link, bytes (68-65535), e.g. 9000 for jumbo frames end to end;
+    /// links that carry a tag (frer) get the tag's bytes on top.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(68..))]
+    pub mtu: Option<u16>,
     /// Lab name (1-8 characters a-z, 0-9, -); namespaces are wb-NAME-NODE.
     #[arg(long, default_value = "lab")]
     pub name: String,
@@ -798,12 +807,65 @@ pub struct SweepArgs {
 pub struct BlocksizeArgs {
     #[command(flatten)]
     pub target: Target,
-    /// Write sizes, comma-separated (k = 1024 bytes).
+    #[command(flatten)]
+    pub sweep: SweepOptions,
+}
+
+/// The block-size sweep's options (`blocksize`, `nicmatrix`).
+#[derive(Debug, Args)]
+pub struct SweepOptions {
+    /// Write sizes, comma-separated (k = 1024 bytes; with --units netio, 32k is netio's
+    /// 32,767).
     #[arg(long, value_parser = units::size_list, default_value = "1k,2k,4k,8k,16k,32k")]
     pub sizes: std::vec::Vec<usize>,
     /// Seconds per size and direction.
     #[arg(short, long, value_parser = units::seconds, default_value = "5")]
     pub time: Duration,
+    /// TCP connections at once.
+    #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub parallel: u8,
+    /// How sizes and rates are written: si (MByte/s = 10^6 bytes/s) or netio (netio 1.33:
+    /// KByte/s and MByte/s in powers of 2, 32k = 32,767 bytes).
+    #[arg(long, value_enum, default_value_t = UnitsArg::Si)]
+    pub units: UnitsArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UnitsArg {
+    Si,
+    Netio,
+}
+
+#[derive(Debug, Args)]
+pub struct NicMatrixArgs {
+    /// A wirebench server to sweep against; without it, a server of this run serves on
+    /// the last --end (NODE:IFACE of --lab) and the sweep runs from the first.
+    pub host: Option<String>,
+    /// Server control port (with HOST).
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
+    /// Pre-shared key file (with HOST).
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Interfaces to set: IFACE of this host or NODE:IFACE of --lab (comma-separated or
+    /// repeated).
+    #[arg(long = "end", value_delimiter = ',', required = true)]
+    pub ends: Vec<String>,
+    /// Lab whose nodes NODE:IFACE names.
+    #[arg(long, default_value = "lab")]
+    pub lab: String,
+    /// MTUs to set: 1500,9000 or a sweep 1500..9000/500 (default: left as they are).
+    #[arg(long, value_parser = units::mtu_list)]
+    pub mtu: Option<std::vec::Vec<u32>>,
+    /// A feature and its states, e.g. rx-checksum=on,off, lro=on,off, rx-vlan-hw=on,off
+    /// (kernel names or ethtool's; repeatable).
+    #[arg(long, value_parser = units::feature_states)]
+    pub offload: Vec<(String, std::vec::Vec<bool>)>,
+    #[command(flatten)]
+    pub sweep: SweepOptions,
+    /// Print one JSON document.
+    #[arg(short = 'J', long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,0 +1,301 @@
+//! The NIC review: the matrix of block-size sweeps per MTU and feature on a `direct` lab
+//! (settings restored afterwards, also on Ctrl-C), jumbo frames end to end, oversize
+//! frames refused, the block-size sweep's connections and netio units, and the interface
+//! state recorded with a result.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::lab::{root_or_skip, LabGuard};
+use crate::util::{assert_fails, bin, run, run_json, run_within, ServerProc};
+
+/// MTU and every feature of `node:eth0` of `lab`, read through the kernel.
+fn settings(lab: &str, node: &str) -> (Option<u32>, BTreeMap<String, bool>) {
+    let ns = format!("wb-{lab}-{node}");
+    let s = engine::frameio::in_netns(Some(&ns), || engine::nic::state(node, "eth0"))
+        .unwrap()
+        .unwrap();
+    (s.mtu, s.features)
+}
+
+fn matrix_args<'a>(lab: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "nicmatrix",
+        "--lab",
+        lab,
+        "--end",
+        "talker:eth0,listener:eth0",
+    ];
+    a.extend(extra);
+    a
+}
+
+#[test]
+fn the_matrix_runs_every_combination_and_puts_every_setting_back() {
+    if !root_or_skip("the_matrix_runs_every_combination_and_puts_every_setting_back") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "nm");
+    let before = [settings(&lab.0, "talker"), settings(&lab.0, "listener")];
+    let args = matrix_args(
+        &lab.0,
+        &[
+            "--mtu",
+            "1500,9000",
+            "--offload",
+            "rx-checksum=on,off",
+            "--sizes",
+            "1k,32k",
+            "-t",
+            "0.5",
+            "-J",
+        ],
+    );
+    let v = run_json(&args);
+    let m = &v["nic_matrix"];
+    let cells = m["cells"].as_array().unwrap();
+    let labels: Vec<&str> = cells.iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "mtu 1500, rx-checksum on",
+            "mtu 1500, rx-checksum off",
+            "mtu 9000, rx-checksum on",
+            "mtu 9000, rx-checksum off"
+        ]
+    );
+    for c in cells {
+        assert!(c["error"].is_null(), "{c}");
+        let rows = c["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{c}");
+        for r in rows {
+            for k in ["tx_mbyte_s", "rx_mbyte_s"] {
+                // A veth pair on this machine carries 100-5000 MByte/s of TCP.
+                let x = r[k].as_f64().unwrap();
+                assert!((1.0..100_000.0).contains(&x), "{k} {x} in {c}");
+            }
+        }
+        // Per side: softirqs counted (the sweep's packets are received as NET_RX), no IRQ
+        // lines on a virtual device, CPU a share.
+        let act = c["activity"].as_array().unwrap();
+        assert_eq!(act.len(), 2, "{c}");
+        for a in act {
+            assert!(a["net_rx_softirqs"].as_u64().unwrap() > 0, "{a}");
+            assert!(a["irqs"].is_null(), "veth has no IRQ lines: {a}");
+            let cpu = a["cpu_busy_percent"].as_f64().unwrap();
+            assert!((0.0..=100.0).contains(&cpu), "{a}");
+        }
+    }
+    assert!(m["best_mtu"].as_u64().is_some(), "{m}");
+    // The interfaces as they were, with what explains a result.
+    let ifaces = v["interfaces"].as_array().unwrap();
+    assert_eq!(ifaces.len(), 2);
+    for i in ifaces {
+        assert_eq!(i["driver"], "veth", "{i}");
+        assert_eq!(i["mtu"], 1500, "{i}");
+        assert_eq!(i["pcie_note"], "not a PCIe device", "{i}");
+        assert_eq!(i["features"]["rx-checksum"], true, "{i}");
+    }
+    // Every setting is back: the last combination was MTU 9000 with rx-checksum off.
+    let after = [settings(&lab.0, "talker"), settings(&lab.0, "listener")];
+    assert_eq!(before, after);
+    assert_eq!(after[0].0, Some(1500));
+}
+
+#[test]
+fn a_stop_in_the_middle_of_the_matrix_puts_every_setting_back() {
+    if !root_or_skip("a_stop_in_the_middle_of_the_matrix_puts_every_setting_back") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "ns");
+    let before = [settings(&lab.0, "talker"), settings(&lab.0, "listener")];
+    let args = matrix_args(
+        &lab.0,
+        &[
+            "--mtu",
+            "9000,4000",
+            "--offload",
+            "rx-checksum=off,on",
+            "--sizes",
+            "1k,2k,4k,8k",
+            "-t",
+            "1",
+        ],
+    );
+    let mut child = Command::new(bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first combination is set (MTU 9000, rx-checksum off), then stop.
+    let t0 = Instant::now();
+    while settings(&lab.0, "listener").0 != Some(9000) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never set");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t1.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("nicmatrix did not stop after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let after = [settings(&lab.0, "talker"), settings(&lab.0, "listener")];
+    assert_eq!(before, after, "{err}");
+}
+
+#[test]
+fn jumbo_frames_cross_a_lab_built_with_mtu_9000_and_oversize_frames_are_refused() {
+    if !root_or_skip("jumbo_frames_cross_a_lab_built_with_mtu_9000_and_oversize_frames_are_refused")
+    {
+        return;
+    }
+    let lab = LabGuard::up_with("direct", "nj", &["--mtu", "9000"]);
+    let v = run_json(&[
+        "gen",
+        "talker:eth0",
+        "--rx",
+        "listener:eth0",
+        "--lab",
+        &lab.0,
+        "-s",
+        "9018",
+        "-r",
+        "1000pps",
+        "-n",
+        "200",
+        "-J",
+    ]);
+    let g = &v["gen"];
+    assert_eq!(g["sent"], 200, "{g}");
+    assert_eq!(g["received"], 200, "every jumbo frame arrives: {g}");
+    // On a lab at the default MTU, one byte more than 1500 carries is refused, naming both
+    // sizes and the fix; the same for rfc2544.
+    let plain = LabGuard::up("direct", "np");
+    let out = run(&[
+        "gen",
+        "talker:eth0",
+        "--lab",
+        &plain.0,
+        "-s",
+        "1519",
+        "-n",
+        "10",
+    ]);
+    assert_fails(&out, 2, "needs an MTU of 1501");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("which has 1500") && err.contains("--mtu"),
+        "{err}"
+    );
+    let out = run(&[
+        "rfc2544",
+        "--tx",
+        "talker:eth0",
+        "--rx",
+        "listener:eth0",
+        "--lab",
+        &plain.0,
+        "--sizes",
+        "1518,9018",
+        "--tests",
+        "throughput",
+    ]);
+    assert_fails(&out, 2, "needs an MTU of 9000");
+}
+
+#[test]
+fn blocksize_takes_connections_and_writes_netio_units() {
+    let server = ServerProc::start(&[]);
+    let port = server.port_arg();
+    let v = run_json(&[
+        "blocksize",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--sizes",
+        "1k,32k",
+        "-t",
+        "0.3",
+        "-P",
+        "3",
+        "--units",
+        "netio",
+        "-J",
+    ]);
+    assert_eq!(v["params"]["streams"], 3, "{}", v["params"]);
+    assert_eq!(v["params"]["units"], "netio");
+    let rows = v["blocksize"].as_array().unwrap();
+    // netio sends 32,767 bytes for "32k".
+    let sizes: Vec<u64> = rows
+        .iter()
+        .map(|r| r["block_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [1024, 32_767]);
+    for r in rows {
+        assert!(r["tx_mbyte_s"].as_f64().unwrap() > 1.0, "{r}");
+        assert!(r["client_cpu"].as_f64().is_some_and(|c| c > 0.0), "{r}");
+        assert!(r["server_cpu"].as_f64().is_some_and(|c| c > 0.0), "{r}");
+    }
+    // The local side's interface is recorded with the result.
+    assert_eq!(v["interfaces"][0]["name"], "lo", "{}", v["interfaces"]);
+    assert_eq!(v["interfaces"][0]["role"], "local");
+    assert!(v["activity"][0]["net_rx_softirqs"].as_u64().is_some());
+    // The text says which units, in netio's own lines.
+    let out = run_within(
+        &[
+            "blocksize",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--sizes",
+            "1k",
+            "-t",
+            "0.3",
+            "--units",
+            "netio",
+        ],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Packet size  1k bytes:"), "{text}");
+    assert!(text.contains("powers of 2"), "{text}");
+}
+
+#[test]
+fn nicmatrix_refuses_what_it_cannot_do() {
+    for (args, code, needle) in [
+        (vec!["nicmatrix", "--end", "lo", "--mtu", "67"], 2, "67"),
+        (
+            vec!["nicmatrix", "--end", "lo", "--offload", "lro=maybe"],
+            2,
+            "on and off",
+        ),
+        (vec!["nicmatrix", "--mtu", "1500"], 2, "--end"),
+    ] {
+        assert_fails(&run(&args), code, needle);
+    }
+    if !root_or_skip("nicmatrix_refuses_what_it_cannot_do") {
+        return;
+    }
+    // Without HOST both ends must be lab ports.
+    assert_fails(
+        &run(&["nicmatrix", "--end", "lo", "--mtu", "1500"]),
+        2,
+        "NODE:IFACE",
+    );
+}
