@@ -42,11 +42,22 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         max_tests: a.max_tests,
     };
     let auth = key.is_some();
+    if a.allow_tuning && !auth {
+        return Err(usage(
+            "--allow-tuning lets clients change this host's interface: it needs --auth-key-file",
+        ));
+    }
+    if a.allow_tuning && !lab::cmd::is_root() {
+        return Err(usage(
+            "--allow-tuning needs root (CAP_NET_ADMIN) to set MTUs and features",
+        ));
+    }
     let cfg = ServerConfig {
         bind: SocketAddr::new(a.bind, a.port),
         limits,
         key,
         handshake_timeout: a.handshake_timeout,
+        allow_tuning: a.allow_tuning,
     };
     let server =
         Server::bind(cfg).with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
@@ -54,10 +65,10 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         "wirebench server listening on {} (up to {} tests at once{})",
         server.local_addr()?,
         a.max_tests,
-        if auth {
-            ", authentication required"
-        } else {
-            ""
+        match (auth, a.allow_tuning) {
+            (true, true) => ", authentication required, tuning allowed",
+            (true, false) => ", authentication required",
+            _ => "",
         }
     );
     let stop = Arc::new(AtomicBool::new(false));

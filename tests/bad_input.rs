@@ -71,7 +71,7 @@ fn server_survives_garbage_oversize_truncation_versions_and_silence() {
     assert_eq!(error_reply(&r)["code"], "protocol");
 
     // A valid hello followed by a request with a field the protocol does not have.
-    let mut bytes = framed(r#"{"type":"hello","magic":"wirebench","version":2}"#);
+    let mut bytes = framed(r#"{"type":"hello","magic":"wirebench","version":3}"#);
     bytes.extend(framed(
         r#"{"type":"test","spec":{"bogus":1},"one_way":true,"interval_ms":0}"#,
     ));
@@ -113,7 +113,7 @@ fn a_client_that_never_connects_its_streams_frees_its_slot() {
     // Hello, then a valid UDP request, then silence: the streams are never connected.
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.write_all(&framed(
-        r#"{"type":"hello","magic":"wirebench","version":2}"#,
+        r#"{"type":"hello","magic":"wirebench","version":3}"#,
     ))
     .unwrap();
     let req = r#"{"type":"test","spec":{"protocol":"udp","duration":{"secs":1,"nanos":0},"rate":{"kind":"bits_per_sec","value":1000000.0},"len":100,"streams":1,"direction":"forward","udp_backend":"auto","synced_clocks":false,"dscp":null,"window":null},"one_way":true,"interval_ms":0}"#;

@@ -299,3 +299,167 @@ fn nicmatrix_refuses_what_it_cannot_do() {
         "NODE:IFACE",
     );
 }
+
+/// Starts `wirebench server` (with a key, `--allow-tuning` when `allow`) on the listener
+/// of `lab`, on `port` (a server outlives `lab exec` being killed, until its --run-for).
+fn tuning_server(
+    lab: &LabGuard,
+    key: &std::path::Path,
+    allow: bool,
+    port: &str,
+) -> std::process::Child {
+    let mut args = vec![
+        "lab",
+        "exec",
+        "--name",
+        &lab.0,
+        "listener",
+        "--",
+        bin(),
+        "server",
+        "--bind",
+        "198.18.0.2",
+        "-p",
+        port,
+        "--run-for",
+        "40",
+        "--auth-key-file",
+        key.to_str().unwrap(),
+    ];
+    if allow {
+        args.push("--allow-tuning");
+    }
+    let child = Command::new(bin())
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    child
+}
+
+fn key_file(tag: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("wb-nic-key-{tag}-{}", std::process::id()));
+    std::fs::write(&p, "a key of more than sixteen bytes\n").unwrap();
+    let mut perm = std::fs::metadata(&p).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o600);
+    std::fs::set_permissions(&p, perm).unwrap();
+    p
+}
+
+#[test]
+fn a_server_started_with_allow_tuning_has_its_interface_set_and_put_back() {
+    if !root_or_skip("a_server_started_with_allow_tuning_has_its_interface_set_and_put_back") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "nr");
+    let key = key_file("r");
+    let before = settings(&lab.0, "listener");
+    let mut server = tuning_server(&lab, &key, true, "5301");
+    let key_arg = key.to_str().unwrap();
+    let v = run_json(&[
+        "nicmatrix",
+        "198.18.0.2",
+        "--auth-key-file",
+        key_arg,
+        "--lab",
+        &lab.0,
+        "--end",
+        "talker:eth0",
+        "--mtu",
+        "1500,9000",
+        "--sizes",
+        "1k",
+        "-t",
+        "0.3",
+        "-J",
+    ]);
+    let cells = v["nic_matrix"]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{v}");
+    for c in cells {
+        assert!(c["error"].is_null(), "{c}");
+        assert!(c["rows"][0]["tx_mbyte_s"].as_f64().unwrap() > 1.0, "{c}");
+    }
+    // The server's end is recorded as it was, and is back as it was.
+    let roles: Vec<&str> = v["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["talker:eth0", "server"]);
+    assert_eq!(v["interfaces"][1]["mtu"], 1500);
+    assert_eq!(settings(&lab.0, "listener"), before);
+
+    // A client that dies in the middle: the server puts its interface back by itself.
+    let mut child = Command::new(bin())
+        .args([
+            "nicmatrix",
+            "198.18.0.2",
+            "--auth-key-file",
+            key_arg,
+            "--lab",
+            &lab.0,
+            "--end",
+            "talker:eth0",
+            "--mtu",
+            "9000,4000",
+            "--sizes",
+            "1k,2k,4k",
+            "-t",
+            "1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while settings(&lab.0, "listener").0 != Some(9000) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never set");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let t1 = Instant::now();
+    while settings(&lab.0, "listener") != before {
+        assert!(
+            t1.elapsed() < Duration::from_secs(10),
+            "the server did not restore"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The talker's end, set by the killed client itself, is not: that is the client's
+    // host, which a SIGKILL leaves as it was at that moment.
+    let _ = server.kill();
+    let _ = server.wait();
+
+    // A server without --allow-tuning refuses, saying how to allow it.
+    let mut plain = tuning_server(&lab, &key, false, "5302");
+    let out = run(&[
+        "nicmatrix",
+        "198.18.0.2",
+        "-p",
+        "5302",
+        "--auth-key-file",
+        key_arg,
+        "--lab",
+        &lab.0,
+        "--end",
+        "talker:eth0",
+        "--mtu",
+        "9000",
+        "--sizes",
+        "1k",
+        "-t",
+        "0.3",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--allow-tuning"),
+        "{err}"
+    );
+    let _ = plain.kill();
+    let _ = plain.wait();
+    let _ = std::fs::remove_file(key);
+}

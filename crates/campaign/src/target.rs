@@ -100,6 +100,7 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         limits: control::messages::Limits::default(),
         key: None,
         handshake_timeout: control::server::HANDSHAKE_TIMEOUT,
+        allow_tuning: false,
     })?
     .spawn()
 }

@@ -659,6 +659,11 @@ pub struct ServerArgs {
     /// Serve only this long, then exit (seconds). Runs until killed if absent.
     #[arg(long, value_parser = units::seconds)]
     pub run_for: Option<Duration>,
+    /// Let authenticated clients set the MTU and features of the interface they arrive on
+    /// (`nicmatrix HOST`), one at a time; everything is put back when they finish or
+    /// disconnect. Needs root and --auth-key-file.
+    #[arg(long)]
+    pub allow_tuning: bool,
 }
 
 /// Flags every command that talks to a server shares.

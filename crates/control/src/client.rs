@@ -123,6 +123,11 @@ fn expect_ok(msg: ServerMsg) -> Result<ServerMsg, ProtoError> {
 }
 
 impl Session {
+    /// The control connection, for a session that is not a test (a tuning session).
+    pub fn into_stream(self) -> TcpStream {
+        self.ctrl
+    }
+
     /// Connects, exchanges hellos and authenticates.
     pub fn connect(cfg: &ClientConfig) -> Result<Self, ProtoError> {
         let mut ctrl =

@@ -19,6 +19,7 @@ pub mod frame;
 pub mod messages;
 pub mod server;
 mod streams;
+pub mod tuning;
 
 use std::io;
 
@@ -26,7 +27,8 @@ use std::io;
 pub const MAGIC: &str = "wirebench";
 /// Control protocol version spoken by this build.
 /// Version 2: handshake answers are marked, data streams start on the client's `Start`.
-pub const VERSION: u32 = 2;
+/// Version 3: a server started with `--allow-tuning` sets its interface (`Tune`, `Restore`).
+pub const VERSION: u32 = 3;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

@@ -58,6 +58,18 @@ pub enum ClientMsg {
         /// Why, for the server's log.
         reason: String,
     },
+    /// Set the interface this connection arrived on (a server started with
+    /// `--allow-tuning`): the MTU and features by kernel name. The first one saves the
+    /// interface's settings; they are put back on [`ClientMsg::Restore`] or when the
+    /// connection ends, whichever comes first.
+    Tune {
+        /// MTU to set.
+        mtu: Option<u32>,
+        /// Features to set on or off.
+        features: std::collections::BTreeMap<String, bool>,
+    },
+    /// Put the settings back and end the tuning session.
+    Restore,
 }
 
 /// Server to client.
@@ -108,6 +120,14 @@ pub enum ServerMsg {
     EchoReady {
         /// UDP port to send messages to.
         port: u16,
+    },
+    /// Answer to [`ClientMsg::Tune`] and [`ClientMsg::Restore`]: the interface as it is
+    /// now, or why a setting was refused (the session goes on).
+    Tuned {
+        /// The interface's state.
+        interface: Option<Box<model::results::nic::InterfaceState>>,
+        /// The refusal, when the driver or the kernel refused a setting.
+        refused: Option<String>,
     },
     /// Something went wrong; the server closes the connection after this.
     Error {

@@ -41,9 +41,12 @@ pub struct ServerConfig {
     pub key: Option<Vec<u8>>,
     /// Time a client has for each handshake message.
     pub handshake_timeout: Duration,
+    /// Authenticated clients may set the MTU and features of the interface their
+    /// connection arrived on (`--allow-tuning`; needs a key and CAP_NET_ADMIN).
+    pub allow_tuning: bool,
 }
 
-struct Ctx {
+pub(crate) struct Ctx {
     limits: Limits,
     key: Option<Vec<u8>>,
     host_id: Option<String>,
@@ -51,6 +54,9 @@ struct Ctx {
     active_tests: AtomicUsize,
     connections: AtomicUsize,
     next_test_id: AtomicU16,
+    pub(crate) allow_tuning: bool,
+    /// A tuning session is running (one at a time).
+    pub(crate) tuning: AtomicUsize,
 }
 
 /// A bound server, ready to serve.
@@ -83,10 +89,10 @@ impl Drop for ServerHandle {
 }
 
 /// A slot in a counter, released on drop.
-struct Slot<'a>(&'a AtomicUsize);
+pub(crate) struct Slot<'a>(&'a AtomicUsize);
 
 impl<'a> Slot<'a> {
-    fn take(counter: &'a AtomicUsize, max: usize) -> Option<Self> {
+    pub(crate) fn take(counter: &'a AtomicUsize, max: usize) -> Option<Self> {
         counter
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
@@ -108,12 +114,14 @@ impl Server {
         let listener = TcpListener::bind(cfg.bind)?;
         let ctx = Ctx {
             limits: cfg.limits,
-            key: cfg.key,
+            key: cfg.key.clone(),
             host_id: engine::env::boot_id(),
             handshake_timeout: cfg.handshake_timeout,
             active_tests: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             next_test_id: AtomicU16::new(1),
+            allow_tuning: cfg.allow_tuning && cfg.key.is_some(),
+            tuning: AtomicUsize::new(0),
         };
         Ok(Self {
             listener,
@@ -200,7 +208,7 @@ fn refusal(code: ErrorCode, message: impl Into<String>) -> ServerMsg {
 }
 
 /// Sends an error to the client (best effort) and returns it as this connection's error.
-fn refuse(ctrl: &mut TcpStream, code: ErrorCode, message: String) -> ProtoError {
+pub(crate) fn refuse(ctrl: &mut TcpStream, code: ErrorCode, message: String) -> ProtoError {
     let _ = write_msg(ctrl, &refusal(code, message.clone()));
     ProtoError::Refused { code, message }
 }
@@ -275,6 +283,7 @@ fn handle_connection(mut ctrl: TcpStream, ctx: &Ctx) -> Result<(), ProtoError> {
             interval_ms,
         } => serve_test(ctrl, ctx, spec, one_way, interval_ms),
         ClientMsg::Echo { spec } => serve_echo(ctrl, ctx, spec),
+        ClientMsg::Tune { mtu, features } => crate::tuning::serve(ctrl, ctx, mtu, features),
         other => Err(refuse(
             &mut ctrl,
             ErrorCode::Protocol,
@@ -313,6 +322,8 @@ fn kind(m: &ClientMsg) -> &'static str {
         ClientMsg::Echo { .. } => "echo",
         ClientMsg::Finish { .. } => "finish",
         ClientMsg::Abort { .. } => "abort",
+        ClientMsg::Tune { .. } => "tune",
+        ClientMsg::Restore => "restore",
     }
 }
 

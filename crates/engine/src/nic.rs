@@ -225,6 +225,14 @@ pub fn pcie_link(dir: &Path) -> Option<PcieLink> {
     })
 }
 
+/// The interface that holds local address `ip` (where a connection to it arrived).
+///
+/// # Errors
+/// The kernel's interface list cannot be read.
+pub fn interface_with_address(ip: std::net::IpAddr) -> io::Result<Option<String>> {
+    crate::sys::interface_with_address(ip)
+}
+
 /// Sets the MTU of `ifname`.
 ///
 /// # Errors
@@ -458,6 +466,14 @@ mod test {
         assert_eq!(pcie_address("0000:03:00.0"), Some("0000:03:00.0"));
         assert_eq!(pcie_address(""), None);
         assert_eq!(pcie_address("usb-0000:00:14.0-1"), None);
+    }
+
+    #[test]
+    fn the_interface_of_an_address() {
+        let lo = interface_with_address("127.0.0.1".parse().unwrap()).unwrap();
+        assert_eq!(lo.as_deref(), Some("lo"));
+        let none = interface_with_address("198.51.100.77".parse().unwrap()).unwrap();
+        assert_eq!(none, None);
     }
 
     #[test]

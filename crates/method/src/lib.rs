@@ -10,6 +10,7 @@
 //!   classes and the maximum sustained zero-loss rate;
 //! - [`blocksize`]: netio-style TCP throughput per write size, each direction measured at
 //!   its receiver;
+//! - [`nicmatrix`]: the MTU x feature combinations of a NIC review and the best MTU;
 //! - [`rfc2544`]: throughput (binary search, MLRsearch), latency, frame loss rate and
 //!   back-to-back per frame size;
 //! - [`streams`]: multi-stream profiles (SmartBits style) and their table;
@@ -21,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod blocksize;
+pub mod nicmatrix;
 pub mod overhead;
 pub mod rfc2544;
 pub mod shaping;

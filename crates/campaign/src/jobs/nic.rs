@@ -3,7 +3,8 @@
 //! also when the run stops early (Ctrl-C) or fails ([`Tuning`] restores on drop).
 //!
 //! The settings go through the kernel's interfaces (`engine::nic`), in each end's
-//! namespace. A remote server's interface is not set here.
+//! namespace; a remote server's own interface through its tuning session
+//! (`control::tuning`, a server started with `--allow-tuning`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +12,7 @@ use std::sync::Arc;
 
 use engine::frameio::{in_netns, Endpoint};
 use engine::nic::{self, ActivityProbe};
+use method::nicmatrix::{best_mtu, combinations, Combination};
 use model::results::nic::{NicCell, NicMatrix};
 use model::results::RunResult;
 use model::spec::Protocol;
@@ -22,60 +24,6 @@ use crate::{frames, usage, Error, Watch};
 /// Most combinations one matrix runs.
 const MAX_CELLS: usize = 256;
 
-/// One combination: an MTU (or none) and feature states by kernel name.
-#[derive(Debug, Clone, PartialEq)]
-struct Combination {
-    mtu: Option<u32>,
-    features: BTreeMap<String, bool>,
-}
-
-impl Combination {
-    fn label(&self) -> String {
-        let mut parts: Vec<String> = self.mtu.map(|m| format!("mtu {m}")).into_iter().collect();
-        parts.extend(
-            self.features
-                .iter()
-                .map(|(f, on)| format!("{f} {}", if *on { "on" } else { "off" })),
-        );
-        if parts.is_empty() {
-            "as set".into()
-        } else {
-            parts.join(", ")
-        }
-    }
-}
-
-/// Every combination, MTU outermost, then the features in the order given.
-fn combinations(mtus: &[u32], features: &[(String, Vec<bool>)]) -> Vec<Combination> {
-    let mut out: Vec<Combination> = if mtus.is_empty() {
-        vec![Combination {
-            mtu: None,
-            features: BTreeMap::new(),
-        }]
-    } else {
-        mtus.iter()
-            .map(|&m| Combination {
-                mtu: Some(m),
-                features: BTreeMap::new(),
-            })
-            .collect()
-    };
-    for (name, states) in features {
-        let kernel = nic::feature_name(name);
-        out = out
-            .iter()
-            .flat_map(|c| {
-                states.iter().map(move |&on| {
-                    let mut c = c.clone();
-                    c.features.insert(kernel.to_owned(), on);
-                    c
-                })
-            })
-            .collect();
-    }
-    out
-}
-
 /// One end as it was before the matrix touched it.
 struct Saved {
     name: String,
@@ -85,9 +33,11 @@ struct Saved {
 }
 
 /// The settings of every end as they were; [`Tuning::restore`] (or dropping it) puts them
-/// back.
+/// back. A remote server's interface is set through its tuning session, which it ends
+/// (and restores) when the session closes.
 struct Tuning {
     saved: Vec<Saved>,
+    remote: Option<control::tuning::Tuner>,
     restored: bool,
 }
 
@@ -119,6 +69,7 @@ impl Tuning {
             .collect::<Result<_, Error>>()?;
         Ok(Self {
             saved,
+            remote: None,
             restored: false,
         })
     }
@@ -136,6 +87,13 @@ impl Tuning {
                 }
                 at(&s.ep, |i| nic::set_feature(i, f, *on))
                     .map_err(|e| format!("{}: {e}", s.name))?;
+            }
+        }
+        if let Some(t) = &mut self.remote {
+            match t.apply(c.mtu, &c.features) {
+                Ok((_, None)) => {}
+                Ok((_, Some(refused))) => return Err(format!("server: {refused}")),
+                Err(e) => return Err(format!("server: {e}")),
             }
         }
         Ok(())
@@ -159,6 +117,13 @@ impl Tuning {
                 }
             }
         }
+        if let Some(t) = self.remote.take() {
+            match t.restore() {
+                Ok((_, None)) => {}
+                Ok((_, Some(e))) => failed.push(format!("server: {e}")),
+                Err(e) => failed.push(format!("server: {e} (it restores when the session closes)")),
+            }
+        }
         failed
     }
 }
@@ -171,24 +136,6 @@ impl Drop for Tuning {
             }
         }
     }
-}
-
-/// The MTU whose cells had the highest mean rate, with more than one MTU.
-fn best_mtu(cells: &[NicCell]) -> Option<u32> {
-    let mut by_mtu: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-    for c in cells {
-        if let (Some(m), Some(v)) = (c.mtu, c.mean_mbyte_s()) {
-            by_mtu.entry(m).or_default().push(v);
-        }
-    }
-    if by_mtu.len() < 2 {
-        return None;
-    }
-    by_mtu
-        .into_iter()
-        .map(|(m, v)| (m, v.iter().sum::<f64>() / v.len() as f64))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(m, _)| m)
 }
 
 /// The NIC matrix.
@@ -212,7 +159,7 @@ pub fn nic_matrix(
         .iter()
         .map(|e| Ok((e.clone(), frames::port(e, &req.lab)?)))
         .collect::<Result<_, Error>>()?;
-    let combos = combinations(&req.mtus, &req.features);
+    let combos = combinations(&req.mtus, &req.features, nic::feature_name);
     if combos.len() > MAX_CELLS {
         return Err(usage(format!(
             "{} combinations: at most {MAX_CELLS} (fewer MTUs or features)",
@@ -225,7 +172,9 @@ pub fn nic_matrix(
     // Without a remote server, one of this run serves on the last end and the sweep runs
     // from the first end's namespace.
     let (server, _handle, client_ns) = if req.remote {
-        (req.sweep.server.clone(), None, None)
+        // The sweep runs from the first end's namespace (a lab node's, or this host's).
+        let ns = ends.first().and_then(|(_, ep)| ep.netns.clone());
+        (req.sweep.server.clone(), None, ns)
     } else {
         let (Some((_, first)), Some((last_name, last))) = (ends.first(), ends.last()) else {
             return Err(usage("give --end for both ends"));
@@ -248,11 +197,26 @@ pub fn nic_matrix(
         };
         (server, Some(handle), first.netns.clone())
     };
-    let interfaces = ends
+    let mut interfaces: Vec<_> = ends
         .iter()
         .filter_map(|(name, ep)| at(ep, |i| nic::state(name, i)).ok())
         .collect();
     let mut tuning = Tuning::save(&ends)?;
+    if req.remote && (!req.mtus.is_empty() || !req.features.is_empty()) {
+        // The server's end: a tuning session from the sweep's namespace; an empty request
+        // first, whose answer is the interface as it was.
+        let cfg = client_config(&server)?;
+        let what = format!("cannot set {}'s interface", server.host);
+        let mut tuner = in_netns(client_ns.as_deref(), || {
+            control::client::Session::connect(&cfg).map(control::tuning::Tuner::new)
+        })?
+        .map_err(|e| Error::from(e).context(&what))?;
+        let (state, _) = tuner
+            .apply(None, &BTreeMap::new())
+            .map_err(|e| Error::from(e).context(&what))?;
+        interfaces.extend(state);
+        tuning.remote = Some(tuner);
+    }
     let mut cells = Vec::new();
     let mut notes = Vec::new();
     for (n, c) in combos.iter().enumerate() {
@@ -338,49 +302,4 @@ fn sweep(
         },
     };
     req.sweep.plan.run(&mut trial, |_| {})
-}
-
-#[cfg(test)]
-mod test {
-    use super::*;
-
-    #[test]
-    fn combinations_cross_mtus_and_features() {
-        let c = combinations(
-            &[1500, 9000],
-            &[
-                ("rx-checksum".into(), vec![true, false]),
-                ("lro".into(), vec![false]),
-            ],
-        );
-        assert_eq!(c.len(), 4);
-        assert_eq!(c[0].label(), "mtu 1500, rx-checksum on, rx-lro off");
-        assert_eq!(c[3].label(), "mtu 9000, rx-checksum off, rx-lro off");
-        assert_eq!(combinations(&[], &[]).len(), 1);
-        assert_eq!(combinations(&[], &[]).remove(0).label(), "as set");
-    }
-
-    #[test]
-    fn the_best_mtu_has_the_highest_mean() {
-        let cell = |mtu, v| NicCell {
-            mtu: Some(mtu),
-            rows: vec![model::results::BlocksizeRow {
-                block_bytes: 1024,
-                tx_mbyte_s: v,
-                rx_mbyte_s: v,
-                duration_s: 1.0,
-                client_cpu: None,
-                server_cpu: None,
-            }],
-            ..NicCell::default()
-        };
-        let cells = [
-            cell(1500, 100.0),
-            cell(4000, 300.0),
-            cell(9000, 200.0),
-            cell(4000, 250.0),
-        ];
-        assert_eq!(best_mtu(&cells), Some(4000));
-        assert_eq!(best_mtu(&cells[..1]), None);
-    }
 }

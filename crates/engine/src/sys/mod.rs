@@ -472,6 +472,49 @@ pub fn interface_index(name: &str) -> io::Result<u32> {
     }
 }
 
+/// The name of the interface that holds address `ip` in this network namespace
+/// (`getifaddrs(3)`); `None` when none does.
+pub fn interface_with_address(ip: std::net::IpAddr) -> io::Result<Option<String>> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head we free below with freeifaddrs.
+    cvt(unsafe { libc::getifaddrs(&mut list) })?;
+    let mut found = None;
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs gave, alive until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr points to a sockaddr whose family says its real type.
+        let addr = unsafe {
+            match i32::from((*ifa.ifa_addr).sa_family) {
+                libc::AF_INET => {
+                    let a = &*ifa.ifa_addr.cast::<libc::sockaddr_in>();
+                    Some(std::net::IpAddr::from(
+                        u32::from_be(a.sin_addr.s_addr).to_be_bytes(),
+                    ))
+                }
+                libc::AF_INET6 => {
+                    let a = &*ifa.ifa_addr.cast::<libc::sockaddr_in6>();
+                    Some(std::net::IpAddr::from(a.sin6_addr.s6_addr))
+                }
+                _ => None,
+            }
+        };
+        if addr == Some(ip) {
+            // SAFETY: ifa_name is a NUL-terminated string of the list.
+            let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+            found = Some(name.to_string_lossy().into_owned());
+            break;
+        }
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(list) };
+    Ok(found)
+}
+
 /// The `PACKET_STATISTICS` of an `AF_PACKET` socket: (frames received, frames the kernel
 /// dropped because the socket's buffer was full) since the previous call (the kernel
 /// resets them on read).
