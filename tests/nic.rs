@@ -88,6 +88,11 @@ fn the_matrix_runs_every_combination_and_puts_every_setting_back() {
         }
     }
     assert!(m["best_mtu"].as_u64().is_some(), "{m}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("not a NIC"),
+        "veth ends are named as such: {notes}"
+    );
     // The interfaces as they were, with what explains a result.
     let ifaces = v["interfaces"].as_array().unwrap();
     assert_eq!(ifaces.len(), 2);

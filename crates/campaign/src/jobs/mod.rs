@@ -63,6 +63,9 @@ pub(crate) fn recorded(
         r.interfaces.push(state);
         r.activity.push(probe.finish());
     }
+    if r.command == "blocksize" {
+        r.notes.extend(nic::virtual_note(&r.interfaces));
+    }
     Ok(r)
 }
 

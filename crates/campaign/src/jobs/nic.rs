@@ -138,6 +138,17 @@ impl Drop for Tuning {
     }
 }
 
+/// What a block-size figure measures when every interface is virtual (veth, loopback): the
+/// host's CPU and kernel, not a NIC.
+pub(crate) fn virtual_note(ifaces: &[model::results::nic::InterfaceState]) -> Option<String> {
+    let virtual_if = |i: &&model::results::nic::InterfaceState| {
+        i.name == "lo" || matches!(i.driver.as_deref(), Some("veth" | "loopback"))
+    };
+    (!ifaces.is_empty() && ifaces.iter().all(|i| virtual_if(&i))).then(|| {
+        "every interface is virtual (veth or loopback): these rates measure this host's CPU and kernel, not a NIC".to_owned()
+    })
+}
+
 /// The NIC matrix.
 ///
 /// # Errors
@@ -272,6 +283,7 @@ pub fn nic_matrix(
     });
     let mut r = engine::env::result("nicmatrix", params);
     r.backend = Some("tcp".into());
+    notes.extend(virtual_note(&interfaces));
     r.interfaces = interfaces;
     r.notes = notes;
     r.nic_matrix = Some(NicMatrix {
