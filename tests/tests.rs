@@ -7,6 +7,7 @@ mod bad_input;
 mod cli;
 mod client;
 mod frer;
+mod iperf3;
 mod lab;
 mod methods;
 mod nic;

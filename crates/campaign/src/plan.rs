@@ -524,6 +524,7 @@ mod test {
                 interval: None,
                 cpu: None,
                 round_trip: false,
+                iperf3: false,
             }))
         }
 

@@ -37,6 +37,8 @@ pub struct ClientRequest {
     pub cpu: Option<usize>,
     /// Round-trip latency from echoed probes even when the clocks are shared.
     pub round_trip: bool,
+    /// The server is a stock iperf3 (`--iperf3`): its dialect, its UDP format.
+    pub iperf3: bool,
 }
 
 /// A zero-loss UDP sweep (`sweep`).

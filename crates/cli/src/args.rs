@@ -671,9 +671,9 @@ pub struct ServerArgs {
 pub struct Target {
     /// Server host name or address.
     pub host: String,
-    /// Server control port.
-    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
-    pub port: u16,
+    /// Server control port (default 5301; 5201, iperf3's, with --iperf3).
+    #[arg(short, long)]
+    pub port: Option<u16>,
     /// Pre-shared key file, when the server requires authentication.
     #[arg(long)]
     pub auth_key_file: Option<PathBuf>,
@@ -699,6 +699,10 @@ pub struct ClientArgs {
     /// UDP instead of TCP.
     #[arg(short, long)]
     pub udp: bool,
+    /// The server is a stock iperf3 (`iperf3 -s`, port 5201 unless -p): speak its
+    /// dialect; wirebench's own accounting still applies to what this side receives.
+    #[arg(long)]
+    pub iperf3: bool,
     /// Seconds to send.
     #[arg(short, long, value_parser = units::seconds, default_value = "10")]
     pub time: Duration,

@@ -26,7 +26,7 @@ fn usage(msg: impl Into<String>) -> Error {
 pub fn server(t: &cli::Target) -> Server {
     Server {
         host: t.host.clone(),
-        port: t.port,
+        port: t.port.unwrap_or(control::DEFAULT_PORT),
         key_file: t.auth_key_file.clone(),
     }
 }
@@ -79,12 +79,17 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
             a.interval
         )));
     }
+    let mut server = server(&a.target);
+    if a.iperf3 && a.target.port.is_none() {
+        server.port = control::iperf3::DEFAULT_PORT;
+    }
     Ok(ClientRequest {
-        server: server(&a.target),
+        server,
         spec,
         interval: (a.interval > 0.0).then(|| Duration::from_secs_f64(a.interval.max(0.01))),
         cpu: a.affinity.map(|x| usize::from(x.0)),
         round_trip: a.round_trip,
+        iperf3: a.iperf3,
     })
 }
 

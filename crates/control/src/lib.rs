@@ -16,6 +16,7 @@ pub mod assemble;
 pub mod auth;
 pub mod client;
 pub mod frame;
+pub mod iperf3;
 pub mod messages;
 pub mod server;
 mod streams;

@@ -20,6 +20,7 @@
 pub mod clock;
 pub mod env;
 pub mod frameio;
+pub mod iperf3_udp;
 pub mod live;
 pub mod multi;
 pub mod nic;

@@ -164,6 +164,7 @@ pub mod ethernet;
 pub mod frame;
 pub mod icmp;
 pub mod ip;
+pub mod iperf3;
 pub mod ipv4;
 pub mod ipv6;
 pub mod linerate;

@@ -123,6 +123,7 @@ impl Groups for FrerLabs<'_> {
             interval: None,
             cpu: None,
             round_trip: false,
+            iperf3: false,
         };
         let tcp = client(Protocol::Tcp, Rate::Unlimited, 128 * 1024);
         let udp = client(Protocol::Udp, Rate::Unlimited, a.length as usize);

@@ -34,6 +34,9 @@ pub fn client(
     cfg.stop = Some(Arc::clone(stop));
     let spec = &req.spec;
     spec.validate().map_err(usage)?;
+    if req.iperf3 {
+        return iperf3_client(req, &cfg, stop);
+    }
     let session = Session::connect(&cfg)
         .map_err(|e| Error::from(e).context(format!("cannot start a test with {}", cfg.server)))?;
     let mut prev: Option<IntervalSample> = None;
@@ -49,6 +52,49 @@ pub fn client(
     Ok(control::assemble::throughput_result(
         &outcome, "client", params,
     ))
+}
+
+/// A throughput test against a stock iperf3 server; the iperf3 server's own figures are
+/// kept beside ours.
+fn iperf3_client(
+    req: &ClientRequest,
+    cfg: &control::client::ClientConfig,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
+    let c = control::iperf3::client::Iperf3Client {
+        server: cfg.server,
+        spec: req.spec.clone(),
+        stop: Some(Arc::clone(stop)),
+    };
+    let done = c
+        .run()
+        .map_err(|e| Error::from(e).context(format!("iperf3 test with {} failed", cfg.server)))?;
+    let mut params = params(&req.spec, cfg);
+    params["peer"] = "iperf3".into();
+    let mut r = control::assemble::throughput_result(&done.outcome, "client", params);
+    // An iperf3 server echoes no probes: there is no latency to explain.
+    r.notes.retain(|n| !n.contains("echoed probes"));
+    r.notes.push(
+        "the server is a stock iperf3: what it received is its own accounting; what this side received is wirebench's (exact loss, duplicates, reordering, jitter). No one-way latency: iperf3 stamps datagrams with its monotonic clock".into(),
+    );
+    if req.interval.is_some() {
+        r.notes
+            .push("--iperf3 gives no interval rows yet: the totals only".into());
+    }
+    for s in &done.server.streams {
+        r.notes.push(format!(
+            "iperf3 server, stream {}: {} bytes, {} packets, {} lost, jitter {:.3} ms{}",
+            s.id,
+            s.bytes,
+            s.packets,
+            s.errors,
+            s.jitter_s * 1e3,
+            s.retransmits
+                .map(|x| format!(", {x} retransmits"))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(r)
 }
 
 /// The zero-loss sweep: a UDP trial per target rate; each step goes to `watch`.

@@ -1,0 +1,441 @@
+//! A test against a stock iperf3 server: the control dialogue of `iperf3 -c` (cookie,
+//! parameters, streams, start, end, results) around wirebench's own data plane: TCP
+//! through `engine::tcp`, UDP in iperf3's format through `engine::iperf3_udp`, with
+//! wirebench's accounting on everything received. The outcome is a [`TestOutcome`] like a
+//! wirebench server's (the iperf3 server's streams as its remote reports), plus the iperf3
+//! server's own results as it sent them.
+
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use engine::iperf3_udp::{self, Iperf3RecvReport, Iperf3SendConfig, Iperf3SendReport};
+use engine::live::LiveCounters;
+use engine::tcp::{self, TcpReceiverReport, TcpSendConfig, TcpSenderReport};
+use engine::udp::{UdpReceiverReport, UdpSenderReport};
+use model::spec::{Direction, Protocol, Rate, TestSpec};
+
+use super::{
+    cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
+    Results, StreamResult, UDP_HELLO,
+};
+use crate::client::TestOutcome;
+use crate::messages::StreamReport;
+use crate::ProtoError;
+
+/// Longest wait for the server between states.
+const STEP: Duration = Duration::from_secs(30);
+
+/// A test against an iperf3 server.
+#[derive(Debug, Clone)]
+pub struct Iperf3Client {
+    /// The server.
+    pub server: SocketAddr,
+    /// What to run (protocol, direction, rate per stream, length, streams, duration,
+    /// window).
+    pub spec: TestSpec,
+    /// Stop early (Ctrl-C): the client tells the server and ends.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// What the test gave.
+#[derive(Debug, Clone)]
+pub struct Iperf3Outcome {
+    /// Both sides' streams, as a wirebench test's.
+    pub outcome: TestOutcome,
+    /// The iperf3 server's own results, as it sent them.
+    pub server: Results,
+}
+
+enum Data {
+    TcpTx(TcpStream),
+    TcpRx(TcpStream),
+    UdpTx(UdpSocket),
+    UdpRx(UdpSocket),
+}
+
+enum Report {
+    TcpTx(TcpSenderReport),
+    TcpRx(TcpReceiverReport),
+    UdpTx(Iperf3SendReport),
+    UdpRx(Iperf3RecvReport),
+}
+
+fn refused(ctrl: &mut TcpStream, s: i8) -> ProtoError {
+    let message = match s {
+        state::ACCESS_DENIED => {
+            "the iperf3 server refused: it is busy running a test (an iperf3 server runs one at a time)".to_owned()
+        }
+        state::SERVER_ERROR => {
+            let mut b = [0u8; 8];
+            let n = std::io::Read::read(ctrl, &mut b).unwrap_or(0);
+            let code = (n >= 4).then(|| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            let errno = (n >= 8).then(|| i32::from_be_bytes([b[4], b[5], b[6], b[7]]));
+            format!(
+                "the iperf3 server failed to set the test up (iperf3 error {}, errno {})",
+                code.map_or("?".into(), |c| c.to_string()),
+                errno.map_or("?".into(), |c| c.to_string())
+            )
+        }
+        state::SERVER_TERMINATE => "the iperf3 server was stopped".into(),
+        other => format!("the iperf3 server sent an unexpected state {other}"),
+    };
+    ProtoError::Refused {
+        code: crate::messages::ErrorCode::BadRequest,
+        message,
+    }
+}
+
+/// Reads states until `want`; anything else that is not `want` ends the test.
+fn expect(ctrl: &mut TcpStream, want: i8) -> Result<(), ProtoError> {
+    match read_state(ctrl)? {
+        s if s == want => Ok(()),
+        s => Err(refused(ctrl, s)),
+    }
+}
+
+impl Iperf3Client {
+    fn params(&self) -> Params {
+        let s = &self.spec;
+        Params {
+            udp: s.protocol == Protocol::Udp,
+            time: s.duration.as_secs_f64().ceil().max(1.0) as u64,
+            parallel: usize::from(s.streams.max(1)),
+            len: s.len,
+            bandwidth: s.rate.bits_per_sec(s.len).map_or(0, |b| b.round() as u64),
+            reverse: s.direction == Direction::Reverse,
+            bidir: s.direction == Direction::Bidir,
+            window: s.window.map(u64::from),
+            counters_64bit: true,
+        }
+    }
+
+    /// Runs the test.
+    ///
+    /// # Errors
+    /// No connection, the server refused or failed, or the dialogue broke.
+    pub fn run(&self) -> Result<Iperf3Outcome, ProtoError> {
+        let p = self.params();
+        let cookie = cookie()?;
+        let mut ctrl = TcpStream::connect_timeout(&self.server, Duration::from_secs(10))
+            .map_err(ProtoError::Io)?;
+        ctrl.set_nodelay(true).map_err(ProtoError::Io)?;
+        ctrl.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
+        std::io::Write::write_all(&mut ctrl, &cookie).map_err(ProtoError::Io)?;
+        expect(&mut ctrl, state::PARAM_EXCHANGE)?;
+        write_json(&mut ctrl, &p.to_json())?;
+        expect(&mut ctrl, state::CREATE_STREAMS)?;
+        // Streams in iperf3's order: with --bidir the client's senders first.
+        let n = p.parallel;
+        let sends = |i: usize| match self.spec.direction {
+            Direction::Forward => true,
+            Direction::Reverse => false,
+            Direction::Bidir => i < n,
+        };
+        let total = if p.bidir { 2 * n } else { n };
+        let mut data = Vec::with_capacity(total);
+        for i in 0..total {
+            data.push(self.open_stream(&cookie, p.udp, sends(i))?);
+        }
+        expect(&mut ctrl, state::TEST_START)?;
+        expect(&mut ctrl, state::TEST_RUNNING)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let user_stop = self.stop.clone();
+        let threads: Vec<_> = data
+            .into_iter()
+            .map(|d| {
+                let stop = Arc::clone(&stop);
+                let spec = self.spec.clone();
+                thread::spawn(move || run_stream(d, &spec, &stop))
+            })
+            .collect();
+        // The client decides the end.
+        let mut waited = Duration::ZERO;
+        let tick = Duration::from_millis(20);
+        while waited < self.spec.duration {
+            if user_stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
+                stop.store(true, Ordering::Relaxed);
+                let _ = write_state(&mut ctrl, state::CLIENT_TERMINATE);
+                for t in threads {
+                    let _ = t.join();
+                }
+                return Err(ProtoError::Interrupted);
+            }
+            thread::sleep(tick);
+            waited += tick;
+        }
+        write_state(&mut ctrl, state::TEST_END)?;
+        // Senders end on their own duration; receivers at the server's close (TCP) or after
+        // their drain (UDP).
+        let watchdog = {
+            let stop = Arc::clone(&stop);
+            thread::spawn(move || {
+                thread::sleep(Duration::from_secs(5));
+                stop.store(true, Ordering::Relaxed);
+            })
+        };
+        let reports: Vec<Report> = threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .map_err(|_| ProtoError::Unexpected("a data thread panicked".into()))
+            })
+            .collect::<Result<_, _>>()?;
+        drop(watchdog);
+        expect(&mut ctrl, state::EXCHANGE_RESULTS)?;
+        write_json(
+            &mut ctrl,
+            &ours(&reports).to_json(if sends(0) { 1 } else { -1 }),
+        )?;
+        let server = Results::from_json(&read_json(&mut ctrl)?)?;
+        expect(&mut ctrl, state::DISPLAY_RESULTS)?;
+        write_state(&mut ctrl, state::IPERF_DONE)?;
+        let outcome = self.outcome(&reports, &server);
+        Ok(Iperf3Outcome { outcome, server })
+    }
+
+    fn open_stream(&self, cookie: &[u8], udp: bool, sends: bool) -> Result<Data, ProtoError> {
+        if udp {
+            let local: SocketAddr = if self.server.is_ipv4() {
+                "0.0.0.0:0".parse().unwrap_or(self.server)
+            } else {
+                "[::]:0".parse().unwrap_or(self.server)
+            };
+            let sock = UdpSocket::bind(local).map_err(ProtoError::Io)?;
+            sock.connect(self.server).map_err(ProtoError::Io)?;
+            sock.set_read_timeout(Some(Duration::from_secs(5)))
+                .map_err(ProtoError::Io)?;
+            sock.send(&UDP_HELLO).map_err(ProtoError::Io)?;
+            let mut b = [0u8; 64];
+            let n = sock.recv(&mut b).map_err(ProtoError::from_io)?;
+            if !is_udp_reply(&b[..n]) {
+                return Err(ProtoError::Unexpected(
+                    "the iperf3 server did not answer the UDP stream's hello".into(),
+                ));
+            }
+            let _ = engine::udp::prepare_socket(&sock, self.spec.window, self.spec.dscp);
+            Ok(if sends {
+                Data::UdpTx(sock)
+            } else {
+                Data::UdpRx(sock)
+            })
+        } else {
+            let mut s = TcpStream::connect_timeout(&self.server, Duration::from_secs(10))
+                .map_err(ProtoError::Io)?;
+            std::io::Write::write_all(&mut s, cookie).map_err(ProtoError::Io)?;
+            tcp::prepare_stream(&s, self.spec.window, self.spec.dscp).map_err(ProtoError::Io)?;
+            Ok(if sends {
+                Data::TcpTx(s)
+            } else {
+                Data::TcpRx(s)
+            })
+        }
+    }
+
+    /// Our streams as local reports and the iperf3 server's as remote ones.
+    fn outcome(&self, reports: &[Report], server: &Results) -> TestOutcome {
+        let mut local = Vec::new();
+        let mut remote = Vec::new();
+        for (i, r) in reports.iter().enumerate() {
+            let id = (i + 1) as u8;
+            let peer = server
+                .streams
+                .iter()
+                .find(|s| s.id == stream_id(i))
+                .copied()
+                .unwrap_or_default();
+            let elapsed = Duration::from_secs_f64(peer.end_time.max(0.0));
+            // The iperf3 server's CPU use, % of one core, over the stream's time.
+            let cpu_time =
+                Duration::from_secs_f64((server.cpu[0] / 100.0).max(0.0) * elapsed.as_secs_f64());
+            match r {
+                Report::TcpTx(t) => {
+                    local.push(StreamReport::TcpTx(TcpSenderReport {
+                        stream_id: id,
+                        ..t.clone()
+                    }));
+                    remote.push(StreamReport::TcpRx(TcpReceiverReport {
+                        stream_id: id,
+                        bytes: peer.bytes,
+                        elapsed,
+                        cpu_time,
+                        ..Default::default()
+                    }));
+                }
+                Report::TcpRx(t) => {
+                    local.push(StreamReport::TcpRx(TcpReceiverReport {
+                        stream_id: id,
+                        ..t.clone()
+                    }));
+                    remote.push(StreamReport::TcpTx(TcpSenderReport {
+                        stream_id: id,
+                        bytes: peer.bytes,
+                        elapsed,
+                        retransmits: peer.retransmits,
+                        cpu_time,
+                        ..Default::default()
+                    }));
+                }
+                Report::UdpTx(t) => {
+                    let mut tx = udp_tx(id, t.packets, t.bytes, t.elapsed);
+                    tx.cpu_time = t.cpu_time;
+                    tx.send_errors = t.errors;
+                    local.push(StreamReport::UdpTx(tx));
+                    // The iperf3 server's accounting: received = highest count − lost.
+                    let received = peer.packets.saturating_sub(peer.errors);
+                    remote.push(StreamReport::UdpRx(UdpReceiverReport {
+                        stream_id: id,
+                        counters: model::stats::Counters {
+                            received,
+                            lost: peer.errors,
+                            ..Default::default()
+                        },
+                        bytes: peer.bytes,
+                        jitter_us: peer.jitter_s * 1e6,
+                        active: elapsed,
+                        mode: "iperf3".into(),
+                        cpu_time,
+                        wall_time: elapsed,
+                        ..Default::default()
+                    }));
+                }
+                Report::UdpRx(t) => {
+                    let s = &t.snapshot;
+                    let active = match (s.first_rx, s.last_rx) {
+                        (Some(a), Some(b)) => b.saturating_sub(a),
+                        _ => Duration::ZERO,
+                    };
+                    local.push(StreamReport::UdpRx(UdpReceiverReport {
+                        stream_id: id,
+                        counters: s.counters,
+                        bytes: s.bytes,
+                        jitter_us: s.jitter_us,
+                        active,
+                        mode: "blocking".into(),
+                        cpu_time: t.cpu_time,
+                        wall_time: t.wall_time,
+                        ..Default::default()
+                    }));
+                    let mut tx = udp_tx(id, peer.packets, peer.bytes, elapsed);
+                    tx.cpu_time = cpu_time;
+                    remote.push(StreamReport::UdpTx(tx));
+                }
+            }
+        }
+        TestOutcome {
+            spec: self.spec.clone(),
+            one_way: false,
+            same_host: false,
+            local,
+            remote,
+            intervals: Vec::new(),
+        }
+    }
+}
+
+fn udp_tx(id: u8, packets: u64, bytes: u64, elapsed: Duration) -> UdpSenderReport {
+    UdpSenderReport {
+        stream_id: id,
+        packets,
+        bytes,
+        elapsed,
+        backend: "udp-iperf3".into(),
+        ..Default::default()
+    }
+}
+
+/// Our side's results object, as iperf3 reads it.
+fn ours(reports: &[Report]) -> Results {
+    let streams = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let id = stream_id(i);
+            match r {
+                Report::TcpTx(t) => StreamResult {
+                    id,
+                    bytes: t.bytes,
+                    retransmits: t.retransmits,
+                    end_time: t.elapsed.as_secs_f64(),
+                    ..Default::default()
+                },
+                Report::TcpRx(t) => StreamResult {
+                    id,
+                    bytes: t.bytes,
+                    end_time: t.elapsed.as_secs_f64(),
+                    ..Default::default()
+                },
+                Report::UdpTx(t) => StreamResult {
+                    id,
+                    bytes: t.bytes,
+                    packets: t.packets,
+                    end_time: t.elapsed.as_secs_f64(),
+                    ..Default::default()
+                },
+                Report::UdpRx(t) => StreamResult {
+                    id,
+                    bytes: t.snapshot.bytes,
+                    jitter_s: t.snapshot.jitter_us / 1e6,
+                    errors: t.snapshot.counters.lost,
+                    packets: t.highest.unwrap_or(0),
+                    end_time: match (t.snapshot.first_rx, t.snapshot.last_rx) {
+                        (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+                        _ => 0.0,
+                    },
+                    ..Default::default()
+                },
+            }
+        })
+        .collect();
+    Results {
+        cpu: [0.0; 3],
+        streams,
+    }
+}
+
+/// One stream's data, until its duration (a sender) or the peer's end (a receiver).
+fn run_stream(d: Data, spec: &TestSpec, stop: &AtomicBool) -> Report {
+    let live = LiveCounters::default();
+    match d {
+        Data::TcpTx(s) => Report::TcpTx(tcp::run_sender(
+            &s,
+            &TcpSendConfig {
+                stream_id: 0,
+                block_len: spec.len,
+                rate: spec.rate,
+                duration: spec.duration,
+            },
+            &live,
+            stop,
+        )),
+        Data::TcpRx(s) => Report::TcpRx(tcp::run_receiver(&s, 0, &live, stop)),
+        Data::UdpTx(s) => Report::UdpTx(iperf3_udp::run_sender(
+            &s,
+            &Iperf3SendConfig {
+                len: spec.len,
+                rate: match spec.rate {
+                    Rate::Unlimited => Rate::Unlimited,
+                    r => r,
+                },
+                duration: spec.duration,
+                counters_64bit: true,
+            },
+            &live,
+            stop,
+        )),
+        Data::UdpRx(s) => Report::UdpRx(iperf3_udp::run_receiver(
+            &s,
+            spec.len + 64,
+            true,
+            spec.duration,
+            false,
+            &live,
+            stop,
+        )),
+    }
+}
