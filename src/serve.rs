@@ -75,7 +75,48 @@ pub fn server(a: &ServerArgs) -> Result<()> {
     if let Some(d) = a.run_for {
         stop_after(&stop, d);
     }
+    if !a.no_iperf3 {
+        iperf3(a, limits, auth, &stop)?;
+    }
     server.serve(&stop)?;
+    Ok(())
+}
+
+/// The iperf3 side: its own port, the same limits; a port already taken (a running
+/// `iperf3 -s`) is said, not fatal.
+fn iperf3(a: &ServerArgs, limits: Limits, auth: bool, stop: &Arc<AtomicBool>) -> Result<()> {
+    let cfg = control::iperf3::server::Iperf3ServerConfig {
+        bind: SocketAddr::new(a.bind, a.iperf3_port),
+        limits,
+        deny: auth && !a.iperf3_open,
+    };
+    let listener = std::net::TcpListener::bind(cfg.bind);
+    if let Err(e) = listener {
+        errln!(
+            "wirebench server: no iperf3 clients on port {}: {e} (--iperf3-port N, or --no-iperf3)",
+            a.iperf3_port
+        );
+        return Ok(());
+    }
+    drop(listener);
+    let stop = Arc::clone(stop);
+    let deny = cfg.deny;
+    std::thread::Builder::new()
+        .name("wb-iperf3-accept".into())
+        .spawn(move || {
+            if let Err(e) = control::iperf3::server::serve(cfg, &stop) {
+                errln!("wirebench server: iperf3 clients: {e}");
+            }
+        })?;
+    errln!(
+        "serving iperf3 clients on port {}{}",
+        a.iperf3_port,
+        if deny {
+            " (access denied: this server requires a key; --iperf3-open)"
+        } else {
+            ""
+        }
+    );
     Ok(())
 }
 

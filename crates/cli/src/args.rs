@@ -659,6 +659,17 @@ pub struct ServerArgs {
     /// Serve only this long, then exit (seconds). Runs until killed if absent.
     #[arg(long, value_parser = units::seconds)]
     pub run_for: Option<Duration>,
+    /// Port for stock iperf3 clients (`iperf3 -c HOST`), TCP and UDP; several at once,
+    /// under the same limits.
+    #[arg(long, default_value_t = control::iperf3::DEFAULT_PORT)]
+    pub iperf3_port: u16,
+    /// Serve no iperf3 clients.
+    #[arg(long)]
+    pub no_iperf3: bool,
+    /// With --auth-key-file, serve iperf3 clients anyway (iperf3 cannot prove it holds the
+    /// key; without this they get iperf3's access denied).
+    #[arg(long)]
+    pub iperf3_open: bool,
     /// Let authenticated clients set the MTU and features of the interface they arrive on
     /// (`nicmatrix HOST`), one at a time; everything is put back when they finish or
     /// disconnect. Needs root and --auth-key-file.

@@ -145,10 +145,11 @@ impl Iperf3Client {
         let user_stop = self.stop.clone();
         let threads: Vec<_> = data
             .into_iter()
-            .map(|d| {
+            .enumerate()
+            .map(|(i, d)| {
                 let stop = Arc::clone(&stop);
                 let spec = self.spec.clone();
-                thread::spawn(move || run_stream(d, &spec, &stop))
+                (sends(i), thread::spawn(move || run_stream(d, &spec, &stop)))
             })
             .collect();
         // The client decides the end.
@@ -161,7 +162,7 @@ impl Iperf3Client {
             {
                 stop.store(true, Ordering::Relaxed);
                 let _ = write_state(&mut ctrl, state::CLIENT_TERMINATE);
-                for t in threads {
+                for (_, t) in threads {
                     let _ = t.join();
                 }
                 return Err(ProtoError::Interrupted);
@@ -169,9 +170,24 @@ impl Iperf3Client {
             thread::sleep(tick);
             waited += tick;
         }
-        write_state(&mut ctrl, state::TEST_END)?;
-        // Senders end on their own duration; receivers at the server's close (TCP) or after
+        // Our senders end on their own duration, before the end is said: the server counts
+        // what they sent up to the end. Receivers end at the server's close (TCP) or after
         // their drain (UDP).
+        let join = |t: thread::JoinHandle<Report>| {
+            t.join()
+                .map_err(|_| ProtoError::Unexpected("a data thread panicked".into()))
+        };
+        let mut reports: Vec<Option<Report>> = Vec::with_capacity(threads.len());
+        let mut receivers = Vec::new();
+        for (i, (sender, t)) in threads.into_iter().enumerate() {
+            if sender {
+                reports.push(Some(join(t)?));
+            } else {
+                reports.push(None);
+                receivers.push((i, t));
+            }
+        }
+        write_state(&mut ctrl, state::TEST_END)?;
         let watchdog = {
             let stop = Arc::clone(&stop);
             thread::spawn(move || {
@@ -179,13 +195,10 @@ impl Iperf3Client {
                 stop.store(true, Ordering::Relaxed);
             })
         };
-        let reports: Vec<Report> = threads
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .map_err(|_| ProtoError::Unexpected("a data thread panicked".into()))
-            })
-            .collect::<Result<_, _>>()?;
+        for (i, t) in receivers {
+            reports[i] = Some(join(t)?);
+        }
+        let reports: Vec<Report> = reports.into_iter().flatten().collect();
         drop(watchdog);
         expect(&mut ctrl, state::EXCHANGE_RESULTS)?;
         write_json(

@@ -11,6 +11,7 @@
 //! Pure parts (this module) are tested without sockets; [`client`] does the I/O.
 
 pub mod client;
+pub mod server;
 
 use std::io::{Read, Write};
 

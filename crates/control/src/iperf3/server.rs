@@ -1,0 +1,386 @@
+//! Serving stock iperf3 clients (`iperf3 -c`) on iperf3's port, several at once (iperf3's
+//! own server runs one test at a time): the server's half of the dialect around
+//! wirebench's data plane, under the same limits as wirebench's own tests.
+//!
+//! iperf3 brings its data streams to the control port: a TCP data connection is told apart
+//! from a new test by its cookie (that of a test waiting for its streams); a UDP stream
+//! starts with a 4-byte hello and carries no cookie, so UDP stream set-up is one test at a
+//! time. A server that requires a key answers iperf3 clients with iperf3's access-denied
+//! state unless it was told to serve them openly.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use engine::iperf3_udp::{self, Iperf3SendConfig};
+use engine::live::LiveCounters;
+use engine::tcp::{self, TcpSendConfig};
+use model::spec::{Direction, Protocol, Rate, TestSpec};
+use serde_json::Value;
+
+use super::{read_json, read_state, state, stream_id, write_json, write_state};
+use super::{Params, Results, StreamResult, COOKIE_SIZE, UDP_REPLY};
+use crate::messages::Limits;
+use crate::server::{check_limits, Slot};
+use crate::ProtoError;
+
+/// Time a client has for each step of the set-up.
+const STEP: Duration = Duration::from_secs(10);
+
+/// What the iperf3 side of a server does.
+#[derive(Debug, Clone)]
+pub struct Iperf3ServerConfig {
+    /// Address to listen on (TCP and UDP).
+    pub bind: SocketAddr,
+    /// Limits, as for wirebench clients.
+    pub limits: Limits,
+    /// Refuse every iperf3 client with access-denied (a server that requires a key).
+    pub deny: bool,
+}
+
+struct Shared {
+    cfg: Iperf3ServerConfig,
+    tests: AtomicUsize,
+    /// Tests waiting for their TCP data streams, by cookie.
+    waiting: Mutex<HashMap<[u8; COOKIE_SIZE], Sender<TcpStream>>>,
+    /// UDP stream set-up, one test at a time.
+    udp_setup: Mutex<()>,
+}
+
+/// Serves iperf3 clients until `stop` is set.
+///
+/// # Errors
+/// The port cannot be bound.
+pub fn serve(cfg: Iperf3ServerConfig, stop: &AtomicBool) -> std::io::Result<()> {
+    let listener = TcpListener::bind(cfg.bind)?;
+    listener.set_nonblocking(true)?;
+    let shared = Arc::new(Shared {
+        cfg,
+        tests: AtomicUsize::new(0),
+        waiting: Mutex::new(HashMap::new()),
+        udp_setup: Mutex::new(()),
+    });
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((s, peer)) => {
+                let _ = s.set_nonblocking(false);
+                let shared = Arc::clone(&shared);
+                let _ = thread::Builder::new()
+                    .name("wb-iperf3".into())
+                    .spawn(move || match connection(s, peer, &shared) {
+                        Ok(()) => {}
+                        Err(e) => tracing::warn!("iperf3 client {peer}: {e}"),
+                    });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                tracing::warn!("iperf3 accept: {e}");
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A new connection: a data stream of a waiting test, or a new test.
+fn connection(mut s: TcpStream, peer: SocketAddr, sh: &Shared) -> Result<(), ProtoError> {
+    s.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
+    let mut cookie = [0u8; COOKIE_SIZE];
+    std::io::Read::read_exact(&mut s, &mut cookie).map_err(ProtoError::from_io)?;
+    let waiting = sh.waiting.lock().ok().and_then(|w| w.get(&cookie).cloned());
+    if let Some(tx) = waiting {
+        let _ = tx.send(s);
+        return Ok(());
+    }
+    s.set_nodelay(true).map_err(ProtoError::Io)?;
+    if sh.cfg.deny {
+        tracing::info!("iperf3 client {peer}: denied (this server requires a key)");
+        return write_state(&mut s, state::ACCESS_DENIED);
+    }
+    let Some(_slot) = Slot::take(&sh.tests, usize::from(sh.cfg.limits.max_tests)) else {
+        return write_state(&mut s, state::ACCESS_DENIED);
+    };
+    let (tx, rx) = mpsc::channel();
+    if let Ok(mut w) = sh.waiting.lock() {
+        w.insert(cookie, tx);
+    }
+    let result = test(s, peer, sh, &rx);
+    if let Ok(mut w) = sh.waiting.lock() {
+        w.remove(&cookie);
+    }
+    result
+}
+
+/// iperf3's parameters as its server reads them (flags by presence).
+fn params(v: &Value) -> Params {
+    let has = |k: &str| v.get(k).is_some();
+    let num = |k: &str| v.get(k).and_then(Value::as_u64);
+    let udp = has("udp") && !has("tcp");
+    Params {
+        udp,
+        time: num("time").unwrap_or(10),
+        parallel: num("parallel").unwrap_or(1).clamp(1, 128) as usize,
+        len: num("len")
+            .unwrap_or(if udp { 1460 } else { 128 * 1024 })
+            .clamp(16, 16 * 1024 * 1024) as usize,
+        bandwidth: num("bandwidth").unwrap_or(if udp { 1 << 20 } else { 0 }),
+        reverse: has("reverse"),
+        bidir: has("bidirectional"),
+        window: num("window"),
+        counters_64bit: has("udp_counters_64bit"),
+    }
+}
+
+fn spec_of(p: &Params) -> TestSpec {
+    TestSpec {
+        protocol: if p.udp { Protocol::Udp } else { Protocol::Tcp },
+        duration: Duration::from_secs(p.time.max(1)),
+        rate: if p.bandwidth == 0 {
+            Rate::Unlimited
+        } else {
+            Rate::BitsPerSec(p.bandwidth as f64)
+        },
+        len: p.len,
+        streams: u8::try_from(p.parallel).unwrap_or(u8::MAX),
+        direction: match (p.bidir, p.reverse) {
+            (true, _) => Direction::Bidir,
+            (false, true) => Direction::Reverse,
+            (false, false) => Direction::Forward,
+        },
+        udp_backend: model::spec::UdpBackend::Auto,
+        synced_clocks: false,
+        dscp: None,
+        window: p.window.and_then(|w| u32::try_from(w).ok()),
+        server_cpu: None,
+    }
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+fn server_error(ctrl: &mut TcpStream, code: i32) -> ProtoError {
+    let _ = write_state(ctrl, state::SERVER_ERROR);
+    let mut b = code.to_be_bytes().to_vec();
+    b.extend(0i32.to_be_bytes());
+    let _ = std::io::Write::write_all(ctrl, &b);
+    ProtoError::Unexpected(format!("refused with iperf3 error {code}"))
+}
+
+fn test(
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    sh: &Shared,
+    data: &Receiver<TcpStream>,
+) -> Result<(), ProtoError> {
+    write_state(&mut ctrl, state::PARAM_EXCHANGE)?;
+    let p = params(&read_json(&mut ctrl)?);
+    let spec = spec_of(&p);
+    if let Err(m) = check_limits(&spec, &sh.cfg.limits) {
+        tracing::info!("iperf3 client {peer}: refused: {m}");
+        // iperf3's IEBADFORMAT-class "bad parameter" (100 + the limit's kind is not in its
+        // table; 1 is "parameter error").
+        return Err(server_error(&mut ctrl, 1));
+    }
+    let total = if p.bidir { 2 * p.parallel } else { p.parallel };
+    let local = ctrl.local_addr().map_err(ProtoError::Io)?;
+    let mut streams = Vec::with_capacity(total);
+    if p.udp {
+        let _one = sh.udp_setup.lock();
+        write_state(&mut ctrl, state::CREATE_STREAMS)?;
+        for _ in 0..total {
+            streams.push(Stream::Udp(udp_stream(local)?));
+        }
+    } else {
+        write_state(&mut ctrl, state::CREATE_STREAMS)?;
+        for _ in 0..total {
+            let s = data
+                .recv_timeout(STEP)
+                .map_err(|_| ProtoError::Unexpected("a data stream did not come".into()))?;
+            streams.push(Stream::Tcp(s));
+        }
+    }
+    write_state(&mut ctrl, state::TEST_START)?;
+    write_state(&mut ctrl, state::TEST_RUNNING)?;
+    // The client's senders come first: its first `parallel` streams are received here.
+    let receives = |i: usize| match spec.direction {
+        Direction::Forward => true,
+        Direction::Reverse => false,
+        Direction::Bidir => i < p.parallel,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = streams
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let stop = Arc::clone(&stop);
+            let (spec, p) = (spec.clone(), p.clone());
+            let rx = receives(i);
+            thread::spawn(move || run(s, rx, &spec, &p, &stop))
+        })
+        .collect();
+    // The client ends the test (TEST_END); a client that vanishes ends it too.
+    ctrl.set_read_timeout(Some(spec.duration + Duration::from_secs(30)))
+        .map_err(ProtoError::Io)?;
+    let end = read_state(&mut ctrl);
+    stop.store(true, Ordering::Relaxed);
+    let ours: Vec<StreamResult> = threads
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut r = t.join().unwrap_or_default();
+            r.id = stream_id(i);
+            r
+        })
+        .collect();
+    match end? {
+        state::TEST_END => {}
+        state::CLIENT_TERMINATE => return Ok(()),
+        other => {
+            return Err(ProtoError::Unexpected(format!(
+                "state {other} instead of the end"
+            )))
+        }
+    }
+    ctrl.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
+    write_state(&mut ctrl, state::EXCHANGE_RESULTS)?;
+    let theirs = Results::from_json(&read_json(&mut ctrl)?)?;
+    let sends_only = (0..total).all(|i| !receives(i));
+    let ours = Results {
+        cpu: [0.0; 3],
+        streams: ours,
+    };
+    write_json(&mut ctrl, &ours.to_json(if sends_only { 1 } else { -1 }))?;
+    write_state(&mut ctrl, state::DISPLAY_RESULTS)?;
+    let _ = read_state(&mut ctrl);
+    let bytes: u64 = ours.streams.iter().map(|s| s.bytes).sum();
+    let peer_bytes: u64 = theirs.streams.iter().map(|s| s.bytes).sum();
+    tracing::info!(
+        "iperf3 client {peer}: {} {} stream(s), {} s: this side {bytes} bytes, the client {peer_bytes}",
+        if p.udp { "UDP" } else { "TCP" },
+        total,
+        p.time
+    );
+    Ok(())
+}
+
+/// One UDP stream: a socket on the port, connected to whoever says hello first.
+fn udp_stream(local: SocketAddr) -> Result<UdpSocket, ProtoError> {
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(local),
+        socket2::Type::DGRAM,
+        None,
+    )
+    .map_err(ProtoError::Io)?;
+    sock.set_reuse_address(true).map_err(ProtoError::Io)?;
+    sock.set_reuse_port(true).map_err(ProtoError::Io)?;
+    sock.bind(&local.into()).map_err(ProtoError::Io)?;
+    let sock: UdpSocket = sock.into();
+    sock.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
+    let mut b = [0u8; 64];
+    let (_, from) = sock.recv_from(&mut b).map_err(ProtoError::from_io)?;
+    sock.connect(from).map_err(ProtoError::Io)?;
+    sock.send(&UDP_REPLY).map_err(ProtoError::Io)?;
+    Ok(sock)
+}
+
+/// One stream's data; what iperf3 reads of it.
+fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool) -> StreamResult {
+    let live = LiveCounters::default();
+    // A sender sends for the test's duration, from TEST_RUNNING: it ends just before the
+    // client's own timer, so every byte it sent arrives while the client still counts (as
+    // iperf3's own server does). A receiver listens until the client ends the test.
+    let cap = spec.duration + Duration::from_secs(5);
+    match (s, receives) {
+        (Stream::Tcp(s), true) => {
+            let r = tcp::run_receiver(&s, 0, &live, stop);
+            StreamResult {
+                bytes: r.bytes,
+                end_time: r.elapsed.as_secs_f64(),
+                ..Default::default()
+            }
+        }
+        (Stream::Tcp(s), false) => {
+            let cfg = TcpSendConfig {
+                stream_id: 0,
+                block_len: p.len,
+                rate: spec.rate,
+                duration: spec.duration,
+            };
+            let r = tcp::run_sender(&s, &cfg, &live, stop);
+            let _ = s.shutdown(std::net::Shutdown::Both);
+            StreamResult {
+                bytes: r.bytes,
+                retransmits: r.retransmits,
+                end_time: r.elapsed.as_secs_f64(),
+                ..Default::default()
+            }
+        }
+        (Stream::Udp(s), true) => {
+            let r =
+                iperf3_udp::run_receiver(&s, p.len + 64, p.counters_64bit, cap, false, &live, stop);
+            let snap = r.snapshot;
+            StreamResult {
+                bytes: snap.bytes,
+                jitter_s: snap.jitter_us / 1e6,
+                errors: snap.counters.lost,
+                packets: r.highest.unwrap_or(0),
+                end_time: match (snap.first_rx, snap.last_rx) {
+                    (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+                    _ => 0.0,
+                },
+                ..Default::default()
+            }
+        }
+        (Stream::Udp(s), false) => {
+            let cfg = Iperf3SendConfig {
+                len: p.len,
+                rate: spec.rate,
+                duration: spec.duration,
+                counters_64bit: p.counters_64bit,
+            };
+            let r = iperf3_udp::run_sender(&s, &cfg, &live, stop);
+            StreamResult {
+                bytes: r.bytes,
+                packets: r.packets,
+                end_time: r.elapsed.as_secs_f64(),
+                ..Default::default()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parameters_are_read_as_iperf3_reads_them() {
+        // Flags count by presence, as iperf3's server reads them.
+        let p = params(&json!({"udp": true, "time": 3, "parallel": 2, "len": 1400,
+            "bandwidth": 100_000_000u64, "reverse": false, "udp_counters_64bit": 1}));
+        assert!(p.udp && p.reverse && p.counters_64bit && !p.bidir);
+        assert_eq!(
+            (p.time, p.parallel, p.len, p.bandwidth),
+            (3, 2, 1400, 100_000_000)
+        );
+        // An empty object is a default TCP test, as for iperf3.
+        let d = params(&json!({}));
+        assert!(!d.udp && !d.reverse);
+        assert_eq!(
+            (d.time, d.parallel, d.len, d.bandwidth),
+            (10, 1, 131_072, 0)
+        );
+        let s = spec_of(&p);
+        assert_eq!(s.direction, Direction::Reverse);
+        assert_eq!(s.rate, Rate::BitsPerSec(1e8));
+    }
+}
