@@ -61,6 +61,13 @@ pub fn server(a: &ServerArgs) -> Result<()> {
     };
     let server =
         Server::bind(cfg).with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
+    // Both ports are bound before the first line says the server listens.
+    let stop = Arc::new(AtomicBool::new(false));
+    let iperf3_line = if a.no_iperf3 {
+        None
+    } else {
+        iperf3(a, limits, auth, &stop)?
+    };
     errln!(
         "wirebench server listening on {} (up to {} tests at once{})",
         server.local_addr()?,
@@ -71,12 +78,11 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             _ => "",
         }
     );
-    let stop = Arc::new(AtomicBool::new(false));
+    if let Some(line) = iperf3_line {
+        errln!("{line}");
+    }
     if let Some(d) = a.run_for {
         stop_after(&stop, d);
-    }
-    if !a.no_iperf3 {
-        iperf3(a, limits, auth, &stop)?;
     }
     server.serve(&stop)?;
     Ok(())
@@ -84,31 +90,36 @@ pub fn server(a: &ServerArgs) -> Result<()> {
 
 /// The iperf3 side: its own port, the same limits; a port already taken (a running
 /// `iperf3 -s`) is said, not fatal.
-fn iperf3(a: &ServerArgs, limits: Limits, auth: bool, stop: &Arc<AtomicBool>) -> Result<()> {
+fn iperf3(
+    a: &ServerArgs,
+    limits: Limits,
+    auth: bool,
+    stop: &Arc<AtomicBool>,
+) -> Result<Option<String>> {
     let cfg = control::iperf3::server::Iperf3ServerConfig {
         bind: SocketAddr::new(a.bind, a.iperf3_port),
         limits,
         deny: auth && !a.iperf3_open,
     };
-    let listener = std::net::TcpListener::bind(cfg.bind);
-    if let Err(e) = listener {
-        errln!(
-            "wirebench server: no iperf3 clients on port {}: {e} (--iperf3-port N, or --no-iperf3)",
-            a.iperf3_port
-        );
-        return Ok(());
-    }
-    drop(listener);
+    let listener = match control::iperf3::server::bind(&cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            return Ok(Some(format!(
+                "wirebench server: no iperf3 clients on port {}: {e} (--iperf3-port N, or --no-iperf3)",
+                a.iperf3_port
+            )));
+        }
+    };
     let stop = Arc::clone(stop);
     let deny = cfg.deny;
     std::thread::Builder::new()
         .name("wb-iperf3-accept".into())
         .spawn(move || {
-            if let Err(e) = control::iperf3::server::serve(cfg, &stop) {
+            if let Err(e) = control::iperf3::server::serve(listener, cfg, &stop) {
                 errln!("wirebench server: iperf3 clients: {e}");
             }
         })?;
-    errln!(
+    Ok(Some(format!(
         "serving iperf3 clients on port {}{}",
         a.iperf3_port,
         if deny {
@@ -116,8 +127,7 @@ fn iperf3(a: &ServerArgs, limits: Limits, auth: bool, stop: &Arc<AtomicBool>) ->
         } else {
             ""
         }
-    );
-    Ok(())
+    )))
 }
 
 /// The relay's configuration: a TOML file, the JSON a lab hands over, or the flags.

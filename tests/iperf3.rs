@@ -93,7 +93,17 @@ fn tcp_both_ways_against_iperf3_counts_the_same_bytes() {
                 f(&v, "/summary/received_bytes"),
             )
         };
-        assert_eq!(theirs, our, "{args:?}: iperf3 {theirs}, wirebench {our}");
+        if we_send {
+            // iperf3's server stops counting at the end and leaves what is still in its
+            // socket buffers: equal on an idle machine, within them on a loaded one.
+            assert!(
+                theirs <= our && our - theirs <= in_flight(our),
+                "{args:?}: iperf3 {theirs}, wirebench {our}"
+            );
+        } else {
+            // We read until iperf3 closes: every byte it sent.
+            assert_eq!(theirs, our, "{args:?}: iperf3 {theirs}, wirebench {our}");
+        }
         let rate = f(&v, "/summary/received_bps");
         let their_rate = if we_send {
             f(&d, "/end/sum_received/bits_per_second")
@@ -117,9 +127,13 @@ fn tcp_three_streams_and_bidir_against_iperf3() {
     let v = ours(&s, &["-t", "1", "-P", "3"]);
     let d = s.document();
     assert_eq!(d["end"]["streams"].as_array().unwrap().len(), 3);
-    assert_eq!(
+    let (got, sent) = (
         f(&d, "/end/sum_received/bytes"),
-        f(&v, "/summary/sent_bytes")
+        f(&v, "/summary/sent_bytes"),
+    );
+    assert!(
+        got <= sent && sent - got <= in_flight(sent),
+        "{got} of {sent}"
     );
     assert_eq!(
         v["streams"].as_array().unwrap().len(),
@@ -139,7 +153,10 @@ fn tcp_three_streams_and_bidir_against_iperf3() {
         f(&d, "/end/sum_received/bytes"),
         f(&v, "/summary/sent_bytes"),
     );
-    assert!(got <= sent && sent - got <= IN_FLIGHT, "{got} of {sent}");
+    assert!(
+        got <= sent && sent - got <= in_flight(sent),
+        "{got} of {sent}"
+    );
     // What iperf3 sent, we counted to the last byte (we read until it closes).
     assert_eq!(
         f(&d, "/end/sum_sent_bidir_reverse/bytes"),
@@ -161,12 +178,15 @@ fn udp_at_100_mbits_against_iperf3_both_ways() {
         let d = s.document();
         // iperf3 files a UDP test's totals under the receiving side's sum.
         if we_send {
-            // iperf3 counted exactly the datagrams and bytes we sent.
+            // iperf3 accounts for exactly the datagrams we sent: received + lost. (A
+            // loaded machine drops a few at the receiving socket: real loss, counted.)
             let sum = &d["end"]["sum_received"];
-            assert_eq!(f(sum, "/packets"), f(&v, "/summary/sent_packets"), "{sum}");
-            assert_eq!(f(sum, "/bytes"), f(&v, "/summary/sent_bytes"), "{sum}");
-            assert_eq!(f(sum, "/lost_packets"), 0.0, "{sum}");
-            assert!(close(f(sum, "/bits_per_second"), 100e6, 0.01), "{sum}");
+            let (packets, lost) = (f(sum, "/packets"), f(sum, "/lost_packets"));
+            assert_eq!(packets, f(&v, "/summary/sent_packets"), "{sum}");
+            assert!(lost <= 0.005 * packets, "{sum}");
+            let len = f(&v, "/summary/sent_bytes") / packets;
+            assert_eq!(f(sum, "/bytes"), (packets - lost) * len, "{sum}");
+            assert!(close(f(sum, "/bits_per_second"), 100e6, 0.02), "{sum}");
         } else {
             // Our own accounting of what iperf3 sent: every datagram, none lost.
             let sum = &d["end"]["sum_sent"];
@@ -176,7 +196,8 @@ fn udp_at_100_mbits_against_iperf3_both_ways() {
                 "{sum}"
             );
             assert_eq!(f(sum, "/bytes"), f(&v, "/summary/received_bytes"), "{sum}");
-            assert_eq!(f(&v, "/summary/lost_packets"), 0.0, "{}", v["summary"]);
+            let lost = f(&v, "/summary/lost_packets");
+            assert!(lost <= 0.005 * f(sum, "/packets"), "{}", v["summary"]);
             assert!(close(f(sum, "/bits_per_second"), 100e6, 0.01), "{sum}");
         }
         let rate = f(&v, "/summary/offered_bps");
@@ -190,8 +211,12 @@ fn a_busy_or_absent_iperf3_server_is_a_clear_error() {
     crate::util::assert_fails(&out, 1, "iperf3 test with 127.0.0.1:1 failed");
 }
 
-/// What can be in flight (socket buffers) when an iperf3 client's timer stops its count.
-const IN_FLIGHT: f64 = 8.0 * 1024.0 * 1024.0;
+/// What can be in flight when an iperf3 side's timer stops its count: the socket buffers,
+/// which autotuning grows to tens of MB on a fast, loaded loopback (8 MiB, or 5 % of what
+/// was sent in the test's second, whichever is more).
+fn in_flight(sent: f64) -> f64 {
+    (8.0 * 1024.0 * 1024.0f64).max(0.05 * sent)
+}
 
 /// A free TCP port of 127.0.0.1 (for the iperf3 side of a wirebench server).
 fn free_port() -> u16 {
@@ -248,16 +273,26 @@ fn stock_iperf3_clients_are_served_in_every_mode() {
         // Both sides' byte counts: the sender's and what the receiver reported back.
         let (sent, received) = (f(end, "/sum_sent/bytes"), f(end, "/sum_received/bytes"));
         assert!(sent > 0.0, "{args:?}: {end}");
-        if args.contains(&"-R") && !args.contains(&"-u") {
+        if args.contains(&"-R") && args.contains(&"-u") {
+            // The last datagram or two can arrive after iperf3's client timer.
+            assert!(received <= sent && sent - received <= 0.01 * sent, "{end}");
+        } else if args.contains(&"-R") {
             // iperf3's client stops counting at its own timer: what is still in flight then
             // is sent but not counted, against iperf3's own server too (measured here:
             // 0.26 to 4.4 MB of 4.4 GB in 1 s on loopback): at most the socket buffers.
-            assert!(received <= sent && sent - received <= IN_FLIGHT, "{end}");
+            assert!(
+                received <= sent && sent - received <= in_flight(sent),
+                "{end}"
+            );
         } else {
             assert_eq!(sent, received, "{args:?}: {end}");
         }
         if args.contains(&"-u") {
-            assert_eq!(f(end, "/sum_received/lost_packets"), 0.0, "{args:?}: {end}");
+            let (lost, packets) = (
+                f(end, "/sum_received/lost_packets"),
+                f(end, "/sum_received/packets"),
+            );
+            assert!(lost <= 0.005 * packets, "{args:?}: {end}");
             let rate = f(end, "/sum_received/bits_per_second");
             assert!(close(rate, 100e6, 0.01), "{args:?}: {rate}");
         }
@@ -265,7 +300,10 @@ fn stock_iperf3_clients_are_served_in_every_mode() {
             // The server-to-client half: in flight at the client's timer, as with -R.
             let back = f(end, "/sum_received_bidir_reverse/bytes");
             let sent_back = f(end, "/sum_sent_bidir_reverse/bytes");
-            assert!(back <= sent_back && sent_back - back <= IN_FLIGHT, "{end}");
+            assert!(
+                back <= sent_back && sent_back - back <= in_flight(sent_back),
+                "{end}"
+            );
         }
     }
 }

@@ -30,6 +30,8 @@ use crate::ProtoError;
 
 /// Time a client has for each step of the set-up.
 const STEP: Duration = Duration::from_secs(10);
+/// How long receivers go on reading after the client's end.
+const DRAIN: Duration = Duration::from_millis(250);
 
 /// What the iperf3 side of a server does.
 #[derive(Debug, Clone)]
@@ -42,21 +44,37 @@ pub struct Iperf3ServerConfig {
     pub deny: bool,
 }
 
+/// A data stream and its place in the accept order.
+type Ordered = (u64, TcpStream);
+
 struct Shared {
     cfg: Iperf3ServerConfig,
     tests: AtomicUsize,
-    /// Tests waiting for their TCP data streams, by cookie.
-    waiting: Mutex<HashMap<[u8; COOKIE_SIZE], Sender<TcpStream>>>,
+    /// Tests waiting for their TCP data streams, by cookie; each stream with its place in
+    /// the accept order (a client connects its streams one after the other, and their
+    /// order says which direction each one runs).
+    waiting: Mutex<HashMap<[u8; COOKIE_SIZE], Sender<Ordered>>>,
     /// UDP stream set-up, one test at a time.
     udp_setup: Mutex<()>,
 }
 
-/// Serves iperf3 clients until `stop` is set.
+/// Binds iperf3's port (TCP; UDP streams are bound as they come).
 ///
 /// # Errors
-/// The port cannot be bound.
-pub fn serve(cfg: Iperf3ServerConfig, stop: &AtomicBool) -> std::io::Result<()> {
-    let listener = TcpListener::bind(cfg.bind)?;
+/// The port is taken or not allowed.
+pub fn bind(cfg: &Iperf3ServerConfig) -> std::io::Result<TcpListener> {
+    TcpListener::bind(cfg.bind)
+}
+
+/// Serves iperf3 clients on `listener` (from [`bind`]) until `stop` is set.
+///
+/// # Errors
+/// The listener cannot be made non-blocking.
+pub fn serve(
+    listener: TcpListener,
+    cfg: Iperf3ServerConfig,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let shared = Arc::new(Shared {
         cfg,
@@ -64,14 +82,17 @@ pub fn serve(cfg: Iperf3ServerConfig, stop: &AtomicBool) -> std::io::Result<()> 
         waiting: Mutex::new(HashMap::new()),
         udp_setup: Mutex::new(()),
     });
+    let mut accepted = 0u64;
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((s, peer)) => {
                 let _ = s.set_nonblocking(false);
                 let shared = Arc::clone(&shared);
+                accepted += 1;
+                let order = accepted;
                 let _ = thread::Builder::new()
                     .name("wb-iperf3".into())
-                    .spawn(move || match connection(s, peer, &shared) {
+                    .spawn(move || match connection(s, order, peer, &shared) {
                         Ok(()) => {}
                         Err(e) => tracing::warn!("iperf3 client {peer}: {e}"),
                     });
@@ -89,13 +110,18 @@ pub fn serve(cfg: Iperf3ServerConfig, stop: &AtomicBool) -> std::io::Result<()> 
 }
 
 /// A new connection: a data stream of a waiting test, or a new test.
-fn connection(mut s: TcpStream, peer: SocketAddr, sh: &Shared) -> Result<(), ProtoError> {
+fn connection(
+    mut s: TcpStream,
+    order: u64,
+    peer: SocketAddr,
+    sh: &Shared,
+) -> Result<(), ProtoError> {
     s.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
     let mut cookie = [0u8; COOKIE_SIZE];
     std::io::Read::read_exact(&mut s, &mut cookie).map_err(ProtoError::from_io)?;
     let waiting = sh.waiting.lock().ok().and_then(|w| w.get(&cookie).cloned());
     if let Some(tx) = waiting {
-        let _ = tx.send(s);
+        let _ = tx.send((order, s));
         return Ok(());
     }
     s.set_nodelay(true).map_err(ProtoError::Io)?;
@@ -178,7 +204,7 @@ fn test(
     mut ctrl: TcpStream,
     peer: SocketAddr,
     sh: &Shared,
-    data: &Receiver<TcpStream>,
+    data: &Receiver<Ordered>,
 ) -> Result<(), ProtoError> {
     write_state(&mut ctrl, state::PARAM_EXCHANGE)?;
     let p = params(&read_json(&mut ctrl)?);
@@ -194,18 +220,32 @@ fn test(
     let mut streams = Vec::with_capacity(total);
     if p.udp {
         let _one = sh.udp_setup.lock();
+        // A socket waits on the port before the client is told to come, and the next one
+        // before the answer to each hello (a hello to no socket is refused by the kernel);
+        // one unconnected socket at a time, so that a hello has one place to go.
+        let mut waiting = Some(udp_socket(local)?);
         write_state(&mut ctrl, state::CREATE_STREAMS)?;
-        for _ in 0..total {
-            streams.push(Stream::Udp(udp_stream(local)?));
+        for i in 0..total {
+            let Some(w) = waiting.take() else { break };
+            let (stream, from) = udp_hello(w)?;
+            if i + 1 < total {
+                waiting = Some(udp_socket(local)?);
+            }
+            stream.send_to(&UDP_REPLY, from).map_err(ProtoError::Io)?;
+            streams.push(Stream::Udp(stream));
         }
     } else {
         write_state(&mut ctrl, state::CREATE_STREAMS)?;
+        let mut tcp = Vec::with_capacity(total);
         for _ in 0..total {
             let s = data
                 .recv_timeout(STEP)
                 .map_err(|_| ProtoError::Unexpected("a data stream did not come".into()))?;
-            streams.push(Stream::Tcp(s));
+            tcp.push(s);
         }
+        // In the order the client connected them, whichever thread read its cookie first.
+        tcp.sort_by_key(|(order, _)| *order);
+        streams.extend(tcp.into_iter().map(|(_, s)| Stream::Tcp(s)));
     }
     write_state(&mut ctrl, state::TEST_START)?;
     write_state(&mut ctrl, state::TEST_RUNNING)?;
@@ -230,6 +270,9 @@ fn test(
     ctrl.set_read_timeout(Some(spec.duration + Duration::from_secs(30)))
         .map_err(ProtoError::Io)?;
     let end = read_state(&mut ctrl);
+    // The client stopped sending before it said so; what it sent is still in the socket
+    // buffers: read it before counting (iperf3's own server stops at once and leaves it).
+    thread::sleep(DRAIN);
     stop.store(true, Ordering::Relaxed);
     let ours: Vec<StreamResult> = threads
         .into_iter()
@@ -271,8 +314,8 @@ fn test(
     Ok(())
 }
 
-/// One UDP stream: a socket on the port, connected to whoever says hello first.
-fn udp_stream(local: SocketAddr) -> Result<UdpSocket, ProtoError> {
+/// A UDP socket on the port, for the next stream.
+fn udp_socket(local: SocketAddr) -> Result<UdpSocket, ProtoError> {
     let sock = socket2::Socket::new(
         socket2::Domain::for_address(local),
         socket2::Type::DGRAM,
@@ -280,15 +323,19 @@ fn udp_stream(local: SocketAddr) -> Result<UdpSocket, ProtoError> {
     )
     .map_err(ProtoError::Io)?;
     sock.set_reuse_address(true).map_err(ProtoError::Io)?;
-    sock.set_reuse_port(true).map_err(ProtoError::Io)?;
     sock.bind(&local.into()).map_err(ProtoError::Io)?;
     let sock: UdpSocket = sock.into();
     sock.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
+    Ok(sock)
+}
+
+/// One UDP stream: `sock` connected to whoever says hello first (answered by the caller
+/// once the next socket waits).
+fn udp_hello(sock: UdpSocket) -> Result<(UdpSocket, SocketAddr), ProtoError> {
     let mut b = [0u8; 64];
     let (_, from) = sock.recv_from(&mut b).map_err(ProtoError::from_io)?;
     sock.connect(from).map_err(ProtoError::Io)?;
-    sock.send(&UDP_REPLY).map_err(ProtoError::Io)?;
-    Ok(sock)
+    Ok((sock, from))
 }
 
 /// One stream's data; what iperf3 reads of it.
