@@ -71,7 +71,7 @@ fn run(c: &Command) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_from(cli::iperf3_aliases(std::env::args_os().collect()));
     let filter = match cli.verbose {
         0 => "warn",
         1 => "info",

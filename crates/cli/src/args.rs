@@ -24,6 +24,30 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// iperf3's way of starting: `-c HOST ...` is `client HOST ...` and `-s ...` is
+/// `server ...` (also after `-v`s), so the command lines iperf3 users type work; anything
+/// else is left as it is.
+pub fn iperf3_aliases(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let verbose = argv
+        .iter()
+        .skip(1)
+        .take_while(|a| {
+            a.to_str()
+                .is_some_and(|a| a == "-v" || a == "-vv" || a == "-vvv")
+        })
+        .count();
+    let at = 1 + verbose;
+    let sub = match argv.get(at).and_then(|a| a.to_str()) {
+        Some("-c" | "--client") => "client",
+        Some("-s" | "--server") => "server",
+        _ => return argv,
+    };
+    let mut out = argv[..at].to_vec();
+    out.push(sub.into());
+    out.extend(argv[at + 1..].iter().cloned());
+    out
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve tests to many clients at once.
@@ -896,4 +920,28 @@ pub struct DemoArgs {
     /// Stay on loopback even when running as root (root builds labs).
     #[arg(long)]
     pub loopback: bool,
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn words(v: &[&str]) -> Vec<std::ffi::OsString> {
+        v.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn iperf3_starts_become_subcommands() {
+        let c = iperf3_aliases(words(&["wirebench", "-c", "h", "-u", "-b", "10M"]));
+        assert_eq!(c, words(&["wirebench", "client", "h", "-u", "-b", "10M"]));
+        let s = iperf3_aliases(words(&["wirebench", "-v", "-s", "-p", "5201"]));
+        assert_eq!(s, words(&["wirebench", "-v", "server", "-p", "5201"]));
+        let same = words(&["wirebench", "client", "h", "-c", "x"]);
+        assert_eq!(iperf3_aliases(same.clone()), same);
+        assert_eq!(iperf3_aliases(words(&["wirebench"])), words(&["wirebench"]));
+        // They parse as the subcommands do.
+        let cli = Cli::try_parse_from(iperf3_aliases(words(&["wirebench", "-c", "h", "-t", "3"])))
+            .unwrap();
+        assert!(matches!(cli.command, Command::Client(ref a) if a.target.host == "h"));
+    }
 }

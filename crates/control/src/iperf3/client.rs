@@ -15,7 +15,7 @@ use engine::iperf3_udp::{self, Iperf3RecvReport, Iperf3SendConfig, Iperf3SendRep
 use engine::live::LiveCounters;
 use engine::tcp::{self, TcpReceiverReport, TcpSendConfig, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
-use model::spec::{Direction, Protocol, Rate, TestSpec};
+use model::spec::{Direction, Protocol, TestSpec};
 
 use super::{
     cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
@@ -392,15 +392,7 @@ fn ours(reports: &[Report]) -> Results {
                 },
                 Report::UdpRx(t) => StreamResult {
                     id,
-                    bytes: t.snapshot.bytes,
-                    jitter_s: t.snapshot.jitter_us / 1e6,
-                    errors: t.snapshot.counters.lost,
-                    packets: t.highest.unwrap_or(0),
-                    end_time: match (t.snapshot.first_rx, t.snapshot.last_rx) {
-                        (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
-                        _ => 0.0,
-                    },
-                    ..Default::default()
+                    ..StreamResult::received(t)
                 },
             }
         })
@@ -431,10 +423,7 @@ fn run_stream(d: Data, spec: &TestSpec, stop: &AtomicBool) -> Report {
             &s,
             &Iperf3SendConfig {
                 len: spec.len,
-                rate: match spec.rate {
-                    Rate::Unlimited => Rate::Unlimited,
-                    r => r,
-                },
+                rate: spec.rate,
                 duration: spec.duration,
                 counters_64bit: true,
             },

@@ -211,6 +211,25 @@ pub struct StreamResult {
     pub end_time: f64,
 }
 
+impl StreamResult {
+    /// What iperf3 reads of a UDP stream this side received (its id set by the caller):
+    /// bytes, jitter in seconds, lost, the highest count seen, and the active time.
+    pub fn received(r: &engine::iperf3_udp::Iperf3RecvReport) -> Self {
+        let s = &r.snapshot;
+        Self {
+            bytes: s.bytes,
+            jitter_s: s.jitter_us / 1e6,
+            errors: s.counters.lost,
+            packets: r.highest.unwrap_or(0),
+            end_time: match (s.first_rx, s.last_rx) {
+                (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+                _ => 0.0,
+            },
+            ..Self::default()
+        }
+    }
+}
+
 /// A results object.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Results {

@@ -373,18 +373,7 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
         (Stream::Udp(s), true) => {
             let r =
                 iperf3_udp::run_receiver(&s, p.len + 64, p.counters_64bit, cap, false, &live, stop);
-            let snap = r.snapshot;
-            StreamResult {
-                bytes: snap.bytes,
-                jitter_s: snap.jitter_us / 1e6,
-                errors: snap.counters.lost,
-                packets: r.highest.unwrap_or(0),
-                end_time: match (snap.first_rx, snap.last_rx) {
-                    (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
-                    _ => 0.0,
-                },
-                ..Default::default()
-            }
+            StreamResult::received(&r)
         }
         (Stream::Udp(s), false) => {
             let cfg = Iperf3SendConfig {
