@@ -38,10 +38,14 @@ impl FrerLabs<'_> {
             base: base_spec(Protocol::Udp),
         };
         let frame = udp.spec.len as u64 + crate::trials::UDP_FRAME_OVERHEAD;
+        // The RFC 2544 goal: a load is a lower bound only when no full-length trial lost a
+        // frame (exceed ratio 0), because the comparison measures once more at that load.
         let search = method::rfc2544::SearchConfig {
             line_rate: wire::linerate::LineRate(req.line_rate.unwrap_or(10e9) as u64),
             duration: udp.spec.duration,
             final_duration: udp.spec.duration,
+            exceed_ratio: 0.0,
+            duration_sum_trials: 1,
             ..Default::default()
         };
         let mut log = Vec::new();
