@@ -99,6 +99,12 @@ pub fn control_socket() -> io::Result<OwnedFd> {
 /// `T` must be the kernel's structure for the command in its first field, `#[repr(C)]`, of
 /// at least the size the kernel reads and writes for that command.
 unsafe fn request<T>(sock: &impl AsRawFd, ifname: &str, cmd: &mut T) -> io::Result<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { request_raw(sock, ifname, (cmd as *mut T).cast()) }
+}
+
+/// An interface name as `struct ifreq` holds it: 1 to 15 bytes, no NUL.
+fn ifr_name(ifname: &str) -> io::Result<[u8; libc::IFNAMSIZ]> {
     let bytes = ifname.as_bytes();
     if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
         return Err(io::Error::new(
@@ -106,14 +112,27 @@ unsafe fn request<T>(sock: &impl AsRawFd, ifname: &str, cmd: &mut T) -> io::Resu
             format!("'{ifname}' is not an interface name"),
         ));
     }
+    let mut name = [0; libc::IFNAMSIZ];
+    name[..bytes.len()].copy_from_slice(bytes);
+    Ok(name)
+}
+
+/// `SIOCETHTOOL` with `data` as `ifr_data`.
+///
+/// # Safety
+/// `data` must point to the structure of the command in its first `u32`, live for the
+/// call and as large as the kernel reads and writes for it.
+unsafe fn request_raw(
+    sock: &impl AsRawFd,
+    ifname: &str,
+    data: *mut libc::c_void,
+) -> io::Result<()> {
     let mut ifr = IfreqData {
-        name: [0; libc::IFNAMSIZ],
-        data: (cmd as *mut T).cast(),
+        name: ifr_name(ifname)?,
+        data,
         _pad: [0; 24 - size_of::<*mut libc::c_void>()],
     };
-    ifr.name[..bytes.len()].copy_from_slice(bytes);
-    // SAFETY: `ifr` and the structure it points to live for the call; the caller vouches
-    // that the structure is the one the command reads and writes.
+    // SAFETY: `ifr` lives for the call; the caller vouches for what `data` points to.
     cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut ifr) }).map(drop)
 }
 
@@ -341,21 +360,8 @@ pub fn set_feature(sock: &impl AsRawFd, ifname: &str, name: &str, on: bool) -> i
 /// `buf` must hold the structure of the command in `buf[0]`, header and the whole
 /// variable part the kernel reads or writes for the sizes given in the header.
 unsafe fn request_slice(sock: &impl AsRawFd, ifname: &str, buf: &mut [u32]) -> io::Result<()> {
-    let bytes = ifname.as_bytes();
-    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("'{ifname}' is not an interface name"),
-        ));
-    }
-    let mut ifr = IfreqData {
-        name: [0; libc::IFNAMSIZ],
-        data: buf.as_mut_ptr().cast(),
-        _pad: [0; 24 - size_of::<*mut libc::c_void>()],
-    };
-    ifr.name[..bytes.len()].copy_from_slice(bytes);
-    // SAFETY: `ifr` and `buf` live for the call; the caller vouches for the layout.
-    cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut ifr) }).map(drop)
+    // SAFETY: forwarded from the caller; `buf` lives for the call.
+    unsafe { request_raw(sock, ifname, buf.as_mut_ptr().cast()) }
 }
 
 /// `struct ifreq` with `ifr_mtu`.
@@ -367,20 +373,11 @@ struct IfreqMtu {
 }
 
 fn ifreq_mtu(ifname: &str, mtu: u32) -> io::Result<IfreqMtu> {
-    let bytes = ifname.as_bytes();
-    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("'{ifname}' is not an interface name"),
-        ));
-    }
-    let mut r = IfreqMtu {
-        name: [0; libc::IFNAMSIZ],
+    Ok(IfreqMtu {
+        name: ifr_name(ifname)?,
         mtu: libc::c_int::try_from(mtu).unwrap_or(libc::c_int::MAX),
         _pad: [0; 20],
-    };
-    r.name[..bytes.len()].copy_from_slice(bytes);
-    Ok(r)
+    })
 }
 
 /// The interface's MTU (`SIOCGIFMTU`).
