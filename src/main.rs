@@ -87,6 +87,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             errln!("wirebench: {e:#}");
+            // A reader of -J output gets the failure on stdout too, as iperf3 prints it
+            // (an interrupted test or a failed verdict has printed its document already).
+            if json(&cli.command) && !output::printed_document(&e) {
+                output::outln!("{}", serde_json::json!({ "error": format!("{e:#}") }));
+            }
             ExitCode::from(output::exit_code(&e))
         }
     }

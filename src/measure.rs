@@ -8,7 +8,7 @@ use campaign::jobs;
 use campaign::request::TestRequest;
 use model::results::RunResult;
 
-use crate::output::{never, outln, print, stop_on_signals, verdicts, Printer};
+use crate::output::{never, outln, print, stop_on_signals, verdicts, Interrupted, Printer};
 
 /// The text layout of a test's document.
 fn text(req: &TestRequest, r: &RunResult) -> String {
@@ -56,11 +56,12 @@ pub fn test(req: &TestRequest, json: bool) -> Result<()> {
         );
     }
     // Ctrl-C stops these so that they remove their labs / put the shaper's rate and the
-    // interfaces' settings back.
+    // interfaces' settings back; a client test ends early with the figures so far.
     let stop = match req {
-        TestRequest::FrerCompare(_) | TestRequest::Shaping(_) | TestRequest::NicMatrix(_) => {
-            stop_on_signals()?
-        }
+        TestRequest::FrerCompare(_)
+        | TestRequest::Shaping(_)
+        | TestRequest::NicMatrix(_)
+        | TestRequest::Client(_) => stop_on_signals()?,
         _ => never(),
     };
     let r = jobs::run(req, &mut watch, &stop)?;
@@ -70,7 +71,7 @@ pub fn test(req: &TestRequest, json: bool) -> Result<()> {
     print(&r, json, |r| text(req, r));
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
         // What finished is printed above; the exit status says it is not all.
-        anyhow::bail!("interrupted: the result above is what finished before the stop");
+        return Err(Interrupted.into());
     }
     match req {
         TestRequest::Rfc2544(_) | TestRequest::Latency(_) => {

@@ -48,6 +48,12 @@ pub(crate) use {errln, out, outln};
 #[error("{0}")]
 pub struct VerdictFailed(pub String);
 
+/// A test stopped early by Ctrl-C or SIGTERM, after its partial result was printed (exit
+/// code 1).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: the result above is what finished before the stop")]
+pub struct Interrupted;
+
 /// A usage error (exit code 2).
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     campaign::Error::Usage(msg.into()).into()
@@ -67,6 +73,12 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     } else {
         1
     }
+}
+
+/// Whether the command printed its result document before it failed with `e` (a failed
+/// verdict, a stop).
+pub fn printed_document(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<VerdictFailed>().is_some() || e.downcast_ref::<Interrupted>().is_some()
 }
 
 /// Prints `doc` as JSON, or as `text` lays it out.

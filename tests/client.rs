@@ -307,3 +307,117 @@ fn json_carries_the_contract_of_the_design() {
     let ratio = v["summary"]["loss_ratio"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&ratio), "ratios are 0..1: {ratio}");
 }
+
+#[test]
+fn intervals_show_each_stream_then_the_sum_and_keep_the_last_partial_one() {
+    let srv = ServerProc::start(&[]);
+    let v = srv.json("client", "-u -b 4M -l 1000 -t 1.5 -i 1 -P 2");
+    let rows = v
+        .pointer("/intervals")
+        .and_then(|x| x.as_array())
+        .expect("intervals");
+    // Per interval: stream 1, stream 2, then their sum; the last interval is 1.0-1.5 s.
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    let ids: Vec<_> = rows.iter().map(|r| r.get("stream").cloned()).collect();
+    let one = Some(serde_json::json!(1));
+    let two = Some(serde_json::json!(2));
+    assert_eq!(ids, [one.clone(), two.clone(), None, one, two, None]);
+    assert_eq!(rows[5]["start_s"], 1.0);
+    assert_eq!(rows[5]["end_s"], 1.5);
+    for chunk in rows.chunks(3) {
+        let sum = |k: &str| chunk[0][k].as_u64().unwrap() + chunk[1][k].as_u64().unwrap();
+        assert_eq!(sum("sent_bytes"), chunk[2]["sent_bytes"].as_u64().unwrap());
+        assert_eq!(
+            sum("received_packets"),
+            chunk[2]["received_packets"].as_u64().unwrap()
+        );
+    }
+    // The intervals add up to the totals: the tick at the end waits for the streams.
+    let total = |k: &str| {
+        rows.iter()
+            .filter(|r| r.get("stream").is_none())
+            .map(|r| r[k].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(total("sent_packets"), u64_at(&v, "/summary/sent_packets"));
+    assert_eq!(
+        total("received_packets"),
+        u64_at(&v, "/summary/received_packets")
+    );
+    // The text form labels each stream and the sum.
+    let out = srv.run("client", "-t 1.5 -i 1 -P 2 -b 20M");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for needle in ["[  1 tx]   1.00-1.50", "[  2 tx]", "[SUM tx]   1.00-1.50"] {
+        assert!(text.contains(needle), "{needle} missing in:\n{text}");
+    }
+    // iperf3's closing lines: sender and receiver.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("[SUM tx]   0.00-") && l.ends_with("sender"))
+            && text.lines().any(|l| l.ends_with("receiver")),
+        "{text}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_a_test_with_the_figures_so_far() {
+    use std::io::Read as _;
+    let srv = ServerProc::start(&[]);
+    let port = srv.port_arg();
+    // Reverse: the server's sender has to stop too.
+    let mut child = std::process::Command::new(bin())
+        .args(["client", "127.0.0.1", "-p", &port, "-u", "-b", "10M", "-R"])
+        .args(["-t", "30", "-i", "0.5", "-J"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start client");
+    std::thread::sleep(std::time::Duration::from_millis(1700));
+    let started = std::time::Instant::now();
+    // SAFETY: kill(2) on our own child's pid; no memory is involved.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("read");
+    let status = child.wait().expect("wait");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "the stop took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(status.code(), Some(1), "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("one complete document");
+    assert_eq!(v["interrupted"], true);
+    let secs = f64_at(&v, "/summary/duration_s");
+    assert!((1.0..5.0).contains(&secs), "ran {secs} s");
+    // What the server sent before the stop was all counted: nothing is lost on loopback.
+    let sent = u64_at(&v, "/summary/sent_packets");
+    assert!(sent > 1000, "sent {sent}");
+    assert!(
+        u64_at(&v, "/summary/lost_packets") * 100 <= sent,
+        "{}",
+        v["summary"]
+    );
+    // The intervals stop where the test did.
+    let rows = v["intervals"].as_array().expect("intervals");
+    assert!(!rows.is_empty() && rows.len() <= 8, "{rows:?}");
+    // The server is free for the next test.
+    let again = srv.json("client", "-u -b 1M -t 0.5");
+    assert_eq!(again["interrupted"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_failure_with_json_is_an_error_object_on_stdout() {
+    let port = free_port().to_string();
+    let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "1", "-J"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let e = v["error"].as_str().expect("error string");
+    assert!(e.contains("127.0.0.1"), "{e}");
+}

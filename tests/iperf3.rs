@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::run_json;
+use crate::util::{free_port, run_json};
 
 /// `iperf3 -s -1 -J` on a port of its own; its JSON document comes on stdout at the end.
 struct Iperf3Server {
@@ -216,12 +216,6 @@ fn a_busy_or_absent_iperf3_server_is_a_clear_error() {
 /// was sent in the test's second, whichever is more).
 fn in_flight(sent: f64) -> f64 {
     (8.0 * 1024.0 * 1024.0f64).max(0.05 * sent)
-}
-
-/// A free TCP port of 127.0.0.1 (for the iperf3 side of a wirebench server).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 fn have_iperf3(test: &str) -> bool {

@@ -252,3 +252,9 @@ pub fn str_at<'a>(v: &'a serde_json::Value, path: &str) -> &'a str {
         .and_then(|x| x.as_str())
         .unwrap_or_else(|| panic!("no string at {path} in {v:#}"))
 }
+
+/// A free TCP port of 127.0.0.1 (nothing listens on it once this returns).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}

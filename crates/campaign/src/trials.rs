@@ -107,6 +107,10 @@ impl Trial for ServerTrial {
             .map_err(|e| Error::from(e).context(format!("cannot start a test with {server}")))?
             .run_test(&spec, None, |_| {})
             .map_err(|e| Error::from(e).context(format!("test with {server} failed")))?;
+        // A trial cut short by a stop measured part of its time: it is no result.
+        if outcome.interrupted {
+            return Err(Error::Interrupted);
+        }
         let (s, latency) = control::assemble::main_direction(&outcome)
             .ok_or_else(|| Error::Failed("the trial produced no result".into()))?;
         let c = Counters {

@@ -236,7 +236,10 @@ fn sum(streams: &[&Assembled]) -> Option<Summary> {
     Some(s)
 }
 
-/// Interval rows for sample `cur` (one per direction), as differences from `prev`.
+/// Interval rows for sample `cur`, as differences from `prev`: per direction, one row per
+/// stream when the direction has several (`stream` set), then their sum (`stream` absent).
+/// A side whose samples are absent (`remote` empty: an iperf3 server sends none) leaves the
+/// receiver's figures of the streams it receives out.
 pub fn interval_rows(
     spec: &TestSpec,
     prev: Option<&IntervalSample>,
@@ -244,7 +247,10 @@ pub fn interval_rows(
 ) -> Vec<IntervalRow> {
     let plan = streams::plan(spec);
     let len = cur.length.as_secs_f64();
-    let start = f64::from(cur.index) * len;
+    let start = cur.start.as_secs_f64();
+    let udp = spec.protocol == Protocol::Udp;
+    let bps = |b: u64| if len > 0.0 { b as f64 * 8.0 / len } else { 0.0 };
+    let remote_known = !cur.remote.is_empty();
     let mut rows = Vec::new();
     for (dir, sender) in [("tx", Sender::Client), ("rx", Sender::Server)] {
         let ids: Vec<u8> = plan
@@ -261,14 +267,33 @@ pub fn interval_rows(
         } else {
             (&cur.remote, &cur.local)
         };
-        let pick = |set: Option<&Vec<(u8, LiveSnapshot)>>, id: u8| -> LiveSnapshot {
-            set.and_then(|v| v.iter().find(|(i, _)| *i == id).map(|(_, s)| *s))
-                .unwrap_or_default()
-        };
         let (snd_prev, rcv_prev) = match prev {
             Some(p) if sender == Sender::Client => (Some(&p.local), Some(&p.remote)),
             Some(p) => (Some(&p.remote), Some(&p.local)),
             None => (None, None),
+        };
+        let rcv_known = remote_known || sender == Sender::Server;
+        let snd_known = remote_known || sender == Sender::Client;
+        let pick = |set: Option<&Vec<(u8, LiveSnapshot)>>, id: u8| -> LiveSnapshot {
+            set.and_then(|v| v.iter().find(|(i, _)| *i == id).map(|(_, s)| *s))
+                .unwrap_or_default()
+        };
+        let row = |stream: Option<u8>, sent: &LiveSnapshot, recv: &LiveSnapshot, jitter_us: f64| {
+            IntervalRow {
+                start_s: start,
+                end_s: start + len,
+                direction: dir.to_owned(),
+                stream,
+                sent_bytes: sent.bytes,
+                received_bytes: rcv_known.then_some(recv.bytes),
+                sent_bps: bps(sent.bytes),
+                received_bps: rcv_known.then(|| bps(recv.bytes)),
+                sent_packets: (udp && snd_known).then_some(sent.counters.sent),
+                received_packets: (udp && rcv_known).then_some(recv.counters.received),
+                lost_packets: (udp && rcv_known).then_some(recv.counters.lost),
+                jitter_us: (udp && rcv_known).then_some(jitter_us),
+                retransmits: (!udp && snd_known).then_some(sent.retransmits),
+            }
         };
         let mut sent = LiveSnapshot::default();
         let mut recv = LiveSnapshot::default();
@@ -276,6 +301,9 @@ pub fn interval_rows(
         for &id in &ids {
             let ds = pick(Some(snd_now), id).since(&pick(snd_prev, id));
             let dr = pick(Some(rcv_now), id).since(&pick(rcv_prev, id));
+            if ids.len() > 1 {
+                rows.push(row(Some(id), &ds, &dr, dr.jitter_ns as f64 / 1000.0));
+            }
             sent.counters = sent.counters.plus(&ds.counters);
             sent.bytes += ds.bytes;
             sent.retransmits += ds.retransmits;
@@ -283,25 +311,24 @@ pub fn interval_rows(
             recv.bytes += dr.bytes;
             jitter_sum += dr.jitter_ns;
         }
-        let bps = |b: u64| if len > 0.0 { b as f64 * 8.0 / len } else { 0.0 };
-        let udp = spec.protocol == Protocol::Udp;
-        rows.push(IntervalRow {
-            start_s: start,
-            end_s: start + len,
-            direction: dir.to_owned(),
-            sent_bytes: sent.bytes,
-            received_bytes: Some(recv.bytes),
-            sent_bps: bps(sent.bytes),
-            received_bps: Some(bps(recv.bytes)),
-            sent_packets: udp.then_some(sent.counters.sent),
-            received_packets: udp.then_some(recv.counters.received),
-            lost_packets: udp.then_some(recv.counters.lost),
-            // The mean over streams, as in the summary.
-            jitter_us: udp.then_some(jitter_sum as f64 / 1000.0 / ids.len() as f64),
-            retransmits: (!udp).then_some(sent.retransmits),
-        });
+        // The mean over streams, as in the summary.
+        rows.push(row(
+            None,
+            &sent,
+            &recv,
+            jitter_sum as f64 / 1000.0 / ids.len() as f64,
+        ));
     }
     rows
+}
+
+/// How long a sender's stream ran, seconds (0 for receivers).
+fn sender_elapsed(r: &StreamReport) -> f64 {
+    match r {
+        StreamReport::UdpTx(t) => t.elapsed.as_secs_f64(),
+        StreamReport::TcpTx(t) => t.elapsed.as_secs_f64(),
+        _ => 0.0,
+    }
 }
 
 /// The whole result document of a throughput test.
@@ -326,6 +353,14 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
     };
     r.summary = main;
     r.reverse_summary = other;
+    if o.interrupted {
+        r.interrupted = true;
+        r.notes.push(format!(
+            "interrupted: the test was stopped after {:.2} s of its {} s; the figures cover the time it ran",
+            o.local.iter().chain(&o.remote).map(sender_elapsed).fold(0.0, f64::max),
+            o.spec.duration.as_secs_f64()
+        ));
+    }
     for s in &streams {
         if s.summary.generator_limited {
             r.notes.push(format!(

@@ -14,8 +14,8 @@ use model::spec::{EchoSpec, Protocol, TestSpec};
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, Limits, ServerMsg, StreamReport};
 use crate::server::{
-    grace, sent_counts, spawn_reader, tcp_send_config, udp_recv_config, udp_send_config, TestKey,
-    TICK_SLACK,
+    grace, sent_counts, spawn_reader, tcp_send_config, tick_end, udp_recv_config, udp_send_config,
+    TestKey,
 };
 use crate::streams::{self, Sender, SideRun};
 use crate::{auth, ProtoError, MAGIC, VERSION};
@@ -38,8 +38,8 @@ pub struct ClientConfig {
     pub cpu: Option<usize>,
     /// Measure round-trip latency with echoed probes even when the clocks are shared.
     pub force_round_trip: bool,
-    /// When set (e.g. by Ctrl-C), a running test is aborted and ends with
-    /// [`ProtoError::Interrupted`].
+    /// When set (e.g. by Ctrl-C), a running throughput test ends early with the figures so
+    /// far ([`TestOutcome::interrupted`]); ping-pong ends with [`ProtoError::Interrupted`].
     pub stop: Option<Arc<AtomicBool>>,
 }
 
@@ -71,6 +71,8 @@ pub struct TestOutcome {
     pub remote: Vec<StreamReport>,
     /// Interval samples: (interval end, client streams, server streams).
     pub intervals: Vec<IntervalSample>,
+    /// The client stopped the test early (Ctrl-C): the figures cover the time it ran.
+    pub interrupted: bool,
 }
 
 /// Totals of every stream at the end of one interval, from both sides.
@@ -78,7 +80,9 @@ pub struct TestOutcome {
 pub struct IntervalSample {
     /// Interval number (0-based).
     pub index: u32,
-    /// Interval length.
+    /// Interval start, from the test's start.
+    pub start: Duration,
+    /// Interval length (the last one may be shorter).
     pub length: Duration,
     /// Client streams' totals.
     pub local: Vec<(u8, LiveSnapshot)>,
@@ -96,15 +100,23 @@ struct Ticks {
 
 impl Ticks {
     /// Hands out, in order, every interval for which both sides' samples are in.
-    fn emit(&mut self, interval: Option<Duration>, on_interval: &mut impl FnMut(&IntervalSample)) {
+    fn emit(
+        &mut self,
+        interval: Option<Duration>,
+        duration: Duration,
+        on_interval: &mut impl FnMut(&IntervalSample),
+    ) {
         while let Some((&k, _)) = self.local.first_key_value() {
             let Some(remote) = self.remote.remove(&k) else {
                 break;
             };
             let local = self.local.remove(&k).unwrap_or_default();
+            let start = interval.unwrap_or_default() * k;
+            let end = tick_end(interval, duration, k).unwrap_or(start);
             let s = IntervalSample {
                 index: k,
-                length: interval.unwrap_or_default(),
+                start,
+                length: end.saturating_sub(start),
                 local,
                 remote,
             };
@@ -282,14 +294,11 @@ impl Session {
             .map_err(ProtoError::Io)?;
         let start = Instant::now();
         let end = start + spec.duration;
-        let tick_at = |k: u32| {
-            interval
-                .map(|i| start + i * (k + 1))
-                .filter(|t| *t <= end + TICK_SLACK)
-        };
+        let tick_at = |k: u32| tick_end(interval, spec.duration, k).map(|t| start + t);
         let mut ticks = Ticks::default();
         let mut tick = 0u32;
         let mut finished = false;
+        let mut stopped = false;
         let mut remote_reports = None;
         let results_deadline = end + RESULTS_TIMEOUT;
         let fail = |side: &mut SideRun, e: ProtoError| {
@@ -301,18 +310,17 @@ impl Session {
             if now >= results_deadline {
                 return fail(&mut side, ProtoError::Timeout);
             }
-            if self
-                .stop
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::Relaxed))
+            // A stop (Ctrl-C) ends the test early but cleanly: this side's senders stop,
+            // the server is told to stop its own, and both sides' figures so far come in.
+            if !stopped
+                && !finished
+                && self
+                    .stop
+                    .as_ref()
+                    .is_some_and(|s| s.load(Ordering::Relaxed))
             {
-                let _ = write_msg(
-                    &mut self.ctrl,
-                    &ClientMsg::Abort {
-                        reason: "the client was interrupted".into(),
-                    },
-                );
-                return fail(&mut side, ProtoError::Interrupted);
+                stopped = true;
+                side.stop_senders();
             }
             let mut wait = Duration::from_millis(20);
             if let Some(t) = tick_at(tick) {
@@ -338,22 +346,24 @@ impl Session {
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            // Every tick that is due, even several after a stall.
-            while tick_at(tick).is_some_and(|t| Instant::now() >= t) {
+            // Every tick that is due, even several after a stall; the one at the end waits
+            // until this side's streams are done, so the intervals add up to the totals.
+            while !stopped && tick_at(tick).is_some_and(|t| Instant::now() >= t && t < end) {
                 ticks.local.insert(tick, side.sample());
                 tick += 1;
             }
-            ticks.emit(interval, &mut on_interval);
+            ticks.emit(interval, spec.duration, &mut on_interval);
             // Finish once the test's time is up and this side's senders are done (in
             // reverse mode there are none, but the time must still be up); by then every
             // tick up to the end has been sampled above.
-            if !finished && Instant::now() >= end && side.senders_done() {
+            if !finished && (stopped || Instant::now() >= end) && side.senders_done() {
                 finished = true;
                 let reports = side.join_senders();
                 write_msg(
                     &mut self.ctrl,
                     &ClientMsg::Finish {
                         reports: reports.clone(),
+                        early: stopped,
                     },
                 )?;
                 side.keep(reports);
@@ -363,12 +373,13 @@ impl Session {
         let (quiet, cap) = grace(spec);
         let mut local = side.take_kept();
         local.extend(side.finish_receivers(&sent_counts(&remote), quiet, cap));
-        // Ticks the end overtook: sampled now that every counter is final, as the server did.
-        while tick_at(tick).is_some() {
+        // Ticks the end overtook: sampled now that every counter is final, as the server did
+        // (a test stopped early has no more).
+        while !stopped && tick_at(tick).is_some() {
             ticks.local.insert(tick, side.sample());
             tick += 1;
         }
-        ticks.emit(interval, &mut on_interval);
+        ticks.emit(interval, spec.duration, &mut on_interval);
         let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
         Ok(TestOutcome {
             spec: spec.clone(),
@@ -377,6 +388,7 @@ impl Session {
             local,
             remote,
             intervals: ticks.samples,
+            interrupted: stopped,
         })
     }
 
@@ -492,6 +504,7 @@ impl Session {
             &mut self.ctrl,
             &ClientMsg::Finish {
                 reports: Vec::new(),
+                early: false,
             },
         );
         if interrupted {

@@ -52,6 +52,10 @@ pub enum ClientMsg {
     Finish {
         /// Reports of the client's senders.
         reports: Vec<StreamReport>,
+        /// The client stops before the test's time is up (Ctrl-C): the server's senders
+        /// stop now and the results cover the time the test ran.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        early: bool,
     },
     /// Stop now; results are not wanted.
     Abort {

@@ -25,8 +25,26 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const STREAM_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most buffer memory one test may make the server allocate.
 pub const MAX_TEST_BUFFER_BYTES: u64 = 512 << 20;
-/// Interval ticks up to this much past the test's end still count (timer rounding).
+/// Interval ticks up to this much past the test's end still count (timer rounding), and a
+/// remainder this short makes no last partial interval.
 pub(crate) const TICK_SLACK: Duration = Duration::from_millis(1);
+
+/// When interval `k` of a test ends, as an offset from its start; `None` past the last.
+/// Both sides use it, so their samples pair by index. Every interval is `interval` long
+/// except the last, which ends with the test (`-t 1.5 -i 1` gives 0-1 s and 1-1.5 s).
+pub(crate) fn tick_end(interval: Option<Duration>, duration: Duration, k: u32) -> Option<Duration> {
+    let i = interval.filter(|i| !i.is_zero())?;
+    let start = i.checked_mul(k)?;
+    if start + TICK_SLACK >= duration {
+        return None;
+    }
+    let end = start + i;
+    Some(if end <= duration + TICK_SLACK {
+        end
+    } else {
+        duration
+    })
+}
 /// Extra time past the test's duration before the server gives up on a silent client.
 const FINISH_SLACK: Duration = Duration::from_secs(10);
 
@@ -647,13 +665,10 @@ fn run_control_loop(
     let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
     let start = Instant::now();
     let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
-    let tick_at = |k: u32| {
-        interval
-            .map(|i| i * (k + 1))
-            .filter(|t| *t <= spec.duration + TICK_SLACK)
-    };
+    let tick_at = |k: u32| tick_end(interval, spec.duration, k);
     let mut index = 0u32;
     let mut client_reports: Option<Vec<StreamReport>> = None;
+    let mut stopped_early = false;
     // Runs until the client has finished and this side's senders are done; keeps reading
     // the control connection all along (an abort or a vanished client stops the test).
     while client_reports.is_none() || !side.senders_done() {
@@ -673,7 +688,11 @@ fn run_control_loop(
             .min(Duration::from_millis(20))
             .min(limit - now);
         match rx.recv_timeout(wait) {
-            Ok(Ok(ClientMsg::Finish { reports })) if client_reports.is_none() => {
+            Ok(Ok(ClientMsg::Finish { reports, early })) if client_reports.is_none() => {
+                if early {
+                    side.stop_senders();
+                    stopped_early = true;
+                }
                 client_reports = Some(reports)
             }
             Ok(Ok(ClientMsg::Abort { reason })) => {
@@ -699,8 +718,9 @@ fn run_control_loop(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
+        // The tick at the end waits until this side's streams are done (below).
         if let Some(t) = next_tick {
-            if start.elapsed() >= t {
+            if start.elapsed() >= t && t < spec.duration {
                 send_interval(&mut ctrl, &mut index, &side)?;
             }
         }
@@ -709,8 +729,9 @@ fn run_control_loop(
     let expected = sent_counts(client_reports.as_deref().unwrap_or_default());
     let (quiet, cap) = grace(&spec);
     reports.extend(side.finish_receivers(&expected, quiet, cap));
-    // Ticks that the end overtook (timer rounding): now every counter is final.
-    while tick_at(index).is_some() {
+    // Ticks that the end overtook (timer rounding): now every counter is final. A test
+    // stopped early has no more intervals.
+    while !stopped_early && tick_at(index).is_some() {
         send_interval(&mut ctrl, &mut index, &side)?;
     }
     write_msg(&mut ctrl, &ServerMsg::Results { reports })
@@ -863,5 +884,33 @@ mod test {
         let mut unlimited = spec();
         unlimited.rate = Rate::Unlimited;
         assert!(check_limits(&unlimited, &l).unwrap_err().contains("-b"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick_end;
+    use std::time::Duration;
+
+    fn ends(interval_ms: u64, duration_ms: u64) -> Vec<u128> {
+        let i = Some(Duration::from_millis(interval_ms));
+        let d = Duration::from_millis(duration_ms);
+        (0..)
+            .map_while(|k| tick_end(i, d, k))
+            .map(|t| t.as_millis())
+            .collect()
+    }
+
+    #[test]
+    fn the_last_partial_interval_is_kept() {
+        assert_eq!(ends(1000, 1500), [1000, 1500]);
+        assert_eq!(ends(1000, 3000), [1000, 2000, 3000]);
+        assert_eq!(ends(500, 1200), [500, 1000, 1200]);
+        // A remainder within the slack is timer rounding, not an interval.
+        assert_eq!(ends(1000, 2001), [1000, 2000]);
+        assert!(tick_end(None, Duration::from_secs(5), 0).is_none());
+        assert!(tick_end(Some(Duration::ZERO), Duration::from_secs(5), 0).is_none());
+        // Longer than the test: one interval, the test's length.
+        assert_eq!(ends(5000, 1500), [1500]);
     }
 }

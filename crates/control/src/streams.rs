@@ -237,6 +237,11 @@ impl SideRun {
             .collect()
     }
 
+    /// Ends the senders now, before their deadline (an early finish); receivers go on.
+    pub(crate) fn stop_senders(&self) {
+        self.sender_stop.store(true, Ordering::Relaxed);
+    }
+
     pub(crate) fn senders_done(&self) -> bool {
         self.senders.iter().all(|r| r.handle.is_finished())
     }

@@ -13,8 +13,9 @@ use crate::tables::blocksize::Units;
 
 /// One interval line, iperf3-like.
 pub fn interval_line(r: &IntervalRow) -> String {
+    let who = r.stream.map_or("SUM".to_owned(), |id| format!("{id:>3}"));
     let mut s = format!(
-        "[SUM {}] {:6.2}-{:<6.2} s  sent {:>10} {:>14}",
+        "[{who} {}] {:6.2}-{:<6.2} s  sent {:>10} {:>14}",
         r.direction,
         r.start_s,
         r.end_s,
@@ -51,7 +52,48 @@ pub fn client_summary(r: &RunResult) -> String {
         None => {}
     }
     out.push('\n');
+    out.push_str(&sender_receiver_lines(r));
     out.push_str(&facts(r));
+    out
+}
+
+/// iperf3's two closing lines per direction: what the sender sent and what the receiver
+/// got, each over its own time.
+fn sender_receiver_lines(r: &RunResult) -> String {
+    let mut out = String::new();
+    let reverse = r.params.pointer("/test/direction").and_then(|d| d.as_str()) == Some("reverse");
+    let main = if reverse { "rx" } else { "tx" };
+    for (dir, s) in [
+        (main, r.summary.as_ref()),
+        ("rx", r.reverse_summary.as_ref()),
+    ] {
+        let Some(s) = s else { continue };
+        let span = format!("[SUM {dir}]   0.00-{:<6.2} s", s.duration_s);
+        if let (Some(b), Some(rate)) = (s.sent_bytes, s.offered_bps) {
+            let mut l = format!("{span}  {:>10} {:>14}", bytes(b), bps(rate));
+            if let Some(p) = s.sent_packets {
+                l.push_str(&format!("  {p} packets"));
+            }
+            if let Some(rt) = s.retransmits {
+                l.push_str(&format!("  retr {rt}"));
+            }
+            out.push_str(&format!("{l}  sender\n"));
+        }
+        if let (Some(b), Some(rate)) = (s.received_bytes, s.received_bps) {
+            let mut l = format!("{span}  {:>10} {:>14}", bytes(b), bps(rate));
+            if let (Some(lost), Some(sent)) = (s.lost_packets, s.sent_packets) {
+                let pct = s.loss_ratio.unwrap_or(0.0) * 100.0;
+                l.push_str(&format!("  lost {lost}/{sent} ({pct:.3} %)"));
+            }
+            if let Some(j) = s.jitter_us {
+                l.push_str(&format!("  jitter {} us", us(j)));
+            }
+            out.push_str(&format!("{l}  receiver\n"));
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
     out
 }
 
@@ -831,6 +873,7 @@ mod test {
             start_s: 0.0,
             end_s: 1.0,
             direction: "tx".into(),
+            stream: None,
             sent_bytes: 62_500_000,
             received_bytes: Some(62_400_000),
             sent_bps: 500e6,

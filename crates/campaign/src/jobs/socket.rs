@@ -35,7 +35,7 @@ pub fn client(
     let spec = &req.spec;
     spec.validate().map_err(usage)?;
     if req.iperf3 {
-        return iperf3_client(req, &cfg, stop);
+        return iperf3_client(req, &cfg, watch, stop);
     }
     let session = Session::connect(&cfg)
         .map_err(|e| Error::from(e).context(format!("cannot start a test with {}", cfg.server)))?;
@@ -59,15 +59,22 @@ pub fn client(
 fn iperf3_client(
     req: &ClientRequest,
     cfg: &control::client::ClientConfig,
+    watch: &mut dyn Watch,
     stop: &Arc<AtomicBool>,
 ) -> Result<RunResult, Error> {
     let c = control::iperf3::client::Iperf3Client {
         server: cfg.server,
         spec: req.spec.clone(),
         stop: Some(Arc::clone(stop)),
+        interval: req.interval,
     };
+    let spec = &req.spec;
     let done = c
-        .run()
+        .run(|cur, prev| {
+            for row in control::assemble::interval_rows(spec, prev, cur) {
+                watch.interval(&row);
+            }
+        })
         .map_err(|e| Error::from(e).context(format!("iperf3 test with {} failed", cfg.server)))?;
     let mut params = params(&req.spec, cfg);
     params["peer"] = "iperf3".into();
@@ -75,12 +82,8 @@ fn iperf3_client(
     // An iperf3 server echoes no probes: there is no latency to explain.
     r.notes.retain(|n| !n.contains("echoed probes"));
     r.notes.push(
-        "the server is a stock iperf3: what it received is its own accounting; what this side received is wirebench's (exact loss, duplicates, reordering, jitter). No one-way latency: iperf3 stamps datagrams with its monotonic clock".into(),
+        "the server is a stock iperf3: what it received is its own accounting; what this side received is wirebench's (exact loss, duplicates, reordering, jitter). No one-way latency: iperf3 stamps datagrams with its monotonic clock. Interval rows show this side's counters only (an iperf3 server sends none during a test)".into(),
     );
-    if req.interval.is_some() {
-        r.notes
-            .push("--iperf3 gives no interval rows yet: the totals only".into());
-    }
     for s in &done.server.streams {
         r.notes.push(format!(
             "iperf3 server, stream {}: {} bytes, {} packets, {} lost, jitter {:.3} ms{}",

@@ -9,10 +9,10 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use engine::iperf3_udp::{self, Iperf3RecvReport, Iperf3SendConfig, Iperf3SendReport};
-use engine::live::LiveCounters;
+use engine::live::{LiveCounters, LiveSnapshot};
 use engine::tcp::{self, TcpReceiverReport, TcpSendConfig, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::spec::{Direction, Protocol, TestSpec};
@@ -21,8 +21,9 @@ use super::{
     cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
     Results, StreamResult, UDP_HELLO,
 };
-use crate::client::TestOutcome;
+use crate::client::{IntervalSample, TestOutcome};
 use crate::messages::StreamReport;
+use crate::server::tick_end;
 use crate::ProtoError;
 
 /// Longest wait for the server between states.
@@ -36,8 +37,10 @@ pub struct Iperf3Client {
     /// What to run (protocol, direction, rate per stream, length, streams, duration,
     /// window).
     pub spec: TestSpec,
-    /// Stop early (Ctrl-C): the client tells the server and ends.
+    /// Stop early (Ctrl-C): the test ends now, with the figures so far.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Interval length (`-i`); `None` for none.
+    pub interval: Option<Duration>,
 }
 
 /// What the test gave.
@@ -112,11 +115,15 @@ impl Iperf3Client {
         }
     }
 
-    /// Runs the test.
+    /// Runs the test; `on_interval` sees each interval sample (with the one before it) as
+    /// it is taken.
     ///
     /// # Errors
     /// No connection, the server refused or failed, or the dialogue broke.
-    pub fn run(&self) -> Result<Iperf3Outcome, ProtoError> {
+    pub fn run(
+        &self,
+        mut on_interval: impl FnMut(&IntervalSample, Option<&IntervalSample>),
+    ) -> Result<Iperf3Outcome, ProtoError> {
         let p = self.params();
         let cookie = cookie()?;
         let mut ctrl = TcpStream::connect_timeout(&self.server, Duration::from_secs(10))
@@ -141,34 +148,77 @@ impl Iperf3Client {
         }
         expect(&mut ctrl, state::TEST_START)?;
         expect(&mut ctrl, state::TEST_RUNNING)?;
+        // Senders stop at their duration or at a user's stop; receivers at the server's end.
+        let send_stop = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let user_stop = self.stop.clone();
+        let lives: Vec<Arc<LiveCounters>> = (0..data.len()).map(|_| Arc::default()).collect();
         let threads: Vec<_> = data
             .into_iter()
             .enumerate()
             .map(|(i, d)| {
-                let stop = Arc::clone(&stop);
+                let stop = Arc::clone(if sends(i) { &send_stop } else { &stop });
                 let spec = self.spec.clone();
-                (sends(i), thread::spawn(move || run_stream(d, &spec, &stop)))
+                let live = Arc::clone(&lives[i]);
+                (
+                    sends(i),
+                    thread::spawn(move || run_stream(d, &spec, &live, &stop)),
+                )
             })
             .collect();
-        // The client decides the end.
-        let mut waited = Duration::ZERO;
-        let tick = Duration::from_millis(20);
-        while waited < self.spec.duration {
+        // The client decides the end; intervals are this side's counters (an iperf3 server
+        // sends none during the test).
+        let start = Instant::now();
+        let mut samples = Vec::new();
+        let mut interrupted = false;
+        let sample = |lives: &[Arc<LiveCounters>]| -> Vec<(u8, LiveSnapshot)> {
+            lives
+                .iter()
+                .enumerate()
+                .map(|(i, l)| ((i + 1) as u8, l.snapshot()))
+                .collect()
+        };
+        loop {
+            let now = start.elapsed();
+            while let Some(t) = tick_end(self.interval, self.spec.duration, samples.len() as u32) {
+                if now < t {
+                    break;
+                }
+                let k = samples.len() as u32;
+                let begin = self.interval.unwrap_or_default() * k;
+                samples.push(IntervalSample {
+                    index: k,
+                    start: begin,
+                    length: t.saturating_sub(begin),
+                    local: sample(&lives),
+                    remote: Vec::new(),
+                });
+                if let [.., prev, cur] = samples.as_slice() {
+                    on_interval(cur, Some(prev));
+                } else if let [cur] = samples.as_slice() {
+                    on_interval(cur, None);
+                }
+            }
+            if now >= self.spec.duration {
+                break;
+            }
             if user_stop
                 .as_ref()
                 .is_some_and(|s| s.load(Ordering::Relaxed))
             {
-                stop.store(true, Ordering::Relaxed);
-                let _ = write_state(&mut ctrl, state::CLIENT_TERMINATE);
-                for (_, t) in threads {
-                    let _ = t.join();
-                }
-                return Err(ProtoError::Interrupted);
+                // A stop ends the test early but cleanly: iperf3 takes TEST_END at any time.
+                interrupted = true;
+                send_stop.store(true, Ordering::Relaxed);
+                break;
             }
-            thread::sleep(tick);
-            waited += tick;
+            thread::sleep(
+                Duration::from_millis(20).min(
+                    tick_end(self.interval, self.spec.duration, samples.len() as u32)
+                        .unwrap_or(self.spec.duration)
+                        .saturating_sub(now)
+                        .max(Duration::from_millis(1)),
+                ),
+            );
         }
         // Our senders end on their own duration, before the end is said: the server counts
         // what they sent up to the end. Receivers end at the server's close (TCP) or after
@@ -208,7 +258,9 @@ impl Iperf3Client {
         let server = Results::from_json(&read_json(&mut ctrl)?)?;
         expect(&mut ctrl, state::DISPLAY_RESULTS)?;
         write_state(&mut ctrl, state::IPERF_DONE)?;
-        let outcome = self.outcome(&reports, &server);
+        let mut outcome = self.outcome(&reports, &server);
+        outcome.intervals = samples;
+        outcome.interrupted = interrupted;
         Ok(Iperf3Outcome { outcome, server })
     }
 
@@ -347,6 +399,7 @@ impl Iperf3Client {
             local,
             remote,
             intervals: Vec::new(),
+            interrupted: false,
         }
     }
 }
@@ -404,8 +457,7 @@ fn ours(reports: &[Report]) -> Results {
 }
 
 /// One stream's data, until its duration (a sender) or the peer's end (a receiver).
-fn run_stream(d: Data, spec: &TestSpec, stop: &AtomicBool) -> Report {
-    let live = LiveCounters::default();
+fn run_stream(d: Data, spec: &TestSpec, live: &LiveCounters, stop: &AtomicBool) -> Report {
     match d {
         Data::TcpTx(s) => Report::TcpTx(tcp::run_sender(
             &s,
@@ -415,10 +467,10 @@ fn run_stream(d: Data, spec: &TestSpec, stop: &AtomicBool) -> Report {
                 rate: spec.rate,
                 duration: spec.duration,
             },
-            &live,
+            live,
             stop,
         )),
-        Data::TcpRx(s) => Report::TcpRx(tcp::run_receiver(&s, 0, &live, stop)),
+        Data::TcpRx(s) => Report::TcpRx(tcp::run_receiver(&s, 0, live, stop)),
         Data::UdpTx(s) => Report::UdpTx(iperf3_udp::run_sender(
             &s,
             &Iperf3SendConfig {
@@ -427,7 +479,7 @@ fn run_stream(d: Data, spec: &TestSpec, stop: &AtomicBool) -> Report {
                 duration: spec.duration,
                 counters_64bit: true,
             },
-            &live,
+            live,
             stop,
         )),
         Data::UdpRx(s) => Report::UdpRx(iperf3_udp::run_receiver(
@@ -436,7 +488,7 @@ fn run_stream(d: Data, spec: &TestSpec, stop: &AtomicBool) -> Report {
             true,
             spec.duration,
             false,
-            &live,
+            live,
             stop,
         )),
     }

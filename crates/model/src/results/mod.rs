@@ -97,6 +97,9 @@ pub struct RunResult {
     /// Warnings a reader must see (generator limits, fallbacks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The test was stopped early (Ctrl-C, SIGTERM): the figures cover the time it ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl RunResult {
@@ -118,6 +121,7 @@ impl RunResult {
             backend: None,
             receive_mode: None,
             timestamp_source: None,
+            interrupted: false,
             intervals: Vec::new(),
             streams: Vec::new(),
             summary: None,
@@ -329,6 +333,10 @@ pub struct IntervalRow {
     pub end_s: f64,
     /// `tx` or `rx` from the client's view.
     pub direction: String,
+    /// The stream this row is about; absent on the sum over the direction's streams (with
+    /// one stream the sum is its only row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u8>,
     /// Payload bytes sent in the interval.
     pub sent_bytes: u64,
     /// Payload bytes received in the interval (absent when the receiver's view is unknown).
