@@ -23,12 +23,16 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::output::errln;
+use crate::output::{errln, Layout};
 use cli::{Command, FrerCommand};
 
-/// Whether a test command asked for JSON.
-fn json(c: &Command) -> bool {
-    match c {
+/// How a command writes its result (`-J`, `--json-format`, `--json-stream`).
+fn layout(c: &Command) -> Layout {
+    let json = match c {
+        Command::Client(a) if a.json_stream => return Layout::Iperf3Stream,
+        Command::Client(a) if a.target.json && a.json_format == cli::JsonFormat::Iperf3 => {
+            return Layout::Iperf3Json
+        }
         Command::Client(a) => a.target.json,
         Command::Sweep(a) => a.target.json,
         Command::Blocksize(a) => a.target.json,
@@ -39,13 +43,18 @@ fn json(c: &Command) -> bool {
         Command::NicMatrix(a) => a.json,
         Command::Frer(f) => matches!(&f.command, FrerCommand::Compare(a) if a.json),
         _ => false,
+    };
+    if json {
+        Layout::Json
+    } else {
+        Layout::Text
     }
 }
 
 /// A command a plan can hold: its request, run and printed.
 fn test(c: &Command) -> anyhow::Result<()> {
     match requests::test(c) {
-        Some(req) => measure::test(&req?, json(c)),
+        Some(req) => measure::test(&req?, layout(c)),
         None => Err(anyhow::anyhow!("not a test command")),
     }
 }
@@ -89,8 +98,8 @@ fn main() -> ExitCode {
             errln!("wirebench: {e:#}");
             // A reader of -J output gets the failure on stdout too, as iperf3 prints it
             // (an interrupted test or a failed verdict has printed its document already).
-            if json(&cli.command) && !output::printed_document(&e) {
-                output::outln!("{}", serde_json::json!({ "error": format!("{e:#}") }));
+            if !output::printed_document(&e) {
+                output::print_error(layout(&cli.command), &format!("{e:#}"));
             }
             ExitCode::from(output::exit_code(&e))
         }

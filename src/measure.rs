@@ -8,7 +8,10 @@ use campaign::jobs;
 use campaign::request::TestRequest;
 use model::results::RunResult;
 
-use crate::output::{never, outln, print, stop_on_signals, verdicts, Interrupted, Printer};
+use crate::output::{
+    never, outln, print, print_as, stop_on_signals, verdicts, EventStream, Interrupted, Layout,
+    Printer,
+};
 
 /// The text layout of a test's document.
 fn text(req: &TestRequest, r: &RunResult) -> String {
@@ -35,25 +38,41 @@ fn text(req: &TestRequest, r: &RunResult) -> String {
     }
 }
 
-/// Runs a test and prints its document; exit code 3 when one of its verdicts failed.
-pub fn test(req: &TestRequest, json: bool) -> Result<()> {
+/// Runs a test and prints its document in `layout`; exit code 3 when one of its verdicts
+/// failed.
+pub fn test(req: &TestRequest, layout: Layout) -> Result<()> {
+    let json = layout.json();
     // The FRER comparison says which group it builds even with -J (on stderr).
     let mut watch = Printer {
         quiet: json && !matches!(req, TestRequest::FrerCompare(_)),
+        events: None,
     };
-    if let (TestRequest::Client(c), false) = (req, json) {
+    if let TestRequest::Client(c) = req {
         let addr = campaign::trials::client_config(&c.server)?.server;
         let spec = &c.spec;
-        let rate = match spec.rate.bits_per_sec(spec.len) {
-            Some(b) => format!("{} per stream", model::units::bps(b)),
-            None => "unlimited rate".into(),
-        };
-        outln!(
-            "wirebench {} test to {addr}: {} stream(s), {rate}, {} s",
-            spec.protocol.as_str().to_uppercase(),
-            spec.streams,
-            spec.duration.as_secs_f64()
-        );
+        if layout == Layout::Iperf3Stream {
+            let params = serde_json::json!({ "server": addr.to_string(), "test": spec });
+            let test = engine::env::result("client", params);
+            outln!(
+                "{}",
+                report::iperf3::event("start", report::iperf3::start(&test))
+            );
+            watch.events = Some(EventStream {
+                test,
+                rows: Vec::new(),
+            });
+        } else if !json {
+            let rate = match spec.rate.bits_per_sec(spec.len) {
+                Some(b) => format!("{} per stream", model::units::bps(b)),
+                None => "unlimited rate".into(),
+            };
+            outln!(
+                "wirebench {} test to {addr}: {} stream(s), {rate}, {} s",
+                spec.protocol.as_str().to_uppercase(),
+                spec.streams,
+                spec.duration.as_secs_f64()
+            );
+        }
     }
     // Ctrl-C stops these so that they remove their labs / put the shaper's rate and the
     // interfaces' settings back; a client test ends early with the figures so far.
@@ -68,7 +87,7 @@ pub fn test(req: &TestRequest, json: bool) -> Result<()> {
     if matches!(req, TestRequest::Client(_)) && !json {
         outln!();
     }
-    print(&r, json, |r| text(req, r));
+    print_as(&r, layout, |r| text(req, r));
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
         // What finished is printed above; the exit status says it is not all.
         return Err(Interrupted.into());
@@ -92,7 +111,10 @@ pub fn gen(a: &crate::cli::GenArgs) -> Result<()> {
 /// `frer analyze`: Ctrl-C ends the capture early; what it caught is analysed.
 pub fn analyze(a: &crate::cli::FrerAnalyzeArgs) -> Result<()> {
     let stop = stop_on_signals()?;
-    let mut watch = Printer { quiet: false };
+    let mut watch = Printer {
+        quiet: false,
+        events: None,
+    };
     let r = jobs::analyze(&crate::requests::analyze(a), &mut watch, &stop)?;
     print(&r, a.json, report::text::frer_analysis);
     Ok(())

@@ -83,10 +83,34 @@ pub fn printed_document(e: &anyhow::Error) -> bool {
 
 /// Prints `doc` as JSON, or as `text` lays it out.
 pub fn print(doc: &RunResult, json: bool, text: impl FnOnce(&RunResult) -> String) {
-    if json {
-        out!("{}", report::json::to_string(doc));
-    } else {
-        out!("{}", text(doc));
+    print_as(doc, if json { Layout::Json } else { Layout::Text }, text);
+}
+
+/// Prints `doc` in `layout` (`text` for [`Layout::Text`]); a stream of events ends with
+/// the `end` event.
+pub fn print_as(doc: &RunResult, layout: Layout, text: impl FnOnce(&RunResult) -> String) {
+    match layout {
+        Layout::Text => out!("{}", text(doc)),
+        Layout::Json => out!("{}", report::json::to_string(doc)),
+        Layout::Iperf3Json => {
+            let v = report::iperf3::document(doc);
+            outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        }
+        Layout::Iperf3Stream => {
+            outln!("{}", report::iperf3::event("end", report::iperf3::end(doc)))
+        }
+    }
+}
+
+/// A failure as the layout's reader expects it on standard output: `{"error": …}` for a
+/// JSON document (as iperf3 -J), an `error` event for a stream; nothing for text.
+pub fn print_error(layout: Layout, message: &str) {
+    match layout {
+        Layout::Text => {}
+        Layout::Json | Layout::Iperf3Json => {
+            outln!("{}", serde_json::json!({ "error": message }))
+        }
+        Layout::Iperf3Stream => outln!("{}", report::iperf3::event("error", message.into())),
     }
 }
 
@@ -98,16 +122,56 @@ pub fn verdicts(doc: &RunResult, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a command writes its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Tables and lines.
+    Text,
+    /// wirebench's JSON document (`-J`).
+    Json,
+    /// iperf3's JSON document (`-J --json-format iperf3`).
+    Iperf3Json,
+    /// iperf3's JSON events, one per line as they happen (`--json-stream`).
+    Iperf3Stream,
+}
+
+impl Layout {
+    /// The output is JSON: nothing else goes to standard output.
+    pub fn json(self) -> bool {
+        self != Layout::Text
+    }
+}
+
 /// Interval rows to standard output and progress to standard error, unless `quiet` (the
-/// output is one JSON document).
+/// output is one JSON document); with `events`, interval events as iperf3's
+/// `--json-stream` writes them.
 pub struct Printer {
     /// Print nothing while it runs.
     pub quiet: bool,
+    /// Write each interval as an iperf3 event.
+    pub events: Option<EventStream>,
+}
+
+/// Interval rows gathered into iperf3's interval events.
+pub struct EventStream {
+    /// The test's parameters (a result with no figures yet).
+    pub test: RunResult,
+    /// Rows of the interval under way.
+    pub rows: Vec<IntervalRow>,
 }
 
 impl Watch for Printer {
     fn interval(&mut self, row: &IntervalRow) {
-        if !self.quiet {
+        if let Some(ev) = self.events.as_mut() {
+            ev.rows.push(row.clone());
+            // An interval's rows end with the sum of its last direction.
+            if row.stream.is_none() && row.direction == report::iperf3::last_direction(&ev.test) {
+                let rows: Vec<&IntervalRow> = ev.rows.iter().collect();
+                let data = report::iperf3::interval_group(&ev.test, &rows);
+                outln!("{}", report::iperf3::event("interval", data));
+                ev.rows.clear();
+            }
+        } else if !self.quiet {
             outln!("{}", report::text::interval_line(row));
         }
     }

@@ -421,3 +421,45 @@ fn a_failure_with_json_is_an_error_object_on_stdout() {
     let e = v["error"].as_str().expect("error string");
     assert!(e.contains("127.0.0.1"), "{e}");
 }
+
+#[test]
+fn json_stream_writes_one_event_per_line_as_iperf3_does() {
+    let srv = ServerProc::start(&[]);
+    let out = srv.run("client", "-t 2 -i 1 -P 2 -b 50M --json-stream");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(names, ["start", "interval", "interval", "end"], "{text}");
+    assert_eq!(events[0]["data"]["test_start"]["num_streams"], 2);
+    for i in &events[1..3] {
+        assert_eq!(
+            i["data"]["streams"].as_array().map(Vec::len),
+            Some(2),
+            "{i}"
+        );
+        let sum = i["data"]["sum"]["bytes"].as_u64().unwrap();
+        let parts: u64 = (0..2)
+            .map(|k| i["data"]["streams"][k]["bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, parts);
+    }
+    assert!(events[3]["data"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    // A failure is an event too.
+    let port = free_port().to_string();
+    let out = run(&["client", "127.0.0.1", "-p", &port, "--json-stream"]);
+    assert_eq!(out.status.code(), Some(1));
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&last).expect("an error event");
+    assert_eq!(v["event"], "error", "{v}");
+}

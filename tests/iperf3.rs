@@ -359,3 +359,124 @@ fn a_server_with_a_key_denies_iperf3_clients_unless_told_otherwise() {
     assert!(d.get("error").is_none(), "{}", d["error"]);
     let _ = std::fs::remove_file(key);
 }
+
+/// Every key path of a JSON document with the kind of its value; array elements share
+/// one path segment, `[]`.
+fn key_paths(v: &serde_json::Value) -> std::collections::BTreeMap<String, &'static str> {
+    fn walk(
+        v: &serde_json::Value,
+        path: String,
+        out: &mut std::collections::BTreeMap<String, &'static str>,
+    ) {
+        use serde_json::Value::*;
+        let kind = match v {
+            Null => "null",
+            Bool(_) => "bool",
+            Number(_) => "number",
+            String(_) => "string",
+            Array(a) => {
+                for x in a {
+                    walk(x, format!("{path}/[]"), out);
+                }
+                "array"
+            }
+            Object(o) => {
+                for (k, x) in o {
+                    walk(x, format!("{path}/{k}"), out);
+                }
+                "object"
+            }
+        };
+        out.insert(path, kind);
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(v, String::new(), &mut out);
+    out
+}
+
+/// A stock `iperf3 -s` for several tests; killed on drop.
+struct Iperf3Daemon(Child, u16);
+
+impl Drop for Iperf3Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn json_format_iperf3_has_every_key_path_of_iperf3s_document() {
+    let test = "json_format_iperf3_has_every_key_path_of_iperf3s_document";
+    if !have_iperf3(test) {
+        return;
+    }
+    let port = free_port();
+    let daemon = Iperf3Daemon(
+        Command::new("timeout")
+            .args(["120", "iperf3", "-s", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 -s"),
+        port,
+    );
+    let wb = crate::util::ServerProc::start(&["--no-iperf3"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let cases: [&[&str]; 6] = [
+        &[],
+        &["-P", "2"],
+        &["-R"],
+        &["--bidir"],
+        &["-u", "-b", "10M"],
+        &["-u", "-b", "10M", "-R"],
+    ];
+    for args in cases {
+        let reference = iperf3_client(daemon.1, &[&["-t", "1"], args].concat());
+        let want = key_paths(&reference);
+        let run = |port: &str, iperf3: bool| {
+            let mut a = vec!["client", "127.0.0.1", "-p", port, "-t", "1"];
+            a.extend(["-J", "--json-format", "iperf3"]);
+            if iperf3 {
+                a.push("--iperf3");
+            }
+            a.extend(args);
+            run_json(&a)
+        };
+        for (peer, doc) in [
+            ("iperf3 -s", run(&daemon.1.to_string(), true)),
+            ("wirebench server", run(&wb.port_arg(), false)),
+        ] {
+            let have = key_paths(&doc);
+            for (path, kind) in &want {
+                // iperf3 writes 0 for a remote TCP sender's window and RTT, which it does not
+                // know (-R against an iperf3 server); wirebench leaves out what it did not
+                // measure. Against a wirebench server they are measured and present.
+                let unknown = [
+                    "max_snd_cwnd",
+                    "max_snd_wnd",
+                    "max_rtt",
+                    "min_rtt",
+                    "mean_rtt",
+                ];
+                if peer == "iperf3 -s"
+                    && args == ["-R"]
+                    && unknown.iter().any(|k| path.ends_with(k))
+                {
+                    continue;
+                }
+                assert_eq!(
+                    have.get(path),
+                    Some(kind),
+                    "{path} ({kind}) missing or of another kind, {args:?} against {peer}"
+                );
+            }
+            // The same figures: the bytes the client sent or received.
+            let sum = if args.contains(&"-u") {
+                "/end/sum/bytes"
+            } else {
+                "/end/sum_received/bytes"
+            };
+            assert!(f(&doc, sum) > 0.0, "{sum} in {doc}");
+        }
+    }
+}

@@ -780,6 +780,23 @@ pub struct ClientArgs {
     /// Pin the client's data threads to CPU N and, with N,M, the server's to CPU M.
     #[arg(short = 'A', long, value_parser = units::cpu_pair)]
     pub affinity: Option<(u16, Option<u16>)>,
+    /// The layout of -J: wirebench's own document, or iperf3's (`iperf3 -J`'s keys and
+    /// units, for the scripts and dashboards that read it).
+    #[arg(long, value_enum, default_value = "wirebench", requires = "json")]
+    pub json_format: JsonFormat,
+    /// One JSON object per event per line as the test runs (start, each interval, end), as
+    /// iperf3 3.17's --json-stream.
+    #[arg(long, conflicts_with = "json")]
+    pub json_stream: bool,
+}
+
+/// The layout of a client's JSON output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JsonFormat {
+    /// wirebench's result document (schema wirebench.result/1).
+    Wirebench,
+    /// iperf3's `-J` document.
+    Iperf3,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use engine::live::LiveSnapshot;
 use engine::tcp::{TcpReceiverReport, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::results::{
-    GapStats, IntervalRow, LatencyKind, LatencyUs, RunResult, StreamResult, Summary,
+    GapStats, IntervalRow, LatencyKind, LatencyUs, RunResult, StreamResult, Summary, TcpState,
 };
 use model::spec::{Protocol, TestSpec};
 use model::stats::histogram::LatencyHistogram;
@@ -278,6 +278,7 @@ pub fn interval_rows(
             set.and_then(|v| v.iter().find(|(i, _)| *i == id).map(|(_, s)| *s))
                 .unwrap_or_default()
         };
+        let one = ids.len() == 1;
         let row = |stream: Option<u8>, sent: &LiveSnapshot, recv: &LiveSnapshot, jitter_us: f64| {
             IntervalRow {
                 start_s: start,
@@ -293,6 +294,14 @@ pub fn interval_rows(
                 lost_packets: (udp && rcv_known).then_some(recv.counters.lost),
                 jitter_us: (udp && rcv_known).then_some(jitter_us),
                 retransmits: (!udp && snd_known).then_some(sent.retransmits),
+                tcp: (!udp && snd_known && !sent.tcp.is_empty() && (stream.is_some() || one))
+                    .then_some(TcpState {
+                        cwnd_bytes: sent.tcp.cwnd_bytes,
+                        snd_wnd: sent.tcp.snd_wnd,
+                        rtt_us: sent.tcp.rtt_us,
+                        rttvar_us: sent.tcp.rttvar_us,
+                        pmtu: sent.tcp.pmtu,
+                    }),
             }
         };
         let mut sent = LiveSnapshot::default();
@@ -307,6 +316,8 @@ pub fn interval_rows(
             sent.counters = sent.counters.plus(&ds.counters);
             sent.bytes += ds.bytes;
             sent.retransmits += ds.retransmits;
+            // A direction's TCP state is one stream's (the row is that stream's only then).
+            sent.tcp = ds.tcp;
             recv.counters = recv.counters.plus(&dr.counters);
             recv.bytes += dr.bytes;
             jitter_sum += dr.jitter_ns;
@@ -353,6 +364,7 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
     };
     r.summary = main;
     r.reverse_summary = other;
+    r.connection = (!o.connection.local.is_empty()).then(|| o.connection.clone());
     if o.interrupted {
         r.interrupted = true;
         r.notes.push(format!(

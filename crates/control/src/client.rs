@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use engine::live::LiveSnapshot;
 use engine::{tcp, udp};
+use model::results::{ConnectionFacts, StreamAddresses};
 use model::spec::{EchoSpec, Protocol, TestSpec};
 
 use crate::frame::{read_msg_within, write_msg};
@@ -73,6 +74,8 @@ pub struct TestOutcome {
     pub intervals: Vec<IntervalSample>,
     /// The client stopped the test early (Ctrl-C): the figures cover the time it ran.
     pub interrupted: bool,
+    /// Addresses, socket facts and both processes' CPU use.
+    pub connection: ConnectionFacts,
 }
 
 /// Totals of every stream at the end of one interval, from both sides.
@@ -261,9 +264,10 @@ impl Session {
         };
         let plan = streams::plan(spec);
         let mut side = SideRun::new(self.cpu);
+        let mut connection = self.connection_facts(test_id);
         let setup = match spec.protocol {
-            Protocol::Udp => self.setup_udp(spec, key, &ports, &plan, &mut side),
-            Protocol::Tcp => self.setup_tcp(spec, key, &ports, &plan, &mut side),
+            Protocol::Udp => self.setup_udp(spec, key, &ports, &plan, &mut side, &mut connection),
+            Protocol::Tcp => self.setup_tcp(spec, key, &ports, &plan, &mut side, &mut connection),
         };
         if let Err(e) = setup {
             let _ = write_msg(
@@ -290,6 +294,7 @@ impl Session {
         }
         // Every stream's handshake is answered and the receivers run: the server may send.
         write_msg(&mut self.ctrl, &ClientMsg::Start)?;
+        let cpu = engine::env::ProcessCpu::start();
         let rx = spawn_reader::<ServerMsg>(&self.ctrl, spec.duration + RESULTS_TIMEOUT)
             .map_err(ProtoError::Io)?;
         let start = Instant::now();
@@ -330,7 +335,13 @@ impl Session {
                 Ok(Ok(ServerMsg::Interval { index, streams })) => {
                     ticks.remote.insert(index, streams);
                 }
-                Ok(Ok(ServerMsg::Results { reports })) => remote_reports = Some(reports),
+                Ok(Ok(ServerMsg::Results { reports, host })) => {
+                    if let Some(h) = host {
+                        connection.remote_cpu = Some(h.cpu);
+                        connection.remote_congestion = h.congestion;
+                    }
+                    remote_reports = Some(reports)
+                }
                 Ok(Ok(ServerMsg::Error { code, message })) => {
                     return fail(&mut side, ProtoError::Refused { code, message })
                 }
@@ -389,6 +400,10 @@ impl Session {
             remote,
             intervals: ticks.samples,
             interrupted: stopped,
+            connection: ConnectionFacts {
+                cpu: Some(cpu.used()),
+                ..connection
+            },
         })
     }
 
@@ -399,6 +414,7 @@ impl Session {
         ports: &[u16],
         plan: &[(u8, Sender)],
         side: &mut SideRun,
+        facts: &mut ConnectionFacts,
     ) -> std::io::Result<()> {
         if ports.len() != plan.len() {
             return Err(std::io::Error::other(
@@ -420,6 +436,7 @@ impl Session {
             udp::prepare_socket(&s, spec.window, spec.dscp)?;
             let left = deadline.saturating_duration_since(Instant::now());
             udp::register(&s, key.test_id, *id, key.token, left)?;
+            add_stream(facts, *id, &s.local_addr(), &s.peer_addr(), &s);
             socks.push(s);
         }
         for (s, (id, who)) in socks.iter().zip(plan) {
@@ -442,6 +459,7 @@ impl Session {
         ports: &[u16],
         plan: &[(u8, Sender)],
         side: &mut SideRun,
+        facts: &mut ConnectionFacts,
     ) -> std::io::Result<()> {
         let port = *ports
             .first()
@@ -451,12 +469,28 @@ impl Session {
             let mut s = TcpStream::connect_timeout(&addr, STEP_TIMEOUT)?;
             tcp::prepare_stream(&s, spec.window, spec.dscp)?;
             streams::write_greeting(&mut s, key.test_id, *id, key.token)?;
+            add_stream(facts, *id, &s.local_addr(), &s.peer_addr(), &s);
+            if facts.congestion.is_none() {
+                facts.congestion = engine::sys::tcp_congestion(&s).ok();
+            }
             match who {
                 Sender::Server => side.tcp_receiver(s, *id)?,
                 Sender::Client => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
             }
         }
         Ok(())
+    }
+
+    /// What the control connection tells about the test's connections.
+    fn connection_facts(&self, test_id: u16) -> ConnectionFacts {
+        let addr = |a: std::io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+        ConnectionFacts {
+            local: addr(self.ctrl.local_addr()),
+            remote: addr(self.ctrl.peer_addr()),
+            cookie: format!("wirebench-test-{test_id}"),
+            tcp_mss: engine::sys::tcp_maxseg(&self.ctrl).ok(),
+            ..ConnectionFacts::default()
+        }
     }
 
     /// Opens an echo socket on the server and runs ping-pong for each message size.
@@ -511,5 +545,28 @@ impl Session {
             return Err(ProtoError::Interrupted);
         }
         Ok(out)
+    }
+}
+
+/// Adds a data stream's addresses to `facts`; the first socket gives the buffer sizes.
+pub(crate) fn add_stream(
+    facts: &mut ConnectionFacts,
+    id: u8,
+    local: &std::io::Result<SocketAddr>,
+    remote: &std::io::Result<SocketAddr>,
+    sock: &impl std::os::fd::AsRawFd,
+) {
+    let addr =
+        |a: &std::io::Result<SocketAddr>| a.as_ref().map(|a| a.to_string()).unwrap_or_default();
+    facts.streams.push(StreamAddresses {
+        id,
+        local: addr(local),
+        remote: addr(remote),
+    });
+    if facts.sndbuf.is_none() {
+        if let Ok((snd, rcv)) = engine::sys::socket_buffers(sock) {
+            facts.sndbuf = Some(snd);
+            facts.rcvbuf = Some(rcv);
+        }
     }
 }

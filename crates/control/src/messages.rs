@@ -119,6 +119,9 @@ pub enum ServerMsg {
     Results {
         /// One per stream the server sent or received.
         reports: Vec<StreamReport>,
+        /// The server process over the test (absent from servers before it was added).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<ServerHost>,
     },
     /// The echo socket is ready.
     EchoReady {
@@ -212,4 +215,14 @@ impl StreamReport {
             StreamReport::TcpRx(r) => r.stream_id,
         }
     }
+}
+
+/// What the server says about its process at the end of a test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerHost {
+    /// Process CPU over the test, % of one core (the whole server process, as iperf3's).
+    pub cpu: model::results::CpuUse,
+    /// TCP congestion control of the server's data sockets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
 }

@@ -15,7 +15,7 @@ use engine::{tcp, udp};
 use model::spec::{EchoSpec, Protocol, TestSpec};
 
 use crate::frame::{read_msg, read_msg_within, write_msg};
-use crate::messages::{ClientMsg, ErrorCode, Limits, ServerMsg, StreamReport};
+use crate::messages::{ClientMsg, ErrorCode, Limits, ServerHost, ServerMsg, StreamReport};
 use crate::streams::{self, Sender, SideRun};
 use crate::{auth, ProtoError, MAGIC, VERSION};
 
@@ -664,6 +664,7 @@ fn run_control_loop(
     let limit = spec.duration + FINISH_SLACK;
     let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
     let start = Instant::now();
+    let cpu = engine::env::ProcessCpu::start();
     let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
     let tick_at = |k: u32| tick_end(interval, spec.duration, k);
     let mut index = 0u32;
@@ -734,7 +735,18 @@ fn run_control_loop(
     while !stopped_early && tick_at(index).is_some() {
         send_interval(&mut ctrl, &mut index, &side)?;
     }
-    write_msg(&mut ctrl, &ServerMsg::Results { reports })
+    let tcp = spec.protocol == Protocol::Tcp;
+    let host = ServerHost {
+        cpu: cpu.used(),
+        congestion: tcp.then(engine::env::tcp_congestion_default).flatten(),
+    };
+    write_msg(
+        &mut ctrl,
+        &ServerMsg::Results {
+            reports,
+            host: Some(host),
+        },
+    )
 }
 
 /// Sends this side's counters as interval `index` and moves to the next interval.

@@ -33,6 +33,47 @@ pub fn boot_id() -> Option<String> {
     read_trimmed("/proc/sys/kernel/random/boot_id")
 }
 
+/// The TCP congestion control new sockets get in this network namespace
+/// (`net.ipv4.tcp_congestion_control`).
+pub fn tcp_congestion_default() -> Option<String> {
+    read_trimmed("/proc/sys/net/ipv4/tcp_congestion_control")
+}
+
+/// A meter of this process's CPU use from now on.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessCpu {
+    clock: RealClock,
+    start: Duration,
+    user: Duration,
+    system: Duration,
+}
+
+impl ProcessCpu {
+    /// Starts metering.
+    pub fn start() -> Self {
+        let (user, system) = crate::sys::process_cpu_time();
+        let clock = RealClock::new();
+        Self {
+            start: clock.mono(),
+            clock,
+            user,
+            system,
+        }
+    }
+
+    /// CPU use since the start, % of one core (the whole process, as iperf3 reports it).
+    pub fn used(&self) -> model::results::CpuUse {
+        let (user, system) = crate::sys::process_cpu_time();
+        let wall = self.clock.mono().saturating_sub(self.start).as_secs_f64();
+        model::results::CpuUse::over(
+            user.saturating_sub(self.user).as_secs_f64(),
+            system.saturating_sub(self.system).as_secs_f64(),
+            wall,
+        )
+        .unwrap_or_default()
+    }
+}
+
 /// The current UTC time in RFC 3339 form with millisecond precision.
 pub fn now_rfc3339() -> String {
     let d = Duration::from_nanos(RealClock::new().wall().0);

@@ -20,6 +20,34 @@ pub struct LiveCounters {
     bytes: AtomicU64,
     jitter_ns: AtomicU64,
     retransmits: AtomicU64,
+    cwnd_bytes: AtomicU64,
+    snd_wnd: AtomicU64,
+    rtt_us: AtomicU64,
+    rttvar_us: AtomicU64,
+    pmtu: AtomicU64,
+}
+
+/// A TCP sender's connection state at one moment, from `TCP_INFO` (levels, not counters;
+/// all 0 when unknown: UDP, a receiver, or before the first reading).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TcpNow {
+    /// Congestion window, bytes (segments × MSS).
+    pub cwnd_bytes: u64,
+    /// The peer's advertised receive window, bytes.
+    pub snd_wnd: u64,
+    /// Smoothed round-trip time, µs.
+    pub rtt_us: u64,
+    /// Round-trip time variation, µs.
+    pub rttvar_us: u64,
+    /// Path MTU, bytes.
+    pub pmtu: u64,
+}
+
+impl TcpNow {
+    /// No reading yet.
+    pub fn is_empty(&self) -> bool {
+        *self == TcpNow::default()
+    }
 }
 
 /// A copy of [`LiveCounters`] at one moment.
@@ -39,6 +67,8 @@ pub struct LiveSnapshot {
     pub jitter_ns: u64,
     /// TCP sender: retransmitted segments so far.
     pub retransmits: u64,
+    /// TCP sender: the connection's state at the last reading.
+    pub tcp: TcpNow,
 }
 
 /// The wire form of a [`LiveSnapshot`] (control protocol version 2).
@@ -51,6 +81,8 @@ struct LiveWire {
     reordered: u64,
     jitter_ns: u64,
     retransmits: u64,
+    #[serde(default, skip_serializing_if = "TcpNow::is_empty")]
+    tcp: TcpNow,
 }
 
 impl From<LiveSnapshot> for LiveWire {
@@ -64,6 +96,7 @@ impl From<LiveSnapshot> for LiveWire {
             reordered: c.reordered,
             jitter_ns: s.jitter_ns,
             retransmits: s.retransmits,
+            tcp: s.tcp,
         }
     }
 }
@@ -82,6 +115,7 @@ impl From<LiveWire> for LiveSnapshot {
             bytes: w.bytes,
             jitter_ns: w.jitter_ns,
             retransmits: w.retransmits,
+            tcp: w.tcp,
         }
     }
 }
@@ -100,6 +134,11 @@ impl LiveCounters {
             (&self.bytes, s.bytes),
             (&self.jitter_ns, s.jitter_ns),
             (&self.retransmits, s.retransmits),
+            (&self.cwnd_bytes, s.tcp.cwnd_bytes),
+            (&self.snd_wnd, s.tcp.snd_wnd),
+            (&self.rtt_us, s.tcp.rtt_us),
+            (&self.rttvar_us, s.tcp.rttvar_us),
+            (&self.pmtu, s.tcp.pmtu),
         ] {
             cell.store(v, Ordering::Relaxed);
         }
@@ -120,18 +159,27 @@ impl LiveCounters {
             bytes: get(&self.bytes),
             jitter_ns: get(&self.jitter_ns),
             retransmits: get(&self.retransmits),
+            tcp: TcpNow {
+                cwnd_bytes: get(&self.cwnd_bytes),
+                snd_wnd: get(&self.snd_wnd),
+                rtt_us: get(&self.rtt_us),
+                rttvar_us: get(&self.rttvar_us),
+                pmtu: get(&self.pmtu),
+            },
         }
     }
 }
 
 impl LiveSnapshot {
-    /// Counter increase since `earlier` (jitter is a level, so the current value is kept).
+    /// Counter increase since `earlier` (jitter and the TCP state are levels, so the current
+    /// values are kept).
     pub fn since(&self, earlier: &LiveSnapshot) -> LiveSnapshot {
         LiveSnapshot {
             counters: self.counters.since(&earlier.counters),
             bytes: self.bytes.saturating_sub(earlier.bytes),
             jitter_ns: self.jitter_ns,
             retransmits: self.retransmits.saturating_sub(earlier.retransmits),
+            tcp: self.tcp,
         }
     }
 }
@@ -150,6 +198,7 @@ mod test {
             bytes,
             jitter_ns,
             retransmits: 0,
+            tcp: TcpNow::default(),
         }
     }
 

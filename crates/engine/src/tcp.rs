@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::RealClock;
-use crate::live::{LiveCounters, LiveSnapshot};
+use crate::live::{LiveCounters, LiveSnapshot, TcpNow};
 use crate::pace::{self, Step};
 use crate::sys;
 use model::clock::Clock;
@@ -102,6 +102,7 @@ pub fn run_sender(
     let mut bytes = 0u64;
     let mut offset = 0usize; // bytes of the current block already written
     let mut retransmits = None;
+    let mut tcp_now = TcpNow::default();
     let mut last_info = Duration::ZERO;
     let elapsed = pace::drive(&clock, clock.mono(), cfg.duration, stop, |elapsed| {
         if offset == 0 {
@@ -134,13 +135,21 @@ pub fn run_sender(
         }
         if elapsed.saturating_sub(last_info) >= TCP_INFO_EVERY {
             last_info = elapsed;
-            retransmits = sys::tcp_info(stream)
-                .ok()
-                .map(|i| u64::from(i.total_retrans));
+            if let Ok(i) = sys::tcp_info(stream) {
+                retransmits = Some(u64::from(i.total_retrans));
+                tcp_now = TcpNow {
+                    cwnd_bytes: u64::from(i.snd_cwnd) * u64::from(i.snd_mss),
+                    snd_wnd: u64::from(i.snd_wnd),
+                    rtt_us: u64::from(i.rtt_us),
+                    rttvar_us: u64::from(i.rttvar_us),
+                    pmtu: u64::from(i.pmtu),
+                };
+            }
         }
         live.publish(&LiveSnapshot {
             bytes,
             retransmits: retransmits.unwrap_or(0),
+            tcp: tcp_now,
             ..Default::default()
         });
         Step::Again

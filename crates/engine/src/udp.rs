@@ -671,7 +671,7 @@ pub fn run_receiver(
             counters: s.counters,
             bytes: s.bytes,
             jitter_ns: (s.jitter_us * 1000.0) as u64,
-            retransmits: 0,
+            ..Default::default()
         });
     }
     let s = rx.snapshot();

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod campaign;
+pub mod iperf3;
 pub mod json;
 pub mod svg;
 pub mod table;

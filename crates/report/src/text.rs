@@ -883,6 +883,7 @@ mod test {
             lost_packets: Some(68),
             jitter_us: Some(3.125),
             retransmits: None,
+            tcp: None,
         };
         let l = interval_line(&r);
         assert!(

@@ -21,10 +21,11 @@ use super::{
     cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
     Results, StreamResult, UDP_HELLO,
 };
-use crate::client::{IntervalSample, TestOutcome};
+use crate::client::{add_stream, IntervalSample, TestOutcome};
 use crate::messages::StreamReport;
 use crate::server::tick_end;
 use crate::ProtoError;
+use model::results::{ConnectionFacts, CpuUse};
 
 /// Longest wait for the server between states.
 const STEP: Duration = Duration::from_secs(30);
@@ -142,12 +143,23 @@ impl Iperf3Client {
             Direction::Bidir => i < n,
         };
         let total = if p.bidir { 2 * n } else { n };
+        let addr = |a: std::io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+        let mut facts = ConnectionFacts {
+            local: addr(ctrl.local_addr()),
+            remote: addr(ctrl.peer_addr()),
+            cookie: String::from_utf8_lossy(&cookie)
+                .trim_end_matches('\0')
+                .to_owned(),
+            tcp_mss: engine::sys::tcp_maxseg(&ctrl).ok(),
+            ..ConnectionFacts::default()
+        };
         let mut data = Vec::with_capacity(total);
         for i in 0..total {
-            data.push(self.open_stream(&cookie, p.udp, sends(i))?);
+            data.push(self.open_stream(&cookie, p.udp, sends(i), (i + 1) as u8, &mut facts)?);
         }
         expect(&mut ctrl, state::TEST_START)?;
         expect(&mut ctrl, state::TEST_RUNNING)?;
+        let cpu = engine::env::ProcessCpu::start();
         // Senders stop at their duration or at a user's stop; receivers at the server's end.
         let send_stop = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
@@ -251,20 +263,36 @@ impl Iperf3Client {
         let reports: Vec<Report> = reports.into_iter().flatten().collect();
         drop(watchdog);
         expect(&mut ctrl, state::EXCHANGE_RESULTS)?;
+        let used = cpu.used();
+        facts.cpu = Some(used);
         write_json(
             &mut ctrl,
-            &ours(&reports).to_json(if sends(0) { 1 } else { -1 }),
+            &ours(&reports, used).to_json(if sends(0) { 1 } else { -1 }),
         )?;
         let server = Results::from_json(&read_json(&mut ctrl)?)?;
+        facts.remote_cpu = Some(CpuUse {
+            total: server.cpu[0],
+            user: server.cpu[1],
+            system: server.cpu[2],
+        });
+        facts.remote_congestion = server.congestion.clone();
         expect(&mut ctrl, state::DISPLAY_RESULTS)?;
         write_state(&mut ctrl, state::IPERF_DONE)?;
         let mut outcome = self.outcome(&reports, &server);
         outcome.intervals = samples;
         outcome.interrupted = interrupted;
+        outcome.connection = facts;
         Ok(Iperf3Outcome { outcome, server })
     }
 
-    fn open_stream(&self, cookie: &[u8], udp: bool, sends: bool) -> Result<Data, ProtoError> {
+    fn open_stream(
+        &self,
+        cookie: &[u8],
+        udp: bool,
+        sends: bool,
+        id: u8,
+        facts: &mut ConnectionFacts,
+    ) -> Result<Data, ProtoError> {
         if udp {
             let local: SocketAddr = if self.server.is_ipv4() {
                 "0.0.0.0:0".parse().unwrap_or(self.server)
@@ -284,6 +312,7 @@ impl Iperf3Client {
                 ));
             }
             let _ = engine::udp::prepare_socket(&sock, self.spec.window, self.spec.dscp);
+            add_stream(facts, id, &sock.local_addr(), &sock.peer_addr(), &sock);
             Ok(if sends {
                 Data::UdpTx(sock)
             } else {
@@ -294,6 +323,10 @@ impl Iperf3Client {
                 .map_err(ProtoError::Io)?;
             std::io::Write::write_all(&mut s, cookie).map_err(ProtoError::Io)?;
             tcp::prepare_stream(&s, self.spec.window, self.spec.dscp).map_err(ProtoError::Io)?;
+            add_stream(facts, id, &s.local_addr(), &s.peer_addr(), &s);
+            if facts.congestion.is_none() {
+                facts.congestion = engine::sys::tcp_congestion(&s).ok();
+            }
             Ok(if sends {
                 Data::TcpTx(s)
             } else {
@@ -400,6 +433,7 @@ impl Iperf3Client {
             remote,
             intervals: Vec::new(),
             interrupted: false,
+            connection: ConnectionFacts::default(),
         }
     }
 }
@@ -416,7 +450,7 @@ fn udp_tx(id: u8, packets: u64, bytes: u64, elapsed: Duration) -> UdpSenderRepor
 }
 
 /// Our side's results object, as iperf3 reads it.
-fn ours(reports: &[Report]) -> Results {
+fn ours(reports: &[Report], cpu: CpuUse) -> Results {
     let streams = reports
         .iter()
         .enumerate()
@@ -451,7 +485,8 @@ fn ours(reports: &[Report]) -> Results {
         })
         .collect();
     Results {
-        cpu: [0.0; 3],
+        cpu: [cpu.total, cpu.user, cpu.system],
+        congestion: None,
         streams,
     }
 }

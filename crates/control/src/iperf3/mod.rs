@@ -235,6 +235,8 @@ impl StreamResult {
 pub struct Results {
     /// CPU use of the side, % (total, user, system).
     pub cpu: [f64; 3],
+    /// TCP congestion control the side used (`congestion_used`), when it says.
+    pub congestion: Option<String>,
     /// The side's streams.
     pub streams: Vec<StreamResult>,
 }
@@ -261,11 +263,15 @@ impl Results {
                 })
             })
             .collect();
-        json!({
+        let mut v = json!({
             "cpu_util_total": self.cpu[0], "cpu_util_user": self.cpu[1],
             "cpu_util_system": self.cpu[2], "sender_has_retransmits": sender_has_retransmits,
             "streams": streams,
-        })
+        });
+        if let Some(c) = &self.congestion {
+            v["congestion_used"] = c.as_str().into();
+        }
+        v
     }
 
     /// Reads a peer's results object; missing or mistyped keys are an error naming them.
@@ -298,7 +304,15 @@ impl Results {
                 end_time: s.get("end_time").and_then(Value::as_f64).unwrap_or(0.0),
             });
         }
-        Ok(Self { cpu, streams })
+        let congestion = v
+            .get("congestion_used")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok(Self {
+            cpu,
+            congestion,
+            streams,
+        })
     }
 }
 

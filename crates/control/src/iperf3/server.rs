@@ -249,6 +249,7 @@ fn test(
     }
     write_state(&mut ctrl, state::TEST_START)?;
     write_state(&mut ctrl, state::TEST_RUNNING)?;
+    let cpu = engine::env::ProcessCpu::start();
     // The client's senders come first: its first `parallel` streams are received here.
     let receives = |i: usize| match spec.direction {
         Direction::Forward => true,
@@ -296,8 +297,10 @@ fn test(
     write_state(&mut ctrl, state::EXCHANGE_RESULTS)?;
     let theirs = Results::from_json(&read_json(&mut ctrl)?)?;
     let sends_only = (0..total).all(|i| !receives(i));
+    let used = cpu.used();
     let ours = Results {
-        cpu: [0.0; 3],
+        cpu: [used.total, used.user, used.system],
+        congestion: (!p.udp).then(engine::env::tcp_congestion_default).flatten(),
         streams: ours,
     };
     write_json(&mut ctrl, &ours.to_json(if sends_only { 1 } else { -1 }))?;

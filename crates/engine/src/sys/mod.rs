@@ -120,6 +120,68 @@ pub fn thread_cpu_time() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// CPU time of the whole process so far: (user, system), from `getrusage(RUSAGE_SELF)`.
+pub fn process_cpu_time() -> (Duration, Duration) {
+    // SAFETY: `ru` is a valid out-parameter for getrusage.
+    let mut ru: libc::rusage = unsafe { zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    let d = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    (d(ru.ru_utime), d(ru.ru_stime))
+}
+
+/// A socket's buffer sizes as the kernel set them: (`SO_SNDBUF`, `SO_RCVBUF`), bytes.
+pub fn socket_buffers(sock: &impl AsRawFd) -> io::Result<(u32, u32)> {
+    Ok((
+        getsockopt_int(sock, libc::SOL_SOCKET, libc::SO_SNDBUF)? as u32,
+        getsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF)? as u32,
+    ))
+}
+
+/// A TCP socket's maximum segment size (`TCP_MAXSEG`).
+pub fn tcp_maxseg(sock: &impl AsRawFd) -> io::Result<u32> {
+    Ok(getsockopt_int(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG)? as u32)
+}
+
+/// A TCP socket's congestion control algorithm (`TCP_CONGESTION`).
+pub fn tcp_congestion(sock: &impl AsRawFd) -> io::Result<String> {
+    let mut buf = [0u8; 32];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `buf`.
+    let ret = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    cvt(ret)?;
+    let n = (len as usize).min(buf.len());
+    let name = buf[..n].split(|b| *b == 0).next().unwrap_or_default();
+    Ok(String::from_utf8_lossy(name).into_owned())
+}
+
+/// Reads an `int` socket option.
+fn getsockopt_int(sock: &impl AsRawFd, level: libc::c_int, name: libc::c_int) -> io::Result<i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` is a valid c_int out-parameter of `len` bytes.
+    let ret = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    cvt(ret)?;
+    Ok(v)
+}
+
 /// The fields of `struct tcp_info` that results use.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TcpInfo {
@@ -133,6 +195,10 @@ pub struct TcpInfo {
     pub snd_cwnd: u32,
     /// Maximum segment size the sender uses (`tcpi_snd_mss`).
     pub snd_mss: u32,
+    /// Path MTU (`tcpi_pmtu`).
+    pub pmtu: u32,
+    /// The peer's advertised receive window, bytes (`tcpi_snd_wnd`; 0 before Linux 5.4).
+    pub snd_wnd: u32,
 }
 
 /// Reads `TCP_INFO` from a connected TCP socket.
@@ -156,6 +222,8 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<TcpInfo> {
         rttvar_us: info.tcpi_rttvar,
         snd_cwnd: info.tcpi_snd_cwnd,
         snd_mss: info.tcpi_snd_mss,
+        pmtu: info.tcpi_pmtu,
+        snd_wnd: info.tcpi_snd_wnd,
     })
 }
 

@@ -97,6 +97,9 @@ pub struct RunResult {
     /// Warnings a reader must see (generator limits, fallbacks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The connections of a client test: addresses, socket facts, both processes' CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<ConnectionFacts>,
     /// The test was stopped early (Ctrl-C, SIGTERM): the figures cover the time it ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
@@ -121,6 +124,7 @@ impl RunResult {
             backend: None,
             receive_mode: None,
             timestamp_source: None,
+            connection: None,
             interrupted: false,
             intervals: Vec::new(),
             streams: Vec::new(),
@@ -362,6 +366,93 @@ pub struct IntervalRow {
     /// TCP: retransmits in the interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retransmits: Option<u64>,
+    /// TCP: the sending connection's state at the interval's end, from `TCP_INFO` (rows
+    /// about one stream only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpState>,
+}
+
+/// The connections of a client test, as the sockets gave them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionFacts {
+    /// The control connection: this side's address.
+    pub local: String,
+    /// The control connection: the server's address.
+    pub remote: String,
+    /// The test's identifier on the server (iperf3's cookie, or wirebench's test id).
+    pub cookie: String,
+    /// Each data stream's addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<StreamAddresses>,
+    /// The control connection's TCP maximum segment size, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_mss: Option<u32>,
+    /// A data socket's send buffer as the kernel set it, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf: Option<u32>,
+    /// A data socket's receive buffer as the kernel set it, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf: Option<u32>,
+    /// TCP congestion control of this side's data sockets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
+    /// TCP congestion control of the server's data sockets, as it reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_congestion: Option<String>,
+    /// This process's CPU use over the test, % of one core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuUse>,
+    /// The server process's CPU use over the test, % of one core, as it reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_cpu: Option<CpuUse>,
+}
+
+/// One data stream's socket addresses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamAddresses {
+    /// Stream id.
+    pub id: u8,
+    /// This side's address.
+    pub local: String,
+    /// The server's address.
+    pub remote: String,
+}
+
+/// A process's CPU use over a time, % of one core (`getrusage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUse {
+    /// User and system.
+    pub total: f64,
+    /// User.
+    pub user: f64,
+    /// System.
+    pub system: f64,
+}
+
+impl CpuUse {
+    /// CPU use from (user, system) CPU seconds over `wall_s` seconds.
+    pub fn over(user_s: f64, system_s: f64, wall_s: f64) -> Option<Self> {
+        (wall_s > 0.0).then(|| CpuUse {
+            total: (user_s + system_s) / wall_s * 100.0,
+            user: user_s / wall_s * 100.0,
+            system: system_s / wall_s * 100.0,
+        })
+    }
+}
+
+/// A TCP connection's state at one moment, as `TCP_INFO` gives it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpState {
+    /// Congestion window, bytes.
+    pub cwnd_bytes: u64,
+    /// The peer's advertised receive window, bytes.
+    pub snd_wnd: u64,
+    /// Smoothed round-trip time, µs.
+    pub rtt_us: u64,
+    /// Round-trip time variation, µs.
+    pub rttvar_us: u64,
+    /// Path MTU, bytes.
+    pub pmtu: u64,
 }
 
 /// Status of one sweep step (the FRER report's levels), by the step's worst loss against
