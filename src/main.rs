@@ -54,7 +54,23 @@ fn layout(c: &Command) -> Layout {
 /// A command a plan can hold: its request, run and printed.
 fn test(c: &Command) -> anyhow::Result<()> {
     match requests::test(c) {
-        Some(req) => measure::test(&req?, layout(c)),
+        Some(req) => {
+            let req = req?;
+            let unit = match c {
+                Command::Client(a) => {
+                    // -T and --timestamps decorate text; JSON carries the title inside.
+                    let text = layout(c) == Layout::Text;
+                    output::configure(
+                        a.logfile.as_deref(),
+                        a.title.clone().filter(|_| text),
+                        a.timestamps && text,
+                    )?;
+                    a.format
+                }
+                _ => None,
+            };
+            measure::test(&req, layout(c), unit)
+        }
         None => Err(anyhow::anyhow!("not a test command")),
     }
 }
@@ -80,7 +96,12 @@ fn run(c: &Command) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse_from(cli::iperf3_aliases(std::env::args_os().collect()));
+    let argv = cli::iperf3_aliases(std::env::args_os().collect());
+    if let Some(m) = cli::refused_iperf3_option(&argv) {
+        errln!("wirebench: {m}");
+        return ExitCode::from(2);
+    }
+    let cli = cli::Cli::parse_from(argv);
     let filter = match cli.verbose {
         0 => "warn",
         1 => "info",

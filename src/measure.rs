@@ -13,12 +13,12 @@ use crate::output::{
     Printer,
 };
 
-/// The text layout of a test's document.
-fn text(req: &TestRequest, r: &RunResult) -> String {
+/// The text layout of a test's document; a client's rates in `unit` when given (`-f`).
+fn text(req: &TestRequest, r: &RunResult, unit: Option<model::units::Fixed>) -> String {
     use report::text;
     let with_facts = |table: Option<String>| table.unwrap_or_default() + &text::facts(r);
     match req {
-        TestRequest::Client(_) => text::client_summary(r),
+        TestRequest::Client(_) => text::client_summary_in(r, unit),
         TestRequest::Sweep(_) => with_facts(r.sweep.as_ref().map(text::sweep)),
         TestRequest::Blocksize(b) => {
             let rows = r.blocksize.as_deref().unwrap_or_default();
@@ -40,15 +40,16 @@ fn text(req: &TestRequest, r: &RunResult) -> String {
 
 /// Runs a test and prints its document in `layout`; exit code 3 when one of its verdicts
 /// failed.
-pub fn test(req: &TestRequest, layout: Layout) -> Result<()> {
+pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>) -> Result<()> {
     let json = layout.json();
     // The FRER comparison says which group it builds even with -J (on stderr).
     let mut watch = Printer {
         quiet: json && !matches!(req, TestRequest::FrerCompare(_)),
         events: None,
+        unit,
     };
     if let TestRequest::Client(c) = req {
-        let addr = campaign::trials::client_config(&c.server)?.server;
+        let addr = campaign::trials::client_config_with(&c.server, &c.connect)?.server;
         let spec = &c.spec;
         if layout == Layout::Iperf3Stream {
             let params = serde_json::json!({ "server": addr.to_string(), "test": spec });
@@ -87,7 +88,7 @@ pub fn test(req: &TestRequest, layout: Layout) -> Result<()> {
     if matches!(req, TestRequest::Client(_)) && !json {
         outln!();
     }
-    print_as(&r, layout, |r| text(req, r));
+    print_as(&r, layout, |r| text(req, r, unit));
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
         // What finished is printed above; the exit status says it is not all.
         return Err(Interrupted.into());
@@ -114,6 +115,7 @@ pub fn analyze(a: &crate::cli::FrerAnalyzeArgs) -> Result<()> {
     let mut watch = Printer {
         quiet: false,
         events: None,
+        unit: None,
     };
     let r = jobs::analyze(&crate::requests::analyze(a), &mut watch, &stop)?;
     print(&r, a.json, report::text::frer_analysis);

@@ -4,20 +4,105 @@
 
 use std::io::Write as _;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use campaign::Watch;
 use model::results::{IntervalRow, RunResult};
 
-/// Writes to standard output. When the reader has gone away (`wirebench report F | head`),
-/// the command ends here, quietly and with success: what it had to say was not wanted.
+/// Where standard output goes and how its lines start (`--logfile`, `-T`, `--timestamps`).
+struct Sink {
+    file: Option<std::fs::File>,
+    title: Option<String>,
+    timestamps: bool,
+    at_line_start: bool,
+}
+
+static SINK: Mutex<Option<Sink>> = Mutex::new(None);
+
+/// Sends what follows to `logfile` (appended) instead of standard output, and starts
+/// every line with the time and `title` when asked (text only: a JSON layout passes
+/// `title: None, timestamps: false`).
+///
+/// # Errors
+/// The log file cannot be opened.
+pub fn configure(
+    logfile: Option<&std::path::Path>,
+    title: Option<String>,
+    timestamps: bool,
+) -> anyhow::Result<()> {
+    let file = match logfile {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| usage(format!("--logfile {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    if file.is_none() && title.is_none() && !timestamps {
+        return Ok(());
+    }
+    if let Ok(mut s) = SINK.lock() {
+        *s = Some(Sink {
+            file,
+            title,
+            timestamps,
+            at_line_start: true,
+        });
+    }
+    Ok(())
+}
+
+/// Writes to standard output (or the log file). When the reader has gone away
+/// (`wirebench report F | head`), the command ends here, quietly and with success: what it
+/// had to say was not wanted.
 pub fn write_out(args: std::fmt::Arguments<'_>) {
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+    let mut sink = SINK.lock().ok();
+    let result = match sink.as_deref_mut().and_then(Option::as_mut) {
+        Some(s) => {
+            let text = decorate(s, &args.to_string());
+            match s.file.as_mut() {
+                Some(f) => f.write_all(text.as_bytes()).and_then(|()| f.flush()),
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(text.as_bytes()).and_then(|()| out.flush())
+                }
+            }
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_fmt(args).and_then(|()| out.flush())
+        }
+    };
+    if let Err(e) = result {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
     }
+}
+
+/// Starts each line of `text` with the time and the title, as the sink asks.
+fn decorate(s: &mut Sink, text: &str) -> String {
+    if s.title.is_none() && !s.timestamps {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    for piece in text.split_inclusive('\n') {
+        if s.at_line_start {
+            if s.timestamps {
+                out.push_str(&engine::env::now_rfc3339());
+                out.push(' ');
+            }
+            if let Some(t) = &s.title {
+                out.push_str(t);
+                out.push_str(":  ");
+            }
+        }
+        out.push_str(piece);
+        s.at_line_start = piece.ends_with('\n');
+    }
+    out
 }
 
 /// Writes a line to standard error; a closed stderr is ignored.
@@ -150,6 +235,8 @@ pub struct Printer {
     pub quiet: bool,
     /// Write each interval as an iperf3 event.
     pub events: Option<EventStream>,
+    /// Rates and amounts in one unit (`-f`).
+    pub unit: Option<model::units::Fixed>,
 }
 
 /// Interval rows gathered into iperf3's interval events.
@@ -172,7 +259,7 @@ impl Watch for Printer {
                 ev.rows.clear();
             }
         } else if !self.quiet {
-            outln!("{}", report::text::interval_line(row));
+            outln!("{}", report::text::interval_line_in(row, self.unit));
         }
     }
 

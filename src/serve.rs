@@ -2,7 +2,7 @@
 //! relay` (a software 802.1CB relay on this host's interfaces). Each runs until killed,
 //! Ctrl-C or its time is up.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,6 +16,14 @@ use lab::relay::config::RelayConfig;
 use crate::cli::{FrerRelayArgs, ServerArgs};
 use crate::output::errln;
 use crate::output::{print, stop_on_signals, usage};
+
+/// The host has no IPv6 (disabled, or not built in).
+fn no_ipv6(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL | libc::EPROTONOSUPPORT)
+    )
+}
 
 /// Sets `stop` after `d`.
 fn stop_after(stop: &Arc<AtomicBool>, d: Duration) {
@@ -52,26 +60,47 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             "--allow-tuning needs root (CAP_NET_ADMIN) to set MTUs and features",
         ));
     }
-    let cfg = ServerConfig {
-        bind: SocketAddr::new(a.bind, a.port),
+    // With -1 the first test that ends stops the server.
+    let stop = Arc::new(AtomicBool::new(false));
+    let finished = a.one_off.then(|| Arc::clone(&stop));
+    let limits = Limits {
+        max_tests: if a.one_off { 1 } else { limits.max_tests },
+        ..limits
+    };
+    let bind_cfg = |ip: IpAddr| ServerConfig {
+        bind: SocketAddr::new(ip, a.port),
         limits,
-        key,
+        key: key.clone(),
         handshake_timeout: a.handshake_timeout,
         allow_tuning: a.allow_tuning,
+        finished: finished.clone(),
     };
-    let server =
-        Server::bind(cfg).with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
+    // Every IPv6 and IPv4 address by default; IPv4 alone where the host has no IPv6.
+    let (server, ip) = match a.bind {
+        Some(ip) => (Server::bind(bind_cfg(ip)), ip),
+        None => match Server::bind(bind_cfg(Ipv6Addr::UNSPECIFIED.into())) {
+            Err(e) if no_ipv6(&e) => (
+                Server::bind(bind_cfg(Ipv4Addr::UNSPECIFIED.into())),
+                Ipv4Addr::UNSPECIFIED.into(),
+            ),
+            r => (r, Ipv6Addr::UNSPECIFIED.into()),
+        },
+    };
+    let server = server.with_context(|| format!("cannot listen on port {}", a.port))?;
     // Both ports are bound before the first line says the server listens.
-    let stop = Arc::new(AtomicBool::new(false));
     let iperf3_line = if a.no_iperf3 {
         None
     } else {
-        iperf3(a, limits, auth, &stop)?
+        iperf3(a, ip, limits, auth, &stop, finished)?
     };
     errln!(
-        "wirebench server listening on {} (up to {} tests at once{})",
+        "wirebench server listening on {} ({}{})",
         server.local_addr()?,
-        a.max_tests,
+        if a.one_off {
+            "one test, then it exits".to_owned()
+        } else {
+            format!("up to {} tests at once", a.max_tests)
+        },
         match (auth, a.allow_tuning) {
             (true, true) => ", authentication required, tuning allowed",
             (true, false) => ", authentication required",
@@ -92,14 +121,17 @@ pub fn server(a: &ServerArgs) -> Result<()> {
 /// `iperf3 -s`) is said, not fatal.
 fn iperf3(
     a: &ServerArgs,
+    ip: IpAddr,
     limits: Limits,
     auth: bool,
     stop: &Arc<AtomicBool>,
+    finished: Option<Arc<AtomicBool>>,
 ) -> Result<Option<String>> {
     let cfg = control::iperf3::server::Iperf3ServerConfig {
-        bind: SocketAddr::new(a.bind, a.iperf3_port),
+        bind: SocketAddr::new(ip, a.iperf3_port),
         limits,
         deny: auth && !a.iperf3_open,
+        finished,
     };
     let listener = match control::iperf3::server::bind(&cfg) {
         Ok(l) => l,

@@ -463,3 +463,215 @@ fn json_stream_writes_one_event_per_line_as_iperf3_does() {
     let v: serde_json::Value = serde_json::from_str(&last).expect("an error event");
     assert_eq!(v["event"], "error", "{v}");
 }
+
+// iperf3's flags (issue: "each flag has a test").
+
+#[test]
+fn f_shows_rates_and_amounts_in_one_unit() {
+    let srv = ServerProc::start(&[]);
+    let out = srv.run("client", "-t 1 -i 0.5 -b 100M -f m");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("[SUM tx]   0.00-0.50"))
+        .expect(&text);
+    assert!(
+        line.contains(" MBytes") && line.contains(" Mbit/s"),
+        "{line}"
+    );
+    let out = srv.run("client", "-t 0.5 -b 100M -f K");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.ends_with("sender") && l.contains("KBytes/s")),
+        "{text}"
+    );
+    assert_fails(&srv.run("client", "-t 0.5 -f x"), 2, "not a format");
+}
+
+#[test]
+fn n_and_k_send_an_amount_instead_of_a_time() {
+    let srv = ServerProc::start(&[]);
+    // -n is the total over the streams; the test ends when it is sent.
+    let v = srv.json("client", "-n 40M -P 2 -b 400M");
+    assert_eq!(u64_at(&v, "/summary/sent_bytes"), 40 << 20);
+    assert_eq!(u64_at(&v, "/summary/received_bytes"), 40 << 20);
+    assert!(f64_at(&v, "/summary/duration_s") < 3.0, "{}", v["summary"]);
+    let v = srv.json("client", "-k 100 -l 64k");
+    assert_eq!(u64_at(&v, "/summary/sent_bytes"), 100 * 65536);
+    let v = srv.json("client", "-u -n 1000000 -l 1000 -b 100M");
+    assert_eq!(u64_at(&v, "/summary/sent_packets"), 1000);
+    assert_fails(&srv.run("client", "-n 1M -R"), 2, "give -t instead");
+}
+
+#[test]
+fn address_family_bind_address_and_client_ports() {
+    let srv = ServerProc::start_on("::", &[]);
+    let port = srv.port_arg();
+    // The server listens on IPv6 and IPv4 by default.
+    let v = run_json(&["client", "::1", "-p", &port, "-t", "0.3", "-6", "-J"]);
+    assert!(str_at(&v, "/connection/remote").starts_with("[::1]"), "{v}");
+    let cport = free_port();
+    let c = cport.to_string();
+    let args = [
+        "-t",
+        "0.3",
+        "-P",
+        "2",
+        "-4",
+        "-B",
+        "127.0.0.1",
+        "--cport",
+        &c,
+        "-J",
+    ];
+    let v = run_json(&[&["client", "127.0.0.1", "-p", &port][..], &args].concat());
+    assert_eq!(
+        str_at(&v, "/connection/streams/0/local"),
+        format!("127.0.0.1:{cport}")
+    );
+    assert_eq!(
+        str_at(&v, "/connection/streams/1/local"),
+        format!("127.0.0.1:{}", cport + 1)
+    );
+    assert_fails(
+        &run(&["client", "127.0.0.1", "-p", &port, "-6"]),
+        2,
+        "no IPv6 address",
+    );
+}
+
+#[test]
+fn congestion_control_mss_and_no_delay_reach_the_sockets() {
+    let srv = ServerProc::start(&[]);
+    let v = srv.json("client", "-t 0.5 -C reno -M 1000 -N");
+    assert_eq!(str_at(&v, "/connection/congestion"), "reno");
+    assert_eq!(str_at(&v, "/connection/remote_congestion"), "reno");
+    let mss = u64_at(&v, "/connection/tcp_mss");
+    assert!(mss <= 1000 && mss > 500, "MSS {mss}");
+    assert_eq!(v["connection"]["nodelay"], true);
+    let v = srv.json("client", "-t 0.3");
+    assert_eq!(v["connection"]["nodelay"], false);
+    assert_fails(
+        &srv.run("client", "-t 0.3 -C no-such-algo"),
+        1,
+        "congestion control",
+    );
+    assert_fails(&srv.run("client", "-t 0.3 -M 20"), 2, "MSS 20");
+}
+
+#[test]
+fn zerocopy_sends_with_sendfile_both_ways() {
+    let srv = ServerProc::start(&[]);
+    for dir in ["", "-R"] {
+        let v = srv.json("client", &format!("-t 0.5 -Z {dir}"));
+        assert_eq!(str_at(&v, "/backend"), "tcp-sendfile", "{dir}");
+        assert!(u64_at(&v, "/summary/received_bytes") > 1 << 20);
+        assert_eq!(
+            u64_at(&v, "/summary/received_bytes"),
+            u64_at(&v, "/summary/sent_bytes")
+        );
+    }
+    assert_fails(
+        &srv.run("client", "-u -Z -t 0.3"),
+        2,
+        "do not apply to a UDP test",
+    );
+}
+
+#[test]
+fn title_timestamps_logfile_and_forceflush() {
+    let srv = ServerProc::start(&[]);
+    let out = srv.run("client", "-t 0.5 -i 0.25 -T lab7 --timestamps --forceflush");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for l in text.lines() {
+        // 2026-12-01T19:48:14.700Z lab7:  ...
+        let (stamp, rest) = l.split_once(' ').expect(l);
+        assert!(
+            stamp.len() == 24 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+            "{l}"
+        );
+        assert!(rest.starts_with("lab7:  "), "{l}");
+    }
+    assert!(text.contains("[SUM tx]   0.25-0.50"), "{text}");
+    // In JSON the title is a key, and no line is decorated.
+    let v = srv.json("client", "-t 0.3 -T lab7 --timestamps --json-format iperf3");
+    assert_eq!(v["title"], "lab7");
+    let v = srv.json("client", "-t 0.3 -T lab7");
+    assert_eq!(v["params"]["title"], "lab7");
+    // --logfile: nothing on stdout, everything in the file (appended).
+    let log = fresh_path("logfile").join("out.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    for _ in 0..2 {
+        let out = srv.run("client", &format!("-t 0.3 --logfile {}", log.display()));
+        assert!(out.status.success() && out.stdout.is_empty());
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        logged.matches("wirebench TCP test to").count(),
+        2,
+        "{logged}"
+    );
+    assert!(logged.contains("receiver"), "{logged}");
+}
+
+#[test]
+fn connect_timeout_gives_up_on_a_server_that_does_not_answer() {
+    // A listener whose accept queue is full (std listens with a backlog of 128) drops new
+    // SYNs: connecting hangs.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let mut held = Vec::new();
+    let mut hangs = false;
+    for _ in 0..1000 {
+        match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(200)) {
+            Ok(s) => held.push(s),
+            Err(_) => {
+                hangs = true;
+                break;
+            }
+        }
+    }
+    if !hangs {
+        eprintln!("SKIPPED connect_timeout: this kernel answers every SYN (no full accept queue)");
+        return;
+    }
+    let port = addr.port().to_string();
+    let t0 = std::time::Instant::now();
+    let out = run(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--connect-timeout",
+        "300",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        t0.elapsed()
+    );
+    drop(held);
+}
+
+#[test]
+fn one_off_server_exits_after_one_test() {
+    let mut srv = ServerProc::start(&["-1", "--no-iperf3"]);
+    let v = srv.json("client", "-t 0.3");
+    assert!(u64_at(&v, "/summary/sent_bytes") > 0);
+    let t0 = std::time::Instant::now();
+    while srv.alive() && t0.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!srv.alive(), "the server still runs after its one test");
+}
+
+#[test]
+fn iperf3_options_wirebench_does_not_take_are_named() {
+    let out = run(&["-c", "127.0.0.1", "--udp-counters-64bit"]);
+    assert_fails(&out, 2, "--udp-counters-64bit (iperf3's) is not taken");
+    assert_fails(&run(&["-s", "-D"]), 2, "systemd");
+}

@@ -165,8 +165,13 @@ pub struct ServerProc {
 
 impl ServerProc {
     pub fn start(extra: &[&str]) -> Self {
+        Self::start_on("127.0.0.1", extra)
+    }
+
+    /// A server listening on `bind` (`::` for IPv6 and IPv4).
+    pub fn start_on(bind: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(bin())
-            .args(["server", "--bind", "127.0.0.1", "-p", "0"])
+            .args(["server", "--bind", bind, "-p", "0"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -525,6 +525,9 @@ mod test {
                 cpu: None,
                 round_trip: false,
                 iperf3: false,
+                connect: Default::default(),
+                get_server_output: false,
+                title: None,
             }))
         }
 

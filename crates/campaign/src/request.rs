@@ -39,6 +39,34 @@ pub struct ClientRequest {
     pub round_trip: bool,
     /// The server is a stock iperf3 (`--iperf3`): its dialect, its UDP format.
     pub iperf3: bool,
+    /// How to connect: address family, local address and port, timeout.
+    pub connect: Connect,
+    /// Ask an iperf3 server for its own output (`--get-server-output`).
+    pub get_server_output: bool,
+    /// A title for the result (`-T`).
+    pub title: Option<String>,
+}
+
+/// How a client connects (iperf3's `-4`, `-6`, `-B`, `--cport`, `--connect-timeout`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Connect {
+    /// Use only this address family of the server's name.
+    pub family: Option<IpFamily>,
+    /// Send from this local address.
+    pub bind: Option<std::net::IpAddr>,
+    /// Local port of the first data stream; stream `i` uses `cport + i`.
+    pub cport: Option<u16>,
+    /// Give up connecting after this long (default 5 s).
+    pub timeout: Option<Duration>,
+}
+
+/// An IP address family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpFamily {
+    /// IPv4 only (`-4`).
+    V4,
+    /// IPv6 only (`-6`).
+    V6,
 }
 
 /// A zero-loss UDP sweep (`sweep`).

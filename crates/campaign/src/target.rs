@@ -101,6 +101,7 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         key: None,
         handshake_timeout: control::server::HANDSHAKE_TIMEOUT,
         allow_tuning: false,
+        finished: None,
     })?
     .spawn()
 }

@@ -20,7 +20,7 @@ use wire::frame::FrameSpec;
 use wire::linerate::LineRate;
 
 use crate::frames::{self, test_id};
-use crate::request::{FrameBackend, FrameRequest, Server};
+use crate::request::{Connect, FrameBackend, FrameRequest, IpFamily, Server};
 use crate::{usage, Error};
 
 /// Ethernet, IPv4, UDP headers and the FCS around a UDP payload: a frame of L bytes is a
@@ -32,22 +32,52 @@ pub const UDP_FRAME_OVERHEAD: u64 = 46;
 /// # Errors
 /// A name that does not resolve, a key file that cannot be read or is too short.
 pub fn client_config(server: &Server) -> Result<ClientConfig, Error> {
+    client_config_with(server, &Connect::default())
+}
+
+/// [`client_config`] with a client's connection options (`-4`, `-6`, `-B`, `--cport`,
+/// `--connect-timeout`).
+///
+/// # Errors
+/// The key file cannot be read, the name does not resolve (in the asked family), or the
+/// local address is of the other family.
+pub fn client_config_with(server: &Server, connect: &Connect) -> Result<ClientConfig, Error> {
     let key = match &server.key_file {
         Some(p) => Some(control::auth::load_key(p).map_err(usage)?),
         None => None,
     };
+    let family = connect.family.or(connect.bind.map(|b| {
+        if b.is_ipv4() {
+            IpFamily::V4
+        } else {
+            IpFamily::V6
+        }
+    }));
     let addr: SocketAddr = (server.host.as_str(), server.port)
         .to_socket_addrs()
         .map_err(|e| Error::Failed(format!("cannot resolve {}: {e}", server.host)))?
-        .next()
-        .ok_or_else(|| usage(format!("{} has no address", server.host)))?;
+        .find(|a| match family {
+            Some(IpFamily::V4) => a.is_ipv4(),
+            Some(IpFamily::V6) => a.is_ipv6(),
+            None => true,
+        })
+        .ok_or_else(|| {
+            let which = match family {
+                Some(IpFamily::V4) => "IPv4 ",
+                Some(IpFamily::V6) => "IPv6 ",
+                None => "",
+            };
+            usage(format!("{} has no {which}address", server.host))
+        })?;
     Ok(ClientConfig {
         server: addr,
         key,
-        connect_timeout: Duration::from_secs(5),
+        connect_timeout: connect.timeout.unwrap_or(Duration::from_secs(5)),
         cpu: None,
         force_round_trip: false,
         stop: None,
+        bind: connect.bind,
+        cport: connect.cport,
     })
 }
 
@@ -66,6 +96,8 @@ pub fn base_spec(protocol: Protocol) -> TestSpec {
         dscp: None,
         window: None,
         server_cpu: None,
+        tcp: Default::default(),
+        bytes_per_stream: None,
     }
 }
 

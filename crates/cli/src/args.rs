@@ -48,6 +48,106 @@ pub fn iperf3_aliases(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
     out
 }
 
+/// iperf3 options that `client` and `server` do not take, each with the reason: said by
+/// name instead of clap's "unexpected argument".
+const NOT_TAKEN: &[(&[&str], &str)] = &[
+    (
+        &["-D", "--daemon"],
+        "run the server under systemd or with '&'",
+    ),
+    (
+        &["-I", "--pidfile"],
+        "run the server under systemd, which tracks it",
+    ),
+    (
+        &["-F", "--file"],
+        "wirebench sends generated data, not files",
+    ),
+    (&["--sctp"], "wirebench tests TCP and UDP only"),
+    (&["-L", "--flowlabel"], "IPv6 flow labels are not set"),
+    (
+        &["-S", "--tos"],
+        "give the DSCP with --dscp (the upper six bits of the TOS byte)",
+    ),
+    (
+        &["--fq-rate"],
+        "wirebench paces in user space (this kernel has no fq qdisc anyway)",
+    ),
+    (&["--pacing-timer"], "wirebench paces with its own schedule"),
+    (&["--dont-fragment"], "not set by wirebench"),
+    (
+        &[
+            "--username",
+            "--rsa-public-key-path",
+            "--rsa-private-key-path",
+            "--authorized-users-path",
+        ],
+        "wirebench authenticates with a pre-shared key: --auth-key-file",
+    ),
+    (
+        &["--extra-data"],
+        "no free-form data is carried into results; use -T for a title",
+    ),
+    (
+        &["--repeating-payload"],
+        "the payload is fixed and carries wirebench's test header",
+    ),
+    (
+        &["--skip-rx-copy"],
+        "the receiver reads every byte it counts",
+    ),
+    (&["-X", "--xbind"], "SCTP is not supported"),
+    (&["--nstreams"], "SCTP is not supported"),
+    (
+        &["--udp-counters-64bit"],
+        "wirebench always uses 64-bit counters",
+    ),
+    (&["--mptcp", "-m"], "MPTCP is not supported"),
+    (
+        &["--cntl-ka"],
+        "control connection keepalives are not configurable",
+    ),
+    (
+        &["--rcv-timeout", "--snd-timeout", "--idle-timeout"],
+        "not configurable",
+    ),
+    (&["--server-bitrate-limit"], "use server --max-rate"),
+    (
+        &["--time-skew-threshold"],
+        "wirebench authenticates without timestamps",
+    ),
+    (&["--gsro"], "not supported"),
+    (&["--bind-dev"], "give the interface's address with -B"),
+];
+
+/// The first iperf3 option of a `client` or `server` command line (after
+/// [`iperf3_aliases`]) that wirebench does not take, as an error message naming it and why.
+pub fn refused_iperf3_option(argv: &[std::ffi::OsString]) -> Option<String> {
+    let args: Vec<&str> = argv.iter().filter_map(|a| a.to_str()).collect();
+    let sub = args
+        .iter()
+        .skip(1)
+        .position(|a| !a.starts_with('-'))
+        .map(|i| i + 1)?;
+    if !matches!(args[sub], "client" | "server") {
+        return None;
+    }
+    for a in &args[sub + 1..] {
+        if *a == "--" {
+            break;
+        }
+        let name = a.split('=').next().unwrap_or(a);
+        for (names, why) in NOT_TAKEN {
+            if names.contains(&name) {
+                return Some(format!(
+                    "{name} (iperf3's) is not taken by wirebench: {why}"
+                ));
+            }
+        }
+    }
+    None
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve tests to many clients at once.
@@ -655,9 +755,13 @@ pub struct LabUpArgs {
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "0.0.0.0")]
-    pub bind: IpAddr,
+    /// Address to listen on; by default every IPv6 and IPv4 address (IPv4 alone where the
+    /// host has no IPv6).
+    #[arg(long)]
+    pub bind: Option<IpAddr>,
+    /// Run one test (wirebench's or an iperf3 client's), then exit.
+    #[arg(short = '1', long)]
+    pub one_off: bool,
     /// Control port.
     #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
     pub port: u16,
@@ -738,9 +842,10 @@ pub struct ClientArgs {
     /// dialect; wirebench's own accounting still applies to what this side receives.
     #[arg(long)]
     pub iperf3: bool,
-    /// Seconds to send.
-    #[arg(short, long, value_parser = units::seconds, default_value = "10")]
-    pub time: Duration,
+    /// Seconds to send (default 10; with -n or -k the longest the test may take, default
+    /// 3600).
+    #[arg(short, long, value_parser = units::seconds)]
+    pub time: Option<Duration>,
     /// Rate per stream in bits/s (k/M/G suffixes); 0 = unlimited. UDP default 1M, TCP unlimited.
     #[arg(short, long, value_parser = units::rate_bps)]
     pub bitrate: Option<f64>,
@@ -788,6 +893,61 @@ pub struct ClientArgs {
     /// iperf3 3.17's --json-stream.
     #[arg(long, conflicts_with = "json")]
     pub json_stream: bool,
+    /// Bytes to send in all, shared by the streams (k/M/G suffixes, powers of 1024), instead
+    /// of a time; -t is then the longest the test may take (default 3600 s).
+    #[arg(short = 'n', long = "bytes", value_parser = units::size_bytes, conflicts_with = "blockcount")]
+    pub bytes: Option<usize>,
+    /// Blocks (-l bytes each) to send in all, instead of a time.
+    #[arg(short = 'k', long)]
+    pub blockcount: Option<u64>,
+    /// Only IPv4 addresses of the server's name.
+    #[arg(short = '4', long = "version4", conflicts_with = "version6")]
+    pub version4: bool,
+    /// Only IPv6 addresses of the server's name.
+    #[arg(short = '6', long = "version6")]
+    pub version6: bool,
+    /// Send from this local address.
+    #[arg(short = 'B', long)]
+    pub bind: Option<std::net::IpAddr>,
+    /// Local port of the first data stream (the next streams take the following ports).
+    #[arg(long)]
+    pub cport: Option<u16>,
+    /// TCP congestion control algorithm for the data connections, both ends (e.g. cubic,
+    /// bbr; see /proc/sys/net/ipv4/tcp_available_congestion_control).
+    #[arg(short = 'C', long)]
+    pub congestion: Option<String>,
+    /// TCP maximum segment size of the data connections, bytes.
+    #[arg(short = 'M', long = "set-mss")]
+    pub mss: Option<u32>,
+    /// TCP_NODELAY on the data connections (no Nagle delay).
+    #[arg(short = 'N', long = "no-delay")]
+    pub no_delay: bool,
+    /// Zero copy: TCP senders (both ends) send with sendfile from one in-memory block.
+    #[arg(short = 'Z', long)]
+    pub zerocopy: bool,
+    /// Rates and amounts in one unit: k, m, g, t (bits/s) or K, M, G, T (bytes/s).
+    #[arg(short = 'f', long, value_parser = units::Fixed::parse)]
+    pub format: Option<units::Fixed>,
+    /// Put TITLE before every line of text, and into the JSON document.
+    #[arg(short = 'T', long)]
+    pub title: Option<String>,
+    /// Write the output to FILE instead of standard output (appended, as iperf3 does).
+    #[arg(long)]
+    pub logfile: Option<PathBuf>,
+    /// Start every line of text with the time (RFC 3339, UTC).
+    #[arg(long)]
+    pub timestamps: bool,
+    /// Flush the output after every line (wirebench always does; taken for iperf3's
+    /// command lines).
+    #[arg(long)]
+    pub forceflush: bool,
+    /// Show what the server printed about the test (an iperf3 server's output; a wirebench
+    /// server's figures are in the result already).
+    #[arg(long)]
+    pub get_server_output: bool,
+    /// Give up connecting to the server after this many milliseconds (default 5000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub connect_timeout: Option<u64>,
 }
 
 /// The layout of a client's JSON output.
@@ -960,5 +1120,25 @@ mod test {
         let cli = Cli::try_parse_from(iperf3_aliases(words(&["wirebench", "-c", "h", "-t", "3"])))
             .unwrap();
         assert!(matches!(cli.command, Command::Client(ref a) if a.target.host == "h"));
+    }
+
+    #[test]
+    fn iperf3_options_not_taken_are_named_with_the_reason() {
+        let argv =
+            |s: &str| -> Vec<std::ffi::OsString> { s.split_whitespace().map(Into::into).collect() };
+        let refused = |s: &str| refused_iperf3_option(&iperf3_aliases(argv(s)));
+        let m = refused("wirebench -c h --udp-counters-64bit").unwrap();
+        assert!(
+            m.contains("--udp-counters-64bit") && m.contains("64-bit"),
+            "{m}"
+        );
+        let m = refused("wirebench server -D").unwrap();
+        assert!(m.starts_with("-D ") && m.contains("systemd"), "{m}");
+        assert!(refused("wirebench client h --tos=16")
+            .unwrap()
+            .contains("--dscp"));
+        // Taken options, and other commands' own flags, pass.
+        assert_eq!(refused("wirebench -c h -u -b 10M -Z -C reno"), None);
+        assert_eq!(refused("wirebench rfc2544 -S x"), None);
     }
 }

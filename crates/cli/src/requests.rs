@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use campaign::plan::Commands;
 use campaign::request::{
-    AnalyzeRequest, BlocksizeRequest, ClientRequest, FrameBackend, FrameProto, FrameRequest,
-    FrerCompareRequest, GenRequest, LatencyRequest, NicMatrixRequest, Rfc2544Path, Rfc2544Request,
-    Rfc2544Test, Server, ShapingRequest, StreamsRequest, SweepRequest, TestRequest,
+    AnalyzeRequest, BlocksizeRequest, ClientRequest, Connect, FrameBackend, FrameProto,
+    FrameRequest, FrerCompareRequest, GenRequest, IpFamily, LatencyRequest, NicMatrixRequest,
+    Rfc2544Path, Rfc2544Request, Rfc2544Test, Server, ShapingRequest, StreamsRequest, SweepRequest,
+    TestRequest,
 };
 use campaign::Error;
 use clap::Parser as _;
 use method::rfc2544::{Search, SearchConfig};
-use model::spec::{Direction, Protocol, Rate, TestSpec, UdpBackend};
+use model::spec::{Direction, Protocol, Rate, TcpOptions, TestSpec, UdpBackend};
 use wire::linerate::LineRate;
 
 use crate::args::{self as cli, Cli, Command};
@@ -55,9 +56,18 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         Some(w) => Some(u32::try_from(w).map_err(|_| usage("-w is larger than 4 GiB"))?),
         None => None,
     };
+    let amount = match (a.bytes, a.blockcount) {
+        (Some(b), _) => Some(b as u64),
+        (None, Some(k)) => Some(k.saturating_mul(len as u64)),
+        (None, None) => None,
+    };
     let spec = TestSpec {
         protocol: if a.udp { Protocol::Udp } else { Protocol::Tcp },
-        duration: a.time,
+        duration: a.time.unwrap_or(if amount.is_some() {
+            Duration::from_secs(3600)
+        } else {
+            Duration::from_secs(10)
+        }),
         rate,
         len,
         streams: a.parallel,
@@ -71,6 +81,14 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         dscp: a.dscp,
         window,
         server_cpu: a.affinity.and_then(|x| x.1),
+        tcp: TcpOptions {
+            congestion: a.congestion.clone(),
+            mss: a.mss,
+            nodelay: a.no_delay,
+            zerocopy: a.zerocopy,
+        },
+        // iperf3's -n and -k count all streams together: each sends its share.
+        bytes_per_stream: amount.map(|b| b.div_ceil(u64::from(a.parallel.max(1)))),
     };
     spec.validate().map_err(usage)?;
     if !a.interval.is_finite() || !(0.0..=86_400.0).contains(&a.interval) {
@@ -90,6 +108,18 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         cpu: a.affinity.map(|x| usize::from(x.0)),
         round_trip: a.round_trip,
         iperf3: a.iperf3,
+        connect: Connect {
+            family: match (a.version4, a.version6) {
+                (true, _) => Some(IpFamily::V4),
+                (_, true) => Some(IpFamily::V6),
+                _ => None,
+            },
+            bind: a.bind,
+            cport: a.cport,
+            timeout: a.connect_timeout.map(Duration::from_millis),
+        },
+        get_server_output: a.get_server_output,
+        title: a.title.clone(),
     })
 }
 

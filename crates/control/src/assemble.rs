@@ -420,6 +420,7 @@ pub fn backend_name(o: &TestOutcome) -> String {
         .chain(&o.remote)
         .find_map(|r| match r {
             StreamReport::UdpTx(t) => Some(t.backend.clone()),
+            StreamReport::TcpTx(t) if t.sendfile => Some("tcp-sendfile".to_owned()),
             StreamReport::TcpTx(_) => Some("tcp".to_owned()),
             _ => None,
         })

@@ -35,6 +35,10 @@ pub struct ClientConfig {
     pub key: Option<Vec<u8>>,
     /// Connect timeout.
     pub connect_timeout: Duration,
+    /// Local address to send from (`-B`); the system picks by route when absent.
+    pub bind: Option<std::net::IpAddr>,
+    /// Local port of the first data stream (`--cport`); stream `i` uses `cport + i`.
+    pub cport: Option<u16>,
     /// CPU the client pins its data-plane threads to.
     pub cpu: Option<usize>,
     /// Measure round-trip latency with echoed probes even when the clocks are shared.
@@ -48,6 +52,8 @@ pub struct ClientConfig {
 pub struct Session {
     ctrl: TcpStream,
     server: SocketAddr,
+    bind: Option<std::net::IpAddr>,
+    cport: Option<u16>,
     /// Server and client share one clock (same boot id).
     pub same_host: bool,
     /// The server's limits.
@@ -74,6 +80,8 @@ pub struct TestOutcome {
     pub intervals: Vec<IntervalSample>,
     /// The client stopped the test early (Ctrl-C): the figures cover the time it ran.
     pub interrupted: bool,
+    /// How long the test ran: its duration, or less when it ended early (a stop, `-n`).
+    pub ran_for: Duration,
     /// Addresses, socket facts and both processes' CPU use.
     pub connection: ConnectionFacts,
 }
@@ -145,8 +153,9 @@ impl Session {
 
     /// Connects, exchanges hellos and authenticates.
     pub fn connect(cfg: &ClientConfig) -> Result<Self, ProtoError> {
+        let bind = cfg.bind.map(|ip| SocketAddr::new(ip, 0));
         let mut ctrl =
-            TcpStream::connect_timeout(&cfg.server, cfg.connect_timeout).map_err(ProtoError::Io)?;
+            tcp::connect(cfg.server, bind, None, cfg.connect_timeout).map_err(ProtoError::Io)?;
         ctrl.set_nodelay(true).map_err(ProtoError::Io)?;
         ctrl.set_write_timeout(Some(STEP_TIMEOUT))
             .map_err(ProtoError::Io)?;
@@ -212,6 +221,8 @@ impl Session {
         Ok(Self {
             ctrl,
             server: cfg.server,
+            bind: cfg.bind,
+            cport: cfg.cport,
             same_host,
             limits,
             cpu: cfg.cpu,
@@ -304,6 +315,10 @@ impl Session {
         let mut tick = 0u32;
         let mut finished = false;
         let mut stopped = false;
+        // -n/-k: the test ends when the senders have sent their amount.
+        let by_amount = spec.bytes_per_stream.is_some();
+        // How long the test ran: its duration, unless it ended early.
+        let mut ran_for = spec.duration;
         let mut remote_reports = None;
         let results_deadline = end + RESULTS_TIMEOUT;
         let fail = |side: &mut SideRun, e: ProtoError| {
@@ -363,18 +378,31 @@ impl Session {
                 ticks.local.insert(tick, side.sample());
                 tick += 1;
             }
-            ticks.emit(interval, spec.duration, &mut on_interval);
-            // Finish once the test's time is up and this side's senders are done (in
-            // reverse mode there are none, but the time must still be up); by then every
-            // tick up to the end has been sampled above.
-            if !finished && (stopped || Instant::now() >= end) && side.senders_done() {
+            ticks.emit(interval, ran_for, &mut on_interval);
+            // Finish once the test's time is up (or its amount sent, or a stop) and this
+            // side's senders are done (in reverse mode there are none, but the time must
+            // still be up); by then every tick up to the end has been sampled above.
+            let now = Instant::now();
+            if !finished && (stopped || by_amount || now >= end) && side.senders_done() {
                 finished = true;
                 let reports = side.join_senders();
+                // Ended before its time: the intervals end where the test did, the last
+                // one partial, on both sides.
+                let early = now < end;
+                if early {
+                    ran_for = now.saturating_duration_since(start);
+                }
+                let intervals = (early && interval.is_some()).then(|| {
+                    (0..)
+                        .take_while(|k| tick_end(interval, ran_for, *k).is_some())
+                        .count() as u32
+                });
                 write_msg(
                     &mut self.ctrl,
                     &ClientMsg::Finish {
                         reports: reports.clone(),
-                        early: stopped,
+                        early,
+                        intervals,
                     },
                 )?;
                 side.keep(reports);
@@ -384,13 +412,12 @@ impl Session {
         let (quiet, cap) = grace(spec);
         let mut local = side.take_kept();
         local.extend(side.finish_receivers(&sent_counts(&remote), quiet, cap));
-        // Ticks the end overtook: sampled now that every counter is final, as the server did
-        // (a test stopped early has no more).
-        while !stopped && tick_at(tick).is_some() {
+        // Ticks the end overtook: sampled now that every counter is final, as the server did.
+        while tick_end(interval, ran_for, tick).is_some() {
             ticks.local.insert(tick, side.sample());
             tick += 1;
         }
-        ticks.emit(interval, spec.duration, &mut on_interval);
+        ticks.emit(interval, ran_for, &mut on_interval);
         let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
         Ok(TestOutcome {
             spec: spec.clone(),
@@ -400,6 +427,7 @@ impl Session {
             remote,
             intervals: ticks.samples,
             interrupted: stopped,
+            ran_for,
             connection: ConnectionFacts {
                 cpu: Some(cpu.used()),
                 ..connection
@@ -421,17 +449,10 @@ impl Session {
                 "the server announced the wrong number of stream ports",
             ));
         }
-        let bind: SocketAddr = if self.server.is_ipv4() {
-            "0.0.0.0:0"
-        } else {
-            "[::]:0"
-        }
-        .parse()
-        .map_err(|_| std::io::Error::other("bad bind address"))?;
         let mut socks = Vec::new();
         let deadline = Instant::now() + STEP_TIMEOUT;
-        for ((id, _), port) in plan.iter().zip(ports) {
-            let s = UdpSocket::bind(bind)?;
+        for (i, ((id, _), port)) in plan.iter().zip(ports).enumerate() {
+            let s = UdpSocket::bind(self.local_for(i))?;
             s.connect(SocketAddr::new(self.server.ip(), *port))?;
             udp::prepare_socket(&s, spec.window, spec.dscp)?;
             let left = deadline.saturating_duration_since(Instant::now());
@@ -465,13 +486,16 @@ impl Session {
             .first()
             .ok_or_else(|| std::io::Error::other("the server announced no data port"))?;
         let addr = SocketAddr::new(self.server.ip(), port);
-        for (id, who) in plan {
-            let mut s = TcpStream::connect_timeout(&addr, STEP_TIMEOUT)?;
-            tcp::prepare_stream(&s, spec.window, spec.dscp)?;
+        for (i, (id, who)) in plan.iter().enumerate() {
+            let from = (self.bind.is_some() || self.cport.is_some()).then(|| self.local_for(i));
+            let mut s = tcp::connect(addr, from, spec.tcp.mss, STEP_TIMEOUT)?;
+            tcp::prepare_stream(&s, spec.window, spec.dscp, &spec.tcp)?;
             streams::write_greeting(&mut s, key.test_id, *id, key.token)?;
             add_stream(facts, *id, &s.local_addr(), &s.peer_addr(), &s);
             if facts.congestion.is_none() {
-                facts.congestion = engine::sys::tcp_congestion(&s).ok();
+                facts.congestion = engine::tcp::congestion(&s);
+                facts.tcp_mss = engine::tcp::mss(&s).or(facts.tcp_mss);
+                facts.nodelay = s.nodelay().ok();
             }
             match who {
                 Sender::Server => side.tcp_receiver(s, *id)?,
@@ -481,6 +505,20 @@ impl Session {
         Ok(())
     }
 
+    /// The local address of data stream `i`: `-B`'s address (or any of the server's
+    /// family) and `--cport + i` (or any port).
+    fn local_for(&self, i: usize) -> SocketAddr {
+        let ip = self.bind.unwrap_or(if self.server.is_ipv4() {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        });
+        let port = self.cport.map_or(0, |p| {
+            p.saturating_add(u16::try_from(i).unwrap_or(u16::MAX))
+        });
+        SocketAddr::new(ip, port)
+    }
+
     /// What the control connection tells about the test's connections.
     fn connection_facts(&self, test_id: u16) -> ConnectionFacts {
         let addr = |a: std::io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
@@ -488,7 +526,7 @@ impl Session {
             local: addr(self.ctrl.local_addr()),
             remote: addr(self.ctrl.peer_addr()),
             cookie: format!("wirebench-test-{test_id}"),
-            tcp_mss: engine::sys::tcp_maxseg(&self.ctrl).ok(),
+            tcp_mss: engine::tcp::mss(&self.ctrl),
             ..ConnectionFacts::default()
         }
     }
@@ -539,6 +577,7 @@ impl Session {
             &ClientMsg::Finish {
                 reports: Vec::new(),
                 early: false,
+                intervals: None,
             },
         );
         if interrupted {
@@ -554,7 +593,7 @@ pub(crate) fn add_stream(
     id: u8,
     local: &std::io::Result<SocketAddr>,
     remote: &std::io::Result<SocketAddr>,
-    sock: &impl std::os::fd::AsRawFd,
+    sock: &impl std::os::fd::AsFd,
 ) {
     let addr =
         |a: &std::io::Result<SocketAddr>| a.as_ref().map(|a| a.to_string()).unwrap_or_default();
@@ -564,7 +603,7 @@ pub(crate) fn add_stream(
         remote: addr(remote),
     });
     if facts.sndbuf.is_none() {
-        if let Ok((snd, rcv)) = engine::sys::socket_buffers(sock) {
+        if let Some((snd, rcv)) = engine::tcp::buffer_sizes(sock) {
             facts.sndbuf = Some(snd);
             facts.rcvbuf = Some(rcv);
         }

@@ -56,6 +56,10 @@ pub enum ClientMsg {
         /// stop now and the results cover the time the test ran.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         early: bool,
+        /// With `early`: how many intervals the test had, the last one partial (the server
+        /// sends its samples up to there).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        intervals: Option<u32>,
     },
     /// Stop now; results are not wanted.
     Abort {

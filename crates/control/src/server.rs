@@ -62,6 +62,19 @@ pub struct ServerConfig {
     /// Authenticated clients may set the MTU and features of the interface their
     /// connection arrived on (`--allow-tuning`; needs a key and CAP_NET_ADMIN).
     pub allow_tuning: bool,
+    /// Set when a test the server accepted has ended (`--one-off` stops on it).
+    pub finished: Option<Arc<AtomicBool>>,
+}
+
+/// Sets its flag when dropped: a test has ended, however it ended.
+pub(crate) struct SetOnDrop(pub(crate) Option<Arc<AtomicBool>>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        if let Some(f) = &self.0 {
+            f.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 pub(crate) struct Ctx {
@@ -73,6 +86,7 @@ pub(crate) struct Ctx {
     connections: AtomicUsize,
     next_test_id: AtomicU16,
     pub(crate) allow_tuning: bool,
+    finished: Option<Arc<AtomicBool>>,
     /// A tuning session is running (one at a time).
     pub(crate) tuning: AtomicUsize,
 }
@@ -129,7 +143,7 @@ impl Drop for Slot<'_> {
 impl Server {
     /// Binds the listening socket.
     pub fn bind(cfg: ServerConfig) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(cfg.bind)?;
+        let listener = tcp::listen(cfg.bind, None)?;
         let ctx = Ctx {
             limits: cfg.limits,
             key: cfg.key.clone(),
@@ -140,6 +154,7 @@ impl Server {
             next_test_id: AtomicU16::new(1),
             allow_tuning: cfg.allow_tuning && cfg.key.is_some(),
             tuning: AtomicUsize::new(0),
+            finished: cfg.finished.clone(),
         };
         Ok(Self {
             listener,
@@ -409,6 +424,7 @@ fn serve_test(
             ),
         ));
     };
+    let _ended = SetOnDrop(ctx.finished.clone());
     let test_id = ctx.next_test_id.fetch_add(1, Ordering::Relaxed);
     let Ok(nonce) = auth::nonce() else {
         return Err(refuse(
@@ -553,6 +569,9 @@ pub(crate) fn udp_send_config(spec: &TestSpec, key: TestKey, stream_id: u8) -> u
         backend: spec.udp_backend,
         echo_probes: !key.one_way,
         token: key.token,
+        packets: spec
+            .bytes_per_stream
+            .map(|b| b.div_ceil(spec.len.max(1) as u64)),
     }
 }
 
@@ -565,7 +584,7 @@ fn setup_tcp(
     plan: &[(u8, Sender)],
     side: &mut SideRun,
 ) -> std::io::Result<()> {
-    let listener = TcpListener::bind((local_ip, 0))?;
+    let listener = tcp::listen(SocketAddr::new(local_ip, 0), spec.tcp.mss)?;
     let port = listener.local_addr()?.port();
     write_msg(
         ctrl,
@@ -600,7 +619,7 @@ fn setup_tcp(
                 };
                 if let Some(slot) = plan.iter().position(|(i, _)| *i == id) {
                     if conns[slot].is_none() {
-                        tcp::prepare_stream(&s, spec.window, spec.dscp)?;
+                        tcp::prepare_stream(&s, spec.window, spec.dscp, &spec.tcp)?;
                         conns[slot] = Some(s);
                     }
                 }
@@ -628,6 +647,8 @@ pub(crate) fn tcp_send_config(spec: &TestSpec, stream_id: u8) -> tcp::TcpSendCon
         block_len: spec.len,
         rate: spec.rate,
         duration: spec.duration,
+        bytes: spec.bytes_per_stream,
+        zerocopy: spec.tcp.zerocopy,
     }
 }
 
@@ -670,6 +691,7 @@ fn run_control_loop(
     let mut index = 0u32;
     let mut client_reports: Option<Vec<StreamReport>> = None;
     let mut stopped_early = false;
+    let mut last_interval: Option<u32> = None;
     // Runs until the client has finished and this side's senders are done; keeps reading
     // the control connection all along (an abort or a vanished client stops the test).
     while client_reports.is_none() || !side.senders_done() {
@@ -689,10 +711,15 @@ fn run_control_loop(
             .min(Duration::from_millis(20))
             .min(limit - now);
         match rx.recv_timeout(wait) {
-            Ok(Ok(ClientMsg::Finish { reports, early })) if client_reports.is_none() => {
+            Ok(Ok(ClientMsg::Finish {
+                reports,
+                early,
+                intervals,
+            })) if client_reports.is_none() => {
                 if early {
                     side.stop_senders();
                     stopped_early = true;
+                    last_interval = intervals;
                 }
                 client_reports = Some(reports)
             }
@@ -735,10 +762,22 @@ fn run_control_loop(
     while !stopped_early && tick_at(index).is_some() {
         send_interval(&mut ctrl, &mut index, &side)?;
     }
+    // Ended early: the intervals the client counted, the last one partial (no more than the
+    // test's duration has).
+    while last_interval.is_some_and(|n| index < n) && tick_at(index).is_some() {
+        send_interval(&mut ctrl, &mut index, &side)?;
+    }
     let tcp = spec.protocol == Protocol::Tcp;
     let host = ServerHost {
         cpu: cpu.used(),
-        congestion: tcp.then(engine::env::tcp_congestion_default).flatten(),
+        congestion: tcp
+            .then(|| {
+                spec.tcp
+                    .congestion
+                    .clone()
+                    .or_else(engine::env::tcp_congestion_default)
+            })
+            .flatten(),
     };
     write_msg(
         &mut ctrl,
@@ -860,6 +899,8 @@ mod test {
             dscp: None,
             window: None,
             server_cpu: None,
+            tcp: Default::default(),
+            bytes_per_stream: None,
         }
     }
 

@@ -338,6 +338,8 @@ mod test {
             dscp: None,
             window: None,
             server_cpu: None,
+            tcp: Default::default(),
+            bytes_per_stream: None,
         }
     }
 

@@ -38,6 +38,8 @@ pub struct Iperf3SendConfig {
     pub duration: Duration,
     /// 64-bit packet counters.
     pub counters_64bit: bool,
+    /// Datagrams to send before stopping (`-n`, `-k`); `None` sends for the duration.
+    pub packets: Option<u64>,
 }
 
 /// What a sender did.
@@ -73,6 +75,9 @@ pub fn run_sender(
     let mut r = Iperf3SendReport::default();
     let _ = sock.set_write_timeout(Some(Duration::from_millis(50)));
     r.elapsed = pace::drive(&clock, clock.mono(), cfg.duration, stop, |elapsed| {
+        if cfg.packets.is_some_and(|n| r.packets >= n) {
+            return Step::Done;
+        }
         match pacer.poll(elapsed) {
             PaceAction::Send(_) => {}
             other => return Step::from_wait(other),

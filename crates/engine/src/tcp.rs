@@ -7,7 +7,7 @@
 //! or when its stop flag is set.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ use crate::pace::{self, Step};
 use crate::sys;
 use model::clock::Clock;
 use model::pacing::{self, PaceAction, Pacer, Schedule};
-use model::spec::Rate;
+use model::spec::{Rate, TcpOptions};
 
 /// How often the sender refreshes its retransmit counter from TCP_INFO.
 const TCP_INFO_EVERY: Duration = Duration::from_millis(100);
@@ -35,6 +35,11 @@ pub struct TcpSendConfig {
     pub rate: Rate,
     /// How long to send.
     pub duration: Duration,
+    /// Bytes to send before stopping (`-n`, `-k`); `None` sends for the duration.
+    pub bytes: Option<u64>,
+    /// Send with `sendfile(2)` from an in-memory file holding one block (`-Z`): the kernel
+    /// takes the pages without copying them from user space.
+    pub zerocopy: bool,
 }
 
 /// What a TCP sender did.
@@ -56,6 +61,9 @@ pub struct TcpSenderReport {
     pub generator_limited: bool,
     /// CPU time of the sending thread.
     pub cpu_time: Duration,
+    /// Sent with `sendfile` (zero copy, `-Z`).
+    #[serde(default)]
+    pub sendfile: bool,
 }
 
 /// What a TCP receiver measured.
@@ -73,9 +81,14 @@ pub struct TcpReceiverReport {
     pub cpu_time: Duration,
 }
 
-/// Applies buffer size and DSCP to a data connection. Nagle stays on, as in iperf3: bulk
-/// writes gain nothing from TCP_NODELAY.
-pub fn prepare_stream(stream: &TcpStream, window: Option<u32>, dscp: Option<u8>) -> io::Result<()> {
+/// Applies buffer size, DSCP, congestion control and `TCP_NODELAY` to a data connection.
+/// Nagle stays on unless asked (`-N`), as in iperf3: bulk writes gain nothing from it.
+pub fn prepare_stream(
+    stream: &TcpStream,
+    window: Option<u32>,
+    dscp: Option<u8>,
+    opts: &TcpOptions,
+) -> io::Result<()> {
     let s = socket2::SockRef::from(stream);
     if let Some(w) = window {
         s.set_send_buffer_size(w as usize)?;
@@ -84,7 +97,83 @@ pub fn prepare_stream(stream: &TcpStream, window: Option<u32>, dscp: Option<u8>)
     if let Some(d) = dscp {
         crate::udp::set_dscp(&s, stream.local_addr()?, d)?;
     }
+    if let Some(c) = &opts.congestion {
+        s.set_tcp_congestion(c.as_bytes()).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("congestion control '{c}': {e} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"),
+            )
+        })?;
+    }
+    if opts.nodelay {
+        s.set_tcp_nodelay(true)?;
+    }
     Ok(())
+}
+
+/// A socket's buffer sizes as the kernel set them: (send, receive), bytes.
+pub fn buffer_sizes(sock: &impl std::os::fd::AsFd) -> Option<(u32, u32)> {
+    let s = socket2::SockRef::from(sock);
+    let snd = s.send_buffer_size().ok()?;
+    let rcv = s.recv_buffer_size().ok()?;
+    Some((snd as u32, rcv as u32))
+}
+
+/// A connection's congestion control algorithm.
+pub fn congestion(stream: &TcpStream) -> Option<String> {
+    let name = socket2::SockRef::from(stream).tcp_congestion().ok()?;
+    let name = name.split(|b| *b == 0).next().unwrap_or_default();
+    Some(String::from_utf8_lossy(name).into_owned())
+}
+
+/// A connection's maximum segment size (`TCP_MAXSEG`), bytes.
+pub fn mss(stream: &TcpStream) -> Option<u32> {
+    socket2::SockRef::from(stream).tcp_mss().ok()
+}
+
+/// A TCP socket for `addr`'s family with the MSS set before any handshake, so that both
+/// ends agree on it (`-M`).
+fn socket_for(addr: &SocketAddr, mss: Option<u32>) -> io::Result<socket2::Socket> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(*addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    if let Some(m) = mss {
+        s.set_tcp_mss(m)?;
+    }
+    Ok(s)
+}
+
+/// Connects a data or control connection: from `bind` when given (`-B`, `--cport`), with
+/// the MSS set before the handshake.
+pub fn connect(
+    addr: SocketAddr,
+    bind: Option<SocketAddr>,
+    mss: Option<u32>,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
+    let s = socket_for(&addr, mss)?;
+    if let Some(b) = bind {
+        s.set_reuse_address(true)?;
+        s.bind(&b.into())
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to {b}: {e}")))?;
+    }
+    s.connect_timeout(&addr.into(), timeout)?;
+    Ok(s.into())
+}
+
+/// A listener whose accepted connections get `mss` (it is set before their handshake). On
+/// IPv6's any address (`::`) it takes IPv4 clients too (as mapped addresses).
+pub fn listen(addr: SocketAddr, mss: Option<u32>) -> io::Result<TcpListener> {
+    let s = socket_for(&addr, mss)?;
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        s.set_only_v6(false)?;
+    }
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(128)?;
+    Ok(s.into())
 }
 
 /// Writes blocks until the duration has passed or `stop` is set, then shuts the write side.
@@ -104,7 +193,19 @@ pub fn run_sender(
     let mut retransmits = None;
     let mut tcp_now = TcpNow::default();
     let mut last_info = Duration::ZERO;
+    // -Z: the block sits in a memfd and goes out by sendfile; plain writes if that fails.
+    let zerocopy = cfg
+        .zerocopy
+        .then(|| sys::MemBlock::new(&block))
+        .and_then(|m| {
+            m.map_err(|e| tracing::warn!("zero copy unavailable ({e}): sending with write"))
+                .ok()
+        });
     let elapsed = pace::drive(&clock, clock.mono(), cfg.duration, stop, |elapsed| {
+        let left = cfg.bytes.map_or(u64::MAX, |b| b.saturating_sub(bytes));
+        if left == 0 {
+            return Step::Done;
+        }
         if offset == 0 {
             if let Some(p) = pacer.as_mut() {
                 let due = p.poll(elapsed);
@@ -113,7 +214,12 @@ pub fn run_sender(
                 }
             }
         }
-        match stream.write(&block[offset..]) {
+        let want = (block.len() - offset).min(usize::try_from(left).unwrap_or(usize::MAX));
+        let written = match &zerocopy {
+            Some(m) => m.send_to(stream, offset, want),
+            None => stream.write(&block[offset..offset + want]),
+        };
+        match written {
             Ok(n) => {
                 bytes += n as u64;
                 offset += n;
@@ -170,6 +276,7 @@ pub fn run_sender(
         behind_ratio,
         generator_limited: behind_ratio > pacing::GENERATOR_LIMITED_THRESHOLD,
         cpu_time: sys::thread_cpu_time(),
+        sendfile: zerocopy.is_some(),
     }
 }
 

@@ -65,6 +65,8 @@ pub struct UdpSendConfig {
     pub echo_probes: bool,
     /// The test's secret token (answers to repeated CONTROL datagrams carry it).
     pub token: u64,
+    /// Datagrams to send before stopping (`-n`, `-k`); `None` sends for the duration.
+    pub packets: Option<u64>,
 }
 
 /// What a UDP sender did.
@@ -380,8 +382,12 @@ pub fn run_sender(
     let mut bytes: u64 = 0;
     let mut send_errors: u64 = 0;
     let elapsed = pace::drive(&clock, clock.mono(), cfg.duration, stop, |elapsed| {
+        let left = cfg.packets.map_or(u64::MAX, |n| n.saturating_sub(seq));
+        if left == 0 {
+            return Step::Done;
+        }
         let k = match pacer.poll(elapsed) {
-            PaceAction::Send(k) => k.min(batch_max),
+            PaceAction::Send(k) => k.min(batch_max).min(left as usize),
             wait => {
                 echo.poll(sock, &clock, elapsed);
                 return Step::from_wait(wait);

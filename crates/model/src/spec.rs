@@ -139,6 +139,65 @@ pub struct TestSpec {
     pub window: Option<u32>,
     /// CPU the server pins its data-plane threads to (iperf3's `-A n,m` second part).
     pub server_cpu: Option<u16>,
+    /// TCP options of the data connections, applied on both sides (`-C`, `-M`, `-N`, `-Z`).
+    #[serde(default, skip_serializing_if = "TcpOptions::is_default")]
+    pub tcp: TcpOptions,
+    /// Bytes each of the client's senders sends before it stops (`-n`, `-k`); the duration
+    /// is then the longest the test may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_stream: Option<u64>,
+}
+
+/// TCP options of a test's data connections.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpOptions {
+    /// Congestion control algorithm (`TCP_CONGESTION`, e.g. `cubic`, `bbr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
+    /// Maximum segment size (`TCP_MAXSEG`), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
+    /// No Nagle delay (`TCP_NODELAY`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nodelay: bool,
+    /// Senders send with `sendfile` from one in-memory block instead of `write`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zerocopy: bool,
+}
+
+impl TcpOptions {
+    /// Smallest MSS Linux takes (`TCP_MIN_MSS`).
+    pub const MIN_MSS: u32 = 88;
+
+    /// No option set.
+    pub fn is_default(&self) -> bool {
+        *self == TcpOptions::default()
+    }
+
+    /// Checks the options; the message names the bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(c) = &self.congestion {
+            let ok = !c.is_empty()
+                && c.len() < 16
+                && c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !ok {
+                return Err(format!(
+                    "congestion control '{c}' is not an algorithm name (letters, digits, '_', '-'; at most 15)"
+                ));
+            }
+        }
+        if let Some(m) = self.mss {
+            if !(Self::MIN_MSS..=65_535).contains(&m) {
+                return Err(format!(
+                    "MSS {m} out of range {}..=65535 bytes",
+                    Self::MIN_MSS
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl TestSpec {
@@ -198,6 +257,17 @@ impl TestSpec {
             if d > 63 {
                 return Err(format!("dscp {d} out of range 0..=63"));
             }
+        }
+        self.tcp.validate()?;
+        if self.protocol == Protocol::Udp && !self.tcp.is_default() {
+            return Err("TCP options (-C, -M, -N, -Z) do not apply to a UDP test".into());
+        }
+        match self.bytes_per_stream {
+            Some(0) => return Err("the amount to send (-n, -k) must be more than 0".into()),
+            Some(_) if self.direction != Direction::Forward => {
+                return Err("-n and -k count what the client sends; with -R or --bidir the server sends too: give -t instead".into())
+            }
+            _ => {}
         }
         Ok(())
     }

@@ -25,6 +25,13 @@ pub fn document(r: &RunResult) -> Value {
     if let Some(t) = r.params.get("title").and_then(Value::as_str) {
         doc["title"] = t.into();
     }
+    if let Some(t) = r
+        .connection
+        .as_ref()
+        .and_then(|c| c.server_output.as_deref())
+    {
+        doc["server_output_text"] = t.into();
+    }
     doc
 }
 

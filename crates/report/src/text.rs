@@ -5,7 +5,7 @@
 
 use model::results::nic::NicMatrix;
 use model::results::{BlocksizeRow, IntervalRow, LatencyRow, RunResult, SweepTable};
-use model::units::{bps, bytes, us};
+use model::units::{bps, bytes, us, Fixed};
 
 use crate::table::Table;
 use crate::tables;
@@ -13,17 +13,23 @@ use crate::tables::blocksize::Units;
 
 /// One interval line, iperf3-like.
 pub fn interval_line(r: &IntervalRow) -> String {
+    interval_line_in(r, None)
+}
+
+/// [`interval_line`] with rates and amounts in one unit (`-f`), or scaled when `None`.
+pub fn interval_line_in(r: &IntervalRow, unit: Option<Fixed>) -> String {
+    let show = Show(unit);
     let who = r.stream.map_or("SUM".to_owned(), |id| format!("{id:>3}"));
     let mut s = format!(
         "[{who} {}] {:6.2}-{:<6.2} s  sent {:>10} {:>14}",
         r.direction,
         r.start_s,
         r.end_s,
-        bytes(r.sent_bytes),
-        bps(r.sent_bps)
+        show.amount(r.sent_bytes),
+        show.rate(r.sent_bps)
     );
     if let Some(rb) = r.received_bps {
-        s.push_str(&format!("  received {:>14}", bps(rb)));
+        s.push_str(&format!("  received {:>14}", show.rate(rb)));
     }
     if let (Some(lost), Some(sent)) = (r.lost_packets, r.sent_packets) {
         s.push_str(&format!("  lost {lost}/{sent}"));
@@ -40,6 +46,25 @@ pub fn interval_line(r: &IntervalRow) -> String {
 /// The summary of a client run: throughput table, latency table, and the facts a reader
 /// needs to trust them (backend, timestamps, CPU, pacing, generator limits, notes).
 pub fn client_summary(r: &RunResult) -> String {
+    client_summary_in(r, None)
+}
+
+/// How amounts and rates show: in one unit (`-f`), or scaled.
+#[derive(Clone, Copy)]
+struct Show(Option<Fixed>);
+
+impl Show {
+    fn amount(self, b: u64) -> String {
+        self.0.map_or_else(|| bytes(b), |u| u.amount(b))
+    }
+
+    fn rate(self, v: f64) -> String {
+        self.0.map_or_else(|| bps(v), |u| u.rate(v))
+    }
+}
+
+/// [`client_summary`] with the sender/receiver lines in one unit (`-f`).
+pub fn client_summary_in(r: &RunResult, unit: Option<Fixed>) -> String {
     let (streams, latency) = tables::client::streams(r);
     let mut out = streams.text();
     let udp = r.streams.first().is_some_and(|s| s.protocol == "udp");
@@ -52,14 +77,27 @@ pub fn client_summary(r: &RunResult) -> String {
         None => {}
     }
     out.push('\n');
-    out.push_str(&sender_receiver_lines(r));
+    out.push_str(&sender_receiver_lines(r, unit));
+    if let Some(t) = r
+        .connection
+        .as_ref()
+        .and_then(|c| c.server_output.as_deref())
+    {
+        out.push_str("server output:\n");
+        out.push_str(t);
+        if !t.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push('\n');
+    }
     out.push_str(&facts(r));
     out
 }
 
 /// iperf3's two closing lines per direction: what the sender sent and what the receiver
 /// got, each over its own time.
-fn sender_receiver_lines(r: &RunResult) -> String {
+fn sender_receiver_lines(r: &RunResult, unit: Option<Fixed>) -> String {
+    let show = Show(unit);
     let mut out = String::new();
     let reverse = r.params.pointer("/test/direction").and_then(|d| d.as_str()) == Some("reverse");
     let main = if reverse { "rx" } else { "tx" };
@@ -69,8 +107,8 @@ fn sender_receiver_lines(r: &RunResult) -> String {
     ] {
         let Some(s) = s else { continue };
         let span = format!("[SUM {dir}]   0.00-{:<6.2} s", s.duration_s);
-        if let (Some(b), Some(rate)) = (s.sent_bytes, s.offered_bps) {
-            let mut l = format!("{span}  {:>10} {:>14}", bytes(b), bps(rate));
+        if let (Some(b), Some(v)) = (s.sent_bytes, s.offered_bps) {
+            let mut l = format!("{span}  {:>10} {:>14}", show.amount(b), show.rate(v));
             if let Some(p) = s.sent_packets {
                 l.push_str(&format!("  {p} packets"));
             }
@@ -79,8 +117,8 @@ fn sender_receiver_lines(r: &RunResult) -> String {
             }
             out.push_str(&format!("{l}  sender\n"));
         }
-        if let (Some(b), Some(rate)) = (s.received_bytes, s.received_bps) {
-            let mut l = format!("{span}  {:>10} {:>14}", bytes(b), bps(rate));
+        if let (Some(b), Some(v)) = (s.received_bytes, s.received_bps) {
+            let mut l = format!("{span}  {:>10} {:>14}", show.amount(b), show.rate(v));
             if let (Some(lost), Some(sent)) = (s.lost_packets, s.sent_packets) {
                 let pct = s.loss_ratio.unwrap_or(0.0) * 100.0;
                 l.push_str(&format!("  lost {lost}/{sent} ({pct:.3} %)"));

@@ -128,6 +128,9 @@ impl Groups for FrerLabs<'_> {
             cpu: None,
             round_trip: false,
             iperf3: false,
+            connect: Default::default(),
+            get_server_output: false,
+            title: None,
         };
         let tcp = client(Protocol::Tcp, Rate::Unlimited, 128 * 1024);
         let udp = client(Protocol::Udp, Rate::Unlimited, a.length as usize);

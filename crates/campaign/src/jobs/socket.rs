@@ -28,7 +28,7 @@ pub fn client(
     watch: &mut dyn Watch,
     stop: &Arc<AtomicBool>,
 ) -> Result<RunResult, Error> {
-    let mut cfg = client_config(&req.server)?;
+    let mut cfg = crate::trials::client_config_with(&req.server, &req.connect)?;
     cfg.cpu = req.cpu;
     cfg.force_round_trip = req.round_trip;
     cfg.stop = Some(Arc::clone(stop));
@@ -48,10 +48,17 @@ pub fn client(
             prev = Some(s.clone());
         })
         .map_err(|e| Error::from(e).context(format!("test with {} failed", cfg.server)))?;
-    let params = params(spec, &cfg);
-    Ok(control::assemble::throughput_result(
-        &outcome, "client", params,
-    ))
+    let mut params = params(spec, &cfg);
+    if let Some(t) = &req.title {
+        params["title"] = t.as_str().into();
+    }
+    let mut r = control::assemble::throughput_result(&outcome, "client", params);
+    if req.get_server_output {
+        r.notes.push(
+            "--get-server-output: a wirebench server's own figures are the remote side of every row above".into(),
+        );
+    }
+    Ok(r)
 }
 
 /// A throughput test against a stock iperf3 server; the iperf3 server's own figures are
@@ -67,6 +74,10 @@ fn iperf3_client(
         spec: req.spec.clone(),
         stop: Some(Arc::clone(stop)),
         interval: req.interval,
+        bind: cfg.bind,
+        cport: cfg.cport,
+        connect_timeout: cfg.connect_timeout,
+        get_server_output: req.get_server_output,
     };
     let spec = &req.spec;
     let done = c
@@ -78,7 +89,13 @@ fn iperf3_client(
         .map_err(|e| Error::from(e).context(format!("iperf3 test with {} failed", cfg.server)))?;
     let mut params = params(&req.spec, cfg);
     params["peer"] = "iperf3".into();
+    if let Some(t) = &req.title {
+        params["title"] = t.as_str().into();
+    }
     let mut r = control::assemble::throughput_result(&done.outcome, "client", params);
+    if let Some(c) = r.connection.as_mut() {
+        c.server_output = done.server.server_output.clone();
+    }
     // An iperf3 server echoes no probes: there is no latency to explain.
     r.notes.retain(|n| !n.contains("echoed probes"));
     r.notes.push(

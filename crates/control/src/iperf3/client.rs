@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use engine::iperf3_udp::{self, Iperf3RecvReport, Iperf3SendConfig, Iperf3SendReport};
-use engine::live::{LiveCounters, LiveSnapshot};
+use engine::live::LiveCounters;
 use engine::tcp::{self, TcpReceiverReport, TcpSendConfig, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::spec::{Direction, Protocol, TestSpec};
@@ -42,6 +42,14 @@ pub struct Iperf3Client {
     pub stop: Option<Arc<AtomicBool>>,
     /// Interval length (`-i`); `None` for none.
     pub interval: Option<Duration>,
+    /// Local address (`-B`) and first data port (`--cport`).
+    pub bind: Option<std::net::IpAddr>,
+    /// Local port of the first data stream; stream `i` uses `cport + i`.
+    pub cport: Option<u16>,
+    /// Connect timeout of the control connection.
+    pub connect_timeout: Duration,
+    /// Ask the server for its own output (`--get-server-output`).
+    pub get_server_output: bool,
 }
 
 /// What the test gave.
@@ -113,6 +121,14 @@ impl Iperf3Client {
             bidir: s.direction == Direction::Bidir,
             window: s.window.map(u64::from),
             counters_64bit: true,
+            tcp: model::spec::TcpOptions {
+                zerocopy: false,
+                ..s.tcp.clone()
+            },
+            num: s
+                .bytes_per_stream
+                .map_or(0, |b| b.saturating_mul(u64::from(s.streams))),
+            get_server_output: self.get_server_output,
         }
     }
 
@@ -127,8 +143,9 @@ impl Iperf3Client {
     ) -> Result<Iperf3Outcome, ProtoError> {
         let p = self.params();
         let cookie = cookie()?;
-        let mut ctrl = TcpStream::connect_timeout(&self.server, Duration::from_secs(10))
-            .map_err(ProtoError::Io)?;
+        let bind = self.bind.map(|ip| SocketAddr::new(ip, 0));
+        let mut ctrl =
+            tcp::connect(self.server, bind, None, self.connect_timeout).map_err(ProtoError::Io)?;
         ctrl.set_nodelay(true).map_err(ProtoError::Io)?;
         ctrl.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
         std::io::Write::write_all(&mut ctrl, &cookie).map_err(ProtoError::Io)?;
@@ -150,7 +167,7 @@ impl Iperf3Client {
             cookie: String::from_utf8_lossy(&cookie)
                 .trim_end_matches('\0')
                 .to_owned(),
-            tcp_mss: engine::sys::tcp_maxseg(&ctrl).ok(),
+            tcp_mss: engine::tcp::mss(&ctrl),
             ..ConnectionFacts::default()
         };
         let mut data = Vec::with_capacity(total);
@@ -183,35 +200,25 @@ impl Iperf3Client {
         let start = Instant::now();
         let mut samples = Vec::new();
         let mut interrupted = false;
-        let sample = |lives: &[Arc<LiveCounters>]| -> Vec<(u8, LiveSnapshot)> {
-            lives
-                .iter()
-                .enumerate()
-                .map(|(i, l)| ((i + 1) as u8, l.snapshot()))
-                .collect()
-        };
+        let mut ran_for = self.spec.duration;
+        let interval = self.interval;
         loop {
             let now = start.elapsed();
-            while let Some(t) = tick_end(self.interval, self.spec.duration, samples.len() as u32) {
-                if now < t {
+            // Ticks that are due; the one at the end waits until the streams are done.
+            while let Some(t) = tick_end(interval, ran_for, samples.len() as u32) {
+                if now < t || t >= ran_for {
                     break;
                 }
-                let k = samples.len() as u32;
-                let begin = self.interval.unwrap_or_default() * k;
-                samples.push(IntervalSample {
-                    index: k,
-                    start: begin,
-                    length: t.saturating_sub(begin),
-                    local: sample(&lives),
-                    remote: Vec::new(),
-                });
-                if let [.., prev, cur] = samples.as_slice() {
-                    on_interval(cur, Some(prev));
-                } else if let [cur] = samples.as_slice() {
-                    on_interval(cur, None);
-                }
+                take_sample(&mut samples, interval, t, &lives, &mut on_interval);
             }
             if now >= self.spec.duration {
+                break;
+            }
+            // -n/-k: the test ends when every sender has sent its share.
+            if self.spec.bytes_per_stream.is_some()
+                && threads.iter().all(|(sends, t)| !sends || t.is_finished())
+            {
+                ran_for = now;
                 break;
             }
             if user_stop
@@ -220,13 +227,14 @@ impl Iperf3Client {
             {
                 // A stop ends the test early but cleanly: iperf3 takes TEST_END at any time.
                 interrupted = true;
+                ran_for = now;
                 send_stop.store(true, Ordering::Relaxed);
                 break;
             }
             thread::sleep(
                 Duration::from_millis(20).min(
-                    tick_end(self.interval, self.spec.duration, samples.len() as u32)
-                        .unwrap_or(self.spec.duration)
+                    tick_end(interval, ran_for, samples.len() as u32)
+                        .unwrap_or(ran_for)
                         .saturating_sub(now)
                         .max(Duration::from_millis(1)),
                 ),
@@ -261,6 +269,10 @@ impl Iperf3Client {
             reports[i] = Some(join(t)?);
         }
         let reports: Vec<Report> = reports.into_iter().flatten().collect();
+        // The intervals up to the end (the last one partial), now that the counts are final.
+        while let Some(t) = tick_end(interval, ran_for, samples.len() as u32) {
+            take_sample(&mut samples, interval, t, &lives, &mut on_interval);
+        }
         drop(watchdog);
         expect(&mut ctrl, state::EXCHANGE_RESULTS)?;
         let used = cpu.used();
@@ -281,6 +293,7 @@ impl Iperf3Client {
         let mut outcome = self.outcome(&reports, &server);
         outcome.intervals = samples;
         outcome.interrupted = interrupted;
+        outcome.ran_for = ran_for;
         outcome.connection = facts;
         Ok(Iperf3Outcome { outcome, server })
     }
@@ -294,12 +307,7 @@ impl Iperf3Client {
         facts: &mut ConnectionFacts,
     ) -> Result<Data, ProtoError> {
         if udp {
-            let local: SocketAddr = if self.server.is_ipv4() {
-                "0.0.0.0:0".parse().unwrap_or(self.server)
-            } else {
-                "[::]:0".parse().unwrap_or(self.server)
-            };
-            let sock = UdpSocket::bind(local).map_err(ProtoError::Io)?;
+            let sock = UdpSocket::bind(self.local_for(id)).map_err(ProtoError::Io)?;
             sock.connect(self.server).map_err(ProtoError::Io)?;
             sock.set_read_timeout(Some(Duration::from_secs(5)))
                 .map_err(ProtoError::Io)?;
@@ -319,13 +327,17 @@ impl Iperf3Client {
                 Data::UdpRx(sock)
             })
         } else {
-            let mut s = TcpStream::connect_timeout(&self.server, Duration::from_secs(10))
-                .map_err(ProtoError::Io)?;
+            let from = (self.bind.is_some() || self.cport.is_some()).then(|| self.local_for(id));
+            let mut s =
+                tcp::connect(self.server, from, self.spec.tcp.mss, STEP).map_err(ProtoError::Io)?;
             std::io::Write::write_all(&mut s, cookie).map_err(ProtoError::Io)?;
-            tcp::prepare_stream(&s, self.spec.window, self.spec.dscp).map_err(ProtoError::Io)?;
+            tcp::prepare_stream(&s, self.spec.window, self.spec.dscp, &self.spec.tcp)
+                .map_err(ProtoError::Io)?;
             add_stream(facts, id, &s.local_addr(), &s.peer_addr(), &s);
             if facts.congestion.is_none() {
-                facts.congestion = engine::sys::tcp_congestion(&s).ok();
+                facts.congestion = engine::tcp::congestion(&s);
+                facts.tcp_mss = engine::tcp::mss(&s).or(facts.tcp_mss);
+                facts.nodelay = s.nodelay().ok();
             }
             Ok(if sends {
                 Data::TcpTx(s)
@@ -333,6 +345,20 @@ impl Iperf3Client {
                 Data::TcpRx(s)
             })
         }
+    }
+
+    /// The local address of stream `id` (from 1): `-B`'s address (or any of the server's
+    /// family) and `--cport + id - 1` (or any port).
+    fn local_for(&self, id: u8) -> SocketAddr {
+        let ip = self.bind.unwrap_or(if self.server.is_ipv4() {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        });
+        let port = self
+            .cport
+            .map_or(0, |p| p.saturating_add(u16::from(id.saturating_sub(1))));
+        SocketAddr::new(ip, port)
     }
 
     /// Our streams as local reports and the iperf3 server's as remote ones.
@@ -433,8 +459,38 @@ impl Iperf3Client {
             remote,
             intervals: Vec::new(),
             interrupted: false,
+            ran_for: self.spec.duration,
             connection: ConnectionFacts::default(),
         }
+    }
+}
+
+/// Samples every stream's counters as the interval ending at `end`, and hands it out with
+/// the one before it.
+fn take_sample(
+    samples: &mut Vec<IntervalSample>,
+    interval: Option<Duration>,
+    end: Duration,
+    lives: &[Arc<LiveCounters>],
+    on_interval: &mut impl FnMut(&IntervalSample, Option<&IntervalSample>),
+) {
+    let k = samples.len() as u32;
+    let start = interval.unwrap_or_default() * k;
+    samples.push(IntervalSample {
+        index: k,
+        start,
+        length: end.saturating_sub(start),
+        local: lives
+            .iter()
+            .enumerate()
+            .map(|(i, l)| ((i + 1) as u8, l.snapshot()))
+            .collect(),
+        remote: Vec::new(),
+    });
+    match samples.as_slice() {
+        [.., prev, cur] => on_interval(cur, Some(prev)),
+        [cur] => on_interval(cur, None),
+        [] => {}
     }
 }
 
@@ -487,6 +543,7 @@ fn ours(reports: &[Report], cpu: CpuUse) -> Results {
     Results {
         cpu: [cpu.total, cpu.user, cpu.system],
         congestion: None,
+        server_output: None,
         streams,
     }
 }
@@ -501,6 +558,8 @@ fn run_stream(d: Data, spec: &TestSpec, live: &LiveCounters, stop: &AtomicBool) 
                 block_len: spec.len,
                 rate: spec.rate,
                 duration: spec.duration,
+                bytes: spec.bytes_per_stream,
+                zerocopy: spec.tcp.zerocopy,
             },
             live,
             stop,
@@ -513,6 +572,9 @@ fn run_stream(d: Data, spec: &TestSpec, live: &LiveCounters, stop: &AtomicBool) 
                 rate: spec.rate,
                 duration: spec.duration,
                 counters_64bit: true,
+                packets: spec
+                    .bytes_per_stream
+                    .map(|b| b.div_ceil(spec.len.max(1) as u64)),
             },
             live,
             stop,

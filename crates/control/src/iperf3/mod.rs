@@ -151,6 +151,12 @@ pub struct Params {
     pub window: Option<u64>,
     /// 64-bit UDP counters.
     pub counters_64bit: bool,
+    /// TCP options (`MSS`, `nodelay`, `congestion`; zero copy is each side's own).
+    pub tcp: model::spec::TcpOptions,
+    /// Bytes to send in all (`num`, from `-n` or `-k`); 0 for a timed test.
+    pub num: u64,
+    /// The client wants the server's own output in the results (`get_server_output`).
+    pub get_server_output: bool,
 }
 
 impl Params {
@@ -161,7 +167,7 @@ impl Params {
         for (k, v) in [
             ("omit", json!(0)),
             ("time", json!(self.time)),
-            ("num", json!(0)),
+            ("num", json!(self.num)),
             ("blockcount", json!(0)),
             ("parallel", json!(self.parallel)),
         ] {
@@ -181,6 +187,18 @@ impl Params {
             m.insert("bandwidth".into(), json!(self.bandwidth));
         }
         m.insert("pacing_timer".into(), json!(1000));
+        if let Some(mss) = self.tcp.mss {
+            m.insert("MSS".into(), json!(mss));
+        }
+        if self.tcp.nodelay {
+            m.insert("nodelay".into(), json!(true));
+        }
+        if let Some(c) = &self.tcp.congestion {
+            m.insert("congestion".into(), json!(c));
+        }
+        if self.get_server_output {
+            m.insert("get_server_output".into(), json!(1));
+        }
         if self.counters_64bit {
             m.insert("udp_counters_64bit".into(), json!(1));
         }
@@ -237,6 +255,8 @@ pub struct Results {
     pub cpu: [f64; 3],
     /// TCP congestion control the side used (`congestion_used`), when it says.
     pub congestion: Option<String>,
+    /// The server's own output, when the client asked for it (`server_output_text`).
+    pub server_output: Option<String>,
     /// The side's streams.
     pub streams: Vec<StreamResult>,
 }
@@ -270,6 +290,9 @@ impl Results {
         });
         if let Some(c) = &self.congestion {
             v["congestion_used"] = c.as_str().into();
+        }
+        if let Some(t) = &self.server_output {
+            v["server_output_text"] = t.as_str().into();
         }
         v
     }
@@ -308,9 +331,14 @@ impl Results {
             .get("congestion_used")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        let server_output = v
+            .get("server_output_text")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         Ok(Self {
             cpu,
             congestion,
+            server_output,
             streams,
         })
     }
@@ -357,10 +385,37 @@ mod test {
             bidir: false,
             window: None,
             counters_64bit: true,
+            tcp: model::spec::TcpOptions::default(),
+            num: 0,
+            get_server_output: false,
         };
         let v = p.to_json();
         assert_eq!(v["udp"], true);
         assert!(v.get("tcp").is_none() && v.get("bidirectional").is_none());
+        for absent in ["MSS", "nodelay", "congestion", "get_server_output"] {
+            assert!(v.get(absent).is_none(), "{absent}");
+        }
+        let tcp = Params {
+            udp: false,
+            tcp: model::spec::TcpOptions {
+                congestion: Some("reno".into()),
+                mss: Some(1000),
+                nodelay: true,
+                zerocopy: true,
+            },
+            num: 1 << 20,
+            get_server_output: true,
+            ..p.clone()
+        }
+        .to_json();
+        assert_eq!(
+            (&tcp["MSS"], &tcp["nodelay"], &tcp["congestion"]),
+            (&json!(1000), &json!(true), &json!("reno"))
+        );
+        assert_eq!(
+            (&tcp["num"], &tcp["get_server_output"]),
+            (&json!(1 << 20), &json!(1))
+        );
         assert_eq!(
             (v["time"].clone(), v["parallel"].clone()),
             (json!(3), json!(2))

@@ -19,7 +19,7 @@ use std::time::Duration;
 use engine::iperf3_udp::{self, Iperf3SendConfig};
 use engine::live::LiveCounters;
 use engine::tcp::{self, TcpSendConfig};
-use model::spec::{Direction, Protocol, Rate, TestSpec};
+use model::spec::{Direction, Protocol, Rate, TcpOptions, TestSpec};
 use serde_json::Value;
 
 use super::{read_json, read_state, state, stream_id, write_json, write_state};
@@ -42,6 +42,8 @@ pub struct Iperf3ServerConfig {
     pub limits: Limits,
     /// Refuse every iperf3 client with access-denied (a server that requires a key).
     pub deny: bool,
+    /// Set when a test the server accepted has ended (`--one-off` stops on it).
+    pub finished: Option<Arc<AtomicBool>>,
 }
 
 /// A data stream and its place in the accept order.
@@ -63,7 +65,7 @@ struct Shared {
 /// # Errors
 /// The port is taken or not allowed.
 pub fn bind(cfg: &Iperf3ServerConfig) -> std::io::Result<TcpListener> {
-    TcpListener::bind(cfg.bind)
+    engine::tcp::listen(cfg.bind, None)
 }
 
 /// Serves iperf3 clients on `listener` (from [`bind`]) until `stop` is set.
@@ -132,6 +134,7 @@ fn connection(
     let Some(_slot) = Slot::take(&sh.tests, usize::from(sh.cfg.limits.max_tests)) else {
         return write_state(&mut s, state::ACCESS_DENIED);
     };
+    let _ended = crate::server::SetOnDrop(sh.cfg.finished.clone());
     let (tx, rx) = mpsc::channel();
     if let Ok(mut w) = sh.waiting.lock() {
         w.insert(cookie, tx);
@@ -160,6 +163,19 @@ fn params(v: &Value) -> Params {
         bidir: has("bidirectional"),
         window: num("window"),
         counters_64bit: has("udp_counters_64bit"),
+        tcp: TcpOptions {
+            congestion: v
+                .get("congestion")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            mss: num("MSS")
+                .filter(|m| *m > 0)
+                .and_then(|m| u32::try_from(m).ok()),
+            nodelay: has("nodelay"),
+            zerocopy: false,
+        },
+        num: num("num").unwrap_or(0),
+        get_server_output: num("get_server_output").is_some_and(|x| x > 0),
     }
 }
 
@@ -184,6 +200,8 @@ fn spec_of(p: &Params) -> TestSpec {
         dscp: None,
         window: p.window.and_then(|w| u32::try_from(w).ok()),
         server_cpu: None,
+        tcp: p.tcp.clone(),
+        bytes_per_stream: None,
     }
 }
 
@@ -245,6 +263,13 @@ fn test(
         }
         // In the order the client connected them, whichever thread read its cookie first.
         tcp.sort_by_key(|(order, _)| *order);
+        for (_, s) in &tcp {
+            // The client's -C, -N (and -M, which only lowers the MSS once connected).
+            let _ = tcp::prepare_stream(s, spec.window, spec.dscp, &spec.tcp);
+            if let Some(m) = spec.tcp.mss {
+                let _ = socket2::SockRef::from(s).set_tcp_mss(m);
+            }
+        }
         streams.extend(tcp.into_iter().map(|(_, s)| Stream::Tcp(s)));
     }
     write_state(&mut ctrl, state::TEST_START)?;
@@ -298,9 +323,19 @@ fn test(
     let theirs = Results::from_json(&read_json(&mut ctrl)?)?;
     let sends_only = (0..total).all(|i| !receives(i));
     let used = cpu.used();
+    let congestion = (!p.udp)
+        .then(|| {
+            p.tcp
+                .congestion
+                .clone()
+                .or_else(engine::env::tcp_congestion_default)
+        })
+        .flatten();
+    let server_output = p.get_server_output.then(|| server_text(&ours, &receives));
     let ours = Results {
         cpu: [used.total, used.user, used.system],
-        congestion: (!p.udp).then(engine::env::tcp_congestion_default).flatten(),
+        congestion,
+        server_output,
         streams: ours,
     };
     write_json(&mut ctrl, &ours.to_json(if sends_only { 1 } else { -1 }))?;
@@ -341,6 +376,33 @@ fn udp_hello(sock: UdpSocket) -> Result<(UdpSocket, SocketAddr), ProtoError> {
     Ok((sock, from))
 }
 
+/// What this server saw, as text for a client that asked (`--get-server-output`): one
+/// line per stream.
+fn server_text(streams: &[StreamResult], receives: &dyn Fn(usize) -> bool) -> String {
+    let mut out = String::from("wirebench server (iperf3 dialect)\n");
+    for (i, s) in streams.iter().enumerate() {
+        let rate = if s.end_time > 0.0 {
+            s.bytes as f64 * 8.0 / s.end_time
+        } else {
+            0.0
+        };
+        out.push_str(&format!(
+            "[{:>3}] 0.00-{:.2} sec  {} bytes  {}{}  {}\n",
+            s.id,
+            s.end_time,
+            s.bytes,
+            model::units::bps(rate),
+            if s.packets > 0 {
+                format!("  {} lost of {} datagrams", s.errors, s.packets)
+            } else {
+                String::new()
+            },
+            if receives(i) { "receiver" } else { "sender" }
+        ));
+    }
+    out
+}
+
 /// One stream's data; what iperf3 reads of it.
 fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool) -> StreamResult {
     let live = LiveCounters::default();
@@ -363,6 +425,8 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
                 block_len: p.len,
                 rate: spec.rate,
                 duration: spec.duration,
+                bytes: None,
+                zerocopy: false,
             };
             let r = tcp::run_sender(&s, &cfg, &live, stop);
             let _ = s.shutdown(std::net::Shutdown::Both);
@@ -384,6 +448,7 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
                 rate: spec.rate,
                 duration: spec.duration,
                 counters_64bit: p.counters_64bit,
+                packets: None,
             };
             let r = iperf3_udp::run_sender(&s, &cfg, &live, stop);
             StreamResult {

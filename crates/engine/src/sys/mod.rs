@@ -1,6 +1,7 @@
 //! Every `unsafe` call of wirebench lives here: batch syscalls (`sendmmsg`, `recvmmsg`),
 //! control messages (`SCM_TIMESTAMPING`), socket options that socket2 does not cover
-//! (`SO_TIMESTAMPING`, `UDP_SEGMENT`, `TCP_INFO`), per-thread CPU time and timer slack,
+//! (`SO_TIMESTAMPING`, `UDP_SEGMENT`, `TCP_INFO`), per-thread and process CPU time, timer
+//! slack, zero-copy sends (`memfd_create`, `sendfile`),
 //! `AF_PACKET` sockets and their statistics, `setns`, `ppoll`, the `PACKET_MMAP` rings
 //! ([`ring`]), AF_XDP ([`xdp`]) and the ethtool ioctl ([`ethtool`]).
 //!
@@ -131,55 +132,38 @@ pub fn process_cpu_time() -> (Duration, Duration) {
     (d(ru.ru_utime), d(ru.ru_stime))
 }
 
-/// A socket's buffer sizes as the kernel set them: (`SO_SNDBUF`, `SO_RCVBUF`), bytes.
-pub fn socket_buffers(sock: &impl AsRawFd) -> io::Result<(u32, u32)> {
-    Ok((
-        getsockopt_int(sock, libc::SOL_SOCKET, libc::SO_SNDBUF)? as u32,
-        getsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF)? as u32,
-    ))
+/// One block of data in an anonymous in-memory file (`memfd_create`), sent with
+/// `sendfile(2)`: the kernel takes its pages without a copy from user space (iperf3's -Z).
+#[derive(Debug)]
+pub struct MemBlock {
+    file: std::fs::File,
 }
 
-/// A TCP socket's maximum segment size (`TCP_MAXSEG`).
-pub fn tcp_maxseg(sock: &impl AsRawFd) -> io::Result<u32> {
-    Ok(getsockopt_int(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG)? as u32)
-}
+impl MemBlock {
+    /// A file holding `data`.
+    pub fn new(data: &[u8]) -> io::Result<MemBlock> {
+        use std::io::Write as _;
+        use std::os::fd::FromRawFd as _;
+        // SAFETY: the name is a NUL-terminated string that outlives the call.
+        let fd =
+            cvt(unsafe { libc::memfd_create(c"wirebench-block".as_ptr(), libc::MFD_CLOEXEC) })?;
+        // SAFETY: `fd` was just returned by memfd_create and is owned by nothing else.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        file.write_all(data)?;
+        Ok(MemBlock { file })
+    }
 
-/// A TCP socket's congestion control algorithm (`TCP_CONGESTION`).
-pub fn tcp_congestion(sock: &impl AsRawFd) -> io::Result<String> {
-    let mut buf = [0u8; 32];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `buf`.
-    let ret = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    cvt(ret)?;
-    let n = (len as usize).min(buf.len());
-    let name = buf[..n].split(|b| *b == 0).next().unwrap_or_default();
-    Ok(String::from_utf8_lossy(name).into_owned())
-}
-
-/// Reads an `int` socket option.
-fn getsockopt_int(sock: &impl AsRawFd, level: libc::c_int, name: libc::c_int) -> io::Result<i32> {
-    let mut v: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `v` is a valid c_int out-parameter of `len` bytes.
-    let ret = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            level,
-            name,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    cvt(ret)?;
-    Ok(v)
+    /// Sends up to `len` bytes of the block from `offset` to `sock`; the bytes sent.
+    pub fn send_to(&self, sock: &impl AsRawFd, offset: usize, len: usize) -> io::Result<usize> {
+        let mut off = libc::off_t::try_from(offset).map_err(|_| io::Error::other("offset"))?;
+        // SAFETY: both descriptors are open for the call; `off` is a valid in/out parameter.
+        let n = unsafe { libc::sendfile(sock.as_raw_fd(), self.file.as_raw_fd(), &mut off, len) };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
 }
 
 /// The fields of `struct tcp_info` that results use.

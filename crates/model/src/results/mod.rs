@@ -384,9 +384,13 @@ pub struct ConnectionFacts {
     /// Each data stream's addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<StreamAddresses>,
-    /// The control connection's TCP maximum segment size, bytes.
+    /// The TCP maximum segment size of the first data connection (the control
+    /// connection's for UDP tests), bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_mss: Option<u32>,
+    /// `TCP_NODELAY` as the first data connection has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodelay: Option<bool>,
     /// A data socket's send buffer as the kernel set it, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sndbuf: Option<u32>,
@@ -405,6 +409,9 @@ pub struct ConnectionFacts {
     /// The server process's CPU use over the test, % of one core, as it reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_cpu: Option<CpuUse>,
+    /// What the server printed about the test, when asked (`--get-server-output`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output: Option<String>,
 }
 
 /// One data stream's socket addresses.

@@ -10,7 +10,7 @@
 
 mod show;
 
-pub use show::{block, bps, bytes, pct, secs, us};
+pub use show::{block, bps, bytes, pct, secs, us, Fixed};
 
 /// A bit rate: a number with an optional SI suffix `k`, `M`, `G`, `T` (powers of 1000).
 pub fn rate_bps(s: &str) -> Result<f64, String> {

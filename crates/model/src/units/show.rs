@@ -79,9 +79,82 @@ pub fn block(b: usize) -> String {
     }
 }
 
+/// A fixed unit for rates and amounts (iperf3's `-f`): `k`, `m`, `g`, `t` are bits per
+/// second (powers of 1000); `K`, `M`, `G`, `T` are bytes per second (powers of 1024).
+/// Amounts show in bytes of the same magnitude (powers of 1024), as iperf3 shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fixed {
+    /// 1 for k/K up to 4 for t/T.
+    power: i32,
+    /// Bytes rather than bits per second.
+    bytes: bool,
+}
+
+impl Fixed {
+    /// The unit of a `-f` letter.
+    ///
+    /// # Errors
+    /// Not one of `kmgtKMGT`.
+    pub fn parse(s: &str) -> Result<Fixed, String> {
+        let power = match s.to_ascii_lowercase().as_str() {
+            "k" => 1,
+            "m" => 2,
+            "g" => 3,
+            "t" => 4,
+            _ => {
+                return Err(format!(
+                    "'{s}' is not a format: k, m, g, t (bits/s) or K, M, G, T (bytes/s)"
+                ))
+            }
+        };
+        Ok(Fixed {
+            power,
+            bytes: s.chars().all(|c| c.is_ascii_uppercase()),
+        })
+    }
+
+    fn prefix(self) -> &'static str {
+        ["", "K", "M", "G", "T"][self.power as usize]
+    }
+
+    /// A rate in bits/s in this unit.
+    pub fn rate(self, bps: f64) -> String {
+        if !bps.is_finite() {
+            return "-".into();
+        }
+        if self.bytes {
+            let v = bps / 8.0 / 1024f64.powi(self.power);
+            format!("{v:.2} {}Bytes/s", self.prefix())
+        } else {
+            let v = bps / 1000f64.powi(self.power);
+            let p = if self.power == 1 { "k" } else { self.prefix() };
+            format!("{v:.2} {p}bit/s")
+        }
+    }
+
+    /// An amount of bytes in this magnitude (powers of 1024).
+    pub fn amount(self, bytes: u64) -> String {
+        let v = bytes as f64 / 1024f64.powi(self.power);
+        format!("{v:.2} {}Bytes", self.prefix())
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn fixed_units_as_iperf3_f() {
+        let m = Fixed::parse("m").unwrap();
+        assert_eq!(m.rate(939_460_000.0), "939.46 Mbit/s");
+        assert_eq!(m.amount(12_582_912), "12.00 MBytes");
+        let k = Fixed::parse("k").unwrap();
+        assert_eq!(k.rate(1_500.0), "1.50 kbit/s");
+        let big_m = Fixed::parse("M").unwrap();
+        assert_eq!(big_m.rate(8.0 * 1024.0 * 1024.0), "1.00 MBytes/s");
+        assert_eq!(Fixed::parse("G").unwrap().amount(1 << 30), "1.00 GBytes");
+        assert!(Fixed::parse("x").is_err() && Fixed::parse("mm").is_err());
+    }
 
     #[test]
     fn formats() {
