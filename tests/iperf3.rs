@@ -399,7 +399,9 @@ struct Iperf3Daemon(Child, u16);
 
 impl Drop for Iperf3Daemon {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        // SIGTERM, which `timeout` passes on to iperf3 (a SIGKILL would orphan it).
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
         let _ = self.0.wait();
     }
 }
@@ -479,4 +481,119 @@ fn json_format_iperf3_has_every_key_path_of_iperf3s_document() {
             assert!(f(&doc, sum) > 0.0, "{sum} in {doc}");
         }
     }
+}
+
+#[test]
+fn iperf3_flags_reach_a_stock_iperf3_server() {
+    let test = "iperf3_flags_reach_a_stock_iperf3_server";
+    if !have_iperf3(test) {
+        return;
+    }
+    let port = free_port();
+    let daemon = Iperf3Daemon(
+        Command::new("timeout")
+            .args(["60", "iperf3", "-s", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 -s"),
+        port,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let p = daemon.1.to_string();
+    // Without --iperf3: the server answers as iperf3, and the test runs in its dialect.
+    let v = run_json(&["client", "127.0.0.1", "-p", &p, "-t", "0.5", "-J"]);
+    assert_eq!(v["params"]["peer"], "iperf3", "{}", v["params"]);
+    assert!(crate::util::u64_at(&v, "/summary/received_bytes") > 0);
+    let client = |args: &[&str]| {
+        let mut a = vec!["client", "127.0.0.1", "--iperf3", "-p", &p];
+        a.extend(args);
+        crate::util::run(&a)
+    };
+    // -n: exactly that much, counted by both; -C and -N on the sockets; the server's own
+    // output with --get-server-output; interval rows of this side, the last one partial.
+    let out = client(&["-n", "30M", "-C", "reno", "-N", "-J", "--get-server-output"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(crate::util::u64_at(&v, "/summary/sent_bytes"), 30 << 20);
+    assert_eq!(crate::util::u64_at(&v, "/summary/received_bytes"), 30 << 20);
+    assert_eq!(v["connection"]["congestion"], "reno");
+    assert_eq!(v["connection"]["nodelay"], true);
+    let server_said = v["connection"]["server_output"]
+        .as_str()
+        .expect("server output");
+    assert!(server_said.contains("receiver"), "{server_said}");
+    let out = client(&["-t", "1.5", "-i", "1", "-P", "2", "-b", "50M", "-J"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = v["intervals"].as_array().expect("intervals");
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    assert_eq!(rows[5]["end_s"], 1.5);
+    // Ctrl-C: the test ends at once, cleanly, with the figures so far (iperf3 takes the end
+    // early), and the server is free again.
+    let mut child = Command::new(crate::util::bin())
+        .args([
+            "client",
+            "127.0.0.1",
+            "--iperf3",
+            "-p",
+            &p,
+            "-t",
+            "30",
+            "-b",
+            "50M",
+            "-J",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child's pid; no memory is involved.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["interrupted"], true);
+    let sent = crate::util::u64_at(&v, "/summary/sent_bytes");
+    assert_eq!(crate::util::u64_at(&v, "/summary/received_bytes"), sent);
+    let out = client(&["-t", "0.5"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn stock_iperf3_client_options_reach_a_wirebench_server_that_serves_one_test() {
+    let test = "stock_iperf3_client_options_reach_a_wirebench_server_that_serves_one_test";
+    if !have_iperf3(test) {
+        return;
+    }
+    let port = free_port();
+    let mut srv = crate::util::ServerProc::start(&["-1", "--iperf3-port", &port.to_string()]);
+    let v = iperf3_client(
+        port,
+        &[
+            "-t",
+            "1",
+            "-C",
+            "reno",
+            "-N",
+            "-M",
+            "1000",
+            "--get-server-output",
+        ],
+    );
+    assert!(f(&v, "/end/sum_received/bytes") > 0.0, "{v}");
+    assert_eq!(v["end"]["receiver_tcp_congestion"], "reno", "{}", v["end"]);
+    let said = v["server_output_text"].as_str().unwrap_or_default();
+    assert!(said.contains("receiver"), "{v}");
+    let t0 = Instant::now();
+    while srv.alive() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!srv.alive(), "-1: the server still runs after its one test");
 }

@@ -166,6 +166,14 @@ impl Session {
                 version: VERSION,
             },
         )?;
+        // A wirebench answer starts with its length (below 2^24: a 0 byte); an iperf3
+        // server answers our first 37 bytes, its cookie, with one state byte (9, or -1/-2).
+        ctrl.set_read_timeout(Some(STEP_TIMEOUT))
+            .map_err(ProtoError::Io)?;
+        let mut first = [0u8; 1];
+        if ctrl.peek(&mut first).map_err(ProtoError::from_io)? == 1 && first[0] != 0 {
+            return Err(ProtoError::Iperf3Peer);
+        }
         let hello = expect_ok(read_msg_within(&ctrl, STEP_TIMEOUT)?)?;
         let ServerMsg::Hello {
             version,

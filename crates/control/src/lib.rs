@@ -78,6 +78,9 @@ pub enum ProtoError {
     /// The client was asked to stop (Ctrl-C) before the test ended.
     #[error("interrupted")]
     Interrupted,
+    /// The server answered as a stock iperf3 does (a state byte, not a wirebench message).
+    #[error("the server speaks iperf3, not wirebench: `client --iperf3` runs a test against it")]
+    Iperf3Peer,
 }
 
 impl ProtoError {

@@ -37,8 +37,21 @@ pub fn client(
     if req.iperf3 {
         return iperf3_client(req, &cfg, watch, stop);
     }
-    let session = Session::connect(&cfg)
-        .map_err(|e| Error::from(e).context(format!("cannot start a test with {}", cfg.server)))?;
+    let session = match Session::connect(&cfg) {
+        // A stock iperf3 on the port: speak its dialect (iperf3 UDP stamps, its results).
+        Err(control::ProtoError::Iperf3Peer) => {
+            watch.progress(&format!(
+                "{} answers as iperf3: running the test in iperf3's dialect",
+                cfg.server
+            ));
+            return iperf3_client(req, &cfg, watch, stop).map_err(|e| {
+                e.context("(an `iperf3 -s -1` spends its one test on the probe: give --iperf3)")
+            });
+        }
+        r => r.map_err(|e| {
+            Error::from(e).context(format!("cannot start a test with {}", cfg.server))
+        })?,
+    };
     let mut prev: Option<IntervalSample> = None;
     let outcome = session
         .run_test(spec, req.interval, |s| {
@@ -80,13 +93,29 @@ fn iperf3_client(
         get_server_output: req.get_server_output,
     };
     let spec = &req.spec;
-    let done = c
-        .run(|cur, prev| {
+    // An iperf3 server closes its port for a moment after a test (or a probe that was not
+    // one): a refused connection is tried again for a second.
+    let mut tries = 0;
+    let done = loop {
+        let r = c.run(|cur, prev| {
             for row in control::assemble::interval_rows(spec, prev, cur) {
                 watch.interval(&row);
             }
-        })
-        .map_err(|e| Error::from(e).context(format!("iperf3 test with {} failed", cfg.server)))?;
+        });
+        match r {
+            Err(control::ProtoError::Io(e))
+                if e.kind() == std::io::ErrorKind::ConnectionRefused && tries < 10 =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            r => {
+                break r.map_err(|e| {
+                    Error::from(e).context(format!("iperf3 test with {} failed", cfg.server))
+                })?
+            }
+        }
+    };
     let mut params = params(&req.spec, cfg);
     params["peer"] = "iperf3".into();
     if let Some(t) = &req.title {
