@@ -529,7 +529,7 @@ fn iperf3_flags_reach_a_stock_iperf3_server() {
     assert_eq!(rows[5]["end_s"], 1.5);
     // Ctrl-C: the test ends at once, cleanly, with the figures so far (iperf3 takes the end
     // early), and the server is free again.
-    let mut child = Command::new(crate::util::bin())
+    let child = Command::new(crate::util::bin())
         .args([
             "client",
             "127.0.0.1",
