@@ -597,3 +597,169 @@ fn stock_iperf3_client_options_reach_a_wirebench_server_that_serves_one_test() {
     }
     assert!(!srv.alive(), "-1: the server still runs after its one test");
 }
+
+/// `ip netns exec` into `node` of `lab`: the command runs as that process (no wrapper to
+/// orphan it when killed).
+fn in_node(lab: &crate::lab::LabGuard, node: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &format!("wb-{}-{node}", lab.0)]);
+    c
+}
+
+/// A stock `iperf3 -s` on `addr` in `node` of a lab, until dropped.
+fn iperf3_daemon_in(lab: &crate::lab::LabGuard, node: &str, addr: &str) -> Iperf3Daemon {
+    let port = 5201;
+    let child = in_node(lab, node)
+        .args([
+            "timeout",
+            "120",
+            "iperf3",
+            "-s",
+            "-B",
+            addr,
+            "-p",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 -s in the lab");
+    std::thread::sleep(Duration::from_millis(500));
+    Iperf3Daemon(child, port)
+}
+
+/// `wirebench client ADDR --iperf3 ARGS -J` from the talker of a lab.
+fn ours_from_talker(lab: &crate::lab::LabGuard, addr: &str, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["lab", "exec", "--name", &lab.0, "talker", "--"];
+    a.extend([crate::util::bin(), "client", addr, "--iperf3", "-J"]);
+    a.extend(args);
+    run_json(&a)
+}
+
+/// `iperf3 -c ADDR ARGS -J` from the talker of a lab.
+fn iperf3_from_talker(lab: &crate::lab::LabGuard, addr: &str, args: &[&str]) -> serde_json::Value {
+    let out = in_node(lab, "talker")
+        .args(["timeout", "30", "iperf3", "-c", addr, "-J"])
+        .args(args)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("iperf3 -c: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn across_a_direct_lab_with_iperf3_on_either_side() {
+    let test = "across_a_direct_lab_with_iperf3_on_either_side";
+    if !crate::lab::root_or_skip(test) || !have_iperf3(test) {
+        return;
+    }
+    let lab = crate::lab::LabGuard::up("direct", "i3d");
+    let cases: [&[&str]; 5] = [
+        &["-t", "2"],
+        &["-u", "-b", "100M", "-t", "2"],
+        &["-t", "2", "-R"],
+        &["-t", "2", "--bidir"],
+        &["-t", "2", "-P", "3"],
+    ];
+    // Our client against a stock iperf3 -s on the listener.
+    {
+        let _daemon = iperf3_daemon_in(&lab, "listener", "198.18.0.2");
+        for args in cases {
+            let v = ours_from_talker(&lab, "198.18.0.2", args);
+            let s = &v["summary"];
+            let (sent, got) = (f(s, "/sent_bytes"), f(s, "/received_bytes"));
+            let udp = args.contains(&"-u");
+            if udp {
+                // Every datagram we sent is in iperf3's count (received + lost).
+                assert_eq!(
+                    f(s, "/sent_packets"),
+                    f(s, "/received_packets") + f(s, "/lost_packets"),
+                    "{args:?}: {s}"
+                );
+                assert!(
+                    f(s, "/lost_packets") <= 0.005 * f(s, "/sent_packets"),
+                    "{s}"
+                );
+                assert!(close(f(s, "/received_bps"), 100e6, 0.01), "{args:?}: {s}");
+            } else if args.contains(&"-R") {
+                // We read until iperf3 closes: every byte it sent.
+                assert_eq!(sent, got, "{args:?}: {s}");
+            } else {
+                // iperf3's server stops counting at the end (what is in its buffers then
+                // is left), as between two iperf3s.
+                assert!(
+                    got <= sent && sent - got <= in_flight(sent),
+                    "{args:?}: {s}"
+                );
+            }
+            if !udp {
+                assert!(
+                    close(f(s, "/offered_bps"), f(s, "/received_bps"), 0.01)
+                        || sent - got <= in_flight(sent),
+                    "{args:?}: {s}"
+                );
+            }
+            if args.contains(&"--bidir") {
+                let r = &v["reverse_summary"];
+                assert_eq!(f(r, "/sent_bytes"), f(r, "/received_bytes"), "{r}");
+            }
+        }
+    }
+    // Stock iperf3 clients against our server on the listener.
+    let mut server = crate::lab::server_on(&lab, "listener", "198.18.0.2");
+    for args in cases {
+        let d = iperf3_from_talker(&lab, "198.18.0.2", args);
+        assert!(d.get("error").is_none(), "{args:?}: {}", d["error"]);
+        let end = &d["end"];
+        let (sent, got) = (f(end, "/sum_sent/bytes"), f(end, "/sum_received/bytes"));
+        if args.contains(&"-u") {
+            let (lost, packets) = (
+                f(end, "/sum_received/lost_packets"),
+                f(end, "/sum_received/packets"),
+            );
+            assert!(lost <= 0.005 * packets, "{args:?}: {end}");
+            assert!(
+                close(f(end, "/sum_received/bits_per_second"), 100e6, 0.01),
+                "{end}"
+            );
+        } else if args.contains(&"-R") {
+            assert!(got <= sent && sent - got <= in_flight(sent), "{end}");
+        } else {
+            // Our server reads to the end: what iperf3 sent, to the byte.
+            assert_eq!(sent, got, "{args:?}: {end}");
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+#[test]
+fn through_five_percent_loss_both_loss_figures_hold() {
+    let test = "through_five_percent_loss_both_loss_figures_hold";
+    if !crate::lab::root_or_skip(test) || !have_iperf3(test) {
+        return;
+    }
+    let lab = crate::lab::LabGuard::up_with("impair", "i3l", &["--impair", "loss=5%,seed=11"]);
+    let _daemon = iperf3_daemon_in(&lab, "listener", "198.18.2.1");
+    // 20 Mbit/s of 1000-byte datagrams for 3 s: 7,500 datagrams each way.
+    let udp = ["-u", "-b", "20M", "-l", "1000", "-t", "3"];
+    // Forward: iperf3's server counts the loss (its figure, from its results).
+    let v = ours_from_talker(&lab, "198.18.2.1", &udp);
+    let s = &v["summary"];
+    let (sent, lost) = (f(s, "/sent_packets") as u64, f(s, "/lost_packets") as u64);
+    assert!(sent > 7000, "{s}");
+    assert!(
+        crate::lab::within_binomial(lost, sent, 0.05),
+        "iperf3's loss {lost}/{sent} is not 5 % within its binomial interval"
+    );
+    // Reverse: wirebench counts what iperf3 sent through the loss.
+    let v = ours_from_talker(&lab, "198.18.2.1", &[&udp[..], &["-R"]].concat());
+    let s = &v["summary"];
+    let (sent, lost) = (f(s, "/sent_packets") as u64, f(s, "/lost_packets") as u64);
+    assert!(sent > 7000, "{s}");
+    assert!(
+        crate::lab::within_binomial(lost, sent, 0.05),
+        "wirebench's loss {lost}/{sent} is not 5 % within its binomial interval"
+    );
+    assert_eq!(f(s, "/duplicate_packets"), 0.0, "{s}");
+}
