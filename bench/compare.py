@@ -11,7 +11,9 @@ machine and its neighbours; compare the ratios of one run.
 Targets (issue 2): UDP small-packet packets/s >= 3x iperf3; TCP single stream >= iperf3;
 ping-pong median <= sockperf; UDP rate within 0.5 % of the target at 10/100/1000 Mbit/s;
 at 100 Mbit/s with 1472-byte payloads the receiver's median gap within 5 % of nominal and
-p99 within 2x.
+p99 within 2x. Issue 15: TCP with zero copy (-Z, sendfile in both) >= iperf3 -Z.
+
+`--only tcp,zerocopy` runs only the named figures (udp, tcp, zerocopy, pingpong, rates).
 """
 
 import argparse
@@ -145,6 +147,22 @@ def measure_tcp(place, wb, secs):
     return out
 
 
+def measure_zerocopy(place, wb, secs):
+    """TCP, one stream, zero copy on both: iperf3 -Z against wirebench -Z (sendfile)."""
+    out = {}
+    j = iperf3_json(place, ["-t", str(secs), "-Z", "-A", PIN])
+    out["iperf3 -Z"] = j["end"]["sum_received"]["bits_per_second"]
+    srv, port = wb_server(place, wb)
+    try:
+        v = wb_json(place, [wb, "client", place.addr, "-p", str(port), "-t", str(secs), "-Z", "-A", PIN])
+        if v.get("backend") != "tcp-sendfile":
+            raise RuntimeError(f"wirebench -Z did not use sendfile: {v.get('backend')}")
+        out["wirebench -Z"] = v["summary"]["received_bps"]
+    finally:
+        stop(srv)
+    return out
+
+
 def measure_pingpong(place, wb, secs):
     out = {}
     if shutil.which("sockperf"):
@@ -199,7 +217,9 @@ def main():
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--places", default="loopback,veth")
     ap.add_argument("--repeat", type=int, default=1, help="median of this many runs per figure")
+    ap.add_argument("--only", default="udp,tcp,zerocopy,pingpong,rates", help="figures to run")
     a = ap.parse_args()
+    only = set(a.only.split(","))
     wb = os.path.abspath(a.wirebench)
     if not os.path.exists(wb):
         sys.exit(f"{wb} not found: run `cargo build --release` first")
@@ -222,18 +242,28 @@ def main():
         print(f"wirebench {sh([wb, '--version']).stdout.strip()} vs {sh(['iperf3', '--version']).stdout.splitlines()[0]}, {a.secs} s per run, {os.cpu_count()} CPUs")
         for p in places:
             print(f"\n=== {p.name} ===")
-            u = median_of(a.repeat, lambda: measure_udp_small(p, wb, a.secs))
-            print(f"UDP 18-byte payloads (64-byte frames), unlimited, received packets/s (median of {a.repeat}):")
-            for k, v in u.items():
-                print(f"  {k:34s} {v:12,.0f} pps   vs iperf3 {ratio(v, u['iperf3'])}")
-            t = median_of(a.repeat, lambda: measure_tcp(p, wb, a.secs))
-            print(f"TCP single stream, received (median of {a.repeat}):")
-            for k, v in t.items():
-                print(f"  {k:20s} {v / 1e9:8.2f} Gbit/s   vs iperf3 {ratio(v, t['iperf3'])}")
-            pp = median_of(a.repeat, lambda: measure_pingpong(p, wb, a.secs))
-            print(f"ping-pong 64 bytes, half round trip, median (lower is better; median of {a.repeat} runs):")
-            for k, v in pp.items():
-                print(f"  {k:20s} {v:8.2f} us" + (f"   vs sockperf {ratio(v, pp['sockperf'])}" if "sockperf" in pp else ""))
+            if "udp" in only:
+                u = median_of(a.repeat, lambda: measure_udp_small(p, wb, a.secs))
+                print(f"UDP 18-byte payloads (64-byte frames), unlimited, received packets/s (median of {a.repeat}):")
+                for k, v in u.items():
+                    print(f"  {k:34s} {v:12,.0f} pps   vs iperf3 {ratio(v, u['iperf3'])}")
+            if "tcp" in only:
+                t = median_of(a.repeat, lambda: measure_tcp(p, wb, a.secs))
+                print(f"TCP single stream, received (median of {a.repeat}):")
+                for k, v in t.items():
+                    print(f"  {k:20s} {v / 1e9:8.2f} Gbit/s   vs iperf3 {ratio(v, t['iperf3'])}")
+            if "zerocopy" in only:
+                z = median_of(a.repeat, lambda: measure_zerocopy(p, wb, a.secs))
+                print(f"TCP single stream, zero copy (-Z), received (median of {a.repeat}):")
+                for k, v in z.items():
+                    print(f"  {k:20s} {v / 1e9:8.2f} Gbit/s   vs iperf3 -Z {ratio(v, z['iperf3 -Z'])}")
+            if "pingpong" in only:
+                pp = median_of(a.repeat, lambda: measure_pingpong(p, wb, a.secs))
+                print(f"ping-pong 64 bytes, half round trip, median (lower is better; median of {a.repeat} runs):")
+                for k, v in pp.items():
+                    print(f"  {k:20s} {v:8.2f} us" + (f"   vs sockperf {ratio(v, pp['sockperf'])}" if "sockperf" in pp else ""))
+            if "rates" not in only:
+                continue
             print("UDP rate accuracy and pacing (1472-byte payloads):")
             print("  target Mbit/s  offered/target  received/target  loss      gap nominal  gap p50/nominal  gap p99/nominal  gen-limited")
             for (tg, off, rcv, loss, nom, p50, p99, lim) in measure_rates(p, wb, a.secs):

@@ -675,3 +675,33 @@ fn iperf3_options_wirebench_does_not_take_are_named() {
     assert_fails(&out, 2, "--udp-counters-64bit (iperf3's) is not taken");
     assert_fails(&run(&["-s", "-D"]), 2, "systemd");
 }
+
+#[test]
+fn omit_leaves_a_tcp_warm_up_out_of_the_figures() {
+    let srv = ServerProc::start(&[]);
+    for dir in ["", "-R"] {
+        let t0 = std::time::Instant::now();
+        let v = srv.json("client", &format!("-t 1 -O 1 -b 80M -i 0.5 {dir}"));
+        assert!(
+            t0.elapsed() >= std::time::Duration::from_secs(2),
+            "the warm-up ran"
+        );
+        let s = &v["summary"];
+        // 80 Mbit/s for the measured second: 10 MB, not the 20 MB sent in all.
+        let sent = u64_at(&v, "/summary/sent_bytes") as f64;
+        assert!((sent - 10e6).abs() < 0.05 * 10e6, "{dir}: {s}");
+        assert_eq!(
+            u64_at(&v, "/summary/received_bytes") as f64,
+            sent,
+            "{dir}: {s}"
+        );
+        assert!(
+            (f64_at(&v, "/summary/duration_s") - 1.0).abs() < 0.05,
+            "{s}"
+        );
+        let rows = v["intervals"].as_array().expect("intervals");
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows[1]["end_s"], 1.0);
+    }
+    assert_fails(&srv.run("client", "-u -O 1 -t 1"), 2, "-O is for TCP");
+}

@@ -522,6 +522,15 @@ fn iperf3_flags_reach_a_stock_iperf3_server() {
         .as_str()
         .expect("server output");
     assert!(server_said.contains("receiver"), "{server_said}");
+    // -O: iperf3's server leaves the warm-up out too (on its own clock).
+    let out = client(&["-t", "1", "-O", "1", "-b", "80M", "-J"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let (sent, got) = (
+        crate::util::u64_at(&v, "/summary/sent_bytes") as f64,
+        crate::util::u64_at(&v, "/summary/received_bytes") as f64,
+    );
+    assert!((sent - 10e6).abs() < 0.05 * 10e6, "{}", v["summary"]);
+    assert!((got - sent).abs() < 0.05 * sent, "{}", v["summary"]);
     let out = client(&["-t", "1.5", "-i", "1", "-P", "2", "-b", "50M", "-J"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let rows = v["intervals"].as_array().expect("intervals");

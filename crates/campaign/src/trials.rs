@@ -98,6 +98,7 @@ pub fn base_spec(protocol: Protocol) -> TestSpec {
         server_cpu: None,
         tcp: Default::default(),
         bytes_per_stream: None,
+        omit: None,
     }
 }
 

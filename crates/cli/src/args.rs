@@ -900,6 +900,10 @@ pub struct ClientArgs {
     /// Blocks (-l bytes each) to send in all, instead of a time.
     #[arg(short = 'k', long)]
     pub blockcount: Option<u64>,
+    /// TCP: a warm-up of this many seconds before the -t measured (slow start left out of
+    /// the figures); the test takes both.
+    #[arg(short = 'O', long, value_parser = units::seconds)]
+    pub omit: Option<Duration>,
     /// Only IPv4 addresses of the server's name.
     #[arg(short = '4', long = "version4", conflicts_with = "version6")]
     pub version4: bool,

@@ -89,6 +89,7 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         },
         // iperf3's -n and -k count all streams together: each sends its share.
         bytes_per_stream: amount.map(|b| b.div_ceil(u64::from(a.parallel.max(1)))),
+        omit: a.omit.filter(|o| !o.is_zero()),
     };
     spec.validate().map_err(usage)?;
     if !a.interval.is_finite() || !(0.0..=86_400.0).contains(&a.interval) {
@@ -96,6 +97,11 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
             "-i must be 0 or a number of seconds up to 86400, got {}",
             a.interval
         )));
+    }
+    if a.iperf3 && a.omit.is_some_and(|o| o.subsec_nanos() != 0) {
+        return Err(usage(
+            "-O with --iperf3 takes whole seconds (iperf3's own unit)",
+        ));
     }
     let mut server = server(&a.target);
     if a.iperf3 && a.target.port.is_none() {

@@ -80,6 +80,9 @@ fn udp_summary(
 fn tcp_summary(spec: &TestSpec, tx: &TcpSenderReport, rx: &TcpReceiverReport) -> Summary {
     let tdur = tx.elapsed.as_secs_f64();
     let rdur = rx.elapsed.as_secs_f64();
+    // The receiver read the warm-up (-O) too: the measured part is what came after the
+    // bytes the sender sent in it.
+    let received = rx.bytes.saturating_sub(tx.omitted_bytes);
     Summary {
         duration_s: tdur,
         target_bps: spec.rate.bits_per_sec(spec.len),
@@ -87,7 +90,7 @@ fn tcp_summary(spec: &TestSpec, tx: &TcpSenderReport, rx: &TcpReceiverReport) ->
         received_bps: (rdur > 0.0)
             .then(|| rx.bytes.saturating_sub(rx.first_read_bytes) as f64 * 8.0 / rdur),
         sent_bytes: Some(tx.bytes),
-        received_bytes: Some(rx.bytes),
+        received_bytes: Some(received),
         retransmits: tx.retransmits,
         tcp_rtt_us: tx.rtt_us.map(f64::from),
         generator_limited: tx.generator_limited,

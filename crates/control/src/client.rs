@@ -314,11 +314,13 @@ impl Session {
         // Every stream's handshake is answered and the receivers run: the server may send.
         write_msg(&mut self.ctrl, &ClientMsg::Start)?;
         let cpu = engine::env::ProcessCpu::start();
-        let rx = spawn_reader::<ServerMsg>(&self.ctrl, spec.duration + RESULTS_TIMEOUT)
+        let rx = spawn_reader::<ServerMsg>(&self.ctrl, spec.total_duration() + RESULTS_TIMEOUT)
             .map_err(ProtoError::Io)?;
         let start = Instant::now();
-        let end = start + spec.duration;
-        let tick_at = |k: u32| tick_end(interval, spec.duration, k).map(|t| start + t);
+        // The measured time starts after the warm-up (-O); the intervals with it.
+        let omit = spec.omit.unwrap_or_default();
+        let end = start + spec.total_duration();
+        let tick_at = |k: u32| tick_end(interval, spec.duration, k).map(|t| start + omit + t);
         let mut ticks = Ticks::default();
         let mut tick = 0u32;
         let mut finished = false;
@@ -398,7 +400,7 @@ impl Session {
                 // one partial, on both sides.
                 let early = now < end;
                 if early {
-                    ran_for = now.saturating_duration_since(start);
+                    ran_for = now.saturating_duration_since(start + omit);
                 }
                 let intervals = (early && interval.is_some()).then(|| {
                     (0..)
@@ -506,7 +508,7 @@ impl Session {
                 facts.nodelay = s.nodelay().ok();
             }
             match who {
-                Sender::Server => side.tcp_receiver(s, *id)?,
+                Sender::Server => side.tcp_receiver(s, *id, spec.omit.unwrap_or_default())?,
                 Sender::Client => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
             }
         }

@@ -363,10 +363,10 @@ fn kind(m: &ClientMsg) -> &'static str {
 /// Checks a request against the server's limits; the message names the limit.
 pub fn check_limits(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
     spec.validate()?;
-    if spec.duration.as_secs_f64() > limits.max_duration_s {
+    if spec.total_duration().as_secs_f64() > limits.max_duration_s {
         return Err(format!(
             "duration {:.1} s exceeds this server's --max-duration of {:.1} s",
-            spec.duration.as_secs_f64(),
+            spec.total_duration().as_secs_f64(),
             limits.max_duration_s
         ));
     }
@@ -633,7 +633,7 @@ fn setup_tcp(
     for (c, (id, who)) in conns.into_iter().zip(plan) {
         let Some(s) = c else { continue };
         match who {
-            Sender::Client => side.tcp_receiver(s, *id)?,
+            Sender::Client => side.tcp_receiver(s, *id, spec.omit.unwrap_or_default())?,
             Sender::Server => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
         }
     }
@@ -649,6 +649,7 @@ pub(crate) fn tcp_send_config(spec: &TestSpec, stream_id: u8) -> tcp::TcpSendCon
         duration: spec.duration,
         bytes: spec.bytes_per_stream,
         zerocopy: spec.tcp.zerocopy,
+        omit: spec.omit.unwrap_or_default(),
     }
 }
 
@@ -682,12 +683,14 @@ fn run_control_loop(
     interval_ms: u32,
     mut side: SideRun,
 ) -> Result<(), ProtoError> {
-    let limit = spec.duration + FINISH_SLACK;
+    let limit = spec.total_duration() + FINISH_SLACK;
     let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
     let start = Instant::now();
     let cpu = engine::env::ProcessCpu::start();
     let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
-    let tick_at = |k: u32| tick_end(interval, spec.duration, k);
+    // The measured time starts after the warm-up (-O); the intervals with it.
+    let omit = spec.omit.unwrap_or_default();
+    let tick_at = |k: u32| tick_end(interval, spec.duration, k).map(|t| omit + t);
     let mut index = 0u32;
     let mut client_reports: Option<Vec<StreamReport>> = None;
     let mut stopped_early = false;
@@ -748,7 +751,7 @@ fn run_control_loop(
         }
         // The tick at the end waits until this side's streams are done (below).
         if let Some(t) = next_tick {
-            if start.elapsed() >= t && t < spec.duration {
+            if start.elapsed() >= t && t < spec.total_duration() {
                 send_interval(&mut ctrl, &mut index, &side)?;
             }
         }
@@ -901,6 +904,7 @@ mod test {
             server_cpu: None,
             tcp: Default::default(),
             bytes_per_stream: None,
+            omit: None,
         }
     }
 

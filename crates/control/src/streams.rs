@@ -223,9 +223,14 @@ impl SideRun {
         })
     }
 
-    pub(crate) fn tcp_receiver(&mut self, s: TcpStream, id: u8) -> std::io::Result<()> {
+    pub(crate) fn tcp_receiver(
+        &mut self,
+        s: TcpStream,
+        id: u8,
+        omit: Duration,
+    ) -> std::io::Result<()> {
         self.spawn(id, false, "tcp-rx", move |live, stop| {
-            StreamReport::TcpRx(tcp::run_receiver(&s, id, live, stop))
+            StreamReport::TcpRx(tcp::run_receiver(&s, id, omit, live, stop))
         })
     }
 
@@ -340,6 +345,7 @@ mod test {
             server_cpu: None,
             tcp: Default::default(),
             bytes_per_stream: None,
+            omit: None,
         }
     }
 

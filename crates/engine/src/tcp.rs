@@ -40,6 +40,8 @@ pub struct TcpSendConfig {
     /// Send with `sendfile(2)` from an in-memory file holding one block (`-Z`): the kernel
     /// takes the pages without copying them from user space.
     pub zerocopy: bool,
+    /// A warm-up before the measured time (`-O`): sent, not counted; the duration follows.
+    pub omit: Duration,
 }
 
 /// What a TCP sender did.
@@ -64,6 +66,10 @@ pub struct TcpSenderReport {
     /// Sent with `sendfile` (zero copy, `-Z`).
     #[serde(default)]
     pub sendfile: bool,
+    /// Bytes sent in the warm-up (`-O`), not in `bytes`: the receiver's count of the
+    /// measured part is what it read beyond them.
+    #[serde(default)]
+    pub omitted_bytes: u64,
 }
 
 /// What a TCP receiver measured.
@@ -79,6 +85,9 @@ pub struct TcpReceiverReport {
     pub elapsed: Duration,
     /// CPU time of the receiving thread.
     pub cpu_time: Duration,
+    /// Bytes read before this side's warm-up (`-O`) ended, included in `bytes`.
+    #[serde(default)]
+    pub omitted_bytes: u64,
 }
 
 /// Applies buffer size, DSCP, congestion control and `TCP_NODELAY` to a data connection.
@@ -201,8 +210,17 @@ pub fn run_sender(
             m.map_err(|e| tracing::warn!("zero copy unavailable ({e}): sending with write"))
                 .ok()
         });
-    let elapsed = pace::drive(&clock, clock.mono(), cfg.duration, stop, |elapsed| {
-        let left = cfg.bytes.map_or(u64::MAX, |b| b.saturating_sub(bytes));
+    // Bytes sent before the warm-up ended (known once it has).
+    let mut omitted: Option<u64> = cfg.omit.is_zero().then_some(0);
+    let total = cfg.omit + cfg.duration;
+    let elapsed = pace::drive(&clock, clock.mono(), total, stop, |elapsed| {
+        if omitted.is_none() && elapsed >= cfg.omit {
+            omitted = Some(bytes);
+        }
+        let warm = omitted.unwrap_or(bytes);
+        let left = cfg
+            .bytes
+            .map_or(u64::MAX, |b| b.saturating_sub(bytes - warm));
         if left == 0 {
             return Step::Done;
         }
@@ -253,7 +271,7 @@ pub fn run_sender(
             }
         }
         live.publish(&LiveSnapshot {
-            bytes,
+            bytes: omitted.map_or(0, |w| bytes - w),
             retransmits: retransmits.unwrap_or(0),
             tcp: tcp_now,
             ..Default::default()
@@ -267,10 +285,13 @@ pub fn run_sender(
         .as_ref()
         .map(|p| p.behind_ratio(elapsed))
         .unwrap_or(0.0);
+    // Stopped within the warm-up: all of it was warm-up.
+    let omitted_bytes = omitted.unwrap_or(bytes);
     TcpSenderReport {
         stream_id: cfg.stream_id,
-        bytes,
-        elapsed,
+        bytes: bytes - omitted_bytes,
+        elapsed: elapsed.saturating_sub(cfg.omit),
+        omitted_bytes,
         retransmits: info.map(|i| u64::from(i.total_retrans)),
         rtt_us: info.map(|i| i.rtt_us),
         behind_ratio,
@@ -284,10 +305,14 @@ pub fn run_sender(
 pub fn run_receiver(
     mut stream: &TcpStream,
     stream_id: u8,
+    omit: Duration,
     live: &LiveCounters,
     stop: &AtomicBool,
 ) -> TcpReceiverReport {
     let clock = RealClock::new();
+    // With a warm-up (`-O`), the rate is timed from its end on this side's clock.
+    let warm_until = clock.mono() + omit;
+    let mut omitted = 0u64;
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
     let mut buf = vec![0u8; 256 * 1024];
     let mut bytes = 0u64;
@@ -302,9 +327,13 @@ pub fn run_receiver(
             Ok(n) => {
                 bytes += n as u64;
                 last = clock.mono();
-                first.get_or_insert((last, bytes));
+                if last < warm_until {
+                    omitted = bytes;
+                } else {
+                    first.get_or_insert((last, bytes));
+                }
                 live.publish(&LiveSnapshot {
-                    bytes,
+                    bytes: bytes - omitted,
                     ..Default::default()
                 });
             }
@@ -325,5 +354,6 @@ pub fn run_receiver(
         first_read_bytes: first_bytes,
         elapsed: last.saturating_sub(t_first),
         cpu_time: sys::thread_cpu_time(),
+        omitted_bytes: omitted,
     }
 }

@@ -146,6 +146,10 @@ pub struct TestSpec {
     /// is then the longest the test may take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_stream: Option<u64>,
+    /// A warm-up before the measured `duration` (`-O`, TCP only): sent, not counted, so
+    /// that slow start is not in the figures. The test takes `omit + duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit: Option<Duration>,
 }
 
 /// TCP options of a test's data connections.
@@ -262,6 +266,19 @@ impl TestSpec {
         if self.protocol == Protocol::Udp && !self.tcp.is_default() {
             return Err("TCP options (-C, -M, -N, -Z) do not apply to a UDP test".into());
         }
+        if let Some(o) = self.omit {
+            if self.protocol == Protocol::Udp {
+                return Err("-O is for TCP (its slow start): a UDP test counts every datagram it sends; give -t for the time to measure".into());
+            }
+            if self.bytes_per_stream.is_some() {
+                return Err(
+                    "-O and -n/-k do not go together: the amount counts from the start".into(),
+                );
+            }
+            if o > Duration::from_secs(3600) {
+                return Err(format!("-O {} s is longer than an hour", o.as_secs_f64()));
+            }
+        }
         match self.bytes_per_stream {
             Some(0) => return Err("the amount to send (-n, -k) must be more than 0".into()),
             Some(_) if self.direction != Direction::Forward => {
@@ -270,6 +287,11 @@ impl TestSpec {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The whole time the test takes: the warm-up (`-O`) and the measured duration.
+    pub fn total_duration(&self) -> Duration {
+        self.omit.unwrap_or_default() + self.duration
     }
 
     /// Total offered bits/s over all streams, both directions with `Bidir`

@@ -132,7 +132,7 @@ pub fn start(r: &RunResult) -> Value {
         "protocol": if spec.protocol == Protocol::Udp { "UDP" } else { "TCP" },
         "num_streams": spec.streams,
         "blksize": spec.len,
-        "omit": r.params.get("omit_s").and_then(Value::as_f64).unwrap_or(0.0).round() as u64,
+        "omit": spec.omit.map_or(0, |o| o.as_secs_f64().round() as u64),
         "duration": spec.duration.as_secs_f64().round() as u64,
         "bytes": r.params.get("bytes").and_then(Value::as_u64).unwrap_or(0),
         "blocks": r.params.get("blocks").and_then(Value::as_u64).unwrap_or(0),

@@ -128,6 +128,7 @@ impl Iperf3Client {
             num: s
                 .bytes_per_stream
                 .map_or(0, |b| b.saturating_mul(u64::from(s.streams))),
+            omit: s.omit.map_or(0, |o| o.as_secs_f64().ceil() as u64),
             get_server_output: self.get_server_output,
         }
     }
@@ -197,13 +198,15 @@ impl Iperf3Client {
             .collect();
         // The client decides the end; intervals are this side's counters (an iperf3 server
         // sends none during the test).
-        let start = Instant::now();
+        // The measured time (and its intervals) starts after the warm-up (-O).
+        let omit = self.spec.omit.unwrap_or_default();
+        let start = Instant::now() + omit;
         let mut samples = Vec::new();
         let mut interrupted = false;
         let mut ran_for = self.spec.duration;
         let interval = self.interval;
         loop {
-            let now = start.elapsed();
+            let now = Instant::now().saturating_duration_since(start);
             // Ticks that are due; the one at the end waits until the streams are done.
             while let Some(t) = tick_end(interval, ran_for, samples.len() as u32) {
                 if now < t || t >= ran_for {
@@ -379,8 +382,11 @@ impl Iperf3Client {
                 Duration::from_secs_f64((server.cpu[0] / 100.0).max(0.0) * elapsed.as_secs_f64());
             match r {
                 Report::TcpTx(t) => {
+                    // iperf3's count of what it received leaves the warm-up (-O) out
+                    // already: nothing is to be taken off it.
                     local.push(StreamReport::TcpTx(TcpSenderReport {
                         stream_id: id,
+                        omitted_bytes: 0,
                         ..t.clone()
                     }));
                     remote.push(StreamReport::TcpRx(TcpReceiverReport {
@@ -396,12 +402,15 @@ impl Iperf3Client {
                         stream_id: id,
                         ..t.clone()
                     }));
+                    // What we read in our warm-up (-O) comes off what we read (iperf3
+                    // counts its own from the end of its warm-up).
                     remote.push(StreamReport::TcpTx(TcpSenderReport {
                         stream_id: id,
                         bytes: peer.bytes,
                         elapsed,
                         retransmits: peer.retransmits,
                         cpu_time,
+                        omitted_bytes: t.omitted_bytes,
                         ..Default::default()
                     }));
                 }
@@ -560,11 +569,18 @@ fn run_stream(d: Data, spec: &TestSpec, live: &LiveCounters, stop: &AtomicBool) 
                 duration: spec.duration,
                 bytes: spec.bytes_per_stream,
                 zerocopy: spec.tcp.zerocopy,
+                omit: spec.omit.unwrap_or_default(),
             },
             live,
             stop,
         )),
-        Data::TcpRx(s) => Report::TcpRx(tcp::run_receiver(&s, 0, live, stop)),
+        Data::TcpRx(s) => Report::TcpRx(tcp::run_receiver(
+            &s,
+            0,
+            spec.omit.unwrap_or_default(),
+            live,
+            stop,
+        )),
         Data::UdpTx(s) => Report::UdpTx(iperf3_udp::run_sender(
             &s,
             &Iperf3SendConfig {

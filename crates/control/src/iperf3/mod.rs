@@ -155,6 +155,8 @@ pub struct Params {
     pub tcp: model::spec::TcpOptions,
     /// Bytes to send in all (`num`, from `-n` or `-k`); 0 for a timed test.
     pub num: u64,
+    /// Warm-up seconds not counted (`omit`, `-O`).
+    pub omit: u64,
     /// The client wants the server's own output in the results (`get_server_output`).
     pub get_server_output: bool,
 }
@@ -165,7 +167,7 @@ impl Params {
         let mut m = Map::new();
         m.insert(if self.udp { "udp" } else { "tcp" }.into(), json!(true));
         for (k, v) in [
-            ("omit", json!(0)),
+            ("omit", json!(self.omit)),
             ("time", json!(self.time)),
             ("num", json!(self.num)),
             ("blockcount", json!(0)),
@@ -387,6 +389,7 @@ mod test {
             counters_64bit: true,
             tcp: model::spec::TcpOptions::default(),
             num: 0,
+            omit: 0,
             get_server_output: false,
         };
         let v = p.to_json();

@@ -175,6 +175,7 @@ fn params(v: &Value) -> Params {
             zerocopy: false,
         },
         num: num("num").unwrap_or(0),
+        omit: num("omit").unwrap_or(0).min(3600),
         get_server_output: num("get_server_output").is_some_and(|x| x > 0),
     }
 }
@@ -202,6 +203,7 @@ fn spec_of(p: &Params) -> TestSpec {
         server_cpu: None,
         tcp: p.tcp.clone(),
         bytes_per_stream: None,
+        omit: (p.omit > 0).then(|| Duration::from_secs(p.omit)),
     }
 }
 
@@ -293,7 +295,7 @@ fn test(
         })
         .collect();
     // The client ends the test (TEST_END); a client that vanishes ends it too.
-    ctrl.set_read_timeout(Some(spec.duration + Duration::from_secs(30)))
+    ctrl.set_read_timeout(Some(spec.total_duration() + Duration::from_secs(30)))
         .map_err(ProtoError::Io)?;
     let end = read_state(&mut ctrl);
     // The client stopped sending before it said so; what it sent is still in the socket
@@ -409,12 +411,13 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
     // A sender sends for the test's duration, from TEST_RUNNING: it ends just before the
     // client's own timer, so every byte it sent arrives while the client still counts (as
     // iperf3's own server does). A receiver listens until the client ends the test.
-    let cap = spec.duration + Duration::from_secs(5);
+    let cap = spec.total_duration() + Duration::from_secs(5);
     match (s, receives) {
         (Stream::Tcp(s), true) => {
-            let r = tcp::run_receiver(&s, 0, &live, stop);
+            let r = tcp::run_receiver(&s, 0, spec.omit.unwrap_or_default(), &live, stop);
             StreamResult {
-                bytes: r.bytes,
+                // iperf3 counts from the end of the warm-up (-O), on this side's clock.
+                bytes: r.bytes - r.omitted_bytes,
                 end_time: r.elapsed.as_secs_f64(),
                 ..Default::default()
             }
@@ -427,6 +430,7 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
                 duration: spec.duration,
                 bytes: None,
                 zerocopy: false,
+                omit: spec.omit.unwrap_or_default(),
             };
             let r = tcp::run_sender(&s, &cfg, &live, stop);
             let _ = s.shutdown(std::net::Shutdown::Both);
