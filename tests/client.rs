@@ -332,7 +332,8 @@ fn intervals_show_each_stream_then_the_sum_and_keep_the_last_partial_one() {
             chunk[2]["received_packets"].as_u64().unwrap()
         );
     }
-    // The intervals add up to the totals: the tick at the end waits for the streams.
+    // The intervals add up to what was sent: the tick at the end waits for the senders.
+    // What arrives after it (a queue's tail) is in the totals only, as in iperf3.
     let total = |k: &str| {
         rows.iter()
             .filter(|r| r.get("stream").is_none())
@@ -340,9 +341,11 @@ fn intervals_show_each_stream_then_the_sum_and_keep_the_last_partial_one() {
             .sum::<u64>()
     };
     assert_eq!(total("sent_packets"), u64_at(&v, "/summary/sent_packets"));
-    assert_eq!(
-        total("received_packets"),
-        u64_at(&v, "/summary/received_packets")
+    let received = u64_at(&v, "/summary/received_packets");
+    assert!(
+        total("received_packets") <= received && total("received_packets") * 100 >= received * 99,
+        "{} in the intervals, {received} in all",
+        total("received_packets")
     );
     // The text form labels each stream and the sum.
     let out = srv.run("client", "-t 1.5 -i 1 -P 2 -b 20M");

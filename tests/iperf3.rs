@@ -522,6 +522,20 @@ fn iperf3_flags_reach_a_stock_iperf3_server() {
         .as_str()
         .expect("server output");
     assert!(server_said.contains("receiver"), "{server_said}");
+    // One-way latency of what an iperf3 on this host sends: its stamps are this host's
+    // CLOCK_MONOTONIC.
+    let out = client(&["-u", "-b", "10M", "-t", "0.5", "-R", "-J"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        v["summary"]["latency_us"]["kind"], "one-way",
+        "{}",
+        v["summary"]
+    );
+    let p50 = f(&v, "/summary/latency_us/p50");
+    assert!(
+        p50 > 0.0 && p50 < 10_000.0,
+        "one-way p50 {p50} us on loopback"
+    );
     // -O: iperf3's server leaves the warm-up out too (on its own clock).
     let out = client(&["-t", "1", "-O", "1", "-b", "80M", "-J"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");

@@ -383,8 +383,12 @@ impl Session {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             // Every tick that is due, even several after a stall; the one at the end waits
-            // until this side's streams are done, so the intervals add up to the totals.
-            while !stopped && tick_at(tick).is_some_and(|t| Instant::now() >= t && t < end) {
+            // until this side's senders are done, so the intervals add up to what was sent
+            // (a receiver's count then leaves out what a queue still holds, as in iperf3).
+            while !stopped
+                && tick_at(tick)
+                    .is_some_and(|t| Instant::now() >= t && (t < end || side.senders_done()))
+            {
                 ticks.local.insert(tick, side.sample());
                 tick += 1;
             }
@@ -407,6 +411,13 @@ impl Session {
                         .take_while(|k| tick_end(interval, ran_for, *k).is_some())
                         .count() as u32
                 });
+                // The tick at the end (and any the end overtook), now that this side's
+                // senders are done: what arrives later (a queue's tail) is in the totals,
+                // not in an interval, as in iperf3.
+                while tick_end(interval, ran_for, tick).is_some() {
+                    ticks.local.insert(tick, side.sample());
+                    tick += 1;
+                }
                 write_msg(
                     &mut self.ctrl,
                     &ClientMsg::Finish {
@@ -422,11 +433,6 @@ impl Session {
         let (quiet, cap) = grace(spec);
         let mut local = side.take_kept();
         local.extend(side.finish_receivers(&sent_counts(&remote), quiet, cap));
-        // Ticks the end overtook: sampled now that every counter is final, as the server did.
-        while tick_end(interval, ran_for, tick).is_some() {
-            ticks.local.insert(tick, side.sample());
-            tick += 1;
-        }
         ticks.emit(interval, ran_for, &mut on_interval);
         let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
         Ok(TestOutcome {

@@ -749,27 +749,28 @@ fn run_control_loop(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        // The tick at the end waits until this side's streams are done (below).
+        // The tick at the end is taken at the end, once this side's senders are done (a
+        // receiver's count then leaves out what a queue still holds, as in iperf3).
         if let Some(t) = next_tick {
-            if start.elapsed() >= t && t < spec.total_duration() {
+            if start.elapsed() >= t && (t < spec.total_duration() || side.senders_done()) {
                 send_interval(&mut ctrl, &mut index, &side)?;
             }
         }
     }
     let mut reports = side.join_senders();
-    let expected = sent_counts(client_reports.as_deref().unwrap_or_default());
-    let (quiet, cap) = grace(&spec);
-    reports.extend(side.finish_receivers(&expected, quiet, cap));
-    // Ticks that the end overtook (timer rounding): now every counter is final. A test
-    // stopped early has no more intervals.
+    // The tick at the end (and any the end overtook), now that both sides' senders are
+    // done: what arrives after it (a queue's tail) is in the totals, not in an interval,
+    // as in iperf3. A test stopped early has no more intervals than the client counted,
+    // the last one partial (and no more than the test's duration has).
     while !stopped_early && tick_at(index).is_some() {
         send_interval(&mut ctrl, &mut index, &side)?;
     }
-    // Ended early: the intervals the client counted, the last one partial (no more than the
-    // test's duration has).
     while last_interval.is_some_and(|n| index < n) && tick_at(index).is_some() {
         send_interval(&mut ctrl, &mut index, &side)?;
     }
+    let expected = sent_counts(client_reports.as_deref().unwrap_or_default());
+    let (quiet, cap) = grace(&spec);
+    reports.extend(side.finish_receivers(&expected, quiet, cap));
     let tcp = spec.protocol == Protocol::Tcp;
     let host = ServerHost {
         cpu: cpu.used(),

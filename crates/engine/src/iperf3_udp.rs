@@ -131,13 +131,15 @@ pub struct Iperf3RecvReport {
     pub wall_time: Duration,
 }
 
-/// Receives until `duration` plus a drain has passed or `stop` is set.
+/// Receives until `duration` plus a drain has passed or `stop` is set. `same_host`: the
+/// sender is an iperf3 on this host, whose stamps are this host's `CLOCK_MONOTONIC` (iperf3
+/// stamps with it): arrivals are taken on that clock too and one-way latency is recorded.
 pub fn run_receiver(
     sock: &UdpSocket,
     max_len: usize,
     counters_64bit: bool,
     duration: Duration,
-    one_way: bool,
+    same_host: bool,
     live: &LiveCounters,
     stop: &AtomicBool,
 ) -> Iperf3RecvReport {
@@ -152,7 +154,14 @@ pub fn run_receiver(
             continue;
         };
         let tx = model::clock::UnixNanos(h.unix_nanos());
-        rx.on_packet(h.count, tx, clock.wall(), n, one_way);
+        // Jitter needs one clock on each side (their offset cancels); latency needs the
+        // sender's.
+        let at = if same_host {
+            model::clock::UnixNanos(crate::sys::monotonic_now().as_nanos() as u64)
+        } else {
+            clock.wall()
+        };
+        rx.on_packet(h.count, tx, at, n, same_host);
         let s = rx.snapshot();
         live.publish(&LiveSnapshot {
             counters: s.counters,
@@ -164,7 +173,7 @@ pub fn run_receiver(
     Iperf3RecvReport {
         snapshot: rx.snapshot(),
         highest: rx.seq().highest(),
-        latency: one_way.then(|| rx.latency().clone()),
+        latency: same_host.then(|| rx.latency().clone()),
         cpu_time: crate::sys::thread_cpu_time(),
         wall_time: clock.mono(),
     }

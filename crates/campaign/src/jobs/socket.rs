@@ -128,7 +128,7 @@ fn iperf3_client(
     // An iperf3 server echoes no probes: there is no latency to explain.
     r.notes.retain(|n| !n.contains("echoed probes"));
     r.notes.push(
-        "the server is a stock iperf3: what it received is its own accounting; what this side received is wirebench's (exact loss, duplicates, reordering, jitter). No one-way latency: iperf3 stamps datagrams with its monotonic clock. Interval rows show this side's counters only (an iperf3 server sends none during a test)".into(),
+        "the server is a stock iperf3: what it received is its own accounting; what this side received is wirebench's (exact loss, duplicates, reordering, jitter). One-way latency only from an iperf3 on this host: iperf3 stamps datagrams with CLOCK_MONOTONIC, which no other host shares. Interval rows show this side's counters only (an iperf3 server sends none during a test)".into(),
     );
     for s in &done.server.streams {
         r.notes.push(format!(

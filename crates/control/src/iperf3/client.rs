@@ -183,6 +183,7 @@ impl Iperf3Client {
         let stop = Arc::new(AtomicBool::new(false));
         let user_stop = self.stop.clone();
         let lives: Vec<Arc<LiveCounters>> = (0..data.len()).map(|_| Arc::default()).collect();
+        let same_host = self.same_host();
         let threads: Vec<_> = data
             .into_iter()
             .enumerate()
@@ -192,7 +193,7 @@ impl Iperf3Client {
                 let live = Arc::clone(&lives[i]);
                 (
                     sends(i),
-                    thread::spawn(move || run_stream(d, &spec, &live, &stop)),
+                    thread::spawn(move || run_stream(d, &spec, same_host, &live, &stop)),
                 )
             })
             .collect();
@@ -260,6 +261,11 @@ impl Iperf3Client {
                 receivers.push((i, t));
             }
         }
+        // The intervals up to the end (the last one partial), now that our senders are done:
+        // what arrives later (a queue's tail) is in the totals, not in an interval.
+        while let Some(t) = tick_end(interval, ran_for, samples.len() as u32) {
+            take_sample(&mut samples, interval, t, &lives, &mut on_interval);
+        }
         write_state(&mut ctrl, state::TEST_END)?;
         let watchdog = {
             let stop = Arc::clone(&stop);
@@ -272,10 +278,6 @@ impl Iperf3Client {
             reports[i] = Some(join(t)?);
         }
         let reports: Vec<Report> = reports.into_iter().flatten().collect();
-        // The intervals up to the end (the last one partial), now that the counts are final.
-        while let Some(t) = tick_end(interval, ran_for, samples.len() as u32) {
-            take_sample(&mut samples, interval, t, &lives, &mut on_interval);
-        }
         drop(watchdog);
         expect(&mut ctrl, state::EXCHANGE_RESULTS)?;
         let used = cpu.used();
@@ -364,6 +366,13 @@ impl Iperf3Client {
         SocketAddr::new(ip, port)
     }
 
+    /// The iperf3 server runs on this host (an address of this network namespace): its
+    /// `CLOCK_MONOTONIC` stamps are on our clock.
+    fn same_host(&self) -> bool {
+        let ip = self.server.ip();
+        ip.is_loopback() || engine::nic::interface_with_address(ip).is_ok_and(|i| i.is_some())
+    }
+
     /// Our streams as local reports and the iperf3 server's as remote ones.
     fn outcome(&self, reports: &[Report], server: &Results) -> TestOutcome {
         let mut local = Vec::new();
@@ -448,6 +457,8 @@ impl Iperf3Client {
                         counters: s.counters,
                         bytes: s.bytes,
                         jitter_us: s.jitter_us,
+                        latency: t.latency.as_ref().and_then(|h| h.summary()),
+                        latency_histogram: t.latency.clone(),
                         active,
                         mode: "blocking".into(),
                         cpu_time: t.cpu_time,
@@ -460,10 +471,11 @@ impl Iperf3Client {
                 }
             }
         }
+        let same_host = self.same_host();
         TestOutcome {
             spec: self.spec.clone(),
-            one_way: false,
-            same_host: false,
+            one_way: same_host,
+            same_host,
             local,
             remote,
             intervals: Vec::new(),
@@ -558,7 +570,13 @@ fn ours(reports: &[Report], cpu: CpuUse) -> Results {
 }
 
 /// One stream's data, until its duration (a sender) or the peer's end (a receiver).
-fn run_stream(d: Data, spec: &TestSpec, live: &LiveCounters, stop: &AtomicBool) -> Report {
+fn run_stream(
+    d: Data,
+    spec: &TestSpec,
+    same_host: bool,
+    live: &LiveCounters,
+    stop: &AtomicBool,
+) -> Report {
     match d {
         Data::TcpTx(s) => Report::TcpTx(tcp::run_sender(
             &s,
@@ -600,7 +618,7 @@ fn run_stream(d: Data, spec: &TestSpec, live: &LiveCounters, stop: &AtomicBool) 
             spec.len + 64,
             true,
             spec.duration,
-            false,
+            same_host,
             live,
             stop,
         )),

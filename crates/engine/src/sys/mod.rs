@@ -121,6 +121,17 @@ pub fn thread_cpu_time() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// This host's `CLOCK_MONOTONIC` now (shared by every process and network namespace of
+/// the host, not by other hosts).
+pub fn monotonic_now() -> Duration {
+    // SAFETY: `ts` is a valid out-parameter for clock_gettime.
+    let mut ts: libc::timespec = unsafe { zeroed() };
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// CPU time of the whole process so far: (user, system), from `getrusage(RUSAGE_SELF)`.
 pub fn process_cpu_time() -> (Duration, Duration) {
     // SAFETY: `ru` is a valid out-parameter for getrusage.
