@@ -165,13 +165,15 @@ pub struct ServerProc {
 
 impl ServerProc {
     pub fn start(extra: &[&str]) -> Self {
-        Self::start_on("127.0.0.1", extra)
+        Self::start_on(Some("127.0.0.1"), extra)
     }
 
-    /// A server listening on `bind` (`::` for IPv6 and IPv4).
-    pub fn start_on(bind: &str, extra: &[&str]) -> Self {
+    /// A server listening on `bind` (none: the server's default, every IPv6 and IPv4
+    /// address).
+    pub fn start_on(bind: Option<&str>, extra: &[&str]) -> Self {
         let mut child = Command::new(bin())
-            .args(["server", "--bind", bind, "-p", "0"])
+            .args(["server", "-p", "0"])
+            .args(bind.map(|b| ["--bind", b]).iter().flatten())
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
