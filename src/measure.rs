@@ -9,8 +9,8 @@ use campaign::request::TestRequest;
 use model::results::RunResult;
 
 use crate::output::{
-    never, outln, print, print_as, stop_on_signals, verdicts, EventStream, Interrupted, Layout,
-    Printer,
+    never, outln, print, print_as, stop_on_signals, stop_on_signals_twice_exits, verdicts,
+    EventStream, Interrupted, Layout, Printer,
 };
 
 /// The text layout of a test's document; a client's rates in `unit` when given (`-f`).
@@ -78,10 +78,10 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
     // Ctrl-C stops these so that they remove their labs / put the shaper's rate and the
     // interfaces' settings back; a client test ends early with the figures so far.
     let stop = match req {
-        TestRequest::FrerCompare(_)
-        | TestRequest::Shaping(_)
-        | TestRequest::NicMatrix(_)
-        | TestRequest::Client(_) => stop_on_signals()?,
+        TestRequest::FrerCompare(_) | TestRequest::Shaping(_) | TestRequest::NicMatrix(_) => {
+            stop_on_signals()?
+        }
+        TestRequest::Client(_) => stop_on_signals_twice_exits()?,
         _ => never(),
     };
     let r = jobs::run(req, &mut watch, &stop)?;

@@ -285,3 +285,15 @@ pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     }
     Ok(stop)
 }
+
+/// [`stop_on_signals`] for a command with nothing to put back: a second signal, while the
+/// first one's stop is under way (a server that does not answer), ends the process at once
+/// (exit code 130, as a shell reports an interrupt).
+pub fn stop_on_signals_twice_exits() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = never();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}

@@ -71,14 +71,45 @@ fn server_survives_garbage_oversize_truncation_versions_and_silence() {
     assert_eq!(error_reply(&r)["code"], "protocol");
 
     // A valid hello followed by a request with a field the protocol does not have.
-    let mut bytes = framed(r#"{"type":"hello","magic":"wirebench","version":3}"#);
+    let hello = || framed(r#"{"type":"hello","magic":"wirebench","version":4}"#);
+    let second =
+        |r: &[u8]| error_reply(&r[4 + u32::from_be_bytes([r[0], r[1], r[2], r[3]]) as usize..]);
+    let mut bytes = hello();
     bytes.extend(framed(
         r#"{"type":"test","spec":{"bogus":1},"one_way":true,"interval_ms":0}"#,
     ));
     let (r, _) = poke(port, &bytes);
-    let v = error_reply(&r[4 + u32::from_be_bytes([r[0], r[1], r[2], r[3]]) as usize..]);
+    let v = second(&r);
     assert_eq!(v["code"], "protocol", "{v}");
     assert!(v["message"].as_str().unwrap().contains("bogus"), "{v}");
+
+    // Durations no clock holds (a warm-up on top of them overflowed once), and intervals
+    // too short to send.
+    let spec = |duration: &str, omit: &str| {
+        format!(
+            r#"{{"protocol":"tcp","duration":{duration},"rate":{{"kind":"unlimited"}},"len":1000,"streams":1,"direction":"forward","udp_backend":"auto","synced_clocks":false,"dscp":null,"window":null,"server_cpu":null{omit}}}"#
+        )
+    };
+    for (s, interval, needle) in [
+        (
+            spec(
+                r#"{"secs":18446744073709551615,"nanos":0}"#,
+                r#","omit":{"secs":5,"nanos":0}"#,
+            ),
+            0,
+            "week",
+        ),
+        (spec(r#"{"secs":1,"nanos":0}"#, ""), 1, "shortest is 10 ms"),
+    ] {
+        let mut bytes = hello();
+        bytes.extend(framed(&format!(
+            r#"{{"type":"test","spec":{s},"one_way":true,"interval_ms":{interval}}}"#
+        )));
+        let (r, _) = poke(port, &bytes);
+        let v = second(&r);
+        assert_eq!(v["code"], "limit", "{v}");
+        assert!(v["message"].as_str().unwrap().contains(needle), "{v}");
+    }
 
     // Truncated: promises 100 bytes, sends 10, then stays silent until the deadline.
     let (r, took) = poke(
@@ -113,7 +144,7 @@ fn a_client_that_never_connects_its_streams_frees_its_slot() {
     // Hello, then a valid UDP request, then silence: the streams are never connected.
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.write_all(&framed(
-        r#"{"type":"hello","magic":"wirebench","version":3}"#,
+        r#"{"type":"hello","magic":"wirebench","version":4}"#,
     ))
     .unwrap();
     let req = r#"{"type":"test","spec":{"protocol":"udp","duration":{"secs":1,"nanos":0},"rate":{"kind":"bits_per_sec","value":1000000.0},"len":100,"streams":1,"direction":"forward","udp_backend":"auto","synced_clocks":false,"dscp":null,"window":null},"one_way":true,"interval_ms":0}"#;

@@ -260,8 +260,18 @@ fn stock_iperf3_clients_are_served_in_every_mode() {
         vec!["-t", "1", "--bidir"],
         vec!["-u", "-b", "100M", "-t", "1"],
         vec!["-u", "-b", "100M", "-t", "1", "-R"],
+        // -n: iperf3 sends no time; the client (-n) or our server (-R -n) sends the amount.
+        vec!["-n", "20M"],
+        vec!["-n", "20M", "-R"],
     ] {
         let d = iperf3_client(port, &args);
+        if args.contains(&"-n") {
+            assert_eq!(
+                f(&d["end"], "/sum_sent/bytes"),
+                20.0 * 1048576.0,
+                "{args:?}"
+            );
+        }
         assert!(d.get("error").is_none(), "{args:?}: {}", d["error"]);
         let end = &d["end"];
         // Both sides' byte counts: the sender's and what the receiver reported back.

@@ -330,7 +330,7 @@ impl Session {
         // How long the test ran: its duration, unless it ended early.
         let mut ran_for = spec.duration;
         let mut remote_reports = None;
-        let results_deadline = end + RESULTS_TIMEOUT;
+        let mut results_deadline = end + RESULTS_TIMEOUT;
         let fail = |side: &mut SideRun, e: ProtoError| {
             side.abort();
             Err(e)
@@ -351,9 +351,11 @@ impl Session {
             {
                 stopped = true;
                 side.stop_senders();
+                // The server has as long to answer as after a test's end.
+                results_deadline = results_deadline.min(now + RESULTS_TIMEOUT);
             }
             let mut wait = Duration::from_millis(20);
-            if let Some(t) = tick_at(tick) {
+            if let (false, false, Some(t)) = (stopped, finished, tick_at(tick)) {
                 wait = wait.min(t.saturating_duration_since(now));
             }
             match rx.recv_timeout(wait) {
@@ -386,6 +388,7 @@ impl Session {
             // until this side's senders are done, so the intervals add up to what was sent
             // (a receiver's count then leaves out what a queue still holds, as in iperf3).
             while !stopped
+                && !finished
                 && tick_at(tick)
                     .is_some_and(|t| Instant::now() >= t && (t < end || side.senders_done()))
             {
@@ -405,6 +408,7 @@ impl Session {
                 let early = now < end;
                 if early {
                     ran_for = now.saturating_duration_since(start + omit);
+                    results_deadline = results_deadline.min(now + RESULTS_TIMEOUT);
                 }
                 let intervals = (early && interval.is_some()).then(|| {
                     (0..)

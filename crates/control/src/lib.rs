@@ -29,7 +29,9 @@ pub const MAGIC: &str = "wirebench";
 /// Control protocol version spoken by this build.
 /// Version 2: handshake answers are marked, data streams start on the client's `Start`.
 /// Version 3: a server started with `--allow-tuning` sets its interface (`Tune`, `Restore`).
-pub const VERSION: u32 = 3;
+/// Version 4: an early `Finish` (Ctrl-C, `-n`), the server's process figures in `Results`,
+/// TCP options, amount and warm-up in the test, TCP state in interval samples.
+pub const VERSION: u32 = 4;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

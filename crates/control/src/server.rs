@@ -45,6 +45,8 @@ pub(crate) fn tick_end(interval: Option<Duration>, duration: Duration, k: u32) -
         duration
     })
 }
+/// Shortest interval a client may ask for (the client's `-i` takes no less).
+const MIN_INTERVAL_MS: u32 = 10;
 /// Extra time past the test's duration before the server gives up on a silent client.
 const FINISH_SLACK: Duration = Duration::from_secs(10);
 
@@ -412,6 +414,10 @@ fn serve_test(
     interval_ms: u32,
 ) -> Result<(), ProtoError> {
     if let Err(msg) = check_limits(&spec, &ctx.limits) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    }
+    if (1..MIN_INTERVAL_MS).contains(&interval_ms) {
+        let msg = format!("intervals of {interval_ms} ms: the shortest is {MIN_INTERVAL_MS} ms");
         return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
     }
     let Some(_slot) = Slot::take(&ctx.active_tests, usize::from(ctx.limits.max_tests)) else {

@@ -2,9 +2,9 @@
 //! that counts bytes, each on its own OS thread.
 //!
 //! Tx and Rx are measured separately: the sender counts what the kernel accepted, the
-//! receiver what it read. The sender reads `TCP_INFO` for retransmits and RTT. Neither
-//! decides the test's length beyond its own deadline; the receiver stops at end of stream
-//! or when its stop flag is set.
+//! receiver what it read. The sender reads `TCP_INFO` for retransmits, window and RTT.
+//! Neither decides the test's length beyond its own deadline (warm-up and duration) or
+//! amount; the receiver stops at end of stream or when its stop flag is set.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -185,7 +185,8 @@ pub fn listen(addr: SocketAddr, mss: Option<u32>) -> io::Result<TcpListener> {
     Ok(s.into())
 }
 
-/// Writes blocks until the duration has passed or `stop` is set, then shuts the write side.
+/// Writes blocks for the warm-up (`-O`, not counted) and then the duration, until the amount
+/// (`-n`) is sent or `stop` is set; then shuts the write side.
 pub fn run_sender(
     mut stream: &TcpStream,
     cfg: &TcpSendConfig,
@@ -310,8 +311,9 @@ pub fn run_receiver(
     stop: &AtomicBool,
 ) -> TcpReceiverReport {
     let clock = RealClock::new();
-    // With a warm-up (`-O`), the rate is timed from its end on this side's clock.
-    let warm_until = clock.mono() + omit;
+    // With a warm-up (`-O`), the rate is timed from its end, on this side's clock from the
+    // first byte (the sender's warm-up starts with its first write).
+    let mut warm_until: Option<Duration> = None;
     let mut omitted = 0u64;
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
     let mut buf = vec![0u8; 256 * 1024];
@@ -327,7 +329,7 @@ pub fn run_receiver(
             Ok(n) => {
                 bytes += n as u64;
                 last = clock.mono();
-                if last < warm_until {
+                if last < *warm_until.get_or_insert(last + omit) {
                     omitted = bytes;
                 } else {
                     first.get_or_insert((last, bytes));

@@ -165,6 +165,12 @@ pub(crate) fn set_dscp(s: &socket2::SockRef<'_>, local: SocketAddr, dscp: u8) ->
     let tos = u32::from(dscp) << 2;
     match local {
         SocketAddr::V4(_) => s.set_tos_v4(tos),
+        // An IPv4 peer of a dual-stack socket (`::ffff:a.b.c.d`) gets IPv4 packets, which
+        // take IP_TOS, not the traffic class.
+        SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_some() => {
+            s.set_tos_v4(tos)?;
+            s.set_tclass_v6(tos)
+        }
         SocketAddr::V6(_) => s.set_tclass_v6(tos),
     }
 }

@@ -173,6 +173,8 @@ pub struct TcpOptions {
 impl TcpOptions {
     /// Smallest MSS Linux takes (`TCP_MIN_MSS`).
     pub const MIN_MSS: u32 = 88;
+    /// Largest MSS Linux takes (`MAX_TCP_WINDOW`).
+    pub const MAX_MSS: u32 = 32_767;
 
     /// No option set.
     pub fn is_default(&self) -> bool {
@@ -193,10 +195,11 @@ impl TcpOptions {
             }
         }
         if let Some(m) = self.mss {
-            if !(Self::MIN_MSS..=65_535).contains(&m) {
+            if !(Self::MIN_MSS..=Self::MAX_MSS).contains(&m) {
                 return Err(format!(
-                    "MSS {m} out of range {}..=65535 bytes",
-                    Self::MIN_MSS
+                    "MSS {m} out of range {}..={} bytes",
+                    Self::MIN_MSS,
+                    Self::MAX_MSS
                 ));
             }
         }
@@ -215,6 +218,8 @@ impl TestSpec {
     pub const DEFAULT_UDP_LEN: usize = 1472;
     /// Default TCP write size (iperf3's).
     pub const DEFAULT_TCP_LEN: usize = 128 * 1024;
+    /// Longest test any server runs (a week); servers set their own, shorter limit.
+    pub const MAX_DURATION: Duration = Duration::from_secs(7 * 86_400);
     /// Default UDP rate when none is given, bit/s (iperf3's 1 Mbit/s).
     pub const DEFAULT_UDP_RATE: f64 = 1e6;
 
@@ -222,6 +227,12 @@ impl TestSpec {
     pub fn validate(&self) -> Result<(), String> {
         if self.duration.is_zero() {
             return Err("duration must be greater than zero".into());
+        }
+        if self.duration > Self::MAX_DURATION {
+            return Err(format!(
+                "duration {} s is longer than a week",
+                self.duration.as_secs_f64()
+            ));
         }
         if self.streams == 0 {
             return Err("streams must be at least 1".into());
@@ -291,7 +302,7 @@ impl TestSpec {
 
     /// The whole time the test takes: the warm-up (`-O`) and the measured duration.
     pub fn total_duration(&self) -> Duration {
-        self.omit.unwrap_or_default() + self.duration
+        self.omit.unwrap_or_default().saturating_add(self.duration)
     }
 
     /// Total offered bits/s over all streams, both directions with `Bidir`

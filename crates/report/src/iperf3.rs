@@ -120,6 +120,9 @@ pub fn start(r: &RunResult) -> Value {
         .rate
         .bits_per_sec(spec.len)
         .map_or(0, |b| b.round() as u64);
+    let amount = spec
+        .bytes_per_stream
+        .map_or(0, |b| b.saturating_mul(u64::from(spec.streams)));
     s.insert("target_bitrate".into(), bitrate.into());
     s.insert("sock_bufsize".into(), spec.window.unwrap_or(0).into());
     if let Some(c) = &r.connection {
@@ -133,9 +136,10 @@ pub fn start(r: &RunResult) -> Value {
         "num_streams": spec.streams,
         "blksize": spec.len,
         "omit": spec.omit.map_or(0, |o| o.as_secs_f64().round() as u64),
-        "duration": spec.duration.as_secs_f64().round() as u64,
-        "bytes": r.params.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-        "blocks": r.params.get("blocks").and_then(Value::as_u64).unwrap_or(0),
+        // With -n/-k iperf3 writes a duration of 0 and the amount in bytes.
+        "duration": if amount > 0 { 0 } else { spec.duration.as_secs_f64().round() as u64 },
+        "bytes": amount,
+        "blocks": 0,
         "reverse": u8::from(spec.direction == Direction::Reverse),
         "tos": u32::from(spec.dscp.unwrap_or(0)) << 2,
         "target_bitrate": bitrate,

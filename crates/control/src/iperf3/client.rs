@@ -128,7 +128,7 @@ impl Iperf3Client {
             num: s
                 .bytes_per_stream
                 .map_or(0, |b| b.saturating_mul(u64::from(s.streams))),
-            omit: s.omit.map_or(0, |o| o.as_secs_f64().ceil() as u64),
+            omit: s.omit.map_or(0, |o| o.as_secs()),
             get_server_output: self.get_server_output,
         }
     }
@@ -141,6 +141,23 @@ impl Iperf3Client {
     pub fn run(
         &self,
         mut on_interval: impl FnMut(&IntervalSample, Option<&IntervalSample>),
+    ) -> Result<Iperf3Outcome, ProtoError> {
+        // iperf3 takes its warm-up (-O) in whole seconds: both sides use the same.
+        let rounded;
+        let this = if self.spec.omit.is_some_and(|o| o.subsec_nanos() != 0) {
+            let mut c = self.clone();
+            c.spec.omit = c.spec.omit.map(|o| Duration::from_secs(o.as_secs() + 1));
+            rounded = c;
+            &rounded
+        } else {
+            self
+        };
+        this.run_as_asked(&mut on_interval)
+    }
+
+    fn run_as_asked(
+        &self,
+        on_interval: &mut impl FnMut(&IntervalSample, Option<&IntervalSample>),
     ) -> Result<Iperf3Outcome, ProtoError> {
         let p = self.params();
         let cookie = cookie()?;
@@ -213,7 +230,7 @@ impl Iperf3Client {
                 if now < t || t >= ran_for {
                     break;
                 }
-                take_sample(&mut samples, interval, t, &lives, &mut on_interval);
+                take_sample(&mut samples, interval, t, &lives, on_interval);
             }
             if now >= self.spec.duration {
                 break;
@@ -264,7 +281,7 @@ impl Iperf3Client {
         // The intervals up to the end (the last one partial), now that our senders are done:
         // what arrives later (a queue's tail) is in the totals, not in an interval.
         while let Some(t) = tick_end(interval, ran_for, samples.len() as u32) {
-            take_sample(&mut samples, interval, t, &lives, &mut on_interval);
+            take_sample(&mut samples, interval, t, &lives, on_interval);
         }
         write_state(&mut ctrl, state::TEST_END)?;
         let watchdog = {
@@ -385,10 +402,12 @@ impl Iperf3Client {
                 .find(|s| s.id == stream_id(i))
                 .copied()
                 .unwrap_or_default();
-            let elapsed = Duration::from_secs_f64(peer.end_time.max(0.0));
+            // Figures from the peer: a value no duration can hold is none.
+            let elapsed = Duration::try_from_secs_f64(peer.end_time).unwrap_or_default();
             // The iperf3 server's CPU use, % of one core, over the stream's time.
             let cpu_time =
-                Duration::from_secs_f64((server.cpu[0] / 100.0).max(0.0) * elapsed.as_secs_f64());
+                Duration::try_from_secs_f64(server.cpu[0] / 100.0 * elapsed.as_secs_f64())
+                    .unwrap_or_default();
             match r {
                 Report::TcpTx(t) => {
                     // iperf3's count of what it received leaves the warm-up (-O) out

@@ -174,16 +174,29 @@ fn params(v: &Value) -> Params {
             nodelay: has("nodelay"),
             zerocopy: false,
         },
-        num: num("num").unwrap_or(0),
+        // -k: blocks of `len` bytes.
+        num: num("num")
+            .filter(|n| *n > 0)
+            .or_else(|| num("blockcount").map(|k| k.saturating_mul(num("len").unwrap_or(0))))
+            .unwrap_or(0),
         omit: num("omit").unwrap_or(0).min(3600),
         get_server_output: num("get_server_output").is_some_and(|x| x > 0),
     }
 }
 
-fn spec_of(p: &Params) -> TestSpec {
+/// The test an iperf3 client asks for. With `-n`/`-k` iperf3 sends `time` 0: the client
+/// ends the test, which may take up to the server's longest.
+fn spec_of(p: &Params, limits: &Limits) -> TestSpec {
+    let longest = Duration::try_from_secs_f64(limits.max_duration_s)
+        .unwrap_or(TestSpec::MAX_DURATION)
+        .min(TestSpec::MAX_DURATION);
     TestSpec {
         protocol: if p.udp { Protocol::Udp } else { Protocol::Tcp },
-        duration: Duration::from_secs(p.time.max(1)),
+        duration: if p.time == 0 && p.num > 0 {
+            longest
+        } else {
+            Duration::from_secs(p.time.max(1))
+        },
         rate: if p.bandwidth == 0 {
             Rate::Unlimited
         } else {
@@ -203,7 +216,8 @@ fn spec_of(p: &Params) -> TestSpec {
         server_cpu: None,
         tcp: p.tcp.clone(),
         bytes_per_stream: None,
-        omit: (p.omit > 0).then(|| Duration::from_secs(p.omit)),
+        // A UDP test counts every datagram (its warm-up is in the figures).
+        omit: (p.omit > 0 && !p.udp).then(|| Duration::from_secs(p.omit)),
     }
 }
 
@@ -228,7 +242,7 @@ fn test(
 ) -> Result<(), ProtoError> {
     write_state(&mut ctrl, state::PARAM_EXCHANGE)?;
     let p = params(&read_json(&mut ctrl)?);
-    let spec = spec_of(&p);
+    let spec = spec_of(&p, &sh.cfg.limits);
     if let Err(m) = check_limits(&spec, &sh.cfg.limits) {
         tracing::info!("iperf3 client {peer}: refused: {m}");
         // iperf3's IEBADFORMAT-class "bad parameter" (100 + the limit's kind is not in its
@@ -428,7 +442,8 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
                 block_len: p.len,
                 rate: spec.rate,
                 duration: spec.duration,
-                bytes: None,
+                // -R with -n/-k: this side sends the amount, shared by the streams.
+                bytes: (p.num > 0).then(|| p.num.div_ceil(p.parallel.max(1) as u64)),
                 zerocopy: false,
                 omit: spec.omit.unwrap_or_default(),
             };
@@ -452,7 +467,8 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
                 rate: spec.rate,
                 duration: spec.duration,
                 counters_64bit: p.counters_64bit,
-                packets: None,
+                packets: (p.num > 0)
+                    .then(|| p.num.div_ceil((p.parallel.max(1) * p.len.max(1)) as u64)),
             };
             let r = iperf3_udp::run_sender(&s, &cfg, &live, stop);
             StreamResult {
@@ -487,8 +503,22 @@ mod test {
             (d.time, d.parallel, d.len, d.bandwidth),
             (10, 1, 131_072, 0)
         );
-        let s = spec_of(&p);
+        let limits = Limits::default();
+        let s = spec_of(&p, &limits);
         assert_eq!(s.direction, Direction::Reverse);
         assert_eq!(s.rate, Rate::BitsPerSec(1e8));
+        // -n without -t: iperf3 sends time 0; the test may take the server's longest.
+        let n = params(&json!({"tcp": true, "time": 0, "num": 1000, "omit": 2}));
+        assert_eq!(n.num, 1000);
+        let s = spec_of(&n, &limits);
+        assert_eq!(s.duration.as_secs_f64(), limits.max_duration_s);
+        assert_eq!(s.omit, Some(Duration::from_secs(2)));
+        // -k: blocks of len; UDP's warm-up is counted (every datagram is).
+        let k = params(&json!({"udp": true, "blockcount": 10, "len": 1000, "omit": 2}));
+        assert_eq!(k.num, 10_000);
+        assert_eq!(spec_of(&k, &limits).omit, None);
+        // A time no clock holds is refused, not a panic.
+        let huge = params(&json!({"tcp": true, "time": u64::MAX, "omit": 1}));
+        assert!(check_limits(&spec_of(&huge, &limits), &limits).is_err());
     }
 }
