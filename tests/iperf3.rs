@@ -407,6 +407,33 @@ fn key_paths(v: &serde_json::Value) -> std::collections::BTreeMap<String, &'stat
 /// A stock `iperf3 -s` for several tests; killed on drop.
 struct Iperf3Daemon(Child, u16);
 
+impl Iperf3Daemon {
+    /// `iperf3 -s` on a free port of 127.0.0.1, for at most `secs`.
+    fn on_loopback(secs: u32) -> Self {
+        let port = free_port();
+        let child = Command::new("timeout")
+            .args([&secs.to_string(), "iperf3", "-s", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 -s");
+        // Listening? (asked of the kernel: a probe connection would be a test to iperf3)
+        let t0 = Instant::now();
+        while !Command::new("ss")
+            .args(["-Hltn", &format!("sport = :{port}")])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("LISTEN"))
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "iperf3 -s did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Iperf3Daemon(child, port)
+    }
+}
+
 impl Drop for Iperf3Daemon {
     fn drop(&mut self) {
         // SIGTERM, which `timeout` passes on to iperf3 (a SIGKILL would orphan it).
@@ -422,18 +449,8 @@ fn json_format_iperf3_has_every_key_path_of_iperf3s_document() {
     if !have_iperf3(test) {
         return;
     }
-    let port = free_port();
-    let daemon = Iperf3Daemon(
-        Command::new("timeout")
-            .args(["120", "iperf3", "-s", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("iperf3 -s"),
-        port,
-    );
+    let daemon = Iperf3Daemon::on_loopback(120);
     let wb = crate::util::ServerProc::start(&["--no-iperf3"]);
-    std::thread::sleep(Duration::from_millis(300));
     let cases: [&[&str]; 6] = [
         &[],
         &["-P", "2"],
@@ -499,17 +516,7 @@ fn iperf3_flags_reach_a_stock_iperf3_server() {
     if !have_iperf3(test) {
         return;
     }
-    let port = free_port();
-    let daemon = Iperf3Daemon(
-        Command::new("timeout")
-            .args(["60", "iperf3", "-s", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("iperf3 -s"),
-        port,
-    );
-    std::thread::sleep(Duration::from_millis(300));
+    let daemon = Iperf3Daemon::on_loopback(60);
     let p = daemon.1.to_string();
     // Without --iperf3: the server answers as iperf3, and the test runs in its dialect.
     let v = run_json(&["client", "127.0.0.1", "-p", &p, "-t", "0.5", "-J"]);
@@ -657,7 +664,18 @@ fn iperf3_daemon_in(lab: &crate::lab::LabGuard, node: &str, addr: &str) -> Iperf
         .stderr(Stdio::null())
         .spawn()
         .expect("iperf3 -s in the lab");
-    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    while !in_node(lab, node)
+        .args(["ss", "-Hltn", &format!("sport = :{port}")])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("LISTEN"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "iperf3 -s did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     Iperf3Daemon(child, port)
 }
 
