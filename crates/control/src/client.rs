@@ -525,18 +525,8 @@ impl Session {
         Ok(())
     }
 
-    /// The local address of data stream `i`: `-B`'s address (or any of the server's
-    /// family) and `--cport + i` (or any port).
     fn local_for(&self, i: usize) -> SocketAddr {
-        let ip = self.bind.unwrap_or(if self.server.is_ipv4() {
-            std::net::Ipv4Addr::UNSPECIFIED.into()
-        } else {
-            std::net::Ipv6Addr::UNSPECIFIED.into()
-        });
-        let port = self.cport.map_or(0, |p| {
-            p.saturating_add(u16::try_from(i).unwrap_or(u16::MAX))
-        });
-        SocketAddr::new(ip, port)
+        stream_local(self.server, self.bind, self.cport, i)
     }
 
     /// What the control connection tells about the test's connections.
@@ -605,6 +595,25 @@ impl Session {
         }
         Ok(out)
     }
+}
+
+/// The local address of data stream `i` (from 0) to `server`: `bind` (`-B`, or any address
+/// of the server's family) and `cport + i` (`--cport`, or any port).
+pub(crate) fn stream_local(
+    server: SocketAddr,
+    bind: Option<std::net::IpAddr>,
+    cport: Option<u16>,
+    i: usize,
+) -> SocketAddr {
+    let ip = bind.unwrap_or(if server.is_ipv4() {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    });
+    let port = cport.map_or(0, |p| {
+        p.saturating_add(u16::try_from(i).unwrap_or(u16::MAX))
+    });
+    SocketAddr::new(ip, port)
 }
 
 /// Adds a data stream's addresses to `facts`; the first socket gives the buffer sizes.

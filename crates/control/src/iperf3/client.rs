@@ -21,7 +21,7 @@ use super::{
     cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
     Results, StreamResult, UDP_HELLO,
 };
-use crate::client::{add_stream, IntervalSample, TestOutcome};
+use crate::client::{add_stream, stream_local, IntervalSample, TestOutcome};
 use crate::messages::StreamReport;
 use crate::server::tick_end;
 use crate::ProtoError;
@@ -369,18 +369,14 @@ impl Iperf3Client {
         }
     }
 
-    /// The local address of stream `id` (from 1): `-B`'s address (or any of the server's
-    /// family) and `--cport + id - 1` (or any port).
+    /// The local address of stream `id` (from 1).
     fn local_for(&self, id: u8) -> SocketAddr {
-        let ip = self.bind.unwrap_or(if self.server.is_ipv4() {
-            std::net::Ipv4Addr::UNSPECIFIED.into()
-        } else {
-            std::net::Ipv6Addr::UNSPECIFIED.into()
-        });
-        let port = self
-            .cport
-            .map_or(0, |p| p.saturating_add(u16::from(id.saturating_sub(1))));
-        SocketAddr::new(ip, port)
+        stream_local(
+            self.server,
+            self.bind,
+            self.cport,
+            usize::from(id.saturating_sub(1)),
+        )
     }
 
     /// The iperf3 server runs on this host (an address of this network namespace): its
