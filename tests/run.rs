@@ -153,6 +153,20 @@ fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
         md.contains("| plan | latency_p50 at 64 B of pingpong (t3) | FAIL |"),
         "{md}"
     );
+    // The verdict banner opens the report: the failed threshold, named, with its figures.
+    let banner = md
+        .lines()
+        .find(|l| l.starts_with("> **"))
+        .expect("a verdict banner");
+    assert!(
+        banner.starts_with("> **FAIL: ") && banner.contains(" tests ran"),
+        "{banner}"
+    );
+    assert!(
+        md.contains("> - FAIL plan: latency_p50 at 64 B of pingpong (t3): "),
+        "{md}"
+    );
+    assert!(md.find("> **FAIL").unwrap() < md.find("## Summary of key findings").unwrap());
     numbers_come_from_results(&md, &results);
     // Re-rendered from results.json alone, the Markdown is the same.
     let again = run(&["report", dir.join("results.json").to_str().unwrap()]);
@@ -292,6 +306,13 @@ fn an_interrupted_run_keeps_what_it_finished() {
         .map(|t| t["status"].as_str().unwrap())
         .collect();
     assert_eq!(status[0], "done");
+    // The test the stop cut short: failed, its partial figures kept and marked.
+    assert_eq!(status[1], "failed");
+    assert_eq!(r["tests"][1]["result"]["interrupted"], true);
+    assert!(r["tests"][1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("interrupted after"));
     assert_eq!(status[2], "not-run");
     assert!(
         r["stopped"].as_str().unwrap().contains("interrupted"),
@@ -300,6 +321,10 @@ fn an_interrupted_run_keeps_what_it_finished() {
     );
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("The run stopped early: interrupted"), "{md}");
+    assert!(
+        md.contains("> **INCOMPLETE: no thresholds set; 1 of 3 tests ran**"),
+        "{md}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

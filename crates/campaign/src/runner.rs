@@ -247,6 +247,16 @@ impl Run<'_> {
             }
         }
         match outcome {
+            // Stopped part-way (Ctrl-C): what it measured is kept, but the test did not run
+            // its course, so no table or threshold counts it.
+            Ok(r) if r.interrupted => {
+                entry.status = TestStatus::Failed;
+                entry.error = Some(format!(
+                    "interrupted after {:.1} s (its partial figures are in results.json)",
+                    entry.duration_s
+                ));
+                entry.result = Some(r);
+            }
             Ok(r) => {
                 entry.status = TestStatus::Done;
                 entry.result = Some(r);
@@ -257,7 +267,7 @@ impl Run<'_> {
             }
         }
         if self.stop.load(Ordering::Relaxed) && entry.status != TestStatus::Done {
-            entry.error = Some("interrupted".into());
+            entry.error.get_or_insert_with(|| "interrupted".into());
             campaign.stopped = Some(format!("interrupted during test {} ({})", entry.id, t.name));
         }
         progress.finished(entry);

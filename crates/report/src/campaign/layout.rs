@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use model::results::campaign::Campaign;
 
+use super::banner::banner;
 use super::charts::charts;
 use super::findings::findings;
 use super::tables;
@@ -25,6 +26,7 @@ pub fn markdown(c: &Campaign) -> String {
         c.plan_file,
         c.target
     );
+    s.push_str(&banner(c).markdown(c.tests.len()));
     if !c.metadata.is_empty() {
         s.push_str("| | |\n|---|---|\n");
         for (k, v) in &c.metadata {
@@ -92,7 +94,10 @@ const STYLE: &str =
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}\
 th,td{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}\
 td.r,th.r{text-align:right}td.l,th.l{text-align:left}.fail{color:#b00}\
-figure{margin:1em 0}code{font-size:12px}";
+figure{margin:1em 0}code{font-size:12px}\
+.verdict{border:2px solid;border-radius:4px;padding:.2em 1em;margin:1em 0}\
+.pass-box{border-color:#2a7;background:#effaf3}.fail-box{border-color:#b00;background:#fdf0f0}\
+.incomplete-box{border-color:#c80;background:#fdf7ea}";
 
 /// The report as one self-contained HTML file (inline style and SVG, no scripts, nothing
 /// fetched).
@@ -112,6 +117,7 @@ pub fn html(c: &Campaign) -> String {
         html_escape(&c.plan_file),
         html_escape(&c.target)
     );
+    s.push_str(&banner(c).html(c.tests.len()));
     if !c.metadata.is_empty() {
         s.push_str("<table><tbody>");
         for (k, v) in &c.metadata {

@@ -1,5 +1,6 @@
 //! The campaign report (`wirebench run`, `wirebench report`): the sections of a benchmark
-//! report built from a [`Campaign`] alone, laid out as Markdown ([`markdown`]), as one
+//! report built from a [`Campaign`] alone, opened by a verdict banner (PASS, FAIL or
+//! INCOMPLETE), laid out as Markdown ([`markdown`]), as one
 //! self-contained HTML file with inline SVG charts ([`html`], [`charts`]), and as one CSV
 //! per table ([`csv_tables`]); and two runs side by side ([`compare_rows`], with the
 //! interface facts that differ: [`interface_differences`]).
@@ -9,6 +10,7 @@
 //! generator limited is marked so. The tables are built once ([`tables`]) and laid out
 //! three ways, so the formats cannot disagree.
 
+mod banner;
 mod charts;
 mod compare;
 mod findings;
