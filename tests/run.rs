@@ -392,8 +392,8 @@ fn demo_writes_the_whole_report() {
     let mut charts = vec![
         "throughput against offered load",
         "latency by frame size",
-        "latency CDF",
-        "round-trip CDF",
+        "latency by percentile",
+        "round-trip latency by percentile",
     ];
     if root {
         sections.extend([

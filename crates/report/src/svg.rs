@@ -168,6 +168,93 @@ pub fn lines(
     s
 }
 
+/// Where percentile `p` (0..=100) sits on a percentile plot's x axis: the number of nines,
+/// log10(1 / (1 − p/100)), so 90 %, 99 %, 99.9 % and 99.99 % are evenly spaced; 100 % (the
+/// maximum) sits at [`PERCENTILE_NINES`].
+pub fn percentile_x(p: f64) -> f64 {
+    let rest = 1.0 - p / 100.0;
+    if rest <= 10f64.powf(-PERCENTILE_NINES) {
+        PERCENTILE_NINES
+    } else {
+        (1.0 / rest).log10()
+    }
+}
+
+/// The nines a percentile plot shows: up to 99.999 %.
+pub const PERCENTILE_NINES: f64 = 5.0;
+
+/// An HDR-style percentile plot: one line per series (name, points (percentile 0..=100,
+/// value)), the x axis in nines (0 %, 90 %, 99 %, ... 99.999 %) so the tail gets the room
+/// the bulk gets, the y axis from 0. Every point tells its percentile and value on hover
+/// (SVG `<title>`).
+pub fn percentiles(
+    title: &str,
+    y_label: &str,
+    unit: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> String {
+    let ymax = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
+        .fold(0f64, f64::max);
+    let (y_max, y_step) = nice(ymax);
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let px = |p: f64| LEFT + percentile_x(p) / PERCENTILE_NINES * plot_w;
+    let py = |y: f64| TOP + plot_h - y / y_max * plot_h;
+    let mut s = frame(title, "percentile", y_label);
+    y_axis(&mut s, y_max, y_step);
+    for (nines, l) in ["0 %", "90 %", "99 %", "99.9 %", "99.99 %", "99.999 %"]
+        .iter()
+        .enumerate()
+    {
+        let x = LEFT + nines as f64 / PERCENTILE_NINES * plot_w;
+        // The last label ends at its tick, inside the picture.
+        let anchor = if nines == 5 { "end" } else { "middle" };
+        let _ = write!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{yb}\" stroke=\"#eee\"/>\
+<text x=\"{x:.1}\" y=\"{ty:.1}\" text-anchor=\"{anchor}\" font-size=\"10\" font-family=\"sans-serif\">{l}</text>",
+            yb = TOP + plot_h,
+            ty = H - BOTTOM + 14.0,
+        );
+    }
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = COLOURS[i % COLOURS.len()];
+        let path: Vec<String> = pts
+            .iter()
+            .map(|&(p, y)| format!("{:.1},{:.1}", px(p), py(y)))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
+            path.join(" ")
+        );
+        for &(p, y) in pts {
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{c}\"><title>{}: p{} {} {}</title></circle>",
+                px(p),
+                py(y),
+                esc(name),
+                label_percent(p),
+                label(y),
+                esc(unit)
+            );
+        }
+    }
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    legend(&mut s, &names);
+    s.push_str("</svg>");
+    s
+}
+
+/// A percentile as people write it: `50`, `99.9`, `99.999`.
+fn label_percent(p: f64) -> String {
+    let s = format!("{p:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// A line chart over categories (block sizes, frame sizes) spaced evenly along x: one line
 /// per series (name, a value per category); `None` is not measured, and the line joins the
 /// values on either side of it. The y axis starts at 0.
@@ -337,6 +424,21 @@ pub fn heatmap(
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn percentile_plot_spaces_the_nines_evenly_and_titles_every_point() {
+        assert_eq!(percentile_x(0.0), 0.0);
+        assert!((percentile_x(90.0) - 1.0).abs() < 1e-9);
+        assert!((percentile_x(99.9) - 3.0).abs() < 1e-9);
+        assert_eq!(percentile_x(100.0), PERCENTILE_NINES);
+        let pts = vec![(50.0, 10.0), (99.0, 20.0), (100.0, 30.0)];
+        let svg = percentiles("t", "us", "us", &[("64 B".into(), pts)]);
+        for l in ["90 %", "99.99 %", "99.999 %"] {
+            assert!(svg.contains(&format!(">{l}</text>")), "{l}");
+        }
+        assert!(svg.contains("<title>64 B: p99 20 us</title>"), "{svg}");
+        assert_eq!(svg.matches("<circle").count(), 3);
+    }
 
     #[test]
     fn absurd_values_still_draw_a_bounded_chart() {

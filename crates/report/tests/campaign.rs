@@ -46,7 +46,7 @@ const TABLES: [&str; 10] = ["tests", "throughput", "sweep", "rfc2544_throughput"
 
 /// The charts of the fixture, in report order.
 #[rustfmt::skip]
-const CHARTS: [&str; 9] = ["FRER per-path loss", "t3: throughput against offered load", "t3: loss against offered load", "t5: frame loss rate", "t5: latency by frame size", "t5: latency CDF", "t9: latency by frame size", "t9: latency CDF", "t10: FRER overhead"];
+const CHARTS: [&str; 9] = ["FRER per-path loss", "t3: throughput against offered load", "t3: loss against offered load", "t5: frame loss rate", "t5: latency by frame size", "t5: latency by percentile", "t9: latency by frame size", "t9: latency by percentile", "t10: FRER overhead"];
 
 #[test]
 fn every_schema_version_loads() {

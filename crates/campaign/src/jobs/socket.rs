@@ -35,7 +35,7 @@ pub fn client(
     let spec = &req.spec;
     spec.validate().map_err(usage)?;
     if req.iperf3 {
-        return iperf3_client(req, &cfg, watch, stop);
+        return iperf3_client(req, &cfg, watch, stop, false);
     }
     let session = match Session::connect(&cfg) {
         // A stock iperf3 on the port: speak its dialect (iperf3 UDP stamps, its results).
@@ -44,8 +44,11 @@ pub fn client(
                 "{} answers as iperf3: running the test in iperf3's dialect",
                 cfg.server
             ));
-            return iperf3_client(req, &cfg, watch, stop).map_err(|e| {
-                e.context("(an `iperf3 -s -1` spends its one test on the probe: give --iperf3)")
+            return iperf3_client(req, &cfg, watch, stop, true).map_err(|e| match e {
+                Error::Failed(m) => Error::Failed(format!(
+                    "{m} (an `iperf3 -s -1` spends its one test on the dialect probe: give --iperf3)"
+                )),
+                other => other,
             });
         }
         r => r.map_err(|e| {
@@ -75,12 +78,13 @@ pub fn client(
 }
 
 /// A throughput test against a stock iperf3 server; the iperf3 server's own figures are
-/// kept beside ours.
+/// kept beside ours. `after_probe`: the server was just found out by the dialect probe.
 fn iperf3_client(
     req: &ClientRequest,
     cfg: &control::client::ClientConfig,
     watch: &mut dyn Watch,
     stop: &Arc<AtomicBool>,
+    after_probe: bool,
 ) -> Result<RunResult, Error> {
     let c = control::iperf3::client::Iperf3Client {
         server: cfg.server,
@@ -93,8 +97,9 @@ fn iperf3_client(
         get_server_output: req.get_server_output,
     };
     let spec = &req.spec;
-    // An iperf3 server closes its port for a moment after a test (or a probe that was not
-    // one): a refused connection is tried again for a second.
+    // An iperf3 server closes its port for a moment after a test (or after our dialect
+    // probe, when it may also reset a connection that came in meanwhile): a refused (or,
+    // after the probe, reset) connection is tried again for a second.
     let mut tries = 0;
     let done = loop {
         let r = c.run(|cur, prev| {
@@ -104,8 +109,14 @@ fn iperf3_client(
         });
         match r {
             Err(control::ProtoError::Io(e))
-                if e.kind() == std::io::ErrorKind::ConnectionRefused && tries < 10 =>
+                if tries < 10
+                    && (e.kind() == std::io::ErrorKind::ConnectionRefused
+                        || (after_probe && e.kind() == std::io::ErrorKind::ConnectionReset)) =>
             {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(control::ProtoError::Closed) if after_probe && tries < 10 => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }

@@ -1,5 +1,5 @@
-//! The charts of the HTML report, as (caption, SVG): round-trip and latency CDFs from the
-//! stored histograms, FRER per-path loss, block-size sweeps, throughput and loss against
+//! The charts of the HTML report, as (caption, SVG): round-trip and latency percentile
+//! plots (HDR style, the x axis in nines) from the stored histograms, FRER per-path loss, block-size sweeps, throughput and loss against
 //! offered load, latency percentiles by frame size, the passed-rate matrix and the FRER
 //! overhead.
 
@@ -17,13 +17,11 @@ type Series = (String, Vec<(f64, f64)>);
 
 // Line charts of one test, as "caption|title|x axis|y axis": captioned `tN: caption`,
 // titled `title (tN)`.
-const ROUND_TRIP_CDF: &str = "round-trip CDF|Round-trip latency CDF|round trip us|% of messages";
 const SWEEP_RATE: &str = "throughput against offered load|Throughput against offered load|offered Mbit/s|achieved Mbit/s";
 const SWEEP_LOSS: &str =
     "loss against offered load|Loss against offered load|offered Mbit/s|loss %";
 const FRAME_LOSS: &str =
     "frame loss rate|Frame loss against offered load|offered load, % of line rate|loss %";
-const LATENCY_CDF: &str = "latency CDF|Latency CDF|latency us|% of frames";
 
 /// The line chart `kind` (see the constants above) of test `id`.
 fn lines(id: &str, kind: &str, series: &[Series]) -> (String, String) {
@@ -34,35 +32,48 @@ fn lines(id: &str, kind: &str, series: &[Series]) -> (String, String) {
     (format!("{id}: {caption}"), svg)
 }
 
-/// CDF series, one per (label, stored histogram): (latency µs, % of samples at or below
-/// it) at fixed percentiles. A label without a histogram, or one that does not decode,
-/// has no series.
-fn cdf_series<'a>(histograms: impl Iterator<Item = (String, Option<&'a str>)>) -> Vec<Series> {
-    const AT: [f64; 12] = [
-        0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0,
-    ];
+/// Percentile series, one per (label, stored histogram): (percentile, latency µs) at
+/// every eighth of a nine from 0 % to 99.999 %, and the maximum, read from the histogram
+/// itself. A label without a histogram, or one that does not decode, has no series.
+fn percentile_series<'a>(
+    histograms: impl Iterator<Item = (String, Option<&'a str>)>,
+) -> Vec<Series> {
+    let steps = (svg::PERCENTILE_NINES * 8.0) as i32;
     histograms
         .filter_map(|(label, text)| {
             let h = LatencyHistogram::from_base64(text?).ok()?;
-            let pts = AT
-                .iter()
-                .filter_map(|p| Some((h.percentile_us(*p)?, *p)))
+            let pts = (0..steps)
+                .map(|k| 100.0 * (1.0 - 10f64.powf(-f64::from(k) / 8.0)))
+                .chain([100.0])
+                .filter_map(|p| Some((p, h.percentile_us(p)?)))
                 .collect();
             Some((label, pts))
         })
         .collect()
 }
 
+/// A percentile plot of test `id` (`what`: "Round-trip latency", "Latency").
+fn percentile_plot(id: &str, what: &str, series: &[Series]) -> (String, String) {
+    let svg = svg::percentiles(
+        &format!("{what} by percentile ({id})"),
+        "latency, us",
+        "us",
+        series,
+    );
+    (format!("{id}: {} by percentile", what.to_lowercase()), svg)
+}
+
 /// The charts the results allow, as (caption, SVG).
 pub fn charts(c: &Campaign) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    // Round-trip CDF of ping-pong latency tests, from their stored histograms.
+    // Round-trip latency of ping-pong tests by percentile, from their stored histograms.
     for (t, r) in done(c) {
         let rows = r.latency.iter().flatten();
-        let series =
-            cdf_series(rows.map(|row| (format!("{} B", row.size), row.histogram.as_deref())));
+        let series = percentile_series(
+            rows.map(|row| (format!("{} B", row.size), row.histogram.as_deref())),
+        );
         if !series.is_empty() {
-            out.push(lines(&t.id, ROUND_TRIP_CDF, &series));
+            out.push(percentile_plot(&t.id, "Round-trip latency", &series));
         }
     }
     out.extend(path_loss(c));
@@ -155,8 +166,8 @@ fn block_sizes(c: &Campaign) -> Option<(String, String)> {
     Some(("block-size sweep".into(), svg))
 }
 
-/// The charts of one test: sweep rate and loss, RFC 2544 loss, latency percentiles and
-/// CDF, the passed-rate matrix, the FRER overhead.
+/// The charts of one test: sweep rate and loss, RFC 2544 loss, latency by frame size and
+/// by percentile, the passed-rate matrix, the FRER overhead.
 fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if let Some(s) = &r.sweep {
@@ -205,14 +216,14 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
                 format!("{id}: latency by frame size"),
                 svg::bars(&title, "us", &cats, &bars),
             ));
-            // Latency CDF from the stored histograms.
+            // Latency by percentile, from the stored histograms.
             let stored = x
                 .latency
                 .iter()
                 .map(|l| (format!("{} B", l.frame_len), l.histogram.as_deref()));
-            let series = cdf_series(stored);
+            let series = percentile_series(stored);
             if !series.is_empty() {
-                out.push(lines(id, LATENCY_CDF, &series));
+                out.push(percentile_plot(id, "Latency", &series));
             }
         }
     }
@@ -256,4 +267,32 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
         out.push((format!("{id}: FRER overhead"), svg));
     }
     out
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn percentiles_come_from_the_stored_histogram() {
+        let mut h = LatencyHistogram::new();
+        for us in 1..=10_000u64 {
+            h.record_ns(us * 1000);
+        }
+        let text = h.to_base64();
+        let series = percentile_series([("a".to_owned(), Some(text.as_str()))].into_iter());
+        let (_, pts) = &series[0];
+        // Every eighth of a nine up to 99.999 %, then the maximum.
+        assert_eq!(pts.len(), 41);
+        assert_eq!(pts[0].0, 0.0);
+        let at = |p: f64| pts.iter().find(|(q, _)| (q - p).abs() < 1e-6).map(|x| x.1);
+        assert_eq!(at(99.0), h.percentile_us(99.0));
+        assert_eq!(at(99.9), h.percentile_us(99.9));
+        assert_eq!(pts.last().map(|x| x.0), Some(100.0));
+        assert!(pts.windows(2).all(|w| w[0].1 <= w[1].1), "rising: {pts:?}");
+        // A label without a histogram, or one that does not decode, has no series.
+        let none =
+            percentile_series([("b".to_owned(), None), ("c".to_owned(), Some("x"))].into_iter());
+        assert!(none.is_empty());
+    }
 }
