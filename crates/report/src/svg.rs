@@ -94,10 +94,45 @@ fn y_axis(s: &mut String, y_max: f64, y_step: f64) {
     }
 }
 
+/// The width a text of `chars` characters takes at `size` px (0.6 em per character, which
+/// sans-serif letters and digits stay within).
+fn text_width(chars: usize, size: f64) -> f64 {
+    chars as f64 * size * 0.6
+}
+
+/// `text` in lines of at most `width` px at `size` px, broken between words, at most `max`
+/// lines (the last one ends in `…` when words are left over).
+fn wrap(text: &str, width: f64, size: f64, max: usize) -> Vec<String> {
+    let fits = |line: &str| text_width(line.chars().count(), size) <= width;
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if fits(&format!("{l} {word}")) => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    if lines.len() > max {
+        lines.truncate(max);
+        if let Some(l) = lines.last_mut() {
+            l.push('…');
+        }
+    }
+    lines
+}
+
+/// Legend entries left to right, each as wide as its name, onto the next row when the
+/// picture's width is used up.
 fn legend(s: &mut String, names: &[&str]) {
+    let (mut x, mut y) = (LEFT + 10.0, TOP + 8.0);
     for (i, n) in names.iter().enumerate() {
-        let x = LEFT + 10.0 + 150.0 * (i % 4) as f64;
-        let y = TOP + 8.0 + 14.0 * (i / 4) as f64;
+        let w = 14.0 + text_width(n.chars().count(), 10.0) + 16.0;
+        if x > LEFT + 10.0 && x + w > W - RIGHT {
+            x = LEFT + 10.0;
+            y += 14.0;
+        }
         let _ = write!(
             s,
             "<rect x=\"{x:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/>\
@@ -108,6 +143,7 @@ fn legend(s: &mut String, names: &[&str]) {
             ty = y + 1.0,
             n = esc(n),
         );
+        x += w;
     }
 }
 
@@ -334,13 +370,16 @@ pub fn bars(
     let bar = (group * 0.8) / series.len().max(1) as f64;
     for (g, cat) in categories.iter().enumerate() {
         let gx = LEFT + group * g as f64 + group * 0.1;
-        let _ = write!(
-            s,
-            "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{c}</text>",
-            x = gx + group * 0.4,
-            y = H - BOTTOM + 14.0,
-            c = esc(cat),
-        );
+        // A label wider than its group goes on up to three lines under it.
+        for (k, line) in wrap(cat, group * 0.95, 10.0, 3).iter().enumerate() {
+            let _ = write!(
+                s,
+                "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{c}</text>",
+                x = gx + group * 0.4,
+                y = H - BOTTOM + 14.0 + 12.0 * k as f64,
+                c = esc(line),
+            );
+        }
         for (i, (_, vals)) in series.iter().enumerate() {
             let Some(v) = vals.get(g).copied().flatten() else {
                 continue;

@@ -546,3 +546,90 @@ mod nic {
         assert!(!same.contains("Interfaces that differ"));
     }
 }
+
+/// A `<text>` of an SVG chart as a box: (left, top, right, bottom, text), its width
+/// estimated at 0.6 em per character (sans-serif digits and letters are narrower), rotated
+/// labels left out.
+fn text_boxes(svg: &str) -> Vec<(f64, f64, f64, f64, String)> {
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[at..].split('"').next()?.to_owned())
+    };
+    let mut out = Vec::new();
+    for piece in svg.split("<text").skip(1) {
+        let Some((tag, rest)) = piece.split_once('>') else {
+            continue;
+        };
+        let text = rest.split("</text>").next().unwrap_or_default().to_owned();
+        if tag.contains("transform=") || text.is_empty() {
+            continue;
+        }
+        let num = |n: &str| attr(tag, n).and_then(|v| v.parse::<f64>().ok());
+        let (Some(x), Some(y), Some(size)) = (num("x"), num("y"), num("font-size")) else {
+            continue;
+        };
+        let chars = text
+            .replace("&amp;", "&")
+            .replace("&lt;", "<")
+            .chars()
+            .count() as f64;
+        let w = chars * size * 0.6;
+        let left = match attr(tag, "text-anchor").as_deref() {
+            Some("middle") => x - w / 2.0,
+            Some("end") => x - w,
+            _ => x,
+        };
+        out.push((left, y - size * 0.8, left + w, y + size * 0.2, text));
+    }
+    out
+}
+
+#[test]
+fn no_chart_text_overlaps_another_or_leaves_the_picture() {
+    let mut charts = report::campaign::charts(&fixture());
+    assert!(!charts.is_empty());
+    // And charts made to crowd: six long legend names, long category labels.
+    let names: Vec<String> = (1..=6)
+        .map(|i| format!("stream {i} of the long-named test group"))
+        .collect();
+    let series: Vec<(String, Vec<(f64, f64)>)> = names
+        .iter()
+        .map(|n| (n.clone(), vec![(0.0, 1.0), (10.0, 2.0)]))
+        .collect();
+    charts.push((
+        "crowded lines".into(),
+        report::svg::lines("t", "x", "y", &series),
+    ));
+    let cats: Vec<String> = (1..=5)
+        .map(|i| format!("UDP round-trip latency p99.{i} under load"))
+        .collect();
+    let bars: Vec<(String, Vec<Option<f64>>)> = names[..2]
+        .iter()
+        .map(|n| (n.clone(), vec![Some(1.0); 5]))
+        .collect();
+    charts.push((
+        "crowded bars".into(),
+        report::svg::bars("t", "y", &cats, &bars),
+    ));
+    for (caption, svg) in &charts {
+        let width: f64 = svg
+            .split("viewBox=\"0 0 ")
+            .nth(1)
+            .and_then(|v| v.split(' ').next())
+            .and_then(|w| w.parse().ok())
+            .expect("a viewBox");
+        let boxes = text_boxes(svg);
+        assert!(boxes.len() > 3, "{caption}: {boxes:?}");
+        for (i, a) in boxes.iter().enumerate() {
+            assert!(
+                a.0 >= 0.0 && a.2 <= width,
+                "{caption}: '{}' leaves the picture",
+                a.4
+            );
+            for b in &boxes[i + 1..] {
+                let apart = a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1;
+                assert!(apart, "{caption}: '{}' overlaps '{}'", a.4, b.4);
+            }
+        }
+    }
+}
