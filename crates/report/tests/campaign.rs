@@ -146,6 +146,25 @@ fn svg_charts_are_stable() {
     assert!(!html.contains("<script"));
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
     assert_eq!(html.matches("<svg").count(), charts.len());
+    // Each chart sits right after the table it illustrates (before the next section).
+    for (caption, section) in [
+        ("t3: throughput against offered load", "sweep"),
+        ("t5: frame loss rate", "loss"),
+        ("t5: latency by percentile", "latency"),
+        ("t10: FRER overhead", "overhead"),
+    ] {
+        let fig = html
+            .find(&format!("<figcaption>{caption}</figcaption>"))
+            .unwrap_or_else(|| panic!("{caption}"));
+        let start = html.find(&format!("<h2 id=\"{section}\">")).expect(section);
+        let next = html[start + 4..]
+            .find("<h2")
+            .map_or(html.len(), |i| start + 4 + i);
+        assert!(
+            start < fig && fig < next,
+            "{caption} is not beside the {section} table"
+        );
+    }
 }
 
 #[test]

@@ -63,6 +63,30 @@ fn percentile_plot(id: &str, what: &str, series: &[Series]) -> (String, String) 
     (format!("{id}: {} by percentile", what.to_lowercase()), svg)
 }
 
+/// Which report section (table name) each kind of chart illustrates, by its caption
+/// (`tN: kind`, or the kind alone for charts over several tests).
+const SECTIONS: [(&str, &str); 10] = [
+    ("throughput against offered load", "sweep"),
+    ("loss against offered load", "sweep"),
+    ("frame loss rate", "loss"),
+    ("latency by frame size", "latency"),
+    ("latency by percentile", "latency"),
+    ("round-trip latency by percentile", "latency"),
+    ("passed-rate matrix", "shaping"),
+    ("FRER overhead", "overhead"),
+    ("FRER per-path loss", "frer_paths"),
+    ("block-size sweep", "blocksize"),
+];
+
+/// The section (table name) a chart of this caption sits beside; `None` for none.
+pub(super) fn section(caption: &str) -> Option<&'static str> {
+    let kind = caption.split_once(": ").map_or(caption, |(_, k)| k);
+    SECTIONS
+        .iter()
+        .find(|(k, _)| *k == kind || *k == caption)
+        .map(|(_, s)| *s)
+}
+
 /// The charts the results allow, as (caption, SVG).
 pub fn charts(c: &Campaign) -> Vec<(String, String)> {
     let mut out = Vec::new();

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use model::results::campaign::Campaign;
 
 use super::banner::banner;
-use super::charts::charts;
+use super::charts::{charts, section};
 use super::findings::findings;
 use super::tables;
 use crate::table::{html_escape, md_escape};
@@ -150,6 +150,15 @@ pub fn html(c: &Campaign) -> String {
         let _ = write!(s, "<li>{item}</li>");
     }
     s.push_str("</ul>\n");
+    // Each chart sits right after the table it illustrates; the others after the tables.
+    let mut charts: Vec<Option<(String, String)>> = charts(c).into_iter().map(Some).collect();
+    let figure = |s: &mut String, (title, svg): (String, String)| {
+        let _ = writeln!(
+            s,
+            "<figure>{svg}<figcaption>{}</figcaption></figure>",
+            html_escape(&title)
+        );
+    };
     for t in tables(c) {
         let _ = writeln!(
             s,
@@ -163,17 +172,20 @@ pub fn html(c: &Campaign) -> String {
         } else {
             s.push_str(&t.html());
             s.push('\n');
+            for slot in charts.iter_mut() {
+                if slot.as_ref().and_then(|(title, _)| section(title)) == Some(t.name) {
+                    if let Some(ch) = slot.take() {
+                        figure(&mut s, ch);
+                    }
+                }
+            }
         }
     }
-    let charts = charts(c);
-    if !charts.is_empty() {
+    let rest: Vec<(String, String)> = charts.into_iter().flatten().collect();
+    if !rest.is_empty() {
         s.push_str("<h2>Charts</h2>\n");
-        for (title, svg) in charts {
-            let _ = writeln!(
-                s,
-                "<figure>{svg}<figcaption>{}</figcaption></figure>",
-                html_escape(&title)
-            );
+        for ch in rest {
+            figure(&mut s, ch);
         }
     }
     s.push_str("<h2>Test details</h2>\n");
