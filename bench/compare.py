@@ -134,30 +134,19 @@ def measure_udp_small(place, wb, secs):
     return out
 
 
-def measure_tcp(place, wb, secs):
+def measure_tcp(place, wb, secs, zerocopy=False):
+    """TCP, one stream; with `zerocopy`, -Z in both (sendfile in each)."""
     out = {}
-    j = iperf3_json(place, ["-t", str(secs), "-A", PIN])
-    out["iperf3"] = j["end"]["sum_received"]["bits_per_second"]
+    z = ["-Z"] if zerocopy else []
+    tag = " -Z" if zerocopy else ""
+    j = iperf3_json(place, ["-t", str(secs), "-A", PIN] + z)
+    out["iperf3" + tag] = j["end"]["sum_received"]["bits_per_second"]
     srv, port = wb_server(place, wb)
     try:
-        v = wb_json(place, [wb, "client", place.addr, "-p", str(port), "-t", str(secs), "-A", PIN])
-        out["wirebench"] = v["summary"]["received_bps"]
-    finally:
-        stop(srv)
-    return out
-
-
-def measure_zerocopy(place, wb, secs):
-    """TCP, one stream, zero copy on both: iperf3 -Z against wirebench -Z (sendfile)."""
-    out = {}
-    j = iperf3_json(place, ["-t", str(secs), "-Z", "-A", PIN])
-    out["iperf3 -Z"] = j["end"]["sum_received"]["bits_per_second"]
-    srv, port = wb_server(place, wb)
-    try:
-        v = wb_json(place, [wb, "client", place.addr, "-p", str(port), "-t", str(secs), "-Z", "-A", PIN])
-        if v.get("backend") != "tcp-sendfile":
+        v = wb_json(place, [wb, "client", place.addr, "-p", str(port), "-t", str(secs), "-A", PIN] + z)
+        if zerocopy and v.get("backend") != "tcp-sendfile":
             raise RuntimeError(f"wirebench -Z did not use sendfile: {v.get('backend')}")
-        out["wirebench -Z"] = v["summary"]["received_bps"]
+        out["wirebench" + tag] = v["summary"]["received_bps"]
     finally:
         stop(srv)
     return out
@@ -253,7 +242,7 @@ def main():
                 for k, v in t.items():
                     print(f"  {k:20s} {v / 1e9:8.2f} Gbit/s   vs iperf3 {ratio(v, t['iperf3'])}")
             if "zerocopy" in only:
-                z = median_of(a.repeat, lambda: measure_zerocopy(p, wb, a.secs))
+                z = median_of(a.repeat, lambda: measure_tcp(p, wb, a.secs, zerocopy=True))
                 print(f"TCP single stream, zero copy (-Z), received (median of {a.repeat}):")
                 for k, v in z.items():
                     print(f"  {k:20s} {v / 1e9:8.2f} Gbit/s   vs iperf3 -Z {ratio(v, z['iperf3 -Z'])}")

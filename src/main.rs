@@ -56,10 +56,11 @@ fn test(c: &Command) -> anyhow::Result<()> {
     match requests::test(c) {
         Some(req) => {
             let req = req?;
+            let layout = layout(c);
             let unit = match c {
                 Command::Client(a) => {
                     // -T and --timestamps decorate text; JSON carries the title inside.
-                    let text = layout(c) == Layout::Text;
+                    let text = layout == Layout::Text;
                     output::configure(
                         a.logfile.as_deref(),
                         a.title.clone().filter(|_| text),
@@ -69,7 +70,7 @@ fn test(c: &Command) -> anyhow::Result<()> {
                 }
                 _ => None,
             };
-            measure::test(&req, layout(c), unit)
+            measure::test(&req, layout, unit)
         }
         None => Err(anyhow::anyhow!("not a test command")),
     }

@@ -27,23 +27,7 @@ impl Iperf3Server {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        // Listening? (asked of the kernel: a probe connection would be iperf3's one test)
-        let t0 = Instant::now();
-        loop {
-            let ss = Command::new("ss")
-                .args(["-Hltn", &format!("sport = :{port}")])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
-            if ss.contains("LISTEN") {
-                break;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "iperf3 -s did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(port, || Command::new("ss"));
         Some(Self { child, port })
     }
 
@@ -52,6 +36,24 @@ impl Iperf3Server {
         let out = self.child.wait_with_output().unwrap();
         serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("iperf3 -J: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// Waits (at most 5 s) until a TCP socket listens on `port`, as `ss` (from `ss()`, which
+/// may enter a namespace) tells: asked of the kernel, because a probe connection would be
+/// a test to iperf3 (and `iperf3 -s -1`'s only one).
+fn wait_listening(port: u16, ss: impl Fn() -> Command) {
+    let t0 = Instant::now();
+    while !ss()
+        .args(["-Hltn", &format!("sport = :{port}")])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("LISTEN"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "iperf3 -s did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -417,19 +419,7 @@ impl Iperf3Daemon {
             .stderr(Stdio::null())
             .spawn()
             .expect("iperf3 -s");
-        // Listening? (asked of the kernel: a probe connection would be a test to iperf3)
-        let t0 = Instant::now();
-        while !Command::new("ss")
-            .args(["-Hltn", &format!("sport = :{port}")])
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("LISTEN"))
-        {
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "iperf3 -s did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(port, || Command::new("ss"));
         Iperf3Daemon(child, port)
     }
 }
@@ -664,18 +654,11 @@ fn iperf3_daemon_in(lab: &crate::lab::LabGuard, node: &str, addr: &str) -> Iperf
         .stderr(Stdio::null())
         .spawn()
         .expect("iperf3 -s in the lab");
-    let t0 = Instant::now();
-    while !in_node(lab, node)
-        .args(["ss", "-Hltn", &format!("sport = :{port}")])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("LISTEN"))
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "iperf3 -s did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_listening(port, || {
+        let mut c = in_node(lab, node);
+        c.arg("ss");
+        c
+    });
     Iperf3Daemon(child, port)
 }
 

@@ -19,6 +19,15 @@ fn params(spec: &TestSpec, cfg: &control::client::ClientConfig) -> serde_json::V
     serde_json::json!({ "server": cfg.server.to_string(), "client_cpu": cfg.cpu, "test": spec })
 }
 
+/// A client test's parameters, with its title (`-T`) when it has one.
+fn client_params(req: &ClientRequest, cfg: &control::client::ClientConfig) -> serde_json::Value {
+    let mut p = params(&req.spec, cfg);
+    if let Some(t) = &req.title {
+        p["title"] = t.as_str().into();
+    }
+    p
+}
+
 /// A throughput test; its interval rows go to `watch` as both sides' figures come in.
 ///
 /// # Errors
@@ -64,10 +73,7 @@ pub fn client(
             prev = Some(s.clone());
         })
         .map_err(|e| Error::from(e).context(format!("test with {} failed", cfg.server)))?;
-    let mut params = params(spec, &cfg);
-    if let Some(t) = &req.title {
-        params["title"] = t.as_str().into();
-    }
+    let params = client_params(req, &cfg);
     let mut r = control::assemble::throughput_result(&outcome, "client", params);
     if req.get_server_output {
         r.notes.push(
@@ -107,16 +113,16 @@ fn iperf3_client(
                 watch.interval(&row);
             }
         });
-        match r {
-            Err(control::ProtoError::Io(e))
-                if tries < 10
-                    && (e.kind() == std::io::ErrorKind::ConnectionRefused
-                        || (after_probe && e.kind() == std::io::ErrorKind::ConnectionReset)) =>
-            {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(100));
+        let again = |e: &control::ProtoError| match e {
+            control::ProtoError::Io(e) => {
+                e.kind() == std::io::ErrorKind::ConnectionRefused
+                    || (after_probe && e.kind() == std::io::ErrorKind::ConnectionReset)
             }
-            Err(control::ProtoError::Closed) if after_probe && tries < 10 => {
+            control::ProtoError::Closed => after_probe,
+            _ => false,
+        };
+        match r {
+            Err(e) if tries < 10 && again(&e) => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
@@ -127,11 +133,8 @@ fn iperf3_client(
             }
         }
     };
-    let mut params = params(&req.spec, cfg);
+    let mut params = client_params(req, cfg);
     params["peer"] = "iperf3".into();
-    if let Some(t) = &req.title {
-        params["title"] = t.as_str().into();
-    }
     let mut r = control::assemble::throughput_result(&done.outcome, "client", params);
     if let Some(c) = r.connection.as_mut() {
         c.server_output = done.server.server_output.clone();

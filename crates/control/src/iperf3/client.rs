@@ -143,15 +143,10 @@ impl Iperf3Client {
         mut on_interval: impl FnMut(&IntervalSample, Option<&IntervalSample>),
     ) -> Result<Iperf3Outcome, ProtoError> {
         // iperf3 takes its warm-up (-O) in whole seconds: both sides use the same.
-        let rounded;
-        let this = if self.spec.omit.is_some_and(|o| o.subsec_nanos() != 0) {
-            let mut c = self.clone();
-            c.spec.omit = c.spec.omit.map(|o| Duration::from_secs(o.as_secs() + 1));
-            rounded = c;
-            &rounded
-        } else {
-            self
-        };
+        let mut this = std::borrow::Cow::Borrowed(self);
+        if let Some(o) = self.spec.omit.filter(|o| o.subsec_nanos() != 0) {
+            this.to_mut().spec.omit = Some(Duration::from_secs(o.as_secs() + 1));
+        }
         this.run_as_asked(&mut on_interval)
     }
 
