@@ -331,6 +331,18 @@ fn intervals_show_each_stream_then_the_sum_and_keep_the_last_partial_one() {
             sum("received_packets"),
             chunk[2]["received_packets"].as_u64().unwrap()
         );
+        // Every row has its latency (one-way on one host) and its loss placed by due time;
+        // the sum's latency holds both streams' samples.
+        for r in chunk {
+            assert_eq!(r["loss_attributed"], true, "{r}");
+            assert_eq!(r["latency"]["kind"], "one-way", "{r}");
+            assert!(
+                f64_at(r, "/latency/p99_us") >= f64_at(r, "/latency/p50_us"),
+                "{r}"
+            );
+        }
+        let count = |r: &serde_json::Value| u64_at(r, "/latency/count");
+        assert_eq!(count(&chunk[0]) + count(&chunk[1]), count(&chunk[2]));
     }
     // The intervals add up to what was sent: the tick at the end waits for the senders.
     // What arrives after it (a queue's tail) is in the totals only, as in iperf3.

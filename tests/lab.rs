@@ -363,10 +363,26 @@ fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
     let v = client_across(
         &lab,
         "198.18.2.1",
-        &["-u", "--pps", "30000", "-l", "100", "-t", "4"],
+        &["-u", "--pps", "30000", "-l", "100", "-t", "4", "-i", "1"],
     );
     let sent = u64_at(&v, "/summary/sent_packets");
     let lost = u64_at(&v, "/summary/lost_packets");
+    // Each interval's loss is the packets due in it that never came: 5 % of what it sent,
+    // never more than it sent, and the intervals add up to the total.
+    let rows = v["intervals"].as_array().expect("intervals");
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    for r in rows {
+        let (l, n) = (u64_at(r, "/lost_packets"), u64_at(r, "/sent_packets"));
+        assert_eq!(r["loss_attributed"], true, "{r}");
+        assert!(within_binomial(l, n, 0.05), "interval loss {l}/{n}: {r}");
+        let lat = &r["latency"];
+        assert!(
+            f64_at(lat, "/p50_us") > 0.0 && f64_at(lat, "/p99_us") >= f64_at(lat, "/p50_us"),
+            "{r}"
+        );
+    }
+    let in_rows: u64 = rows.iter().map(|r| u64_at(r, "/lost_packets")).sum();
+    assert_eq!(in_rows, lost, "{rows:#?}");
     let dups = u64_at(&v, "/summary/duplicate_packets");
     let reordered = u64_at(&v, "/summary/reordered_packets");
     assert!(sent >= 100_000, "{sent} frames");

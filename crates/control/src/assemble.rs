@@ -8,7 +8,8 @@ use engine::live::LiveSnapshot;
 use engine::tcp::{TcpReceiverReport, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::results::{
-    GapStats, IntervalRow, LatencyKind, LatencyUs, RunResult, StreamResult, Summary, TcpState,
+    GapStats, IntervalLatency, IntervalRow, LatencyKind, LatencyUs, RunResult, StreamResult,
+    Summary, TcpState,
 };
 use model::spec::{Protocol, TestSpec};
 use model::stats::histogram::LatencyHistogram;
@@ -278,11 +279,19 @@ pub fn interval_rows(
         let rcv_known = remote_known || sender == Sender::Server;
         let snd_known = remote_known || sender == Sender::Client;
         let pick = |set: Option<&Vec<(u8, LiveSnapshot)>>, id: u8| -> LiveSnapshot {
-            set.and_then(|v| v.iter().find(|(i, _)| *i == id).map(|(_, s)| *s))
+            set.and_then(|v| v.iter().find(|(i, _)| *i == id).map(|(_, s)| s.clone()))
                 .unwrap_or_default()
         };
         let one = ids.len() == 1;
         let row = |stream: Option<u8>, sent: &LiveSnapshot, recv: &LiveSnapshot, jitter_us: f64| {
+            // One-way delays are the receiver's, round trips the sender's echo probes.
+            let latency = if !recv.latency.is_empty() {
+                Some((LatencyKind::OneWay, &recv.latency))
+            } else if !sent.latency.is_empty() {
+                Some((LatencyKind::RoundTrip, &sent.latency))
+            } else {
+                None
+            };
             IntervalRow {
                 start_s: start,
                 end_s: start + len,
@@ -295,6 +304,19 @@ pub fn interval_rows(
                 sent_packets: (udp && snd_known).then_some(sent.counters.sent),
                 received_packets: (udp && rcv_known).then_some(recv.counters.received),
                 lost_packets: (udp && rcv_known).then_some(recv.counters.lost),
+                loss_attributed: false,
+                duplicate_packets: (udp && rcv_known).then_some(recv.counters.duplicates),
+                reordered_packets: (udp && rcv_known).then_some(recv.counters.reordered),
+                latency: latency.and_then(|(kind, b)| {
+                    b.summary().map(|s| IntervalLatency {
+                        kind,
+                        count: s.count,
+                        min_us: s.min_us,
+                        p50_us: s.p50_us,
+                        p99_us: s.p99_us,
+                        max_us: s.max_us,
+                    })
+                }),
                 jitter_us: (udp && rcv_known).then_some(jitter_us),
                 retransmits: (!udp && snd_known).then_some(sent.retransmits),
                 tcp: (!udp && snd_known && !sent.tcp.is_empty() && (stream.is_some() || one))
@@ -317,6 +339,8 @@ pub fn interval_rows(
                 rows.push(row(Some(id), &ds, &dr, dr.jitter_ns as f64 / 1000.0));
             }
             sent.counters = sent.counters.plus(&ds.counters);
+            sent.latency = sent.latency.plus(&ds.latency);
+            recv.latency = recv.latency.plus(&dr.latency);
             sent.bytes += ds.bytes;
             sent.retransmits += ds.retransmits;
             // A direction's TCP state is one stream's (the row is that stream's only then).
@@ -334,6 +358,65 @@ pub fn interval_rows(
         ));
     }
     rows
+}
+
+/// Replaces the noticed loss of finished UDP interval rows by the packets that were due in
+/// each interval and never arrived, from both sides' per-slot counts
+/// ([`model::stats::slots`]). A stream whose counts cannot be matched (an iperf3 peer, no
+/// intervals) keeps the noticed loss; a sum row is replaced only when all its streams are.
+pub fn attribute_loss(rows: &mut [IntervalRow], o: &TestOutcome) {
+    if o.spec.protocol != Protocol::Udp {
+        return;
+    }
+    for (dir, sender) in [("tx", Sender::Client), ("rx", Sender::Server)] {
+        let ids: Vec<u8> = streams::plan(&o.spec)
+            .into_iter()
+            .filter(|(_, w)| *w == sender)
+            .map(|(i, _)| i)
+            .collect();
+        // The rows of one stream: its own with several streams, the sum with one.
+        let own = |r: &IntervalRow, id: u8| {
+            r.direction == dir && (r.stream == Some(id) || (ids.len() == 1 && r.stream.is_none()))
+        };
+        let mut all = !ids.is_empty();
+        let mut per_stream = Vec::new();
+        for &id in &ids {
+            let (Some(StreamReport::UdpTx(tx)), Some(StreamReport::UdpRx(rx))) =
+                (find(o, id, true), find(o, id, false))
+            else {
+                all = false;
+                continue;
+            };
+            let ends: Vec<f64> = rows
+                .iter()
+                .filter(|r| own(r, id))
+                .map(|r| r.end_s)
+                .collect();
+            let lost = tx.first_tx.and_then(|origin| {
+                model::stats::slots::lost_per_interval(&tx.slots, &rx.slots, origin, &ends)
+            });
+            match lost {
+                Some(lost) => per_stream.push((id, lost)),
+                None => all = false,
+            }
+        }
+        for (id, lost) in &per_stream {
+            for (r, n) in rows.iter_mut().filter(|r| own(r, *id)).zip(lost) {
+                r.lost_packets = Some(*n);
+                r.loss_attributed = true;
+            }
+        }
+        if all && ids.len() > 1 {
+            for (k, r) in rows
+                .iter_mut()
+                .filter(|r| r.direction == dir && r.stream.is_none())
+                .enumerate()
+            {
+                r.lost_packets = Some(per_stream.iter().filter_map(|(_, l)| l.get(k)).sum());
+                r.loss_attributed = true;
+            }
+        }
+    }
 }
 
 /// How long a sender's stream ran, seconds (0 for receivers).
@@ -360,6 +443,7 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
         r.intervals.extend(interval_rows(&o.spec, prev, s));
         prev = Some(s);
     }
+    attribute_loss(&mut r.intervals, o);
     let (main, other) = match o.spec.direction {
         model::spec::Direction::Reverse => (sum_rx, None),
         model::spec::Direction::Forward => (sum_tx, None),

@@ -276,11 +276,7 @@ impl Session {
                 "expected the test to be accepted".into(),
             ));
         };
-        let key = TestKey {
-            test_id,
-            token,
-            one_way,
-        };
+        let key = TestKey::new(spec, test_id, token, one_way, interval_ms);
         let plan = streams::plan(spec);
         let mut side = SideRun::new(self.cpu);
         let mut connection = self.connection_facts(test_id);

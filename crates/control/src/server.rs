@@ -447,7 +447,12 @@ fn serve_test(
     let mut side = SideRun::new(spec.server_cpu.map(usize::from));
     let setup = match spec.protocol {
         Protocol::Udp => setup_udp(
-            &mut ctrl, &spec, one_way, test_id, token, local_ip, &plan, &mut side,
+            &mut ctrl,
+            &spec,
+            TestKey::new(&spec, test_id, token, one_way, interval_ms),
+            local_ip,
+            &plan,
+            &mut side,
         ),
         Protocol::Tcp => setup_tcp(&mut ctrl, &spec, test_id, token, local_ip, &plan, &mut side),
     };
@@ -485,13 +490,10 @@ fn serve_test(
     run_control_loop(ctrl, spec, interval_ms, side)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn setup_udp(
     ctrl: &mut TcpStream,
     spec: &TestSpec,
-    one_way: bool,
-    test_id: u16,
-    token: u64,
+    key: TestKey,
     local_ip: IpAddr,
     plan: &[(u8, Sender)],
     side: &mut SideRun,
@@ -509,8 +511,8 @@ fn setup_udp(
     write_msg(
         ctrl,
         &ServerMsg::Accepted {
-            test_id,
-            token,
+            test_id: key.test_id,
+            token: key.token,
             ports,
         },
     )
@@ -521,12 +523,13 @@ fn setup_udp(
         .zip(plan)
         .map(|(s, (id, _))| (s, *id))
         .collect();
-    udp::accept_registrations(&pairs, test_id, token, peer_ip, STREAM_SETUP_TIMEOUT)?;
-    let key = TestKey {
-        test_id,
-        token,
-        one_way,
-    };
+    udp::accept_registrations(
+        &pairs,
+        key.test_id,
+        key.token,
+        peer_ip,
+        STREAM_SETUP_TIMEOUT,
+    )?;
     // Receivers first so that nothing the client sends at once is missed.
     for (s, (id, who)) in socks.iter().zip(plan) {
         if *who == Sender::Client {
@@ -550,6 +553,33 @@ pub(crate) struct TestKey {
     pub(crate) token: u64,
     /// Receivers record one-way latency; otherwise senders send echo probes.
     pub(crate) one_way: bool,
+    /// Both sides count UDP datagrams per slot of this many ns of send time.
+    pub(crate) slot_ns: u64,
+}
+
+impl TestKey {
+    /// The key of a test reporting every `interval_ms` (0: no intervals, no slots).
+    pub(crate) fn new(
+        spec: &TestSpec,
+        test_id: u16,
+        token: u64,
+        one_way: bool,
+        interval_ms: u32,
+    ) -> TestKey {
+        let slot_ns = match interval_ms {
+            0 => 0,
+            ms => model::stats::slots::slot_width(
+                u64::from(ms) * 1_000_000,
+                u64::try_from(spec.total_duration().as_nanos()).unwrap_or(u64::MAX),
+            ),
+        };
+        TestKey {
+            test_id,
+            token,
+            one_way,
+            slot_ns,
+        }
+    }
 }
 
 /// The receiver configuration both sides derive from a request.
@@ -561,6 +591,7 @@ pub(crate) fn udp_recv_config(spec: &TestSpec, key: TestKey, stream_id: u8) -> u
         max_len: spec.len,
         spin: udp::spin_receiver_for(spec.rate.packets_per_sec(spec.len)),
         token: key.token,
+        slot_ns: key.slot_ns,
     }
 }
 
@@ -578,6 +609,7 @@ pub(crate) fn udp_send_config(spec: &TestSpec, key: TestKey, stream_id: u8) -> u
         packets: spec
             .bytes_per_stream
             .map(|b| b.div_ceil(spec.len.max(1) as u64)),
+        slot_ns: key.slot_ns,
     }
 }
 

@@ -2,15 +2,20 @@
 //!
 //! The data thread stores its running totals after each batch with relaxed atomic stores
 //! (one writer, no locks); the controller reads a [`LiveSnapshot`] at every interval tick
-//! and reports the difference to the previous one.
+//! and reports the difference to the previous one. Latency samples go into growing bucket
+//! counts ([`model::stats::buckets`]), published bucket by bucket as they change, so an
+//! interval's latency is a difference too.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use model::stats::buckets::{BucketCounts, LogBuckets, BUCKETS};
 use model::stats::Counters;
 
 /// Running totals of one stream.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LiveCounters {
+    /// Latency samples per bucket (a receiver's one-way delays or a sender's round trips).
+    latency: Box<[AtomicU64]>,
     sent: AtomicU64,
     received: AtomicU64,
     lost: AtomicU64,
@@ -25,6 +30,29 @@ pub struct LiveCounters {
     rtt_us: AtomicU64,
     rttvar_us: AtomicU64,
     pmtu: AtomicU64,
+}
+
+impl Default for LiveCounters {
+    fn default() -> Self {
+        let zero = || AtomicU64::new(0);
+        LiveCounters {
+            latency: (0..BUCKETS).map(|_| zero()).collect(),
+            sent: zero(),
+            received: zero(),
+            lost: zero(),
+            duplicates: zero(),
+            reordered: zero(),
+            late: zero(),
+            bytes: zero(),
+            jitter_ns: zero(),
+            retransmits: zero(),
+            cwnd_bytes: zero(),
+            snd_wnd: zero(),
+            rtt_us: zero(),
+            rttvar_us: zero(),
+            pmtu: zero(),
+        }
+    }
 }
 
 /// A TCP sender's connection state at one moment, from `TCP_INFO` (levels, not counters;
@@ -55,7 +83,7 @@ impl TcpNow {
 /// On the wire (control protocol version 2, [`LiveWire`]) a snapshot carries one `packets`
 /// count, a sender's `sent` or a receiver's `received` (a side keeps the other at 0); a
 /// decoded snapshot has it in both, and a reader takes the one of the snapshot's side.
-#[derive(Debug, Default, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(from = "LiveWire", into = "LiveWire")]
 pub struct LiveSnapshot {
     /// A sender's `sent`; a receiver's `received`, `lost` (numbers not yet seen below the
@@ -69,6 +97,9 @@ pub struct LiveSnapshot {
     pub retransmits: u64,
     /// TCP sender: the connection's state at the last reading.
     pub tcp: TcpNow,
+    /// Latency samples so far per bucket: a receiver's one-way delays, a sender's round
+    /// trips (empty when the stream measures none).
+    pub latency: BucketCounts,
 }
 
 /// The wire form of a [`LiveSnapshot`] (control protocol version 2).
@@ -83,6 +114,8 @@ struct LiveWire {
     retransmits: u64,
     #[serde(default, skip_serializing_if = "TcpNow::is_empty")]
     tcp: TcpNow,
+    #[serde(default, skip_serializing_if = "BucketCounts::is_empty")]
+    latency: BucketCounts,
 }
 
 impl From<LiveSnapshot> for LiveWire {
@@ -97,6 +130,7 @@ impl From<LiveSnapshot> for LiveWire {
             jitter_ns: s.jitter_ns,
             retransmits: s.retransmits,
             tcp: s.tcp,
+            latency: s.latency,
         }
     }
 }
@@ -116,12 +150,24 @@ impl From<LiveWire> for LiveSnapshot {
             jitter_ns: w.jitter_ns,
             retransmits: w.retransmits,
             tcp: w.tcp,
+            latency: w.latency,
         }
     }
 }
 
 impl LiveCounters {
-    /// Publishes new totals (called by the single writer thread).
+    /// Publishes the latency buckets that changed (`touched`, called by the single writer
+    /// thread after [`LogBuckets::record`]).
+    pub fn publish_latency(&self, buckets: &LogBuckets, touched: &[usize]) {
+        for &i in touched {
+            if let Some(cell) = self.latency.get(i) {
+                cell.store(buckets.count(i), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Publishes new totals (called by the single writer thread; the latency buckets go
+    /// through [`LiveCounters::publish_latency`]).
     pub fn publish(&self, s: &LiveSnapshot) {
         let c = &s.counters;
         for (cell, v) in [
@@ -166,13 +212,23 @@ impl LiveCounters {
                 rttvar_us: get(&self.rttvar_us),
                 pmtu: get(&self.pmtu),
             },
+            latency: BucketCounts(
+                self.latency
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| {
+                        let n = get(c);
+                        (n > 0).then_some((i as u8, n))
+                    })
+                    .collect(),
+            ),
         }
     }
 }
 
 impl LiveSnapshot {
-    /// Counter increase since `earlier` (jitter and the TCP state are levels, so the current
-    /// values are kept).
+    /// Counter increase since `earlier`, latency samples included (jitter and the TCP state
+    /// are levels, so the current values are kept).
     pub fn since(&self, earlier: &LiveSnapshot) -> LiveSnapshot {
         LiveSnapshot {
             counters: self.counters.since(&earlier.counters),
@@ -180,6 +236,7 @@ impl LiveSnapshot {
             jitter_ns: self.jitter_ns,
             retransmits: self.retransmits.saturating_sub(earlier.retransmits),
             tcp: self.tcp,
+            latency: self.latency.since(&earlier.latency),
         }
     }
 }
@@ -199,7 +256,32 @@ mod test {
             jitter_ns,
             retransmits: 0,
             tcp: TcpNow::default(),
+            latency: BucketCounts::default(),
         }
+    }
+
+    #[test]
+    fn latency_buckets_are_published_and_differenced() {
+        let c = LiveCounters::default();
+        let mut b = LogBuckets::default();
+        let touched = [b.record(100_000), b.record(100_000)];
+        c.publish_latency(&b, &touched);
+        let first = c.snapshot();
+        assert_eq!(first.latency.total(), 2);
+        let touched = [b.record(3_000_000)];
+        c.publish_latency(&b, &touched);
+        let d = c.snapshot().since(&first);
+        assert_eq!(d.latency.total(), 1);
+        let p50 = d.latency.summary().unwrap().p50_us;
+        assert!((p50 - 3_000.0).abs() < 3_000.0 * 0.061, "{p50}");
+        // On the wire only when there are samples.
+        let v = serde_json::to_value(&d).unwrap();
+        let back: LiveSnapshot = serde_json::from_value(v).unwrap();
+        assert_eq!(back.latency, d.latency);
+        assert!(serde_json::to_value(LiveSnapshot::default())
+            .unwrap()
+            .get("latency")
+            .is_none());
     }
 
     #[test]

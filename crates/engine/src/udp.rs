@@ -26,9 +26,11 @@ use crate::sys::{self, RecvBatch, SendBatch};
 use model::clock::{Clock, UnixNanos};
 use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::spec::{Rate, UdpBackend};
+use model::stats::buckets::LogBuckets;
 use model::stats::histogram::{LatencyHistogram, LatencySummary};
 use model::stats::receiver::StreamReceiver;
 use model::stats::seq::{SeqTracker, DEFAULT_WINDOW};
+use model::stats::slots::TxSlots;
 use model::stats::Counters;
 
 /// Datagrams per `sendmmsg` / `recvmmsg` call.
@@ -67,6 +69,9 @@ pub struct UdpSendConfig {
     pub token: u64,
     /// Datagrams to send before stopping (`-n`, `-k`); `None` sends for the duration.
     pub packets: Option<u64>,
+    /// Count sent datagrams per slot of this many ns of send time (0: do not; see
+    /// [`model::stats::slots`]).
+    pub slot_ns: u64,
 }
 
 /// What a UDP sender did.
@@ -100,6 +105,12 @@ pub struct UdpSenderReport {
     pub backend: String,
     /// Send calls that failed (buffer full, peer gone).
     pub send_errors: u64,
+    /// Datagrams sent per slot of send time.
+    #[serde(default)]
+    pub slots: TxSlots,
+    /// The send time of the first datagram (this sender's clock).
+    #[serde(default)]
+    pub first_tx: Option<UnixNanos>,
 }
 
 /// What a UDP receiver measured.
@@ -137,6 +148,9 @@ pub struct UdpReceiverReport {
     pub cpu_time: Duration,
     /// How long the receiving thread ran (its CPU use is `cpu_time / wall_time`).
     pub wall_time: Duration,
+    /// Unique datagrams received per slot of send time.
+    #[serde(default)]
+    pub slots: TxSlots,
 }
 
 /// Applies the options every data socket gets: buffers, DSCP, receive timestamps.
@@ -387,6 +401,8 @@ pub fn run_sender(
     let mut seq: u64 = 0;
     let mut bytes: u64 = 0;
     let mut send_errors: u64 = 0;
+    let mut slots = TxSlots::new(cfg.slot_ns);
+    let mut first_tx = None;
     let elapsed = pace::drive(&clock, clock.mono(), cfg.duration, stop, |elapsed| {
         let left = cfg.packets.map_or(u64::MAX, |n| n.saturating_sub(seq));
         if left == 0 {
@@ -432,6 +448,8 @@ pub fn run_sender(
             std::thread::yield_now();
         } else {
             pacer.sent(sent, elapsed);
+            slots.record(UnixNanos(now), sent as u64);
+            first_tx.get_or_insert(UnixNanos(now));
             seq += sent as u64;
             bytes += (sent * len) as u64;
             live.publish(&LiveSnapshot {
@@ -444,6 +462,7 @@ pub fn run_sender(
             });
         }
         echo.poll(sock, &clock, elapsed);
+        echo.publish(live);
         Step::Again
     });
     let behind_ratio = if target_pps.is_some() {
@@ -471,6 +490,8 @@ pub fn run_sender(
         cpu_time: sys::thread_cpu_time(),
         backend: backend.result_name().to_owned(),
         send_errors,
+        slots,
+        first_tx,
     }
 }
 
@@ -503,6 +524,9 @@ struct EchoReader {
     answer: [u8; CONTROL_LEN],
     batch: RecvBatch,
     hist: LatencyHistogram,
+    /// The round trips in growing buckets too (latency per interval), and those changed.
+    buckets: LogBuckets,
+    touched: Vec<usize>,
     kernel_ts: bool,
     last_poll: Duration,
 }
@@ -515,8 +539,18 @@ impl EchoReader {
             answer: control_datagram(cfg.test_id, cfg.stream_id, cfg.token, true),
             batch: RecvBatch::new(16, 2048),
             hist: LatencyHistogram::new(),
+            buckets: LogBuckets::default(),
+            touched: Vec::new(),
             kernel_ts: false,
             last_poll: Duration::ZERO,
+        }
+    }
+
+    /// Publishes the round-trip buckets changed since the last call.
+    fn publish(&mut self, live: &LiveCounters) {
+        if !self.touched.is_empty() {
+            live.publish_latency(&self.buckets, &self.touched);
+            self.touched.clear();
         }
     }
 
@@ -556,6 +590,10 @@ impl EchoReader {
                 };
                 if rx.0 >= h.tx_ns {
                     self.hist.record(Duration::from_nanos(rx.0 - h.tx_ns));
+                    let i = self.buckets.record(rx.0 - h.tx_ns);
+                    if !self.touched.contains(&i) {
+                        self.touched.push(i);
+                    }
                 }
             }
             if n < 16 {
@@ -580,6 +618,8 @@ pub struct UdpRecvConfig {
     pub spin: bool,
     /// The test's secret token (answers to repeated CONTROL datagrams carry it).
     pub token: u64,
+    /// Count unique datagrams per slot of this many ns of send time (0: do not).
+    pub slot_ns: u64,
 }
 
 /// Expected packet rates above this make the receiver busy-poll: at such rates it never
@@ -601,7 +641,8 @@ pub fn run_receiver(
     let clock = RealClock::new();
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
     let mut batch = RecvBatch::new(BATCH, cfg.max_len.max(testhdr::HEADER_LEN) + 64);
-    let mut rx = StreamReceiver::with_tracker(SeqTracker::with_origin(DEFAULT_WINDOW, 0));
+    let mut rx = StreamReceiver::with_tracker(SeqTracker::with_origin(DEFAULT_WINDOW, 0))
+        .with_slots(cfg.slot_ns);
     let mut foreign = 0u64;
     let mut echoed = 0u64;
     let mut kernel_ts = false;
@@ -685,6 +726,8 @@ pub fn run_receiver(
             jitter_ns: (s.jitter_us * 1000.0) as u64,
             ..Default::default()
         });
+        let (buckets, touched) = rx.take_latency_changes();
+        live.publish_latency(buckets, &touched);
     }
     let s = rx.snapshot();
     let active = match (s.first_rx, s.last_rx) {
@@ -707,6 +750,7 @@ pub fn run_receiver(
         mode: if cfg.spin { "spin" } else { "blocking" }.to_owned(),
         cpu_time: sys::thread_cpu_time(),
         wall_time: clock.mono().saturating_sub(started),
+        slots: rx.slots().clone(),
     }
 }
 
@@ -903,6 +947,7 @@ mod test {
             max_len: 64,
             spin: false,
             token: TOKEN,
+            slot_ns: 1_000_000,
         }
     }
 

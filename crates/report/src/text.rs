@@ -37,6 +37,14 @@ pub fn interval_line_in(r: &IntervalRow, unit: Option<Fixed>) -> String {
     if let Some(j) = r.jitter_us {
         s.push_str(&format!("  jitter {} us", us(j)));
     }
+    if let Some(l) = &r.latency {
+        s.push_str(&format!("  p50 {} p99 {} us", us(l.p50_us), us(l.p99_us)));
+    }
+    for (n, what) in [(r.duplicate_packets, "dup"), (r.reordered_packets, "reord")] {
+        if let Some(n) = n.filter(|n| *n > 0) {
+            s.push_str(&format!("  {what} {n}"));
+        }
+    }
     if let Some(rt) = r.retransmits {
         s.push_str(&format!("  retr {rt}"));
     }
@@ -919,11 +927,26 @@ mod test {
             sent_packets: Some(42_459),
             received_packets: Some(42_391),
             lost_packets: Some(68),
+            loss_attributed: true,
+            duplicate_packets: Some(2),
+            reordered_packets: Some(0),
+            latency: Some(model::results::IntervalLatency {
+                kind: model::results::LatencyKind::OneWay,
+                count: 42_391,
+                min_us: 10.0,
+                p50_us: 21.0,
+                p99_us: 95.5,
+                max_us: 300.0,
+            }),
             jitter_us: Some(3.125),
             retransmits: None,
             tcp: None,
         };
         let l = interval_line(&r);
+        assert!(
+            l.contains("p50 21.0 p99 95.5 us  dup 2") && !l.contains("reord"),
+            "{l}"
+        );
         assert!(
             l.contains("sent   62.50 MB  500.00 Mbit/s") && l.contains("received  499.20 Mbit/s"),
             "{l}"

@@ -328,6 +328,23 @@ pub struct StreamResult {
     pub latency_histogram: Option<String>,
 }
 
+/// Latency of one interval (µs), from bucket counts (see [`IntervalRow::latency`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalLatency {
+    /// `one-way` or `round-trip`.
+    pub kind: LatencyKind,
+    /// Samples.
+    pub count: u64,
+    /// Lowest.
+    pub min_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// Highest.
+    pub max_us: f64,
+}
+
 /// One interval line (`-i`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntervalRow {
@@ -357,9 +374,24 @@ pub struct IntervalRow {
     /// UDP: unique packets received.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub received_packets: Option<u64>,
-    /// UDP: newly missing sequence numbers.
+    /// UDP: packets lost. In a finished test's result, the packets that were due (sent) in
+    /// this interval and never arrived (`loss_attributed`); while a test runs, and where the
+    /// two sides' counts cannot be matched, the sequence numbers found missing in it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lost_packets: Option<u64>,
+    /// UDP: `lost_packets` counts the packets due in this interval (not the gaps noticed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub loss_attributed: bool,
+    /// UDP: extra copies received in the interval (RFC 5560).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_packets: Option<u64>,
+    /// UDP: packets received after a higher sequence number (RFC 4737).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reordered_packets: Option<u64>,
+    /// UDP: latency of the packets received in the interval (one-way or round-trip as in
+    /// the summary), read from 1/8-octave buckets: within ±6.1 %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<IntervalLatency>,
     /// UDP: jitter at the interval's end, µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_us: Option<f64>,

@@ -5,6 +5,8 @@
 //! - [`jitter`]: RFC 3550 §6.4.1 interarrival jitter;
 //! - [`histogram`]: the HDR latency histogram (ns, 1 ns ..= 100 s, 3 digits), its report summary
 //!   and its base64 V2 + deflate encoding for results files;
+//! - [`buckets`]: a coarse latency histogram whose readings subtract (latency per interval);
+//! - [`slots`]: packets counted by send time, to place a loss in the interval it was due;
 //! - [`receiver`]: one receive stream's accumulator combining the three, with cheap snapshots;
 //! - [`table`]: many streams interleaved on one receiver, told apart by their test header;
 //! - [`paths`]: one stream's copies over redundant (FRER) paths: per path and merged.
@@ -12,12 +14,14 @@
 //! What this module does not do: read sockets or clocks, parse packets, or decide verdicts
 //! (RFC 2544 pass/fail and SLA checks live in the method crate).
 
+pub mod buckets;
 pub mod counters;
 pub mod histogram;
 pub mod jitter;
 pub mod paths;
 pub mod receiver;
 pub mod seq;
+pub mod slots;
 pub mod table;
 
 pub use counters::Counters;

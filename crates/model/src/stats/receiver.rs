@@ -12,6 +12,10 @@
 //!   inter-arrival gap histogram `rx − previous rx`, which shows how the sender's pacing looks
 //!   where it lands, and the first/last receive times.
 //!
+//! - for accepted packets: the count per slot of sender time ([`TxSlots`], when given a slot
+//!   width), to place losses in the interval they were due; and the one-way delay in the
+//!   growing [`LogBuckets`] too, whose readings give the latency per interval.
+//!
 //! [`StreamReceiver::snapshot`] copies the plain counters (no histogram) so a reporter can take
 //! one every interval cheaply.
 //!
@@ -22,10 +26,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::UnixNanos;
+use crate::stats::buckets::LogBuckets;
 use crate::stats::counters::Counters;
 use crate::stats::histogram::LatencyHistogram;
 use crate::stats::jitter::Rfc3550Jitter;
 use crate::stats::seq::{Arrival, SeqTracker};
+use crate::stats::slots::TxSlots;
 
 /// Plain counters of one receive stream at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -54,6 +60,10 @@ pub struct StreamReceiver {
     bytes: u64,
     jitter: Rfc3550Jitter,
     one_way: LatencyHistogram,
+    buckets: LogBuckets,
+    /// Buckets changed since the last [`StreamReceiver::take_latency_changes`], one bit each.
+    touched: [u64; 4],
+    slots: TxSlots,
     inter_arrival: LatencyHistogram,
     clock_skew_samples: u64,
     first_rx: Option<UnixNanos>,
@@ -75,11 +85,20 @@ impl StreamReceiver {
             bytes: 0,
             jitter: Rfc3550Jitter::new(),
             one_way: LatencyHistogram::new(),
+            buckets: LogBuckets::default(),
+            touched: [0; 4],
+            slots: TxSlots::new(0),
             inter_arrival: LatencyHistogram::new(),
             clock_skew_samples: 0,
             first_rx: None,
             last_rx: None,
         }
+    }
+
+    /// Counts accepted packets per slot of `width_ns` of sender time (see [`TxSlots`]).
+    pub fn with_slots(mut self, width_ns: u64) -> StreamReceiver {
+        self.slots = TxSlots::new(width_ns);
+        self
     }
 
     /// Accounts for one arriving packet, in arrival order.
@@ -110,9 +129,15 @@ impl StreamReceiver {
                 .saturating_add(u64::try_from(bytes).unwrap_or(u64::MAX));
             // RFC 3550 §6.4.1: every packet, in arrival order (first copies only).
             self.jitter.on_packet(tx, rx);
+            self.slots.record(tx, 1);
             if one_way {
                 match rx.checked_sub(tx) {
-                    Some(delay) => self.one_way.record(delay),
+                    Some(delay) => {
+                        self.one_way.record(delay);
+                        let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+                        let i = self.buckets.record(ns);
+                        self.touched[i / 64] |= 1 << (i % 64);
+                    }
                     None => self.clock_skew_samples += 1,
                 }
             }
@@ -151,6 +176,21 @@ impl StreamReceiver {
     /// One-way latency (`rx − tx`, ns) of accepted packets received with `one_way = true`.
     pub fn latency(&self) -> &LatencyHistogram {
         &self.one_way
+    }
+
+    /// The one-way delays so far in growing buckets, and the buckets changed since the last
+    /// call (for a publisher that stores only those).
+    pub fn take_latency_changes(&mut self) -> (&LogBuckets, Vec<usize>) {
+        let bits = std::mem::take(&mut self.touched);
+        let changed = (0..256)
+            .filter(|i| bits[i / 64] & (1 << (i % 64)) != 0)
+            .collect();
+        (&self.buckets, changed)
+    }
+
+    /// Accepted packets per slot of sender time (empty without [`Self::with_slots`]).
+    pub fn slots(&self) -> &TxSlots {
+        &self.slots
     }
 
     /// Gaps between consecutive arrivals (ns), over all arrivals.
@@ -260,6 +300,11 @@ mod tests {
         // Inter-arrival gaps over all 9 arrivals: 8 gaps (100, 200, 10, 10, 0, 185, 9400, 10 µs)
         // including the duplicate and the late one; the receive time that went backwards
         // gives a 0 gap.
+        // The same one-way samples in the growing buckets, handed out once.
+        let (b, touched) = rx.take_latency_changes();
+        assert_eq!((b.reading().total(), touched.len()), (5, 2)); // 50 and 160 µs
+        assert!(rx.take_latency_changes().1.is_empty());
+
         let ia = rx.gaps();
         assert_eq!(ia.len(), 8);
         assert_eq!(ia.min_ns(), Some(0));
@@ -274,6 +319,17 @@ mod tests {
         assert!((rx.jitter().jitter_ns() - j).abs() < 1e-6);
         assert!((s.jitter_us - j / 1_000.0).abs() < 1e-9);
         assert_eq!(clock.mono(), Duration::from_micros(10_060));
+    }
+
+    #[test]
+    fn accepted_packets_are_counted_by_send_time() {
+        let mut rx = StreamReceiver::new(64).with_slots(1_000_000);
+        let ms = |m: u64| UnixNanos(1_000_000 * m);
+        rx.on_packet(0, ms(0), ms(1), 10, false);
+        rx.on_packet(0, ms(0), ms(2), 10, false); // duplicate: not counted again
+        rx.on_packet(2, ms(2), ms(3), 10, false);
+        assert_eq!(rx.slots().counts, vec![1, 0, 1]);
+        assert!(StreamReceiver::new(64).slots().counts.is_empty());
     }
 
     #[test]
