@@ -37,6 +37,7 @@ fn layout(c: &Command) -> Layout {
         Command::Sweep(a) => a.target.json,
         Command::Blocksize(a) => a.target.json,
         Command::Latency(a) => a.target.json,
+        Command::Rrul(a) => a.target.json,
         Command::Rfc2544(a) => a.json,
         Command::Streams(a) => a.json,
         Command::Shaping(a) => a.json,

@@ -1,5 +1,5 @@
 //! The commands that measure once and print one result document: the tests a plan can
-//! hold (`client`, `sweep`, `blocksize`, `latency`, `rfc2544`, `streams`, `shaping`,
+//! hold (`client`, `sweep`, `blocksize`, `latency`, `rrul`, `rfc2544`, `streams`, `shaping`,
 //! `frer compare`, `nicmatrix`), and `gen`, `frer analyze` and `frer stats`. The campaign's jobs do the
 //! work; this prints what they return.
 
@@ -31,6 +31,7 @@ fn text(req: &TestRequest, r: &RunResult, unit: Option<model::units::Fixed>) -> 
         TestRequest::Latency(_) => {
             with_facts(r.latency.as_deref().map(text::latency)) + &text::verdicts(r)
         }
+        TestRequest::Rrul(_) => text::rrul(r),
         TestRequest::Rfc2544(_) => text::rfc2544(r),
         TestRequest::Streams(_) => text::profile(r),
         TestRequest::Shaping(_) => text::shaping(r),
@@ -81,11 +82,11 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
         TestRequest::FrerCompare(_) | TestRequest::Shaping(_) | TestRequest::NicMatrix(_) => {
             stop_on_signals()?
         }
-        TestRequest::Client(_) => stop_on_signals_twice_exits()?,
+        TestRequest::Client(_) | TestRequest::Rrul(_) => stop_on_signals_twice_exits()?,
         _ => never(),
     };
     let r = jobs::run(req, &mut watch, &stop)?;
-    if matches!(req, TestRequest::Client(_)) && !json {
+    if matches!(req, TestRequest::Client(_) | TestRequest::Rrul(_)) && !json {
         outln!();
     }
     print_as(&r, layout, |r| text(req, r, unit));

@@ -96,6 +96,17 @@ pub(crate) fn client_across(
     listener_addr: &str,
     args: &[&str],
 ) -> serde_json::Value {
+    command_across(lab, "client", listener_addr, args)
+}
+
+/// `command` (a test against a server) from the talker to a server on the listener at
+/// `listener_addr`, as JSON.
+pub(crate) fn command_across(
+    lab: &LabGuard,
+    command: &str,
+    listener_addr: &str,
+    args: &[&str],
+) -> serde_json::Value {
     let mut server = server_on(lab, "listener", listener_addr);
     let mut argv = vec![
         "lab",
@@ -105,7 +116,7 @@ pub(crate) fn client_across(
         "talker",
         "--",
         bin(),
-        "client",
+        command,
         listener_addr,
     ];
     argv.extend(args);
@@ -291,6 +302,78 @@ fn shaper_holds_the_udp_class_to_its_rate() {
         .and_then(|d| d.parse().ok())
         .unwrap_or(0);
     assert!(row.contains("10Mbit") && dropped > 0, "{row}");
+}
+
+/// flent's RRUL through a 20 Mbit/s shaper class: with a 1000-packet queue (veth's
+/// default txqueuelen) the load adds more than 10x the idle median, with a 20-packet queue
+/// far less; a plain router (no shaper) carries far more.
+#[test]
+fn shaper_queue_length_sets_the_latency_rrul_measures() {
+    if !root_or_skip("shaper_queue_length_sets_the_latency_rrul_measures") {
+        return;
+    }
+    let dir = fresh_path("rrul");
+    let rrul = |lab: &LabGuard| {
+        command_across(
+            lab,
+            "rrul",
+            "198.18.2.1",
+            &["-t", "4", "--idle", "1", "-P", "4"],
+        )
+    };
+    let mut shaped = Vec::new();
+    for (tag, limit) in [("qa", 1000), ("qb", 20)] {
+        let file = dir.join(format!("{tag}.toml"));
+        std::fs::write(
+            &file,
+            format!("[[class]]\nname = \"all\"\nrate = \"20M\"\nlimit = {limit}\n"),
+        )
+        .unwrap();
+        let lab = LabGuard::up_with("shaper", tag, &["--shape", file.to_str().unwrap()]);
+        shaped.push(rrul(&lab));
+    }
+    let lab = LabGuard::up("router", "qc");
+    let plain = rrul(&lab);
+    drop(lab);
+    let p50 = |v: &serde_json::Value, phase: &str| f64_at(v, &format!("/rrul/{phase}/p50"));
+    let (long, short) = (&shaped[0], &shaped[1]);
+    for (name, v) in [
+        ("queue 1000", long),
+        ("queue 20", short),
+        ("router", &plain),
+    ] {
+        eprintln!(
+            "rrul {name}: up {:.1} Mbit/s, down {:.1} Mbit/s, idle p50 {:.0} us, loaded p50 {:.0} us p99 {:.0} us",
+            f64_at(v, "/rrul/up_bps") / 1e6,
+            f64_at(v, "/rrul/down_bps") / 1e6,
+            p50(v, "idle"),
+            p50(v, "loaded"),
+            f64_at(v, "/rrul/loaded/p99"),
+        );
+    }
+    for v in [long, short] {
+        // The upload is held to the class rate (payload under 20 Mbit/s of frames).
+        let up = f64_at(v, "/rrul/up_bps");
+        assert!((10e6..20e6).contains(&up), "upload {up}: {v:#}");
+        assert!(u64_at(v, "/rrul/pings_sent") > 500, "{v:#}");
+        assert!(!v["intervals"].as_array().unwrap().is_empty());
+    }
+    assert!(
+        p50(long, "loaded") - p50(long, "idle") > 10.0 * p50(long, "idle"),
+        "a 1000-packet queue: idle {} us, loaded {} us",
+        p50(long, "idle"),
+        p50(long, "loaded")
+    );
+    assert!(
+        p50(short, "loaded") * 4.0 < p50(long, "loaded"),
+        "a 20-packet queue ({} us loaded) should add far less than a 1000-packet one ({} us)",
+        p50(short, "loaded"),
+        p50(long, "loaded")
+    );
+    assert!(
+        f64_at(&plain, "/rrul/up_bps") > 5.0 * f64_at(long, "/rrul/up_bps"),
+        "{plain:#}"
+    );
 }
 
 #[test]

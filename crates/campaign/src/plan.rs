@@ -66,6 +66,8 @@ pub enum Kind {
     Blocksize,
     /// `wirebench latency`.
     Latency,
+    /// `wirebench rrul`.
+    Rrul,
     /// `wirebench rfc2544`.
     Rfc2544,
     /// `wirebench streams`.
@@ -79,7 +81,7 @@ pub enum Kind {
 }
 
 const KINDS: &str =
-    "client, sweep, blocksize, latency, rfc2544, streams, shaping, frer-compare, nicmatrix";
+    "client, sweep, blocksize, latency, rrul, rfc2544, streams, shaping, frer-compare, nicmatrix";
 
 impl Kind {
     fn parse(s: &str) -> Option<Self> {
@@ -88,6 +90,7 @@ impl Kind {
             "sweep" => Self::Sweep,
             "blocksize" => Self::Blocksize,
             "latency" => Self::Latency,
+            "rrul" => Self::Rrul,
             "rfc2544" => Self::Rfc2544,
             "streams" => Self::Streams,
             "shaping" => Self::Shaping,
@@ -104,6 +107,7 @@ impl Kind {
             Self::Sweep => "sweep",
             Self::Blocksize => "blocksize",
             Self::Latency => "latency",
+            Self::Rrul => "rrul",
             Self::Rfc2544 => "rfc2544",
             Self::Streams => "streams",
             Self::Shaping => "shaping",
@@ -115,7 +119,7 @@ impl Kind {
     /// Whether it talks to a `wirebench server` (so in a lab it runs on the talker).
     pub fn needs_server(self, args: &[String]) -> bool {
         match self {
-            Self::Client | Self::Sweep | Self::Blocksize | Self::Latency => true,
+            Self::Client | Self::Sweep | Self::Blocksize | Self::Latency | Self::Rrul => true,
             Self::Rfc2544 => !has_raw_ports(args),
             _ => false,
         }
@@ -443,7 +447,7 @@ impl PlanTest {
             }
         };
         match self.kind {
-            Kind::Client | Kind::Sweep | Kind::Blocksize | Kind::Latency => {
+            Kind::Client | Kind::Sweep | Kind::Blocksize | Kind::Latency | Kind::Rrul => {
                 v.push(self.kind.name().into());
                 v.push(ctx.host.clone());
                 if !has("-p") && !has("--port") {

@@ -133,6 +133,24 @@ pub struct LatencyRequest {
     pub marginal_band: Option<f64>,
 }
 
+/// Latency under load (`rrul`): TCP streams each way and pings, with idle pings before
+/// and after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RrulRequest {
+    /// Where.
+    pub server: Server,
+    /// How long the load runs.
+    pub time: Duration,
+    /// Idle baseline before the load, and again after it.
+    pub idle: Duration,
+    /// TCP streams in each direction.
+    pub streams: u16,
+    /// Pings per second.
+    pub ping_hz: f64,
+    /// Throughput interval (the plot's resolution).
+    pub interval: Duration,
+}
+
 /// The transport of test frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameProto {
@@ -360,6 +378,8 @@ pub enum TestRequest {
     Blocksize(BlocksizeRequest),
     /// `latency`.
     Latency(LatencyRequest),
+    /// `rrul`.
+    Rrul(RrulRequest),
     /// `rfc2544`.
     Rfc2544(Box<Rfc2544Request>),
     /// `streams`.

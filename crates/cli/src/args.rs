@@ -156,6 +156,10 @@ pub enum Command {
     Client(ClientArgs),
     /// UDP ping-pong latency per message size (like sockperf).
     Latency(LatencyArgs),
+    /// Latency under load (flent's RRUL): TCP streams up and down at once with pings at a
+    /// steady rate, and idle pings before and after as the baseline; prints throughput each
+    /// way, idle and loaded round trips and the latency the load added.
+    Rrul(RrulArgs),
     /// UDP rate staircase: loss per target rate and the maximum zero-loss rate.
     Sweep(SweepArgs),
     /// TCP throughput per write size, each direction (like netio).
@@ -987,6 +991,27 @@ pub struct LatencyArgs {
     /// A latency above this share of its limit that still holds it reads MARGINAL.
     #[arg(long, value_parser = units::percent_ratio, requires = "latency_limit")]
     pub marginal_band: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct RrulArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Seconds of load.
+    #[arg(short, long, value_parser = units::seconds, default_value = "10")]
+    pub time: Duration,
+    /// Seconds of idle baseline before the load, and again after it.
+    #[arg(long, value_parser = units::seconds, default_value = "2")]
+    pub idle: Duration,
+    /// TCP streams in each direction.
+    #[arg(short = 'P', long, default_value_t = 4)]
+    pub streams: u16,
+    /// Pings per second (1..=1000).
+    #[arg(long, default_value_t = 100.0)]
+    pub ping_rate: f64,
+    /// Seconds between throughput samples.
+    #[arg(short, long, value_parser = units::seconds, default_value = "0.5")]
+    pub interval: Duration,
 }
 
 #[derive(Debug, Args)]

@@ -8,8 +8,8 @@ use campaign::plan::Commands;
 use campaign::request::{
     AnalyzeRequest, BlocksizeRequest, ClientRequest, Connect, FrameBackend, FrameProto,
     FrameRequest, FrerCompareRequest, GenRequest, IpFamily, LatencyRequest, NicMatrixRequest,
-    Rfc2544Path, Rfc2544Request, Rfc2544Test, Server, ShapingRequest, StreamsRequest, SweepRequest,
-    TestRequest,
+    Rfc2544Path, Rfc2544Request, Rfc2544Test, RrulRequest, Server, ShapingRequest, StreamsRequest,
+    SweepRequest, TestRequest,
 };
 use campaign::Error;
 use clap::Parser as _;
@@ -204,6 +204,18 @@ pub fn latency(a: &cli::LatencyArgs) -> LatencyRequest {
         user_timestamps: a.user_timestamps,
         latency_limits: a.latency_limit.clone(),
         marginal_band: a.marginal_band,
+    }
+}
+
+/// `rrul`.
+pub fn rrul(a: &cli::RrulArgs) -> RrulRequest {
+    RrulRequest {
+        server: server(&a.target),
+        time: a.time,
+        idle: a.idle,
+        streams: a.streams,
+        ping_hz: a.ping_rate,
+        interval: a.interval,
     }
 }
 
@@ -415,6 +427,7 @@ pub fn test(c: &Command) -> Option<Result<TestRequest, Error>> {
         Command::Blocksize(a) => blocksize(a).map(TestRequest::Blocksize),
         Command::NicMatrix(a) => nic_matrix(a).map(|r| TestRequest::NicMatrix(Box::new(r))),
         Command::Latency(a) => Ok(TestRequest::Latency(latency(a))),
+        Command::Rrul(a) => Ok(TestRequest::Rrul(rrul(a))),
         Command::Rfc2544(a) => rfc2544(a).map(|r| TestRequest::Rfc2544(Box::new(r))),
         Command::Streams(a) => streams(a).map(|r| TestRequest::Streams(Box::new(r))),
         Command::Shaping(a) => Ok(TestRequest::Shaping(shaping(a))),

@@ -593,6 +593,52 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Opens an echo socket on the server and sends it a `size`-byte ping every `every`
+    /// for `duration` (see [`udp::run_paced_pings`]), answers stamped by the kernel. A
+    /// stop ends the pings early; what was measured is returned.
+    pub fn run_paced_echo(
+        mut self,
+        size: usize,
+        every: Duration,
+        duration: Duration,
+        wait: Duration,
+    ) -> Result<udp::PacedPings, ProtoError> {
+        let spec = EchoSpec {
+            duration: duration + wait,
+            max_len: size,
+            spin: false,
+        };
+        write_msg(&mut self.ctrl, &ClientMsg::Echo { spec })?;
+        let port = match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
+            ServerMsg::EchoReady { port } => port,
+            _ => return Err(ProtoError::Unexpected("expected echo-ready".into())),
+        };
+        let bind = if self.server.is_ipv4() {
+            "0.0.0.0:0"
+        } else {
+            "[::]:0"
+        };
+        let sock = UdpSocket::bind(bind).map_err(ProtoError::Io)?;
+        sock.connect(SocketAddr::new(self.server.ip(), port))
+            .map_err(ProtoError::Io)?;
+        let _ = engine::sys::enable_rx_timestamps(&sock);
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let stop = self.stop.as_deref().unwrap_or(&never);
+        let out = udp::run_paced_pings(&sock, size, every, duration, wait, stop)
+            .map_err(ProtoError::Io)?;
+        let _ = write_msg(
+            &mut self.ctrl,
+            &ClientMsg::Finish {
+                reports: Vec::new(),
+                early: false,
+                intervals: None,
+            },
+        );
+        Ok(out)
+    }
+}
+
 /// The local address of data stream `i` (from 0) to `server`: `bind` (`-B`, or any address
 /// of the server's family) and `cport + i` (`--cport`, or any port).
 pub(crate) fn stream_local(

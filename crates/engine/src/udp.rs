@@ -898,6 +898,112 @@ pub fn run_ping_pong(
     })
 }
 
+/// One answered ping of [`run_paced_pings`]: when it was sent (this host's clock) and its
+/// round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PingSample {
+    /// Send time.
+    pub tx: UnixNanos,
+    /// Round-trip time, ns.
+    pub rtt_ns: u64,
+}
+
+/// What [`run_paced_pings`] measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PacedPings {
+    /// Pings sent.
+    pub sent: u64,
+    /// Every answer, in arrival order (an answer later than `wait` after the last ping is
+    /// not waited for: that ping counts as lost).
+    pub samples: Vec<PingSample>,
+    /// Answers were stamped by the kernel on arrival.
+    pub kernel_timestamps: bool,
+}
+
+/// Sends a `size`-byte ping every `every` for `duration` (or until `stop`) on a connected
+/// socket to an echo server, without waiting for answers between pings, so a queue that
+/// holds the answers for seconds (bufferbloat) delays them rather than losing them; then
+/// waits up to `wait` for the last answers. Each answer carries its ping's transmit time,
+/// so the round trip needs no matching table. Only the first answer to each ping counts.
+pub fn run_paced_pings(
+    sock: &UdpSocket,
+    size: usize,
+    every: Duration,
+    duration: Duration,
+    wait: Duration,
+    stop: &AtomicBool,
+) -> io::Result<PacedPings> {
+    let clock = RealClock::new();
+    let size = size.max(testhdr::HEADER_LEN);
+    let every = every.max(Duration::from_micros(100));
+    sock.set_read_timeout(Some(Duration::from_millis(1)))?;
+    let mut buf = vec![0u8; size];
+    let mut batch = RecvBatch::new(16, size.max(2048));
+    let head = TestHeaderRepr {
+        flags: TestFlags::ECHO_REQUEST,
+        test_id: 0,
+        stream_id: 0,
+        seq: 0,
+        tx_ns: 0,
+    };
+    emit_header(&head, &mut buf);
+    let mut out = PacedPings::default();
+    let mut seen = SeqTracker::with_origin(DEFAULT_WINDOW, 0);
+    let t0 = clock.mono();
+    let mut next = Duration::ZERO;
+    let mut end = duration;
+    loop {
+        let now = clock.mono().saturating_sub(t0);
+        let sending = now < duration && !stop.load(Ordering::Relaxed);
+        if !sending && end == duration {
+            // Sending is over: the last answers get `wait`.
+            end = now + wait;
+        }
+        if !sending && (now >= end || out.samples.len() as u64 >= out.sent) {
+            break;
+        }
+        if sending && now >= next {
+            testhdr::write_seq_ts(&mut buf, out.sent, clock.wall().0);
+            // A full send buffer loses this ping, as a network would.
+            let _ = sock.send(&buf);
+            out.sent += 1;
+            next += every;
+        }
+        match batch.recv(sock, false) {
+            Ok(n) => {
+                for i in 0..n {
+                    let Some((data, ts)) = batch.get(i) else {
+                        continue;
+                    };
+                    let Some(h) = testhdr::parse_fast(data) else {
+                        continue;
+                    };
+                    if !h.flags.contains(TestFlags::ECHO_REPLY)
+                        || !seen.on_packet(h.seq).is_accepted()
+                    {
+                        continue;
+                    }
+                    let rx = match ts {
+                        Some(t) => {
+                            out.kernel_timestamps = true;
+                            t
+                        }
+                        None => clock.wall(),
+                    };
+                    out.samples.push(PingSample {
+                        tx: UnixNanos(h.tx_ns),
+                        rtt_ns: rx.0.saturating_sub(h.tx_ns),
+                    });
+                }
+            }
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -1062,5 +1168,33 @@ mod test {
         assert_eq!(r.counters.reordered, 1);
         assert_eq!(r.counters.lost, 1, "seq 4 is missing");
         assert_eq!(r.foreign, 2);
+    }
+
+    #[test]
+    fn paced_pings_keep_their_schedule_and_time_each_answer() {
+        let (echo, client) = pair();
+        let stop = Arc::new(AtomicBool::new(false));
+        let peer = client.local_addr().unwrap().ip();
+        let s2 = stop.clone();
+        let echoer = std::thread::spawn(move || run_echo(&echo, peer, 64, false, &s2));
+        let never = AtomicBool::new(false);
+        let out = run_paced_pings(
+            &client,
+            64,
+            Duration::from_millis(10),
+            Duration::from_millis(300),
+            Duration::from_millis(500),
+            &never,
+        )
+        .unwrap();
+        stop.store(true, Ordering::Relaxed);
+        let echoed = echoer.join().unwrap();
+        // 30 pings at 100 Hz (the schedule catches up after a stall), each answered once.
+        assert!((25..=31).contains(&out.sent), "{}", out.sent);
+        assert_eq!(out.samples.len() as u64, out.sent);
+        assert_eq!(echoed, out.sent);
+        // Each answer carries its own ping's send time.
+        assert!(out.samples.windows(2).all(|w| w[0].tx < w[1].tx), "{out:?}");
+        assert!(out.samples.iter().all(|p| p.rtt_ns > 0), "{out:?}");
     }
 }

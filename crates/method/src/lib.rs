@@ -15,7 +15,8 @@
 //!   back-to-back per frame size;
 //! - [`streams`]: multi-stream profiles (SmartBits style) and their table;
 //! - [`shaping`]: the shaper accuracy matrix (passed rate per frame size and bandwidth);
-//! - [`overhead`]: the cost of FRER against a control group.
+//! - [`overhead`]: the cost of FRER against a control group;
+//! - [`rrul`]: latency under load, idle pings against loaded ones.
 //!
 //! What it does not do: no I/O, no clock, no threads, no printing.
 #![warn(missing_docs, unreachable_pub)]
@@ -25,6 +26,7 @@ pub mod blocksize;
 pub mod nicmatrix;
 pub mod overhead;
 pub mod rfc2544;
+pub mod rrul;
 pub mod shaping;
 pub mod streams;
 pub mod sweep;

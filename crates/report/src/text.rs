@@ -296,6 +296,38 @@ pub fn latency(rows: &[LatencyRow]) -> String {
     out
 }
 
+/// Latency under load: throughput each way, idle against loaded round trips, the latency
+/// the load added, the TCP streams' RTT, then the facts.
+pub fn rrul(r: &RunResult) -> String {
+    let Some(x) = &r.rrul else {
+        return facts(r);
+    };
+    let rate = |v: Option<f64>| v.map_or("-".to_owned(), bps);
+    let mut out = format!(
+        "{} TCP streams each way for {:.1} s: upload {}, download {}\n",
+        x.streams,
+        x.load_s,
+        rate(x.up_bps),
+        rate(x.down_bps)
+    );
+    out.push_str(&format!(
+        "pings: {} Hz, {} sent, {} without answer; idle {:.1} s before and after the load\n\n",
+        x.ping_hz, x.pings_sent, x.pings_lost, x.idle_s
+    ));
+    out.push_str(&tables::rrul::phases(x).text());
+    if let Some(v) = x.loaded_over_idle {
+        out.push_str(&format!("loaded median = {v:.1} x the idle median\n"));
+    }
+    if let Some(t) = x.tcp_rtt_us {
+        out.push_str(&format!(
+            "TCP smoothed RTT under load (TCP_INFO, mean over streams): {} us\n",
+            us(t)
+        ));
+    }
+    out.push_str(&facts(r));
+    out
+}
+
 /// One line per verdict: name, pass/MARGINAL/FAIL, detail.
 pub fn verdicts(r: &RunResult) -> String {
     r.verdicts

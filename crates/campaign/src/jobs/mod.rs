@@ -6,6 +6,7 @@ mod frames;
 mod frer;
 mod nic;
 mod rfc2544;
+mod rrul;
 mod socket;
 mod streams;
 
@@ -13,6 +14,7 @@ pub use frames::{analyze, gen};
 pub use frer::{frer_compare, relays};
 pub use nic::nic_matrix;
 pub use rfc2544::rfc2544;
+pub use rrul::rrul;
 pub use socket::{blocksize, client, latency, sweep};
 pub use streams::{shaping, streams};
 
@@ -77,6 +79,7 @@ fn sides(req: &TestRequest) -> Vec<(String, Endpoint)> {
         TestRequest::Sweep(r) => Some(&r.server),
         TestRequest::Blocksize(r) => Some(&r.server),
         TestRequest::Latency(r) => Some(&r.server),
+        TestRequest::Rrul(r) => Some(&r.server),
         TestRequest::Rfc2544(r) => match &r.path {
             Rfc2544Path::Server(s) => Some(s),
             Rfc2544Path::Ports { tx, rx } => {
@@ -115,6 +118,7 @@ fn run_job(
         TestRequest::Sweep(r) => sweep(r, watch, stop),
         TestRequest::Blocksize(r) => blocksize(r, watch, stop),
         TestRequest::Latency(r) => latency(r, stop),
+        TestRequest::Rrul(r) => rrul(r, watch, stop),
         TestRequest::Rfc2544(r) => rfc2544(r, watch, stop),
         TestRequest::Streams(r) => streams(r, watch, stop),
         TestRequest::Shaping(r) => shaping(r, watch, stop),

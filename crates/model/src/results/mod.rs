@@ -57,6 +57,9 @@ pub struct RunResult {
     /// Ping-pong latency per message size.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<Vec<LatencyRow>>,
+    /// Latency under load (`rrul`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrul: Option<rrul::RrulResult>,
     /// RFC 2544 tables.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rfc2544: Option<rfc2544::Rfc2544Report>,
@@ -133,6 +136,7 @@ impl RunResult {
             sweep: None,
             blocksize: None,
             latency: None,
+            rrul: None,
             rfc2544: None,
             profile: None,
             shaping: None,
@@ -641,6 +645,8 @@ impl Verdict {
 }
 
 pub mod rfc2544;
+
+pub mod rrul;
 
 pub mod profile;
 

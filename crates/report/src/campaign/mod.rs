@@ -105,6 +105,7 @@ pub fn tables(c: &Campaign) -> Vec<Table> {
             tables::sweep::report(c),
             tables::rfc2544::throughput_report(c),
             tables::latency::report(c),
+            tables::rrul::report(c),
             tables::rfc2544::loss_report(c),
             tables::profile::report(c),
             tables::shaping::report(c),

@@ -103,26 +103,29 @@ pub fn streams(r: &RunResult) -> (Table, Option<Table>) {
 
 /// The report's throughput table: one row per test with a summary.
 pub fn report(c: &Campaign) -> Option<Table> {
-    let rows = done(c).filter_map(|(t, r)| {
-        let s = r.summary.as_ref()?;
-        let proto = r.params["test"]["protocol"]
-            .as_str()
-            .or_else(|| r.params["protocol"].as_str())
-            .unwrap_or("-");
-        let count = |v: Option<u64>| opt(v, |d| d.to_string());
-        Some(vec![
-            t.id.clone(),
-            t.name.clone(),
-            proto.to_owned(),
-            format!("{:.1}", s.duration_s),
-            opt(s.offered_bps, mbps),
-            opt(s.received_bps, mbps),
-            opt(s.loss_ratio, |l| format!("{:.4}", l * 100.0)),
-            count(s.duplicate_packets),
-            count(s.reordered_packets),
-            opt(s.latency_us.as_ref(), |l| format!("{:.1}", l.p99)),
-            limited(s.generator_limited),
-        ])
-    });
+    // An rrul test's load is in its own table.
+    let rows = done(c)
+        .filter(|(_, r)| r.rrul.is_none())
+        .filter_map(|(t, r)| {
+            let s = r.summary.as_ref()?;
+            let proto = r.params["test"]["protocol"]
+                .as_str()
+                .or_else(|| r.params["protocol"].as_str())
+                .unwrap_or("-");
+            let count = |v: Option<u64>| opt(v, |d| d.to_string());
+            Some(vec![
+                t.id.clone(),
+                t.name.clone(),
+                proto.to_owned(),
+                format!("{:.1}", s.duration_s),
+                opt(s.offered_bps, mbps),
+                opt(s.received_bps, mbps),
+                opt(s.loss_ratio, |l| format!("{:.4}", l * 100.0)),
+                count(s.duplicate_packets),
+                count(s.reordered_packets),
+                opt(s.latency_us.as_ref(), |l| format!("{:.1}", l.p99)),
+                limited(s.generator_limited),
+            ])
+        });
     THROUGHPUT.table(rows.collect())
 }
