@@ -55,7 +55,9 @@ fn label(v: f64) -> String {
     } else if v.abs() >= 1.0 {
         format!("{v:.1}")
     } else {
-        format!("{v:.3}")
+        // 0.5, not 0.500.
+        let t = format!("{v:.3}");
+        t.trim_end_matches('0').trim_end_matches('.').to_owned()
     }
 }
 
@@ -178,7 +180,7 @@ pub fn lines(
             l = label(v),
         );
     }
-    for (i, (_, pts)) in series.iter().enumerate() {
+    for (i, (name, pts)) in series.iter().enumerate() {
         let c = COLOURS[i % COLOURS.len()];
         let path: Vec<String> = pts
             .iter()
@@ -190,16 +192,130 @@ pub fn lines(
             path.join(" ")
         );
         for &(x, y) in pts {
+            // The value on hover, without script.
             let _ = write!(
                 s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/>",
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}: {} {}, {} {}</title></circle>",
                 px(x),
-                py(y)
+                py(y),
+                esc(name),
+                esc(x_label),
+                label(x),
+                esc(y_label),
+                label(y)
             );
         }
     }
     let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     legend(&mut s, &names);
+    s.push_str("</svg>");
+    s
+}
+
+/// One panel of [`panels`]: its y axis label and series (name, points (x, y)).
+pub type Panel<'a> = (&'a str, Vec<(String, Vec<(f64, f64)>)>);
+
+/// Line charts stacked on one x axis (flent's style: throughput above, latency below), each
+/// panel with its own y axis from 0; every point shows its value on hover.
+pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
+    const PANEL_H: f64 = 170.0;
+    const GAP: f64 = 34.0;
+    let n = panels.len().max(1) as f64;
+    let height = TOP + n * PANEL_H + (n - 1.0) * GAP + BOTTOM;
+    let xmax = panels
+        .iter()
+        .flat_map(|(_, ss)| ss.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)))
+        .fold(0f64, f64::max);
+    let (x_max, x_step) = nice(xmax);
+    let plot_w = W - LEFT - RIGHT;
+    let px = |x: f64| LEFT + x / x_max * plot_w;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {height}\" width=\"{W}\" height=\"{height}\" role=\"img\" aria-label=\"{t}\">\
+<rect width=\"{W}\" height=\"{height}\" fill=\"#fff\"/>\
+<text x=\"{cx}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-family=\"sans-serif\">{t}</text>\
+<text x=\"{cx}\" y=\"{xl}\" text-anchor=\"middle\" font-size=\"12\" font-family=\"sans-serif\">{x}</text>",
+        t = esc(title),
+        cx = LEFT + plot_w / 2.0,
+        xl = height - 8.0,
+        x = esc(x_label),
+    );
+    let mut colour = 0;
+    for (k, (y_label, series)) in panels.iter().enumerate() {
+        let top = TOP + k as f64 * (PANEL_H + GAP);
+        let ymax = series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.1))
+            .fold(0f64, f64::max);
+        let (y_max, y_step) = nice(ymax);
+        let py = |y: f64| top + PANEL_H - y / y_max * PANEL_H;
+        for v in ticks(y_max, y_step) {
+            let y = py(v);
+            let _ = write!(
+                s,
+                "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{x2}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
+<text x=\"{lx}\" y=\"{ty:.1}\" text-anchor=\"end\" font-size=\"10\" font-family=\"sans-serif\">{l}</text>",
+                x2 = W - RIGHT,
+                lx = LEFT - 4.0,
+                ty = y + 3.0,
+                l = label(v),
+            );
+        }
+        let _ = write!(
+            s,
+            "<text transform=\"translate(14 {cy:.1}) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\" font-family=\"sans-serif\">{y}</text>",
+            cy = top + PANEL_H / 2.0,
+            y = esc(y_label),
+        );
+        for v in ticks(x_max, x_step) {
+            let _ = write!(
+                s,
+                "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{l}</text>",
+                x = px(v),
+                y = top + PANEL_H + 14.0,
+                l = label(v),
+            );
+        }
+        // The legend of this panel, at its top right, one entry per line.
+        for (i, (name, pts)) in series.iter().enumerate() {
+            let c = COLOURS[(colour + i) % COLOURS.len()];
+            let path: Vec<String> = pts
+                .iter()
+                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+                .collect();
+            let _ = write!(
+                s,
+                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/>",
+                path.join(" ")
+            );
+            for &(x, y) in pts {
+                let _ = write!(
+                    s,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\" fill=\"{c}\"><title>{}: {} {}, {} {}</title></circle>",
+                    px(x),
+                    py(y),
+                    esc(name),
+                    esc(x_label),
+                    label(x),
+                    esc(y_label),
+                    label(y)
+                );
+            }
+            let w = 14.0 + text_width(name.chars().count(), 10.0);
+            let (lx, ly) = (W - RIGHT - w - 4.0, top + 10.0 + i as f64 * 14.0);
+            let _ = write!(
+                s,
+                "<rect x=\"{lx:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/>\
+<text x=\"{tx:.1}\" y=\"{ty:.1}\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
+                ry = ly - 8.0,
+                tx = lx + 14.0,
+                ty = ly + 1.0,
+                n = esc(name),
+            );
+        }
+        colour += series.len();
+    }
     s.push_str("</svg>");
     s
 }

@@ -42,17 +42,17 @@ fn snapshot(name: &str, actual: &str) {
 
 /// The CSV tables of the fixture, in report order.
 #[rustfmt::skip]
-const TABLES: [&str; 10] = ["tests", "throughput", "sweep", "rfc2544_throughput", "latency", "loss", "overhead", "frer_paths", "compliance", "interfaces"];
+const TABLES: [&str; 11] = ["tests", "throughput", "sweep", "rfc2544_throughput", "latency", "rrul", "loss", "overhead", "frer_paths", "compliance", "interfaces"];
 
 /// The charts of the fixture, in report order.
 #[rustfmt::skip]
-const CHARTS: [&str; 9] = ["FRER per-path loss", "t3: throughput against offered load", "t3: loss against offered load", "t5: frame loss rate", "t5: latency by frame size", "t5: latency by percentile", "t9: latency by frame size", "t9: latency by percentile", "t10: FRER overhead"];
+const CHARTS: [&str; 20] = ["FRER per-path loss", "t1: throughput over time", "t2: throughput over time", "t2: loss over time", "t3: throughput against offered load", "t3: loss against offered load", "t5: frame loss rate", "t5: latency by frame size", "t5: latency by percentile", "t6: throughput over time", "t7: throughput over time", "t7: loss over time", "t9: latency by frame size", "t9: latency by percentile", "t10: FRER overhead", "t11: latency under load", "t11: round trips idle and loaded by percentile", "t12: throughput over time", "t12: latency over time", "t12: loss over time"];
 
 #[test]
 fn every_schema_version_loads() {
     let c = fixture();
     assert_eq!(c.schema, "wirebench.campaign/1");
-    assert_eq!(c.tests.len(), 10);
+    assert_eq!(c.tests.len(), 12);
     assert!(c.tests.iter().all(|t| t.result.is_some()));
     // Refused: other schemas, other documents, garbage.
     for (text, want) in [
@@ -629,6 +629,17 @@ fn no_chart_text_overlaps_another_or_leaves_the_picture() {
     charts.push((
         "crowded bars".into(),
         report::svg::bars("t", "y", &cats, &bars),
+    ));
+    charts.push((
+        "crowded panels".into(),
+        report::svg::panels(
+            "t",
+            "x",
+            &[
+                ("y", series[..3].to_vec()),
+                ("z", series[3..].to_vec()),
+            ],
+        ),
     ));
     for (caption, svg) in &charts {
         let width: f64 = svg

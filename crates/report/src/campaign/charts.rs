@@ -22,6 +22,12 @@ const SWEEP_LOSS: &str =
     "loss against offered load|Loss against offered load|offered Mbit/s|loss %";
 const FRAME_LOSS: &str =
     "frame loss rate|Frame loss against offered load|offered load, % of line rate|loss %";
+const OVER_TIME: &str = "throughput over time|Throughput per stream over time|seconds|Mbit/s";
+const LATENCY_OVER_TIME: &str =
+    "latency over time|Latency percentiles per interval|seconds|latency, us";
+const LOSS_OVER_TIME: &str = "loss over time|Loss per interval|seconds|loss %";
+/// Most ping points an RRUL plot draws (every k-th ping beyond).
+const MAX_PING_POINTS: usize = 600;
 
 /// The line chart `kind` (see the constants above) of test `id`.
 fn lines(id: &str, kind: &str, series: &[Series]) -> (String, String) {
@@ -65,7 +71,12 @@ fn percentile_plot(id: &str, what: &str, series: &[Series]) -> (String, String) 
 
 /// Which report section (table name) each kind of chart illustrates, by its caption
 /// (`tN: kind`, or the kind alone for charts over several tests).
-const SECTIONS: [(&str, &str); 10] = [
+const SECTIONS: [(&str, &str); 15] = [
+    ("throughput over time", "throughput"),
+    ("latency over time", "throughput"),
+    ("loss over time", "throughput"),
+    ("latency under load", "rrul"),
+    ("round trips idle and loaded by percentile", "rrul"),
     ("throughput against offered load", "sweep"),
     ("loss against offered load", "sweep"),
     ("frame loss rate", "loss"),
@@ -272,6 +283,11 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
             svg::heatmap(&title, &rows, &cols, &values),
         ));
     }
+    if let Some(x) = &r.rrul {
+        out.extend(rrul(id, x));
+    } else {
+        out.extend(over_time(id, r));
+    }
     if let Some(f) = &r.frer {
         let cats: Vec<String> = f
             .rows
@@ -289,6 +305,120 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
             format!("FRER overhead against the control group, % ({id}; gains: see the table)");
         let svg = svg::bars(&title, "%", &cats, &[("overhead".into(), over)]);
         out.push((format!("{id}: FRER overhead"), svg));
+    }
+    out
+}
+
+/// A test's interval rows over time: throughput per stream and direction (and their sum
+/// with several streams), and for UDP the latency percentiles and the loss per interval of
+/// each direction. Points sit at the interval's end.
+fn over_time(id: &str, r: &RunResult) -> Vec<(String, String)> {
+    if r.intervals.is_empty() {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
+    for row in &r.intervals {
+        let name = match row.stream {
+            Some(n) => format!("{n} {}", row.direction),
+            None => format!("SUM {}", row.direction),
+        };
+        let y = row.received_bps.unwrap_or(row.sent_bps) / 1e6;
+        match names.iter().position(|n| *n == name) {
+            Some(i) => series[i].1.push((row.end_s, y)),
+            None => {
+                names.push(name.clone());
+                series.push((name, vec![(row.end_s, y)]));
+            }
+        }
+    }
+    let mut out = vec![lines(id, OVER_TIME, &series)];
+    let sums: Vec<&model::results::IntervalRow> =
+        r.intervals.iter().filter(|x| x.stream.is_none()).collect();
+    let dirs: Vec<&str> = {
+        let mut d: Vec<&str> = sums.iter().map(|x| x.direction.as_str()).collect();
+        d.dedup();
+        d.sort_unstable();
+        d.dedup();
+        d
+    };
+    let mut lat: Vec<Series> = Vec::new();
+    let mut loss: Vec<Series> = Vec::new();
+    for dir in dirs {
+        let rows: Vec<_> = sums.iter().filter(|x| x.direction == dir).collect();
+        let pick = |f: fn(&model::results::IntervalLatency) -> f64| -> Vec<(f64, f64)> {
+            rows.iter()
+                .filter_map(|x| x.latency.as_ref().map(|l| (x.end_s, f(l))))
+                .collect()
+        };
+        if rows.iter().any(|x| x.latency.is_some()) {
+            lat.push((format!("p50 {dir}"), pick(|l| l.p50_us)));
+            lat.push((format!("p99 {dir}"), pick(|l| l.p99_us)));
+            lat.push((format!("max {dir}"), pick(|l| l.max_us)));
+        }
+        let lost: Vec<(f64, f64)> = rows
+            .iter()
+            .filter_map(|x| match (x.lost_packets, x.sent_packets) {
+                (Some(l), Some(n)) if n > 0 => Some((x.end_s, l as f64 * 100.0 / n as f64)),
+                _ => None,
+            })
+            .collect();
+        if !lost.is_empty() {
+            // Where the loss was placed: in the interval its packets were due (a finished
+            // wirebench test), or where the gaps were noticed (an iperf3 peer, older results).
+            let how = if rows.iter().all(|x| x.loss_attributed) {
+                "packets due"
+            } else {
+                "gaps noticed"
+            };
+            loss.push((format!("{dir}, {how}"), lost));
+        }
+    }
+    if !lat.is_empty() {
+        out.push(lines(id, LATENCY_OVER_TIME, &lat));
+    }
+    if !loss.is_empty() {
+        out.push(lines(id, LOSS_OVER_TIME, &loss));
+    }
+    out
+}
+
+/// An RRUL test: throughput up and down above the pings' round trips, on one time axis
+/// (flent's plot), with the load's start and end; and the idle and loaded round trips by
+/// percentile.
+fn rrul(id: &str, x: &model::results::rrul::RrulResult) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let up = x.throughput.iter().map(|p| (p.0, p.1 / 1e6)).collect();
+    let down = x.throughput.iter().map(|p| (p.0, p.2 / 1e6)).collect();
+    let every = x.pings.len().div_ceil(MAX_PING_POINTS).max(1);
+    let pings = x
+        .pings
+        .iter()
+        .step_by(every)
+        .map(|p| (p.0, p.1 / 1e3))
+        .collect();
+    let title = format!(
+        "Latency under load ({id}): load from {:.1} s to {:.1} s",
+        x.load_from_s, x.load_to_s
+    );
+    let svg = svg::panels(
+        &title,
+        "seconds",
+        &[
+            ("Mbit/s", vec![("upload".into(), up), ("download".into(), down)]),
+            ("ping round trip, ms", vec![("ping".into(), pings)]),
+        ],
+    );
+    out.push((format!("{id}: latency under load"), svg));
+    let series = percentile_series(
+        [
+            ("idle".to_owned(), x.idle_histogram.as_deref()),
+            ("loaded".to_owned(), x.loaded_histogram.as_deref()),
+        ]
+        .into_iter(),
+    );
+    if !series.is_empty() {
+        out.push(percentile_plot(id, "Round trips idle and loaded", &series));
     }
     out
 }

@@ -26,7 +26,16 @@ pub(super) fn findings(c: &Campaign) -> Vec<String> {
             continue;
         };
         let mut parts: Vec<String> = Vec::new();
-        if let Some(s) = &r.summary {
+        if let Some(x) = &r.rrul {
+            let rate = |v: Option<f64>| v.map_or("-".to_owned(), bps);
+            parts.push(format!("up {}, down {}", rate(x.up_bps), rate(x.down_bps)));
+            if let (Some(i), Some(l)) = (&x.idle, &x.loaded) {
+                parts.push(format!(
+                    "round trip p50 {:.1} us idle, {:.1} us under load",
+                    i.p50, l.p50
+                ));
+            }
+        } else if let Some(s) = &r.summary {
             if let Some(b) = s.received_bps {
                 parts.push(format!("{} received", bps(b)));
             }
