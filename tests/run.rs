@@ -51,6 +51,11 @@ name = "rfc2544"
 kind = "rfc2544"
 args = "--sizes 1518 -t 0.5 --tests throughput,latency --latency-trials 1"
 
+[[test]]
+name = "latency under load"
+kind = "rrul"
+args = "-t 1 --idle 0.3 -P 1 --ping-rate 50"
+
 [[threshold]]
 test = "udp"
 metric = "loss"
@@ -127,7 +132,7 @@ fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("4 of 4 tests done; 1 of 2 thresholds passed"),
+        stdout.contains("5 of 5 tests done; 1 of 2 thresholds passed"),
         "{stdout}"
     );
     for f in [

@@ -635,10 +635,7 @@ fn no_chart_text_overlaps_another_or_leaves_the_picture() {
         report::svg::panels(
             "t",
             "x",
-            &[
-                ("y", series[..3].to_vec()),
-                ("z", series[3..].to_vec()),
-            ],
+            &[("y", series[..3].to_vec()), ("z", series[3..].to_vec())],
         ),
     ));
     for (caption, svg) in &charts {

@@ -405,7 +405,10 @@ fn rrul(id: &str, x: &model::results::rrul::RrulResult) -> Vec<(String, String)>
         &title,
         "seconds",
         &[
-            ("Mbit/s", vec![("upload".into(), up), ("download".into(), down)]),
+            (
+                "Mbit/s",
+                vec![("upload".into(), up), ("download".into(), down)],
+            ),
             ("ping round trip, ms", vec![("ping".into(), pings)]),
         ],
     );

@@ -52,7 +52,8 @@ pub fn report(c: &Campaign) -> Option<Table> {
                 opt(x.added_us.as_ref(), |a| us(a.p99)),
                 opt(x.loaded_over_idle, |v| format!("{v:.1}")),
                 opt(x.tcp_rtt_us, us),
-                format!("{}/{}", x.pings_lost, x.pings_sent),
+                x.pings_sent.to_string(),
+                x.pings_lost.to_string(),
             ]
         },
     )
