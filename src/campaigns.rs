@@ -58,6 +58,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         lab_name: a.name.clone(),
         commands: &commands,
         stop: crate::output::never(),
+        templates: templates(a.template.as_deref())?,
     };
     run.check(&plan)?;
     run.stop = stop_on_signals()?;
@@ -125,12 +126,23 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
         plan,
         out: a.out.clone(),
         name: "demo".into(),
+        template: None,
     })?;
     outln!(
         "demo done: every figure in {} was measured just now on this machine",
         a.out.join("report.html").display()
     );
     Ok(())
+}
+
+/// The report templates: built in, or those of `dir` (`--template`), checked now so that a
+/// mistake shows before a run rather than after it.
+fn templates(dir: Option<&std::path::Path>) -> Result<report::campaign::Templates> {
+    match dir {
+        None => Ok(report::campaign::Templates::builtin()),
+        Some(d) => report::campaign::Templates::from_dir(d)
+            .map_err(|e| usage(format!("--template {}: {e}", d.display()))),
+    }
 }
 
 /// `wirebench report results.json [--format md|html|csv] [--out DIR]`: renders a finished
@@ -140,9 +152,13 @@ pub fn report(a: &ReportArgs) -> Result<()> {
     let text = std::fs::read_to_string(&a.results)
         .map_err(|e| usage(format!("cannot read {shown}: {e}")))?;
     let c = report::campaign::load(&text).map_err(|e| usage(format!("{shown}: {e}")))?;
+    let t = templates(a.template.as_deref())?;
+    let rendered = |r: Result<String, report::campaign::TemplateError>| {
+        r.map_err(|e| anyhow::anyhow!("rendering the report: {e}"))
+    };
     match (a.format.as_str(), &a.out) {
-        ("md", None) => out!("{}", report::campaign::markdown(&c)),
-        ("html", None) => out!("{}", report::campaign::html(&c)),
+        ("md", None) => out!("{}", rendered(t.markdown(&c))?),
+        ("html", None) => out!("{}", rendered(t.html(&c))?),
         ("csv", None) => {
             for (name, csv) in report::campaign::csv_tables(&c) {
                 outln!("# {name}.csv\n{csv}");
@@ -150,7 +166,7 @@ pub fn report(a: &ReportArgs) -> Result<()> {
         }
         (_, Some(dir)) => {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            for f in campaign::runner::write_reports(dir, &c)? {
+            for f in campaign::runner::write_reports(dir, &c, &t)? {
                 outln!("wrote {}", f.display());
             }
         }

@@ -120,3 +120,60 @@ fn a_reader_that_went_away_ends_the_output_quietly() {
         assert_eq!(out.status.code(), Some(0), "wirebench {args:?}");
     }
 }
+
+/// A user's templates render the report (`--template DIR`): text escaped in HTML, a file
+/// the directory lacks stays built in, and a broken template is named with its line.
+#[test]
+fn report_templates_from_a_directory() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/campaign-v1.json");
+    let dir = std::env::temp_dir().join(format!("wb-templates-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_arg = dir.to_str().unwrap();
+    std::fs::write(
+        dir.join("report.html"),
+        "<img alt=\"lab logo\" src=\"data:,\">{{ title }}|{{ 'a<b' }}|{% for t in tests %}{{ t.id }} {% endfor %}\n",
+    )
+    .unwrap();
+    let out = run(&["report", data, "--format", "html", "--template", dir_arg]);
+    let html = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(html.starts_with("<img alt=\"lab logo\""), "{html}");
+    assert!(html.contains("|a&lt;b|t1 t2 "), "{html}");
+    // No report.md in the directory: the built-in one.
+    let md = run(&["report", data, "--template", dir_arg]);
+    let builtin = run(&["report", data]);
+    assert!(md.status.success());
+    assert_eq!(md.stdout, builtin.stdout);
+    // A syntax error, an unknown name, an empty directory: each named, nothing rendered.
+    std::fs::write(
+        dir.join("report.md"),
+        "# {{ title }}\n\n{% for t in tests %}\n{{ t.id }\n",
+    )
+    .unwrap();
+    let bad = run(&["report", data, "--template", dir_arg]);
+    assert_fails(&bad, 2, "template report.md line 4");
+    assert!(bad.stdout.is_empty());
+    std::fs::write(
+        dir.join("report.md"),
+        "# {{ title }}\n{{ no_such_thing }}\n",
+    )
+    .unwrap();
+    assert_fails(
+        &run(&["report", data, "--template", dir_arg]),
+        1,
+        "template report.md line 2: undefined value",
+    );
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    assert_fails(
+        &run(&["report", data, "--template", empty.to_str().unwrap()]),
+        2,
+        "holds neither report.md nor report.html",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use lab::relay::state::{frer_paths, Snapshot};
 use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
 use model::results::Verdict;
+use report::campaign::Templates;
 
 use crate::plan::{Commands, Plan, PlanTest};
 use crate::target::Setup;
@@ -34,15 +35,23 @@ fn write_results(dir: &Path, c: &Campaign) -> Result<(), Error> {
         .map_err(|e| Error::Failed(format!("writing {}: {e}", path.display())))
 }
 
-/// Writes report.md, report.html and one CSV per table into `dir`, atomically each; the
-/// files written.
+/// Writes report.md, report.html (through `templates`) and one CSV per table into `dir`,
+/// atomically each; the files written.
 ///
 /// # Errors
-/// A file that cannot be written.
-pub fn write_reports(dir: &Path, c: &Campaign) -> Result<Vec<PathBuf>, Error> {
+/// A file that cannot be written, or
+/// A template that fails while rendering.
+pub fn write_reports(
+    dir: &Path,
+    c: &Campaign,
+    templates: &Templates,
+) -> Result<Vec<PathBuf>, Error> {
+    let rendered = |r: Result<String, report::campaign::TemplateError>| {
+        r.map_err(|e| Error::Failed(format!("rendering the report: {e}")))
+    };
     let mut files = vec![
-        ("report.md".to_owned(), report::campaign::markdown(c)),
-        ("report.html".to_owned(), report::campaign::html(c)),
+        ("report.md".to_owned(), rendered(templates.markdown(c))?),
+        ("report.html".to_owned(), rendered(templates.html(c))?),
     ];
     for (name, csv) in report::campaign::csv_tables(c) {
         files.push((format!("{name}.csv"), csv));
@@ -101,6 +110,8 @@ pub struct Run<'a> {
     pub commands: &'a dyn Commands,
     /// Set by Ctrl-C: the running test is interrupted and the run stops.
     pub stop: Arc<AtomicBool>,
+    /// What report.md and report.html are rendered with.
+    pub templates: Templates,
 }
 
 /// What a finished (or stopped) run wrote.
@@ -184,7 +195,7 @@ impl Run<'_> {
         campaign.finished_at = Some(engine::env::now_rfc3339());
         campaign.verdicts = verdicts(plan, &campaign);
         write_results(&self.out, &campaign)?;
-        let reports = write_reports(&self.out, &campaign)?;
+        let reports = write_reports(&self.out, &campaign, &self.templates)?;
         Ok(Finished { campaign, reports })
     }
 

@@ -226,6 +226,10 @@ pub struct RunArgs {
     /// Name of the lab a lab target builds (removed at the end).
     #[arg(long, default_value = "run")]
     pub name: String,
+    /// Render report.md and report.html with the minijinja templates of this directory
+    /// (report.md, report.html; a file it lacks stays built in). Checked before the run.
+    #[arg(long, value_name = "DIR")]
+    pub template: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -238,6 +242,10 @@ pub struct ReportArgs {
     /// Write every format into this directory instead.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Render with the minijinja templates of this directory (report.md, report.html; a
+    /// file it lacks stays built in).
+    #[arg(long, value_name = "DIR")]
+    pub template: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -15,10 +15,12 @@ mod charts;
 mod compare;
 mod findings;
 mod layout;
+mod template;
 
 pub use charts::charts;
 pub use compare::{compare_markdown, compare_rows, interface_differences};
 pub use layout::{csv_tables, html, markdown};
+pub use template::{TemplateError, Templates};
 
 use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
 use model::results::RunResult;
