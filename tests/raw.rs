@@ -128,6 +128,20 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
     );
     let v = run_json(&strs(&argv));
     assert_eq!(v["gen"]["received"].as_u64(), Some(500), "{}", v["gen"]);
+    // With -i: 20,000 frames in 2 s at 0.5 s intervals are four rows that add up, each
+    // with its latency and its loss placed where the frames were due.
+    let argv = gen_across(&lab, &["-s", "128", "-r", "10kpps", "-t", "2", "-i", "0.5", "-J"]);
+    let v = run_json(&strs(&argv));
+    let rows = v["intervals"].as_array().expect("intervals");
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    let sum = |k: &str| rows.iter().map(|r| u64_at(r, k)).sum::<u64>();
+    assert_eq!(sum("/sent_packets"), u64_at(&v, "/gen/sent"));
+    assert_eq!(sum("/lost_packets"), u64_at(&v, "/gen/lost"));
+    for r in rows {
+        assert_eq!(r["loss_attributed"], true, "{r}");
+        assert!(u64_at(r, "/sent_packets").abs_diff(5_000) <= 100, "{r}");
+        assert!(f64_at(r, "/latency/p99_us") >= f64_at(r, "/latency/p50_us"), "{r}");
+    }
 }
 
 /// A `shaper` lab with one UDP class of 100 Mbit/s and a 100-packet queue.
@@ -663,5 +677,22 @@ fn streams_of_every_kind_interleave_on_one_port() {
     }
     assert_eq!(rows[1]["frame"], "imix");
     assert_eq!(rows[2]["protocol"], "0x88b5");
+    // Interval rows (every second by default): each stream, then the sum; the stream that
+    // runs from 0.5 s to 1.5 s sends half its frames in each second.
+    let iv = v["intervals"].as_array().expect("intervals");
+    let ids: Vec<_> = iv.iter().map(|r| r["stream"].as_u64()).collect();
+    let one = [Some(1), Some(2), Some(3), Some(4), None];
+    assert_eq!(&ids[..5], one, "{iv:#?}");
+    for r in iv.iter().filter(|r| r["stream"] == 4) {
+        assert!(u64_at(r, "/sent_packets").abs_diff(500) <= 25, "{r}");
+    }
+    let sent: u64 = iv
+        .iter()
+        .filter(|r| r.get("stream").is_none())
+        .map(|r| u64_at(r, "/sent_packets"))
+        .sum();
+    let total: u64 = rows.iter().map(|r| r["sent"].as_u64().unwrap()).sum();
+    assert_eq!(sent, total, "{iv:#?}");
+    assert!(iv.iter().all(|r| r["loss_attributed"] == true), "{iv:#?}");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -294,6 +294,8 @@ pub struct StreamsRequest {
     pub lab: String,
     /// Frame I/O backend for every sender.
     pub backend: FrameBackend,
+    /// Interval rows every this long (`None`: none).
+    pub interval: Option<Duration>,
 }
 
 /// The shaper accuracy matrix (`shaping`).
@@ -352,6 +354,8 @@ pub struct GenRequest {
     pub time: Duration,
     /// The frames.
     pub frame: FrameRequest,
+    /// With a receiving port: interval rows every this long (`None`: none).
+    pub interval: Option<Duration>,
 }
 
 /// Capturing test frames on the paths of a redundant network (`frer analyze`).

@@ -245,6 +245,7 @@ impl Trial for RawTrial {
             load,
             // RFC 2544 §23 waits 2 s for residual frames; on one host 300 ms is plenty.
             drain: Duration::from_millis(300),
+            interval: None,
         };
         let r =
             engine::raw::run_trial(self.tx.as_mut(), Some(self.rx.as_mut()), &spec, &self.stop)?;
@@ -392,6 +393,8 @@ pub struct StreamsRun {
     pub backend: FrameBackend,
     /// Ends the run early.
     pub stop: Arc<AtomicBool>,
+    /// Interval rows every this long (`None`: none).
+    pub interval: Option<Duration>,
 }
 
 /// The server of a stream whose source is `wirebench://HOST[:PORT]`.
@@ -534,6 +537,36 @@ fn server_stream(
     Ok(d)
 }
 
+/// The raw streams' interval rows: every receiver's tick k joined into one, the loss of
+/// each interval placed where its frames were due.
+fn raw_intervals(r: &engine::multi::MultiReport) -> Vec<model::results::IntervalRow> {
+    use model::stats::intervals::{attribute_loss, rows, Tick};
+    let n = r.ticks.iter().map(Vec::len).max().unwrap_or(0);
+    let ticks: Vec<Tick> = (0..n)
+        .map(|k| {
+            let at: Vec<&Tick> = r.ticks.iter().filter_map(|t| t.get(k)).collect();
+            Tick {
+                end: at.iter().map(|t| t.end).max().unwrap_or_default(),
+                streams: at.iter().flat_map(|t| t.streams.iter().cloned()).collect(),
+            }
+        })
+        .collect();
+    let mut out = rows(&ticks);
+    let sent = r
+        .sent
+        .iter()
+        .flatten()
+        .map(|s| (s.stream_id, s.slots.clone()))
+        .collect();
+    let received = r
+        .received
+        .iter()
+        .flat_map(|(table, _)| table.streams().map(|(id, s)| (id, s.slots.clone())))
+        .collect();
+    attribute_loss(&mut out, &sent, &received, r.t0_wall);
+    out
+}
+
 impl StreamsTrial for StreamsRun {
     type Error = Error;
 
@@ -556,6 +589,10 @@ impl StreamsTrial for StreamsRun {
             }
         }
         let mut groups: Vec<Vec<StreamTx>> = sources.iter().map(|_| Vec::new()).collect();
+        let slot_ns = self.interval.map_or(0, |i| {
+            let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            model::stats::slots::slot_width(ns(i), ns(Duration::from_secs_f64(profile.duration)))
+        });
         for (i, s) in profile.streams.iter().enumerate() {
             if server_of(&s.source).is_some() {
                 continue;
@@ -580,6 +617,8 @@ impl StreamsTrial for StreamsRun {
                 pps: s.fps(line),
                 start: Duration::from_secs_f64(s.start),
                 stop: Duration::from_secs_f64(s.stop),
+                live: Arc::default(),
+                slot_ns,
             });
         }
         let max_len = profile
@@ -605,7 +644,10 @@ impl StreamsTrial for StreamsRun {
                 .map(|(i, _)| (i + 1) as u8);
             let rx = frames::open_rx(self.backend, &frames::port(d, &self.lab)?)?;
             backends.push(format!("{d}: {}", rx.name()));
-            receivers.push((rx, model::stats::table::StreamTable::new(id, ids)));
+            receivers.push((
+                rx,
+                model::stats::table::StreamTable::new(id, ids).with_slots(slot_ns),
+            ));
         }
         // Streams through a wirebench server run as UDP tests of the control protocol, at
         // the same time as the raw streams.
@@ -632,6 +674,7 @@ impl StreamsTrial for StreamsRun {
                 .map(|(rx, table)| (rx.as_mut() as &mut dyn FrameRx, table.clone()))
                 .collect(),
             Duration::from_millis(300),
+            self.interval,
             &self.stop,
         );
         // The server streams end with their time (or the stop): join them even when the
@@ -659,6 +702,7 @@ impl StreamsTrial for StreamsRun {
         }
         let mut data = StreamsData {
             backends,
+            intervals: raw_intervals(&r),
             ..StreamsData::default()
         };
         for (i, s) in profile.streams.iter().enumerate() {

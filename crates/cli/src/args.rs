@@ -508,6 +508,10 @@ pub struct GenArgs {
     #[command(flatten)]
     pub frame: FrameArgs,
     /// Print one JSON document.
+    /// With --rx: seconds between interval rows (per interval: frames sent, received, lost
+    /// where they were due, duplicates, reordering, latency); 0 = none.
+    #[arg(short, long, value_parser = units::seconds, default_value = "1")]
+    pub interval: Duration,
     #[arg(short = 'J', long)]
     pub json: bool,
 }
@@ -524,6 +528,9 @@ pub struct StreamsArgs {
     #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
     /// Print one JSON document.
+    /// Seconds between interval rows (per stream and their sum); 0 = none.
+    #[arg(short, long, value_parser = units::seconds, default_value = "1")]
+    pub interval: Duration,
     #[arg(short = 'J', long)]
     pub json: bool,
 }

@@ -318,6 +318,7 @@ pub fn streams(a: &cli::StreamsArgs) -> Result<StreamsRequest, Error> {
         profile,
         lab,
         backend: backend(a.backend),
+        interval: (!a.interval.is_zero()).then_some(a.interval),
     })
 }
 
@@ -360,6 +361,7 @@ pub fn gen(a: &cli::GenArgs) -> GenRequest {
         count: a.count,
         time: a.time,
         frame: frame(&a.frame),
+        interval: (!a.interval.is_zero()).then_some(a.interval),
     }
 }
 

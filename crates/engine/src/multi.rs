@@ -8,16 +8,21 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use wire::frame::FrameLayout;
 
 use crate::clock::RealClock;
 use crate::frameio::{FrameRx, FrameTx};
+use crate::live::{LiveCounters, LiveSnapshot};
 use crate::pace::{self, Step};
-use model::clock::Clock;
+use model::clock::{Clock, UnixNanos};
 use model::pacing::{self, PaceAction, Pacer, Schedule};
+use model::stats::intervals::{StreamTotals, Tick};
+use model::stats::slots::TxSlots;
 use model::stats::table::StreamTable;
+use model::stats::Counters;
 
 /// The longest a receiver waits for residual frames after the generators finished (RFC
 /// 2544 §23 waits 2 s).
@@ -55,6 +60,10 @@ pub struct StreamTx {
     pub start: Duration,
     /// When it stops.
     pub stop: Duration,
+    /// What it sent so far, for the interval ticks.
+    pub live: Arc<LiveCounters>,
+    /// Count frames per slot of this many ns of send time (0: do not).
+    pub slot_ns: u64,
 }
 
 /// What one stream sent.
@@ -72,6 +81,8 @@ pub struct StreamSent {
     pub behind_ratio: f64,
     /// It fell behind its schedule.
     pub generator_limited: bool,
+    /// Frames per slot of send time.
+    pub slots: TxSlots,
 }
 
 /// Sends `streams` on `tx` until each has reached its stop offset (or `stop` is set).
@@ -91,6 +102,7 @@ pub fn generate(
         .iter()
         .map(|s| StreamSent {
             stream_id: s.stream_id,
+            slots: TxSlots::new(s.slot_ns),
             ..StreamSent::default()
         })
         .collect();
@@ -133,6 +145,15 @@ pub fn generate(
                             out[i].bytes += (base..base + n as u64)
                                 .map(|f| template(f).0.len() as u64)
                                 .sum::<u64>();
+                            out[i].slots.record(UnixNanos(now), n as u64);
+                            s.live.publish(&LiveSnapshot {
+                                counters: Counters {
+                                    sent: out[i].sent,
+                                    ..Counters::default()
+                                },
+                                bytes: out[i].bytes,
+                                ..LiveSnapshot::default()
+                            });
                         }
                     }
                     soonest(elapsed);
@@ -195,9 +216,94 @@ fn test_header_untagged(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
     wire::testhdr::parse_fast(frame.get(off..)?)
 }
 
+/// Takes every stream's totals at the end of each interval of a run: the generators'
+/// from their live counters, the receiver's from its table.
+pub struct Ticker {
+    every: Duration,
+    /// The run's start on the receiver's monotonic clock, ns (`u64::MAX` until known).
+    t0_ns: Arc<AtomicU64>,
+    sent: Vec<(u8, Arc<LiveCounters>)>,
+    done: bool,
+    /// The ticks taken.
+    pub ticks: Vec<Tick>,
+}
+
+impl Ticker {
+    /// Ticks every `every` from the start the generator stores in `t0_ns` (monotonic ns
+    /// of the shared clock), reading what the streams `sent` sent.
+    pub fn new(every: Duration, t0_ns: Arc<AtomicU64>, sent: Vec<(u8, Arc<LiveCounters>)>) -> Self {
+        Ticker {
+            every: every.max(Duration::from_millis(10)),
+            t0_ns,
+            sent,
+            done: false,
+            ticks: Vec::new(),
+        }
+    }
+
+    fn t0(&self) -> Option<Duration> {
+        match self.t0_ns.load(Ordering::Acquire) {
+            u64::MAX => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
+    }
+
+    fn take(&mut self, end: Duration, table: &StreamTable) {
+        let streams = table
+            .streams()
+            .map(|(id, rx)| {
+                let tx = self
+                    .sent
+                    .iter()
+                    .find(|(i, _)| *i == id)
+                    .map(|(_, l)| l.snapshot())
+                    .unwrap_or_default();
+                StreamTotals {
+                    id,
+                    sent: tx.counters.sent,
+                    sent_bytes: tx.bytes,
+                    received: rx.counters(),
+                    received_bytes: rx.bytes,
+                    latency: rx.buckets.reading(),
+                }
+            })
+            .collect();
+        self.ticks.push(Tick { end, streams });
+    }
+
+    /// Takes the ticks due by `now` (monotonic).
+    fn poll(&mut self, now: Duration, table: &StreamTable) {
+        let Some(t0) = self.t0().filter(|_| !self.done) else {
+            return;
+        };
+        loop {
+            let end = self.every * (self.ticks.len() as u32 + 1);
+            if now < t0 + end {
+                return;
+            }
+            self.take(end, table);
+        }
+    }
+
+    /// The generators are done at `now`: the last, partial interval ends here (what still
+    /// arrives is in the totals only).
+    fn finish(&mut self, now: Duration, table: &StreamTable) {
+        self.poll(now, table);
+        if let Some(t0) = self.t0().filter(|_| !self.done) {
+            let end = now.saturating_sub(t0);
+            let last = self.ticks.last().map_or(Duration::ZERO, |t| t.end);
+            if end > last + Duration::from_millis(1) {
+                self.take(end, table);
+            }
+        }
+        self.done = true;
+    }
+}
+
 /// Counts frames on `rx` into `table` until every generator is done and the traffic has
 /// drained: every frame of `expected` (the total sent, once known) is counted, or none
 /// arrived for `drain`, or [`MAX_DRAIN`] passed. Returns the kernel's receive drops.
+#[allow(clippy::too_many_arguments)]
 pub fn receive(
     rx: &mut dyn FrameRx,
     table: &mut StreamTable,
@@ -206,14 +312,21 @@ pub fn receive(
     drain: Duration,
     clock: &RealClock,
     stop: &AtomicBool,
+    mut ticker: Option<&mut Ticker>,
 ) -> io::Result<u64> {
     let _ = rx.take_drops();
     let mut done_at: Option<Duration> = None;
     let mut last = clock.mono();
     loop {
         let now = clock.mono();
+        if let Some(t) = ticker.as_deref_mut() {
+            t.poll(now, table);
+        }
         if done_at.is_none() && generators_left.load(Ordering::Acquire) == 0 {
             done_at = Some(now);
+            if let Some(t) = ticker.as_deref_mut() {
+                t.finish(now, table);
+            }
         }
         if let Some(d) = done_at {
             let all_in =
@@ -325,6 +438,11 @@ pub struct MultiReport {
     pub sent: Vec<Vec<StreamSent>>,
     /// Per receiving interface, its table and the kernel's drops.
     pub received: Vec<(StreamTable, u64)>,
+    /// Per receiving interface, its streams' totals at each interval's end (none without
+    /// an interval).
+    pub ticks: Vec<Vec<Tick>>,
+    /// The wall clock at the run's start (the generators' t0).
+    pub t0_wall: UnixNanos,
 }
 
 /// Runs `groups` (a sender and its streams) and `receivers` (a receiver and its table)
@@ -334,23 +452,34 @@ pub fn run(
     groups: Vec<(&mut dyn FrameTx, Vec<StreamTx>)>,
     receivers: Vec<(&mut dyn FrameRx, StreamTable)>,
     drain: Duration,
+    interval: Option<Duration>,
     stop: &AtomicBool,
 ) -> io::Result<MultiReport> {
     let clock = RealClock::new();
     let left = AtomicUsize::new(groups.len());
+    // Every generator starts at the same t0, once the receivers listen.
+    let t0 = clock.mono() + Duration::from_millis(20);
+    let t0_wall = UnixNanos(clock.wall().0 + 20_000_000);
+    let t0_ns = Arc::new(AtomicU64::new(u64::try_from(t0.as_nanos()).unwrap_or(u64::MAX)));
+    let lives: Vec<(u8, Arc<LiveCounters>)> = groups
+        .iter()
+        .flat_map(|(_, streams)| streams.iter().map(|s| (s.stream_id, Arc::clone(&s.live))))
+        .collect();
     std::thread::scope(|s| {
         let rx_handles: Vec<_> = receivers
             .into_iter()
             .map(|(rx, mut table)| {
                 let (left, clock) = (&left, &clock);
+                let mut ticker =
+                    interval.map(|i| Ticker::new(i, Arc::clone(&t0_ns), lives.clone()));
                 s.spawn(move || {
-                    let drops = receive(rx, &mut table, left, None, drain, clock, stop)?;
-                    Ok::<_, io::Error>((table, drops))
+                    let drops =
+                        receive(rx, &mut table, left, None, drain, clock, stop, ticker.as_mut())?;
+                    let ticks = ticker.map(|t| t.ticks).unwrap_or_default();
+                    Ok::<_, io::Error>((table, drops, ticks))
                 })
             })
             .collect();
-        // Receivers are listening; start every generator at the same t0.
-        let t0 = clock.mono() + Duration::from_millis(20);
         let tx_handles: Vec<_> = groups
             .into_iter()
             .map(|(tx, streams)| {
@@ -370,12 +499,19 @@ pub fn run(
             );
         }
         let mut received = Vec::new();
+        let mut ticks = Vec::new();
         for h in rx_handles {
-            received.push(
-                h.join()
-                    .map_err(|_| io::Error::other("receiver thread panicked"))??,
-            );
+            let (table, drops, t) = h
+                .join()
+                .map_err(|_| io::Error::other("receiver thread panicked"))??;
+            received.push((table, drops));
+            ticks.push(t);
         }
-        Ok(MultiReport { sent, received })
+        Ok(MultiReport {
+            sent,
+            received,
+            ticks,
+            t0_wall,
+        })
     })
 }

@@ -12,6 +12,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use wire::frame::{FrameLayout, FrameSpec};
@@ -19,9 +20,13 @@ use wire::testhdr::TestHeaderRepr;
 
 use crate::clock::RealClock;
 use crate::frameio::{FrameRx, FrameTx};
+use crate::live::{LiveCounters, LiveSnapshot};
+use crate::multi::Ticker;
 use crate::pace::{self, Step};
 use crate::sys;
-use model::clock::Clock;
+use model::clock::{Clock, UnixNanos};
+use model::stats::intervals::Tick;
+use model::stats::slots::{slot_width, TxSlots};
 use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::stats::histogram::LatencyHistogram;
 use model::stats::table::StreamTable;
@@ -49,6 +54,16 @@ pub enum RawLoad {
     },
 }
 
+impl RawLoad {
+    /// How long it sends at most (a burst: a second, for slot sizing).
+    pub fn duration(&self) -> Duration {
+        match self {
+            RawLoad::Rate { duration, .. } => *duration,
+            RawLoad::Burst { .. } => Duration::from_secs(1),
+        }
+    }
+}
+
 /// One trial.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RawTrialSpec {
@@ -66,6 +81,8 @@ pub struct RawTrialSpec {
     /// none of this trial arrived for this long, and at the latest after
     /// [`crate::multi::MAX_DRAIN`] (RFC 2544 §23 waits 2 s for residual frames).
     pub drain: Duration,
+    /// Take the totals every this long (interval rows; `None`: no intervals).
+    pub interval: Option<Duration>,
 }
 
 /// What a trial measured.
@@ -100,6 +117,12 @@ pub struct RawTrialReport {
     pub send_errors: u64,
     /// The generator thread's CPU time.
     pub tx_cpu: Duration,
+    /// The stream's totals at each interval's end (with an interval).
+    pub ticks: Vec<Tick>,
+    /// Frames sent and distinct frames received per slot of send time (with an interval).
+    pub slots: Option<(TxSlots, TxSlots)>,
+    /// The wall clock when the generator started.
+    pub t0_wall: UnixNanos,
 }
 
 /// Runs a trial: a receiver thread on `rx` (if any) and the generator on `tx`.
@@ -126,11 +149,21 @@ pub fn run_trial(
     let generating = AtomicUsize::new(1);
     let sent_total = AtomicU64::new(u64::MAX);
     let clock = RealClock::new();
+    let live = Arc::new(LiveCounters::default());
+    let t0_ns = Arc::new(AtomicU64::new(u64::MAX));
+    let slot_ns = spec.interval.map_or(0, |i| {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        slot_width(ns(i), ns(spec.load.duration()))
+    });
     std::thread::scope(|s| {
         let receiver = rx.map(|rx| {
             let (left, total, clock) = (&generating, &sent_total, &clock);
+            let mut ticker = spec.interval.map(|i| {
+                Ticker::new(i, Arc::clone(&t0_ns), vec![(spec.stream_id, Arc::clone(&live))])
+            });
             s.spawn(move || {
-                let mut table = StreamTable::new(spec.test_id, [spec.stream_id]);
+                let mut table =
+                    StreamTable::new(spec.test_id, [spec.stream_id]).with_slots(slot_ns);
                 let drops = crate::multi::receive(
                     rx,
                     &mut table,
@@ -139,21 +172,34 @@ pub fn run_trial(
                     spec.drain,
                     clock,
                     stop,
+                    ticker.as_mut(),
                 )?;
-                Ok::<_, io::Error>((table, drops))
+                Ok::<_, io::Error>((table, drops, ticker.map(|t| t.ticks).unwrap_or_default()))
             })
         });
-        let sent = generate(tx, spec, &template, &layout, stop, &clock);
+        let t0_wall = clock.wall();
+        t0_ns.store(
+            u64::try_from(clock.mono().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Release,
+        );
+        let mut tx_slots = TxSlots::new(slot_ns);
+        let publish = spec.interval.is_some().then_some(live.as_ref());
+        let sent = generate(tx, spec, &template, &layout, stop, &clock, publish, &mut tx_slots);
         if let Ok(r) = &sent {
             sent_total.store(r.counters.sent, Ordering::Release);
         }
         generating.store(0, Ordering::Release);
         let mut report = sent?;
+        report.t0_wall = t0_wall;
         if let Some(h) = receiver {
-            let (table, drops) = h
+            let (table, drops, ticks) = h
                 .join()
                 .map_err(|_| io::Error::other("receiver thread panicked"))??;
+            report.ticks = ticks;
             if let Some(st) = table.stream(spec.stream_id) {
+                if slot_ns > 0 {
+                    report.slots = Some((tx_slots.clone(), st.slots.clone()));
+                }
                 report.counters = st.counters().settle(report.counters.sent);
                 report.latency = st.latency.clone();
                 report.unstamped = st.unstamped;
@@ -167,6 +213,7 @@ pub fn run_trial(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn generate(
     tx: &mut dyn FrameTx,
     spec: &RawTrialSpec,
@@ -174,6 +221,8 @@ fn generate(
     layout: &FrameLayout,
     stop: &AtomicBool,
     clock: &RealClock,
+    live: Option<&LiveCounters>,
+    slots: &mut TxSlots,
 ) -> io::Result<RawTrialReport> {
     let batch_max = tx.batch_max();
     let (schedule, total, duration, target) = match spec.load {
@@ -217,6 +266,17 @@ fn generate(
                 last_send = elapsed;
                 pacer.sent(n, elapsed);
                 seq += n as u64;
+                slots.record(UnixNanos(now), n as u64);
+                if let Some(live) = live {
+                    live.publish(&LiveSnapshot {
+                        counters: Counters {
+                            sent: seq,
+                            ..Counters::default()
+                        },
+                        bytes: seq * len as u64,
+                        ..LiveSnapshot::default()
+                    });
+                }
             }
         }
         Step::Again

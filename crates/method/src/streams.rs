@@ -53,6 +53,8 @@ pub struct StreamsData {
     pub rx_drops: u64,
     /// The backends used, e.g. `talker:eth0: xdp`.
     pub backends: Vec<String>,
+    /// The raw streams' interval rows (per stream, then their sum).
+    pub intervals: Vec<model::results::IntervalRow>,
 }
 
 /// The simple IMIX: 64, 594 and 1518-byte frames in the ratio 7:4:1 (mean 361.8 bytes).
@@ -439,6 +441,8 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// The backends, e.g. `talker:eth0: xdp, listener:eth0: ring`.
     pub backend: String,
+    /// The raw streams' interval rows.
+    pub intervals: Vec<model::results::IntervalRow>,
 }
 
 /// Runs every stream of `profile` at once on `trial`, then builds the table, checks each
@@ -483,6 +487,7 @@ pub fn run<T: StreamsTrial>(profile: &Profile, trial: &mut T) -> Result<Outcome,
         verdicts,
         notes,
         backend: data.backends.join(", "),
+        intervals: data.intervals,
     })
 }
 

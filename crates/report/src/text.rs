@@ -51,6 +51,20 @@ pub fn interval_line_in(r: &IntervalRow, unit: Option<Fixed>) -> String {
     s
 }
 
+/// A result's interval rows, one line each, then a blank line (nothing without rows).
+fn intervals(r: &RunResult) -> String {
+    if r.intervals.is_empty() {
+        return String::new();
+    }
+    let mut out: String = r
+        .intervals
+        .iter()
+        .map(|row| interval_line(row) + "\n")
+        .collect();
+    out.push('\n');
+    out
+}
+
 /// The summary of a client run: throughput table, latency table, and the facts a reader
 /// needs to trust them (backend, timestamps, CPU, pacing, generator limits, notes).
 pub fn client_summary(r: &RunResult) -> String {
@@ -411,7 +425,8 @@ pub fn profile(r: &RunResult) -> String {
     let Some(p) = &r.profile else {
         return facts(r);
     };
-    let mut out = format!(
+    let mut out = intervals(r);
+    out += &format!(
         "streams (load in % of {} line rate; Mbit/s of received frames incl. FCS)\n",
         bps(p.line_rate_bps as f64)
     );
@@ -430,7 +445,8 @@ pub fn gen(r: &RunResult) -> String {
         return facts(r);
     };
     let p = &r.params;
-    let mut out = format!(
+    let mut out = intervals(r);
+    out += &format!(
         "sent {} frames of {} bytes on {} in {:.3} s: {:.0} frames/s ({} L2, {} L1, {:.2} % of {} line rate), backend {}\n",
         g.sent,
         p["frame_len"],

@@ -72,6 +72,7 @@ fn send(
             count: req.count,
         },
         drain: Duration::from_millis(200),
+        interval: req.interval,
     };
     let rx_ref = rx.as_mut().map(|b| b.as_mut() as &mut dyn FrameRx);
     let r = engine::raw::run_trial(tx.as_mut(), rx_ref, &spec, stop)?;
@@ -111,6 +112,17 @@ fn send(
             latency_us: r.latency.summary(),
         }),
     });
+    if !r.ticks.is_empty() {
+        use model::stats::intervals::{attribute_loss, rows};
+        let mut out = rows(&r.ticks);
+        if let Some((sent, received)) = &r.slots {
+            let by_id = |s: &model::stats::slots::TxSlots| {
+                std::collections::BTreeMap::from([(spec.stream_id, s.clone())])
+            };
+            attribute_loss(&mut out, &by_id(sent), &by_id(received), r.t0_wall);
+        }
+        doc.intervals = out;
+    }
     if r.generator_limited {
         doc.notes.push(format!(
             "generator limited: asked {pps:.0} frames/s, offered {:.0} ({:.1} % behind its schedule); the figures measure the tool, not the network",

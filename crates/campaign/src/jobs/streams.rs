@@ -35,6 +35,7 @@ pub fn streams(
         lab: req.lab.clone(),
         backend: req.backend,
         stop: Arc::clone(stop),
+        interval: req.interval,
     };
     watch.progress(&format!(
         "running {} stream(s) for {:.1} s ...",
@@ -50,6 +51,7 @@ pub fn streams(
     doc.verdicts = out.verdicts;
     doc.notes = out.notes;
     doc.profile = Some(out.report);
+    doc.intervals = out.intervals;
     Ok(doc)
 }
 

@@ -8,6 +8,7 @@
 //! - [`buckets`]: a coarse latency histogram whose readings subtract (latency per interval);
 //! - [`slots`]: packets counted by send time, to place a loss in the interval it was due;
 //! - [`receiver`]: one receive stream's accumulator combining the three, with cheap snapshots;
+//! - [`intervals`]: frame streams' totals at each interval's end, as interval rows;
 //! - [`table`]: many streams interleaved on one receiver, told apart by their test header;
 //! - [`paths`]: one stream's copies over redundant (FRER) paths: per path and merged.
 //!
@@ -17,6 +18,7 @@
 pub mod buckets;
 pub mod counters;
 pub mod histogram;
+pub mod intervals;
 pub mod jitter;
 pub mod paths;
 pub mod receiver;

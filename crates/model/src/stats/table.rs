@@ -6,9 +6,11 @@
 use std::collections::BTreeMap;
 
 use crate::clock::UnixNanos;
+use crate::stats::buckets::LogBuckets;
 use crate::stats::counters::Counters;
 use crate::stats::histogram::LatencyHistogram;
 use crate::stats::seq::SeqTracker;
+use crate::stats::slots::TxSlots;
 
 /// What one stream received.
 #[derive(Debug, Clone)]
@@ -22,16 +24,22 @@ pub struct StreamRx {
     pub unstamped: u64,
     /// First and last receive stamp of a distinct frame.
     pub span: Option<(UnixNanos, UnixNanos)>,
+    /// The same latencies in growing buckets, for the latency per interval.
+    pub buckets: LogBuckets,
+    /// Distinct frames per slot of send time (see [`TxSlots`]; empty unless asked for).
+    pub slots: TxSlots,
 }
 
 impl StreamRx {
-    fn new() -> Self {
+    fn new(slot_ns: u64) -> Self {
         Self {
             seq: SeqTracker::new(1 << 16),
             bytes: 0,
             latency: LatencyHistogram::new(),
             unstamped: 0,
             span: None,
+            buckets: LogBuckets::default(),
+            slots: TxSlots::new(slot_ns),
         }
     }
 
@@ -55,9 +63,23 @@ impl StreamTable {
     pub fn new(test_id: u16, ids: impl IntoIterator<Item = u8>) -> Self {
         Self {
             test_id,
-            streams: ids.into_iter().map(|id| (id, StreamRx::new())).collect(),
+            streams: ids.into_iter().map(|id| (id, StreamRx::new(0))).collect(),
             foreign: 0,
         }
+    }
+
+    /// Counts each stream's distinct frames per slot of `width_ns` of send time too (to
+    /// place losses in the interval they were due).
+    pub fn with_slots(mut self, width_ns: u64) -> Self {
+        for s in self.streams.values_mut() {
+            s.slots = TxSlots::new(width_ns);
+        }
+        self
+    }
+
+    /// Every stream, by id.
+    pub fn streams(&self) -> impl Iterator<Item = (u8, &StreamRx)> {
+        self.streams.iter().map(|(id, s)| (*id, s))
     }
 
     /// Accounts one received frame of `len` bytes whose test header (if any) is `hdr`,
@@ -78,9 +100,11 @@ impl StreamTable {
         };
         if s.seq.on_packet(h.seq).is_accepted() {
             s.bytes += len as u64;
+            s.slots.record(UnixNanos(h.tx_ns), 1);
             match rx {
                 Some(t) => {
                     s.latency.record_ns(t.0.saturating_sub(h.tx_ns));
+                    s.buckets.record(t.0.saturating_sub(h.tx_ns));
                     s.span = Some(match s.span {
                         Some((a, b)) => (a.min(t), b.max(t)),
                         None => (t, t),

@@ -1,0 +1,231 @@
+//! Interval rows of frame streams (`streams`, `gen --rx`): each stream's totals taken at the
+//! end of every interval become per-interval differences, one row per stream and their sum.
+//!
+//! What this module does: [`rows`] turns [`Tick`]s (totals at each interval's end: what the
+//! generator sent, what the receiver counted, the latency buckets) into
+//! [`IntervalRow`]s, and [`attribute_loss`] replaces each row's noticed loss by the frames
+//! due in it that never arrived, from both sides' slots of send time ([`super::slots`]).
+//! What it does not do: take the ticks (the engine's receive loop does, against its clock)
+//! or print.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::clock::UnixNanos;
+use crate::results::{IntervalLatency, IntervalRow, LatencyKind};
+use crate::stats::buckets::BucketCounts;
+use crate::stats::counters::Counters;
+use crate::stats::slots::{lost_per_interval, TxSlots};
+
+/// One stream's totals at a tick.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamTotals {
+    /// Stream id.
+    pub id: u8,
+    /// Frames the generator sent so far.
+    pub sent: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// What the receiver counted so far (`lost` in flight: numbers missing below the
+    /// highest seen).
+    pub received: Counters,
+    /// Bytes of the distinct frames received.
+    pub received_bytes: u64,
+    /// Latency samples so far.
+    pub latency: BucketCounts,
+}
+
+/// Every stream's totals at the end of an interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tick {
+    /// The interval's end, from the start of the run.
+    pub end: Duration,
+    /// The streams, by id.
+    pub streams: Vec<StreamTotals>,
+}
+
+/// Interval rows (direction `tx`: frames from the generator to the receiver): per interval,
+/// one row per stream when there are several, then their sum. Latency is one-way.
+pub fn rows(ticks: &[Tick]) -> Vec<IntervalRow> {
+    let mut out = Vec::new();
+    let mut prev: BTreeMap<u8, &StreamTotals> = BTreeMap::new();
+    let mut start = Duration::ZERO;
+    let empty = StreamTotals::default();
+    for t in ticks {
+        let secs = t.end.saturating_sub(start).as_secs_f64();
+        let per_s = |b: u64| if secs > 0.0 { b as f64 * 8.0 / secs } else { 0.0 };
+        let row = |stream: Option<u8>, d: &StreamTotals| IntervalRow {
+            start_s: start.as_secs_f64(),
+            end_s: t.end.as_secs_f64(),
+            direction: "tx".into(),
+            stream,
+            sent_bytes: d.sent_bytes,
+            received_bytes: Some(d.received_bytes),
+            sent_bps: per_s(d.sent_bytes),
+            received_bps: Some(per_s(d.received_bytes)),
+            sent_packets: Some(d.sent),
+            received_packets: Some(d.received.received),
+            lost_packets: Some(d.received.lost),
+            loss_attributed: false,
+            duplicate_packets: Some(d.received.duplicates),
+            reordered_packets: Some(d.received.reordered),
+            latency: d.latency.summary().map(|s| IntervalLatency {
+                kind: LatencyKind::OneWay,
+                count: s.count,
+                min_us: s.min_us,
+                p50_us: s.p50_us,
+                p99_us: s.p99_us,
+                max_us: s.max_us,
+            }),
+            jitter_us: None,
+            retransmits: None,
+            tcp: None,
+        };
+        let mut sum = StreamTotals::default();
+        for s in &t.streams {
+            let p = prev.get(&s.id).copied().unwrap_or(&empty);
+            let d = StreamTotals {
+                id: s.id,
+                sent: s.sent.saturating_sub(p.sent),
+                sent_bytes: s.sent_bytes.saturating_sub(p.sent_bytes),
+                received: s.received.since(&p.received),
+                received_bytes: s.received_bytes.saturating_sub(p.received_bytes),
+                latency: s.latency.since(&p.latency),
+            };
+            if t.streams.len() > 1 {
+                out.push(row(Some(s.id), &d));
+            }
+            sum.sent += d.sent;
+            sum.sent_bytes += d.sent_bytes;
+            sum.received = sum.received.plus(&d.received);
+            sum.received_bytes += d.received_bytes;
+            sum.latency = sum.latency.plus(&d.latency);
+        }
+        out.push(row(None, &sum));
+        for s in &t.streams {
+            prev.insert(s.id, s);
+        }
+        start = t.end;
+    }
+    out
+}
+
+/// Replaces the noticed loss of `rows` by the frames due in each interval that never
+/// arrived, for the streams whose `sent` and `received` slots are both known (`origin`:
+/// the generator's clock at the start of the run); a sum row only when all its streams
+/// are. Returns whether every row was replaced.
+pub fn attribute_loss(
+    rows: &mut [IntervalRow],
+    sent: &BTreeMap<u8, TxSlots>,
+    received: &BTreeMap<u8, TxSlots>,
+    origin: UnixNanos,
+) -> bool {
+    let ids: Vec<u8> = rows.iter().filter_map(|r| r.stream).collect::<Vec<_>>();
+    let mut ids: Vec<u8> = if ids.is_empty() {
+        sent.keys().copied().collect()
+    } else {
+        ids
+    };
+    ids.sort_unstable();
+    ids.dedup();
+    let single = !rows.iter().any(|r| r.stream.is_some());
+    let mine = |r: &IntervalRow, id: u8| r.stream == Some(id) || (single && r.stream.is_none());
+    let mut per_stream = Vec::new();
+    for &id in &ids {
+        let (Some(s), Some(r)) = (sent.get(&id), received.get(&id)) else {
+            return false;
+        };
+        let ends: Vec<f64> = rows.iter().filter(|x| mine(x, id)).map(|x| x.end_s).collect();
+        let Some(lost) = lost_per_interval(s, r, origin, &ends) else {
+            return false;
+        };
+        per_stream.push((id, lost));
+    }
+    for (id, lost) in &per_stream {
+        for (row, n) in rows.iter_mut().filter(|x| mine(x, *id)).zip(lost) {
+            row.lost_packets = Some(*n);
+            row.loss_attributed = true;
+        }
+    }
+    if !single {
+        for (k, row) in rows.iter_mut().filter(|x| x.stream.is_none()).enumerate() {
+            row.lost_packets = Some(per_stream.iter().filter_map(|(_, l)| l.get(k)).sum());
+            row.loss_attributed = true;
+        }
+    }
+    !per_stream.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::buckets::LogBuckets;
+
+    fn totals(id: u8, sent: u64, received: u64, lat: &LogBuckets) -> StreamTotals {
+        StreamTotals {
+            id,
+            sent,
+            sent_bytes: sent * 100,
+            received: Counters {
+                received,
+                ..Counters::default()
+            },
+            received_bytes: received * 100,
+            latency: lat.reading(),
+        }
+    }
+
+    #[test]
+    fn ticks_become_rows_per_stream_and_their_sum() {
+        let mut lat = LogBuckets::default();
+        lat.record(50_000);
+        let t1 = Tick {
+            end: Duration::from_secs(1),
+            streams: vec![totals(1, 1000, 990, &lat), totals(2, 500, 500, &LogBuckets::default())],
+        };
+        lat.record(2_000_000);
+        let t2 = Tick {
+            end: Duration::from_millis(1500),
+            streams: vec![totals(1, 1500, 1480, &lat), totals(2, 750, 750, &LogBuckets::default())],
+        };
+        let r = rows(&[t1, t2]);
+        let ids: Vec<_> = r.iter().map(|x| x.stream).collect();
+        assert_eq!(ids, [Some(1), Some(2), None, Some(1), Some(2), None]);
+        assert_eq!(r[2].sent_packets, Some(1500));
+        assert_eq!(r[3].received_packets, Some(490));
+        assert_eq!((r[5].start_s, r[5].end_s), (1.0, 1.5));
+        // 250 frames of 100 bytes in 0.5 s on stream 2.
+        assert_eq!(r[4].sent_bps, 250.0 * 800.0 / 0.5);
+        // The second interval's latency is the 2 ms sample only.
+        let l = r[3].latency.unwrap();
+        assert_eq!(l.count, 1);
+        assert!((l.p50_us - 2_000.0).abs() < 2_000.0 * 0.061);
+        assert!(r[4].latency.is_none());
+    }
+
+    #[test]
+    fn loss_goes_to_the_interval_its_frames_were_due() {
+        let ms = |m: u64| UnixNanos(1_700_000_000_000_000_000 + m * 1_000_000);
+        let (mut s, mut r) = (TxSlots::new(50_000_000), TxSlots::new(50_000_000));
+        for m in 0..2_000 {
+            s.record(ms(m), 1);
+            if !(1_200..1_300).contains(&m) {
+                r.record(ms(m), 1);
+            }
+        }
+        let t = |end_ms: u64| Tick {
+            end: Duration::from_millis(end_ms),
+            streams: vec![totals(1, 0, 0, &LogBuckets::default())],
+        };
+        let mut out = rows(&[t(1_000), t(2_000)]);
+        let sent = BTreeMap::from([(1, s)]);
+        let recv = BTreeMap::from([(1, r)]);
+        assert!(attribute_loss(&mut out, &sent, &recv, ms(0)));
+        assert_eq!(out.iter().map(|x| x.lost_packets).collect::<Vec<_>>(), [Some(0), Some(100)]);
+        assert!(out.iter().all(|x| x.loss_attributed));
+        // Without the receiver's slots the noticed loss stays.
+        let mut kept = rows(&[t(1_000)]);
+        assert!(!attribute_loss(&mut kept, &sent, &BTreeMap::new(), ms(0)));
+        assert!(!kept[0].loss_attributed);
+    }
+}
