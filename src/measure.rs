@@ -29,7 +29,9 @@ fn text(req: &TestRequest, r: &RunResult, unit: Option<model::units::Fixed>) -> 
             m.unwrap_or_default() + &text::interfaces(r) + &text::facts(r)
         }
         TestRequest::Latency(_) => {
-            with_facts(r.latency.as_deref().map(text::latency)) + &text::verdicts(r)
+            text::intervals(r)
+                + &with_facts(r.latency.as_deref().map(text::latency))
+                + &text::verdicts(r)
         }
         TestRequest::Rrul(_) => text::rrul(r),
         TestRequest::Rfc2544(_) => text::rfc2544(r),

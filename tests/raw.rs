@@ -130,7 +130,10 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
     assert_eq!(v["gen"]["received"].as_u64(), Some(500), "{}", v["gen"]);
     // With -i: 20,000 frames in 2 s at 0.5 s intervals are four rows that add up, each
     // with its latency and its loss placed where the frames were due.
-    let argv = gen_across(&lab, &["-s", "128", "-r", "10kpps", "-t", "2", "-i", "0.5", "-J"]);
+    let argv = gen_across(
+        &lab,
+        &["-s", "128", "-r", "10kpps", "-t", "2", "-i", "0.5", "-J"],
+    );
     let v = run_json(&strs(&argv));
     let rows = v["intervals"].as_array().expect("intervals");
     assert_eq!(rows.len(), 4, "{rows:#?}");
@@ -140,7 +143,10 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
     for r in rows {
         assert_eq!(r["loss_attributed"], true, "{r}");
         assert!(u64_at(r, "/sent_packets").abs_diff(5_000) <= 100, "{r}");
-        assert!(f64_at(r, "/latency/p99_us") >= f64_at(r, "/latency/p50_us"), "{r}");
+        assert!(
+            f64_at(r, "/latency/p99_us") >= f64_at(r, "/latency/p50_us"),
+            "{r}"
+        );
     }
 }
 

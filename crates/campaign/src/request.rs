@@ -131,6 +131,8 @@ pub struct LatencyRequest {
     pub latency_limits: Vec<(f64, f64)>,
     /// A value above this share of its limit that still holds it is MARGINAL.
     pub marginal_band: Option<f64>,
+    /// Interval rows every this long (`None`: none).
+    pub interval: Option<Duration>,
 }
 
 /// Latency under load (`rrul`): TCP streams each way and pings, with idle pings before

@@ -551,7 +551,7 @@ fn raw_intervals(r: &engine::multi::MultiReport) -> Vec<model::results::Interval
             }
         })
         .collect();
-    let mut out = rows(&ticks);
+    let mut out = rows(&ticks, model::results::LatencyKind::OneWay);
     let sent = r
         .sent
         .iter()

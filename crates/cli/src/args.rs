@@ -1006,6 +1006,10 @@ pub struct LatencyArgs {
     /// A latency above this share of its limit that still holds it reads MARGINAL.
     #[arg(long, value_parser = units::percent_ratio, requires = "latency_limit")]
     pub marginal_band: Option<f64>,
+    /// Seconds between interval rows (messages, answers and round trips per interval);
+    /// 0 = none.
+    #[arg(short, long, value_parser = units::seconds, default_value = "1")]
+    pub interval: Duration,
 }
 
 #[derive(Debug, Args)]

@@ -204,6 +204,7 @@ pub fn latency(a: &cli::LatencyArgs) -> LatencyRequest {
         user_timestamps: a.user_timestamps,
         latency_limits: a.latency_limit.clone(),
         marginal_band: a.marginal_band,
+        interval: (!a.interval.is_zero()).then_some(a.interval),
     }
 }
 

@@ -546,6 +546,7 @@ impl Session {
         sizes: &[usize],
         per_size: Duration,
         kernel_timestamps: bool,
+        interval: Option<Duration>,
     ) -> Result<Vec<udp::PingPongReport>, ProtoError> {
         write_msg(&mut self.ctrl, &ClientMsg::Echo { spec: spec.clone() })?;
         let port = match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
@@ -573,7 +574,7 @@ impl Session {
                 break;
             }
             out.push(
-                udp::run_ping_pong(&sock, size, per_size, spec.spin, kernel_ts)
+                udp::run_ping_pong(&sock, size, per_size, spec.spin, kernel_ts, interval)
                     .map_err(ProtoError::Io)?,
             );
         }

@@ -460,7 +460,9 @@ pub fn run(
     // Every generator starts at the same t0, once the receivers listen.
     let t0 = clock.mono() + Duration::from_millis(20);
     let t0_wall = UnixNanos(clock.wall().0 + 20_000_000);
-    let t0_ns = Arc::new(AtomicU64::new(u64::try_from(t0.as_nanos()).unwrap_or(u64::MAX)));
+    let t0_ns = Arc::new(AtomicU64::new(
+        u64::try_from(t0.as_nanos()).unwrap_or(u64::MAX),
+    ));
     let lives: Vec<(u8, Arc<LiveCounters>)> = groups
         .iter()
         .flat_map(|(_, streams)| streams.iter().map(|s| (s.stream_id, Arc::clone(&s.live))))
@@ -473,8 +475,16 @@ pub fn run(
                 let mut ticker =
                     interval.map(|i| Ticker::new(i, Arc::clone(&t0_ns), lives.clone()));
                 s.spawn(move || {
-                    let drops =
-                        receive(rx, &mut table, left, None, drain, clock, stop, ticker.as_mut())?;
+                    let drops = receive(
+                        rx,
+                        &mut table,
+                        left,
+                        None,
+                        drain,
+                        clock,
+                        stop,
+                        ticker.as_mut(),
+                    )?;
                     let ticks = ticker.map(|t| t.ticks).unwrap_or_default();
                     Ok::<_, io::Error>((table, drops, ticks))
                 })

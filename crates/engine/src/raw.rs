@@ -25,10 +25,10 @@ use crate::multi::Ticker;
 use crate::pace::{self, Step};
 use crate::sys;
 use model::clock::{Clock, UnixNanos};
-use model::stats::intervals::Tick;
-use model::stats::slots::{slot_width, TxSlots};
 use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::stats::histogram::LatencyHistogram;
+use model::stats::intervals::Tick;
+use model::stats::slots::{slot_width, TxSlots};
 use model::stats::table::StreamTable;
 use model::stats::Counters;
 
@@ -159,7 +159,11 @@ pub fn run_trial(
         let receiver = rx.map(|rx| {
             let (left, total, clock) = (&generating, &sent_total, &clock);
             let mut ticker = spec.interval.map(|i| {
-                Ticker::new(i, Arc::clone(&t0_ns), vec![(spec.stream_id, Arc::clone(&live))])
+                Ticker::new(
+                    i,
+                    Arc::clone(&t0_ns),
+                    vec![(spec.stream_id, Arc::clone(&live))],
+                )
             });
             s.spawn(move || {
                 let mut table =
@@ -184,7 +188,16 @@ pub fn run_trial(
         );
         let mut tx_slots = TxSlots::new(slot_ns);
         let publish = spec.interval.is_some().then_some(live.as_ref());
-        let sent = generate(tx, spec, &template, &layout, stop, &clock, publish, &mut tx_slots);
+        let sent = generate(
+            tx,
+            spec,
+            &template,
+            &layout,
+            stop,
+            &clock,
+            publish,
+            &mut tx_slots,
+        );
         if let Ok(r) = &sent {
             sent_total.store(r.counters.sent, Ordering::Release);
         }

@@ -26,7 +26,7 @@ use crate::sys::{self, RecvBatch, SendBatch};
 use model::clock::{Clock, UnixNanos};
 use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::spec::{Rate, UdpBackend};
-use model::stats::buckets::LogBuckets;
+use model::stats::buckets::{BucketCounts, LogBuckets};
 use model::stats::histogram::{LatencyHistogram, LatencySummary};
 use model::stats::receiver::StreamReceiver;
 use model::stats::seq::{SeqTracker, DEFAULT_WINDOW};
@@ -813,6 +813,10 @@ pub struct PingPongReport {
     pub mode: String,
     /// Answers were stamped by the kernel on arrival.
     pub kernel_timestamps: bool,
+    /// Totals at the end of each interval (with an interval): its end from the start of
+    /// this size, messages sent, answers, round trips so far.
+    #[serde(default)]
+    pub ticks: Vec<(Duration, u64, u64, BucketCounts)>,
 }
 
 /// How long ping-pong waits for an answer before counting the message lost.
@@ -827,6 +831,7 @@ pub fn run_ping_pong(
     duration: Duration,
     spin: bool,
     kernel_ts: bool,
+    interval: Option<Duration>,
 ) -> io::Result<PingPongReport> {
     let clock = RealClock::new();
     let size = size.max(testhdr::HEADER_LEN);
@@ -845,8 +850,22 @@ pub fn run_ping_pong(
         tx_ns: 0,
     };
     emit_header(&head, &mut buf);
+    let mut buckets = LogBuckets::default();
+    let mut ticks = Vec::new();
+    let every = interval.map(|i| i.max(Duration::from_millis(10)));
     let t0 = clock.mono();
     while clock.mono().saturating_sub(t0) < duration {
+        if let Some(e) = every {
+            let now = clock.mono().saturating_sub(t0);
+            while now >= e * (ticks.len() as u32 + 1) {
+                ticks.push((
+                    e * (ticks.len() as u32 + 1),
+                    sent,
+                    received,
+                    buckets.reading(),
+                ));
+            }
+        }
         let seq = sent;
         let tx = clock.wall().0;
         testhdr::write_seq_ts(&mut buf, seq, tx);
@@ -877,6 +896,7 @@ pub fn run_ping_pong(
                         None => clock.wall(),
                     };
                     hist.record(Duration::from_nanos(rx.0.saturating_sub(tx)));
+                    buckets.record(rx.0.saturating_sub(tx));
                     received += 1;
                     break 'wait;
                 }
@@ -887,6 +907,16 @@ pub fn run_ping_pong(
         }
     }
     sock.set_nonblocking(false)?;
+    if every.is_some() {
+        // The last, partial interval.
+        let end = clock.mono().saturating_sub(t0).min(duration);
+        if ticks
+            .last()
+            .is_none_or(|t| end > t.0 + Duration::from_millis(1))
+        {
+            ticks.push((end, sent, received, buckets.reading()));
+        }
+    }
     Ok(PingPongReport {
         size,
         sent,
@@ -895,6 +925,7 @@ pub fn run_ping_pong(
         rtt_histogram: (!hist.is_empty()).then_some(hist),
         mode: if spin { "spin" } else { "blocking" }.to_owned(),
         kernel_timestamps: kernel_seen,
+        ticks,
     })
 }
 

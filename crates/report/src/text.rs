@@ -52,7 +52,7 @@ pub fn interval_line_in(r: &IntervalRow, unit: Option<Fixed>) -> String {
 }
 
 /// A result's interval rows, one line each, then a blank line (nothing without rows).
-fn intervals(r: &RunResult) -> String {
+pub fn intervals(r: &RunResult) -> String {
     if r.intervals.is_empty() {
         return String::new();
     }

@@ -114,7 +114,7 @@ fn send(
     });
     if !r.ticks.is_empty() {
         use model::stats::intervals::{attribute_loss, rows};
-        let mut out = rows(&r.ticks);
+        let mut out = rows(&r.ticks, model::results::LatencyKind::OneWay);
         if let Some((sent, received)) = &r.slots {
             let by_id = |s: &model::stats::slots::TxSlots| {
                 std::collections::BTreeMap::from([(spec.stream_id, s.clone())])

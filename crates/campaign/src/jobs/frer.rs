@@ -142,6 +142,7 @@ impl Groups for FrerLabs<'_> {
             user_timestamps: false,
             latency_limits: vec![],
             marginal_band: None,
+            interval: None,
         };
         let ns = setup.client_ns();
         let stop = self.stop;

@@ -305,7 +305,7 @@ pub fn latency(req: &LatencyRequest, stop: &Arc<AtomicBool>) -> Result<RunResult
         spin: req.spin,
     };
     let reports = session
-        .run_echo(&echo, sizes, req.time, !req.user_timestamps)
+        .run_echo(&echo, sizes, req.time, !req.user_timestamps, req.interval)
         .map_err(|e| Error::from(e).context(format!("latency test with {} failed", cfg.server)))?;
     let kernel = reports.iter().any(|p| p.kernel_timestamps);
     let rows: Vec<LatencyRow> = reports
@@ -352,5 +352,49 @@ pub fn latency(req: &LatencyRequest, stop: &Arc<AtomicBool>) -> Result<RunResult
         ));
     }
     r.latency = Some(rows);
+    r.intervals = ping_intervals(&reports, req.time);
     Ok(r)
+}
+
+/// Ping-pong interval rows: each message size's intervals in turn (the sizes run one after
+/// the other, `per_size` each), with the round trips of the answers in each.
+fn ping_intervals(
+    reports: &[engine::udp::PingPongReport],
+    per_size: std::time::Duration,
+) -> Vec<model::results::IntervalRow> {
+    use model::stats::intervals::{rows, StreamTotals, Tick};
+    let mut out = Vec::new();
+    for (k, p) in reports.iter().enumerate() {
+        let size = p.size as u64;
+        let ticks: Vec<Tick> = p
+            .ticks
+            .iter()
+            .map(|(end, sent, received, latency)| Tick {
+                end: *end,
+                streams: vec![StreamTotals {
+                    id: 1,
+                    sent: *sent,
+                    sent_bytes: sent * size,
+                    received: model::stats::Counters {
+                        received: *received,
+                        lost: sent.saturating_sub(*received),
+                        ..Default::default()
+                    },
+                    received_bytes: received * size,
+                    latency: latency.clone(),
+                }],
+            })
+            .collect();
+        let offset = per_size.as_secs_f64() * k as f64;
+        out.extend(
+            rows(&ticks, LatencyKind::RoundTrip)
+                .into_iter()
+                .map(|mut r| {
+                    r.start_s += offset;
+                    r.end_s += offset;
+                    r
+                }),
+        );
+    }
+    out
 }

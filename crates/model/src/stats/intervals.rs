@@ -45,15 +45,21 @@ pub struct Tick {
 }
 
 /// Interval rows (direction `tx`: frames from the generator to the receiver): per interval,
-/// one row per stream when there are several, then their sum. Latency is one-way.
-pub fn rows(ticks: &[Tick]) -> Vec<IntervalRow> {
+/// one row per stream when there are several, then their sum; latency of `kind`.
+pub fn rows(ticks: &[Tick], kind: LatencyKind) -> Vec<IntervalRow> {
     let mut out = Vec::new();
     let mut prev: BTreeMap<u8, &StreamTotals> = BTreeMap::new();
     let mut start = Duration::ZERO;
     let empty = StreamTotals::default();
     for t in ticks {
         let secs = t.end.saturating_sub(start).as_secs_f64();
-        let per_s = |b: u64| if secs > 0.0 { b as f64 * 8.0 / secs } else { 0.0 };
+        let per_s = |b: u64| {
+            if secs > 0.0 {
+                b as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        };
         let row = |stream: Option<u8>, d: &StreamTotals| IntervalRow {
             start_s: start.as_secs_f64(),
             end_s: t.end.as_secs_f64(),
@@ -70,7 +76,7 @@ pub fn rows(ticks: &[Tick]) -> Vec<IntervalRow> {
             duplicate_packets: Some(d.received.duplicates),
             reordered_packets: Some(d.received.reordered),
             latency: d.latency.summary().map(|s| IntervalLatency {
-                kind: LatencyKind::OneWay,
+                kind,
                 count: s.count,
                 min_us: s.min_us,
                 p50_us: s.p50_us,
@@ -135,7 +141,11 @@ pub fn attribute_loss(
         let (Some(s), Some(r)) = (sent.get(&id), received.get(&id)) else {
             return false;
         };
-        let ends: Vec<f64> = rows.iter().filter(|x| mine(x, id)).map(|x| x.end_s).collect();
+        let ends: Vec<f64> = rows
+            .iter()
+            .filter(|x| mine(x, id))
+            .map(|x| x.end_s)
+            .collect();
         let Some(lost) = lost_per_interval(s, r, origin, &ends) else {
             return false;
         };
@@ -181,14 +191,20 @@ mod tests {
         lat.record(50_000);
         let t1 = Tick {
             end: Duration::from_secs(1),
-            streams: vec![totals(1, 1000, 990, &lat), totals(2, 500, 500, &LogBuckets::default())],
+            streams: vec![
+                totals(1, 1000, 990, &lat),
+                totals(2, 500, 500, &LogBuckets::default()),
+            ],
         };
         lat.record(2_000_000);
         let t2 = Tick {
             end: Duration::from_millis(1500),
-            streams: vec![totals(1, 1500, 1480, &lat), totals(2, 750, 750, &LogBuckets::default())],
+            streams: vec![
+                totals(1, 1500, 1480, &lat),
+                totals(2, 750, 750, &LogBuckets::default()),
+            ],
         };
-        let r = rows(&[t1, t2]);
+        let r = rows(&[t1, t2], LatencyKind::OneWay);
         let ids: Vec<_> = r.iter().map(|x| x.stream).collect();
         assert_eq!(ids, [Some(1), Some(2), None, Some(1), Some(2), None]);
         assert_eq!(r[2].sent_packets, Some(1500));
@@ -217,14 +233,17 @@ mod tests {
             end: Duration::from_millis(end_ms),
             streams: vec![totals(1, 0, 0, &LogBuckets::default())],
         };
-        let mut out = rows(&[t(1_000), t(2_000)]);
+        let mut out = rows(&[t(1_000), t(2_000)], LatencyKind::OneWay);
         let sent = BTreeMap::from([(1, s)]);
         let recv = BTreeMap::from([(1, r)]);
         assert!(attribute_loss(&mut out, &sent, &recv, ms(0)));
-        assert_eq!(out.iter().map(|x| x.lost_packets).collect::<Vec<_>>(), [Some(0), Some(100)]);
+        assert_eq!(
+            out.iter().map(|x| x.lost_packets).collect::<Vec<_>>(),
+            [Some(0), Some(100)]
+        );
         assert!(out.iter().all(|x| x.loss_attributed));
         // Without the receiver's slots the noticed loss stays.
-        let mut kept = rows(&[t(1_000)]);
+        let mut kept = rows(&[t(1_000)], LatencyKind::OneWay);
         assert!(!attribute_loss(&mut kept, &sent, &BTreeMap::new(), ms(0)));
         assert!(!kept[0].loss_attributed);
     }

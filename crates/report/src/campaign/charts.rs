@@ -25,6 +25,8 @@ const FRAME_LOSS: &str =
 const OVER_TIME: &str = "throughput over time|Throughput per stream over time|seconds|Mbit/s";
 const LATENCY_OVER_TIME: &str =
     "latency over time|Latency percentiles per interval|seconds|latency, us";
+const ROUND_TRIPS_OVER_TIME: &str =
+    "round trips over time|Round trips per interval (ping-pong)|seconds|round trip, us";
 const LOSS_OVER_TIME: &str = "loss over time|Loss per interval|seconds|loss %";
 /// Most ping points an RRUL plot draws (every k-th ping beyond).
 const MAX_PING_POINTS: usize = 600;
@@ -71,7 +73,8 @@ fn percentile_plot(id: &str, what: &str, series: &[Series]) -> (String, String) 
 
 /// Which report section (table name) each kind of chart illustrates, by its caption
 /// (`tN: kind`, or the kind alone for charts over several tests).
-const SECTIONS: [(&str, &str); 15] = [
+const SECTIONS: [(&str, &str); 16] = [
+    ("round trips over time", "latency"),
     ("throughput over time", "throughput"),
     ("latency over time", "throughput"),
     ("loss over time", "throughput"),
@@ -315,6 +318,25 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
 fn over_time(id: &str, r: &RunResult) -> Vec<(String, String)> {
     if r.intervals.is_empty() {
         return Vec::new();
+    }
+    if r.latency.is_some() {
+        // Ping-pong: one message at a time, so its throughput says nothing; its round trips
+        // over time do.
+        let pick = |f: fn(&model::results::IntervalLatency) -> f64| -> Vec<(f64, f64)> {
+            r.intervals
+                .iter()
+                .filter_map(|x| x.latency.as_ref().map(|l| (x.end_s, f(l))))
+                .collect()
+        };
+        let series = [
+            ("p50".to_owned(), pick(|l| l.p50_us)),
+            ("p99".to_owned(), pick(|l| l.p99_us)),
+            ("max".to_owned(), pick(|l| l.max_us)),
+        ];
+        if series[0].1.is_empty() {
+            return Vec::new();
+        }
+        return vec![lines(id, ROUND_TRIPS_OVER_TIME, &series)];
     }
     let mut names: Vec<String> = Vec::new();
     let mut series: Vec<Series> = Vec::new();
