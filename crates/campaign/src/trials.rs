@@ -540,8 +540,10 @@ fn server_stream(
 /// The raw streams' interval rows: every receiver's tick k joined into one, the loss of
 /// each interval placed where its frames were due.
 fn raw_intervals(r: &engine::multi::MultiReport) -> Vec<model::results::IntervalRow> {
-    use model::stats::intervals::{attribute_loss, rows, Tick};
-    let n = r.ticks.iter().map(Vec::len).max().unwrap_or(0);
+    use model::stats::intervals::{attribute_loss, rows, SlotCounts, Tick};
+    // Every receiver ticks until the same moment (the generators' end); should one have
+    // fewer ticks, the rows end with it.
+    let n = r.ticks.iter().map(Vec::len).min().unwrap_or(0);
     let ticks: Vec<Tick> = (0..n)
         .map(|k| {
             let at: Vec<&Tick> = r.ticks.iter().filter_map(|t| t.get(k)).collect();
@@ -552,18 +554,25 @@ fn raw_intervals(r: &engine::multi::MultiReport) -> Vec<model::results::Interval
         })
         .collect();
     let mut out = rows(&ticks, model::results::LatencyKind::OneWay);
-    let sent = r
+    let received: std::collections::BTreeMap<u8, &model::stats::slots::TxSlots> = r
+        .received
+        .iter()
+        .flat_map(|(table, _)| table.streams().map(|(id, s)| (id, &s.slots)))
+        .collect();
+    let counts = r
         .sent
         .iter()
         .flatten()
-        .map(|s| (s.stream_id, s.slots.clone()))
+        .filter_map(|s| {
+            let c = SlotCounts {
+                sent: &s.slots,
+                received: received.get(&s.stream_id)?,
+                origin: r.t0_wall,
+            };
+            Some((s.stream_id, c))
+        })
         .collect();
-    let received = r
-        .received
-        .iter()
-        .flat_map(|(table, _)| table.streams().map(|(id, s)| (id, s.slots.clone())))
-        .collect();
-    attribute_loss(&mut out, &sent, &received, r.t0_wall);
+    attribute_loss(&mut out, &counts);
     out
 }
 

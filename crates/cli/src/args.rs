@@ -507,11 +507,11 @@ pub struct GenArgs {
     pub time: Duration,
     #[command(flatten)]
     pub frame: FrameArgs,
-    /// Print one JSON document.
     /// With --rx: seconds between interval rows (per interval: frames sent, received, lost
     /// where they were due, duplicates, reordering, latency); 0 = none.
     #[arg(short, long, value_parser = units::seconds, default_value = "1")]
     pub interval: Duration,
+    /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
 }
@@ -527,10 +527,10 @@ pub struct StreamsArgs {
     /// Frame I/O backend for every sender.
     #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
-    /// Print one JSON document.
     /// Seconds between interval rows (per stream and their sum); 0 = none.
     #[arg(short, long, value_parser = units::seconds, default_value = "1")]
     pub interval: Duration,
+    /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
 }

@@ -308,14 +308,7 @@ pub fn interval_rows(
                 duplicate_packets: (udp && rcv_known).then_some(recv.counters.duplicates),
                 reordered_packets: (udp && rcv_known).then_some(recv.counters.reordered),
                 latency: latency.and_then(|(kind, b)| {
-                    b.summary().map(|s| IntervalLatency {
-                        kind,
-                        count: s.count,
-                        min_us: s.min_us,
-                        p50_us: s.p50_us,
-                        p99_us: s.p99_us,
-                        max_us: s.max_us,
-                    })
+                    b.summary().map(|s| IntervalLatency::from_buckets(kind, &s))
                 }),
                 jitter_us: (udp && rcv_known).then_some(jitter_us),
                 retransmits: (!udp && snd_known).then_some(sent.retransmits),
@@ -365,55 +358,37 @@ pub fn interval_rows(
 /// ([`model::stats::slots`]). A stream whose counts cannot be matched (an iperf3 peer, no
 /// intervals) keeps the noticed loss; a sum row is replaced only when all its streams are.
 pub fn attribute_loss(rows: &mut [IntervalRow], o: &TestOutcome) {
+    use model::stats::intervals::{self, SlotCounts};
     if o.spec.protocol != Protocol::Udp {
         return;
     }
     for (dir, sender) in [("tx", Sender::Client), ("rx", Sender::Server)] {
-        let ids: Vec<u8> = streams::plan(&o.spec)
+        let mut counts = std::collections::BTreeMap::new();
+        for (id, _) in streams::plan(&o.spec)
             .into_iter()
             .filter(|(_, w)| *w == sender)
-            .map(|(i, _)| i)
-            .collect();
-        // The rows of one stream: its own with several streams, the sum with one.
-        let own = |r: &IntervalRow, id: u8| {
-            r.direction == dir && (r.stream == Some(id) || (ids.len() == 1 && r.stream.is_none()))
-        };
-        let mut all = !ids.is_empty();
-        let mut per_stream = Vec::new();
-        for &id in &ids {
-            let (Some(StreamReport::UdpTx(tx)), Some(StreamReport::UdpRx(rx))) =
+        {
+            if let (Some(StreamReport::UdpTx(tx)), Some(StreamReport::UdpRx(rx))) =
                 (find(o, id, true), find(o, id, false))
-            else {
-                all = false;
-                continue;
-            };
-            let ends: Vec<f64> = rows
-                .iter()
-                .filter(|r| own(r, id))
-                .map(|r| r.end_s)
-                .collect();
-            let lost = tx.first_tx.and_then(|origin| {
-                model::stats::slots::lost_per_interval(&tx.slots, &rx.slots, origin, &ends)
-            });
-            match lost {
-                Some(lost) => per_stream.push((id, lost)),
-                None => all = false,
-            }
-        }
-        for (id, lost) in &per_stream {
-            for (r, n) in rows.iter_mut().filter(|r| own(r, *id)).zip(lost) {
-                r.lost_packets = Some(*n);
-                r.loss_attributed = true;
-            }
-        }
-        if all && ids.len() > 1 {
-            for (k, r) in rows
-                .iter_mut()
-                .filter(|r| r.direction == dir && r.stream.is_none())
-                .enumerate()
             {
-                r.lost_packets = Some(per_stream.iter().filter_map(|(_, l)| l.get(k)).sum());
-                r.loss_attributed = true;
+                if let Some(origin) = tx.first_tx {
+                    let c = SlotCounts {
+                        sent: &tx.slots,
+                        received: &rx.slots,
+                        origin,
+                    };
+                    counts.insert(id, c);
+                }
+            }
+        }
+        // This direction's rows, placed and written back.
+        let at: Vec<usize> = (0..rows.len())
+            .filter(|&i| rows[i].direction == dir)
+            .collect();
+        let mut mine: Vec<IntervalRow> = at.iter().map(|&i| rows[i].clone()).collect();
+        if !mine.is_empty() && intervals::attribute_loss(&mut mine, &counts) {
+            for (i, r) in at.into_iter().zip(mine) {
+                rows[i] = r;
             }
         }
     }

@@ -84,6 +84,9 @@ pub struct TestOutcome {
     pub ran_for: Duration,
     /// Addresses, socket facts and both processes' CPU use.
     pub connection: ConnectionFacts,
+    /// This host's wall clock when the senders were let go (the start of interval 0,
+    /// after any warm-up); `None` where unknown.
+    pub started: Option<model::clock::UnixNanos>,
 }
 
 /// Totals of every stream at the end of one interval, from both sides.
@@ -309,6 +312,11 @@ impl Session {
         }
         // Every stream's handshake is answered and the receivers run: the server may send.
         write_msg(&mut self.ctrl, &ClientMsg::Start)?;
+        let started = {
+            use model::clock::Clock as _;
+            let wall = engine::clock::RealClock::new().wall();
+            wall.saturating_add(spec.omit.unwrap_or_default())
+        };
         let cpu = engine::env::ProcessCpu::start();
         let rx = spawn_reader::<ServerMsg>(&self.ctrl, spec.total_duration() + RESULTS_TIMEOUT)
             .map_err(ProtoError::Io)?;
@@ -418,10 +426,12 @@ impl Session {
                     ticks.local.insert(tick, side.sample());
                     tick += 1;
                 }
+                let mut sent = reports.clone();
+                crate::messages::fit(&mut sent);
                 write_msg(
                     &mut self.ctrl,
                     &ClientMsg::Finish {
-                        reports: reports.clone(),
+                        reports: sent,
                         early,
                         intervals,
                     },
@@ -436,6 +446,7 @@ impl Session {
         ticks.emit(interval, ran_for, &mut on_interval);
         let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
         Ok(TestOutcome {
+            started: Some(started),
             spec: spec.clone(),
             one_way,
             same_host: self.same_host,
@@ -597,13 +608,14 @@ impl Session {
 impl Session {
     /// Opens an echo socket on the server and sends it a `size`-byte ping every `every`
     /// for `duration` (see [`udp::run_paced_pings`]), answers stamped by the kernel. A
-    /// stop ends the pings early; what was measured is returned.
+    /// stop, or `end`, ends the pings early; what was measured is returned.
     pub fn run_paced_echo(
         mut self,
         size: usize,
         every: Duration,
         duration: Duration,
         wait: Duration,
+        end: &std::sync::atomic::AtomicBool,
     ) -> Result<udp::PacedPings, ProtoError> {
         let spec = EchoSpec {
             duration: duration + wait,
@@ -626,7 +638,7 @@ impl Session {
         let _ = engine::sys::enable_rx_timestamps(&sock);
         let never = std::sync::atomic::AtomicBool::new(false);
         let stop = self.stop.as_deref().unwrap_or(&never);
-        let out = udp::run_paced_pings(&sock, size, every, duration, wait, stop)
+        let out = udp::run_paced_pings(&sock, size, every, duration, wait, stop, end)
             .map_err(ProtoError::Io)?;
         let _ = write_msg(
             &mut self.ctrl,

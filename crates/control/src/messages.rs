@@ -209,6 +209,23 @@ pub enum StreamReport {
     TcpRx(TcpReceiverReport),
 }
 
+/// Drops the per-slot send-time counts of `reports` when they would take more than half of
+/// a message ([`crate::frame::MAX_MESSAGE`]): many streams of a long test. Their interval
+/// rows then keep the loss where it was noticed; nothing else is lost.
+pub fn fit(reports: &mut [StreamReport]) {
+    let size = serde_json::to_vec(reports).map_or(usize::MAX, |v| v.len());
+    if size <= crate::frame::MAX_MESSAGE / 2 {
+        return;
+    }
+    for r in reports.iter_mut() {
+        match r {
+            StreamReport::UdpTx(t) => t.slots = Default::default(),
+            StreamReport::UdpRx(x) => x.slots = Default::default(),
+            _ => {}
+        }
+    }
+}
+
 impl StreamReport {
     /// The stream id the report belongs to.
     pub fn stream_id(&self) -> u8 {

@@ -821,6 +821,7 @@ fn run_control_loop(
             })
             .flatten(),
     };
+    crate::messages::fit(&mut reports);
     write_msg(
         &mut ctrl,
         &ServerMsg::Results {

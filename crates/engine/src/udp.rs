@@ -412,6 +412,7 @@ pub fn run_sender(
             PaceAction::Send(k) => k.min(batch_max).min(left as usize),
             wait => {
                 echo.poll(sock, &clock, elapsed);
+                echo.publish(live);
                 return Step::from_wait(wait);
             }
         };
@@ -473,6 +474,7 @@ pub fn run_sender(
     let drain_until = clock.mono() + ECHO_DRAIN;
     while probe_every > 0 && clock.mono() < drain_until {
         echo.poll(sock, &clock, Duration::MAX);
+        echo.publish(live);
         std::thread::sleep(Duration::from_millis(1));
     }
     UdpSenderReport {
@@ -910,12 +912,14 @@ pub fn run_ping_pong(
     if every.is_some() {
         // The last, partial interval.
         let end = clock.mono().saturating_sub(t0).min(duration);
-        if ticks
-            .last()
-            .is_none_or(|t| end > t.0 + Duration::from_millis(1))
-        {
-            ticks.push((end, sent, received, buckets.reading()));
+        let last = ticks.last().map_or(Duration::ZERO, |t| t.0);
+        if let Some(e) = every {
+            if !ticks.is_empty() && end.saturating_sub(last) < e / 10 {
+                // A sliver after the last tick joins the last interval.
+                ticks.pop();
+            }
         }
+        ticks.push((end.max(last), sent, received, buckets.reading()));
     }
     Ok(PingPongReport {
         size,
@@ -951,11 +955,12 @@ pub struct PacedPings {
     pub kernel_timestamps: bool,
 }
 
-/// Sends a `size`-byte ping every `every` for `duration` (or until `stop`) on a connected
-/// socket to an echo server, without waiting for answers between pings, so a queue that
-/// holds the answers for seconds (bufferbloat) delays them rather than losing them; then
-/// waits up to `wait` for the last answers. Each answer carries its ping's transmit time,
-/// so the round trip needs no matching table. Only the first answer to each ping counts.
+/// Sends a `size`-byte ping every `every` for `duration` (or until `stop` or `end` is set)
+/// on a connected socket to an echo server, without waiting for answers between pings, so
+/// a queue that holds the answers for seconds (bufferbloat) delays them rather than losing
+/// them; then waits up to `wait` for the last answers. Each answer carries its ping's
+/// transmit time, so the round trip needs no matching table. Only the first answer to each
+/// ping counts; an answer to a ping never sent is ignored.
 pub fn run_paced_pings(
     sock: &UdpSocket,
     size: usize,
@@ -963,6 +968,7 @@ pub fn run_paced_pings(
     duration: Duration,
     wait: Duration,
     stop: &AtomicBool,
+    end: &AtomicBool,
 ) -> io::Result<PacedPings> {
     let clock = RealClock::new();
     let size = size.max(testhdr::HEADER_LEN);
@@ -982,18 +988,19 @@ pub fn run_paced_pings(
     let mut seen = SeqTracker::with_origin(DEFAULT_WINDOW, 0);
     let t0 = clock.mono();
     let mut next = Duration::ZERO;
-    let mut end = duration;
+    // Set when sending ends: until when the last answers are waited for.
+    let mut last_answers: Option<Duration> = None;
     loop {
         let now = clock.mono().saturating_sub(t0);
-        let sending = now < duration && !stop.load(Ordering::Relaxed);
-        if !sending && end == duration {
-            // Sending is over: the last answers get `wait`.
-            end = now + wait;
+        let over = now >= duration || stop.load(Ordering::Relaxed) || end.load(Ordering::Relaxed);
+        if over && last_answers.is_none() {
+            last_answers = Some(now + wait);
         }
-        if !sending && (now >= end || out.samples.len() as u64 >= out.sent) {
-            break;
-        }
-        if sending && now >= next {
+        if let Some(until) = last_answers {
+            if now >= until || out.samples.len() as u64 >= out.sent {
+                break;
+            }
+        } else if now >= next {
             testhdr::write_seq_ts(&mut buf, out.sent, clock.wall().0);
             // A full send buffer loses this ping, as a network would.
             let _ = sock.send(&buf);
@@ -1010,6 +1017,7 @@ pub fn run_paced_pings(
                         continue;
                     };
                     if !h.flags.contains(TestFlags::ECHO_REPLY)
+                        || h.seq >= out.sent
                         || !seen.on_packet(h.seq).is_accepted()
                     {
                         continue;
@@ -1215,6 +1223,7 @@ mod test {
             Duration::from_millis(10),
             Duration::from_millis(300),
             Duration::from_millis(500),
+            &never,
             &never,
         )
         .unwrap();

@@ -113,13 +113,18 @@ fn send(
         }),
     });
     if !r.ticks.is_empty() {
-        use model::stats::intervals::{attribute_loss, rows};
+        use model::stats::intervals::{attribute_loss, rows, SlotCounts};
         let mut out = rows(&r.ticks, model::results::LatencyKind::OneWay);
         if let Some((sent, received)) = &r.slots {
-            let by_id = |s: &model::stats::slots::TxSlots| {
-                std::collections::BTreeMap::from([(spec.stream_id, s.clone())])
+            let c = SlotCounts {
+                sent,
+                received,
+                origin: r.t0_wall,
             };
-            attribute_loss(&mut out, &by_id(sent), &by_id(received), r.t0_wall);
+            attribute_loss(
+                &mut out,
+                &std::collections::BTreeMap::from([(spec.stream_id, c)]),
+            );
         }
         doc.intervals = out;
     }

@@ -22,6 +22,12 @@ use crate::{usage, Error, Watch};
 const PING_LEN: usize = 64;
 /// How long the pings wait for the last answers after the second idle phase.
 const LAST_ANSWERS: Duration = Duration::from_secs(2);
+/// What the pings allow for the load's setup and results on top of the phases.
+const SETUP_SLACK: Duration = Duration::from_secs(30);
+/// The longest load (the pings of every phase are kept in memory).
+const MAX_LOAD: Duration = Duration::from_secs(3600);
+/// Most pings a result keeps for its plot (every k-th beyond; the figures use them all).
+const MAX_STORED_PINGS: usize = 10_000;
 
 /// Sleeps `d`, or less when `stop` is set.
 fn idle(d: Duration, stop: &AtomicBool) {
@@ -45,6 +51,12 @@ pub fn rrul(
     watch: &mut dyn Watch,
     stop: &Arc<AtomicBool>,
 ) -> Result<RunResult, Error> {
+    if req.time > MAX_LOAD || req.idle > MAX_LOAD {
+        return Err(usage(format!(
+            "-t / --idle: at most {} s each",
+            MAX_LOAD.as_secs()
+        )));
+    }
     if !(1.0..=1000.0).contains(&req.ping_hz) {
         return Err(usage(format!(
             "--ping-rate {} Hz: give 1 to 1000 pings per second",
@@ -74,11 +86,14 @@ pub fn rrul(
 
     let pinger = connect("pings")?;
     let every = Duration::from_secs_f64(1.0 / req.ping_hz);
-    let ping_time = req.idle * 2 + req.time;
+    // The pings run until the second idle phase is over (`end`), at most this long.
+    let ping_time = req.idle * 2 + req.time + SETUP_SLACK;
+    let end = Arc::new(AtomicBool::new(false));
     let origin = clock.wall();
+    let ping_end = Arc::clone(&end);
     let pings = std::thread::Builder::new()
         .name("rrul-ping".into())
-        .spawn(move || pinger.run_paced_echo(PING_LEN, every, ping_time, LAST_ANSWERS))
+        .spawn(move || pinger.run_paced_echo(PING_LEN, every, ping_time, LAST_ANSWERS, &ping_end))
         .map_err(|e| Error::Failed(format!("cannot start the pings: {e}")))?;
     watch.progress(&format!(
         "idle for {:.1} s, then {streams} TCP streams each way for {:.1} s, then idle again",
@@ -88,7 +103,7 @@ pub fn rrul(
 
     idle(req.idle, stop);
     let load = connect("load").and_then(|session| {
-        let load_from = clock.wall();
+        let before = clock.wall();
         let mut prev: Option<IntervalSample> = None;
         let outcome = session
             .run_test(&spec, Some(req.interval), |s| {
@@ -97,15 +112,23 @@ pub fn rrul(
                 }
                 prev = Some(s.clone());
             })
-            .map_err(|e| Error::from(e).context(format!("the load against {server} failed")))?;
-        Ok((load_from, clock.wall(), outcome))
+            .map_err(|e| {
+                Error::from(e).context(format!(
+                    "the load against {server} failed (rrul runs two tests at once, the pings and the load: the server must allow both)"
+                ))
+            })?;
+        // The load runs from when its senders were let go until the receivers have read
+        // its tail: a queue it filled drains after the senders stop, and pings stuck
+        // behind that are not idle ones.
+        let from = outcome.started.unwrap_or(before);
+        let to = clock.wall().max(from.saturating_add(outcome.ran_for));
+        Ok((from, to, outcome))
     });
     if load.is_ok() {
         idle(req.idle, stop);
-    } else {
-        // The pings end with the load's failure.
-        stop.store(true, Ordering::Relaxed);
     }
+    // The pings end after the second idle phase, or with the load's failure.
+    end.store(true, Ordering::Relaxed);
     let pings = pings
         .join()
         .map_err(|_| Error::Failed("the ping thread failed".into()))?
@@ -218,6 +241,7 @@ fn result(
         pings: pings
             .samples
             .iter()
+            .step_by(pings.samples.len().div_ceil(MAX_STORED_PINGS).max(1))
             .map(|p| (secs(origin, p.tx), p.rtt_ns as f64 / 1e3))
             .collect(),
         idle_histogram: (!phases.idle.is_empty()).then(|| phases.idle.to_base64()),

@@ -483,6 +483,7 @@ impl Iperf3Client {
         }
         let same_host = self.same_host();
         TestOutcome {
+            started: None,
             spec: self.spec.clone(),
             one_way: same_host,
             same_host,

@@ -349,6 +349,20 @@ pub struct IntervalLatency {
     pub max_us: f64,
 }
 
+impl IntervalLatency {
+    /// The figures of `s`, of `kind`.
+    pub fn from_buckets(kind: LatencyKind, s: &crate::stats::buckets::BucketSummary) -> Self {
+        IntervalLatency {
+            kind,
+            count: s.count,
+            min_us: s.min_us,
+            p50_us: s.p50_us,
+            p99_us: s.p99_us,
+            max_us: s.max_us,
+        }
+    }
+}
+
 /// One interval line (`-i`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntervalRow {

@@ -49,7 +49,8 @@ pub struct RrulResult {
     /// Throughput over time: (interval end, seconds from the start of the pings; upload
     /// bits/s; download bits/s).
     pub throughput: Vec<(f64, f64, f64)>,
-    /// Every answered ping: (send time, seconds from the start of the pings; round trip µs).
+    /// The answered pings: (send time, seconds from the start of the pings; round trip
+    /// µs); every one up to 10,000, every k-th beyond (the figures above use them all).
     pub pings: Vec<(f64, f64)>,
     /// The idle and loaded round trips (HdrHistogram V2 + deflate, base64).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -85,9 +85,22 @@ impl LogBuckets {
     }
 }
 
-/// A sparse reading: `(bucket, count)` for the buckets that hold samples, ascending.
+/// A sparse reading: `(bucket, count)` for the buckets that hold samples, ascending. A
+/// reading decoded from a peer is put in that order (duplicates merged, counts saturated)
+/// whatever it was sent in.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "Vec<(u8, u64)>")]
 pub struct BucketCounts(pub Vec<(u8, u64)>);
+
+impl From<Vec<(u8, u64)>> for BucketCounts {
+    fn from(v: Vec<(u8, u64)>) -> Self {
+        let mut all = [0u64; BUCKETS];
+        for (i, c) in v {
+            all[usize::from(i)] = all[usize::from(i)].saturating_add(c);
+        }
+        BucketCounts::dense(&all)
+    }
+}
 
 /// Latency over some samples, read from buckets (µs; see the module docs for the precision).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -112,7 +125,17 @@ impl BucketCounts {
 
     /// Samples in all buckets.
     pub fn total(&self) -> u64 {
-        self.0.iter().map(|(_, c)| *c).sum()
+        self.0.iter().fold(0u64, |a, (_, c)| a.saturating_add(*c))
+    }
+
+    fn dense(all: &[u64; BUCKETS]) -> BucketCounts {
+        BucketCounts(
+            all.iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| (i as u8, *c))
+                .collect(),
+        )
     }
 
     /// The samples added since `earlier` (a reading of the same buckets taken before).
@@ -139,13 +162,7 @@ impl BucketCounts {
         for &(i, c) in self.0.iter().chain(&other.0) {
             all[usize::from(i)] = all[usize::from(i)].saturating_add(c);
         }
-        BucketCounts(
-            all.iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(i, c)| (i as u8, *c))
-                .collect(),
-        )
+        BucketCounts::dense(&all)
     }
 
     /// The value below which a share `q` (0..=1) of the samples lie, ns (`None` when empty).
@@ -158,7 +175,7 @@ impl BucketCounts {
         let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).clamp(1, total);
         let mut seen = 0u64;
         for &(i, c) in &self.0 {
-            seen += c;
+            seen = seen.saturating_add(c);
             if seen >= rank {
                 return Some(middle(usize::from(i)));
             }
@@ -233,6 +250,13 @@ mod tests {
         assert_eq!(both.total(), 110);
         assert_eq!(both, b.reading());
         assert!(BucketCounts::default().summary().is_none());
+        // A peer's reading out of order, with a bucket twice and huge counts, decodes sorted,
+        // merged and saturated.
+        let odd: BucketCounts =
+            serde_json::from_str("[[9,1],[3,2],[9,18446744073709551615]]").unwrap();
+        assert_eq!(odd, BucketCounts(vec![(3, 2), (9, u64::MAX)]));
+        assert_eq!(odd.total(), u64::MAX);
+        assert!(odd.summary().is_some());
         assert!(b.reading().since(&b.reading()).is_empty());
     }
 }

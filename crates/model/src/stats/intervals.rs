@@ -75,14 +75,10 @@ pub fn rows(ticks: &[Tick], kind: LatencyKind) -> Vec<IntervalRow> {
             loss_attributed: false,
             duplicate_packets: Some(d.received.duplicates),
             reordered_packets: Some(d.received.reordered),
-            latency: d.latency.summary().map(|s| IntervalLatency {
-                kind,
-                count: s.count,
-                min_us: s.min_us,
-                p50_us: s.p50_us,
-                p99_us: s.p99_us,
-                max_us: s.max_us,
-            }),
+            latency: d
+                .latency
+                .summary()
+                .map(|s| IntervalLatency::from_buckets(kind, &s)),
             jitter_us: None,
             retransmits: None,
             tcp: None,
@@ -116,29 +112,38 @@ pub fn rows(ticks: &[Tick], kind: LatencyKind) -> Vec<IntervalRow> {
     out
 }
 
-/// Replaces the noticed loss of `rows` by the frames due in each interval that never
-/// arrived, for the streams whose `sent` and `received` slots are both known (`origin`:
-/// the generator's clock at the start of the run); a sum row only when all its streams
-/// are. Returns whether every row was replaced.
-pub fn attribute_loss(
-    rows: &mut [IntervalRow],
-    sent: &BTreeMap<u8, TxSlots>,
-    received: &BTreeMap<u8, TxSlots>,
-    origin: UnixNanos,
-) -> bool {
-    let ids: Vec<u8> = rows.iter().filter_map(|r| r.stream).collect::<Vec<_>>();
-    let mut ids: Vec<u8> = if ids.is_empty() {
-        sent.keys().copied().collect()
+/// One stream's counts per slot of send time: what it sent, what arrived, and the
+/// sender's clock at the start of interval 0.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotCounts<'a> {
+    /// Frames (packets) sent per slot.
+    pub sent: &'a TxSlots,
+    /// Distinct ones received per slot.
+    pub received: &'a TxSlots,
+    /// The sender's clock when interval 0 began.
+    pub origin: UnixNanos,
+}
+
+/// Replaces the noticed loss of `rows` (one direction's) by the frames due in each interval
+/// that never arrived, from each stream's slot counts; sum rows get the sum. All or
+/// nothing: when a stream of the rows has no counts, or its counts cannot place a loss
+/// (see [`lost_per_interval`]), no row changes and it returns false.
+pub fn attribute_loss(rows: &mut [IntervalRow], streams: &BTreeMap<u8, SlotCounts<'_>>) -> bool {
+    let per_stream = rows.iter().any(|r| r.stream.is_some());
+    let mut ids: Vec<u8> = if per_stream {
+        rows.iter().filter_map(|r| r.stream).collect()
+    } else if streams.len() == 1 {
+        streams.keys().copied().collect()
     } else {
-        ids
+        return false;
     };
     ids.sort_unstable();
     ids.dedup();
-    let single = !rows.iter().any(|r| r.stream.is_some());
-    let mine = |r: &IntervalRow, id: u8| r.stream == Some(id) || (single && r.stream.is_none());
-    let mut per_stream = Vec::new();
+    let mine =
+        |r: &IntervalRow, id: u8| r.stream == Some(id) || (!per_stream && r.stream.is_none());
+    let mut lost = Vec::new();
     for &id in &ids {
-        let (Some(s), Some(r)) = (sent.get(&id), received.get(&id)) else {
+        let Some(c) = streams.get(&id) else {
             return false;
         };
         let ends: Vec<f64> = rows
@@ -146,24 +151,24 @@ pub fn attribute_loss(
             .filter(|x| mine(x, id))
             .map(|x| x.end_s)
             .collect();
-        let Some(lost) = lost_per_interval(s, r, origin, &ends) else {
+        let Some(l) = lost_per_interval(c.sent, c.received, c.origin, &ends) else {
             return false;
         };
-        per_stream.push((id, lost));
+        lost.push((id, l));
     }
-    for (id, lost) in &per_stream {
-        for (row, n) in rows.iter_mut().filter(|x| mine(x, *id)).zip(lost) {
+    for (id, l) in &lost {
+        for (row, n) in rows.iter_mut().filter(|x| mine(x, *id)).zip(l) {
             row.lost_packets = Some(*n);
             row.loss_attributed = true;
         }
     }
-    if !single {
+    if per_stream {
         for (k, row) in rows.iter_mut().filter(|x| x.stream.is_none()).enumerate() {
-            row.lost_packets = Some(per_stream.iter().filter_map(|(_, l)| l.get(k)).sum());
+            row.lost_packets = Some(lost.iter().filter_map(|(_, l)| l.get(k)).sum());
             row.loss_attributed = true;
         }
     }
-    !per_stream.is_empty()
+    true
 }
 
 #[cfg(test)]
@@ -234,17 +239,20 @@ mod tests {
             streams: vec![totals(1, 0, 0, &LogBuckets::default())],
         };
         let mut out = rows(&[t(1_000), t(2_000)], LatencyKind::OneWay);
-        let sent = BTreeMap::from([(1, s)]);
-        let recv = BTreeMap::from([(1, r)]);
-        assert!(attribute_loss(&mut out, &sent, &recv, ms(0)));
+        let counts = SlotCounts {
+            sent: &s,
+            received: &r,
+            origin: ms(0),
+        };
+        assert!(attribute_loss(&mut out, &BTreeMap::from([(1, counts)])));
         assert_eq!(
             out.iter().map(|x| x.lost_packets).collect::<Vec<_>>(),
             [Some(0), Some(100)]
         );
         assert!(out.iter().all(|x| x.loss_attributed));
-        // Without the receiver's slots the noticed loss stays.
+        // Without a stream's counts the noticed loss stays.
         let mut kept = rows(&[t(1_000)], LatencyKind::OneWay);
-        assert!(!attribute_loss(&mut kept, &sent, &BTreeMap::new(), ms(0)));
+        assert!(!attribute_loss(&mut kept, &BTreeMap::new()));
         assert!(!kept[0].loss_attributed);
     }
 }

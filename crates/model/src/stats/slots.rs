@@ -17,14 +17,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::UnixNanos;
 
-/// Most slots one stream keeps (2 MiB of counts); a longer test counts the rest as
-/// `beyond` and its losses there stay where they were noticed.
-pub const MAX_SLOTS: usize = 1 << 18;
+/// Most slots one stream keeps (they travel in its report); a longer test counts the rest as
+/// `beyond` and its losses stay where they were noticed.
+pub const MAX_SLOTS: usize = 4096;
 /// Narrowest slot.
 pub const MIN_SLOT_NS: u64 = 1_000_000;
 
-/// The slot width for a test reporting every `interval_ns` (a twentieth of it, at least
-/// 1 ms, and wide enough that `duration_ns` fits in [`MAX_SLOTS`]).
+/// The slot width for a test reporting every `interval_ns`: a twentieth of it, at least
+/// 1 ms, and wide enough that `duration_ns` fits in half of [`MAX_SLOTS`]. A test of more
+/// than 1024 intervals gets slots wider than half an interval, too coarse to place a loss
+/// ([`lost_per_interval`] then declines).
 pub fn slot_width(interval_ns: u64, duration_ns: u64) -> u64 {
     (interval_ns / 20)
         .max(MIN_SLOT_NS)
@@ -116,6 +118,19 @@ pub fn lost_per_interval(
     if sent.beyond > 0 || received.beyond > 0 {
         return None;
     }
+    // Slots wider than half the shortest whole interval cannot tell intervals apart.
+    // (The last interval may be a partial one.)
+    let lengths: Vec<f64> = ends_s
+        .first()
+        .copied()
+        .into_iter()
+        .chain(ends_s.windows(2).map(|w| w[1] - w[0]))
+        .collect();
+    let whole = &lengths[..lengths.len().saturating_sub(1).max(1)];
+    let shortest = whole.iter().copied().fold(f64::INFINITY, f64::min);
+    if sent.width_ns as f64 / 1e9 > shortest / 2.0 {
+        return None;
+    }
     let mut lost = vec![0u64; ends_s.len()];
     for (i, &n) in sent.counts.iter().enumerate() {
         let slot = sent.first + i as u64;
@@ -148,9 +163,13 @@ mod tests {
     fn width_follows_the_interval_and_the_duration() {
         assert_eq!(slot_width(1_000_000_000, 10_000_000_000), 50_000_000);
         assert_eq!(slot_width(10_000_000, 1_000_000_000), MIN_SLOT_NS);
-        // A week at 1 s intervals still fits.
+        // A week at 1 s intervals still fits, in slots too wide to place a loss.
         let week = 7 * 86_400 * 1_000_000_000u64;
-        assert!(week / slot_width(1_000_000_000, week) < MAX_SLOTS as u64);
+        let w = slot_width(1_000_000_000, week);
+        assert!(week / w < MAX_SLOTS as u64);
+        let (mut s, r) = (TxSlots::new(w), TxSlots::new(w));
+        s.record(at_ms(0), 1);
+        assert!(lost_per_interval(&s, &r, at_ms(0), &[1.0, 2.0, 3.0]).is_none());
     }
 
     /// A 5 s stream at 1000 packets/s, one interval per second; the packets sent during
