@@ -352,9 +352,10 @@ fn shaper_queue_length_sets_the_latency_rrul_measures() {
         );
     }
     for v in [long, short] {
-        // The upload is held to about the class rate (HTB on veth runs a few % over).
+        // The upload (its rate while the load ran) is held to the class rate: payload under 20
+        // Mbit/s of frames (HTB on veth runs about 1 % over).
         let up = f64_at(v, "/rrul/up_bps");
-        assert!((10e6..21e6).contains(&up), "upload {up}: {v:#}");
+        assert!((15e6..20.5e6).contains(&up), "upload {up}: {v:#}");
         assert!(u64_at(v, "/rrul/pings_sent") > 500, "{v:#}");
         assert!(!v["intervals"].as_array().unwrap().is_empty());
     }

@@ -181,6 +181,20 @@ fn result(
     origin: UnixNanos,
     load: (UnixNanos, UnixNanos),
 ) -> RrulResult {
+    // Each way: what its receivers got while the load ran, from the interval sums (what
+    // still sat in send buffers and queues when the senders stopped arrives later, at the
+    // bottleneck's pace, and is not the load's rate; nor is one stream's rate over its own
+    // shorter time).
+    let rate = |dir: &str| {
+        let rows = r
+            .intervals
+            .iter()
+            .filter(|x| x.direction == dir && x.stream.is_none());
+        let (bytes, secs) = rows.fold((0u64, 0f64), |(b, t), x| {
+            (b + x.received_bytes.unwrap_or(0), t + (x.end_s - x.start_s))
+        });
+        (secs > 0.0).then(|| bytes as f64 * 8.0 / secs)
+    };
     let phases = method::rrul::phases(pings.samples.iter().map(|p| (p.tx, p.rtt_ns)), load);
     let summary = |h: &model::stats::LatencyHistogram| {
         h.summary()
@@ -226,8 +240,8 @@ fn result(
         load_s: req.time.as_secs_f64(),
         idle_s: req.idle.as_secs_f64(),
         ping_hz: req.ping_hz,
-        up_bps: r.summary.as_ref().and_then(|s| s.received_bps),
-        down_bps: r.reverse_summary.as_ref().and_then(|s| s.received_bps),
+        up_bps: rate("tx"),
+        down_bps: rate("rx"),
         idle,
         loaded,
         added_us,

@@ -16,7 +16,8 @@ pub struct RrulResult {
     pub idle_s: f64,
     /// Pings per second.
     pub ping_hz: f64,
-    /// Upload (client to server) received rate over the load, bits/s.
+    /// Upload (client to server): what its receivers got while the load ran (the interval
+    /// sums; not the tail still in send buffers and queues when the senders stopped), bits/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub up_bps: Option<f64>,
     /// Download (server to client) received rate over the load, bits/s.
