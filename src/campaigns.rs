@@ -91,6 +91,12 @@ pub fn run(a: &RunArgs) -> Result<()> {
     }
     let results = a.out.join("results.json");
     outln!("wrote {} (and one CSV per table)", results.display());
+    if let Some(path) = &a.junit {
+        let xml = report::junit::campaign(c).map_err(|e| anyhow::anyhow!("JUnit XML: {e}"))?;
+        lab::managed::write_atomic(path, xml.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        outln!("wrote {}", path.display());
+    }
     if c.stopped.is_some() || done < c.tests.len() {
         anyhow::bail!(
             "{} test(s) did not complete (see {})",
@@ -127,6 +133,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
         out: a.out.clone(),
         name: "demo".into(),
         template: None,
+        junit: None,
     })?;
     outln!(
         "demo done: every figure in {} was measured just now on this machine",

@@ -4,8 +4,8 @@
 //! the `engine`, `control`, `method`, `campaign`, `lab` and `report` crates.
 //!
 //! Commands: [`measure`] (one test, one document), [`campaigns`] (plans, the demo,
-//! reports), [`labs`] (test networks), [`serve`] (the server and the FRER relay). None of
-//! them uses another.
+//! reports), [`labs`] (test networks), [`serve`] (the server and the FRER relay),
+//! [`manuals`] (shell completions and man pages). None of them uses another.
 //!
 //! Exit codes: 0 success; 1 the test could not run (connection, refusal, protocol);
 //! 2 bad command line or input; 3 the test ran but a verdict (e.g. a latency limit) failed.
@@ -13,6 +13,7 @@
 
 mod campaigns;
 mod labs;
+mod manuals;
 mod measure;
 mod output;
 mod serve;
@@ -92,6 +93,8 @@ fn run(c: &Command) -> anyhow::Result<ExitCode> {
         Command::Report(a) => campaigns::report(a)?,
         Command::Compare(a) => campaigns::compare(a)?,
         Command::Lab(a) => return labs::lab(a),
+        Command::Completions(a) => manuals::completions(a)?,
+        Command::Man(a) => manuals::man(a)?,
         _ => test(c)?,
     }
     Ok(ExitCode::SUCCESS)

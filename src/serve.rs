@@ -67,6 +67,20 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         max_tests: if a.one_off { 1 } else { limits.max_tests },
         ..limits
     };
+    // The metrics endpoint is bound before the server says it listens.
+    let metrics = match a.metrics {
+        Some(addr) => {
+            let listener = std::net::TcpListener::bind(addr)
+                .with_context(|| format!("--metrics {addr}: cannot listen"))?;
+            let m = Arc::new(control::metrics::ServerMetrics::new());
+            let (m2, s2) = (Arc::clone(&m), Arc::clone(&stop));
+            std::thread::Builder::new()
+                .name("wb-metrics".into())
+                .spawn(move || control::metrics::serve_http(listener, &m2, &s2))?;
+            Some(m)
+        }
+        None => None,
+    };
     let bind_cfg = |ip: IpAddr| ServerConfig {
         bind: SocketAddr::new(ip, a.port),
         limits,
@@ -74,6 +88,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         handshake_timeout: a.handshake_timeout,
         allow_tuning: a.allow_tuning,
         finished: finished.clone(),
+        metrics: metrics.clone(),
     };
     // Every IPv6 and IPv4 address by default; IPv4 alone where the host has no IPv6.
     let (server, ip) = match a.bind {
@@ -109,6 +124,9 @@ pub fn server(a: &ServerArgs) -> Result<()> {
     );
     if let Some(line) = iperf3_line {
         errln!("{line}");
+    }
+    if let Some(addr) = a.metrics {
+        errln!("metrics at http://{addr}/metrics");
     }
     if let Some(d) = a.run_for {
         stop_after(&stop, d);

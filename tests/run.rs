@@ -102,15 +102,71 @@ fn numeric_cells(md: &str) -> Vec<String> {
     out
 }
 
+/// The JUnit file as a JUnit reader sees it: (tests, failures, errors, skipped, the failed
+/// testcases' names). Debian's python3-junitparser when installed (`.ci/run` installs it),
+/// else Python's own XML parser, which the output names.
+fn junit_counts(path: &Path) -> (u64, u64, u64, u64, Vec<String>) {
+    let with_junitparser = r#"
+import sys, junitparser
+x = junitparser.JUnitXml.fromfile(sys.argv[1])
+cases = [c for s in x for c in s]
+bad = lambda c, k: any(isinstance(r, k) for r in c.result)
+print(len(cases), sum(bad(c, junitparser.Failure) for c in cases),
+      sum(bad(c, junitparser.Error) for c in cases), sum(bad(c, junitparser.Skipped) for c in cases))
+for c in cases:
+    if bad(c, junitparser.Failure): print(c.name)
+"#;
+    let with_etree = r#"
+import sys, xml.etree.ElementTree as ET
+cases = ET.parse(sys.argv[1]).getroot().iter("testcase")
+cases = list(cases)
+has = lambda c, t: c.find(t) is not None
+print(len(cases), sum(has(c, "failure") for c in cases), sum(has(c, "error") for c in cases),
+      sum(has(c, "skipped") for c in cases))
+for c in cases:
+    if has(c, "failure"): print(c.get("name"))
+"#;
+    let python = "/usr/bin/python3";
+    let have = Command::new(python)
+        .args(["-c", "import junitparser"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        eprintln!("python3-junitparser is not installed: reading the JUnit file with xml.etree");
+    }
+    let script = if have { with_junitparser } else { with_etree };
+    let out = Command::new(python)
+        .args(["-c", script, path.to_str().unwrap()])
+        .output()
+        .expect("python3");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = text.lines();
+    let n: Vec<u64> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (n[0], n[1], n[2], n[3], lines.map(str::to_owned).collect())
+}
+
 #[test]
 fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
     let dir = out_dir("ok");
     let plan = write_plan(&dir, SHORT_PLAN);
+    let junit = dir.join("junit.xml");
     let (out, children) = run_watching_children(&[
         "run",
         plan.to_str().unwrap(),
         "--out",
         dir.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
     ]);
     // Every test runs in the run's own process: no wirebench was started for them (the
     // interface facts come from `ip`, which is allowed).
@@ -134,6 +190,18 @@ fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
     assert!(
         stdout.contains("5 of 5 tests done; 1 of 2 thresholds passed"),
         "{stdout}"
+    );
+    // The JUnit file: a testcase per test and per threshold; the one failed threshold is
+    // its only failure, named as the verdict.
+    let (tests, failures, errors, skipped, failed) = junit_counts(&junit);
+    assert_eq!(
+        (tests, failures, errors, skipped),
+        (7, 1, 0, 0),
+        "{failed:?}"
+    );
+    assert!(
+        failed[0].contains("latency_p50") || failed[0].contains("latency"),
+        "{failed:?}"
     );
     for f in [
         "results.json",

@@ -10,6 +10,7 @@ mod frer;
 mod iperf3;
 mod lab;
 mod methods;
+mod metrics;
 mod nic;
 mod raw;
 mod run;

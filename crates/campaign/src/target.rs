@@ -102,6 +102,7 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         handshake_timeout: control::server::HANDSHAKE_TIMEOUT,
         allow_tuning: false,
         finished: None,
+        metrics: None,
     })?
     .spawn()
 }

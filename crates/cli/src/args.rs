@@ -1,7 +1,7 @@
 //! The command line, as clap structs: syntax and per-value validation only ("low" args).
 //! [`crate::requests`] turns them into the campaign's typed requests.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -199,6 +199,12 @@ pub enum Command {
     Run(RunArgs),
     /// Render the reports of a run again from its results.json.
     Report(ReportArgs),
+    /// Print a shell completion script: `source <(wirebench completions bash)`, or install
+    /// it in the shell's completion directory.
+    Completions(CompletionsArgs),
+    /// Write the manual pages (wirebench.1 and one per command) into DIR, or print
+    /// wirebench.1 without DIR.
+    Man(ManArgs),
     /// Two runs side by side (results.json of `run`, or any command's -J output): every
     /// figure both measured, the difference and the overhead of B against A in % (e.g. FRER
     /// against a control group).
@@ -230,6 +236,33 @@ pub struct RunArgs {
     /// (report.md, report.html; a file it lacks stays built in). Checked before the run.
     #[arg(long, value_name = "DIR")]
     pub template: Option<PathBuf>,
+    /// Also write a JUnit XML file: one testcase per test and per threshold, so CI systems
+    /// (Jenkins, GitLab, GitHub) show the verdicts.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// GNU bash.
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Directory for the pages (created if missing).
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -778,6 +811,11 @@ pub struct ServerArgs {
     /// host has no IPv6).
     #[arg(long)]
     pub bind: Option<IpAddr>,
+    /// Serve metrics for Prometheus (OpenMetrics text) at http://ADDR/metrics, e.g.
+    /// 127.0.0.1:9464: tests running, completed and refused, connections, failed
+    /// authentications, bytes and packets, and each running test's rate and loss.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     /// Run one test (wirebench's or an iperf3 client's), then exit.
     #[arg(short = '1', long)]
     pub one_off: bool,

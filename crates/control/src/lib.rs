@@ -6,7 +6,8 @@
 //! the server, `Finish` from the client, `Results` from the server. The data itself flows on
 //! separate sockets run by [`engine`]. [`server`] serves many tests at once, one thread per
 //! control connection, with limits and timeouts on every read; [`client`] runs one test and
-//! [`assemble`] turns both sides' reports into the results model.
+//! [`assemble`] turns both sides' reports into the results model; [`metrics`] counts what
+//! the server does for Prometheus.
 //!
 //! This crate does not print or parse command lines; the binary does.
 #![warn(missing_docs, unreachable_pub)]
@@ -18,6 +19,7 @@ pub mod client;
 pub mod frame;
 pub mod iperf3;
 pub mod messages;
+pub mod metrics;
 pub mod server;
 mod streams;
 pub mod tuning;

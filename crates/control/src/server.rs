@@ -66,6 +66,8 @@ pub struct ServerConfig {
     pub allow_tuning: bool,
     /// Set when a test the server accepted has ended (`--one-off` stops on it).
     pub finished: Option<Arc<AtomicBool>>,
+    /// Counted for `--metrics` when given.
+    pub metrics: Option<Arc<crate::metrics::ServerMetrics>>,
 }
 
 /// Sets its flag when dropped: a test has ended, however it ended.
@@ -91,6 +93,7 @@ pub(crate) struct Ctx {
     finished: Option<Arc<AtomicBool>>,
     /// A tuning session is running (one at a time).
     pub(crate) tuning: AtomicUsize,
+    metrics: Option<Arc<crate::metrics::ServerMetrics>>,
 }
 
 /// A bound server, ready to serve.
@@ -157,6 +160,7 @@ impl Server {
             allow_tuning: cfg.allow_tuning && cfg.key.is_some(),
             tuning: AtomicUsize::new(0),
             finished: cfg.finished.clone(),
+            metrics: cfg.metrics.clone(),
         };
         Ok(Self {
             listener,
@@ -176,6 +180,9 @@ impl Server {
         while !stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((stream, peer)) => {
+                    if let Some(m) = &self.ctx.metrics {
+                        m.connection();
+                    }
                     let ctx = self.ctx.clone();
                     let _ = stream.set_nonblocking(false);
                     let spawned =
@@ -183,6 +190,9 @@ impl Server {
                             .name("wb-conn".into())
                             .spawn(move || {
                                 let Some(_slot) = Slot::take(&ctx.connections, max_conns) else {
+                                    if let Some(m) = &ctx.metrics {
+                                        m.refused(ErrorCode::Busy);
+                                    }
                                     let mut s = stream;
                                     let _ = write_msg(
                                         &mut s,
@@ -195,6 +205,11 @@ impl Server {
                                 // Ends the control reader thread with the connection.
                                 if let Some(c) = closer {
                                     let _ = c.shutdown(std::net::Shutdown::Both);
+                                }
+                                if let (Some(m), Err(ProtoError::Refused { code, .. })) =
+                                    (&ctx.metrics, &result)
+                                {
+                                    m.refused(*code);
                                 }
                                 match result {
                                     Ok(()) => tracing::info!("{peer}: done"),
@@ -487,7 +502,24 @@ fn serve_test(
             format!("cannot start the senders: {e}"),
         ));
     }
-    run_control_loop(ctrl, spec, interval_ms, side)
+    // Scrapes read this test's streams until it ends, however it ends.
+    let _watched = ctx.metrics.as_ref().map(|m| {
+        let sends = |id: u8| plan.iter().any(|(i, w)| *i == id && *w == Sender::Server);
+        let streams = side
+            .lives()
+            .into_iter()
+            .map(|(id, live)| (sends(id), live))
+            .collect();
+        let client = ctrl
+            .peer_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        m.start_test(test_id, spec.protocol.as_str(), client, streams)
+    });
+    let done = run_control_loop(ctrl, spec, interval_ms, side);
+    if let (Some(m), Ok(())) = (&ctx.metrics, &done) {
+        m.completed();
+    }
+    done
 }
 
 fn setup_udp(

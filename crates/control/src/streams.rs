@@ -234,6 +234,11 @@ impl SideRun {
         })
     }
 
+    /// Every stream's live counters.
+    pub(crate) fn lives(&self) -> Vec<(u8, Arc<LiveCounters>)> {
+        self.lives.clone()
+    }
+
     /// Current totals of every stream of this side.
     pub(crate) fn sample(&self) -> Vec<(u8, LiveSnapshot)> {
         self.lives

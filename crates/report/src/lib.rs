@@ -5,7 +5,9 @@
 //! - [`text`]: each command's terminal output, deterministic bytes for a given result;
 //! - [`json`]: the JSON document;
 //! - [`campaign`]: the report of a whole run (`wirebench run`): Markdown, self-contained
-//!   HTML with [`svg`] charts, and CSV, from `results.json` alone; and two runs compared.
+//!   HTML with [`svg`] charts, and CSV, from `results.json` alone; and two runs compared;
+//! - [`junit`]: a run as JUnit XML for CI systems;
+//! - [`iperf3`]: a client test as iperf3's `-J` document.
 //!
 //! What it does not do: measure, read files or sockets, or decide verdicts.
 #![warn(missing_docs, unreachable_pub)]
@@ -14,6 +16,7 @@
 pub mod campaign;
 pub mod iperf3;
 pub mod json;
+pub mod junit;
 pub mod svg;
 pub mod table;
 pub mod tables;

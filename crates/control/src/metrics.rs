@@ -1,0 +1,583 @@
+//! The server's metrics in OpenMetrics text (`server --metrics ADDR`, for Prometheus).
+//!
+//! What it counts: tests running, completed, refused by reason; connections; failed
+//! authentications; bytes and packets per direction (the server's view: `rx` received,
+//! `tx` sent); and for each running test its rate since the previous scrape, its bytes and
+//! its loss so far (labels: test id, protocol, direction, client address). Byte and packet
+//! totals include running tests: each scrape adds what their streams moved since the last.
+//!
+//! What it does not do: touch the data path. Streams publish their totals to
+//! [`LiveCounters`] as they always do; a scrape reads those snapshots. The HTTP side
+//! ([`serve_http`]) answers `GET /metrics` and nothing else, one request at a time, with a
+//! deadline per request: OpenMetrics when the scraper accepts it (Prometheus does), else
+//! Prometheus' text format 0.0.4 ([`prometheus_text`]).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use engine::live::LiveCounters;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::messages::ErrorCode;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Reason {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Direction {
+    direction: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TestLabels {
+    test_id: String,
+    protocol: String,
+    direction: String,
+    client: String,
+}
+
+/// One stream of a running test, as the server sees it.
+struct Stream {
+    /// The server sends it (`tx`), or receives it (`rx`).
+    sends: bool,
+    live: Arc<LiveCounters>,
+    /// Bytes and packets already added to the totals.
+    counted: (u64, u64),
+}
+
+struct Running {
+    protocol: String,
+    client: String,
+    streams: Vec<Stream>,
+    /// When the rates were last taken, with the bytes per direction (`rx`, `tx`) then.
+    last: (Instant, u64, u64),
+}
+
+/// The metrics of one server.
+pub struct ServerMetrics {
+    registry: Registry,
+    running_tests: Gauge,
+    completed: Counter,
+    refused: Family<Reason, Counter>,
+    connections: Counter,
+    auth_failures: Counter,
+    bytes: Family<Direction, Counter>,
+    packets: Family<Direction, Counter>,
+    test_rate: Family<TestLabels, Gauge<f64, AtomicU64>>,
+    test_bytes: Family<TestLabels, Gauge>,
+    test_loss: Family<TestLabels, Gauge<f64, AtomicU64>>,
+    running: Mutex<BTreeMap<u16, Running>>,
+}
+
+impl std::fmt::Debug for ServerMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerMetrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for ServerMetrics {
+    fn default() -> Self {
+        ServerMetrics::new()
+    }
+}
+
+fn reason(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::Version => "version",
+        ErrorCode::Auth => "auth",
+        ErrorCode::Limit => "limit",
+        ErrorCode::Busy => "busy",
+        ErrorCode::BadRequest => "bad_request",
+        ErrorCode::Protocol => "protocol",
+        ErrorCode::Timeout => "timeout",
+        ErrorCode::Internal => "internal",
+    }
+}
+
+impl ServerMetrics {
+    /// Every metric at zero.
+    pub fn new() -> ServerMetrics {
+        let mut registry = Registry::with_prefix("wirebench_server");
+        let m = ServerMetrics {
+            running_tests: Gauge::default(),
+            completed: Counter::default(),
+            refused: Family::default(),
+            connections: Counter::default(),
+            auth_failures: Counter::default(),
+            bytes: Family::default(),
+            packets: Family::default(),
+            test_rate: Family::default(),
+            test_bytes: Family::default(),
+            test_loss: Family::default(),
+            running: Mutex::new(BTreeMap::new()),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "tests_running",
+            "Tests running now",
+            m.running_tests.clone(),
+        );
+        registry.register(
+            "tests_completed",
+            "Tests that ran to their end",
+            m.completed.clone(),
+        );
+        registry.register(
+            "tests_refused",
+            "Requests refused, by reason",
+            m.refused.clone(),
+        );
+        registry.register(
+            "connections",
+            "Control connections accepted",
+            m.connections.clone(),
+        );
+        registry.register(
+            "auth_failures",
+            "Clients that failed to authenticate",
+            m.auth_failures.clone(),
+        );
+        registry.register(
+            "payload_bytes",
+            "Payload bytes of test streams, by direction (rx received, tx sent)",
+            m.bytes.clone(),
+        );
+        registry.register(
+            "packets",
+            "Datagrams of UDP test streams, by direction (rx unique received, tx sent)",
+            m.packets.clone(),
+        );
+        registry.register(
+            "test_rate_bps",
+            "A running test's rate since the previous scrape, bits/s",
+            m.test_rate.clone(),
+        );
+        registry.register(
+            "test_payload_bytes",
+            "A running test's payload bytes so far",
+            m.test_bytes.clone(),
+        );
+        registry.register(
+            "test_loss_ratio",
+            "A running UDP test's loss so far, 0..1 (numbers missing below the highest seen)",
+            m.test_loss.clone(),
+        );
+        ServerMetrics { registry, ..m }
+    }
+
+    /// A control connection was accepted.
+    pub fn connection(&self) {
+        self.connections.inc();
+    }
+
+    /// A request was refused with `code` (an authentication failure counts twice: as a
+    /// refusal and as a failure).
+    pub fn refused(&self, code: ErrorCode) {
+        let labels = Reason {
+            reason: reason(code).into(),
+        };
+        self.refused.get_or_create(&labels).inc();
+        if code == ErrorCode::Auth {
+            self.auth_failures.inc();
+        }
+    }
+
+    /// A test ran to its end.
+    pub fn completed(&self) {
+        self.completed.inc();
+    }
+
+    /// Test `id` started: its streams, each with whether the server sends it. Until the
+    /// returned guard drops, scrapes read its streams' live counters.
+    pub fn start_test(
+        self: &Arc<Self>,
+        id: u16,
+        protocol: &str,
+        client: SocketAddr,
+        streams: Vec<(bool, Arc<LiveCounters>)>,
+    ) -> RunningTest {
+        self.running_tests.inc();
+        let running = Running {
+            protocol: protocol.to_owned(),
+            client: client.to_string(),
+            streams: streams
+                .into_iter()
+                .map(|(sends, live)| Stream {
+                    sends,
+                    live,
+                    counted: (0, 0),
+                })
+                .collect(),
+            last: (Instant::now(), 0, 0),
+        };
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, running);
+        RunningTest {
+            metrics: Arc::clone(self),
+            id,
+        }
+    }
+
+    /// Adds what `t`'s streams moved since the last time to the totals; returns the test's
+    /// bytes per direction (`rx`, `tx`) and its receivers' (received, lost so far).
+    fn account(&self, t: &mut Running) -> (u64, u64, u64, u64) {
+        let (mut rx, mut tx, mut got, mut lost) = (0, 0, 0, 0);
+        for s in &mut t.streams {
+            let now = s.live.snapshot();
+            let packets = if s.sends {
+                now.counters.sent
+            } else {
+                now.counters.received
+            };
+            let dir = Direction {
+                direction: if s.sends { "tx" } else { "rx" }.into(),
+            };
+            self.bytes
+                .get_or_create(&dir)
+                .inc_by(now.bytes.saturating_sub(s.counted.0));
+            self.packets
+                .get_or_create(&dir)
+                .inc_by(packets.saturating_sub(s.counted.1));
+            s.counted = (s.counted.0.max(now.bytes), s.counted.1.max(packets));
+            if s.sends {
+                tx += now.bytes;
+            } else {
+                rx += now.bytes;
+                got += now.counters.received;
+                lost += now.counters.lost;
+            }
+        }
+        (rx, tx, got, lost)
+    }
+
+    /// The metrics in OpenMetrics text, running tests read now.
+    pub fn render(&self) -> String {
+        {
+            let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+            for (id, t) in running.iter_mut() {
+                let (rx, tx, got, lost) = self.account(t);
+                let now = Instant::now();
+                let secs = now.duration_since(t.last.0).as_secs_f64();
+                let rate = |b: u64, before: u64| {
+                    if secs > 0.0 {
+                        b.saturating_sub(before) as f64 * 8.0 / secs
+                    } else {
+                        0.0
+                    }
+                };
+                for (dir, bytes, before) in [("rx", rx, t.last.1), ("tx", tx, t.last.2)] {
+                    if !t.streams.iter().any(|s| s.sends == (dir == "tx")) {
+                        continue;
+                    }
+                    let labels = TestLabels {
+                        test_id: id.to_string(),
+                        protocol: t.protocol.clone(),
+                        direction: dir.into(),
+                        client: t.client.clone(),
+                    };
+                    self.test_rate
+                        .get_or_create(&labels)
+                        .set(rate(bytes, before));
+                    self.test_bytes
+                        .get_or_create(&labels)
+                        .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+                    if dir == "rx" && t.protocol == "udp" && got + lost > 0 {
+                        self.test_loss
+                            .get_or_create(&labels)
+                            .set(lost as f64 / (got + lost) as f64);
+                    }
+                }
+                t.last = (now, rx, tx);
+            }
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    fn end_test(&self, id: u16) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(mut t) = running.remove(&id) {
+            self.account(&mut t);
+            for dir in ["rx", "tx"] {
+                let labels = TestLabels {
+                    test_id: id.to_string(),
+                    protocol: t.protocol.clone(),
+                    direction: dir.into(),
+                    client: t.client.clone(),
+                };
+                self.test_rate.remove(&labels);
+                self.test_bytes.remove(&labels);
+                self.test_loss.remove(&labels);
+            }
+            self.running_tests.dec();
+        }
+    }
+}
+
+/// A running test's registration: ends it in the metrics when dropped, however the test
+/// ended (its last bytes are counted then).
+pub struct RunningTest {
+    metrics: Arc<ServerMetrics>,
+    id: u16,
+}
+
+impl Drop for RunningTest {
+    fn drop(&mut self) {
+        self.metrics.end_test(self.id);
+    }
+}
+
+/// Longest a scrape request may take to arrive, and its largest size.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+const MAX_REQUEST: usize = 8 * 1024;
+
+/// Answers `GET /metrics` on `listener` until `stop` is set (checked every 50 ms): 200
+/// with the metrics, 404 for another path, 405 for another method, 400 for anything else.
+///
+/// # Errors
+/// The listener cannot be made non-blocking.
+pub fn serve_http(
+    listener: TcpListener,
+    metrics: &ServerMetrics,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => answer(stream, metrics),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => {
+                tracing::warn!("metrics accept: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// OpenMetrics text as Prometheus' own text format (version 0.0.4), for scrapers that do
+/// not ask for OpenMetrics (and `promtool check metrics`): a counter's HELP and TYPE name
+/// its `_total` samples, and there is no `# EOF`.
+pub fn prometheus_text(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|tag| {
+            let rest = line.strip_prefix(tag)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(&name)
+                .then(|| format!("{tag}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// The request line of an HTTP request read from `s` within the deadline, and whether it
+/// accepts OpenMetrics.
+fn request_line(s: &mut TcpStream) -> Option<(String, bool)> {
+    let until = Instant::now() + REQUEST_DEADLINE;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_REQUEST {
+        let left = until.checked_duration_since(Instant::now())?;
+        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let openmetrics = text.lines().any(|l| {
+        l.to_ascii_lowercase().starts_with("accept:") && l.contains("application/openmetrics-text")
+    });
+    text.lines().next().map(|l| (l.to_owned(), openmetrics))
+}
+
+fn answer(mut s: TcpStream, metrics: &ServerMetrics) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
+    let (line, openmetrics) = request_line(&mut s).unwrap_or_default();
+    let mut parts = line.split_whitespace();
+    let (method, path) = (parts.next(), parts.next());
+    let path = path.map(|p| p.split('?').next().unwrap_or(p));
+    let (status, kind, body) = match (method, path) {
+        (Some("GET"), Some("/metrics")) if openmetrics => (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.render(),
+        ),
+        (Some("GET"), Some("/metrics")) => (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            prometheus_text(&metrics.render()),
+        ),
+        (Some("GET"), Some(_)) => ("404 Not Found", "text/plain", "only /metrics here\n".into()),
+        (Some(_), Some(_)) => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "only GET /metrics\n".into(),
+        ),
+        _ => (
+            "400 Bad Request",
+            "text/plain",
+            "not an HTTP request\n".into(),
+        ),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = s.write_all(head.as_bytes());
+    let _ = s.write_all(body.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::live::LiveSnapshot;
+    use model::stats::Counters;
+
+    #[test]
+    fn a_running_test_is_read_at_each_scrape_and_counted_once_at_its_end() {
+        let m = Arc::new(ServerMetrics::new());
+        m.connection();
+        m.refused(ErrorCode::Busy);
+        m.refused(ErrorCode::Auth);
+        let rx = Arc::new(LiveCounters::default());
+        let client: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let test = m.start_test(7, "udp", client, vec![(false, Arc::clone(&rx))]);
+        rx.publish(&LiveSnapshot {
+            counters: Counters {
+                received: 90,
+                lost: 10,
+                ..Counters::default()
+            },
+            bytes: 9_000,
+            ..LiveSnapshot::default()
+        });
+        let text = m.render();
+        for line in [
+            "wirebench_server_tests_running 1",
+            "wirebench_server_connections_total 1",
+            "wirebench_server_auth_failures_total 1",
+            "wirebench_server_tests_refused_total{reason=\"busy\"} 1",
+            "wirebench_server_payload_bytes_total{direction=\"rx\"} 9000",
+            "wirebench_server_packets_total{direction=\"rx\"} 90",
+            "wirebench_server_test_payload_bytes{test_id=\"7\",protocol=\"udp\",direction=\"rx\",client=\"127.0.0.1:40000\"} 9000",
+            "wirebench_server_test_loss_ratio{test_id=\"7\",protocol=\"udp\",direction=\"rx\",client=\"127.0.0.1:40000\"} 0.1",
+        ] {
+            assert!(text.contains(line), "{line} missing in:\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        // Every series the Grafana dashboard queries is one the server serves.
+        let dashboard = include_str!("../../../deploy/grafana/wirebench.json");
+        let mut asked: Vec<&str> = dashboard
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("wirebench_server_"))
+            .collect();
+        asked.sort_unstable();
+        asked.dedup();
+        assert!(asked.len() >= 7, "{asked:?}");
+        for name in asked {
+            assert!(
+                text.contains(&format!("{name}{{")) || text.contains(&format!("{name} ")),
+                "{name} is not served:\n{text}"
+            );
+        }
+        // More arrives, then the test ends: the totals take the rest once, the test's own
+        // series go.
+        rx.publish(&LiveSnapshot {
+            counters: Counters {
+                received: 100,
+                ..Counters::default()
+            },
+            bytes: 10_000,
+            ..LiveSnapshot::default()
+        });
+        drop(test);
+        m.completed();
+        let text = m.render();
+        assert!(
+            text.contains("wirebench_server_payload_bytes_total{direction=\"rx\"} 10000"),
+            "{text}"
+        );
+        assert!(text.contains("wirebench_server_tests_running 0"), "{text}");
+        assert!(
+            text.contains("wirebench_server_tests_completed_total 1"),
+            "{text}"
+        );
+        assert!(!text.contains("test_id=\"7\""), "{text}");
+    }
+
+    #[test]
+    fn only_get_metrics_is_answered() {
+        let m = Arc::new(ServerMetrics::new());
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (m2, s2) = (Arc::clone(&m), Arc::clone(&stop));
+        let t = std::thread::spawn(move || serve_http(listener, &m2, &s2));
+        let ask = |req: &str| {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.write_all(req.as_bytes()).unwrap();
+            let mut out = String::new();
+            let _ = c.read_to_string(&mut out);
+            out
+        };
+        let om = ask(
+            "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n",
+        );
+        assert!(
+            om.starts_with("HTTP/1.1 200 OK") && om.contains("# EOF"),
+            "{om}"
+        );
+        let text = ask("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK") && !text.contains("# EOF"),
+            "{text}"
+        );
+        assert!(text.contains("version=0.0.4"), "{text}");
+        // A counter's HELP and TYPE name its samples.
+        for l in [
+            "# HELP wirebench_server_connections_total Control connections accepted.",
+            "# TYPE wirebench_server_connections_total counter",
+            "wirebench_server_connections_total 0",
+            "# TYPE wirebench_server_tests_running gauge",
+        ] {
+            assert!(text.contains(l), "{l} missing in:\n{text}");
+        }
+        assert!(ask("GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+        assert!(ask("POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+        assert!(ask("\u{0}\u{1}garbage\r\n\r\n").starts_with("HTTP/1.1 400"));
+        stop.store(true, Ordering::Relaxed);
+        t.join().unwrap().unwrap();
+    }
+}
