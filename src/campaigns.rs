@@ -61,6 +61,15 @@ pub fn run(a: &RunArgs) -> Result<()> {
         templates: templates(a.template.as_deref())?,
     };
     run.check(&plan)?;
+    // The JUnit file's place is checked now, not after hours of tests.
+    if let Some(path) = &a.junit {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| usage(format!("--junit {}: {e}", path.display())))?;
+    }
     run.stop = stop_on_signals()?;
     let mut bar = Bar::new(plan.tests.len());
     let finished = run.run(&plan, &mut bar);

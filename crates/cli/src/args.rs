@@ -811,9 +811,10 @@ pub struct ServerArgs {
     /// host has no IPv6).
     #[arg(long)]
     pub bind: Option<IpAddr>,
-    /// Serve metrics for Prometheus (OpenMetrics text) at http://ADDR/metrics, e.g.
-    /// 127.0.0.1:9464: tests running, completed and refused, connections, failed
-    /// authentications, bytes and packets, and each running test's rate and loss.
+    /// Serve metrics for Prometheus at http://ADDR/metrics, e.g. 127.0.0.1:9464: wirebench
+    /// tests running, ended and refused, connections, failed authentications, bytes and
+    /// packets, and each running test's rate and loss (echo sessions and iperf3 clients are
+    /// not counted as tests).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
     /// Run one test (wirebench's or an iperf3 client's), then exit.

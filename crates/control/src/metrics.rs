@@ -1,6 +1,7 @@
 //! The server's metrics in OpenMetrics text (`server --metrics ADDR`, for Prometheus).
 //!
-//! What it counts: tests running, completed, refused by reason; connections; failed
+//! What it counts: wirebench tests running, ended (completed, aborted, failed), refused
+//! before they started by reason (echo and iperf3 sessions are not tests here); connections; failed
 //! authentications; bytes and packets per direction (the server's view: `rx` received,
 //! `tx` sent); and for each running test its rate since the previous scrape, its bytes and
 //! its loss so far (labels: test id, protocol, direction, client address). Byte and packet
@@ -14,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -31,6 +32,11 @@ use crate::messages::ErrorCode;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Reason {
     reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Outcome {
+    outcome: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -56,27 +62,36 @@ struct Stream {
 }
 
 struct Running {
+    test_id: u16,
     protocol: String,
     client: String,
     streams: Vec<Stream>,
     /// When the rates were last taken, with the bytes per direction (`rx`, `tx`) then.
     last: (Instant, u64, u64),
+    /// A rate was taken (the first scrape takes one over whatever time has passed).
+    rated: bool,
 }
+
+/// The shortest window a test's rate is taken over: scrapes closer together (a second
+/// scraper, a `curl`) read the last rate rather than a noisy one.
+const MIN_RATE_WINDOW: Duration = Duration::from_secs(1);
 
 /// The metrics of one server.
 pub struct ServerMetrics {
     registry: Registry,
     running_tests: Gauge,
-    completed: Counter,
+    ended: Family<Outcome, Counter>,
     refused: Family<Reason, Counter>,
     connections: Counter,
     auth_failures: Counter,
     bytes: Family<Direction, Counter>,
     packets: Family<Direction, Counter>,
     test_rate: Family<TestLabels, Gauge<f64, AtomicU64>>,
-    test_bytes: Family<TestLabels, Gauge>,
+    test_bytes: Family<TestLabels, Counter>,
     test_loss: Family<TestLabels, Gauge<f64, AtomicU64>>,
-    running: Mutex<BTreeMap<u16, Running>>,
+    /// Running tests by registration number (test ids wrap; these do not).
+    running: Mutex<BTreeMap<u64, Running>>,
+    next: AtomicU64,
 }
 
 impl std::fmt::Debug for ServerMetrics {
@@ -110,7 +125,7 @@ impl ServerMetrics {
         let mut registry = Registry::with_prefix("wirebench_server");
         let m = ServerMetrics {
             running_tests: Gauge::default(),
-            completed: Counter::default(),
+            ended: Family::default(),
             refused: Family::default(),
             connections: Counter::default(),
             auth_failures: Counter::default(),
@@ -120,6 +135,7 @@ impl ServerMetrics {
             test_bytes: Family::default(),
             test_loss: Family::default(),
             running: Mutex::new(BTreeMap::new()),
+            next: AtomicU64::new(0),
             registry: Registry::default(),
         };
         registry.register(
@@ -128,13 +144,13 @@ impl ServerMetrics {
             m.running_tests.clone(),
         );
         registry.register(
-            "tests_completed",
-            "Tests that ran to their end",
-            m.completed.clone(),
+            "tests_ended",
+            "Tests that started and ended, by outcome (completed, aborted by the client, failed)",
+            m.ended.clone(),
         );
         registry.register(
             "tests_refused",
-            "Requests refused, by reason",
+            "Requests refused before a test started, by reason",
             m.refused.clone(),
         );
         registry.register(
@@ -149,7 +165,7 @@ impl ServerMetrics {
         );
         registry.register(
             "payload_bytes",
-            "Payload bytes of test streams, by direction (rx received, tx sent)",
+            "Payload bytes of test streams after any warm-up (-O), by direction (rx received, tx sent)",
             m.bytes.clone(),
         );
         registry.register(
@@ -159,12 +175,12 @@ impl ServerMetrics {
         );
         registry.register(
             "test_rate_bps",
-            "A running test's rate since the previous scrape, bits/s",
+            "A running test's rate over the last second or more (between scrapes), bits/s",
             m.test_rate.clone(),
         );
         registry.register(
             "test_payload_bytes",
-            "A running test's payload bytes so far",
+            "A running test's payload bytes so far (after any warm-up)",
             m.test_bytes.clone(),
         );
         registry.register(
@@ -192,9 +208,12 @@ impl ServerMetrics {
         }
     }
 
-    /// A test ran to its end.
-    pub fn completed(&self) {
-        self.completed.inc();
+    /// A started test ended: `completed`, `aborted` (by its client) or `failed`.
+    pub fn ended(&self, outcome: &str) {
+        let labels = Outcome {
+            outcome: outcome.to_owned(),
+        };
+        self.ended.get_or_create(&labels).inc();
     }
 
     /// Test `id` started: its streams, each with whether the server sends it. Until the
@@ -203,11 +222,13 @@ impl ServerMetrics {
         self: &Arc<Self>,
         id: u16,
         protocol: &str,
-        client: SocketAddr,
+        client: IpAddr,
         streams: Vec<(bool, Arc<LiveCounters>)>,
     ) -> RunningTest {
         self.running_tests.inc();
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
         let running = Running {
+            test_id: id,
             protocol: protocol.to_owned(),
             client: client.to_string(),
             streams: streams
@@ -219,14 +240,15 @@ impl ServerMetrics {
                 })
                 .collect(),
             last: (Instant::now(), 0, 0),
+            rated: false,
         };
         self.running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, running);
+            .insert(key, running);
         RunningTest {
             metrics: Arc::clone(self),
-            id,
+            key,
         }
     }
 
@@ -266,9 +288,10 @@ impl ServerMetrics {
     pub fn render(&self) -> String {
         {
             let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-            for (id, t) in running.iter_mut() {
+            for t in running.values_mut() {
                 let (rx, tx, got, lost) = self.account(t);
                 let now = Instant::now();
+                let fresh = !t.rated || now.duration_since(t.last.0) >= MIN_RATE_WINDOW;
                 let secs = now.duration_since(t.last.0).as_secs_f64();
                 let rate = |b: u64, before: u64| {
                     if secs > 0.0 {
@@ -282,24 +305,29 @@ impl ServerMetrics {
                         continue;
                     }
                     let labels = TestLabels {
-                        test_id: id.to_string(),
+                        test_id: t.test_id.to_string(),
                         protocol: t.protocol.clone(),
                         direction: dir.into(),
                         client: t.client.clone(),
                     };
-                    self.test_rate
-                        .get_or_create(&labels)
-                        .set(rate(bytes, before));
-                    self.test_bytes
-                        .get_or_create(&labels)
-                        .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+                    if fresh {
+                        self.test_rate
+                            .get_or_create(&labels)
+                            .set(rate(bytes, before));
+                    }
+                    let counted = self.test_bytes.get_or_create(&labels);
+                    counted.inc_by(bytes.saturating_sub(counted.get()));
+                    drop(counted);
                     if dir == "rx" && t.protocol == "udp" && got + lost > 0 {
                         self.test_loss
                             .get_or_create(&labels)
                             .set(lost as f64 / (got + lost) as f64);
                     }
                 }
-                t.last = (now, rx, tx);
+                if fresh {
+                    t.last = (now, rx, tx);
+                    t.rated = true;
+                }
             }
         }
         let mut out = String::new();
@@ -309,13 +337,13 @@ impl ServerMetrics {
         out
     }
 
-    fn end_test(&self, id: u16) {
+    fn end_test(&self, key: u64) {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(mut t) = running.remove(&id) {
+        if let Some(mut t) = running.remove(&key) {
             self.account(&mut t);
             for dir in ["rx", "tx"] {
                 let labels = TestLabels {
-                    test_id: id.to_string(),
+                    test_id: t.test_id.to_string(),
                     protocol: t.protocol.clone(),
                     direction: dir.into(),
                     client: t.client.clone(),
@@ -333,12 +361,12 @@ impl ServerMetrics {
 /// ended (its last bytes are counted then).
 pub struct RunningTest {
     metrics: Arc<ServerMetrics>,
-    id: u16,
+    key: u64,
 }
 
 impl Drop for RunningTest {
     fn drop(&mut self) {
-        self.metrics.end_test(self.id);
+        self.metrics.end_test(self.key);
     }
 }
 
@@ -472,7 +500,7 @@ mod tests {
         m.refused(ErrorCode::Busy);
         m.refused(ErrorCode::Auth);
         let rx = Arc::new(LiveCounters::default());
-        let client: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let client: IpAddr = "127.0.0.1".parse().unwrap();
         let test = m.start_test(7, "udp", client, vec![(false, Arc::clone(&rx))]);
         rx.publish(&LiveSnapshot {
             counters: Counters {
@@ -491,27 +519,13 @@ mod tests {
             "wirebench_server_tests_refused_total{reason=\"busy\"} 1",
             "wirebench_server_payload_bytes_total{direction=\"rx\"} 9000",
             "wirebench_server_packets_total{direction=\"rx\"} 90",
-            "wirebench_server_test_payload_bytes{test_id=\"7\",protocol=\"udp\",direction=\"rx\",client=\"127.0.0.1:40000\"} 9000",
-            "wirebench_server_test_loss_ratio{test_id=\"7\",protocol=\"udp\",direction=\"rx\",client=\"127.0.0.1:40000\"} 0.1",
+            "wirebench_server_test_payload_bytes_total{test_id=\"7\",protocol=\"udp\",direction=\"rx\",client=\"127.0.0.1\"} 9000",
+            "wirebench_server_test_loss_ratio{test_id=\"7\",protocol=\"udp\",direction=\"rx\",client=\"127.0.0.1\"} 0.1",
         ] {
             assert!(text.contains(line), "{line} missing in:\n{text}");
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
-        // Every series the Grafana dashboard queries is one the server serves.
-        let dashboard = include_str!("../../../deploy/grafana/wirebench.json");
-        let mut asked: Vec<&str> = dashboard
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .filter(|w| w.starts_with("wirebench_server_"))
-            .collect();
-        asked.sort_unstable();
-        asked.dedup();
-        assert!(asked.len() >= 7, "{asked:?}");
-        for name in asked {
-            assert!(
-                text.contains(&format!("{name}{{")) || text.contains(&format!("{name} ")),
-                "{name} is not served:\n{text}"
-            );
-        }
+        let running = text;
         // More arrives, then the test ends: the totals take the rest once, the test's own
         // series go.
         rx.publish(&LiveSnapshot {
@@ -523,7 +537,7 @@ mod tests {
             ..LiveSnapshot::default()
         });
         drop(test);
-        m.completed();
+        m.ended("completed");
         let text = m.render();
         assert!(
             text.contains("wirebench_server_payload_bytes_total{direction=\"rx\"} 10000"),
@@ -531,10 +545,27 @@ mod tests {
         );
         assert!(text.contains("wirebench_server_tests_running 0"), "{text}");
         assert!(
-            text.contains("wirebench_server_tests_completed_total 1"),
+            text.contains("wirebench_server_tests_ended_total{outcome=\"completed\"} 1"),
             "{text}"
         );
         assert!(!text.contains("test_id=\"7\""), "{text}");
+        // Every series the Grafana dashboard queries is one the server serves (while a
+        // test runs, or once one ended).
+        let both = format!("{running}{text}");
+        let dashboard = include_str!("../../../deploy/grafana/wirebench.json");
+        let mut asked: Vec<&str> = dashboard
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("wirebench_server_"))
+            .collect();
+        asked.sort_unstable();
+        asked.dedup();
+        assert!(asked.len() >= 7, "{asked:?}");
+        for name in asked {
+            assert!(
+                both.contains(&format!("{name}{{")) || both.contains(&format!("{name} ")),
+                "{name} is not served:\n{both}"
+            );
+        }
     }
 
     #[test]

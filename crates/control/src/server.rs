@@ -201,15 +201,18 @@ impl Server {
                                     return;
                                 };
                                 let closer = stream.try_clone().ok();
-                                let result = handle_connection(stream, &ctx);
+                                let started = std::cell::Cell::new(false);
+                                let result = handle_connection(stream, &ctx, &started);
+                                // Refusals before a test started; a started one ends in
+                                // the metrics as completed, aborted or failed.
+                                if let (Some(m), Err(ProtoError::Refused { code, .. }), false) =
+                                    (&ctx.metrics, &result, started.get())
+                                {
+                                    m.refused(*code);
+                                }
                                 // Ends the control reader thread with the connection.
                                 if let Some(c) = closer {
                                     let _ = c.shutdown(std::net::Shutdown::Both);
-                                }
-                                if let (Some(m), Err(ProtoError::Refused { code, .. })) =
-                                    (&ctx.metrics, &result)
-                                {
-                                    m.refused(*code);
                                 }
                                 match result {
                                     Ok(()) => tracing::info!("{peer}: done"),
@@ -263,7 +266,13 @@ pub(crate) fn refuse(ctrl: &mut TcpStream, code: ErrorCode, message: String) -> 
     ProtoError::Refused { code, message }
 }
 
-fn handle_connection(mut ctrl: TcpStream, ctx: &Ctx) -> Result<(), ProtoError> {
+/// Serves one control connection; `started` is set once a test has started (its end is
+/// counted in the metrics, not as a refusal).
+fn handle_connection(
+    mut ctrl: TcpStream,
+    ctx: &Ctx,
+    started: &std::cell::Cell<bool>,
+) -> Result<(), ProtoError> {
     ctrl.set_nodelay(true).map_err(ProtoError::Io)?;
     ctrl.set_write_timeout(Some(ctx.handshake_timeout))
         .map_err(ProtoError::Io)?;
@@ -331,7 +340,7 @@ fn handle_connection(mut ctrl: TcpStream, ctx: &Ctx) -> Result<(), ProtoError> {
             spec,
             one_way,
             interval_ms,
-        } => serve_test(ctrl, ctx, spec, one_way, interval_ms),
+        } => serve_test(ctrl, ctx, spec, one_way, interval_ms, started),
         ClientMsg::Echo { spec } => serve_echo(ctrl, ctx, spec),
         ClientMsg::Tune { mtu, features } => crate::tuning::serve(ctrl, ctx, mtu, features),
         other => Err(refuse(
@@ -427,6 +436,7 @@ fn serve_test(
     spec: TestSpec,
     one_way: bool,
     interval_ms: u32,
+    started: &std::cell::Cell<bool>,
 ) -> Result<(), ProtoError> {
     if let Err(msg) = check_limits(&spec, &ctx.limits) {
         return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
@@ -513,13 +523,18 @@ fn serve_test(
         let client = ctrl
             .peer_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-        m.start_test(test_id, spec.protocol.as_str(), client, streams)
+        m.start_test(test_id, spec.protocol.as_str(), client.ip(), streams)
     });
+    started.set(true);
     let done = run_control_loop(ctrl, spec, interval_ms, side);
-    if let (Some(m), Ok(())) = (&ctx.metrics, &done) {
-        m.completed();
+    if let Some(m) = &ctx.metrics {
+        m.ended(match &done {
+            Ok(true) => "completed",
+            Ok(false) => "aborted",
+            Err(_) => "failed",
+        });
     }
-    done
+    done.map(|_| ())
 }
 
 fn setup_udp(
@@ -747,12 +762,13 @@ where
     Ok(rx)
 }
 
+/// Runs a started test to its end; `Ok(false)` when the client aborted it.
 fn run_control_loop(
     mut ctrl: TcpStream,
     spec: TestSpec,
     interval_ms: u32,
     mut side: SideRun,
-) -> Result<(), ProtoError> {
+) -> Result<bool, ProtoError> {
     let limit = spec.total_duration() + FINISH_SLACK;
     let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
     let start = Instant::now();
@@ -799,7 +815,7 @@ fn run_control_loop(
             Ok(Ok(ClientMsg::Abort { reason })) => {
                 side.abort();
                 tracing::info!("client aborted: {reason}");
-                return Ok(());
+                return Ok(false);
             }
             Ok(Ok(other)) => {
                 side.abort();
@@ -860,7 +876,8 @@ fn run_control_loop(
             reports,
             host: Some(host),
         },
-    )
+    )?;
+    Ok(true)
 }
 
 /// Sends this side's counters as interval `index` and moves to the next interval.
