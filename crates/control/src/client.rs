@@ -559,19 +559,7 @@ impl Session {
         kernel_timestamps: bool,
         interval: Option<Duration>,
     ) -> Result<Vec<udp::PingPongReport>, ProtoError> {
-        write_msg(&mut self.ctrl, &ClientMsg::Echo { spec: spec.clone() })?;
-        let port = match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
-            ServerMsg::EchoReady { port } => port,
-            _ => return Err(ProtoError::Unexpected("expected echo-ready".into())),
-        };
-        let bind = if self.server.is_ipv4() {
-            "0.0.0.0:0"
-        } else {
-            "[::]:0"
-        };
-        let sock = UdpSocket::bind(bind).map_err(ProtoError::Io)?;
-        sock.connect(SocketAddr::new(self.server.ip(), port))
-            .map_err(ProtoError::Io)?;
+        let sock = self.open_echo(spec)?;
         let kernel_ts = kernel_timestamps && engine::sys::enable_rx_timestamps(&sock).is_ok();
         let mut out = Vec::new();
         let stopped = || {
@@ -590,14 +578,7 @@ impl Session {
             );
         }
         let interrupted = stopped();
-        let _ = write_msg(
-            &mut self.ctrl,
-            &ClientMsg::Finish {
-                reports: Vec::new(),
-                early: false,
-                intervals: None,
-            },
-        );
+        self.end_echo();
         if interrupted {
             return Err(ProtoError::Interrupted);
         }
@@ -606,23 +587,9 @@ impl Session {
 }
 
 impl Session {
-    /// Opens an echo socket on the server and sends it a `size`-byte ping every `every`
-    /// for `duration` (see [`udp::run_paced_pings`]), answers stamped by the kernel. A
-    /// stop, or `end`, ends the pings early; what was measured is returned.
-    pub fn run_paced_echo(
-        mut self,
-        size: usize,
-        every: Duration,
-        duration: Duration,
-        wait: Duration,
-        end: &std::sync::atomic::AtomicBool,
-    ) -> Result<udp::PacedPings, ProtoError> {
-        let spec = EchoSpec {
-            duration: duration + wait,
-            max_len: size,
-            spin: false,
-        };
-        write_msg(&mut self.ctrl, &ClientMsg::Echo { spec })?;
+    /// Asks the server for an echo socket and connects a local one to it.
+    fn open_echo(&mut self, spec: &EchoSpec) -> Result<UdpSocket, ProtoError> {
+        write_msg(&mut self.ctrl, &ClientMsg::Echo { spec: spec.clone() })?;
         let port = match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
             ServerMsg::EchoReady { port } => port,
             _ => return Err(ProtoError::Unexpected("expected echo-ready".into())),
@@ -635,11 +602,11 @@ impl Session {
         let sock = UdpSocket::bind(bind).map_err(ProtoError::Io)?;
         sock.connect(SocketAddr::new(self.server.ip(), port))
             .map_err(ProtoError::Io)?;
-        let _ = engine::sys::enable_rx_timestamps(&sock);
-        let never = std::sync::atomic::AtomicBool::new(false);
-        let stop = self.stop.as_deref().unwrap_or(&never);
-        let out = udp::run_paced_pings(&sock, size, every, duration, wait, stop, end)
-            .map_err(ProtoError::Io)?;
+        Ok(sock)
+    }
+
+    /// Tells the server the echo session is over (best effort: the results are ours).
+    fn end_echo(&mut self) {
         let _ = write_msg(
             &mut self.ctrl,
             &ClientMsg::Finish {
@@ -648,6 +615,30 @@ impl Session {
                 intervals: None,
             },
         );
+    }
+
+    /// Opens an echo socket on the server and sends it a `size`-byte ping every `every`
+    /// for `duration` (see [`udp::run_paced_pings`]), answers stamped by the kernel. A
+    /// stop, or `end`, ends the pings early; what was measured is returned.
+    pub fn run_paced_echo(
+        mut self,
+        size: usize,
+        every: Duration,
+        duration: Duration,
+        wait: Duration,
+        end: &std::sync::atomic::AtomicBool,
+    ) -> Result<udp::PacedPings, ProtoError> {
+        let sock = self.open_echo(&EchoSpec {
+            duration: duration + wait,
+            max_len: size,
+            spin: false,
+        })?;
+        let _ = engine::sys::enable_rx_timestamps(&sock);
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let stop = self.stop.as_deref().unwrap_or(&never);
+        let out = udp::run_paced_pings(&sock, size, every, duration, wait, stop, end)
+            .map_err(ProtoError::Io)?;
+        self.end_echo();
         Ok(out)
     }
 }

@@ -821,6 +821,21 @@ pub struct PingPongReport {
     pub ticks: Vec<(Duration, u64, u64, BucketCounts)>,
 }
 
+/// A `size`-byte ping (at least the test header) asking to be echoed; its sequence number
+/// and time are written per message.
+fn ping_buffer(size: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; size.max(testhdr::HEADER_LEN)];
+    let head = TestHeaderRepr {
+        flags: TestFlags::ECHO_REQUEST,
+        test_id: 0,
+        stream_id: 0,
+        seq: 0,
+        tx_ns: 0,
+    };
+    emit_header(&head, &mut buf);
+    buf
+}
+
 /// How long ping-pong waits for an answer before counting the message lost.
 const PING_TIMEOUT: Duration = Duration::from_millis(100);
 
@@ -839,19 +854,11 @@ pub fn run_ping_pong(
     let size = size.max(testhdr::HEADER_LEN);
     sock.set_nonblocking(spin)?;
     sock.set_read_timeout(Some(PING_TIMEOUT))?;
-    let mut buf = vec![0u8; size];
+    let mut buf = ping_buffer(size);
     let mut batch = RecvBatch::new(1, size.max(2048));
     let mut hist = LatencyHistogram::new();
     let mut kernel_seen = false;
     let (mut sent, mut received) = (0u64, 0u64);
-    let head = TestHeaderRepr {
-        flags: TestFlags::ECHO_REQUEST,
-        test_id: 0,
-        stream_id: 0,
-        seq: 0,
-        tx_ns: 0,
-    };
-    emit_header(&head, &mut buf);
     let mut buckets = LogBuckets::default();
     let mut ticks = Vec::new();
     let every = interval.map(|i| i.max(Duration::from_millis(10)));
@@ -974,16 +981,8 @@ pub fn run_paced_pings(
     let size = size.max(testhdr::HEADER_LEN);
     let every = every.max(Duration::from_micros(100));
     sock.set_read_timeout(Some(Duration::from_millis(1)))?;
-    let mut buf = vec![0u8; size];
+    let mut buf = ping_buffer(size);
     let mut batch = RecvBatch::new(16, size.max(2048));
-    let head = TestHeaderRepr {
-        flags: TestFlags::ECHO_REQUEST,
-        test_id: 0,
-        stream_id: 0,
-        seq: 0,
-        tx_ns: 0,
-    };
-    emit_header(&head, &mut buf);
     let mut out = PacedPings::default();
     let mut seen = SeqTracker::with_origin(DEFAULT_WINDOW, 0);
     let t0 = clock.mono();

@@ -81,9 +81,13 @@ fn frame(title: &str, x_label: &str, y_label: &str) -> String {
 }
 
 fn y_axis(s: &mut String, y_max: f64, y_step: f64) {
-    let plot_h = H - TOP - BOTTOM;
+    y_grid(s, TOP, H - TOP - BOTTOM, y_max, y_step);
+}
+
+/// Horizontal grid lines with their values, for a plot `height` tall from `top`.
+fn y_grid(s: &mut String, top: f64, height: f64, y_max: f64, y_step: f64) {
     for v in ticks(y_max, y_step) {
-        let y = TOP + plot_h - v / y_max * plot_h;
+        let y = top + height - v / y_max * height;
         let _ = write!(
             s,
             "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{x2}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
@@ -149,6 +153,50 @@ fn legend(s: &mut String, names: &[&str]) {
     }
 }
 
+/// How one series of a line chart is drawn: its line, and a dot per point that tells its
+/// value on hover (SVG `<title>`, no script).
+struct Line<'a> {
+    name: &'a str,
+    colour: &'a str,
+    width: f64,
+    radius: f64,
+    x_label: &'a str,
+    y_label: &'a str,
+}
+
+impl Line<'_> {
+    fn draw(
+        &self,
+        s: &mut String,
+        path: &[String],
+        pts: &[(f64, f64)],
+        px: &dyn Fn(f64) -> f64,
+        py: &dyn Fn(f64) -> f64,
+    ) {
+        let c = self.colour;
+        let _ = write!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"{}\" points=\"{}\"/>",
+            self.width,
+            path.join(" ")
+        );
+        for &(x, y) in pts {
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\" fill=\"{c}\"><title>{}: {} {}, {} {}</title></circle>",
+                px(x),
+                py(y),
+                self.radius,
+                esc(self.name),
+                esc(self.x_label),
+                label(x),
+                esc(self.y_label),
+                label(y)
+            );
+        }
+    }
+}
+
 /// A line chart of `series` (name, points (x, y)); x and y axes start at 0. Points are
 /// marked, so a series of one point still shows.
 pub fn lines(
@@ -186,25 +234,15 @@ pub fn lines(
             .iter()
             .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
             .collect();
-        let _ = write!(
-            s,
-            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
-            path.join(" ")
-        );
-        for &(x, y) in pts {
-            // The value on hover, without script.
-            let _ = write!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}: {} {}, {} {}</title></circle>",
-                px(x),
-                py(y),
-                esc(name),
-                esc(x_label),
-                label(x),
-                esc(y_label),
-                label(y)
-            );
-        }
+        let line = Line {
+            name,
+            colour: c,
+            width: 2.0,
+            radius: 3.0,
+            x_label,
+            y_label,
+        };
+        line.draw(&mut s, &path, pts, &px, &py);
     }
     let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     legend(&mut s, &names);
@@ -250,18 +288,7 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
             .fold(0f64, f64::max);
         let (y_max, y_step) = nice(ymax);
         let py = |y: f64| top + PANEL_H - y / y_max * PANEL_H;
-        for v in ticks(y_max, y_step) {
-            let y = py(v);
-            let _ = write!(
-                s,
-                "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{x2}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
-<text x=\"{lx}\" y=\"{ty:.1}\" text-anchor=\"end\" font-size=\"10\" font-family=\"sans-serif\">{l}</text>",
-                x2 = W - RIGHT,
-                lx = LEFT - 4.0,
-                ty = y + 3.0,
-                l = label(v),
-            );
-        }
+        y_grid(&mut s, top, PANEL_H, y_max, y_step);
         let _ = write!(
             s,
             "<text transform=\"translate(14 {cy:.1}) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\" font-family=\"sans-serif\">{y}</text>",
@@ -284,24 +311,15 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
                 .iter()
                 .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
                 .collect();
-            let _ = write!(
-                s,
-                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/>",
-                path.join(" ")
-            );
-            for &(x, y) in pts {
-                let _ = write!(
-                    s,
-                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\" fill=\"{c}\"><title>{}: {} {}, {} {}</title></circle>",
-                    px(x),
-                    py(y),
-                    esc(name),
-                    esc(x_label),
-                    label(x),
-                    esc(y_label),
-                    label(y)
-                );
-            }
+            let line = Line {
+                name,
+                colour: c,
+                width: 1.5,
+                radius: 2.0,
+                x_label,
+                y_label,
+            };
+            line.draw(&mut s, &path, pts, &px, &py);
             let w = 14.0 + text_width(name.chars().count(), 10.0);
             let (lx, ly) = (W - RIGHT - w - 4.0, top + 10.0 + i as f64 * 14.0);
             let _ = write!(
