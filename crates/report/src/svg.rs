@@ -168,12 +168,15 @@ impl Line<'_> {
     fn draw(
         &self,
         s: &mut String,
-        path: &[String],
         pts: &[(f64, f64)],
         px: &dyn Fn(f64) -> f64,
         py: &dyn Fn(f64) -> f64,
     ) {
         let c = self.colour;
+        let path: Vec<String> = pts
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
         let _ = write!(
             s,
             "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"{}\" points=\"{}\"/>",
@@ -230,10 +233,6 @@ pub fn lines(
     }
     for (i, (name, pts)) in series.iter().enumerate() {
         let c = COLOURS[i % COLOURS.len()];
-        let path: Vec<String> = pts
-            .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-            .collect();
         let line = Line {
             name,
             colour: c,
@@ -242,7 +241,7 @@ pub fn lines(
             x_label,
             y_label,
         };
-        line.draw(&mut s, &path, pts, &px, &py);
+        line.draw(&mut s, pts, &px, &py);
     }
     let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     legend(&mut s, &names);
@@ -307,10 +306,6 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
         // The legend of this panel, at its top right, one entry per line.
         for (i, (name, pts)) in series.iter().enumerate() {
             let c = COLOURS[(colour + i) % COLOURS.len()];
-            let path: Vec<String> = pts
-                .iter()
-                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-                .collect();
             let line = Line {
                 name,
                 colour: c,
@@ -319,7 +314,7 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
                 x_label,
                 y_label,
             };
-            line.draw(&mut s, &path, pts, &px, &py);
+            line.draw(&mut s, pts, &px, &py);
             let w = 14.0 + text_width(name.chars().count(), 10.0);
             let (lx, ly) = (W - RIGHT - w - 4.0, top + 10.0 + i as f64 * 14.0);
             let _ = write!(
