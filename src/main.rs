@@ -81,6 +81,7 @@ fn test(c: &Command) -> anyhow::Result<()> {
 fn run(c: &Command) -> anyhow::Result<ExitCode> {
     match c {
         Command::Server(a) => serve::server(a)?,
+        Command::Exporter(a) => serve::exporter(a)?,
         Command::Gen(a) => measure::gen(a)?,
         Command::Frer(f) => match &f.command {
             FrerCommand::Relay(a) => serve::relay(a)?,

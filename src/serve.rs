@@ -1,6 +1,6 @@
-//! The long-running commands: `server` (serves tests to many clients at once) and `frer
-//! relay` (a software 802.1CB relay on this host's interfaces). Each runs until killed,
-//! Ctrl-C or its time is up.
+//! The long-running commands: `server` (serves tests to many clients at once),
+//! `exporter` (tests on demand for Prometheus) and `frer relay` (a software 802.1CB relay
+//! on this host's interfaces). Each runs until killed, Ctrl-C or its time is up.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use control::messages::Limits;
 use control::server::{Server, ServerConfig};
 use lab::relay::config::RelayConfig;
 
-use crate::cli::{FrerRelayArgs, ServerArgs};
+use crate::cli::{ExporterArgs, FrerRelayArgs, ServerArgs};
 use crate::output::errln;
 use crate::output::{print, stop_on_signals, usage};
 
@@ -76,7 +76,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             let (m2, s2) = (Arc::clone(&m), Arc::clone(&stop));
             std::thread::Builder::new()
                 .name("wb-metrics".into())
-                .spawn(move || control::metrics::serve_http(listener, &m2, &s2))?;
+                .spawn(move || control::metrics::serve_http(listener, m2, &s2))?;
             Some(m)
         }
         None => None,
@@ -132,6 +132,39 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         stop_after(&stop, d);
     }
     server.serve(&stop)?;
+    Ok(())
+}
+
+/// `wirebench exporter`: serves probes until Ctrl-C, SIGTERM or `--run-for`.
+pub fn exporter(a: &ExporterArgs) -> Result<()> {
+    if let Some(p) = &a.auth_key_file {
+        control::auth::load_key(p).map_err(usage)?;
+    }
+    let cfg = campaign::exporter::Config {
+        max_concurrent: usize::from(a.max_concurrent),
+        max_secs: a.max_secs.as_secs_f64(),
+        max_rate: a.max_rate.filter(|r| *r > 0.0),
+        auth_key_file: a.auth_key_file.clone(),
+    };
+    let listener = std::net::TcpListener::bind(a.listen)
+        .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+    let exporter = Arc::new(campaign::exporter::Exporter::new(
+        cfg,
+        Box::new(crate::requests::Parser),
+    ));
+    let stop = stop_on_signals()?;
+    if let Some(d) = a.run_for {
+        stop_after(&stop, d);
+    }
+    errln!(
+        "wirebench exporter listening on http://{}/ (/probe, /metrics; {} probes at once)",
+        listener.local_addr()?,
+        a.max_concurrent
+    );
+    // The probes and a few scrapes of /metrics besides.
+    let open = usize::from(a.max_concurrent) + 4;
+    let handler: Arc<control::http::Handler> = Arc::new(move |r| exporter.handle(r));
+    control::http::serve(listener, &stop, open, handler)?;
     Ok(())
 }
 

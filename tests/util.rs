@@ -157,7 +157,8 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
-/// A `wirebench server` child process on 127.0.0.1 and a free port; killed on drop.
+/// A `wirebench server` (or `exporter`) child process on 127.0.0.1 and a free port; killed
+/// on drop.
 pub struct ServerProc {
     child: Child,
     pub port: u16,
@@ -171,14 +172,23 @@ impl ServerProc {
     /// A server listening on `bind` (none: the server's default, every IPv6 and IPv4
     /// address).
     pub fn start_on(bind: Option<&str>, extra: &[&str]) -> Self {
+        let mut args = vec!["server", "-p", "0"];
+        if let Some(b) = bind {
+            args.extend(["--bind", b]);
+        }
+        args.extend(extra);
+        Self::start_command(&args)
+    }
+
+    /// Any long-running command whose first line on stderr says `listening on ADDR`
+    /// (`server`, `exporter`); its port is read from that line.
+    pub fn start_command(args: &[&str]) -> Self {
         let mut child = Command::new(bin())
-            .args(["server", "-p", "0"])
-            .args(bind.map(|b| ["--bind", b]).iter().flatten())
-            .args(extra)
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start server");
+            .expect("start the command");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -190,11 +200,12 @@ impl ServerProc {
         });
         let line = rx
             .recv_timeout(Duration::from_secs(10))
-            .expect("server announced its address");
+            .expect("the command announced its address");
         let port = line
             .split("listening on ")
             .nth(1)
             .and_then(|r| r.split_whitespace().next())
+            .map(|a| a.trim_start_matches("http://").trim_end_matches('/'))
             .and_then(|a| a.rsplit(':').next())
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("cannot find the port in: {line}"));

@@ -13,7 +13,8 @@
 //! - [`target`]: what a plan runs against: a server of its own on loopback, a host, or a
 //!   lab it builds (with a server in the listener's namespace) and removes;
 //! - [`runner`]: a whole run, `results.json` after every test, the reports at the end;
-//! - [`demo`]: the built-in campaign.
+//! - [`demo`]: the built-in campaign;
+//! - [`exporter`]: tests on demand for Prometheus (`wirebench exporter`).
 //!
 //! What it does not do: parse command lines (the binary does, with clap) or print (the
 //! binary prints what `report` lays out). Nothing here re-executes the program: every test
@@ -22,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod demo;
+pub mod exporter;
 pub mod frames;
 pub mod jobs;
 pub mod plan;

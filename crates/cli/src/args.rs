@@ -152,6 +152,10 @@ pub fn refused_iperf3_option(argv: &[std::ffi::OsString]) -> Option<String> {
 pub enum Command {
     /// Serve tests to many clients at once.
     Server(ServerArgs),
+    /// Tests on demand for Prometheus (like the blackbox exporter): a scrape of
+    /// /probe?target=HOST&kind=tcp|udp|latency&secs=5&rate=100M runs that test against the
+    /// wirebench (or iperf3) server at HOST and answers with its figures as metrics.
+    Exporter(ExporterArgs),
     /// Run a TCP or UDP throughput test against a server (iperf3's flags).
     Client(ClientArgs),
     /// UDP ping-pong latency per message size (like sockperf).
@@ -861,6 +865,29 @@ pub struct ServerArgs {
     /// disconnect. Needs root and --auth-key-file.
     #[arg(long)]
     pub allow_tuning: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address to serve /probe, /metrics and a help page at /.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9465")]
+    pub listen: SocketAddr,
+    /// Probes running at once; one more is answered 503.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub max_concurrent: u16,
+    /// Longest test a probe may ask for (secs=), seconds.
+    #[arg(long, value_parser = units::seconds, default_value = "30")]
+    pub max_secs: Duration,
+    /// Largest total rate a probe may ask for, bits/s (e.g. 1G); probes must then give
+    /// rate=. Unlimited if absent.
+    #[arg(long, value_parser = units::rate_bps)]
+    pub max_rate: Option<f64>,
+    /// Pre-shared key file of the servers probed.
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Serve only this long, then exit (seconds). Runs until killed if absent.
+    #[arg(long, value_parser = units::seconds)]
+    pub run_for: Option<Duration>,
 }
 
 /// Flags every command that talks to a server shares.

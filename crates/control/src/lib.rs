@@ -7,7 +7,7 @@
 //! separate sockets run by [`engine`]. [`server`] serves many tests at once, one thread per
 //! control connection, with limits and timeouts on every read; [`client`] runs one test and
 //! [`assemble`] turns both sides' reports into the results model; [`metrics`] counts what
-//! the server does for Prometheus.
+//! the server does for Prometheus, served over the small HTTP of [`http`].
 //!
 //! This crate does not print or parse command lines; the binary does.
 #![warn(missing_docs, unreachable_pub)]
@@ -17,6 +17,7 @@ pub mod assemble;
 pub mod auth;
 pub mod client;
 pub mod frame;
+pub mod http;
 pub mod iperf3;
 pub mod messages;
 pub mod metrics;

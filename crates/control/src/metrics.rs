@@ -9,13 +9,12 @@
 //!
 //! What it does not do: touch the data path. Streams publish their totals to
 //! [`LiveCounters`] as they always do; a scrape reads those snapshots. The HTTP side
-//! ([`serve_http`]) answers `GET /metrics` and nothing else, one request at a time, with a
-//! deadline per request: OpenMetrics when the scraper accepts it (Prometheus does), else
-//! Prometheus' text format 0.0.4 ([`prometheus_text`]).
+//! ([`serve_http`], over [`crate::http`]) answers `GET /metrics` and nothing else:
+//! OpenMetrics when the scraper accepts it (Prometheus does), else Prometheus' text format
+//! 0.0.4 ([`exposition`]).
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -27,6 +26,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::http::{self, Handler, Request, Response};
 use crate::messages::ErrorCode;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -370,34 +370,49 @@ impl Drop for RunningTest {
     }
 }
 
-/// Longest a scrape request may take to arrive, and its largest size.
-const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
-const MAX_REQUEST: usize = 8 * 1024;
+/// Connections the metrics endpoint serves at once.
+const MAX_OPEN: usize = 8;
 
-/// Answers `GET /metrics` on `listener` until `stop` is set (checked every 50 ms): 200
-/// with the metrics, 404 for another path, 405 for another method, 400 for anything else.
+/// Answers `GET /metrics` on `listener` until `stop` is set: 200 with the metrics, 404 for
+/// another path, 405 for another method, 400 for what is not a request ([`http::serve`]).
 ///
 /// # Errors
 /// The listener cannot be made non-blocking.
 pub fn serve_http(
     listener: TcpListener,
-    metrics: &ServerMetrics,
+    metrics: Arc<ServerMetrics>,
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
-    listener.set_nonblocking(true)?;
-    while !stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((stream, _)) => answer(stream, metrics),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => {
-                tracing::warn!("metrics accept: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
+    let handler: Arc<Handler> =
+        Arc::new(
+            move |req: &Request| match (req.method.as_str(), req.path.as_str()) {
+                ("GET", "/metrics") => exposition(req, metrics.render()),
+                ("GET", _) => Response::text(404, "only /metrics here\n"),
+                _ => Response::text(405, "only GET /metrics\n"),
+            },
+        );
+    http::serve(listener, stop, MAX_OPEN, handler)
+}
+
+/// Metrics as the scraper asked for them: OpenMetrics when its `Accept` names it
+/// (Prometheus does), else Prometheus' text format 0.0.4.
+pub fn exposition(req: &Request, openmetrics: String) -> Response {
+    let wants_openmetrics = req
+        .header("accept")
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    if wants_openmetrics {
+        Response {
+            status: 200,
+            content_type: "application/openmetrics-text; version=1.0.0; charset=utf-8".into(),
+            body: openmetrics,
+        }
+    } else {
+        Response {
+            status: 200,
+            content_type: "text/plain; version=0.0.4; charset=utf-8".into(),
+            body: prometheus_text(&openmetrics),
         }
     }
-    Ok(())
 }
 
 /// OpenMetrics text as Prometheus' own text format (version 0.0.4), for scrapers that do
@@ -427,71 +442,13 @@ pub fn prometheus_text(openmetrics: &str) -> String {
     out
 }
 
-/// The request line of an HTTP request read from `s` within the deadline, and whether it
-/// accepts OpenMetrics.
-fn request_line(s: &mut TcpStream) -> Option<(String, bool)> {
-    let until = Instant::now() + REQUEST_DEADLINE;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_REQUEST {
-        let left = until.checked_duration_since(Instant::now())?;
-        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .ok()?;
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let openmetrics = text.lines().any(|l| {
-        l.to_ascii_lowercase().starts_with("accept:") && l.contains("application/openmetrics-text")
-    });
-    text.lines().next().map(|l| (l.to_owned(), openmetrics))
-}
-
-fn answer(mut s: TcpStream, metrics: &ServerMetrics) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
-    let (line, openmetrics) = request_line(&mut s).unwrap_or_default();
-    let mut parts = line.split_whitespace();
-    let (method, path) = (parts.next(), parts.next());
-    let path = path.map(|p| p.split('?').next().unwrap_or(p));
-    let (status, kind, body) = match (method, path) {
-        (Some("GET"), Some("/metrics")) if openmetrics => (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.render(),
-        ),
-        (Some("GET"), Some("/metrics")) => (
-            "200 OK",
-            "text/plain; version=0.0.4; charset=utf-8",
-            prometheus_text(&metrics.render()),
-        ),
-        (Some("GET"), Some(_)) => ("404 Not Found", "text/plain", "only /metrics here\n".into()),
-        (Some(_), Some(_)) => (
-            "405 Method Not Allowed",
-            "text/plain",
-            "only GET /metrics\n".into(),
-        ),
-        _ => (
-            "400 Bad Request",
-            "text/plain",
-            "not an HTTP request\n".into(),
-        ),
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = s.write_all(head.as_bytes());
-    let _ = s.write_all(body.as_bytes());
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use engine::live::LiveSnapshot;
     use model::stats::Counters;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
 
     #[test]
     fn a_running_test_is_read_at_each_scrape_and_counted_once_at_its_end() {
@@ -575,7 +532,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let (m2, s2) = (Arc::clone(&m), Arc::clone(&stop));
-        let t = std::thread::spawn(move || serve_http(listener, &m2, &s2));
+        let t = std::thread::spawn(move || serve_http(listener, m2, &s2));
         let ask = |req: &str| {
             let mut c = TcpStream::connect(addr).unwrap();
             c.write_all(req.as_bytes()).unwrap();

@@ -1,0 +1,318 @@
+//! The little HTTP/1.1 the metrics endpoints need: read one request (line, headers, the
+//! query decoded), answer it, close.
+//!
+//! What it does: [`serve`] accepts on a listener until told to stop, reads each request
+//! within [`REQUEST_DEADLINE`] and [`MAX_REQUEST`] bytes on its own thread, hands it to a
+//! handler and writes the handler's [`Response`] with `Connection: close`. At most
+//! `max_open` connections are served at once; one more is answered 503 at once, so a
+//! slow client or a long probe never blocks the scrapes behind it.
+//!
+//! What it does not: keep connections alive, read request bodies, chunk, or speak TLS.
+//! Prometheus and curl need none of these for `GET`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest a request may take to arrive.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+/// Largest request (line and headers) read.
+pub const MAX_REQUEST: usize = 8 * 1024;
+
+/// One request: its method, path, decoded query pairs and headers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Request {
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The path without the query, still percent-encoded (`/probe`).
+    pub path: String,
+    /// The query's pairs in order, decoded (`+` is a space).
+    pub query: Vec<(String, String)>,
+    /// Header names (lower case) and values.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Request {
+    /// Reads a request's line and headers.
+    ///
+    /// # Errors
+    /// Not a request line of the form `METHOD TARGET HTTP/1.x`.
+    pub fn parse(bytes: &[u8]) -> Result<Request, &'static str> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut lines = text.split("\r\n");
+        let line = lines.next().unwrap_or_default();
+        let mut parts = line.split(' ');
+        let (Some(method), Some(target), Some(version), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err("not an HTTP request line");
+        };
+        if !version.starts_with("HTTP/1.") || method.is_empty() || !target.starts_with('/') {
+            return Err("not an HTTP/1 request line");
+        }
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let headers = lines
+            .take_while(|l| !l.is_empty())
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        Ok(Request {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            query: form_urlencoded::parse(query.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+            headers,
+        })
+    }
+
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An answer: status, content type and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The status code (200, 400, ...).
+    pub status: u16,
+    /// Its `Content-Type`.
+    pub content_type: String,
+    /// The body.
+    pub body: String,
+}
+
+impl Response {
+    /// A plain-text answer (`text/plain; charset=utf-8`).
+    pub fn text(status: u16, body: impl Into<String>) -> Response {
+        Response {
+            status,
+            content_type: "text/plain; charset=utf-8".into(),
+            body: body.into(),
+        }
+    }
+
+    fn reason(&self) -> &'static str {
+        match self.status {
+            200 => "OK",
+            400 => "Bad Request",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            408 => "Request Timeout",
+            500 => "Internal Server Error",
+            503 => "Service Unavailable",
+            _ => "",
+        }
+    }
+
+    /// Writes the response with `Connection: close` (errors are the client's loss).
+    pub fn write_to(&self, s: &mut TcpStream) {
+        let head = format!(
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            self.status,
+            self.reason(),
+            self.content_type,
+            self.body.len()
+        );
+        let _ = s.write_all(head.as_bytes());
+        let _ = s.write_all(self.body.as_bytes());
+    }
+}
+
+/// A request's handler.
+pub type Handler = dyn Fn(&Request) -> Response + Send + Sync;
+
+/// Reads one request from `s` within the deadline: its bytes up to the blank line.
+fn read_request(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let until = Instant::now() + REQUEST_DEADLINE;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        if buf.len() >= MAX_REQUEST {
+            return None;
+        }
+        let left = until.checked_duration_since(Instant::now())?;
+        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => return None,
+        }
+    }
+    Some(buf)
+}
+
+/// Answers one connection.
+fn answer(mut s: TcpStream, handler: &Handler) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
+    let response = match read_request(&mut s) {
+        None => Response::text(408, "no whole request within 2 s\n"),
+        Some(bytes) => match Request::parse(&bytes) {
+            Ok(req) => handler(&req),
+            Err(why) => Response::text(400, format!("{why}\n")),
+        },
+    };
+    response.write_to(&mut s);
+}
+
+/// Counts one open connection while it lives.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Serves `listener` until `stop` is set (checked every 50 ms): each connection on its own
+/// thread, at most `max_open` at once (one more is answered 503 at once and closed).
+///
+/// # Errors
+/// The listener cannot be made non-blocking.
+pub fn serve(
+    listener: TcpListener,
+    stop: &AtomicBool,
+    max_open: usize,
+    handler: Arc<Handler>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let open = Arc::new(AtomicUsize::new(0));
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((mut stream, _)) => {
+                if open.load(Ordering::Relaxed) >= max_open {
+                    let _ = stream.set_nonblocking(false);
+                    let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+                    Response::text(503, format!("busy: {max_open} requests open\n"))
+                        .write_to(&mut stream);
+                    continue;
+                }
+                open.fetch_add(1, Ordering::Relaxed);
+                let guard = Open(Arc::clone(&open));
+                let handler = Arc::clone(&handler);
+                let spawned = std::thread::Builder::new()
+                    .name("wb-http".into())
+                    .spawn(move || {
+                        let _guard = guard;
+                        answer(stream, handler.as_ref());
+                    });
+                if let Err(e) = spawned {
+                    tracing::warn!("http: no thread for a connection: {e}");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => {
+                tracing::warn!("http accept: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_read_with_its_query_decoded() {
+        let r = Request::parse(
+            b"GET /probe?target=198.18.0.2%3A5301&kind=udp&rate=100M&x=a+b HTTP/1.1\r\nAccept: text/plain\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(r.method, "GET");
+        assert_eq!(r.path, "/probe");
+        assert_eq!(
+            r.query,
+            [
+                ("target", "198.18.0.2:5301"),
+                ("kind", "udp"),
+                ("rate", "100M"),
+                ("x", "a b")
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+        assert_eq!(r.header("x-prometheus-scrape-timeout-seconds"), Some("10"));
+        assert_eq!(r.header("ACCEPT"), Some("text/plain"));
+        assert_eq!(r.header("host"), None);
+    }
+
+    #[test]
+    fn what_is_not_a_request_line_is_refused() {
+        for bad in [
+            &b"\x00\x01garbage\r\n\r\n"[..],
+            b"GET /metrics\r\n\r\n",
+            b"GET metrics HTTP/1.1\r\n\r\n",
+            b"GET /a b HTTP/1.1\r\n\r\n",
+            b"GET /metrics SPDY/3\r\n\r\n",
+            b"",
+        ] {
+            assert!(Request::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn connections_beyond_the_cap_are_answered_busy_and_the_rest_served() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        // The handler holds its connection until released.
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let release_rx = std::sync::Mutex::new(release_rx);
+        let handler: Arc<Handler> = Arc::new(move |r: &Request| {
+            if r.path == "/hold" {
+                let _ = release_rx.lock().unwrap().recv();
+            }
+            Response::text(200, format!("{}\n", r.path))
+        });
+        let s2 = Arc::clone(&stop);
+        let t = std::thread::spawn(move || serve(listener, &s2, 1, handler));
+        let send = |path: &str| {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes())
+                .unwrap();
+            c
+        };
+        let read = |mut c: TcpStream| {
+            let mut out = String::new();
+            let _ = c.read_to_string(&mut out);
+            out
+        };
+        let held = send("/hold");
+        // Until the held request is being served, a second one may still get in: wait for
+        // the answer to be busy.
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            let out = read(send("/other"));
+            if out.starts_with("HTTP/1.1 503") {
+                break;
+            }
+            assert!(Instant::now() < until, "never busy: {out}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        release_tx.send(()).unwrap();
+        assert!(read(held).ends_with("/hold\n"));
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            let out = read(send("/after"));
+            if out.starts_with("HTTP/1.1 200") {
+                assert!(out.ends_with("/after\n"), "{out}");
+                break;
+            }
+            assert!(Instant::now() < until, "not served again: {out}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        t.join().unwrap().unwrap();
+    }
+}
