@@ -61,8 +61,13 @@ pub fn run(a: &RunArgs) -> Result<()> {
         templates: templates(a.template.as_deref())?,
     };
     run.check(&plan)?;
-    // The JUnit file's place is checked now, not after hours of tests.
+    // The JUnit file's place is checked now, not after hours of tests; its directory is
+    // made as --out's is (`--out run --junit run/junit.xml` on a fresh checkout).
     if let Some(path) = &a.junit {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| usage(format!("--junit {}: {e}", path.display())))?;
+        }
         std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)

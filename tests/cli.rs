@@ -258,3 +258,57 @@ fn man_pages_render() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The server's arguments in the container image and in the package's
+/// /etc/default/wirebench-server are ones the server takes, and the image publishes the
+/// ports the server listens on by default.
+#[test]
+fn the_deployed_server_arguments_are_taken() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
+    let container = read("deploy/container/Containerfile");
+    let default = read("deploy/debian/wirebench-server.default");
+    let help = String::from_utf8_lossy(&run(&["server", "--help"]).stdout).into_owned();
+    let exposed = container
+        .lines()
+        .find_map(|l| l.strip_prefix("EXPOSE "))
+        .expect("EXPOSE");
+    for (flag, port) in [("--port", "5301"), ("--iperf3-port", "5201")] {
+        let line = help.lines().skip_while(|l| !l.contains(flag)).take(6);
+        assert!(
+            line.clone()
+                .any(|l| l.contains(&format!("[default: {port}]"))),
+            "{flag} {port}: {help}"
+        );
+        assert!(
+            exposed.contains(&format!("{port}/tcp")),
+            "{port}: {exposed}"
+        );
+    }
+    assert!(exposed.contains("5201/udp") && exposed.contains("9464/tcp"));
+    // CMD's arguments, and the default file's, start a server (on free ports here).
+    let cmd: Vec<String> = container
+        .lines()
+        .find_map(|l| l.strip_prefix("CMD "))
+        .and_then(|j| serde_json::from_str(j).ok())
+        .expect("CMD as a JSON list");
+    let args = default
+        .lines()
+        .find_map(|l| l.strip_prefix("WIREBENCH_SERVER_ARGS="))
+        .expect("WIREBENCH_SERVER_ARGS")
+        .trim_matches('"')
+        .to_owned();
+    for given in [cmd.join(" "), args] {
+        let port = free_port().to_string();
+        let given = given.replace("9464", &port);
+        let mut argv = vec!["server"];
+        argv.extend(given.split_whitespace());
+        argv.extend(["-p", "0", "--no-iperf3", "--run-for", "0.3"]);
+        let out = run(&argv);
+        assert!(
+            out.status.success(),
+            "{argv:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

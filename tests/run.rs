@@ -531,3 +531,55 @@ fn interfaces_come_from_the_kernel(results: &serde_json::Value) {
         "{split}"
     );
 }
+
+/// The CI examples (examples/ci) run exactly this command line; run here from the
+/// repository's root, it passes its gate on loopback and writes a JUnit file with a
+/// testcase per test and per threshold, none failed. Each example is valid YAML (where
+/// python3-yaml is installed) and runs the same command.
+#[test]
+fn the_ci_example_gate_runs_as_its_jobs_run_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let command = "wirebench run examples/ci/plan.toml --out run --junit run/junit.xml";
+    for job in ["github-actions.yml", "gitlab-ci.yml", "Jenkinsfile"] {
+        let text = std::fs::read_to_string(root.join("examples/ci").join(job)).unwrap();
+        assert!(text.contains(command), "{job} does not run `{command}`");
+        if job.ends_with(".yml") {
+            let out = std::process::Command::new("/usr/bin/python3")
+                .args(["-c", "import sys, yaml; yaml.safe_load(open(sys.argv[1]))"])
+                .arg(root.join("examples/ci").join(job))
+                .output();
+            match out {
+                Ok(o) if o.status.success() => {}
+                Ok(o) if String::from_utf8_lossy(&o.stderr).contains("No module named") => {
+                    eprintln!("no python3-yaml here: {job} is not parsed");
+                }
+                Ok(o) => panic!("{job}: {}", String::from_utf8_lossy(&o.stderr)),
+                Err(e) => eprintln!("no python3 here ({e}): {job} is not parsed"),
+            }
+        }
+    }
+    // The same arguments, with the run directory elsewhere.
+    let dir = out_dir("ci-example");
+    let junit = dir.join("junit.xml");
+    let out = std::process::Command::new(bin())
+        .current_dir(root)
+        .args(["run", "examples/ci/plan.toml", "--out"])
+        .arg(&dir)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (tests, failures, errors, skipped, failed) = junit_counts(&junit);
+    assert_eq!(
+        (tests, failures, errors, skipped),
+        (4, 0, 0, 0),
+        "{failed:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
