@@ -20,8 +20,18 @@ fn need_root() -> Result<()> {
 pub fn lab(a: &LabArgs) -> Result<ExitCode> {
     match &a.command {
         LabCommand::Up(up) => self::up(up)?,
-        LabCommand::Down { name, all } => {
+        LabCommand::Down { name, all, stale } => {
             need_root()?;
+            if *stale {
+                let gone = Lab::down_stale(&mut SystemRunner).map_err(lab_error)?;
+                outln!(
+                    "removed {} stale lab(s){}{}",
+                    gone.len(),
+                    if gone.is_empty() { "" } else { ": " },
+                    gone.join(", ")
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             let n = if *all {
                 Lab::down_all(&mut SystemRunner).map_err(lab_error)?
             } else {
@@ -79,7 +89,10 @@ fn up(a: &LabUpArgs) -> Result<()> {
         return Ok(());
     }
     need_root()?;
-    let built = Lab::up(name, &topo, &mut SystemRunner).map_err(lab_error)?;
+    // Ctrl-C or SIGTERM while building removes what was built.
+    let stop = stop_on_signals()?;
+    let built =
+        Lab::up_owned(name, &topo, &mut SystemRunner, true, Some(&stop)).map_err(lab_error)?;
     outln!("lab '{}' ({}) is up:", built.name, topo.kind);
     let d = lab::status::describe(&topo, name);
     let spec = "node|namespace|interface|address";

@@ -89,6 +89,15 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         allow_tuning: a.allow_tuning,
         finished: finished.clone(),
         metrics: metrics.clone(),
+        gate: control::gate::GateConfig {
+            per_source_handshakes: usize::from(a.max_handshakes_per_source),
+            per_source_tests: usize::from(a.max_tests_per_source),
+            ..control::gate::GateConfig::default()
+        },
+        idle_timeout: a.idle_timeout,
+        max_memory: a
+            .max_memory
+            .map_or_else(control::server::default_max_memory, |m| m as u64),
     };
     // Every IPv6 and IPv4 address by default; IPv4 alone where the host has no IPv6.
     let (server, ip) = match a.bind {
@@ -145,6 +154,7 @@ pub fn exporter(a: &ExporterArgs) -> Result<()> {
         max_secs: a.max_secs.as_secs_f64(),
         max_rate: a.max_rate.filter(|r| *r > 0.0),
         auth_key_file: a.auth_key_file.clone(),
+        allow_targets: a.allow_target.clone(),
     };
     let listener = std::net::TcpListener::bind(a.listen)
         .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
@@ -161,8 +171,8 @@ pub fn exporter(a: &ExporterArgs) -> Result<()> {
         listener.local_addr()?,
         a.max_concurrent
     );
-    // The probes and a few scrapes of /metrics besides.
-    let open = usize::from(a.max_concurrent) + 4;
+    // The probes and scrapes of /metrics besides; the exporter answers extra probes 503.
+    let open = usize::from(a.max_concurrent) + 16;
     let handler: Arc<control::http::Handler> = Arc::new(move |r| exporter.handle(r));
     control::http::serve(listener, &stop, open, handler)?;
     Ok(())

@@ -346,10 +346,7 @@ fn a_server_with_a_key_denies_iperf3_clients_unless_told_otherwise() {
         return;
     }
     let key = std::env::temp_dir().join(format!("wb-i3-key-{}", std::process::id()));
-    std::fs::write(&key, "a key of more than sixteen bytes\n").unwrap();
-    let mut perm = std::fs::metadata(&key).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o600);
-    std::fs::set_permissions(&key, perm).unwrap();
+    crate::util::key_file(&key, "a key of more than sixteen bytes\n");
     let k = key.to_str().unwrap();
     let port = free_port();
     let p = port.to_string();

@@ -781,3 +781,175 @@ fn shaper_matrix_of_the_rtx2000_report() {
         "restored: {class}"
     );
 }
+
+/// The namespaces of lab `name` now.
+fn namespaces_of(name: &str) -> Vec<String> {
+    LabGuard(name.to_owned()).namespaces_kept()
+}
+
+impl LabGuard {
+    /// [`LabGuard::namespaces`] without removing the lab when the guard goes.
+    fn namespaces_kept(self) -> Vec<String> {
+        let n = self.namespaces();
+        std::mem::forget(self);
+        n
+    }
+}
+
+/// Waits (up to 10 s) until lab `name` has a namespace.
+fn wait_for_a_namespace(name: &str) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while namespaces_of(name).is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "lab {name} never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn kill9(child: &mut std::process::Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `lab up` killed half-way leaves a stale lab: `lab down --stale` removes all of it (no
+/// namespace, no process, no run directory), and leaves a finished lab alone.
+#[test]
+fn a_lab_up_killed_half_way_is_removed_by_down_stale() {
+    if !root_or_skip("a_lab_up_killed_half_way_is_removed_by_down_stale") {
+        return;
+    }
+    let kept = LabGuard::up("direct", "k");
+    let name = format!("s{:x}", std::process::id() & 0xfff);
+    let _guard = LabGuard(name.clone());
+    let mut up = Command::new(bin())
+        .args(["lab", "up", "frer", "--name", &name])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_a_namespace(&name);
+    kill9(&mut up);
+    assert!(
+        !namespaces_of(&name).is_empty(),
+        "killed before it built anything"
+    );
+    let out = run(&["lab", "down", "--stale"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&name),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(namespaces_of(&name).is_empty(), "namespaces left");
+    assert!(
+        !std::path::Path::new("/run/wirebench/labs")
+            .join(&name)
+            .exists(),
+        "run directory left"
+    );
+    let ps = Command::new("sh")
+        // ([w]b: the pattern does not match this command line itself.)
+        .args(["-c", &format!("pgrep -af '[w]b-{name}-' || true")])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&ps.stdout).trim().is_empty(),
+        "processes left: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+    // The finished lab is not stale.
+    assert_eq!(kept.namespaces().len(), 2);
+}
+
+/// Two `lab up` of one name at once: one builds the lab, the other is refused, and the
+/// lab works.
+#[test]
+fn two_concurrent_lab_ups_of_one_name_leave_one_working_lab() {
+    if !root_or_skip("two_concurrent_lab_ups_of_one_name_leave_one_working_lab") {
+        return;
+    }
+    let name = format!("c{:x}", std::process::id() & 0xfff);
+    let lab = LabGuard(name.clone());
+    let spawn = || {
+        Command::new(bin())
+            .args(["lab", "up", "router", "--name", &name])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let ok = outs.iter().filter(|o| o.status.success()).count();
+    assert_eq!(
+        ok,
+        1,
+        "{:?}",
+        outs.iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect::<Vec<_>>()
+    );
+    let loser = outs.iter().find(|o| !o.status.success()).unwrap();
+    assert!(String::from_utf8_lossy(&loser.stderr).contains("exists already"));
+    assert_eq!(lab.namespaces().len(), 3);
+    let v = udp_across(&lab, "198.18.2.1");
+    assert!(u64_at(&v, "/summary/received_packets") > 0);
+}
+
+/// A `run` killed with SIGKILL after it built its lab: the same run again removes the
+/// stale lab and completes, and leaves nothing behind.
+#[test]
+fn a_killed_run_is_run_again() {
+    if !root_or_skip("a_killed_run_is_run_again") {
+        return;
+    }
+    let name = format!("r{:x}", std::process::id() & 0xfff);
+    let _guard = LabGuard(name.clone());
+    let dir = std::env::temp_dir().join(format!("wb-killed-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[plan]\ntitle = \"killed\"\n[target]\nlab = \"direct\"\n[[test]]\nname = \"udp\"\nkind = \"client\"\nargs = \"-u -b 10M -t 3\"\n",
+    )
+    .unwrap();
+    let args = |out: &str| {
+        vec![
+            "run".to_owned(),
+            plan.display().to_string(),
+            "--out".into(),
+            dir.join(out).display().to_string(),
+            "--name".into(),
+            name.clone(),
+        ]
+    };
+    let mut first = Command::new(bin())
+        .args(args("a"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_a_namespace(&name);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    kill9(&mut first);
+    assert!(
+        !namespaces_of(&name).is_empty(),
+        "the killed run's lab is left"
+    );
+    let again = Command::new(bin()).args(args("b")).output().unwrap();
+    assert!(
+        again.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(namespaces_of(&name).is_empty(), "the run removes its lab");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -267,16 +267,33 @@ fn the_exporter_probes_and_refuses_what_it_must() {
             "above this exporter's --max-rate",
         ),
         ("secs=1&rate=fast", "", "--bitrate"),
-        (
-            "secs=1&rate=1M&logfile=/etc/passwd",
-            "",
-            "unknown parameter \"logfile\"",
-        ),
+        ("secs=1&rate=1M&logfile=/tmp/x", "", "unknown parameter"),
+        ("kind=latency&len=64,1472", "", "len=64,1472: one size"),
+        ("secs=1&rate=1M&streams=64", "", "streams=64: 1 to 16"),
     ] {
         let (status, body) = probe(q, headers);
         assert_eq!(status, 400, "{q}: {body}");
         assert!(body.contains(needle), "{q}: {body}");
     }
+    // A flag inside a value stays a value: no file is written.
+    let planted = std::env::temp_dir().join(format!("wb-planted-{}", std::process::id()));
+    let flag = format!("--logfile%3D{}", planted.display());
+    for q in [
+        format!("secs=1&rate=1M%20{flag}"),
+        format!("secs=1&rate={flag}"),
+        format!("secs=1&rate=1M&len={flag}"),
+    ] {
+        let (status, body) = probe(&q, "");
+        assert_eq!(status, 400, "{q}: {body}");
+    }
+    let as_target = format!("/probe?target={flag}&secs=1&rate=1M");
+    let (status, text) = get_with(exporter.port, &as_target, "").unwrap();
+    assert_eq!(
+        (status, sample(&text, "probe_success")),
+        (200, Some(0.0)),
+        "{text}"
+    );
+    assert!(!planted.exists(), "a query wrote {}", planted.display());
     // A server that is not there: the probe ran and failed (200, probe_success 0).
     let down = format!("/probe?target=127.0.0.1:{}&secs=1&rate=1M", free_port());
     let (status, text) = get_with(exporter.port, &down, "").unwrap();
@@ -318,11 +335,11 @@ fn the_exporter_probes_and_refuses_what_it_must() {
         ),
         (
             r#"wirebench_exporter_probes_total{kind="tcp",outcome="failure"}"#,
-            1.0,
+            2.0,
         ),
         (
             r#"wirebench_exporter_probes_refused_total{reason="bad_request"}"#,
-            7.0,
+            12.0,
         ),
         (
             r#"wirebench_exporter_probes_refused_total{reason="busy"}"#,

@@ -346,10 +346,7 @@ fn tuning_server(
 
 fn key_file(tag: &str) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("wb-nic-key-{tag}-{}", std::process::id()));
-    std::fs::write(&p, "a key of more than sixteen bytes\n").unwrap();
-    let mut perm = std::fs::metadata(&p).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o600);
-    std::fs::set_permissions(&p, perm).unwrap();
+    crate::util::key_file(&p, "a key of more than sixteen bytes\n");
     p
 }
 

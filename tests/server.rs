@@ -53,8 +53,8 @@ fn authentication_refuses_missing_and_wrong_keys() {
     std::fs::create_dir_all(&dir).unwrap();
     let good = dir.join("good.key");
     let bad = dir.join("bad.key");
-    std::fs::write(&good, "correct horse battery staple\n").unwrap();
-    std::fs::write(&bad, "incorrect horse battery staple\n").unwrap();
+    key_file(&good, "correct horse battery staple\n");
+    key_file(&bad, "incorrect horse battery staple\n");
     let srv = ServerProc::start(&["--auth-key-file", good.to_str().unwrap()]);
     assert_fails(&srv.run("client", "-u -t 1"), 1, "requires authentication");
     let bad_arg = format!("-u -t 1 --auth-key-file {}", bad.display());
@@ -80,4 +80,185 @@ fn max_tests_turns_away_the_extra_client() {
             "the running test was not disturbed"
         );
     });
+}
+
+/// A key file others can read is refused with the fix, on the server and the client.
+#[test]
+fn a_key_readable_by_others_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let key = std::env::temp_dir().join(format!("wb-it-key644-{}", std::process::id()));
+    key_file(&key, "a key of more than sixteen bytes\n");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let k = key.to_str().unwrap();
+    assert_fails(&run(&["server", "--auth-key-file", k]), 2, "chmod 600");
+    assert_fails(
+        &run(&["client", "127.0.0.1", "--auth-key-file", k]),
+        2,
+        "chmod 600",
+    );
+    let _ = std::fs::remove_file(&key);
+}
+
+/// A client given a key does not run its test with a server that does not ask for it
+/// (it may be an impostor), unless told to go on.
+#[test]
+fn a_client_with_a_key_refuses_a_server_that_does_not_ask() {
+    let key = std::env::temp_dir().join(format!("wb-it-keydown-{}", std::process::id()));
+    key_file(&key, "a key of more than sixteen bytes\n");
+    let srv = ServerProc::start(&[]);
+    let with_key = format!("-u -t 0.5 --auth-key-file {}", key.display());
+    assert_fails(&srv.run("client", &with_key), 1, "did not ask for it");
+    let v = srv.json(
+        "client",
+        &format!("{with_key} --allow-unauthenticated-server"),
+    );
+    assert!(u64_at(&v, "/summary/sent_packets") > 0);
+    let _ = std::fs::remove_file(&key);
+}
+
+/// Wrong keys from an address: two cost nothing, the third and later make it wait
+/// (1 s, then 2 s, ...), and the right key works again once the wait is over.
+#[test]
+fn repeated_wrong_keys_make_the_address_wait() {
+    let dir = std::env::temp_dir().join(format!("wb-it-penalty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (good, bad) = (dir.join("good"), dir.join("bad"));
+    key_file(&good, "correct horse battery staple\n");
+    key_file(&bad, "incorrect horse battery staple\n");
+    let srv = ServerProc::start(&["--auth-key-file", good.to_str().unwrap()]);
+    let wrong = format!("-u -t 0.3 --auth-key-file {}", bad.display());
+    let right = format!("-u -t 0.3 --auth-key-file {}", good.display());
+    for _ in 0..3 {
+        assert_fails(&srv.run("client", &wrong), 1, "wrong key");
+    }
+    // Penalised now, even with the right key.
+    assert_fails(&srv.run("client", &right), 1, "try again in");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let v = srv.json("client", &right);
+    assert!(u64_at(&v, "/summary/sent_packets") > 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A client stopped with SIGSTOP, and one killed with SIGKILL, each free their test's
+/// slot within 10 s (the stopped one falls silent: the server's idle timeout ends it).
+#[test]
+fn a_stopped_or_killed_client_frees_its_slot() {
+    let srv = ServerProc::start(&["--max-tests", "1"]);
+    let port = srv.port_arg();
+    for signal in ["STOP", "KILL"] {
+        let mut long = std::process::Command::new(bin())
+            .args([
+                "client",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-u",
+                "-b",
+                "1M",
+                "-t",
+                "60",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Its test holds the one slot (the first look after it started, so that the look
+        // does not take the slot first).
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        assert!(long.try_wait().unwrap().is_none(), "the long test ended");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let out = srv.run("client", "-u -b 1M -t 0.2");
+            if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--max-tests")
+            {
+                break;
+            }
+            assert!(std::time::Instant::now() < until, "the long test never ran");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let sent = std::process::Command::new("sh")
+            .args(["-c", &format!("kill -{signal} {}", long.id())])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let signalled = std::time::Instant::now();
+        loop {
+            if srv.run("client", "-u -b 1M -t 0.2").status.success() {
+                break;
+            }
+            assert!(
+                signalled.elapsed() < std::time::Duration::from_secs(10),
+                "SIG{signal}: the slot is still taken after 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        eprintln!("SIG{signal}: slot free after {:?}", signalled.elapsed());
+        let _ = long.kill();
+        let _ = long.wait();
+    }
+}
+
+/// Connections from 127.0.0.2, opened one after another and held without a word, neither take
+/// more than their share of handshakes (the rest are turned away at once) nor keep an
+/// honest client on 127.0.0.1 from running five tests in a row.
+#[test]
+fn a_flood_from_one_address_does_not_keep_an_honest_client_out() {
+    use std::io::Read;
+    let srv = ServerProc::start(&[]);
+    let target: std::net::SocketAddr = format!("127.0.0.1:{}", srv.port).parse().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            let (mut opened, mut turned_away) = (0u32, 0u32);
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                && std::time::Instant::now() < until
+            {
+                let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                    .unwrap();
+                s.bind(
+                    &"127.0.0.2:0"
+                        .parse::<std::net::SocketAddr>()
+                        .unwrap()
+                        .into(),
+                )
+                .unwrap();
+                if s.connect(&target.into()).is_ok() {
+                    opened += 1;
+                    let mut t: std::net::TcpStream = s.into();
+                    // The accept loop looks every 50 ms when idle.
+                    t.set_read_timeout(Some(std::time::Duration::from_millis(300)))
+                        .unwrap();
+                    let mut buf = [0u8; 512];
+                    if let Ok(n) = t.read(&mut buf) {
+                        let said = String::from_utf8_lossy(&buf[..n]);
+                        if said.contains("too many handshakes") || said.contains("try again") {
+                            turned_away += 1;
+                        }
+                    }
+                    held.push_back(t);
+                    if held.len() > 64 {
+                        held.pop_front();
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            (opened, turned_away)
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    for k in 0..5 {
+        let v = srv.json("client", "-u -b 1M -t 0.5");
+        assert!(u64_at(&v, "/summary/sent_packets") > 0, "test {k}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (opened, turned_away) = flood.join().unwrap();
+    // All but the first four of the flood's connections were turned away at once.
+    assert!(opened > 10, "the flood opened {opened}");
+    assert!(
+        turned_away + 4 >= opened,
+        "{turned_away} of {opened} turned away"
+    );
 }

@@ -276,3 +276,10 @@ pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
+
+/// Writes a key file readable by its owner only (as the server and client require).
+pub fn key_file(path: &std::path::Path, key: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, key).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}

@@ -10,17 +10,30 @@ if dpkg -s wirebench >/dev/null 2>&1; then
   exit 2
 fi
 export CARGO_TARGET_DIR="$PWD/target/deb-check"
-cargo build --locked --bin wirebench --target-dir target
+# The binary the tests just ran (built once more only where there is none).
+if [ ! -x target/debug/wirebench ]; then
+  cargo build --locked --bin wirebench --target-dir target
+fi
 mkdir -p "$CARGO_TARGET_DIR/release"
 cp target/debug/wirebench "$CARGO_TARGET_DIR/release/wirebench"
+rm -f "$CARGO_TARGET_DIR"/debian/wirebench_*.deb
 deploy/debian/package.sh --no-build
-deb=$(ls "$CARGO_TARGET_DIR"/debian/wirebench_*.deb)
+debs=("$CARGO_TARGET_DIR"/debian/wirebench_*.deb)
+[ "${#debs[@]}" = 1 ] || { echo "check.sh: expected one .deb, found: ${debs[*]}" >&2; exit 1; }
+deb="${debs[0]}"
 dpkg -i "$deb"
-files=$(dpkg -L wirebench | while read -r f; do [ -f "$f" ] && echo "$f"; done)
+# Whatever fails from here, the package does not stay installed.
+trap 'dpkg --purge wirebench >/dev/null 2>&1 || true' EXIT
+files=$(dpkg -L wirebench | while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done)
 echo "== installed"
 /usr/bin/wirebench --version
-man -l /usr/share/man/man1/wirebench-server.1.gz | grep -q -- '--auth-key-file'
-bash -c 'source /usr/share/bash-completion/completions/wirebench && complete -p wirebench' | grep -q wirebench
+zcat /usr/share/man/man1/wirebench-server.1.gz | grep -q 'auth\\-key\\-file'
+if command -v man >/dev/null 2>&1; then
+  page=$(MANPAGER=cat man -l /usr/share/man/man1/wirebench-server.1.gz)
+  grep -q -- '--auth-key-file' <<<"$page"
+fi
+said=$(bash -c 'source /usr/share/bash-completion/completions/wirebench && complete -p wirebench')
+grep -q wirebench <<<"$said"
 unit=/usr/lib/systemd/system/wirebench-server.service
 grep -q '^DynamicUser=yes' "$unit"
 grep -q '^CapabilityBoundingSet=$' "$unit"
@@ -36,6 +49,7 @@ if [ -e /etc/systemd/system/multi-user.target.wants/wirebench-server.service ]; 
 fi
 echo "== removed"
 dpkg --purge wirebench
+trap - EXIT
 left=""
 for f in $files; do
   [ -e "$f" ] && left="$left $f"

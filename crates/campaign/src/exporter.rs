@@ -47,7 +47,15 @@ pub struct Config {
     pub max_rate: Option<f64>,
     /// The servers' pre-shared key.
     pub auth_key_file: Option<PathBuf>,
+    /// The only targets probes may name (host as written, with or without its port);
+    /// any target when empty.
+    pub allow_targets: Vec<String>,
 }
+
+/// Most streams a probe may ask for.
+pub const MAX_STREAMS: u32 = 16;
+/// Largest datagram, write or message a probe may ask for, bytes.
+pub const MAX_LEN: u32 = 65_507;
 
 /// The kinds of probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,10 +103,10 @@ pub const PARAMETERS: &[(&str, &str)] = &[
         "rate",
         "rate per stream, bits/s with k/M/G (udp default 1M; tcp unlimited)",
     ),
-    ("streams", "parallel streams, 1-128 (tcp, udp)"),
+    ("streams", "parallel streams, 1-16 (tcp, udp)"),
     (
         "len",
-        "bytes per datagram or write, or the latency message size",
+        "bytes per datagram or write, or the latency message size (at most 65507)",
     ),
     ("reverse", "1: the server sends (tcp, udp)"),
     (
@@ -186,8 +194,27 @@ pub fn ask(
             ));
         }
     }
-    let (host, port) =
-        split_target(get("target").ok_or("target is required (HOST or HOST:PORT)")?)?;
+    let target = get("target").ok_or("target is required (HOST or HOST:PORT)")?;
+    let (host, port) = split_target(target)?;
+    if !cfg.allow_targets.is_empty() && !cfg.allow_targets.iter().any(|t| t == target || *t == host)
+    {
+        return Err(format!(
+            "target {target} is not one this exporter probes (--allow-target)"
+        ));
+    }
+    // One size, within bounds: a list of latency sizes would run `secs` per size.
+    if let Some(len) = get("len") {
+        match len.parse::<u32>() {
+            Ok(n) if (1..=MAX_LEN).contains(&n) => {}
+            _ => return Err(format!("len={len}: one size in bytes, 1 to {MAX_LEN}")),
+        }
+    }
+    if let Some(n) = get("streams") {
+        match n.parse::<u32>() {
+            Ok(k) if (1..=MAX_STREAMS).contains(&k) => {}
+            _ => return Err(format!("streams={n}: 1 to {MAX_STREAMS}")),
+        }
+    }
     let mut argv: Vec<String> = vec!["wirebench".into()];
     argv.push(
         if kind == Kind::Latency {
@@ -419,8 +446,8 @@ impl Exporter {
     }
 }
 
-/// Runs `test`, stopping it [`GRACE`] after its `secs`: the result (if any) and whether
-/// it ran to its end.
+/// Runs `test`, stopping it [`GRACE`] after its `secs` (and the set-up): the result and
+/// `true` when it ran to its end, else nothing and `false`, with the reason logged.
 fn run_bounded(test: &TestRequest, secs: f64) -> (Option<model::results::RunResult>, bool) {
     let stop = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -440,9 +467,13 @@ fn run_bounded(test: &TestRequest, secs: f64) -> (Option<model::results::RunResu
     if let Ok(w) = watchdog {
         let _ = w.join();
     }
-    let stopped = stop.load(Ordering::Relaxed);
+    if stop.load(Ordering::Relaxed) {
+        // A test cut short: its partial figures are not the probe's.
+        tracing::warn!("probe: stopped {GRACE:?} after its {secs} s");
+        return (None, false);
+    }
     match out {
-        Ok(r) => (Some(r), !stopped),
+        Ok(r) => (Some(r), true),
         Err(e) => {
             tracing::warn!("probe: {e}");
             (None, false)
@@ -479,6 +510,7 @@ mod tests {
             max_secs: 30.0,
             max_rate: None,
             auth_key_file: None,
+            allow_targets: Vec::new(),
         }
     }
 
@@ -558,12 +590,29 @@ mod tests {
             ("target=[::1", None, "without ']'"),
             ("target=[::1]x", None, "only :PORT"),
             ("target=", None, "target is empty"),
+            (
+                "target=h&kind=latency&len=64,128",
+                None,
+                "len=64,128: one size",
+            ),
+            ("target=h&len=", None, "len=: one size"),
+            ("target=h&len=70000", None, "len=70000"),
+            ("target=h&streams=17", None, "streams=17: 1 to 16"),
         ] {
             let e = ask(&q(query), &cfg(), timeout).unwrap_err();
             assert!(e.contains(needle), "{query}: {e}");
         }
         // Within the scrape timeout with the set-up.
         assert!(ask(&q("target=h&secs=4"), &cfg(), Some(5.0)).is_ok());
+        // Only the allowed targets, by host or by host and port.
+        let only = Config {
+            allow_targets: vec!["198.18.0.2".into(), "lab-b:5301".into()],
+            ..cfg()
+        };
+        assert!(ask(&q("target=198.18.0.2:5301"), &only, None).is_ok());
+        assert!(ask(&q("target=lab-b:5301"), &only, None).is_ok());
+        let e = ask(&q("target=lab-b:7"), &only, None).unwrap_err();
+        assert!(e.contains("--allow-target"), "{e}");
     }
 
     /// Parses nothing: these tests never run a probe.

@@ -523,6 +523,7 @@ mod test {
                     host: argv.get(2).cloned().unwrap_or_default(),
                     port: 5301,
                     key_file: None,
+                    allow_unauthenticated: false,
                 },
                 spec: crate::trials::base_spec(model::spec::Protocol::Tcp),
                 interval: None,

@@ -22,6 +22,8 @@ pub struct Server {
     pub port: u16,
     /// Pre-shared key file, when the server requires authentication.
     pub key_file: Option<PathBuf>,
+    /// With a key: go on with a server that does not ask for it.
+    pub allow_unauthenticated: bool,
 }
 
 /// A TCP or UDP throughput test (`client`).

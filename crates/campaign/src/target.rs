@@ -103,6 +103,9 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         allow_tuning: false,
         finished: None,
         metrics: None,
+        gate: control::gate::GateConfig::default(),
+        idle_timeout: control::server::IDLE_TIMEOUT,
+        max_memory: control::server::default_max_memory(),
     })?
     .spawn()
 }
@@ -159,7 +162,10 @@ impl Setup {
                         request.topology
                     ))
                 })?;
-                lab::Lab::up(lab_name, &topo, &mut lab::SystemRunner).map_err(failed)?;
+                // Owned by this run: left behind by a killed run, it is stale, and the
+                // next run of the name removes it first.
+                lab::Lab::up_owned(lab_name, &topo, &mut lab::SystemRunner, false, None)
+                    .map_err(failed)?;
                 let mut setup = Setup {
                     ctx: Context {
                         host: listener.to_string(),

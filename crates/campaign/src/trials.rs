@@ -78,6 +78,7 @@ pub fn client_config_with(server: &Server, connect: &Connect) -> Result<ClientCo
         stop: None,
         bind: connect.bind,
         cport: connect.cport,
+        allow_unauthenticated_server: server.allow_unauthenticated,
     })
 }
 
@@ -513,6 +514,7 @@ fn server_stream(
         host,
         port,
         key_file: None,
+        allow_unauthenticated: false,
     })?;
     let len = s.pattern[0];
     // Wait for the start offset, or for a stop.

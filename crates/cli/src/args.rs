@@ -724,14 +724,18 @@ pub enum LabCommand {
     /// (bit/s), limit (frames), seed; `forward.` / `reverse.` prefixes (or [forward] /
     /// [reverse] tables) set one direction, forward being talker -> listener.
     Up(LabUpArgs),
-    /// Remove a lab (or every lab with --all).
+    /// Remove a lab (or every lab with --all, or those left behind with --stale).
     Down {
         /// Lab name.
-        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        #[arg(required_unless_present_any = ["all", "stale"], conflicts_with_all = ["all", "stale"])]
         name: Option<String>,
         /// Remove every namespace any wirebench lab made.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "stale")]
         all: bool,
+        /// Remove the labs whose owner is gone before it was done with them (a killed
+        /// `lab up` half-way, a killed `run`); labs of `lab up` that finished stay.
+        #[arg(long)]
+        stale: bool,
     },
     /// Show the labs that are up: nodes, namespaces, interfaces and addresses, the shaper's
     /// classes and the impairment stages' counters.
@@ -839,11 +843,29 @@ pub struct ServerArgs {
     /// Most tests running at once.
     #[arg(long, default_value_t = 16)]
     pub max_tests: u16,
+    /// Most tests (and latency sessions) one client address may run at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_tests_per_source: u16,
+    /// Most handshakes one client address may have open at once; more connections from
+    /// it are turned away at once (64 in all; when all are taken, the address holding the
+    /// most gives up its oldest).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_handshakes_per_source: u16,
+    /// Memory all running tests together may make the server hold (payload buffers and
+    /// socket buffers; k/M/G suffixes); a test that would exceed it is refused. Default a
+    /// quarter of this host's memory.
+    #[arg(long, value_parser = units::size_bytes)]
+    pub max_memory: Option<usize>,
+    /// End a running test whose client says nothing for this long, seconds (clients say
+    /// they are there every second; a stopped or vanished client is silent).
+    #[arg(long, value_parser = units::seconds, default_value = "5")]
+    pub idle_timeout: Duration,
     /// Require clients to prove they hold this pre-shared key (HMAC challenge/response;
     /// the key never crosses the network). At least 16 bytes.
     #[arg(long)]
     pub auth_key_file: Option<PathBuf>,
-    /// Seconds a client has for each handshake message before it is disconnected.
+    /// Seconds a client has for its whole handshake (hello, authentication, request)
+    /// before it is disconnected; three failures in a row from an address are penalised.
     #[arg(long, value_parser = units::seconds, default_value = "10")]
     pub handshake_timeout: Duration,
     /// Serve only this long, then exit (seconds). Runs until killed if absent.
@@ -885,6 +907,10 @@ pub struct ExporterArgs {
     /// Pre-shared key file of the servers probed.
     #[arg(long)]
     pub auth_key_file: Option<PathBuf>,
+    /// Probe only these targets (HOST or HOST:PORT, comma-separated or repeated); any
+    /// target if absent. Give it (and --max-rate) when others can reach the exporter.
+    #[arg(long, value_delimiter = ',')]
+    pub allow_target: Vec<String>,
     /// Serve only this long, then exit (seconds). Runs until killed if absent.
     #[arg(long, value_parser = units::seconds)]
     pub run_for: Option<Duration>,
@@ -898,9 +924,14 @@ pub struct Target {
     /// Server control port (default 5301; 5201, iperf3's, with --iperf3).
     #[arg(short, long)]
     pub port: Option<u16>,
-    /// Pre-shared key file, when the server requires authentication.
+    /// Pre-shared key file, when the server requires authentication (readable by its
+    /// owner only).
     #[arg(long)]
     pub auth_key_file: Option<PathBuf>,
+    /// With --auth-key-file: go on when the server does not ask for the key (by default
+    /// such a server is refused: it may not be the one you meant).
+    #[arg(long, requires = "auth_key_file")]
+    pub allow_unauthenticated_server: bool,
     /// Print one JSON document instead of tables.
     #[arg(short = 'J', long)]
     pub json: bool,

@@ -29,6 +29,7 @@ pub fn server(t: &cli::Target) -> Server {
         host: t.host.clone(),
         port: t.port.unwrap_or(control::DEFAULT_PORT),
         key_file: t.auth_key_file.clone(),
+        allow_unauthenticated: t.allow_unauthenticated_server,
     }
 }
 
@@ -183,6 +184,7 @@ pub fn nic_matrix(a: &cli::NicMatrixArgs) -> Result<NicMatrixRequest, Error> {
         host: a.host.clone().unwrap_or_default(),
         port: a.port,
         key_file: a.auth_key_file.clone(),
+        allow_unauthenticated: false,
     };
     Ok(NicMatrixRequest {
         sweep: sweep_request(server, &a.sweep)?,
@@ -259,6 +261,7 @@ pub fn rfc2544(a: &cli::Rfc2544Args) -> Result<Rfc2544Request, Error> {
             host: host.clone(),
             port: a.port,
             key_file: a.auth_key_file.clone(),
+            allow_unauthenticated: false,
         }),
         (None, Some(tx), Some(rx)) => Rfc2544Path::Ports {
             tx: tx.clone(),

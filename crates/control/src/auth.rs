@@ -60,6 +60,17 @@ pub fn verify_server(key: &[u8], ns: &[u8], nc: &[u8], proof: &[u8]) -> bool {
 
 /// Reads a key file: its bytes with trailing whitespace removed; at least [`MIN_KEY_LEN`].
 pub fn load_key(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
+    // As OpenSSH does with private keys: a key others can read is no secret.
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(format!(
+            "key file {0} can be read by group or others (mode {1:o}): chmod 600 {0}",
+            path.display(),
+            meta.permissions().mode() & 0o777
+        ));
+    }
     let mut key =
         std::fs::read(path).map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
     while key.last().is_some_and(|b| b.is_ascii_whitespace()) {
@@ -130,10 +141,26 @@ mod test {
         let dir = std::env::temp_dir().join(format!("wb-auth-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("k");
+        let mode = |m: u32| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(m)).unwrap();
+        };
         std::fs::write(&p, "short\n").unwrap();
+        mode(0o600);
         assert!(load_key(&p).unwrap_err().contains("at least 16"));
         std::fs::write(&p, "a-long-enough-secret-key\n\n").unwrap();
         assert_eq!(load_key(&p).unwrap(), b"a-long-enough-secret-key");
+        // Readable by group or others: refused with the fix.
+        for m in [0o640, 0o604, 0o644] {
+            mode(m);
+            let e = load_key(&p).unwrap_err();
+            assert!(
+                e.contains("chmod 600") && e.contains(&format!("{m:o}")),
+                "{e}"
+            );
+        }
+        mode(0o400);
+        assert!(load_key(&p).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,6 +14,7 @@ use model::spec::{EchoSpec, Protocol, TestSpec};
 
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, Limits, ServerMsg, StreamReport};
+use crate::server::keep_alive;
 use crate::server::{
     grace, sent_counts, spawn_reader, tcp_send_config, tick_end, udp_recv_config, udp_send_config,
     TestKey,
@@ -25,6 +26,8 @@ use crate::{auth, ProtoError, MAGIC, VERSION};
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the client waits for the server's results after finishing.
 const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
+/// How often a client running a test tells the server it is there.
+const ALIVE_EVERY: Duration = Duration::from_secs(1);
 
 /// How to reach and talk to a server.
 #[derive(Debug, Clone)]
@@ -46,6 +49,9 @@ pub struct ClientConfig {
     /// When set (e.g. by Ctrl-C), a running throughput test ends early with the figures so
     /// far ([`TestOutcome::interrupted`]); ping-pong ends with [`ProtoError::Interrupted`].
     pub stop: Option<Arc<AtomicBool>>,
+    /// With a key: go on with a server that does not ask for it (by default such a server
+    /// is refused: it could be an impostor, and the test would run unauthenticated).
+    pub allow_unauthenticated_server: bool,
 }
 
 /// An established, authenticated control connection.
@@ -180,9 +186,9 @@ impl Session {
         let hello = expect_ok(read_msg_within(&ctrl, STEP_TIMEOUT)?)?;
         let ServerMsg::Hello {
             version,
-            host_id,
+            mut host_id,
             challenge,
-            limits,
+            mut limits,
         } = hello
         else {
             return Err(ProtoError::Unexpected(
@@ -194,6 +200,12 @@ impl Session {
                 "server speaks version {version}, this client {VERSION}"
             )));
         }
+        if challenge.is_none() && cfg.key.is_some() && !cfg.allow_unauthenticated_server {
+            return Err(ProtoError::Auth(
+                "this client has a key but the server did not ask for it: it may not be the server you meant (--allow-unauthenticated-server to go on)".into(),
+            ));
+        }
+        keep_alive(&ctrl);
         if let Some(ns_hex) = challenge {
             let key = cfg.key.as_ref().ok_or_else(|| {
                 ProtoError::Auth("the server requires authentication: pass --auth-key-file".into())
@@ -211,7 +223,11 @@ impl Session {
                 },
             )?;
             match read_msg_within(&ctrl, STEP_TIMEOUT)? {
-                ServerMsg::AuthOk { mac } => {
+                ServerMsg::AuthOk {
+                    mac,
+                    host_id: id,
+                    limits: l,
+                } => {
                     let ok = auth::from_hex(&mac)
                         .is_some_and(|m| auth::verify_server(key, &ns, &nc, &m));
                     if !ok {
@@ -219,6 +235,8 @@ impl Session {
                             "the server could not prove it knows the key".into(),
                         ));
                     }
+                    host_id = host_id.or(id);
+                    limits = limits.or(l);
                 }
                 ServerMsg::Error { message, .. } => return Err(ProtoError::Auth(message)),
                 _ => {
@@ -229,6 +247,9 @@ impl Session {
             }
         }
         let same_host = host_id.is_some() && host_id == engine::env::boot_id();
+        let limits = limits.ok_or_else(|| {
+            ProtoError::Unexpected("the server did not say what it allows".into())
+        })?;
         Ok(Self {
             ctrl,
             server: cfg.server,
@@ -245,7 +266,19 @@ impl Session {
     /// Runs one throughput test. `on_interval` sees each interval as soon as both sides'
     /// figures for it are in.
     pub fn run_test(
+        self,
+        spec: &TestSpec,
+        interval: Option<Duration>,
+        on_interval: impl FnMut(&IntervalSample),
+    ) -> Result<TestOutcome, ProtoError> {
+        self.run_test_telling(spec, spec, interval, on_interval)
+    }
+
+    /// Runs a test whose request says `told` while the senders run `spec` (the same but
+    /// for tests of the server's metering: a client that lies about its rate).
+    pub(crate) fn run_test_telling(
         mut self,
+        told: &TestSpec,
         spec: &TestSpec,
         interval: Option<Duration>,
         mut on_interval: impl FnMut(&IntervalSample),
@@ -263,7 +296,7 @@ impl Session {
         write_msg(
             &mut self.ctrl,
             &ClientMsg::Test {
-                spec: spec.clone(),
+                spec: told.clone(),
                 one_way,
                 interval_ms,
             },
@@ -335,6 +368,8 @@ impl Session {
         let mut ran_for = spec.duration;
         let mut remote_reports = None;
         let mut results_deadline = end + RESULTS_TIMEOUT;
+        // Told every second until the client finishes: the server ends a silent one.
+        let mut alive_at = start + ALIVE_EVERY;
         let fail = |side: &mut SideRun, e: ProtoError| {
             side.abort();
             Err(e)
@@ -357,6 +392,12 @@ impl Session {
                 side.stop_senders();
                 // The server has as long to answer as after a test's end.
                 results_deadline = results_deadline.min(now + RESULTS_TIMEOUT);
+            }
+            if !finished && now >= alive_at {
+                if let Err(e) = write_msg(&mut self.ctrl, &ClientMsg::Alive) {
+                    return fail(&mut side, e);
+                }
+                alive_at = now + ALIVE_EVERY;
             }
             let mut wait = Duration::from_millis(20);
             if let (false, false, Some(t)) = (stopped, finished, tick_at(tick)) {

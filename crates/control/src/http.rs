@@ -105,6 +105,7 @@ impl Response {
             404 => "Not Found",
             405 => "Method Not Allowed",
             408 => "Request Timeout",
+            431 => "Request Header Fields Too Large",
             500 => "Internal Server Error",
             503 => "Service Unavailable",
             _ => "",
@@ -128,25 +129,32 @@ impl Response {
 /// A request's handler.
 pub type Handler = dyn Fn(&Request) -> Response + Send + Sync;
 
-/// Reads one request from `s` within the deadline: its bytes up to the blank line.
-fn read_request(s: &mut TcpStream) -> Option<Vec<u8>> {
+/// Reads one request from `s` within the deadline: its bytes up to the blank line, or
+/// the answer when there is none.
+fn read_request(s: &mut TcpStream) -> Result<Vec<u8>, Response> {
     let until = Instant::now() + REQUEST_DEADLINE;
+    let late = || Response::text(408, "no whole request within 2 s\n");
     let mut buf = Vec::new();
     let mut chunk = [0u8; 1024];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
         if buf.len() >= MAX_REQUEST {
-            return None;
+            return Err(Response::text(
+                431,
+                format!("the request's line and headers exceed {MAX_REQUEST} bytes\n"),
+            ));
         }
-        let left = until.checked_duration_since(Instant::now())?;
+        let left = until
+            .checked_duration_since(Instant::now())
+            .ok_or_else(late)?;
         s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .ok()?;
+            .map_err(|_| late())?;
         match s.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(_) => return None,
+            Err(_) => return Err(late()),
         }
     }
-    Some(buf)
+    Ok(buf)
 }
 
 /// Answers one connection.
@@ -154,13 +162,29 @@ fn answer(mut s: TcpStream, handler: &Handler) {
     let _ = s.set_nonblocking(false);
     let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
     let response = match read_request(&mut s) {
-        None => Response::text(408, "no whole request within 2 s\n"),
-        Some(bytes) => match Request::parse(&bytes) {
+        Err(r) => r,
+        Ok(bytes) => match Request::parse(&bytes) {
             Ok(req) => handler(&req),
             Err(why) => Response::text(400, format!("{why}\n")),
         },
     };
     response.write_to(&mut s);
+}
+
+/// Answers 503 without a thread: the answer, then what the client sent is read briefly so
+/// that closing does not reset the connection before the client reads the answer.
+fn busy(mut s: TcpStream, max_open: usize) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+    Response::text(503, format!("busy: {max_open} requests open\n")).write_to(&mut s);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut sink = [0u8; 1024];
+    for _ in 0..8 {
+        if !matches!(s.read(&mut sink), Ok(n) if n > 0) {
+            break;
+        }
+    }
 }
 
 /// Counts one open connection while it lives.
@@ -187,12 +211,9 @@ pub fn serve(
     let open = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((mut stream, _)) => {
+            Ok((stream, _)) => {
                 if open.load(Ordering::Relaxed) >= max_open {
-                    let _ = stream.set_nonblocking(false);
-                    let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
-                    Response::text(503, format!("busy: {max_open} requests open\n"))
-                        .write_to(&mut stream);
+                    busy(stream, max_open);
                     continue;
                 }
                 open.fetch_add(1, Ordering::Relaxed);

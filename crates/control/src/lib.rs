@@ -17,6 +17,7 @@ pub mod assemble;
 pub mod auth;
 pub mod client;
 pub mod frame;
+pub mod gate;
 pub mod http;
 pub mod iperf3;
 pub mod messages;
@@ -34,7 +35,9 @@ pub const MAGIC: &str = "wirebench";
 /// Version 3: a server started with `--allow-tuning` sets its interface (`Tune`, `Restore`).
 /// Version 4: an early `Finish` (Ctrl-C, `-n`), the server's process figures in `Results`,
 /// TCP options, amount and warm-up in the test, TCP state in interval samples.
-pub const VERSION: u32 = 4;
+/// Version 5: clients say they are `Alive` every second during a test; a server with a key
+/// says its boot id and limits only in `AuthOk`.
+pub const VERSION: u32 = 5;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

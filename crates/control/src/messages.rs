@@ -78,6 +78,9 @@ pub enum ClientMsg {
     },
     /// Put the settings back and end the tuning session.
     Restore,
+    /// The client is still there: sent every second while a test runs, until `Finish`
+    /// (a server ends a test whose client says nothing for its idle timeout).
+    Alive,
 }
 
 /// Server to client.
@@ -92,13 +95,19 @@ pub enum ServerMsg {
         host_id: Option<String>,
         /// Present when the server requires authentication: its nonce, hex.
         challenge: Option<String>,
-        /// What the server allows.
-        limits: Limits,
+        /// What the server allows; absent when it requires authentication (then in
+        /// [`ServerMsg::AuthOk`]).
+        limits: Option<Limits>,
     },
-    /// Authentication succeeded; the server proves it knows the key too.
+    /// Authentication succeeded; the server proves it knows the key too, and says what
+    /// it told no one before.
     AuthOk {
         /// HMAC over the nonces in the other order, hex.
         mac: String,
+        /// The server's boot id.
+        host_id: Option<String>,
+        /// What the server allows.
+        limits: Option<Limits>,
     },
     /// The test is set up; connect the data streams.
     Accepted {

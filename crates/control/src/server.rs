@@ -2,8 +2,14 @@
 //!
 //! Every read has a deadline; a connection that sends bad bytes, an oversized length, an
 //! unknown version or nothing at all gets an error message (when it can still be sent) and
-//! is closed, and no other connection or test notices. Limits (rate, duration, streams,
-//! concurrent tests) are checked before any socket of a test is opened.
+//! is closed, and no other connection or test notices. Before a thread is started for a
+//! connection, the [`crate::gate`] decides whether its address may open another handshake
+//! (per-address shares, penalties after failures); the whole handshake has one deadline.
+//! Limits (rate, duration, streams, concurrent tests, tests per address) are checked
+//! before any socket of a test is opened, and a running test is metered: one that sends
+//! more than 10 % above `--max-rate` over a second, or whose client falls silent for the
+//! idle timeout (clients say they are alive every second), is ended. Control connections
+//! have TCP keepalive and a user timeout, so a vanished host ends its test within 10 s.
 
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
@@ -15,12 +21,18 @@ use engine::{tcp, udp};
 use model::spec::{EchoSpec, Protocol, TestSpec};
 
 use crate::frame::{read_msg, read_msg_within, write_msg};
+use crate::gate::{Admit, Gate, GateConfig, HandshakeId};
 use crate::messages::{ClientMsg, ErrorCode, Limits, ServerHost, ServerMsg, StreamReport};
 use crate::streams::{self, Sender, SideRun};
 use crate::{auth, ProtoError, MAGIC, VERSION};
 
-/// Default time a client has for each message before its test runs (hello, auth, request).
+/// Default time a client has for its whole handshake (hello, auth, request).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a started test's client may stay silent (it says it is alive every
+/// second) before the test is ended.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A test may exceed `--max-rate` by this share over a second before it is ended.
+const RATE_TOLERANCE: f64 = 0.10;
 /// Time the client has to connect its data streams after `Accepted`.
 const STREAM_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most buffer memory one test may make the server allocate.
@@ -68,6 +80,18 @@ pub struct ServerConfig {
     pub finished: Option<Arc<AtomicBool>>,
     /// Counted for `--metrics` when given.
     pub metrics: Option<Arc<crate::metrics::ServerMetrics>>,
+    /// Per-address shares of handshakes and tests.
+    pub gate: GateConfig,
+    /// A started test whose client says nothing for this long is ended.
+    pub idle_timeout: Duration,
+    /// Memory all running tests together may hold (buffers and socket buffers), bytes.
+    pub max_memory: u64,
+}
+
+/// The default `--max-memory`: a quarter of this host's memory (1 GiB where it is not
+/// known).
+pub fn default_max_memory() -> u64 {
+    engine::env::memory_total().map_or(1 << 30, |m| m / 4)
 }
 
 /// Sets its flag when dropped: a test has ended, however it ended.
@@ -94,6 +118,84 @@ pub(crate) struct Ctx {
     /// A tuning session is running (one at a time).
     pub(crate) tuning: AtomicUsize,
     metrics: Option<Arc<crate::metrics::ServerMetrics>>,
+    gate: std::sync::Mutex<Gate>,
+    /// Open handshakes' sockets, to close one the gate evicts.
+    handshakes: std::sync::Mutex<std::collections::HashMap<HandshakeId, TcpStream>>,
+    idle_timeout: Duration,
+    /// Bytes reserved by running tests, and the most they may reserve.
+    memory: std::sync::atomic::AtomicU64,
+    max_memory: u64,
+}
+
+impl Ctx {
+    fn gate(&self) -> std::sync::MutexGuard<'_, Gate> {
+        self.gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn refused(&self, code: ErrorCode) {
+        if let Some(m) = &self.metrics {
+            m.refused(code);
+        }
+    }
+}
+
+/// A handshake let in by the gate: leaves it when dropped, however the handshake ended.
+struct Handshake<'a> {
+    ctx: &'a Ctx,
+    ip: IpAddr,
+    id: HandshakeId,
+}
+
+impl Drop for Handshake<'_> {
+    fn drop(&mut self) {
+        self.ctx.gate().handshake_done(self.ip, self.id);
+        self.ctx
+            .handshakes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
+/// A test counted against its address's share until dropped.
+struct SourceTest<'a> {
+    ctx: &'a Ctx,
+    ip: IpAddr,
+}
+
+impl<'a> SourceTest<'a> {
+    fn take(ctx: &'a Ctx, ip: IpAddr) -> Option<Self> {
+        ctx.gate().start_test(ip).then_some(SourceTest { ctx, ip })
+    }
+}
+
+impl Drop for SourceTest<'_> {
+    fn drop(&mut self) {
+        self.ctx.gate().end_test(self.ip);
+    }
+}
+
+/// TCP keepalive (first probe after 3 s idle, then every second, 3 unanswered end it) and
+/// a 10 s user timeout (unacknowledged data): a control connection to a host that
+/// vanished fails within about 10 s.
+pub(crate) fn keep_alive(s: &TcpStream) {
+    let sock = socket2::SockRef::from(s);
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(3))
+        .with_interval(Duration::from_secs(1))
+        .with_retries(3);
+    let _ = sock.set_tcp_keepalive(&ka);
+    let _ = sock.set_tcp_user_timeout(Some(Duration::from_secs(10)));
+}
+
+/// Refuses a connection from the accept thread without blocking it: the message fits
+/// the socket's buffer, or is dropped.
+fn turn_away(stream: TcpStream, code: ErrorCode, message: String) {
+    let mut s = stream;
+    let _ = s.set_nonblocking(true);
+    let _ = write_msg(&mut s, &refusal(code, message));
 }
 
 /// A bound server, ready to serve.
@@ -161,6 +263,11 @@ impl Server {
             tuning: AtomicUsize::new(0),
             finished: cfg.finished.clone(),
             metrics: cfg.metrics.clone(),
+            gate: std::sync::Mutex::new(Gate::new(cfg.gate)),
+            handshakes: std::sync::Mutex::new(std::collections::HashMap::new()),
+            idle_timeout: cfg.idle_timeout,
+            memory: std::sync::atomic::AtomicU64::new(0),
+            max_memory: cfg.max_memory,
         };
         Ok(Self {
             listener,
@@ -184,15 +291,55 @@ impl Server {
                         m.connection();
                     }
                     let ctx = self.ctx.clone();
+                    // The gate decides before a thread is started.
+                    let ip = peer.ip();
+                    // (The gate's lock is let go before the arms, which take it again.)
+                    let admitted = ctx.gate().admit(ip, Instant::now());
+                    let id = match admitted {
+                        Admit::Yes { id, evict } => {
+                            let mut open = ctx
+                                .handshakes
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            if let Some(old) = evict.and_then(|e| open.remove(&e)) {
+                                let _ = old.shutdown(std::net::Shutdown::Both);
+                            }
+                            if let Ok(c) = stream.try_clone() {
+                                open.insert(id, c);
+                            }
+                            id
+                        }
+                        Admit::Full => {
+                            ctx.refused(ErrorCode::Busy);
+                            let max = ctx.gate().open_handshakes();
+                            turn_away(
+                                stream,
+                                ErrorCode::Busy,
+                                format!("too many handshakes open from {ip} ({max} in all)"),
+                            );
+                            continue;
+                        }
+                        Admit::Penalised(d) => {
+                            ctx.refused(ErrorCode::Auth);
+                            turn_away(
+                                stream,
+                                ErrorCode::Auth,
+                                format!(
+                                    "{ip} failed to authenticate or to finish its handshake: try again in {} s",
+                                    d.as_secs_f64().ceil()
+                                ),
+                            );
+                            continue;
+                        }
+                    };
                     let _ = stream.set_nonblocking(false);
                     let spawned =
                         std::thread::Builder::new()
                             .name("wb-conn".into())
                             .spawn(move || {
+                                let handshake = Handshake { ctx: &ctx, ip, id };
                                 let Some(_slot) = Slot::take(&ctx.connections, max_conns) else {
-                                    if let Some(m) = &ctx.metrics {
-                                        m.refused(ErrorCode::Busy);
-                                    }
+                                    ctx.refused(ErrorCode::Busy);
                                     let mut s = stream;
                                     let _ = write_msg(
                                         &mut s,
@@ -200,15 +347,16 @@ impl Server {
                                     );
                                     return;
                                 };
+                                keep_alive(&stream);
                                 let closer = stream.try_clone().ok();
                                 let started = std::cell::Cell::new(false);
-                                let result = handle_connection(stream, &ctx, &started);
+                                let result = handle_connection(stream, &ctx, handshake, &started);
                                 // Refusals before a test started; a started one ends in
                                 // the metrics as completed, aborted or failed.
-                                if let (Some(m), Err(ProtoError::Refused { code, .. }), false) =
-                                    (&ctx.metrics, &result, started.get())
+                                if let (Err(ProtoError::Refused { code, .. }), false) =
+                                    (&result, started.get())
                                 {
-                                    m.refused(*code);
+                                    ctx.refused(*code);
                                 }
                                 // Ends the control reader thread with the connection.
                                 if let Some(c) = closer {
@@ -267,16 +415,38 @@ pub(crate) fn refuse(ctrl: &mut TcpStream, code: ErrorCode, message: String) -> 
 }
 
 /// Serves one control connection; `started` is set once a test has started (its end is
-/// counted in the metrics, not as a refusal).
+/// counted in the metrics, not as a refusal). The handshake, from hello to the request,
+/// has one deadline; it leaves the gate when the request is read. A failed
+/// authentication or a handshake out of time penalises the address.
 fn handle_connection(
     mut ctrl: TcpStream,
     ctx: &Ctx,
+    handshake: Handshake<'_>,
     started: &std::cell::Cell<bool>,
 ) -> Result<(), ProtoError> {
+    let ip = handshake.ip;
+    let deadline = Instant::now() + ctx.handshake_timeout;
+    let left = || {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    };
+    let failed = |e: ProtoError| {
+        if matches!(
+            e,
+            ProtoError::Refused {
+                code: ErrorCode::Auth | ErrorCode::Timeout,
+                ..
+            } | ProtoError::Timeout
+        ) {
+            ctx.gate().failed(ip, Instant::now());
+        }
+        e
+    };
     ctrl.set_nodelay(true).map_err(ProtoError::Io)?;
     ctrl.set_write_timeout(Some(ctx.handshake_timeout))
         .map_err(ProtoError::Io)?;
-    let hello = read_or_refuse(&mut ctrl, ctx.handshake_timeout, "hello")?;
+    let hello = read_or_refuse(&mut ctrl, left(), "hello").map_err(failed)?;
     match hello {
         ClientMsg::Hello { magic, version } if magic == MAGIC && version == VERSION => {}
         ClientMsg::Hello { magic, version } => {
@@ -294,47 +464,58 @@ fn handle_connection(
         }
         None => None,
     };
+    // With a key, an unauthenticated peer learns the protocol version and nothing else;
+    // the server's boot id and limits come with the proof of the key.
+    let facts = (ctx.host_id.clone(), ctx.limits);
     write_msg(
         &mut ctrl,
         &ServerMsg::Hello {
             version: VERSION,
-            host_id: ctx.host_id.clone(),
+            host_id: challenge.is_none().then(|| facts.0.clone()).flatten(),
             challenge: challenge.map(|c| auth::to_hex(&c)),
-            limits: ctx.limits,
+            limits: challenge.is_none().then_some(facts.1),
         },
     )?;
     if let (Some(key), Some(ns)) = (&ctx.key, challenge) {
-        let msg: ClientMsg = read_msg_within(&ctrl, ctx.handshake_timeout)
-            .map_err(|e| refuse(&mut ctrl, ErrorCode::Auth, e.to_string()))?;
+        let msg: ClientMsg = read_msg_within(&ctrl, left())
+            .map_err(|e| failed(refuse(&mut ctrl, ErrorCode::Auth, e.to_string())))?;
         let ClientMsg::Auth { client_nonce, mac } = msg else {
-            return Err(refuse(
+            return Err(failed(refuse(
                 &mut ctrl,
                 ErrorCode::Auth,
                 "this server requires authentication (--auth-key-file)".into(),
-            ));
+            )));
         };
         let (Some(nc), Some(mac)) = (auth::from_hex(&client_nonce), auth::from_hex(&mac)) else {
-            return Err(refuse(
+            return Err(failed(refuse(
                 &mut ctrl,
                 ErrorCode::Auth,
                 "authentication fields are not hex".into(),
-            ));
+            )));
         };
         if nc.len() != 32 || !auth::verify_client(key, &ns, &nc, &mac) {
-            return Err(refuse(
+            return Err(failed(refuse(
                 &mut ctrl,
                 ErrorCode::Auth,
                 "authentication failed: wrong key".into(),
-            ));
+            )));
         }
         write_msg(
             &mut ctrl,
             &ServerMsg::AuthOk {
                 mac: auth::to_hex(&auth::server_proof(key, &ns, &nc)),
+                host_id: facts.0,
+                limits: Some(facts.1),
             },
         )?;
     }
-    let request = read_or_refuse(&mut ctrl, ctx.handshake_timeout, "a test request")?;
+    let request = read_or_refuse(&mut ctrl, left(), "a test request").map_err(failed)?;
+    // The handshake is over: its place at the gate is free, and the address in good
+    // standing.
+    drop(handshake);
+    ctx.gate().succeeded(ip);
+    ctrl.set_write_timeout(Some(HANDSHAKE_TIMEOUT))
+        .map_err(ProtoError::Io)?;
     match request {
         ClientMsg::Test {
             spec,
@@ -383,6 +564,37 @@ fn kind(m: &ClientMsg) -> &'static str {
         ClientMsg::Abort { .. } => "abort",
         ClientMsg::Tune { .. } => "tune",
         ClientMsg::Restore => "restore",
+        ClientMsg::Alive => "alive",
+    }
+}
+
+/// Memory a test may make the server hold: its buffers and its socket buffers.
+pub fn test_memory(spec: &TestSpec) -> u64 {
+    spec.buffer_bytes()
+        .saturating_add(spec.socket_buffer_bytes())
+}
+
+/// Memory held by running tests, reserved until dropped.
+struct Reserved<'a> {
+    ctx: &'a Ctx,
+    bytes: u64,
+}
+
+impl<'a> Reserved<'a> {
+    /// Reserves `bytes` of the server's budget, or says what is left.
+    fn take(ctx: &'a Ctx, bytes: u64) -> Result<Self, u64> {
+        ctx.memory
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|u| *u <= ctx.max_memory)
+            })
+            .map(|_| Reserved { ctx, bytes })
+            .map_err(|used| ctx.max_memory.saturating_sub(used))
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.ctx.memory.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -402,6 +614,15 @@ pub fn check_limits(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
             streams::total_streams(spec),
             spec.len,
             spec.buffer_bytes() >> 20,
+            MAX_TEST_BUFFER_BYTES >> 20
+        ));
+    }
+    if test_memory(spec) > MAX_TEST_BUFFER_BYTES {
+        return Err(format!(
+            "-w {} KiB on {} streams needs {} MiB of socket buffers (the kernel doubles each, send and receive); this server allows {} MiB per test: ask for a smaller window",
+            spec.window.unwrap_or(0) >> 10,
+            streams::total_streams(spec),
+            spec.socket_buffer_bytes() >> 20,
             MAX_TEST_BUFFER_BYTES >> 20
         ));
     }
@@ -430,6 +651,18 @@ pub fn check_limits(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
+/// The client's address's share of tests, or its refusal.
+fn source_test<'a>(ctrl: &mut TcpStream, ctx: &'a Ctx) -> Result<SourceTest<'a>, ProtoError> {
+    let ip = ctrl.peer_addr().map_err(ProtoError::Io)?.ip();
+    SourceTest::take(ctx, ip).ok_or_else(|| {
+        refuse(
+            ctrl,
+            ErrorCode::Busy,
+            format!("{ip} runs its share of tests at once (--max-tests-per-source)"),
+        )
+    })
+}
+
 fn serve_test(
     mut ctrl: TcpStream,
     ctx: &Ctx,
@@ -454,6 +687,22 @@ fn serve_test(
                 ctx.limits.max_tests
             ),
         ));
+    };
+    let _source = source_test(&mut ctrl, ctx)?;
+    let _memory = match Reserved::take(ctx, test_memory(&spec)) {
+        Ok(r) => r,
+        Err(free) => {
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Busy,
+                format!(
+                    "this test needs {} MiB of buffers; {} MiB of this server's --max-memory of {} MiB are free now",
+                    test_memory(&spec) >> 20,
+                    free >> 20,
+                    ctx.max_memory >> 20
+                ),
+            ))
+        }
     };
     let _ended = SetOnDrop(ctx.finished.clone());
     let test_id = ctx.next_test_id.fetch_add(1, Ordering::Relaxed);
@@ -526,7 +775,17 @@ fn serve_test(
         m.start_test(test_id, spec.protocol.as_str(), client.ip(), streams)
     });
     started.set(true);
-    let done = run_control_loop(ctrl, spec, interval_ms, side);
+    let client_sent: Vec<u8> = plan
+        .iter()
+        .filter(|(_, w)| *w == Sender::Client)
+        .map(|(id, _)| *id)
+        .collect();
+    let watch = Watch {
+        idle: ctx.idle_timeout,
+        max_rate: ctx.limits.max_rate_bps,
+        client_sent,
+    };
+    let done = run_control_loop(ctrl, spec, interval_ms, side, &watch);
     if let Some(m) = &ctx.metrics {
         m.ended(match &done {
             Ok(true) => "completed",
@@ -762,16 +1021,64 @@ where
     Ok(rx)
 }
 
+/// What a running test is watched for: a silent client, and a rate above the limit.
+struct Watch {
+    /// Longest the client may say nothing before it has finished.
+    idle: Duration,
+    /// `--max-rate`, bits/s.
+    max_rate: Option<f64>,
+    /// The streams the client sends (metered against `max_rate`).
+    client_sent: Vec<u8>,
+}
+
+impl Watch {
+    /// Payload bytes received so far on the client's streams.
+    fn received(&self, side: &SideRun) -> u64 {
+        side.sample()
+            .iter()
+            .filter(|(id, _)| self.client_sent.contains(id))
+            .map(|(_, s)| s.bytes)
+            .sum()
+    }
+}
+
+/// Meters a test's received rate over windows of at least a second.
+struct Meter {
+    since: Instant,
+    bytes: u64,
+}
+
+impl Meter {
+    /// The rate over the window ending `now` when it is a second or longer (and starts
+    /// a new window), bits/s.
+    fn rate(&mut self, now: Instant, bytes: u64) -> Option<f64> {
+        let span = now.saturating_duration_since(self.since);
+        if span < Duration::from_secs(1) {
+            return None;
+        }
+        let bps = bytes.saturating_sub(self.bytes) as f64 * 8.0 / span.as_secs_f64();
+        self.since = now;
+        self.bytes = bytes;
+        Some(bps)
+    }
+}
+
 /// Runs a started test to its end; `Ok(false)` when the client aborted it.
 fn run_control_loop(
     mut ctrl: TcpStream,
     spec: TestSpec,
     interval_ms: u32,
     mut side: SideRun,
+    watch: &Watch,
 ) -> Result<bool, ProtoError> {
     let limit = spec.total_duration() + FINISH_SLACK;
     let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
     let start = Instant::now();
+    let mut heard = start;
+    let mut meter = Meter {
+        since: start,
+        bytes: 0,
+    };
     let cpu = engine::env::ProcessCpu::start();
     let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
     // The measured time starts after the warm-up (-O); the intervals with it.
@@ -793,13 +1100,54 @@ fn run_control_loop(
                 "the client did not finish the test in time".into(),
             ));
         }
+        // A client that fell silent (stopped, or its host gone) before it finished.
+        if client_reports.is_none() && now.saturating_sub(heard.duration_since(start)) > watch.idle
+        {
+            side.abort();
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Timeout,
+                format!(
+                    "the client said nothing for {} s (--idle-timeout): test ended",
+                    watch.idle.as_secs_f64()
+                ),
+            ));
+        }
+        // What the client sends, against the server's limit.
+        let metered = watch.max_rate.filter(|_| !watch.client_sent.is_empty());
+        if let (Some(max), true) = (metered, meter.since.elapsed() >= Duration::from_secs(1)) {
+            let bytes = watch.received(&side);
+            let since_start = bytes as f64 * 8.0 / start.elapsed().as_secs_f64().max(1e-3);
+            if let Some(bps) = meter.rate(Instant::now(), bytes) {
+                // Over the last second and on average since the start (a burst that
+                // catches up after a stall is not over the limit).
+                let over = max * (1.0 + RATE_TOLERANCE);
+                if bps > over && since_start > over {
+                    side.abort();
+                    return Err(refuse(
+                        &mut ctrl,
+                        ErrorCode::Limit,
+                        format!(
+                            "the client sent {} over the last second, more than this server's --max-rate of {} (+10 %): test ended",
+                            model::units::bps(bps),
+                            model::units::bps(max)
+                        ),
+                    ));
+                }
+            }
+        }
         let next_tick = tick_at(index);
         let wait = next_tick
             .map(|t| t.saturating_sub(now))
             .unwrap_or(Duration::from_millis(20))
             .min(Duration::from_millis(20))
             .min(limit - now);
-        match rx.recv_timeout(wait) {
+        let got = rx.recv_timeout(wait);
+        if matches!(got, Ok(Ok(_))) {
+            heard = Instant::now();
+        }
+        match got {
+            Ok(Ok(ClientMsg::Alive)) => {}
             Ok(Ok(ClientMsg::Finish {
                 reports,
                 early,
@@ -944,6 +1292,7 @@ fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), Prot
             "the server is running its maximum number of tests".into(),
         ));
     };
+    let _source = source_test(&mut ctrl, ctx)?;
     let local_ip = ctrl.local_addr().map_err(ProtoError::Io)?.ip();
     let peer_ip = ctrl.peer_addr().map_err(ProtoError::Io)?.ip();
     let sock = UdpSocket::bind((local_ip, 0)).map_err(ProtoError::Io)?;
@@ -951,17 +1300,43 @@ fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), Prot
     let port = sock.local_addr().map_err(ProtoError::Io)?.port();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    let (spin, max_len) = (spec.spin, spec.max_len);
+    let (spin, max_len, idle) = (spec.spin, spec.max_len, ctx.idle_timeout);
     let echo = std::thread::Builder::new()
         .name("wb-echo".into())
-        .spawn(move || udp::run_echo(&sock, peer_ip, max_len, spin, &s2))
+        .spawn(move || udp::run_echo(&sock, peer_ip, max_len, spin, idle, &s2))
         .map_err(ProtoError::Io)?;
     write_msg(&mut ctrl, &ServerMsg::EchoReady { port })?;
     let limit = spec.duration + FINISH_SLACK;
-    let res = read_msg_within::<ClientMsg>(&ctrl, limit);
+    let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
+    let until = Instant::now() + limit;
+    // The client's finish, its going away, or the echo falling idle (no message for the
+    // idle timeout), whichever comes first.
+    let res = loop {
+        if echo.is_finished() {
+            break Err(ProtoError::Timeout);
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(m) => break m,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break Err(ProtoError::Closed),
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= until => {
+                break Err(ProtoError::Timeout)
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    };
     stop.store(true, Ordering::Relaxed);
-    let echoed = echo.join().unwrap_or(0);
+    let (echoed, went_idle) = echo.join().unwrap_or((0, false));
     tracing::info!("echo test done: {echoed} messages echoed");
+    if went_idle {
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Timeout,
+            format!(
+                "no message for {} s (--idle-timeout): latency session ended",
+                idle.as_secs_f64()
+            ),
+        ));
+    }
     match res {
         Ok(ClientMsg::Finish { .. } | ClientMsg::Abort { .. }) | Err(ProtoError::Closed) => Ok(()),
         Ok(other) => Err(refuse(
@@ -978,7 +1353,7 @@ mod test {
     use super::*;
     use model::spec::{Direction, Rate, UdpBackend};
 
-    fn spec() -> TestSpec {
+    pub(super) fn spec() -> TestSpec {
         TestSpec {
             protocol: Protocol::Udp,
             duration: Duration::from_secs(10),
@@ -1035,8 +1410,9 @@ mod test {
 
 #[cfg(test)]
 mod tests {
-    use super::tick_end;
-    use std::time::Duration;
+    use super::test::spec;
+    use super::*;
+    use model::spec::{Direction, Rate};
 
     fn ends(interval_ms: u64, duration_ms: u64) -> Vec<u128> {
         let i = Some(Duration::from_millis(interval_ms));
@@ -1058,5 +1434,155 @@ mod tests {
         assert!(tick_end(Some(Duration::ZERO), Duration::from_secs(5), 0).is_none());
         // Longer than the test: one interval, the test's length.
         assert_eq!(ends(5000, 1500), [1500]);
+    }
+
+    fn server(limits: Limits, key: Option<Vec<u8>>) -> ServerHandle {
+        Server::bind(ServerConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            limits,
+            key,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            allow_tuning: false,
+            finished: None,
+            metrics: None,
+            gate: GateConfig::default(),
+            idle_timeout: IDLE_TIMEOUT,
+            max_memory: 1 << 30,
+        })
+        .unwrap()
+        .spawn()
+        .unwrap()
+    }
+
+    fn client(addr: SocketAddr, key: Option<Vec<u8>>) -> crate::client::ClientConfig {
+        crate::client::ClientConfig {
+            server: addr,
+            key,
+            connect_timeout: Duration::from_secs(2),
+            bind: None,
+            cport: None,
+            cpu: None,
+            force_round_trip: false,
+            stop: None,
+            allow_unauthenticated_server: false,
+        }
+    }
+
+    /// A client that asks for 0.5 Mbit/s and sends 5 against a 1 Mbit/s limit is stopped
+    /// after about a second of its ten, with the reason; an honest one at the limit runs.
+    #[test]
+    fn a_client_sending_above_the_limit_is_stopped() {
+        let limits = Limits {
+            max_rate_bps: Some(1e6),
+            ..Limits::default()
+        };
+        let srv = server(limits, None);
+        let udp = |bps: f64, secs: u64| TestSpec {
+            rate: Rate::BitsPerSec(bps),
+            streams: 1,
+            direction: Direction::Forward,
+            duration: Duration::from_secs(secs),
+            ..spec()
+        };
+        let session = crate::client::Session::connect(&client(srv.addr(), None)).unwrap();
+        let started = Instant::now();
+        let r = session.run_test_telling(&udp(0.5e6, 10), &udp(5e6, 10), None, |_| {});
+        let took = started.elapsed();
+        match r {
+            Err(ProtoError::Refused {
+                code: ErrorCode::Limit,
+                message,
+            }) => assert!(message.contains("--max-rate"), "{message}"),
+            other => panic!("not stopped for its rate: {other:?}"),
+        }
+        assert!(
+            took < Duration::from_secs(4),
+            "stopped after {took:?} of 10 s"
+        );
+        // At the limit: runs to its end.
+        let session = crate::client::Session::connect(&client(srv.addr(), None)).unwrap();
+        let ok = session.run_test(&udp(1e6, 3), None, |_| {}).unwrap();
+        assert!(!ok.remote.is_empty());
+    }
+
+    /// With a key, the hello says the version and the challenge and nothing else; the
+    /// limits and boot id come after the proof. Without one, the hello has them.
+    #[test]
+    fn an_unauthenticated_peer_learns_only_the_version() {
+        let key = b"a key of more than sixteen bytes".to_vec();
+        for (keyed, srv) in [
+            (true, server(Limits::default(), Some(key.clone()))),
+            (false, server(Limits::default(), None)),
+        ] {
+            let mut c = TcpStream::connect(srv.addr()).unwrap();
+            write_msg(
+                &mut c,
+                &ClientMsg::Hello {
+                    magic: MAGIC.into(),
+                    version: VERSION,
+                },
+            )
+            .unwrap();
+            let hello: ServerMsg = read_msg_within(&c, Duration::from_secs(5)).unwrap();
+            let ServerMsg::Hello {
+                version,
+                host_id,
+                challenge,
+                limits,
+            } = hello
+            else {
+                panic!("{hello:?}")
+            };
+            assert_eq!(version, VERSION);
+            assert_eq!(challenge.is_some(), keyed);
+            assert_eq!(limits.is_some(), !keyed);
+            assert!(!keyed || host_id.is_none());
+            // The client with the key gets them after the proof.
+            let session =
+                crate::client::Session::connect(&client(srv.addr(), keyed.then(|| key.clone())))
+                    .unwrap();
+            assert_eq!(session.limits, Limits::default());
+        }
+    }
+
+    /// A client with a key refuses a server that does not ask for it, unless told to go
+    /// on.
+    #[test]
+    fn a_client_with_a_key_refuses_a_server_without_one() {
+        let srv = server(Limits::default(), None);
+        let key = Some(b"a key of more than sixteen bytes".to_vec());
+        let e = crate::client::Session::connect(&client(srv.addr(), key.clone()))
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("did not ask"), "{e}");
+        let cfg = crate::client::ClientConfig {
+            allow_unauthenticated_server: true,
+            ..client(srv.addr(), key)
+        };
+        assert!(crate::client::Session::connect(&cfg).is_ok());
+    }
+
+    #[test]
+    fn socket_buffers_count_against_a_test() {
+        let tcp = TestSpec {
+            protocol: Protocol::Tcp,
+            rate: Rate::Unlimited,
+            streams: 1,
+            direction: Direction::Forward,
+            len: 128 << 10,
+            window: Some(1 << 30),
+            ..spec()
+        };
+        let e = check_limits(&tcp, &Limits::default()).unwrap_err();
+        assert!(
+            e.contains("-w 1048576 KiB") && e.contains("socket buffers"),
+            "{e}"
+        );
+        let small = TestSpec {
+            window: Some(4 << 20),
+            ..tcp
+        };
+        assert!(check_limits(&small, &Limits::default()).is_ok());
+        assert_eq!(test_memory(&small), (128 << 10) + (16 << 20));
     }
 }

@@ -33,6 +33,20 @@ pub fn boot_id() -> Option<String> {
     read_trimmed("/proc/sys/kernel/random/boot_id")
 }
 
+/// This host's memory (`MemTotal` of `/proc/meminfo`), bytes.
+pub fn memory_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
 /// The TCP congestion control new sockets get in this network namespace
 /// (`net.ipv4.tcp_congestion_control`).
 pub fn tcp_congestion_default() -> Option<String> {

@@ -756,23 +756,28 @@ pub fn run_receiver(
     }
 }
 
-/// Echo server for ping-pong latency: answers test-header datagrams from `peer_ip` (the
-/// control connection's client) of up to `max_len` bytes with the ECHO_REPLY flag set,
-/// until `stop` is set.
-/// Datagrams that are already answers, or come from anyone else, are dropped, so two echo
-/// sockets cannot be made to bounce a datagram between them. `spin` busy-polls instead of
-/// sleeping in `recv`. Returns the number of datagrams echoed.
+/// Echoes test messages from `peer_ip` back to their sender (flagged as replies) until
+/// `stop` is set, or until nothing came for `idle` (the client fell silent): the number
+/// echoed and whether it ended idle. Datagrams that are already answers, or come from
+/// anyone else, are dropped, so two echo sockets cannot be made to bounce a datagram
+/// between them. `spin` busy-polls for the lowest latency, but only
+/// while messages come: after [`SPIN_IDLE`] without one it sleeps in `recv` again, so a
+/// session that sends nothing does not hold a core.
 pub fn run_echo(
     sock: &UdpSocket,
     peer_ip: std::net::IpAddr,
     max_len: usize,
     spin: bool,
+    idle: Duration,
     stop: &AtomicBool,
-) -> u64 {
+) -> (u64, bool) {
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
-    let _ = sock.set_nonblocking(spin);
+    let mut spinning = spin;
+    let _ = sock.set_nonblocking(spinning);
     let mut buf = vec![0u8; max_len.clamp(testhdr::HEADER_LEN, 65_536)];
     let mut echoed = 0u64;
+    let clock = RealClock::new();
+    let mut last = clock.mono();
     while !stop.load(Ordering::Relaxed) {
         match sock.recv_from(&mut buf) {
             Ok((n, peer)) => {
@@ -782,21 +787,34 @@ pub fn run_echo(
                 if !ok {
                     continue;
                 }
+                last = clock.mono();
+                if spin && !spinning {
+                    spinning = sock.set_nonblocking(true).is_ok();
+                }
                 testhdr::write_flags(&mut buf[..n], TestFlags::ECHO_REPLY);
                 if sock.send_to(&buf[..n], peer).is_ok() {
                     echoed += 1;
                 }
             }
             Err(e) if is_timeout(&e) => {
-                if spin {
+                let quiet = clock.mono().saturating_sub(last);
+                if quiet >= idle {
+                    return (echoed, true);
+                }
+                if spinning && quiet >= SPIN_IDLE {
+                    spinning = sock.set_nonblocking(false).is_err();
+                } else if spinning {
                     std::hint::spin_loop();
                 }
             }
             Err(_) => {}
         }
     }
-    echoed
+    (echoed, false)
 }
+
+/// A spinning echo goes back to sleeping in `recv` after this long without a message.
+pub const SPIN_IDLE: Duration = Duration::from_millis(200);
 
 /// What one ping-pong run measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -1214,7 +1232,9 @@ mod test {
         let stop = Arc::new(AtomicBool::new(false));
         let peer = client.local_addr().unwrap().ip();
         let s2 = stop.clone();
-        let echoer = std::thread::spawn(move || run_echo(&echo, peer, 64, false, &s2));
+        let echoer = std::thread::spawn(move || {
+            run_echo(&echo, peer, 64, false, Duration::from_secs(60), &s2).0
+        });
         let never = AtomicBool::new(false);
         let out = run_paced_pings(
             &client,

@@ -29,7 +29,7 @@ pub mod status;
 pub mod topology;
 
 pub use cmd::{Cmd, DryRun, Runner, SystemRunner};
-pub use lifecycle::Lab;
+pub use lifecycle::{Lab, Owner};
 pub use topology::Topology;
 
 /// Errors of the lab.
@@ -47,6 +47,9 @@ pub enum LabError {
     /// A lab of this name exists already.
     #[error("a lab named '{0}' exists already: `wirebench lab down {0}` first")]
     Exists(String),
+    /// Building was stopped (Ctrl-C, SIGTERM); what was built is removed.
+    #[error("stopped while building: what was built is removed again")]
+    Interrupted,
     /// No lab of this name exists.
     #[error("no lab named '{0}' (see `wirebench lab status`)")]
     NotFound(String),

@@ -2,10 +2,18 @@
 //! processes (impairment stages, FRER relays); `down` stops every process in the lab's
 //! namespaces and removes them; the labs that are up are found by their namespaces'
 //! names; `exec` runs a command on a node.
+//!
+//! Each lab name has a lock (`flock` on `/run/wirebench/labs/.locks/NAME`), held while it
+//! is built or removed, so two `up` of one name cannot race (the second finds the first's
+//! lab) and a loser's rollback never removes a winner's lab. Each lab records its owner
+//! ([`Owner`]: the process that built it, and whether the lab outlives it): a lab whose
+//! owner died before it was done with it (a killed `lab up`, a killed `run`) is stale, is
+//! removed by `lab down --stale`, and is rebuilt over by the next `up` of its name.
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::cmd::{Cmd, Runner};
@@ -65,6 +73,88 @@ pub fn liveness(running: bool, pid: u32, stopped: Option<&String>) -> String {
     }
 }
 
+/// When process `pid` started (field 22 of `/proc/PID/stat`, in clock ticks since boot):
+/// with the pid, it names one process even after the pid is reused.
+pub fn process_started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Who owns a lab: the process that builds it, and whether the lab outlives it (a lab of
+/// `lab up` does; a `run`'s lab is removed by the run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// The owner's pid.
+    pub pid: u32,
+    /// When it started ([`process_started`]), so a reused pid is not taken for it.
+    pub started: Option<u64>,
+    /// The lab stays when its owner ends.
+    pub persistent: bool,
+}
+
+impl Owner {
+    /// This process, owning a lab that ends with it (`persistent` false) or not.
+    pub fn this_process(persistent: bool) -> Owner {
+        let pid = std::process::id();
+        Owner {
+            pid,
+            started: process_started(pid),
+            persistent,
+        }
+    }
+
+    /// The owner process still runs.
+    pub fn alive(&self) -> bool {
+        process_runs(self.pid) && process_started(self.pid) == self.started
+    }
+
+    /// The lab was left behind: its owner is gone and it was not meant to outlive it.
+    pub fn stale(&self) -> bool {
+        !self.persistent && !self.alive()
+    }
+
+    fn path(lab: &str) -> PathBuf {
+        managed::run_dir(lab).join("owner.json")
+    }
+
+    /// The owner lab `lab` recorded, if any.
+    pub fn of(lab: &str) -> Option<Owner> {
+        managed::read_json(&Self::path(lab)).ok()
+    }
+
+    fn record(&self, lab: &str) -> Result<(), LabError> {
+        let dir = managed::run_dir(lab);
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| managed::write_json_atomic(&Self::path(lab), self))
+            .map_err(|e| LabError::Command {
+                cmd: format!("record the owner of lab {lab}"),
+                detail: e.to_string(),
+            })
+    }
+}
+
+/// The lock of lab name `name`, held until dropped (none for a dry run).
+fn lock(name: &str, runner: &dyn Runner) -> Result<Option<std::fs::File>, LabError> {
+    if runner.is_dry() {
+        return Ok(None);
+    }
+    let dir = Path::new(managed::RUN_ROOT).join(".locks");
+    let locked = std::fs::create_dir_all(&dir).and_then(|()| {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(name))?;
+        f.lock()?;
+        Ok(f)
+    });
+    locked.map(Some).map_err(|e| LabError::Command {
+        cmd: format!("lock lab {name}"),
+        detail: e.to_string(),
+    })
+}
+
 fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
@@ -72,17 +162,40 @@ fn tail(path: &Path) -> String {
 }
 
 impl Lab {
-    /// Builds `topo` as lab `name`: all or nothing. A lab of that name must not exist; if
-    /// any command fails, or a managed process does not start, everything this call
-    /// created is removed again.
+    /// Builds `topo` as lab `name`, a lab that stays (`lab up`): see [`Lab::up_owned`].
     pub fn up(name: &str, topo: &Topology, runner: &mut dyn Runner) -> Result<Lab, LabError> {
+        Self::up_owned(name, topo, runner, true, None)
+    }
+
+    /// Builds `topo` as lab `name`: all or nothing, under the name's lock. A lab of that
+    /// name must not exist, unless it is stale (then it is removed first). If any command
+    /// fails, a managed process does not start, or `stop` is set (Ctrl-C, SIGTERM),
+    /// everything this call created is removed again. The lab is recorded as owned by
+    /// this process, `persistent` if it is to outlive it.
+    pub fn up_owned(
+        name: &str,
+        topo: &Topology,
+        runner: &mut dyn Runner,
+        persistent: bool,
+        stop: Option<&AtomicBool>,
+    ) -> Result<Lab, LabError> {
         naming::check(name)?;
+        let _lock = lock(name, runner)?;
         if !runner.is_dry()
             && lab_namespaces(runner)?
                 .iter()
                 .any(|(_, lab, _)| lab == name)
         {
-            return Err(LabError::Exists(name.to_owned()));
+            match Owner::of(name) {
+                Some(o) if o.stale() => {
+                    tracing::warn!(
+                        "lab {name} was left by process {} that is gone: removing it",
+                        o.pid
+                    );
+                    Self::down_locked(name, runner)?;
+                }
+                _ => return Err(LabError::Exists(name.to_owned())),
+            }
         }
         let lab = Lab {
             name: name.to_owned(),
@@ -92,15 +205,28 @@ impl Lab {
                 .map(|n| naming::namespace(name, n))
                 .collect(),
         };
+        // Recorded before anything is built: a build killed half-way is stale.
+        if !runner.is_dry() {
+            Owner::this_process(false).record(name)?;
+        }
+        let stopped = || {
+            stop.is_some_and(|s| s.load(Ordering::Relaxed))
+                .then_some(())
+                .map_or(Ok(()), |()| Err(LabError::Interrupted))
+        };
         let built = topo
             .build_commands(name)
             .iter()
-            .try_for_each(|c| runner.run(c).map(drop))
+            .try_for_each(|c| stopped().and_then(|()| runner.run(c).map(drop)))
             .and_then(|()| Self::wait_for_carrier(&lab, runner))
-            .and_then(|()| Self::start_processes(name, topo, runner));
+            .and_then(|()| Self::start_processes(name, topo, runner))
+            .and_then(|()| stopped());
         if let Err(e) = built {
-            let _ = Self::down(name, runner);
+            let _ = Self::down_locked(name, runner);
             return Err(e);
+        }
+        if persistent && !runner.is_dry() {
+            Owner::this_process(true).record(name)?;
         }
         Ok(lab)
     }
@@ -247,9 +373,43 @@ impl Lab {
     }
 
     /// Stops the processes of lab `name` and removes its namespaces (their veths go with
-    /// them) and its run directory. Returns how many namespaces.
+    /// them) and its run directory, under the name's lock. Returns how many namespaces.
     pub fn down(name: &str, runner: &mut dyn Runner) -> Result<usize, LabError> {
         naming::check(name)?;
+        let _lock = lock(name, runner)?;
+        Self::down_locked(name, runner)
+    }
+
+    /// Removes every lab whose owner is gone before it was done with it (a killed `lab
+    /// up` or `run`), as [`Lab::down`] does. Returns their names.
+    pub fn down_stale(runner: &mut dyn Runner) -> Result<Vec<String>, LabError> {
+        let mut labs: Vec<String> = lab_namespaces(runner)?
+            .into_iter()
+            .map(|(_, lab, _)| lab)
+            .collect();
+        // Run directories of labs whose namespaces are gone already.
+        if let Ok(d) = std::fs::read_dir(managed::RUN_ROOT) {
+            labs.extend(
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| naming::check(n).is_ok()),
+            );
+        }
+        labs.sort();
+        labs.dedup();
+        let mut removed = Vec::new();
+        for name in labs {
+            let _lock = lock(&name, runner)?;
+            // Looked at under the lock: an `up` of this name may have just finished.
+            if Owner::of(&name).is_some_and(|o| o.stale()) {
+                Self::down_locked(&name, runner)?;
+                removed.push(name);
+            }
+        }
+        Ok(removed)
+    }
+
+    fn down_locked(name: &str, runner: &mut dyn Runner) -> Result<usize, LabError> {
         let mine: Vec<String> = lab_namespaces(runner)?
             .into_iter()
             .filter(|(_, lab, _)| lab == name)
@@ -264,10 +424,12 @@ impl Lab {
     pub fn down_all(runner: &mut dyn Runner) -> Result<usize, LabError> {
         let all = lab_namespaces(runner)?;
         let namespaces: Vec<String> = all.iter().map(|(ns, _, _)| ns.clone()).collect();
+        // Labs' run directories (not the locks beside them).
         let mut labs: Vec<String> = std::fs::read_dir(managed::RUN_ROOT)
             .map(|d| {
                 d.filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| naming::check(n).is_ok())
                     .collect()
             })
             .unwrap_or_default();

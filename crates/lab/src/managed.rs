@@ -17,17 +17,46 @@ pub fn run_dir(lab: &str) -> PathBuf {
     Path::new(RUN_ROOT).join(lab)
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it (`NAME.tmp`) and a
-/// rename, so a reader never sees half a file.
+/// Writes `bytes` to `path` through a temporary file beside it (`.NAME.PID.tmp`) and a
+/// rename, so a reader never sees half a file and a crash leaves the old file or the new
+/// one. The temporary file is created new (`O_EXCL`) and never through a symbolic link
+/// (`O_NOFOLLOW`; one planted there is removed, not followed); the file and then its
+/// directory are synced before this returns.
 ///
 /// # Errors
 /// The file cannot be written.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(format!(".{}.tmp", std::process::id()));
     let tmp = path.with_file_name(name);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    // A leftover of a killed writer of this pid (or anything planted there): unlinked.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        return written;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// [`write_atomic`] of `value` as pretty JSON.
@@ -82,4 +111,35 @@ pub fn send_all(
         }
     }
     first
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_atomic_write_replaces_links_instead_of_following_them() {
+        let dir = std::env::temp_dir().join(format!("wb-atomic-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        // A link where the file goes, and one where the temporary file goes.
+        let path = dir.join("state.json");
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let tmp = dir.join(format!(".state.json.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        write_atomic(&path, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert!(!std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(!tmp.exists() && std::fs::symlink_metadata(&tmp).is_err());
+        // And again over the regular file.
+        write_atomic(&path, b"newer").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "newer");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -332,6 +332,19 @@ impl TestSpec {
         };
         per_stream * u64::from(self.streams) * ways
     }
+
+    /// Socket buffer memory one side may hold with `-w`: the kernel doubles the size
+    /// asked, for the send and the receive buffer of every stream's socket; 0 without
+    /// `-w` (the system's defaults, bounded by its own limits).
+    pub fn socket_buffer_bytes(&self) -> u64 {
+        let ways = if self.direction == Direction::Bidir {
+            2
+        } else {
+            1
+        };
+        let per_socket = u64::from(self.window.unwrap_or(0)) * 2 * 2;
+        per_socket * u64::from(self.streams) * ways
+    }
 }
 
 /// A ping-pong latency request: the server echoes every datagram back.

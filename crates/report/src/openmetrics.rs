@@ -4,8 +4,8 @@
 //! `wirebench_probe_*` in Prometheus' base units (bytes per second, seconds, ratios 0..1).
 //!
 //! Only what the test measured is written: a figure absent from the result is absent
-//! here, never 0 (a TCP test has no loss ratio, a failed probe nothing but
-//! `probe_success 0`).
+//! here, never 0 (a TCP test has no loss ratio; a failed probe, also one cut short, has
+//! nothing but `probe_success 0` and its duration).
 //!
 //! What it does not do: run the probe or serve HTTP.
 

@@ -112,6 +112,7 @@ impl Groups for FrerLabs<'_> {
             host: setup.ctx.host.clone(),
             port: setup.ctx.port,
             key_file: None,
+            allow_unauthenticated: false,
         };
         let time = Duration::from_secs_f64(a.time);
         let client = |protocol: Protocol, rate: Rate, len: usize| ClientRequest {

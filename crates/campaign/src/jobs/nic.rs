@@ -205,6 +205,7 @@ pub fn nic_matrix(
             host: addr.to_string(),
             port: handle.addr().port(),
             key_file: None,
+            allow_unauthenticated: false,
         };
         (server, Some(handle), first.netns.clone())
     };

@@ -127,6 +127,8 @@ fn connection(
         return Ok(());
     }
     s.set_nodelay(true).map_err(ProtoError::Io)?;
+    // A vanished client ends its test within about 10 s.
+    crate::server::keep_alive(&s);
     if sh.cfg.deny {
         tracing::info!("iperf3 client {peer}: denied (this server requires a key)");
         return write_state(&mut s, state::ACCESS_DENIED);

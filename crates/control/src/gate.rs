@@ -1,0 +1,328 @@
+//! Who may open a control connection, per source address, so that no one source can
+//! starve the others (OpenSSH's MaxStartups and PerSourcePenalties are the model).
+//!
+//! What it decides: whether a new connection from an address may start a handshake (at
+//! most `per_source_handshakes` at once per address, `max_handshakes` in all; when all
+//! are taken, the oldest handshake of the address holding the most is evicted for a
+//! newcomer from an address holding fewer); whether an address may start another test
+//! (`per_source_tests`); and penalties: from the third failed authentication or
+//! handshake that ran out of time in a row, an address is refused for 1 s, then 2, 4, ...
+//! up to 64 s, until it authenticates (two mistakes cost nothing).
+//!
+//! What it does not do: I/O or clocks. Time comes in as an argument (sans-I/O); the
+//! server closes what [`Gate::admit`] tells it to evict.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// The gate's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateConfig {
+    /// Handshakes one address may have open at once.
+    pub per_source_handshakes: usize,
+    /// Handshakes open at once in all.
+    pub max_handshakes: usize,
+    /// Tests (and echo sessions) one address may run at once.
+    pub per_source_tests: usize,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            per_source_handshakes: 4,
+            max_handshakes: 64,
+            per_source_tests: 4,
+        }
+    }
+}
+
+/// A handshake the gate let in.
+pub type HandshakeId = u64;
+
+/// The gate's answer to a new connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// Serve its handshake; when `evict` is given, close that handshake first.
+    Yes {
+        /// This handshake.
+        id: HandshakeId,
+        /// An older handshake to close to make room.
+        evict: Option<HandshakeId>,
+    },
+    /// The address holds its share of handshakes (or all are taken by addresses holding
+    /// no more than it does).
+    Full,
+    /// The address is penalised for this much longer.
+    Penalised(Duration),
+}
+
+#[derive(Debug, Default)]
+struct Source {
+    /// Open handshakes: id and when each started.
+    handshakes: Vec<(HandshakeId, Instant)>,
+    tests: usize,
+    /// Failures since the last success.
+    failures: u32,
+    penalised_until: Option<Instant>,
+}
+
+impl Source {
+    fn idle(&self, now: Instant) -> bool {
+        self.handshakes.is_empty()
+            && self.tests == 0
+            && self.penalised_until.is_none_or(|t| t <= now)
+    }
+}
+
+/// Longest penalty.
+const MAX_PENALTY: Duration = Duration::from_secs(64);
+/// Failures in a row that cost nothing.
+const FREE_FAILURES: u32 = 2;
+
+/// Per-address state of the control port.
+#[derive(Debug)]
+pub struct Gate {
+    cfg: GateConfig,
+    sources: HashMap<IpAddr, Source>,
+    next: HandshakeId,
+    open: usize,
+}
+
+impl Gate {
+    /// An empty gate.
+    pub fn new(cfg: GateConfig) -> Gate {
+        Gate {
+            cfg,
+            sources: HashMap::new(),
+            next: 0,
+            open: 0,
+        }
+    }
+
+    /// Handshakes open now.
+    pub fn open_handshakes(&self) -> usize {
+        self.open
+    }
+
+    /// A new connection from `ip` at `now`.
+    pub fn admit(&mut self, ip: IpAddr, now: Instant) -> Admit {
+        // Forget addresses with nothing open and no penalty left (the map stays small).
+        if self.sources.len() > 4 * self.cfg.max_handshakes {
+            self.sources.retain(|_, s| !s.idle(now));
+        }
+        let cfg = self.cfg;
+        let src = self.sources.entry(ip).or_default();
+        if let Some(until) = src.penalised_until.filter(|t| *t > now) {
+            return Admit::Penalised(until - now);
+        }
+        if src.handshakes.len() >= cfg.per_source_handshakes {
+            return Admit::Full;
+        }
+        let mine = src.handshakes.len();
+        let mut evict = None;
+        if self.open >= cfg.max_handshakes {
+            // The oldest handshake of the address holding the most, if it holds more.
+            let victim = self
+                .sources
+                .iter()
+                .filter(|(_, s)| s.handshakes.len() > mine + 1)
+                .max_by_key(|(_, s)| s.handshakes.len())
+                .map(|(a, _)| *a);
+            let Some(victim) = victim else {
+                return Admit::Full;
+            };
+            if let Some(s) = self.sources.get_mut(&victim) {
+                if let Some(pos) = s
+                    .handshakes
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, h)| h.1)
+                    .map(|(i, _)| i)
+                {
+                    evict = Some(s.handshakes.remove(pos).0);
+                    self.open -= 1;
+                }
+            }
+        }
+        let id = self.next;
+        self.next += 1;
+        self.open += 1;
+        self.sources
+            .entry(ip)
+            .or_default()
+            .handshakes
+            .push((id, now));
+        Admit::Yes { id, evict }
+    }
+
+    /// Handshake `id` of `ip` ended (a test request read, refused or closed); `false` if
+    /// it was evicted before.
+    pub fn handshake_done(&mut self, ip: IpAddr, id: HandshakeId) -> bool {
+        let Some(s) = self.sources.get_mut(&ip) else {
+            return false;
+        };
+        let before = s.handshakes.len();
+        s.handshakes.retain(|(h, _)| *h != id);
+        let removed = s.handshakes.len() < before;
+        if removed {
+            self.open -= 1;
+        }
+        removed
+    }
+
+    /// `ip` failed to authenticate, or let its handshake run out of time: from the third
+    /// failure in a row penalised for 1 s, doubling after each one, up to 64 s.
+    pub fn failed(&mut self, ip: IpAddr, now: Instant) {
+        let s = self.sources.entry(ip).or_default();
+        s.failures = s.failures.saturating_add(1);
+        if s.failures > FREE_FAILURES {
+            let secs = 1u64 << (s.failures - FREE_FAILURES - 1).min(6);
+            s.penalised_until = Some(now + Duration::from_secs(secs).min(MAX_PENALTY));
+        }
+    }
+
+    /// `ip` authenticated (or finished a handshake on a server without a key): its
+    /// failures are forgiven.
+    pub fn succeeded(&mut self, ip: IpAddr) {
+        if let Some(s) = self.sources.get_mut(&ip) {
+            s.failures = 0;
+            s.penalised_until = None;
+        }
+    }
+
+    /// Whether `ip` may start another test; counted until [`Gate::end_test`].
+    pub fn start_test(&mut self, ip: IpAddr) -> bool {
+        let s = self.sources.entry(ip).or_default();
+        if s.tests >= self.cfg.per_source_tests {
+            return false;
+        }
+        s.tests += 1;
+        true
+    }
+
+    /// A test of `ip` ended.
+    pub fn end_test(&mut self, ip: IpAddr) {
+        if let Some(s) = self.sources.get_mut(&ip) {
+            s.tests = s.tests.saturating_sub(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(n: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, n])
+    }
+
+    fn gate(per: usize, max: usize) -> Gate {
+        Gate::new(GateConfig {
+            per_source_handshakes: per,
+            max_handshakes: max,
+            per_source_tests: 2,
+        })
+    }
+
+    fn yes(a: Admit) -> (HandshakeId, Option<HandshakeId>) {
+        match a {
+            Admit::Yes { id, evict } => (id, evict),
+            other => panic!("refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn one_address_gets_its_share_and_no_more() {
+        let t0 = Instant::now();
+        let mut g = gate(4, 64);
+        let ids: Vec<_> = (0..4).map(|_| yes(g.admit(ip(2), t0)).0).collect();
+        assert_eq!(g.admit(ip(2), t0), Admit::Full);
+        // Another address is not affected.
+        yes(g.admit(ip(1), t0));
+        // A finished handshake frees its place.
+        assert!(g.handshake_done(ip(2), ids[0]));
+        assert!(!g.handshake_done(ip(2), ids[0]));
+        yes(g.admit(ip(2), t0));
+        assert_eq!(g.open_handshakes(), 5);
+    }
+
+    #[test]
+    fn when_all_are_taken_the_biggest_holder_gives_up_its_oldest() {
+        let t0 = Instant::now();
+        let mut g = gate(8, 8);
+        // Address 2 holds 6 (the first the oldest), address 3 holds 2.
+        let mut of2 = Vec::new();
+        for k in 0..6 {
+            of2.push(yes(g.admit(ip(2), t0 + Duration::from_millis(k))).0);
+        }
+        for _ in 0..2 {
+            yes(g.admit(ip(3), t0));
+        }
+        // A newcomer evicts address 2's oldest.
+        let (_, evict) = yes(g.admit(ip(1), t0));
+        assert_eq!(evict, Some(of2[0]));
+        assert!(!g.handshake_done(ip(2), of2[0]), "already gone");
+        assert_eq!(g.open_handshakes(), 8);
+        // Address 2 itself cannot take from the others: it holds the most.
+        assert_eq!(g.admit(ip(2), t0), Admit::Full);
+    }
+
+    #[test]
+    fn failures_are_penalised_longer_each_time_until_forgiven() {
+        let t0 = Instant::now();
+        let mut g = gate(4, 64);
+        let a = ip(9);
+        // Two mistakes are free.
+        for _ in 0..FREE_FAILURES {
+            g.failed(a, t0);
+            let (id, _) = yes(g.admit(a, t0));
+            g.handshake_done(a, id);
+        }
+        let mut at = t0;
+        for expect in [1u64, 2, 4, 8, 16, 32, 64, 64] {
+            g.failed(a, at);
+            assert_eq!(
+                g.admit(a, at),
+                Admit::Penalised(Duration::from_secs(expect))
+            );
+            // Just before the end still refused, at the end let in.
+            let end = at + Duration::from_secs(expect);
+            assert!(matches!(
+                g.admit(a, end - Duration::from_millis(1)),
+                Admit::Penalised(_)
+            ));
+            let (id, _) = yes(g.admit(a, end));
+            g.handshake_done(a, id);
+            at = end;
+        }
+        g.succeeded(a);
+        yes(g.admit(a, at));
+        // Other addresses were never penalised.
+        yes(g.admit(ip(1), t0));
+    }
+
+    #[test]
+    fn tests_per_address_are_capped() {
+        let mut g = gate(4, 64);
+        assert!(g.start_test(ip(1)) && g.start_test(ip(1)));
+        assert!(!g.start_test(ip(1)));
+        assert!(g.start_test(ip(2)));
+        g.end_test(ip(1));
+        assert!(g.start_test(ip(1)));
+    }
+
+    #[test]
+    fn forgotten_addresses_keep_the_map_small() {
+        let t0 = Instant::now();
+        let mut g = gate(4, 2);
+        for n in 0..=255u8 {
+            for m in 0..4u8 {
+                let a = IpAddr::from([10, m, 0, n]);
+                let (id, _) = yes(g.admit(a, t0));
+                g.handshake_done(a, id);
+            }
+        }
+        assert!(g.sources.len() <= 4 * 2 + 1, "{}", g.sources.len());
+    }
+}
