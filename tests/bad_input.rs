@@ -71,7 +71,12 @@ fn server_survives_garbage_oversize_truncation_versions_and_silence() {
     assert_eq!(error_reply(&r)["code"], "protocol");
 
     // A valid hello followed by a request with a field the protocol does not have.
-    let hello = || framed(r#"{"type":"hello","magic":"wirebench","version":4}"#);
+    let hello = || {
+        framed(&format!(
+            r#"{{"type":"hello","magic":"wirebench","version":{}}}"#,
+            control::VERSION
+        ))
+    };
     let second =
         |r: &[u8]| error_reply(&r[4 + u32::from_be_bytes([r[0], r[1], r[2], r[3]]) as usize..]);
     let mut bytes = hello();
@@ -143,9 +148,10 @@ fn a_client_that_never_connects_its_streams_frees_its_slot() {
     let port = srv.port;
     // Hello, then a valid UDP request, then silence: the streams are never connected.
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(&framed(
-        r#"{"type":"hello","magic":"wirebench","version":4}"#,
-    ))
+    s.write_all(&framed(&format!(
+        r#"{{"type":"hello","magic":"wirebench","version":{}}}"#,
+        control::VERSION
+    )))
     .unwrap();
     let req = r#"{"type":"test","spec":{"protocol":"udp","duration":{"secs":1,"nanos":0},"rate":{"kind":"bits_per_sec","value":1000000.0},"len":100,"streams":1,"direction":"forward","udp_backend":"auto","synced_clocks":false,"dscp":null,"window":null},"one_way":true,"interval_ms":0}"#;
     s.write_all(&framed(req)).unwrap();

@@ -191,11 +191,20 @@ pub(crate) fn keep_alive(s: &TcpStream) {
 }
 
 /// Refuses a connection from the accept thread without blocking it: the message fits
-/// the socket's buffer, or is dropped.
+/// the socket's buffer, or is dropped. What the client sent already is read first, so
+/// that closing does not reset the connection before the client reads the refusal.
 fn turn_away(stream: TcpStream, code: ErrorCode, message: String) {
+    use std::io::Read;
     let mut s = stream;
     let _ = s.set_nonblocking(true);
     let _ = write_msg(&mut s, &refusal(code, message));
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut sink = [0u8; 4096];
+    for _ in 0..16 {
+        if !matches!(s.read(&mut sink), Ok(n) if n > 0) {
+            break;
+        }
+    }
 }
 
 /// A bound server, ready to serve.

@@ -121,14 +121,20 @@ impl StageState {
 
 /// What to do with a frame that arrived on one side.
 #[derive(Debug, PartialEq, Eq)]
-enum Verdict {
+pub enum Verdict {
+    /// Rewritten for the next hop: send it out of the other side.
     Forward,
+    /// Not for forwarding here (not IPv4, not to this MAC, or to the node itself): the
+    /// kernel has it. The frame is unchanged.
     LeaveToKernel,
+    /// Its TTL ran out: dropped (and counted). The frame is unchanged.
     TtlExpired,
 }
 
-/// Router-mode rewrite of a frame going from `inside` to `outside`.
-fn route(frame: &mut [u8], inside: &RouterSide, outside: &RouterSide) -> Verdict {
+/// Router-mode rewrite of a frame going from `inside` to `outside`: an IPv4 frame to
+/// `inside`'s MAC and not to the node itself leaves with `outside`'s MACs, one TTL less
+/// and its header checksum filled again (RFC 1812 5.3.1); anything else is not touched.
+pub fn route(frame: &mut [u8], inside: &RouterSide, outside: &RouterSide) -> Verdict {
     use wire::ipv4::Packet;
     if frame.len() < 14 + 20 || frame[0..6] != inside.mac || frame[12..14] != [0x08, 0x00] {
         return Verdict::LeaveToKernel;
