@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for a short while from its checked-in seeds (CI's smoke: a
-# crash, a leak or a timeout fails it). SECONDS_EACH (default 8) per target. Needs
+# crash, a leak or a timeout fails it). SECONDS_EACH (default 5) per target. Needs
 # cargo-fuzz; stable Rust with -s none (no sanitizer).
 set -euo pipefail
 cd "$(dirname "$0")"
-each="${SECONDS_EACH:-8}"
+each="${SECONDS_EACH:-5}"
 targets=$(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^wirebench-fuzz$')
 cargo fuzz build -s none --dev
 for t in $targets; do
