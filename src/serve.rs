@@ -43,6 +43,13 @@ pub fn server(a: &ServerArgs) -> Result<()> {
     if a.max_streams == 0 || a.max_tests == 0 {
         return Err(usage("--max-streams and --max-tests must be at least 1"));
     }
+    // Clients say they are there every second: a shorter idle timeout ends every test.
+    if a.idle_timeout < Duration::from_secs(2) {
+        return Err(usage(format!(
+            "--idle-timeout {} s: at least 2 s (clients speak every second)",
+            a.idle_timeout.as_secs_f64()
+        )));
+    }
     let limits = Limits {
         max_rate_bps: a.max_rate.filter(|r| *r > 0.0),
         max_duration_s: a.max_duration.as_secs_f64(),

@@ -131,9 +131,26 @@ fn repeated_wrong_keys_make_the_address_wait() {
     for _ in 0..3 {
         assert_fails(&srv.run("client", &wrong), 1, "wrong key");
     }
-    // Penalised now, even with the right key.
-    assert_fails(&srv.run("client", &right), 1, "try again in");
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // Penalised now: within the next few tries (the waits grow 1 s, 2 s, 4 s, so a slow
+    // machine that starts the next try late still meets one), the address is told to wait.
+    let mut told = String::new();
+    for _ in 0..4 {
+        let out = srv.run("client", &wrong);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success());
+        if err.contains("try again in") {
+            told = err;
+            break;
+        }
+        assert!(err.contains("wrong key"), "{err}");
+    }
+    let secs: f64 = told
+        .split("try again in ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("never told to wait: {told}"));
+    std::thread::sleep(std::time::Duration::from_secs_f64(secs + 0.1));
     let v = srv.json("client", &right);
     assert!(u64_at(&v, "/summary/sent_packets") > 0);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -204,7 +221,8 @@ fn a_stopped_or_killed_client_frees_its_slot() {
 #[test]
 fn a_flood_from_one_address_does_not_keep_an_honest_client_out() {
     use std::io::Read;
-    let srv = ServerProc::start(&[]);
+    // The flood's handshakes stay open all along (none expires and makes room).
+    let srv = ServerProc::start(&["--handshake-timeout", "120"]);
     let target: std::net::SocketAddr = format!("127.0.0.1:{}", srv.port).parse().unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flood = {
@@ -261,4 +279,24 @@ fn a_flood_from_one_address_does_not_keep_an_honest_client_out() {
         turned_away + 4 >= opened,
         "{turned_away} of {opened} turned away"
     );
+}
+
+/// An address beyond its share of tests is refused, and the server goes on serving (the
+/// refusal once left the gate locked).
+#[test]
+fn an_address_beyond_its_share_of_tests_is_refused_and_the_server_goes_on() {
+    let srv = ServerProc::start(&["--max-tests-per-source", "1"]);
+    std::thread::scope(|scope| {
+        let long = scope.spawn(|| srv.json("client", "-u -b 1M -t 3"));
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        assert_fails(&srv.run("client", "-u -t 0.3"), 1, "--max-tests-per-source");
+        assert_fails(&srv.run("latency", "-t 0.3"), 1, "--max-tests-per-source");
+        let v = long.join().unwrap();
+        assert!(u64_at(&v, "/summary/sent_packets") > 0);
+    });
+    // Its share is free again, and counted right: one test runs, then another.
+    for _ in 0..2 {
+        let v = srv.json("client", "-u -b 1M -t 0.3");
+        assert!(u64_at(&v, "/summary/sent_packets") > 0);
+    }
 }

@@ -181,6 +181,13 @@ impl Session {
             .map_err(ProtoError::Io)?;
         let mut first = [0u8; 1];
         if ctrl.peek(&mut first).map_err(ProtoError::from_io)? == 1 && first[0] != 0 {
+            // An iperf3 server cannot prove it holds the key: with one, it is refused as
+            // any server that does not ask for the key is.
+            if cfg.key.is_some() && !cfg.allow_unauthenticated_server {
+                return Err(ProtoError::Auth(
+                    "this client has a key but the server answers as iperf3, which cannot check it (--allow-unauthenticated-server to go on)".into(),
+                ));
+            }
             return Err(ProtoError::Iperf3Peer);
         }
         let hello = expect_ok(read_msg_within(&ctrl, STEP_TIMEOUT)?)?;

@@ -9,6 +9,8 @@
 //! handshake that ran out of time in a row, an address is refused for 1 s, then 2, 4, ...
 //! up to 64 s, until it authenticates (two mistakes cost nothing).
 //!
+//! An IPv6 client is counted by its /64 (one host usually holds a whole /64).
+//!
 //! What it does not do: I/O or clocks. Time comes in as an argument (sans-I/O); the
 //! server closes what [`Gate::admit`] tells it to evict.
 
@@ -89,6 +91,17 @@ pub struct Gate {
     open: usize,
 }
 
+/// The address a client is counted by: itself for IPv4, its /64 for IPv6.
+fn source(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        },
+    }
+}
+
 impl Gate {
     /// An empty gate.
     pub fn new(cfg: GateConfig) -> Gate {
@@ -107,6 +120,7 @@ impl Gate {
 
     /// A new connection from `ip` at `now`.
     pub fn admit(&mut self, ip: IpAddr, now: Instant) -> Admit {
+        let ip = source(ip);
         // Forget addresses with nothing open and no penalty left (the map stays small).
         if self.sources.len() > 4 * self.cfg.max_handshakes {
             self.sources.retain(|_, s| !s.idle(now));
@@ -159,6 +173,7 @@ impl Gate {
     /// Handshake `id` of `ip` ended (a test request read, refused or closed); `false` if
     /// it was evicted before.
     pub fn handshake_done(&mut self, ip: IpAddr, id: HandshakeId) -> bool {
+        let ip = source(ip);
         let Some(s) = self.sources.get_mut(&ip) else {
             return false;
         };
@@ -174,6 +189,7 @@ impl Gate {
     /// `ip` failed to authenticate, or let its handshake run out of time: from the third
     /// failure in a row penalised for 1 s, doubling after each one, up to 64 s.
     pub fn failed(&mut self, ip: IpAddr, now: Instant) {
+        let ip = source(ip);
         let s = self.sources.entry(ip).or_default();
         s.failures = s.failures.saturating_add(1);
         if s.failures > FREE_FAILURES {
@@ -185,6 +201,7 @@ impl Gate {
     /// `ip` authenticated (or finished a handshake on a server without a key): its
     /// failures are forgiven.
     pub fn succeeded(&mut self, ip: IpAddr) {
+        let ip = source(ip);
         if let Some(s) = self.sources.get_mut(&ip) {
             s.failures = 0;
             s.penalised_until = None;
@@ -193,6 +210,7 @@ impl Gate {
 
     /// Whether `ip` may start another test; counted until [`Gate::end_test`].
     pub fn start_test(&mut self, ip: IpAddr) -> bool {
+        let ip = source(ip);
         let s = self.sources.entry(ip).or_default();
         if s.tests >= self.cfg.per_source_tests {
             return false;
@@ -203,6 +221,7 @@ impl Gate {
 
     /// A test of `ip` ended.
     pub fn end_test(&mut self, ip: IpAddr) {
+        let ip = source(ip);
         if let Some(s) = self.sources.get_mut(&ip) {
             s.tests = s.tests.saturating_sub(1);
         }
@@ -300,6 +319,24 @@ mod tests {
         yes(g.admit(a, at));
         // Other addresses were never penalised.
         yes(g.admit(ip(1), t0));
+    }
+
+    #[test]
+    fn an_ipv6_client_is_counted_by_its_64() {
+        let mut g = gate(4, 64);
+        let a = |last: u16| IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, last]);
+        for k in 0..4 {
+            yes(g.admit(a(k), Instant::now()));
+        }
+        assert_eq!(g.admit(a(99), Instant::now()), Admit::Full);
+        yes(g.admit(
+            IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]),
+            Instant::now(),
+        ));
+        // An IPv4 client on a dual-stack socket is its IPv4 address.
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert!(g.start_test(mapped) && g.start_test(ip(1)));
+        assert!(!g.start_test(mapped), "the same client, two tests already");
     }
 
     #[test]

@@ -171,20 +171,19 @@ fn answer(mut s: TcpStream, handler: &Handler) {
     response.write_to(&mut s);
 }
 
-/// Answers 503 without a thread: the answer, then what the client sent is read briefly so
-/// that closing does not reset the connection before the client reads the answer.
+/// Answers 503 without a thread and without blocking the accept loop: the answer fits
+/// the socket's buffer; what the client sent already is read first, so that closing does
+/// not reset the connection before the client reads the answer.
 fn busy(mut s: TcpStream, max_open: usize) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
-    Response::text(503, format!("busy: {max_open} requests open\n")).write_to(&mut s);
-    let _ = s.shutdown(std::net::Shutdown::Write);
-    let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+    let _ = s.set_nonblocking(true);
     let mut sink = [0u8; 1024];
     for _ in 0..8 {
         if !matches!(s.read(&mut sink), Ok(n) if n > 0) {
             break;
         }
     }
+    Response::text(503, format!("busy: {max_open} requests open\n")).write_to(&mut s);
+    let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
 /// Counts one open connection while it lives.

@@ -125,6 +125,8 @@ pub(crate) struct Ctx {
     /// Bytes reserved by running tests, and the most they may reserve.
     memory: std::sync::atomic::AtomicU64,
     max_memory: u64,
+    /// Connections being turned away now.
+    turning: AtomicUsize,
 }
 
 impl Ctx {
@@ -167,7 +169,9 @@ struct SourceTest<'a> {
 
 impl<'a> SourceTest<'a> {
     fn take(ctx: &'a Ctx, ip: IpAddr) -> Option<Self> {
-        ctx.gate().start_test(ip).then_some(SourceTest { ctx, ip })
+        // The gate's lock is let go before a guard exists (its drop takes the lock).
+        let counted = ctx.gate().start_test(ip);
+        counted.then(|| SourceTest { ctx, ip })
     }
 }
 
@@ -190,20 +194,55 @@ pub(crate) fn keep_alive(s: &TcpStream) {
     let _ = sock.set_tcp_user_timeout(Some(Duration::from_secs(10)));
 }
 
-/// Refuses a connection from the accept thread without blocking it: the message fits
-/// the socket's buffer, or is dropped. What the client sent already is read first, so
-/// that closing does not reset the connection before the client reads the refusal.
-fn turn_away(stream: TcpStream, code: ErrorCode, message: String) {
+/// Refuses a connection without holding up the accept thread: the refusal is written
+/// at once (it fits the socket's buffer); then, on a short-lived thread (at most
+/// [`MAX_TURNING`] at once), what the client sends for up to 200 ms is read and dropped,
+/// so that closing does not reset the connection before the client has read the refusal.
+fn turn_away(ctx: &Arc<Ctx>, stream: TcpStream, code: ErrorCode, message: String) {
     use std::io::Read;
     let mut s = stream;
     let _ = s.set_nonblocking(true);
     let _ = write_msg(&mut s, &refusal(code, message));
     let _ = s.shutdown(std::net::Shutdown::Write);
-    let mut sink = [0u8; 4096];
-    for _ in 0..16 {
-        if !matches!(s.read(&mut sink), Ok(n) if n > 0) {
-            break;
-        }
+    let Some(slot) = OwnedSlot::take(ctx, MAX_TURNING) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("wb-turn-away".into())
+        .spawn(move || {
+            let _slot = slot;
+            let _ = s.set_nonblocking(false);
+            let until = Instant::now() + Duration::from_millis(200);
+            let mut sink = [0u8; 4096];
+            while let Some(left) = until.checked_duration_since(Instant::now()) {
+                let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(1))));
+                if !matches!(s.read(&mut sink), Ok(n) if n > 0) {
+                    break;
+                }
+            }
+        });
+}
+
+/// Connections being turned away at once, each on its own short thread.
+const MAX_TURNING: usize = 16;
+
+/// A slot in a shared counter, released on drop (movable to another thread).
+struct OwnedSlot(Arc<Ctx>);
+
+impl OwnedSlot {
+    fn take(ctx: &Arc<Ctx>, max: usize) -> Option<Self> {
+        ctx.turning
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| OwnedSlot(Arc::clone(ctx)))
+    }
+}
+
+impl Drop for OwnedSlot {
+    fn drop(&mut self) {
+        self.0.turning.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -277,6 +316,7 @@ impl Server {
             idle_timeout: cfg.idle_timeout,
             memory: std::sync::atomic::AtomicU64::new(0),
             max_memory: cfg.max_memory,
+            turning: AtomicUsize::new(0),
         };
         Ok(Self {
             listener,
@@ -322,6 +362,7 @@ impl Server {
                             ctx.refused(ErrorCode::Busy);
                             let max = ctx.gate().open_handshakes();
                             turn_away(
+                                &ctx,
                                 stream,
                                 ErrorCode::Busy,
                                 format!("too many handshakes open from {ip} ({max} in all)"),
@@ -331,6 +372,7 @@ impl Server {
                         Admit::Penalised(d) => {
                             ctx.refused(ErrorCode::Auth);
                             turn_away(
+                                &ctx,
                                 stream,
                                 ErrorCode::Auth,
                                 format!(
@@ -377,6 +419,13 @@ impl Server {
                                 }
                             });
                     if let Err(e) = spawned {
+                        // The closure never ran: its handshake leaves the gate here.
+                        self.ctx.gate().handshake_done(ip, id);
+                        self.ctx
+                            .handshakes
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .remove(&id);
                         tracing::error!("cannot start a connection thread: {e}");
                     }
                 }
@@ -486,8 +535,13 @@ fn handle_connection(
         },
     )?;
     if let (Some(key), Some(ns)) = (&ctx.key, challenge) {
-        let msg: ClientMsg = read_msg_within(&ctrl, left())
-            .map_err(|e| failed(refuse(&mut ctrl, ErrorCode::Auth, e.to_string())))?;
+        // A peer that goes away (or is evicted) is not penalised; one that answers
+        // wrongly, or not in time, is.
+        let msg: ClientMsg = match read_msg_within(&ctrl, left()) {
+            Ok(m) => m,
+            Err(e @ (ProtoError::Closed | ProtoError::Io(_))) => return Err(e),
+            Err(e) => return Err(failed(refuse(&mut ctrl, ErrorCode::Auth, e.to_string()))),
+        };
         let ClientMsg::Auth { client_nonce, mac } = msg else {
             return Err(failed(refuse(
                 &mut ctrl,
@@ -789,10 +843,19 @@ fn serve_test(
         .filter(|(_, w)| *w == Sender::Client)
         .map(|(id, _)| *id)
         .collect();
+    // A UDP sender's first batch may hold 64 datagrams (GSO).
+    let block = if spec.protocol == Protocol::Udp {
+        64
+    } else {
+        1
+    };
+    let burst_bits = client_sent.len() as f64 * (block * spec.len) as f64 * 8.0
+        + ctx.limits.max_rate_bps.unwrap_or(0.0) * 0.25;
     let watch = Watch {
         idle: ctx.idle_timeout,
         max_rate: ctx.limits.max_rate_bps,
         client_sent,
+        burst_bits,
     };
     let done = run_control_loop(ctrl, spec, interval_ms, side, &watch);
     if let Some(m) = &ctx.metrics {
@@ -1032,45 +1095,36 @@ where
 
 /// What a running test is watched for: a silent client, and a rate above the limit.
 struct Watch {
-    /// Longest the client may say nothing before it has finished.
+    /// Longest the client may say nothing (and send nothing) before it has finished.
     idle: Duration,
     /// `--max-rate`, bits/s.
     max_rate: Option<f64>,
     /// The streams the client sends (metered against `max_rate`).
     client_sent: Vec<u8>,
+    /// What a client at the limit may be ahead of it: a first block per stream sent at
+    /// once (pacers start with one), and a quarter second at the limit, bits.
+    burst_bits: f64,
 }
 
 impl Watch {
-    /// Payload bytes received so far on the client's streams.
+    /// Payload bytes received so far on the client's streams, a warm-up's too.
     fn received(&self, side: &SideRun) -> u64 {
-        side.sample()
+        side.lives()
             .iter()
             .filter(|(id, _)| self.client_sent.contains(id))
-            .map(|(_, s)| s.bytes)
+            .map(|(_, live)| live.raw_bytes())
             .sum()
     }
-}
 
-/// Meters a test's received rate over windows of at least a second.
-struct Meter {
-    since: Instant,
-    bytes: u64,
-}
-
-impl Meter {
-    /// The rate over the window ending `now` when it is a second or longer (and starts
-    /// a new window), bits/s.
-    fn rate(&mut self, now: Instant, bytes: u64) -> Option<f64> {
-        let span = now.saturating_duration_since(self.since);
-        if span < Duration::from_secs(1) {
-            return None;
-        }
-        let bps = bytes.saturating_sub(self.bytes) as f64 * 8.0 / span.as_secs_f64();
-        self.since = now;
-        self.bytes = bytes;
-        Some(bps)
+    /// Whether `bytes` received in `elapsed` are more than 10 % above `max` (bits/s),
+    /// beyond the burst a paced client may be ahead (a token bucket since the start).
+    fn over(&self, max: f64, bytes: u64, elapsed: Duration) -> bool {
+        bytes as f64 * 8.0 > max * (1.0 + RATE_TOLERANCE) * elapsed.as_secs_f64() + self.burst_bits
     }
 }
+
+/// How often a running test's received bytes are looked at.
+const METER_EVERY: Duration = Duration::from_millis(250);
 
 /// Runs a started test to its end; `Ok(false)` when the client aborted it.
 fn run_control_loop(
@@ -1084,10 +1138,8 @@ fn run_control_loop(
     let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
     let start = Instant::now();
     let mut heard = start;
-    let mut meter = Meter {
-        since: start,
-        bytes: 0,
-    };
+    // The client's bytes when last looked at, and when that was.
+    let mut metered = (0u64, start);
     let cpu = engine::env::ProcessCpu::start();
     let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
     // The measured time starts after the warm-up (-O); the intervals with it.
@@ -1109,9 +1161,32 @@ fn run_control_loop(
                 "the client did not finish the test in time".into(),
             ));
         }
+        // What the client sends: against the server's limit, and as a sign of life (its
+        // Alive messages may wait behind the data on a saturated path).
+        if metered.1.elapsed() >= METER_EVERY && !watch.client_sent.is_empty() {
+            let bytes = watch.received(&side);
+            if bytes > metered.0 {
+                heard = Instant::now();
+            }
+            metered = (bytes, Instant::now());
+            if let Some(max) = watch.max_rate {
+                if watch.over(max, bytes, start.elapsed()) {
+                    side.abort();
+                    let bps = bytes as f64 * 8.0 / start.elapsed().as_secs_f64().max(1e-3);
+                    return Err(refuse(
+                        &mut ctrl,
+                        ErrorCode::Limit,
+                        format!(
+                            "the client sent {} on average, more than this server's --max-rate of {} (+10 %): test ended",
+                            model::units::bps(bps),
+                            model::units::bps(max)
+                        ),
+                    ));
+                }
+            }
+        }
         // A client that fell silent (stopped, or its host gone) before it finished.
-        if client_reports.is_none() && now.saturating_sub(heard.duration_since(start)) > watch.idle
-        {
+        if client_reports.is_none() && heard.elapsed() > watch.idle {
             side.abort();
             return Err(refuse(
                 &mut ctrl,
@@ -1121,29 +1196,6 @@ fn run_control_loop(
                     watch.idle.as_secs_f64()
                 ),
             ));
-        }
-        // What the client sends, against the server's limit.
-        let metered = watch.max_rate.filter(|_| !watch.client_sent.is_empty());
-        if let (Some(max), true) = (metered, meter.since.elapsed() >= Duration::from_secs(1)) {
-            let bytes = watch.received(&side);
-            let since_start = bytes as f64 * 8.0 / start.elapsed().as_secs_f64().max(1e-3);
-            if let Some(bps) = meter.rate(Instant::now(), bytes) {
-                // Over the last second and on average since the start (a burst that
-                // catches up after a stall is not over the limit).
-                let over = max * (1.0 + RATE_TOLERANCE);
-                if bps > over && since_start > over {
-                    side.abort();
-                    return Err(refuse(
-                        &mut ctrl,
-                        ErrorCode::Limit,
-                        format!(
-                            "the client sent {} over the last second, more than this server's --max-rate of {} (+10 %): test ended",
-                            model::units::bps(bps),
-                            model::units::bps(max)
-                        ),
-                    ));
-                }
-            }
         }
         let next_tick = tick_at(index);
         let wait = next_tick

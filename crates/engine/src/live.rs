@@ -23,6 +23,8 @@ pub struct LiveCounters {
     reordered: AtomicU64,
     late: AtomicU64,
     bytes: AtomicU64,
+    /// Every payload byte received, a TCP warm-up's too (what a server meters).
+    raw_bytes: AtomicU64,
     jitter_ns: AtomicU64,
     retransmits: AtomicU64,
     cwnd_bytes: AtomicU64,
@@ -44,6 +46,7 @@ impl Default for LiveCounters {
             reordered: zero(),
             late: zero(),
             bytes: zero(),
+            raw_bytes: zero(),
             jitter_ns: zero(),
             retransmits: zero(),
             cwnd_bytes: zero(),
@@ -156,6 +159,19 @@ impl From<LiveWire> for LiveSnapshot {
 }
 
 impl LiveCounters {
+    /// Publishes every payload byte a receiver has read, a warm-up's too.
+    pub fn publish_raw_bytes(&self, total: u64) {
+        self.raw_bytes.store(total, Ordering::Relaxed);
+    }
+
+    /// Payload bytes received so far, a TCP warm-up (`-O`) included: the larger of what
+    /// was published with [`LiveCounters::publish_raw_bytes`] and the counted bytes.
+    pub fn raw_bytes(&self) -> u64 {
+        self.raw_bytes
+            .load(Ordering::Relaxed)
+            .max(self.bytes.load(Ordering::Relaxed))
+    }
+
     /// Publishes the latency buckets that changed (`touched`, called by the single writer
     /// thread after [`LogBuckets::record`]).
     pub fn publish_latency(&self, buckets: &LogBuckets, touched: &[usize]) {

@@ -338,6 +338,7 @@ pub fn run_receiver(
                     bytes: bytes - omitted,
                     ..Default::default()
                 });
+                live.publish_raw_bytes(bytes);
             }
             Err(e)
                 if matches!(

@@ -134,25 +134,48 @@ impl Owner {
     }
 }
 
-/// The lock of lab name `name`, held until dropped (none for a dry run).
-fn lock(name: &str, runner: &dyn Runner) -> Result<Option<std::fs::File>, LabError> {
+/// The lock of lab name `name`, held until dropped (none for a dry run). While another
+/// process holds it, this waits, looking every 50 ms whether `stop` was set (Ctrl-C then
+/// ends the wait: a blocking `flock` would not see it).
+fn lock(
+    name: &str,
+    runner: &dyn Runner,
+    stop: Option<&AtomicBool>,
+) -> Result<Option<std::fs::File>, LabError> {
     if runner.is_dry() {
         return Ok(None);
     }
-    let dir = Path::new(managed::RUN_ROOT).join(".locks");
-    let locked = std::fs::create_dir_all(&dir).and_then(|()| {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(name))?;
-        f.lock()?;
-        Ok(f)
-    });
-    locked.map(Some).map_err(|e| LabError::Command {
+    let failed = |e: std::io::Error| LabError::Command {
         cmd: format!("lock lab {name}"),
         detail: e.to_string(),
-    })
+    };
+    let dir = Path::new(managed::RUN_ROOT).join(".locks");
+    std::fs::create_dir_all(&dir).map_err(failed)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(name))
+        .map_err(failed)?;
+    let mut said = false;
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(Some(f)),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    return Err(LabError::Interrupted);
+                }
+                if !said {
+                    tracing::warn!(
+                        "lab {name} is being built or removed by another process: waiting"
+                    );
+                    said = true;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(failed(e)),
+        }
+    }
 }
 
 fn tail(path: &Path) -> String {
@@ -180,7 +203,7 @@ impl Lab {
         stop: Option<&AtomicBool>,
     ) -> Result<Lab, LabError> {
         naming::check(name)?;
-        let _lock = lock(name, runner)?;
+        let _lock = lock(name, runner, stop)?;
         if !runner.is_dry()
             && lab_namespaces(runner)?
                 .iter()
@@ -376,7 +399,7 @@ impl Lab {
     /// them) and its run directory, under the name's lock. Returns how many namespaces.
     pub fn down(name: &str, runner: &mut dyn Runner) -> Result<usize, LabError> {
         naming::check(name)?;
-        let _lock = lock(name, runner)?;
+        let _lock = lock(name, runner, None)?;
         Self::down_locked(name, runner)
     }
 
@@ -399,7 +422,7 @@ impl Lab {
         labs.dedup();
         let mut removed = Vec::new();
         for name in labs {
-            let _lock = lock(&name, runner)?;
+            let _lock = lock(&name, runner, None)?;
             // Looked at under the lock: an `up` of this name may have just finished.
             if Owner::of(&name).is_some_and(|o| o.stale()) {
                 Self::down_locked(&name, runner)?;

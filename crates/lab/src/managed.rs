@@ -21,7 +21,8 @@ pub fn run_dir(lab: &str) -> PathBuf {
 /// rename, so a reader never sees half a file and a crash leaves the old file or the new
 /// one. The temporary file is created new (`O_EXCL`) and never through a symbolic link
 /// (`O_NOFOLLOW`; one planted there is removed, not followed); the file and then its
-/// directory are synced before this returns.
+/// directory are synced before this returns. A symbolic link at `path` itself is
+/// replaced by the file, not written through.
 ///
 /// # Errors
 /// The file cannot be written.
@@ -52,11 +53,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
         return written;
     }
+    // The rename is done: the directory's sync is for a crash, and its failure does not
+    // undo the write.
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::File::open(dir)?.sync_all()
+    let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    Ok(())
 }
 
 /// [`write_atomic`] of `value` as pretty JSON.
