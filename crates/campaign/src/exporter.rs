@@ -650,12 +650,7 @@ mod tests {
             "{own}"
         );
         let dashboard = include_str!("../../../deploy/grafana/wirebench.json");
-        let mut asked: Vec<&str> = dashboard
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .filter(|w| w.starts_with("wirebench_exporter_"))
-            .collect();
-        asked.sort_unstable();
-        asked.dedup();
+        let asked = control::metrics::names_in(dashboard, "wirebench_exporter_");
         assert!(asked.len() >= 2, "{asked:?}");
         for name in asked {
             // A family appears by its HELP line before it has a sample.

@@ -415,6 +415,19 @@ pub fn exposition(req: &Request, openmetrics: String) -> Response {
     }
 }
 
+/// The metric names starting with `prefix` that a text mentions (a dashboard's queries,
+/// an alert's expression), sorted, each once: what a check of that text against the
+/// series an endpoint serves needs.
+pub fn names_in<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    let mut names: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(prefix))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// OpenMetrics text as Prometheus' own text format (version 0.0.4), for scrapers that do
 /// not ask for OpenMetrics (and `promtool check metrics`): a counter's HELP and TYPE name
 /// its `_total` samples, and there is no `# EOF`.
@@ -510,12 +523,7 @@ mod tests {
         // test runs, or once one ended).
         let both = format!("{running}{text}");
         let dashboard = include_str!("../../../deploy/grafana/wirebench.json");
-        let mut asked: Vec<&str> = dashboard
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .filter(|w| w.starts_with("wirebench_server_"))
-            .collect();
-        asked.sort_unstable();
-        asked.dedup();
+        let asked = names_in(dashboard, "wirebench_server_");
         assert!(asked.len() >= 7, "{asked:?}");
         for name in asked {
             assert!(
