@@ -116,7 +116,9 @@ def main():
     ap.add_argument("--every", type=float, default=60)
     a = ap.parse_args()
     srv = subprocess.Popen(
-        [a.wirebench, "server", "--bind", "127.0.0.1", "-p", "0", "--no-iperf3", "--max-tests", "16"],
+        # Every client here comes from 127.0.0.1: the per-address shares are the fleet's.
+        [a.wirebench, "server", "--bind", "127.0.0.1", "-p", "0", "--no-iperf3", "--max-tests", "16",
+         "--max-tests-per-source", "16", "--max-handshakes-per-source", "16"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     first = srv.stderr.readline()
     port = int(first.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
