@@ -36,17 +36,22 @@ impl LabGuard {
     }
 
     fn namespaces(&self) -> Vec<String> {
-        let out = Command::new("ip")
-            .args(["netns", "list"])
-            .output()
-            .expect("ip netns list");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_whitespace().next())
-            .filter(|ns| ns.starts_with(&format!("wb-{}-", self.0)))
-            .map(str::to_owned)
-            .collect()
+        namespaces_of(&self.0)
     }
+}
+
+/// The namespaces of lab `name` now.
+fn namespaces_of(name: &str) -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|ns| ns.starts_with(&format!("wb-{name}-")))
+        .map(str::to_owned)
+        .collect()
 }
 
 impl Drop for LabGuard {
@@ -787,20 +792,6 @@ fn shaper_matrix_of_the_rtx2000_report() {
         class.contains("rate 10Mbit ceil 10Mbit"),
         "restored: {class}"
     );
-}
-
-/// The namespaces of lab `name` now.
-fn namespaces_of(name: &str) -> Vec<String> {
-    LabGuard(name.to_owned()).namespaces_kept()
-}
-
-impl LabGuard {
-    /// [`LabGuard::namespaces`] without removing the lab when the guard goes.
-    fn namespaces_kept(self) -> Vec<String> {
-        let n = self.namespaces();
-        std::mem::forget(self);
-        n
-    }
 }
 
 /// Waits (up to 10 s) until lab `name` has a namespace.

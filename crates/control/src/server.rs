@@ -231,12 +231,7 @@ struct OwnedSlot(Arc<Ctx>);
 
 impl OwnedSlot {
     fn take(ctx: &Arc<Ctx>, max: usize) -> Option<Self> {
-        ctx.turning
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| OwnedSlot(Arc::clone(ctx)))
+        reserve(&ctx.turning, max).then(|| OwnedSlot(Arc::clone(ctx)))
     }
 }
 
@@ -275,17 +270,22 @@ impl Drop for ServerHandle {
     }
 }
 
+/// Counts one more in `counter` if it is below `max`.
+fn reserve(counter: &AtomicUsize, max: usize) -> bool {
+    counter
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .is_ok()
+}
+
 /// A slot in a counter, released on drop.
 pub(crate) struct Slot<'a>(&'a AtomicUsize);
 
 impl<'a> Slot<'a> {
     pub(crate) fn take(counter: &'a AtomicUsize, max: usize) -> Option<Self> {
-        counter
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Slot(counter))
+        // Lazily: a Slot built and dropped here would release a count never taken.
+        reserve(counter, max).then(|| Slot(counter))
     }
 }
 
