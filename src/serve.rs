@@ -99,6 +99,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         gate: control::gate::GateConfig {
             per_source_handshakes: usize::from(a.max_handshakes_per_source),
             per_source_tests: usize::from(a.max_tests_per_source),
+            spin_burst: a.max_spin_per_source,
             ..control::gate::GateConfig::default()
         },
         idle_timeout: a.idle_timeout,
@@ -200,6 +201,7 @@ fn iperf3(
         limits,
         deny: auth && !a.iperf3_open,
         finished,
+        idle_timeout: a.idle_timeout,
     };
     let listener = match control::iperf3::server::bind(&cfg) {
         Ok(l) => l,

@@ -339,6 +339,53 @@ fn four_iperf3_clients_at_once_all_complete() {
     }
 }
 
+/// A stock iperf3 client that is stopped (SIGSTOP) says nothing, and its kernel keeps
+/// the connections up: the server sees its streams stop moving and ends the test within
+/// the idle timeout, both when it receives and when it sends (`-R`).
+#[test]
+fn a_stopped_iperf3_client_is_ended_by_the_idle_timeout() {
+    let test = "a_stopped_iperf3_client_is_ended_by_the_idle_timeout";
+    if !have_iperf3(test) {
+        return;
+    }
+    let port = free_port();
+    let srv = crate::util::ServerProc::start(&["--iperf3-port", &port.to_string()]);
+    for (n, reverse) in [false, true].into_iter().enumerate() {
+        let mut args = vec!["-c", "127.0.0.1", "-p"];
+        let p = port.to_string();
+        args.extend([p.as_str(), "-t", "60", "-b", "100M"]);
+        if reverse {
+            args.push("-R");
+        }
+        let mut client = Command::new("iperf3")
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(client.try_wait().unwrap().is_none(), "the test ended early");
+        let sent = Command::new("sh")
+            .args(["-c", &format!("kill -STOP {}", client.id())])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let stopped = Instant::now();
+        // The n-th such line is this client's.
+        let until = stopped + Duration::from_secs(12);
+        while srv.log_count("moved nothing for") <= n {
+            assert!(
+                Instant::now() < until,
+                "-R {reverse}: the stopped client's test still runs after 12 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("-R {reverse}: ended {:?} after SIGSTOP", stopped.elapsed());
+        let _ = client.kill();
+        let _ = client.wait();
+    }
+}
+
 #[test]
 fn a_server_with_a_key_denies_iperf3_clients_unless_told_otherwise() {
     let test = "a_server_with_a_key_denies_iperf3_clients_unless_told_otherwise";

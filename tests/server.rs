@@ -281,6 +281,24 @@ fn a_flood_from_one_address_does_not_keep_an_honest_client_out() {
     );
 }
 
+/// A latency client that busy-polls the server beyond its address's spin budget is
+/// answered from `recv` from then on: every ping still answered, the server says why.
+#[test]
+fn a_spinning_latency_client_is_held_to_its_spin_budget() {
+    let srv = ServerProc::start(&["--max-spin-per-source", "0.2"]);
+    let v = srv.json("latency", "--spin -t 1.5");
+    let row = &v["latency"][0];
+    assert!(u64_at(row, "/samples") > 100, "{row}");
+    assert_eq!(u64_at(row, "/lost"), 0, "{row}");
+    let line = srv
+        .log_line(
+            "used up its busy-polling time",
+            std::time::Duration::from_secs(5),
+        )
+        .expect("the server logs the spent budget");
+    assert!(line.contains("127.0.0.1"), "{line}");
+}
+
 /// An address beyond its share of tests is refused, and the server goes on serving (the
 /// refusal once left the gate locked).
 #[test]

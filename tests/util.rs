@@ -162,6 +162,8 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
 pub struct ServerProc {
     child: Child,
     pub port: u16,
+    /// Its stderr lines after the first.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ServerProc {
@@ -191,12 +193,16 @@ impl ServerProc {
             .expect("start the command");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log2 = log.clone();
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stderr).lines();
             if let Some(Ok(first)) = lines.next() {
                 let _ = tx.send(first);
             }
-            for _ in lines {}
+            for line in lines.map_while(Result::ok) {
+                log2.lock().unwrap().push(line);
+            }
         });
         let line = rx
             .recv_timeout(Duration::from_secs(10))
@@ -209,7 +215,35 @@ impl ServerProc {
             .and_then(|a| a.rsplit(':').next())
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("cannot find the port in: {line}"));
-        Self { child, port }
+        Self { child, port, log }
+    }
+
+    /// Log lines so far containing `needle`.
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+
+    /// Waits up to `within` for a log line containing `needle`; the line, if one came.
+    pub fn log_line(&self, needle: &str, within: Duration) -> Option<String> {
+        let until = std::time::Instant::now() + within;
+        loop {
+            let found = self
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| l.contains(needle))
+                .cloned();
+            if found.is_some() || std::time::Instant::now() >= until {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     pub fn port_arg(&self) -> String {

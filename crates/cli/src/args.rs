@@ -851,6 +851,11 @@ pub struct ServerArgs {
     /// most gives up its oldest).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_handshakes_per_source: u16,
+    /// Core time one client address may busy-poll in a row in latency sessions with
+    /// `--spin`, seconds; it is given back at a quarter of a core. Beyond it the server
+    /// answers from `recv` (slower, nothing lost) and logs it.
+    #[arg(long, value_parser = units::seconds, default_value = "60")]
+    pub max_spin_per_source: Duration,
     /// Memory all running tests together may make the server hold (payload buffers and
     /// socket buffers; k/M/G suffixes); a test that would exceed it is refused. Default a
     /// quarter of this host's memory.

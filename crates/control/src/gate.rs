@@ -9,6 +9,10 @@
 //! handshake that ran out of time in a row, an address is refused for 1 s, then 2, 4, ...
 //! up to 64 s, until it authenticates (two mistakes cost nothing).
 //!
+//! Busy-polling (an echo session with `spin`) is charged to its address: each address
+//! may spin `spin_burst` of core time in a row, refilled at [`SPIN_SHARE`] of one core;
+//! beyond that its sessions sleep in `recv` like any other (slower answers, no lost ones).
+//!
 //! An IPv6 client is counted by its /64 (one host usually holds a whole /64).
 //!
 //! What it does not do: I/O or clocks. Time comes in as an argument (sans-I/O); the
@@ -27,6 +31,8 @@ pub struct GateConfig {
     pub max_handshakes: usize,
     /// Tests (and echo sessions) one address may run at once.
     pub per_source_tests: usize,
+    /// Core time one address may busy-poll in a row (echo sessions with `spin`).
+    pub spin_burst: Duration,
 }
 
 impl Default for GateConfig {
@@ -35,9 +41,14 @@ impl Default for GateConfig {
             per_source_handshakes: 4,
             max_handshakes: 64,
             per_source_tests: 4,
+            spin_burst: Duration::from_secs(60),
         }
     }
 }
+
+/// The share of one core at which an address's spin time is given back: one spinning
+/// session in four may spin forever.
+pub const SPIN_SHARE: f64 = 0.25;
 
 /// A handshake the gate let in.
 pub type HandshakeId = u64;
@@ -67,13 +78,27 @@ struct Source {
     /// Failures since the last success.
     failures: u32,
     penalised_until: Option<Instant>,
+    /// Spin time left and when it was counted; `None` is a full budget.
+    spin_left: Option<(Duration, Instant)>,
 }
 
 impl Source {
-    fn idle(&self, now: Instant) -> bool {
+    fn idle(&self, now: Instant, burst: Duration) -> bool {
         self.handshakes.is_empty()
             && self.tests == 0
             && self.penalised_until.is_none_or(|t| t <= now)
+            && self.spin_budget(now, burst) >= burst
+    }
+
+    /// Spin time left at `now` (refilled since it was last counted) of a `burst` budget.
+    fn spin_budget(&self, now: Instant, burst: Duration) -> Duration {
+        match self.spin_left {
+            None => burst,
+            Some((left, at)) => {
+                let refill = now.saturating_duration_since(at).mul_f64(SPIN_SHARE);
+                left.saturating_add(refill).min(burst)
+            }
+        }
     }
 }
 
@@ -113,6 +138,11 @@ impl Gate {
         }
     }
 
+    /// Core time one address may busy-poll in a row.
+    pub fn spin_burst(&self) -> Duration {
+        self.cfg.spin_burst
+    }
+
     /// Handshakes open now.
     pub fn open_handshakes(&self) -> usize {
         self.open
@@ -123,7 +153,8 @@ impl Gate {
         let ip = source(ip);
         // Forget addresses with nothing open and no penalty left (the map stays small).
         if self.sources.len() > 4 * self.cfg.max_handshakes {
-            self.sources.retain(|_, s| !s.idle(now));
+            let burst = self.cfg.spin_burst;
+            self.sources.retain(|_, s| !s.idle(now, burst));
         }
         let cfg = self.cfg;
         let src = self.sources.entry(ip).or_default();
@@ -226,6 +257,18 @@ impl Gate {
             s.tests = s.tests.saturating_sub(1);
         }
     }
+
+    /// `ip` busy-polled for `spent` up to `now`: whether it may go on spinning (its
+    /// budget is not used up).
+    pub fn charge_spin(&mut self, ip: IpAddr, spent: Duration, now: Instant) -> bool {
+        let ip = source(ip);
+        let s = self.sources.entry(ip).or_default();
+        let left = s
+            .spin_budget(now, self.cfg.spin_burst)
+            .saturating_sub(spent);
+        s.spin_left = Some((left, now));
+        !left.is_zero()
+    }
 }
 
 #[cfg(test)]
@@ -241,6 +284,7 @@ mod tests {
             per_source_handshakes: per,
             max_handshakes: max,
             per_source_tests: 2,
+            spin_burst: Duration::from_secs(60),
         })
     }
 
@@ -347,6 +391,28 @@ mod tests {
         assert!(g.start_test(ip(2)));
         g.end_test(ip(1));
         assert!(g.start_test(ip(1)));
+    }
+
+    #[test]
+    fn spinning_is_charged_per_address_and_given_back_slowly() {
+        let t0 = Instant::now();
+        let mut g = gate(4, 64);
+        let s = Duration::from_secs;
+        // Two sessions of one address spin 25 s each: 50 of 60 s used, 10 s left.
+        assert!(g.charge_spin(ip(1), s(25), t0));
+        assert!(g.charge_spin(ip(1), s(25), t0));
+        // Another address has its own budget.
+        assert!(g.charge_spin(ip(2), s(59), t0));
+        // 20 s later a quarter of that came back: 15 s left, 16 s is too much.
+        let t1 = t0 + s(20);
+        assert!(g.charge_spin(ip(1), s(14), t1));
+        assert!(!g.charge_spin(ip(1), s(2), t1), "spent");
+        assert!(!g.charge_spin(ip(1), Duration::ZERO, t1), "stays spent");
+        // A spent address is not forgotten while its budget refills ...
+        assert!(!g.sources[&ip(1)].idle(t1 + s(100), s(60)));
+        // ... and is whole again after 4 x 60 s.
+        assert!(g.sources[&ip(1)].idle(t1 + s(240), s(60)));
+        assert!(g.charge_spin(ip(1), s(59), t1 + s(240)));
     }
 
     #[test]

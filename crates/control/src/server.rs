@@ -1360,34 +1360,57 @@ fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), Prot
     let _ = engine::sys::enable_rx_timestamps(&sock);
     let port = sock.local_addr().map_err(ProtoError::Io)?.port();
     let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    let (spin, max_len, idle) = (spec.spin, spec.max_len, ctx.idle_timeout);
-    let echo = std::thread::Builder::new()
-        .name("wb-echo".into())
-        .spawn(move || udp::run_echo(&sock, peer_ip, max_len, spin, idle, &s2))
-        .map_err(ProtoError::Io)?;
-    write_msg(&mut ctrl, &ServerMsg::EchoReady { port })?;
-    let limit = spec.duration + FINISH_SLACK;
-    let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
-    let until = Instant::now() + limit;
-    // The client's finish, its going away, or the echo falling idle (no message for the
-    // idle timeout), whichever comes first.
-    let res = loop {
-        if echo.is_finished() {
-            break Err(ProtoError::Timeout);
-        }
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(m) => break m,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break Err(ProtoError::Closed),
-            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= until => {
-                break Err(ProtoError::Timeout)
+    let (max_len, idle) = (spec.max_len, ctx.idle_timeout);
+    // Spinning is charged to the client's address (`--max-spin-per-source`).
+    let mut charge = |spent: Duration| ctx.gate().charge_spin(peer_ip, spent, Instant::now());
+    let (res, end) = std::thread::scope(|scope| {
+        // However this ends, the echo thread is told to stop before the scope waits for it.
+        let _stop = SetOnDrop(Some(stop.clone()));
+        let echo = std::thread::Builder::new()
+            .name("wb-echo".into())
+            .spawn_scoped(scope, || {
+                let spin = spec
+                    .spin
+                    .then_some(&mut charge as &mut dyn FnMut(Duration) -> bool);
+                udp::run_echo(&sock, peer_ip, max_len, spin, idle, &stop)
+            })
+            .map_err(ProtoError::Io)?;
+        write_msg(&mut ctrl, &ServerMsg::EchoReady { port })?;
+        let limit = spec.duration + FINISH_SLACK;
+        let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
+        let until = Instant::now() + limit;
+        // The client's finish, its going away, or the echo falling idle (no message for
+        // the idle timeout), whichever comes first.
+        let res = loop {
+            if echo.is_finished() {
+                break Err(ProtoError::Timeout);
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-    };
-    stop.store(true, Ordering::Relaxed);
-    let (echoed, went_idle) = echo.join().unwrap_or((0, false));
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(m) => break m,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Err(ProtoError::Closed),
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= until => {
+                    break Err(ProtoError::Timeout)
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        };
+        stop.store(true, Ordering::Relaxed);
+        let end = echo.join().unwrap_or(udp::EchoEnd {
+            echoed: 0,
+            went_idle: false,
+            spin_refused: false,
+        });
+        Ok::<_, ProtoError>((res, end))
+    })?;
+    let (echoed, went_idle) = (end.echoed, end.went_idle);
     tracing::info!("echo test done: {echoed} messages echoed");
+    if end.spin_refused {
+        tracing::warn!(
+            "{peer_ip} used up its busy-polling time (--max-spin-per-source {} s, given \
+             back at a quarter of a core): its echo answered from recv instead",
+            ctx.gate().spin_burst().as_secs_f64()
+        );
+    }
     if went_idle {
         return Err(refuse(
             &mut ctrl,

@@ -23,7 +23,8 @@ pub struct LiveCounters {
     reordered: AtomicU64,
     late: AtomicU64,
     bytes: AtomicU64,
-    /// Every payload byte received, a TCP warm-up's too (what a server meters).
+    /// Every payload byte received (or, by a TCP sender, sent), a TCP warm-up's too (what
+    /// a server meters).
     raw_bytes: AtomicU64,
     jitter_ns: AtomicU64,
     retransmits: AtomicU64,
@@ -159,12 +160,13 @@ impl From<LiveWire> for LiveSnapshot {
 }
 
 impl LiveCounters {
-    /// Publishes every payload byte a receiver has read, a warm-up's too.
+    /// Publishes every payload byte a receiver has read (a TCP sender: sent), a warm-up's
+    /// too.
     pub fn publish_raw_bytes(&self, total: u64) {
         self.raw_bytes.store(total, Ordering::Relaxed);
     }
 
-    /// Payload bytes received so far, a TCP warm-up (`-O`) included: the larger of what
+    /// Payload bytes moved so far, a TCP warm-up (`-O`) included: the larger of what
     /// was published with [`LiveCounters::publish_raw_bytes`] and the counted bytes.
     pub fn raw_bytes(&self) -> u64 {
         self.raw_bytes

@@ -271,6 +271,7 @@ pub fn run_sender(
                 };
             }
         }
+        live.publish_raw_bytes(bytes);
         live.publish(&LiveSnapshot {
             bytes: omitted.map_or(0, |w| bytes - w),
             retransmits: retransmits.unwrap_or(0),

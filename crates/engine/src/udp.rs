@@ -756,29 +756,61 @@ pub fn run_receiver(
     }
 }
 
+/// How an echo session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EchoEnd {
+    /// Messages echoed.
+    pub echoed: u64,
+    /// Nothing came for the idle time (the client fell silent).
+    pub went_idle: bool,
+    /// Busy-polling was stopped because the spin budget was used up.
+    pub spin_refused: bool,
+}
+
 /// Echoes test messages from `peer_ip` back to their sender (flagged as replies) until
-/// `stop` is set, or until nothing came for `idle` (the client fell silent): the number
-/// echoed and whether it ended idle. Datagrams that are already answers, or come from
-/// anyone else, are dropped, so two echo sockets cannot be made to bounce a datagram
-/// between them. `spin` busy-polls for the lowest latency, but only
-/// while messages come: after [`SPIN_IDLE`] without one it sleeps in `recv` again, so a
-/// session that sends nothing does not hold a core.
+/// `stop` is set, or until nothing came for `idle` (the client fell silent). Datagrams
+/// that are already answers, or come from anyone else, are dropped, so two echo sockets
+/// cannot be made to bounce a datagram between them.
+///
+/// With `spin` it busy-polls for the lowest latency, but only while messages come: after
+/// [`SPIN_IDLE`] without one it sleeps in `recv` again, so a session that sends nothing
+/// does not hold a core. Spin time is reported to `spin` every [`SPIN_CHARGE`]; when it
+/// answers `false` the session sleeps in `recv` from then on.
 pub fn run_echo(
     sock: &UdpSocket,
     peer_ip: std::net::IpAddr,
     max_len: usize,
-    spin: bool,
+    mut spin: Option<&mut dyn FnMut(Duration) -> bool>,
     idle: Duration,
     stop: &AtomicBool,
-) -> (u64, bool) {
+) -> EchoEnd {
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
-    let mut spinning = spin;
+    let mut spinning = spin.is_some();
     let _ = sock.set_nonblocking(spinning);
     let mut buf = vec![0u8; max_len.clamp(testhdr::HEADER_LEN, 65_536)];
-    let mut echoed = 0u64;
+    let mut end = EchoEnd {
+        echoed: 0,
+        went_idle: false,
+        spin_refused: false,
+    };
     let clock = RealClock::new();
     let mut last = clock.mono();
+    let mut charged = last;
     while !stop.load(Ordering::Relaxed) {
+        if spinning {
+            let now = clock.mono();
+            let spent = now.saturating_sub(charged);
+            if spent >= SPIN_CHARGE {
+                charged = now;
+                if let Some(charge) = spin.as_mut() {
+                    if !charge(spent) {
+                        spin = None;
+                        end.spin_refused = true;
+                        spinning = sock.set_nonblocking(false).is_err();
+                    }
+                }
+            }
+        }
         match sock.recv_from(&mut buf) {
             Ok((n, peer)) => {
                 let ok = peer.ip() == peer_ip
@@ -788,20 +820,30 @@ pub fn run_echo(
                     continue;
                 }
                 last = clock.mono();
-                if spin && !spinning {
+                if spin.is_some() && !spinning {
                     spinning = sock.set_nonblocking(true).is_ok();
+                    charged = last;
                 }
                 testhdr::write_flags(&mut buf[..n], TestFlags::ECHO_REPLY);
                 if sock.send_to(&buf[..n], peer).is_ok() {
-                    echoed += 1;
+                    end.echoed += 1;
                 }
             }
             Err(e) if is_timeout(&e) => {
-                let quiet = clock.mono().saturating_sub(last);
+                let now = clock.mono();
+                let quiet = now.saturating_sub(last);
                 if quiet >= idle {
-                    return (echoed, true);
+                    end.went_idle = true;
+                    return end;
                 }
                 if spinning && quiet >= SPIN_IDLE {
+                    // The spin since the last charge is paid before sleeping.
+                    if let Some(charge) = spin.as_mut() {
+                        if !charge(now.saturating_sub(charged)) {
+                            spin = None;
+                            end.spin_refused = true;
+                        }
+                    }
                     spinning = sock.set_nonblocking(false).is_err();
                 } else if spinning {
                     std::hint::spin_loop();
@@ -810,11 +852,19 @@ pub fn run_echo(
             Err(_) => {}
         }
     }
-    (echoed, false)
+    if spinning {
+        if let Some(charge) = spin.as_mut() {
+            charge(clock.mono().saturating_sub(charged));
+        }
+    }
+    end
 }
 
 /// A spinning echo goes back to sleeping in `recv` after this long without a message.
 pub const SPIN_IDLE: Duration = Duration::from_millis(200);
+
+/// A spinning echo reports its spin time this often.
+pub const SPIN_CHARGE: Duration = Duration::from_millis(10);
 
 /// What one ping-pong run measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -1233,7 +1283,7 @@ mod test {
         let peer = client.local_addr().unwrap().ip();
         let s2 = stop.clone();
         let echoer = std::thread::spawn(move || {
-            run_echo(&echo, peer, 64, false, Duration::from_secs(60), &s2).0
+            run_echo(&echo, peer, 64, None, Duration::from_secs(60), &s2).echoed
         });
         let never = AtomicBool::new(false);
         let out = run_paced_pings(
@@ -1255,5 +1305,56 @@ mod test {
         // Each answer carries its own ping's send time.
         assert!(out.samples.windows(2).all(|w| w[0].tx < w[1].tx), "{out:?}");
         assert!(out.samples.iter().all(|p| p.rtt_ns > 0), "{out:?}");
+    }
+
+    #[test]
+    fn a_spinning_echo_whose_budget_runs_out_sleeps_and_still_answers() {
+        let (echo, client) = pair();
+        let stop = Arc::new(AtomicBool::new(false));
+        let peer = client.local_addr().unwrap().ip();
+        let s2 = stop.clone();
+        let charged = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let c2 = charged.clone();
+        let echoer = std::thread::spawn(move || {
+            // 50 ms of spinning allowed.
+            let mut total = Duration::ZERO;
+            let mut charge = |d: Duration| {
+                c2.lock().unwrap().push(d);
+                total += d;
+                total < Duration::from_millis(50)
+            };
+            run_echo(
+                &echo,
+                peer,
+                64,
+                Some(&mut charge),
+                Duration::from_secs(60),
+                &s2,
+            )
+        });
+        let never = AtomicBool::new(false);
+        let out = run_paced_pings(
+            &client,
+            64,
+            Duration::from_millis(5),
+            Duration::from_millis(300),
+            Duration::from_millis(500),
+            &never,
+            &never,
+        )
+        .unwrap();
+        stop.store(true, Ordering::Relaxed);
+        let end = echoer.join().unwrap();
+        assert!(end.spin_refused, "{end:?}");
+        assert!(!end.went_idle);
+        assert_eq!(end.echoed, out.sent, "every ping answered, spinning or not");
+        // Charged as it went, and never again once refused.
+        let charged = charged.lock().unwrap();
+        let mut total = Duration::ZERO;
+        let refused_at = charged.iter().position(|d| {
+            total += *d;
+            total >= Duration::from_millis(50)
+        });
+        assert_eq!(refused_at, Some(charged.len() - 1), "{charged:?}");
     }
 }

@@ -9,12 +9,13 @@
 //! state unless it was told to serve them openly.
 
 use std::collections::HashMap;
+use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use engine::iperf3_udp::{self, Iperf3SendConfig};
 use engine::live::LiveCounters;
@@ -44,6 +45,23 @@ pub struct Iperf3ServerConfig {
     pub deny: bool,
     /// Set when a test the server accepted has ended (`--one-off` stops on it).
     pub finished: Option<Arc<AtomicBool>>,
+    /// End a running test whose data streams move nothing for this long (stretched for
+    /// slow paced streams, see [`silent_after`]): an iperf3 client says nothing while a
+    /// test runs, so a stopped one shows only in its streams.
+    pub idle_timeout: Duration,
+}
+
+/// How long a test's streams may move nothing before the test is ended: `idle`, or four
+/// packet gaps of a paced stream if that is longer (`-u -b 1k` sends a datagram every
+/// 11.7 s).
+pub fn silent_after(spec: &TestSpec, idle: Duration) -> Duration {
+    let gap = spec
+        .rate
+        .packets_per_sec(spec.len)
+        .filter(|pps| *pps > 0.0)
+        .and_then(|pps| Duration::try_from_secs_f64(4.0 / pps).ok())
+        .unwrap_or_default();
+    idle.max(gap)
 }
 
 /// A data stream and its place in the accept order.
@@ -300,20 +318,21 @@ fn test(
         Direction::Bidir => i < p.parallel,
     };
     let stop = Arc::new(AtomicBool::new(false));
+    let lives: Vec<Arc<LiveCounters>> = (0..streams.len()).map(|_| Arc::default()).collect();
     let threads: Vec<_> = streams
         .into_iter()
+        .zip(&lives)
         .enumerate()
-        .map(|(i, s)| {
-            let stop = Arc::clone(&stop);
+        .map(|(i, (s, live))| {
+            let (stop, live) = (Arc::clone(&stop), Arc::clone(live));
             let (spec, p) = (spec.clone(), p.clone());
             let rx = receives(i);
-            thread::spawn(move || run(s, rx, &spec, &p, &stop))
+            thread::spawn(move || run(s, rx, &spec, &p, &live, &stop))
         })
         .collect();
-    // The client ends the test (TEST_END); a client that vanishes ends it too.
-    ctrl.set_read_timeout(Some(spec.total_duration() + Duration::from_secs(30)))
-        .map_err(ProtoError::Io)?;
-    let end = read_state(&mut ctrl);
+    // The client ends the test (TEST_END); a client that vanishes, or whose streams stop
+    // moving (a stopped process), ends it too.
+    let end = wait_for_end(&mut ctrl, &spec, &lives, sh.cfg.idle_timeout, peer);
     // The client stopped sending before it said so; what it sent is still in the socket
     // buffers: read it before counting (iperf3's own server stops at once and leaves it).
     thread::sleep(DRAIN);
@@ -422,15 +441,72 @@ fn server_text(streams: &[StreamResult], receives: &dyn Fn(usize) -> bool) -> St
 }
 
 /// One stream's data; what iperf3 reads of it.
-fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool) -> StreamResult {
-    let live = LiveCounters::default();
+/// Reads the client's next state while the test runs; ends the test with
+/// [`ProtoError::Timeout`] when the streams move nothing for [`silent_after`], or after the
+/// test's time and 30 s more.
+fn wait_for_end(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    lives: &[Arc<LiveCounters>],
+    idle: Duration,
+    peer: SocketAddr,
+) -> Result<i8, ProtoError> {
+    let moved = || -> u64 {
+        lives
+            .iter()
+            .map(|l| {
+                let s = l.snapshot();
+                l.raw_bytes() + s.counters.sent + s.counters.received
+            })
+            .sum()
+    };
+    let silent = silent_after(spec, idle);
+    let until = Instant::now() + spec.total_duration() + Duration::from_secs(30);
+    ctrl.set_read_timeout(Some(Duration::from_millis(250)))
+        .map_err(ProtoError::Io)?;
+    let (mut last, mut since) = (moved(), Instant::now());
+    loop {
+        let mut b = [0u8; 1];
+        match ctrl.read(&mut b) {
+            Ok(1) => return Ok(i8::from_be_bytes(b)),
+            Ok(_) => return Err(ProtoError::Closed),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(ProtoError::from_io(e)),
+        }
+        let now = Instant::now();
+        let m = moved();
+        if m != last {
+            (last, since) = (m, now);
+        } else if now.duration_since(since) >= silent {
+            tracing::warn!(
+                "iperf3 client {peer}: its streams moved nothing for {:.1} s \
+                 (--idle-timeout): test ended",
+                silent.as_secs_f64()
+            );
+            return Err(ProtoError::Timeout);
+        }
+        if now >= until {
+            return Err(ProtoError::Timeout);
+        }
+    }
+}
+
+fn run(
+    s: Stream,
+    receives: bool,
+    spec: &TestSpec,
+    p: &Params,
+    live: &LiveCounters,
+    stop: &AtomicBool,
+) -> StreamResult {
     // A sender sends for the test's duration, from TEST_RUNNING: it ends just before the
     // client's own timer, so every byte it sent arrives while the client still counts (as
     // iperf3's own server does). A receiver listens until the client ends the test.
     let cap = spec.total_duration() + Duration::from_secs(5);
     match (s, receives) {
         (Stream::Tcp(s), true) => {
-            let r = tcp::run_receiver(&s, 0, spec.omit.unwrap_or_default(), &live, stop);
+            let r = tcp::run_receiver(&s, 0, spec.omit.unwrap_or_default(), live, stop);
             StreamResult {
                 // iperf3 counts from the end of the warm-up (-O), on this side's clock.
                 bytes: r.bytes - r.omitted_bytes,
@@ -449,7 +525,7 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
                 zerocopy: false,
                 omit: spec.omit.unwrap_or_default(),
             };
-            let r = tcp::run_sender(&s, &cfg, &live, stop);
+            let r = tcp::run_sender(&s, &cfg, live, stop);
             let _ = s.shutdown(std::net::Shutdown::Both);
             StreamResult {
                 bytes: r.bytes,
@@ -460,7 +536,7 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
         }
         (Stream::Udp(s), true) => {
             let r =
-                iperf3_udp::run_receiver(&s, p.len + 64, p.counters_64bit, cap, false, &live, stop);
+                iperf3_udp::run_receiver(&s, p.len + 64, p.counters_64bit, cap, false, live, stop);
             StreamResult::received(&r)
         }
         (Stream::Udp(s), false) => {
@@ -472,7 +548,7 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
                 packets: (p.num > 0)
                     .then(|| p.num.div_ceil((p.parallel.max(1) * p.len.max(1)) as u64)),
             };
-            let r = iperf3_udp::run_sender(&s, &cfg, &live, stop);
+            let r = iperf3_udp::run_sender(&s, &cfg, live, stop);
             StreamResult {
                 bytes: r.bytes,
                 packets: r.packets,
@@ -487,6 +563,24 @@ fn run(s: Stream, receives: bool, spec: &TestSpec, p: &Params, stop: &AtomicBool
 mod test {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_slow_paced_stream_may_be_silent_longer_than_the_idle_timeout() {
+        let idle = Duration::from_secs(5);
+        let mut spec = spec_of(
+            &params(&json!({"udp": true, "len": 1460})),
+            &Limits::default(),
+        );
+        // iperf3's UDP default, 1 Mbit/s: a datagram every 11.7 ms.
+        spec.rate = Rate::BitsPerSec(1e6);
+        assert_eq!(silent_after(&spec, idle), idle);
+        // -b 1k: a datagram every 11.68 s, four of them 46.7 s.
+        spec.rate = Rate::BitsPerSec(1e3);
+        let s = silent_after(&spec, idle).as_secs_f64();
+        assert!((46.7..46.8).contains(&s), "{s}");
+        spec.rate = Rate::Unlimited;
+        assert_eq!(silent_after(&spec, idle), idle);
+    }
 
     #[test]
     fn parameters_are_read_as_iperf3_reads_them() {
