@@ -2,8 +2,11 @@
 """Soak: one server, an hour of mixed clients and hostile connections, its resources logged.
 
 Starts `wirebench server` on 127.0.0.1 and runs CLIENTS client loops against it for
---secs seconds (default 3600): TCP and UDP throughput tests, ping-pong latency, tests
-stopped half-way with Ctrl-C (SIGINT) or killed (SIGKILL), and reconnects. Beside them a
+--secs seconds (default 3600): TCP and UDP throughput tests, ping-pong latency (some
+busy-polling, charged to the address's spin budget), stock iperf3 clients (when iperf3 is
+installed), tests stopped half-way with Ctrl-C (SIGINT), killed (SIGKILL) or frozen
+(SIGSTOP for 8 s, then killed: the server's idle timeout ends their tests), and
+reconnects. Beside them a
 hostile loop opens connections from 127.0.0.2 that send garbage, an oversized length, a
 hello and then nothing, or nothing at all. Every --every seconds (default 60) it logs the
 server's resident memory, open file descriptors and threads; at the end it prints the
@@ -20,6 +23,7 @@ import argparse
 import collections
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,12 +45,21 @@ def status(pid):
     return rss, fds, threads
 
 
-def client_loop(wb, port, until, seed, outcomes, lock):
+def client_loop(wb, port, iperf3_port, until, seed, outcomes, lock):
     rng = random.Random(seed)
+    kinds = ["tcp", "udp", "latency", "latency-spin", "tcp-R", "udp-bidir", "sigint", "sigkill", "sigstop"]
+    if iperf3_port:
+        kinds += ["iperf3", "iperf3-R"]
     while time.time() < until:
-        kind = rng.choice(["tcp", "udp", "latency", "tcp-R", "udp-bidir", "sigint", "sigkill"])
+        kind = rng.choice(kinds)
         if kind == "latency":
             argv = [wb, "latency", "127.0.0.1", "-p", str(port), "-t", "2", "-l", "64,1472"]
+        elif kind == "latency-spin":
+            argv = [wb, "latency", "127.0.0.1", "-p", str(port), "-t", "2", "--spin"]
+        elif kind.startswith("iperf3"):
+            argv = ["iperf3", "-c", "127.0.0.1", "-p", str(iperf3_port), "-t", "3", "-b", "50M"]
+            if kind == "iperf3-R":
+                argv.append("-R")
         elif kind == "udp":
             argv = [wb, "client", "127.0.0.1", "-p", str(port), "-u", "-b", "20M", "-t", "3"]
         elif kind == "udp-bidir":
@@ -56,8 +69,11 @@ def client_loop(wb, port, until, seed, outcomes, lock):
         else:
             argv = [wb, "client", "127.0.0.1", "-p", str(port), "-b", "50M", "-t", "3", "-P", "2"]
         p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if kind in ("sigint", "sigkill"):
+        if kind in ("sigint", "sigkill", "sigstop"):
             time.sleep(rng.uniform(0.2, 2.0))
+            if kind == "sigstop":
+                p.send_signal(signal.SIGSTOP)
+                time.sleep(8)
             p.send_signal(signal.SIGINT if kind == "sigint" else signal.SIGKILL)
         try:
             _, err = p.communicate(timeout=60)
@@ -67,9 +83,9 @@ def client_loop(wb, port, until, seed, outcomes, lock):
             kind += " (hung)"
         if p.returncode == 0:
             outcome = "ok"
-        elif kind in ("sigint", "sigkill"):
+        elif kind in ("sigint", "sigkill", "sigstop"):
             outcome = "stopped as meant"
-        elif b"--max-tests" in err or b"share of tests" in err:
+        elif b"--max-tests" in err or b"share of tests" in err or b"server is busy" in err:
             outcome = "busy"
         else:
             outcome = "failed: " + err.decode(errors="replace").strip().splitlines()[-1][:100] if err else "failed"
@@ -115,19 +131,41 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--every", type=float, default=60)
     a = ap.parse_args()
+    iperf3_port = 0
+    if shutil.which("iperf3"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            iperf3_port = s.getsockname()[1]
     srv = subprocess.Popen(
         # Every client here comes from 127.0.0.1: the per-address shares are the fleet's.
-        [a.wirebench, "server", "--bind", "127.0.0.1", "-p", "0", "--no-iperf3", "--max-tests", "16",
-         "--max-tests-per-source", "16", "--max-handshakes-per-source", "16"],
+        [a.wirebench, "server", "--bind", "127.0.0.1", "-p", "0", "--max-tests", "16",
+         "--max-tests-per-source", "16", "--max-handshakes-per-source", "16"]
+        + (["--iperf3-port", str(iperf3_port)] if iperf3_port else ["--no-iperf3"]),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     first = srv.stderr.readline()
     port = int(first.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
-    threading.Thread(target=lambda: [None for _ in srv.stderr], daemon=True).start()
+    # What the server said while it served, by kind of message.
+    said = collections.Counter()
+    needles = {
+        "moved nothing for": "iperf3 test ended, client silent",
+        "busy-polling time": "spin budget used up",
+        "--idle-timeout": "test ended, client silent",
+        "panicked": "PANIC",
+    }
+
+    def read_log():
+        for line in srv.stderr:
+            for needle, what in needles.items():
+                if needle in line:
+                    said[what] += 1
+                    break
+
+    threading.Thread(target=read_log, daemon=True).start()
     until = time.time() + a.secs
     lock = threading.Lock()
     outcomes = collections.Counter()
     hostile = collections.Counter()
-    workers = [threading.Thread(target=client_loop, args=(a.wirebench, port, until, k, outcomes, lock))
+    workers = [threading.Thread(target=client_loop, args=(a.wirebench, port, iperf3_port, until, k, outcomes, lock))
                for k in range(a.clients)]
     workers.append(threading.Thread(target=hostile_loop, args=(port, until, hostile, lock)))
     samples = []
@@ -158,9 +196,12 @@ def main():
     print("idle after (12 s after the last client): RSS %d KiB, %d fds, %d threads" % rest[1:])
     print("\nclient tests:")
     for (kind, outcome), n in sorted(outcomes.items()):
-        print("  %-10s %-40s %d" % (kind, outcome, n))
+        print("  %-12s %-40s %d" % (kind, outcome, n))
     print("hostile connections:")
     for what, n in sorted(hostile.items()):
+        print("  %-40s %d" % (what, n))
+    print("server log:")
+    for what, n in sorted(said.items()):
         print("  %-40s %d" % (what, n))
     return 0 if alive else 1
 
