@@ -3,12 +3,14 @@
 //! (`SO_TIMESTAMPING`, `UDP_SEGMENT`, `TCP_INFO`), per-thread and process CPU time, timer
 //! slack, zero-copy sends (`memfd_create`, `sendfile`),
 //! `AF_PACKET` sockets and their statistics, `setns`, `ppoll`, the `PACKET_MMAP` rings
-//! ([`ring`]), AF_XDP ([`xdp`]) and the ethtool ioctl ([`ethtool`]).
+//! ([`ring`]), AF_XDP ([`xdp`]), the ethtool ioctl ([`ethtool`]) and the BPF maps' plain
+//! data ([`bpf`]).
 //!
 //! Each function wraps exactly one kernel interface, checks its return value and turns it
 //! into `io::Result`. Nothing here keeps state beyond the buffers it owns.
 #![allow(unsafe_code)]
 
+pub mod bpf;
 pub mod ethtool;
 pub mod ring;
 pub mod xdp;

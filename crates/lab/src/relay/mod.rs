@@ -6,6 +6,8 @@
 //!   their identification and the ports that replicate or eliminate them.
 //! - [`flags`]: the same for one stream from command-line flags.
 //! - [`core`]: the per-frame decisions, pure (the `frer` crate does the 802.1CB parts).
+//! - [`fast`]: the kernel fast path (`bpf/frer.c` on every port), filled from the same
+//!   configuration and read back into the same counters.
 //! - [`process`]: the AF_PACKET loop and the state file `wirebench frer stats` reads.
 //! - [`state`]: finding running relays by their state files, and what their counters
 //!   say about a test: one delta between two snapshots, the per-path figures and the merge
@@ -16,6 +18,7 @@
 
 pub mod config;
 pub mod core;
+pub mod fast;
 pub mod flags;
 pub mod process;
 pub mod state;
