@@ -8,15 +8,17 @@ between, and measures two ways of getting frames from src to dst:
 - kernel: split and merge each bridge their outer port and path A's port (Linux bridge,
   forwarding in the kernel; path B idle, so no loop);
 - relay: `wirebench frer relay` on split replicates every frame onto both links with an
-  R-TAG, `wirebench frer relay` on merge eliminates the duplicates and strips the tag.
+  R-TAG, `wirebench frer relay` on merge eliminates the duplicates and strips the tag;
+- fast: the same relays with `--fast`: BPF programs on their ports do it in the kernel
+  (the relay processes only run the reset timers and publish the counters).
 
 `wirebench gen` (pinned to CPU 0) offers --pps frames/s (default: as fast as it goes) of 64- and 1518-byte frames for
 --secs; the frames delivered per second are read from dst's interface counters, the same
-meter for both. Prints frames/s per size and the ratio relay / kernel; on this 2-core
-machine the relays (one thread each) and the generator share the cores, so compare the
-ratio, not the absolute rates.
+meter for all. Each figure is the median of --repeat runs (default 3). Prints frames/s per
+size and the ratios to the kernel bridge; on this 2-core machine the relays and the
+generator share the cores, so compare the ratios, not the absolute rates.
 
-    sudo python3 bench/frer_relay.py [--wirebench target/release/wirebench] [--secs 3] [--pps 0]
+    sudo python3 bench/frer_relay.py [--wirebench target/release/wirebench] [--secs 3] [--pps 0] [--repeat 3]
 """
 
 import argparse
@@ -85,7 +87,7 @@ def no_bridges():
         sh(["ip", "-n", NS[node], "link", "del", "br0"], check=False)
 
 
-def relays(wb):
+def relays(wb, fast=False):
     split = {"stream": [{"name": "all", "replicate": {"from": "eth0", "to": ["eth1", "eth2"]}}]}
     merge = {"stream": [{"name": "all", "eliminate": {"from": ["eth1", "eth2"], "to": "eth0", "history": 1024}}]}
     procs = []
@@ -93,7 +95,7 @@ def relays(wb):
         state = f"/run/wirebench/frer/bench-{node}.json"
         procs.append(subprocess.Popen(
             ["ip", "netns", "exec", NS[node], wb, "frer", "relay", "--config-json", json.dumps(cfg),
-             "--state", state, "-J"],
+             "--state", state, "-J"] + (["--fast"] if fast else []),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
     time.sleep(1.0)
     return procs
@@ -121,34 +123,44 @@ def main():
     ap.add_argument("--wirebench", default="target/release/wirebench")
     ap.add_argument("--secs", type=float, default=3.0)
     ap.add_argument("--pps", type=int, default=0, help="offered frames/s (default 0: as fast as the generator goes)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is printed")
     a = ap.parse_args()
     teardown()
     build()
     results = {}
+    paths = {}
+
+    def measure(mode):
+        for size in (64, 1518):
+            runs = sorted(offer(a.wirebench, size, a.pps, a.secs) for _ in range(a.repeat))
+            results[(mode, size)] = runs[len(runs) // 2]
+
     try:
         kernel_bridges()
-        for size in (64, 1518):
-            results[("kernel", size)] = offer(a.wirebench, size, a.pps, a.secs)
+        measure("kernel")
         no_bridges()
-        procs = relays(a.wirebench)
-        try:
-            for size in (64, 1518):
-                results[("relay", size)] = offer(a.wirebench, size, a.pps, a.secs)
-        finally:
-            for p in procs:
-                p.terminate()
-            finals = [p.communicate(timeout=10)[0] for p in procs]
-        merge = json.loads(finals[1])["relays"][0]["counters"]
-        drops = sum(p["kernel_drops"] for p in merge["ports"])
+        for mode in ("relay", "fast"):
+            procs = relays(a.wirebench, fast=mode == "fast")
+            try:
+                measure(mode)
+            finally:
+                for p in procs:
+                    p.terminate()
+                finals = [p.communicate(timeout=10)[0] for p in procs]
+            docs = [json.loads(f)["relays"][0] for f in finals]
+            paths[mode] = [d.get("data_path", "") for d in docs]
+            if mode == "relay":
+                drops = sum(p["kernel_drops"] for p in docs[1]["counters"]["ports"])
     finally:
         teardown()
     offered = f"{a.pps} frames/s" if a.pps else "as fast as the generator goes"
-    print(f"offered {offered} for {a.secs} s; frames/s delivered at dst")
-    print(f"{'frame':>6}  {'kernel bridge':>14}  {'FRER relays':>12}  {'relay/kernel':>12}")
+    print(f"offered {offered} for {a.secs} s, median of {a.repeat}; frames/s delivered at dst")
+    print(f"{'frame':>6}  {'kernel bridge':>14}  {'userspace relays':>17}  {'ratio':>6}  {'fast path':>12}  {'ratio':>6}")
     for size in (64, 1518):
-        k, r = results[("kernel", size)], results[("relay", size)]
-        print(f"{size:>6}  {k:>14,.0f}  {r:>12,.0f}  {r / k if k else 0:>12.2f}")
-    print(f"merge relay: frames dropped by the kernel before it read them: {drops}")
+        k, r, f = results[("kernel", size)], results[("relay", size)], results[("fast", size)]
+        print(f"{size:>6}  {k:>14,.0f}  {r:>17,.0f}  {r / k if k else 0:>6.2f}  {f:>12,.0f}  {f / k if k else 0:>6.2f}")
+    print(f"data paths the relays reported: userspace run {paths['relay']}, fast run {paths['fast']}")
+    print(f"merge relay (userspace): frames dropped by the kernel before it read them: {drops}")
     return 0
 
 

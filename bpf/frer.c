@@ -12,8 +12,12 @@
 //   history up to 2048) or Match (7.4.3.5), with the reset timer (7.4.3.3) and the
 //   counters of 10.8, decides; a passed frame leaves on the stream's out-port, its R-TAG
 //   popped unless kept.
-// - Frames of no stream follow the port's pass entry or are dropped; runts and frames
-//   over MAX_FRAME are counted and dropped.
+// - Frames of no stream follow the port's pass entry; without one they are counted as
+//   dropped and left to this host's stack (TC_ACT_OK), as are runts and frames over
+//   MAX_FRAME: the userspace relay reads copies and never takes a frame from the host.
+//   Frames of a stream are taken (redirected or dropped).
+// - `sent` counts a copy when it is handed on: a clone the kernel refuses counts in
+//   send_errors, but the last copy's fate (bpf_redirect) is known only after the program.
 //
 // What it does not do (the userspace relay does; the loader refuses such configurations
 // with the reason): identification by anything but the destination MAC, individual
@@ -124,6 +128,18 @@ struct relay_counters {
 	__u64 malformed;
 	__u64 too_long;
 };
+
+// The sizes engine::sys::bpf mirrors (its layout test pins the same numbers).
+_Static_assert(sizeof(struct port_cfg) == 16, "port_cfg");
+_Static_assert(sizeof(struct rule_key) == 12, "rule_key");
+_Static_assert(sizeof(struct rule) == 16 + 8 * MAX_OUT, "rule");
+_Static_assert(sizeof(struct generator) == 16, "generator");
+_Static_assert(sizeof(struct recovery) == 32 + 80 + 8 * HIST_WORDS, "recovery");
+_Static_assert(__builtin_offsetof(struct recovery, reset_ns) == 32, "recovery.reset_ns");
+_Static_assert(__builtin_offsetof(struct recovery, hist) == 112, "recovery.hist");
+_Static_assert(sizeof(struct port_counters) == 24, "port_counters");
+_Static_assert(sizeof(struct path_counters) == 16, "path_counters");
+_Static_assert(sizeof(struct relay_counters) == 32, "relay_counters");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -383,29 +399,32 @@ static __always_inline int push_rtag(struct __sk_buff *skb, __u16 seq)
 
 // Removes the R-TAG after the MACs (rtag::strip). The frame's protocol is the R-TAG's,
 // and bpf_skb_adjust_room takes IP frames only, so the tag is first dressed as an 802.1Q
-// tag whose EtherType is IPv4 (8100 0000 0800) and taken off with the VLAN helpers (a
-// second accelerated push moves the first in-band and makes the frame's protocol 802.1Q;
-// three pops take off both and leave protocol IPv4); the two bytes left are then closed
-// with bpf_skb_adjust_room. An accelerated VLAN tag is kept. BPF_PROG_TEST_RUN checks
-// the result against rtag::strip (the differential test, and at start-up).
+// tag whose EtherType is IPv4 or IPv6 (8100 0000 0800) and taken off with the VLAN
+// helpers (a second accelerated push moves the first in-band and makes the frame's
+// protocol 802.1Q; three pops take off both and leave protocol IP); the two bytes left
+// are then closed with bpf_skb_adjust_room. An accelerated VLAN tag is kept. The
+// differential test (lab::relay::fast) checks the result against rtag::strip through
+// BPF_PROG_TEST_RUN.
 static __always_inline int pop_rtag(struct __sk_buff *skb)
 {
-	__u16 et, vlan = bpf_htons(0x8100), ipv4 = bpf_htons(0x0800);
+	__u16 et, l3, vlan = bpf_htons(0x8100);
 	__u32 had_tag = skb->vlan_present;
 	__u16 tci = skb->vlan_tci;
 	__u16 tpid = skb->vlan_proto;
 	if (bpf_skb_load_bytes(skb, 12 + RTAG_LEN, &et, 2))
 		return -1;
+	// The frame leaves with the protocol its EtherType says for IPv6, IPv4 otherwise.
+	l3 = et == bpf_htons(0x86DD) ? et : bpf_htons(0x0800);
 	if (had_tag && bpf_skb_vlan_pop(skb))
 		return -1;
 	if (bpf_skb_store_bytes(skb, 12, &vlan, 2, 0) ||
-	    bpf_skb_store_bytes(skb, 16, &ipv4, 2, 0))
+	    bpf_skb_store_bytes(skb, 16, &l3, 2, 0))
 		return -1;
 	if (bpf_skb_vlan_push(skb, vlan, 0) || bpf_skb_vlan_push(skb, vlan, 0))
 		return -1;
 	if (bpf_skb_vlan_pop(skb) || bpf_skb_vlan_pop(skb) || bpf_skb_vlan_pop(skb))
 		return -1;
-	if (skb->protocol != ipv4 || skb->vlan_present)
+	if (skb->protocol != l3 || skb->vlan_present)
 		return -1;
 	if (bpf_skb_store_bytes(skb, 12, &et, 2, 0))
 		return -1;
@@ -498,20 +517,20 @@ int frer_port(struct __sk_buff *skb)
 		pc->received++;
 	struct relay_counters *rc = relay_counters();
 	if (!rc)
-		return TC_ACT_SHOT;
+		return TC_ACT_OK;
 	if (skb->len > MAX_FRAME) {
 		rc->too_long++;
-		return TC_ACT_SHOT;
+		return TC_ACT_OK;
 	}
 	struct rule_key k = { .ifindex = ifindex };
 	if (skb->len < 14 || bpf_skb_load_bytes(skb, 0, k.mac, 6)) {
 		rc->malformed++;
-		return TC_ACT_SHOT;
+		return TC_ACT_OK;
 	}
 	int tags = inband_tags(skb);
 	if (tags < 0) {
 		rc->malformed++;
-		return TC_ACT_SHOT;
+		return TC_ACT_OK;
 	}
 	struct rule *ru = bpf_map_lookup_elem(&rules, &k);
 	if (!ru) {
@@ -519,9 +538,11 @@ int frer_port(struct __sk_buff *skb)
 		ru = bpf_map_lookup_elem(&rules, &k);
 	}
 	if (!ru) {
+		// Not forwarded: left to this host's stack, as the userspace relay (which reads
+		// copies) leaves it.
 		if (!p->pass_ifindex) {
 			rc->unmatched_dropped++;
-			return TC_ACT_SHOT;
+			return TC_ACT_OK;
 		}
 		rc->unmatched_passed++;
 		count_sent(p->pass_port, 0);
@@ -530,7 +551,7 @@ int frer_port(struct __sk_buff *skb)
 	// In-band VLAN tags (802.1ad inner tags): the userspace relay handles them.
 	if (tags) {
 		rc->malformed++;
-		return TC_ACT_SHOT;
+		return TC_ACT_OK;
 	}
 	if (ru->kind == RULE_REPLICATE)
 		return replicate(skb, ru);

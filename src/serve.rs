@@ -283,7 +283,7 @@ pub fn relay(a: &FrerRelayArgs) -> Result<()> {
             state.display()
         );
     }
-    let end = lab::relay::process::run(&cfg, Some(&state), a.netns_file.as_deref(), &stop)
+    let end = lab::relay::process::run(&cfg, Some(&state), a.netns_file.as_deref(), &stop, a.fast)
         .with_context(|| format!("FRER relay on {ports}"))?;
     let params = serde_json::json!({ "ports": cfg.ports(), "state": state.display().to_string() });
     let mut doc = engine::env::result("frer relay", params);

@@ -70,16 +70,58 @@ fn elimination(lab: &LabGuard) -> serde_json::Value {
         .clone()
 }
 
+/// The relays' data path: `fast=on` (the lab's default) or `fast=off`.
+fn frer_opts(fast: bool) -> &'static str {
+    if fast {
+        "fast=on"
+    } else {
+        "fast=off"
+    }
+}
+
+/// Every relay of the lab forwards on the data path asked for (the kernel's where the
+/// kernel allows: this machine's does).
+fn assert_data_path(lab: &LabGuard, fast: bool) {
+    let v = run_json(&["frer", "stats", "--lab", &lab.0, "-J"]);
+    let relays = v["relays"].as_array().expect("relays");
+    assert_eq!(relays.len(), 2, "{v}");
+    for r in relays {
+        let path = r["data_path"].as_str().unwrap_or_default();
+        if fast {
+            assert_eq!(path, "kernel", "{}", r["label"]);
+        } else {
+            assert_eq!(path, "userspace", "{}", r["label"]);
+        }
+    }
+}
+
 #[test]
 fn five_percent_loss_per_path_leaves_a_quarter_percent_end_to_end() {
-    if !root_or_skip("five_percent_loss_per_path_leaves_a_quarter_percent_end_to_end") {
+    five_percent_loss(true);
+}
+
+#[test]
+fn five_percent_loss_per_path_userspace_relays() {
+    five_percent_loss(false);
+}
+
+fn five_percent_loss(fast: bool) {
+    if !root_or_skip(&format!("five_percent_loss {}", frer_opts(fast))) {
         return;
     }
     let lab = LabGuard::up_with(
         "frer",
-        "fl",
-        &["--path-a", "loss=5%,seed=11", "--path-b", "loss=5%,seed=12"],
+        if fast { "fl" } else { "fu" },
+        &[
+            "--path-a",
+            "loss=5%,seed=11",
+            "--path-b",
+            "loss=5%,seed=12",
+            "--frer",
+            frer_opts(fast),
+        ],
     );
+    assert_data_path(&lab, fast);
     let an = analyzer(&lab, "7");
     // 25,000 frames/s for 4 s: 100,000 frames.
     let v = client_across(
@@ -168,10 +210,21 @@ fn a_cut_path_costs_nothing() {
 
 #[test]
 fn without_elimination_every_frame_arrives_twice() {
-    if !root_or_skip("without_elimination_every_frame_arrives_twice") {
+    without_elimination(true);
+}
+
+#[test]
+fn without_elimination_every_frame_arrives_twice_userspace_relays() {
+    without_elimination(false);
+}
+
+fn without_elimination(fast: bool) {
+    if !root_or_skip(&format!("without_elimination {}", frer_opts(fast))) {
         return;
     }
-    let lab = LabGuard::up_with("frer", "fo", &["--frer", "elimination=off"]);
+    let opts = format!("elimination=off,{}", frer_opts(fast));
+    let lab = LabGuard::up_with("frer", if fast { "fo" } else { "fp" }, &["--frer", &opts]);
+    assert_data_path(&lab, fast);
     let v = client_across(
         &lab,
         "198.18.30.2",
@@ -189,6 +242,89 @@ fn without_elimination_every_frame_arrives_twice() {
     let e = elimination(&lab);
     assert_eq!(e["off"], true);
     assert_eq!(e["discarded"], 0);
+}
+
+/// The kernel fast path forwards a test's frames with the programs of the two relays,
+/// and once the lab is down none of those programs exists any more (nothing attached to
+/// anything: the kernel's program list).
+#[test]
+fn the_fast_path_forwards_and_nothing_stays_attached() {
+    if !root_or_skip("the_fast_path_forwards_and_nothing_stays_attached") {
+        return;
+    }
+    let lab = LabGuard::up_with("frer", "fk", &[]);
+    assert_data_path(&lab, true);
+    let v = client_across(
+        &lab,
+        "198.18.30.2",
+        &["-u", "--pps", "20000", "-l", "64", "-t", "2"],
+    );
+    let sent = u64_at(&v, "/summary/sent_packets");
+    assert!(sent >= 39_000, "sent {sent}");
+    assert_eq!(u64_at(&v, "/summary/lost_packets"), 0);
+    assert_eq!(u64_at(&v, "/summary/duplicate_packets"), 0);
+    let e = elimination(&lab);
+    assert!(e["discarded"].as_u64().unwrap() >= sent, "{e}");
+    // Each relay's programs, found through its process's descriptors.
+    let stats = run_json(&["frer", "stats", "--lab", &lab.0, "-J"]);
+    let mut relays = Vec::new();
+    for r in stats["relays"].as_array().expect("relays") {
+        let pid = r["pid"].as_u64().expect("pid");
+        let mut ids = Vec::new();
+        for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).expect("fdinfo") {
+            let text = std::fs::read_to_string(fd.expect("fd").path()).unwrap_or_default();
+            ids.extend(
+                text.lines()
+                    .filter_map(|l| l.strip_prefix("prog_id:"))
+                    .filter_map(|id| id.trim().parse::<u32>().ok()),
+            );
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert!(
+            ids.len() >= 2,
+            "a port program and a timer program: {ids:?}"
+        );
+        relays.push((pid, ids));
+    }
+    assert_eq!(relays.len(), 2);
+    let loaded = |ids: &[u32]| -> Vec<u32> {
+        aya::programs::loaded_programs()
+            .filter_map(Result::ok)
+            .map(|p| p.id())
+            .filter(|id| ids.contains(id))
+            .collect()
+    };
+    let gone_within_5s = |ids: &[u32], after: &str| {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while !loaded(ids).is_empty() {
+            assert!(
+                std::time::Instant::now() < until,
+                "still loaded 5 s after {after}: {:?}",
+                loaded(ids)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    for (_, ids) in &relays {
+        assert_eq!(loaded(ids).len(), ids.len());
+    }
+    // A relay killed outright takes its programs with it while its ports still exist.
+    let (pid, ids) = &relays[0];
+    let killed = Command::new("sh")
+        .args(["-c", &format!("kill -KILL {pid}")])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    gone_within_5s(ids, "SIGKILL");
+    assert!(
+        std::path::Path::new(&format!("/run/netns/wb-{}-split", lab.0)).exists(),
+        "the lab is still up"
+    );
+    // `lab down` takes the other's.
+    let out = run(&["lab", "down", &lab.0]);
+    assert!(out.status.success());
+    gone_within_5s(&relays[1].1, "lab down");
 }
 
 #[test]

@@ -138,7 +138,21 @@ fn rfc2544_over_udp_through_a_server() {
             (row["max_fps"].as_f64().unwrap() - max).abs() < 1e-6,
             "{row}"
         );
-        assert_eq!(row["fps"].as_f64(), Some(max), "{row}");
+        // The line rate; or, when a busy machine kept the generator a little below it,
+        // the generator's own rate, flagged as a lower bound (never a number above
+        // what was sent).
+        let fps = row["fps"].as_f64().unwrap();
+        match row["generator_cap_fps"].as_f64() {
+            Some(cap) if cap < max => {
+                assert_eq!(fps, cap, "{row}");
+                assert!(cap >= 0.9 * max, "{row}");
+                assert!(row["irregular"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("lower bound"));
+            }
+            _ => assert_eq!(fps, max, "{row}"),
+        }
     }
     let l = v
         .pointer("/rfc2544/latency/1/summary/count")

@@ -411,6 +411,12 @@ pub struct FrerRelayArgs {
     /// Frames of no stream: IN=OUT, forwarded unchanged (repeatable); others are dropped.
     #[arg(long, value_name = "IN=OUT")]
     pub pass: Vec<String>,
+    /// Forward in the kernel: BPF programs on the ports do the replication and
+    /// elimination (streams identified by destination MAC; no individual recovery or latent
+    /// error detection). When the kernel or the configuration does not allow it, the
+    /// userspace relay runs and says why.
+    #[arg(long)]
+    pub fast: bool,
     /// Name of a standalone relay; its counters go to /run/wirebench/frer/NAME.json.
     #[arg(long, default_value = "relay")]
     pub name: String,

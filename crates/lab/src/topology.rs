@@ -93,6 +93,10 @@ pub struct FrerLabOptions {
     /// replication, no elimination.
     #[serde(default)]
     pub plain: bool,
+    /// The relays forward in the kernel (the BPF fast path) when it allows (default); off
+    /// runs the userspace relays.
+    #[serde(default = "default_true")]
+    pub fast: bool,
 }
 
 fn default_frer_history() -> u16 {
@@ -114,12 +118,13 @@ impl Default for FrerLabOptions {
             reset_ms: default_frer_reset(),
             elimination: true,
             plain: false,
+            fast: true,
         }
     }
 }
 
 impl FrerLabOptions {
-    /// `history=1024,reset_ms=2000,elimination=off,mode=plain` (any subset).
+    /// `history=1024,reset_ms=2000,elimination=off,mode=plain,fast=off` (any subset).
     ///
     /// # Errors
     /// An unknown key or a bad value, named.
@@ -150,6 +155,7 @@ impl FrerLabOptions {
                         .map_err(|_| format!("reset_ms: '{v}' is not a number of ms"))?;
                 }
                 "elimination" => o.elimination = flag(v)?,
+                "fast" => o.fast = flag(v)?,
                 "mode" => {
                     o.plain = match v {
                         "plain" => true,
@@ -159,7 +165,7 @@ impl FrerLabOptions {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown key '{k}' (history, reset_ms, elimination, mode)"
+                        "unknown key '{k}' (history, reset_ms, elimination, mode, fast)"
                     ))
                 }
             }
@@ -195,6 +201,8 @@ pub struct Relay {
     pub node: String,
     /// What it runs.
     pub config: RelayConfig,
+    /// Forward in the kernel (the BPF fast path) when it allows.
+    pub fast: bool,
 }
 
 /// A test network: nodes, links, routes, which nodes forward, and what runs on them.
@@ -572,10 +580,12 @@ impl Topology {
             Relay {
                 node: "split".into(),
                 config: relay(listener.mac, talker.mac),
+                fast: opts.fast,
             },
             Relay {
                 node: "merge".into(),
                 config: relay(talker.mac, listener.mac),
+                fast: opts.fast,
             },
         ];
         t.stages = path_stages(path_a, path_b);
@@ -740,7 +750,12 @@ impl Topology {
     /// its state file.
     pub fn relay_command(lab: &str, relay: &Relay, exe: &Path) -> (Cmd, PathBuf, PathBuf) {
         let config = serde_json::to_string(&relay.config).unwrap_or_default();
-        Self::process_command(lab, &relay.node, "relay", &["frer", "relay"], &config, exe)
+        let (mut cmd, log, state) =
+            Self::process_command(lab, &relay.node, "relay", &["frer", "relay"], &config, exe);
+        if relay.fast {
+            cmd.args.push("--fast".into());
+        }
+        (cmd, log, state)
     }
 
     /// `exe SUBCOMMAND --netns-file … --state DIR/NODE.KIND.json --config-json CONFIG`

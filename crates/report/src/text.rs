@@ -545,6 +545,9 @@ pub fn relay(s: &model::results::relay::RelayReport) -> String {
         "\nFRER relay {} (pid {}, {}, {:.1} s)\n",
         s.label, s.pid, s.state, s.uptime_s
     );
+    if !s.data_path.is_empty() {
+        out.push_str(&format!("data path: {}\n", s.data_path));
+    }
     let (ports, streams, paths) = tables::frer::relay(c);
     out.push_str(&ports.text());
     if let Some(t) = streams {

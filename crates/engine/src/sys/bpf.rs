@@ -174,7 +174,8 @@ mod test {
     use super::*;
     use std::mem::size_of;
 
-    /// The sizes of the C structs (clang -target bpf, x86-64 alike).
+    /// The sizes of the C structs (clang -target bpf, x86-64 alike), which `bpf/frer.c`
+    /// asserts at compile time too.
     #[test]
     fn layouts_match_the_c_structs() {
         assert_eq!(size_of::<FrerPortCfg>(), 16);
@@ -182,6 +183,8 @@ mod test {
         assert_eq!(size_of::<FrerRule>(), 16 + 2 * 4 * FRER_MAX_OUT);
         assert_eq!(size_of::<FrerGenerator>(), 16);
         assert_eq!(size_of::<FrerRecovery>(), 32 + 10 * 8 + 8 * FRER_HIST_WORDS);
+        assert_eq!(std::mem::offset_of!(FrerRecovery, reset_ns), 32);
+        assert_eq!(std::mem::offset_of!(FrerRecovery, hist), 112);
         assert_eq!(size_of::<FrerPortCounters>(), 24);
         assert_eq!(size_of::<FrerPathCounters>(), 16);
         assert_eq!(size_of::<FrerRelayCounters>(), 32);

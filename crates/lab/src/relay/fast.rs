@@ -14,6 +14,8 @@
 use std::collections::BTreeMap;
 
 use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray};
+use aya::programs::links::LinkOrder;
+use aya::programs::tc::TcAttachOptions;
 use aya::programs::{SchedClassifier, TcAttachType, TestRun, TestRunOptions};
 use aya::{Ebpf, EbpfLoader};
 use engine::sys::bpf::{
@@ -32,6 +34,8 @@ use super::core::{
 /// The fast path's object, built from `bpf/frer.c` by `bpf/build.sh`.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../../bpf/frer.o");
 
+/// `BPF_F_LOCK`: map reads and writes under the value's `bpf_spin_lock`.
+const BPF_F_LOCK: u64 = 4;
 const RULE_REPLICATE: u32 = 1;
 const RULE_ELIMINATE: u32 = 2;
 const F_TAKE_NO_SEQ: u32 = 1;
@@ -83,6 +87,13 @@ pub fn unsupported(cfg: &RelayConfig) -> Option<String> {
     }
     for s in &cfg.streams {
         let i = &s.ident;
+        if mac_of(i.dst_mac.as_deref()) == Some([0; 6]) {
+            // The all-zero key is the fast path's "any frame".
+            return Some(format!(
+                "stream {}: destination MAC 00:00:00:00:00:00",
+                s.name
+            ));
+        }
         if i.vlan.is_some()
             || i.src_ip.is_some()
             || i.dst_ip.is_some()
@@ -313,16 +324,21 @@ impl FastRelay {
     }
 
     /// Attaches the port program to every port's ingress (interfaces of this network
-    /// namespace, by name). The links go with this value, or with the process.
+    /// namespace, by name) through TCX links (Linux 6.6 and later), which the kernel
+    /// removes with the last descriptor: with this value, or with the process however it
+    /// ends. No netlink (cls_bpf) attachment, which would outlive a killed process.
     ///
     /// # Errors
-    /// An interface is missing or the kernel refuses the link.
+    /// An interface is missing, or the kernel refuses the link (older than 6.6).
     pub fn attach(&mut self) -> Result<(), FastError> {
         let ports = self.ports.clone();
         let p: &mut SchedClassifier = program(&mut self.ebpf, "frer_port")?;
         for port in &ports {
-            p.attach(port, TcAttachType::Ingress)
-                .map_err(kernel(&format!("attaching to {port}")))?;
+            let order = TcAttachOptions::TcxOrder(LinkOrder::default());
+            p.attach_with_options(port, TcAttachType::Ingress, order)
+                .map_err(kernel(&format!(
+                    "a TCX link on {port} (Linux 6.6 or later)"
+                )))?;
         }
         Ok(())
     }
@@ -433,7 +449,10 @@ impl FastRelay {
             };
             let elimination = match &s.eliminate {
                 Some(e) => {
-                    let rec = recs.get(&(i as u32), 0).map_err(kernel("recoveries"))?;
+                    // Under the value's spin lock, so the counters are read whole.
+                    let rec = recs
+                        .get(&(i as u32), BPF_F_LOCK)
+                        .map_err(kernel("recoveries"))?;
                     let mut paths = Vec::with_capacity(e.from.len());
                     for (k, port) in e.from.iter().enumerate() {
                         let key = (i * FRER_MAX_PORTS + k) as u32;
@@ -684,10 +703,15 @@ mod test {
                 fast.set_clock_ms(now).unwrap();
                 fast.tick().unwrap();
                 let mut emitted = Vec::new();
+                let left_before = reference.counters().unmatched_dropped;
                 reference.on_frame(now, port, &frame, &mut |_, f| emitted.push(f.to_vec()));
+                let left = reference.counters().unmatched_dropped > left_before;
                 let (verdict, out) = fast.run_frame(IFINDEX[port], &frame).unwrap();
                 let ctx = || format!("{what}: frame {k} at {now} ms on eth{port}: {frame:02x?}");
-                if emitted.is_empty() {
+                if left {
+                    // Not forwarded, left to the host's stack.
+                    assert_eq!(verdict, TC_ACT_OK, "{}", ctx());
+                } else if emitted.is_empty() {
                     assert_eq!(verdict, TC_ACT_SHOT, "{}", ctx());
                 } else {
                     assert_eq!(verdict, TC_ACT_REDIRECT, "{}", ctx());
@@ -731,6 +755,9 @@ mod test {
             e.individual = true;
         }
         assert!(unsupported(&cfg).unwrap().contains("individual"));
+        let mut cfg = config(Eliminate::new(&["eth1", "eth2"], "eth0"));
+        cfg.streams[0].ident = Identification::dst_mac("00:00:00:00:00:00");
+        assert!(unsupported(&cfg).unwrap().contains("00:00:00:00:00:00"));
     }
 
     #[test]

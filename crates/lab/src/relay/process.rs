@@ -1,5 +1,6 @@
-//! The relay as a process: one promiscuous AF_PACKET socket per port, a single-threaded
-//! loop (`ppoll` on all ports, drain in batches with recvmmsg, send with sendmmsg), the
+//! The relay as a process: either the kernel fast path on its ports ([`super::fast`];
+//! this process then only runs the reset timers and publishes), or one promiscuous
+//! AF_PACKET socket per port and a single-threaded loop (`ppoll` on all ports, drain in batches with recvmmsg, send with sendmmsg), the
 //! timers of [`Relay::tick`] every pass, and the counters published to a state file (JSON,
 //! replaced atomically every 200 ms) that `wirebench frer stats` and `wirebench lab status`
 //! read. It stops when asked, or by itself when its network namespace is removed. A link
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::RelayConfig;
 use super::core::{Relay, RelayCounters, MAX_FRAME};
+use super::fast::{FastError, FastRelay};
 use crate::managed::{read_json, send_all, write_json_atomic};
 
 const BATCH: usize = 64;
@@ -41,6 +43,10 @@ pub struct RelayState {
     pub latent_alarms: Vec<(f64, String, i64)>,
     /// Why it stopped, once it has.
     pub stopped: Option<String>,
+    /// `kernel` (the BPF fast path) or `userspace`, with the reason the fast path did not
+    /// run when it was asked for.
+    #[serde(default)]
+    pub data_path: String,
 }
 
 impl RelayState {
@@ -71,7 +77,9 @@ fn socket_counters(
 }
 
 /// Runs the relay until `stop` is set or the namespace file `netns` disappears; publishes
-/// to `state_file` when given, and returns the final state.
+/// to `state_file` when given, and returns the final state. With `fast` the kernel fast
+/// path ([`super::fast`]) forwards the frames when the kernel and the configuration allow;
+/// otherwise (and without `fast`) the userspace loop does, and the state says why.
 ///
 /// # Errors
 /// The configuration does not check, a port is missing, or the sockets cannot be opened
@@ -81,9 +89,31 @@ pub fn run(
     state_file: Option<&Path>,
     netns: Option<&Path>,
     stop: &AtomicBool,
+    fast: bool,
 ) -> io::Result<RelayState> {
     let mut relay =
         Relay::new(cfg, 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let data_path = if fast {
+        match start_fast(cfg) {
+            Ok(f) => return run_fast(f, cfg, state_file, netns, stop),
+            Err(e) => {
+                // The kernel's answer may carry the whole verifier log: the log gets it,
+                // the state its first line.
+                tracing::warn!("FRER fast path not used ({e}): the userspace relay runs");
+                let why = e.to_string();
+                let first: String = why
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(200)
+                    .collect();
+                format!("userspace (fast path not used: {first})")
+            }
+        }
+    } else {
+        "userspace".to_owned()
+    };
     let socks: Vec<PacketSocket> = relay
         .ports()
         .iter()
@@ -102,6 +132,7 @@ pub fn run(
         pid: std::process::id(),
         running: true,
         config: Some(cfg.clone()),
+        data_path,
         ..RelayState::default()
     };
     let publish = |state: &mut RelayState, relay: &Relay| -> io::Result<()> {
@@ -205,5 +236,81 @@ pub fn run(
     state.running = false;
     state.stopped = Some(stopped);
     publish(&mut state, &relay)?;
+    Ok(state)
+}
+
+/// The fast path loaded and attached to the ports of this network namespace.
+fn start_fast(cfg: &RelayConfig) -> Result<FastRelay, FastError> {
+    let ifindex = cfg
+        .ports()
+        .iter()
+        .map(|p| {
+            engine::sys::interface_index(p).map_err(|e| FastError::Kernel {
+                what: format!("port {p}"),
+                source: Box::new(e),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut f = FastRelay::load(cfg, &ifindex)?;
+    f.attach()?;
+    Ok(f)
+}
+
+/// The relay with the kernel fast path forwarding: this process only runs the reset
+/// timers (every [`TICK`]) and publishes the counters. The programs leave the ports with
+/// the process (their links close with it, however it ends).
+fn run_fast(
+    mut fast: FastRelay,
+    cfg: &RelayConfig,
+    state_file: Option<&Path>,
+    netns: Option<&Path>,
+    stop: &AtomicBool,
+) -> io::Result<RelayState> {
+    let err = |e: FastError| io::Error::other(e.to_string());
+    let start = Instant::now();
+    let mut state = RelayState {
+        pid: std::process::id(),
+        running: true,
+        config: Some(cfg.clone()),
+        data_path: "kernel".to_owned(),
+        ..RelayState::default()
+    };
+    let publish = |state: &mut RelayState, fast: &FastRelay| -> io::Result<()> {
+        state.counters = fast.counters().map_err(err)?;
+        state.uptime_s = start.elapsed().as_secs_f64();
+        match state_file {
+            Some(p) => write_json_atomic(p, state),
+            None => Ok(()),
+        }
+    };
+    if let Some(dir) = state_file.and_then(Path::parent) {
+        std::fs::create_dir_all(dir)?;
+    }
+    publish(&mut state, &fast)?;
+    let mut last_publish = Instant::now();
+    let mut tick_errors = 0u64;
+    let stopped = loop {
+        if stop.load(Ordering::Relaxed) {
+            break "stopped".to_owned();
+        }
+        std::thread::sleep(TICK);
+        // A refused timer run is retried at the next tick (the frames keep flowing).
+        if let Err(e) = fast.tick() {
+            tick_errors += 1;
+            if tick_errors == 1 {
+                tracing::warn!("FRER fast path: the reset timers did not run: {e}");
+            }
+        }
+        if last_publish.elapsed() >= PUBLISH_EVERY {
+            last_publish = Instant::now();
+            publish(&mut state, &fast)?;
+            if netns.is_some_and(|n| !n.exists()) {
+                break "its network namespace was removed".to_owned();
+            }
+        }
+    };
+    state.running = false;
+    state.stopped = Some(stopped);
+    publish(&mut state, &fast)?;
     Ok(state)
 }

@@ -76,6 +76,7 @@ impl RelayState {
             uptime_s: self.uptime_s,
             counters: self.counters,
             latent_alarms: self.latent_alarms,
+            data_path: self.data_path,
         }
     }
 }

@@ -113,4 +113,8 @@ pub struct RelayReport {
     /// Latent errors signalled (802.1CB 7.4.4), as (seconds since start, stream, drift),
     /// the last 100.
     pub latent_alarms: Vec<(f64, String, i64)>,
+    /// Which data path forwards the frames: `kernel` (the BPF fast path) or `userspace`
+    /// (with the reason when the fast path was asked for and could not run).
+    #[serde(default)]
+    pub data_path: String,
 }
