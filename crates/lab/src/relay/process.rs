@@ -50,6 +50,41 @@ pub struct RelayState {
 }
 
 impl RelayState {
+    /// The state of a relay starting now in this process on `data_path`; the state
+    /// file's directory is made.
+    fn starting(
+        cfg: &RelayConfig,
+        data_path: String,
+        state_file: Option<&Path>,
+    ) -> io::Result<Self> {
+        if let Some(dir) = state_file.and_then(Path::parent) {
+            std::fs::create_dir_all(dir)?;
+        }
+        Ok(RelayState {
+            pid: std::process::id(),
+            running: true,
+            config: Some(cfg.clone()),
+            data_path,
+            ..RelayState::default()
+        })
+    }
+
+    /// Takes `counters` and the time since `start`, and writes the state to
+    /// `state_file` (atomically) when there is one.
+    fn publish(
+        &mut self,
+        counters: RelayCounters,
+        start: Instant,
+        state_file: Option<&Path>,
+    ) -> io::Result<()> {
+        self.counters = counters;
+        self.uptime_s = start.elapsed().as_secs_f64();
+        match state_file {
+            Some(p) => write_json_atomic(p, self),
+            None => Ok(()),
+        }
+    }
+
     /// Reads a state file.
     ///
     /// # Errors
@@ -128,24 +163,9 @@ pub fn run(
     let fds: Vec<_> = socks.iter().map(AsRawFd::as_raw_fd).collect();
     let start = Instant::now();
     let now_ms = || start.elapsed().as_millis() as u64;
-    let mut state = RelayState {
-        pid: std::process::id(),
-        running: true,
-        config: Some(cfg.clone()),
-        data_path,
-        ..RelayState::default()
-    };
-    let publish = |state: &mut RelayState, relay: &Relay| -> io::Result<()> {
-        state.counters = relay.counters();
-        state.uptime_s = start.elapsed().as_secs_f64();
-        match state_file {
-            Some(p) => write_json_atomic(p, state),
-            None => Ok(()),
-        }
-    };
-    if let Some(dir) = state_file.and_then(Path::parent) {
-        std::fs::create_dir_all(dir)?;
-    }
+    let mut state = RelayState::starting(cfg, data_path, state_file)?;
+    let publish =
+        |state: &mut RelayState, relay: &Relay| state.publish(relay.counters(), start, state_file);
     publish(&mut state, &relay)?;
     let mut rx = RecvBatch::new(BATCH, MAX_FRAME + 1);
     let mut tx: Vec<SendBatch> = socks
@@ -266,26 +286,14 @@ fn run_fast(
     netns: Option<&Path>,
     stop: &AtomicBool,
 ) -> io::Result<RelayState> {
-    let err = |e: FastError| io::Error::other(e.to_string());
     let start = Instant::now();
-    let mut state = RelayState {
-        pid: std::process::id(),
-        running: true,
-        config: Some(cfg.clone()),
-        data_path: "kernel".to_owned(),
-        ..RelayState::default()
+    let mut state = RelayState::starting(cfg, "kernel".to_owned(), state_file)?;
+    let publish = |state: &mut RelayState, fast: &FastRelay| {
+        let counters = fast
+            .counters()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        state.publish(counters, start, state_file)
     };
-    let publish = |state: &mut RelayState, fast: &FastRelay| -> io::Result<()> {
-        state.counters = fast.counters().map_err(err)?;
-        state.uptime_s = start.elapsed().as_secs_f64();
-        match state_file {
-            Some(p) => write_json_atomic(p, state),
-            None => Ok(()),
-        }
-    };
-    if let Some(dir) = state_file.and_then(Path::parent) {
-        std::fs::create_dir_all(dir)?;
-    }
     publish(&mut state, &fast)?;
     let mut last_publish = Instant::now();
     let mut tick_errors = 0u64;
