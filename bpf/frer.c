@@ -219,14 +219,19 @@ static __always_inline struct port_counters *port_counters(__u32 port)
 	return bpf_map_lookup_elem(&port_stats, &port);
 }
 
+static __always_inline void clear_history(struct recovery *r)
+{
+	for (int i = 0; i < HIST_WORDS; i++)
+		r->hist[i] = 0;
+}
+
 static __always_inline void reset_recovery(struct recovery *r)
 {
 	r->recov = 0xFFFF;
 	r->take_any = 1;
 	r->deadline_ns = 0;
 	r->resets++;
-	for (int i = 0; i < HIST_WORDS; i++)
-		r->hist[i] = 0;
+	clear_history(r);
 }
 
 // ShiftSequenceHistory `delta` times at once (0 < delta < history): the numbers
@@ -275,8 +280,7 @@ static __always_inline int vector(struct recovery *r, __u32 s)
 {
 	if (r->take_any) {
 		r->take_any = 0;
-		for (int i = 0; i < HIST_WORDS; i++)
-			r->hist[i] = 0;
+		clear_history(r);
 		set_bit(r, s);
 		r->valid = 1;
 		r->recov = s;

@@ -802,12 +802,9 @@ pub fn run_echo(
             let spent = now.saturating_sub(charged);
             if spent >= SPIN_CHARGE {
                 charged = now;
-                if let Some(charge) = spin.as_mut() {
-                    if !charge(spent) {
-                        spin = None;
-                        end.spin_refused = true;
-                        spinning = sock.set_nonblocking(false).is_err();
-                    }
+                pay_spin(&mut spin, spent, &mut end);
+                if spin.is_none() {
+                    spinning = sock.set_nonblocking(false).is_err();
                 }
             }
         }
@@ -838,12 +835,7 @@ pub fn run_echo(
                 }
                 if spinning && quiet >= SPIN_IDLE {
                     // The spin since the last charge is paid before sleeping.
-                    if let Some(charge) = spin.as_mut() {
-                        if !charge(now.saturating_sub(charged)) {
-                            spin = None;
-                            end.spin_refused = true;
-                        }
-                    }
+                    pay_spin(&mut spin, now.saturating_sub(charged), &mut end);
                     spinning = sock.set_nonblocking(false).is_err();
                 } else if spinning {
                     std::hint::spin_loop();
@@ -858,6 +850,20 @@ pub fn run_echo(
         }
     }
     end
+}
+
+/// Pays `spent` of busy-polling; a refusal ends busy-polling for the session.
+fn pay_spin(
+    spin: &mut Option<&mut dyn FnMut(Duration) -> bool>,
+    spent: Duration,
+    end: &mut EchoEnd,
+) {
+    if let Some(charge) = spin.as_mut() {
+        if !charge(spent) {
+            *spin = None;
+            end.spin_refused = true;
+        }
+    }
 }
 
 /// A spinning echo goes back to sleeping in `recv` after this long without a message.

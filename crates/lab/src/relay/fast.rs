@@ -498,26 +498,28 @@ impl FastRelay {
     }
 }
 
-fn program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedClassifier, FastError> {
-    let p = ebpf.program_mut(name).ok_or_else(|| FastError::Kernel {
-        what: format!("program {name}"),
+/// A program or map the object should hold and does not.
+fn missing(what: String) -> FastError {
+    FastError::Kernel {
+        what,
         source: "not in bpf/frer.o".into(),
-    })?;
+    }
+}
+
+fn program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedClassifier, FastError> {
+    let p = ebpf
+        .program_mut(name)
+        .ok_or_else(|| missing(format!("program {name}")))?;
     p.try_into().map_err(kernel(name))
 }
 
 fn map<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut aya::maps::Map, FastError> {
-    ebpf.map_mut(name).ok_or_else(|| FastError::Kernel {
-        what: format!("map {name}"),
-        source: "not in bpf/frer.o".into(),
-    })
+    ebpf.map_mut(name)
+        .ok_or_else(|| missing(format!("map {name}")))
 }
 
 fn map_ref<'a>(ebpf: &'a Ebpf, name: &str) -> Result<&'a aya::maps::Map, FastError> {
-    ebpf.map(name).ok_or_else(|| FastError::Kernel {
-        what: format!("map {name}"),
-        source: "not in bpf/frer.o".into(),
-    })
+    ebpf.map(name).ok_or_else(|| missing(format!("map {name}")))
 }
 
 #[cfg(test)]

@@ -296,7 +296,7 @@ fn run_fast(
     };
     publish(&mut state, &fast)?;
     let mut last_publish = Instant::now();
-    let mut tick_errors = 0u64;
+    let mut tick_warned = false;
     let stopped = loop {
         if stop.load(Ordering::Relaxed) {
             break "stopped".to_owned();
@@ -304,8 +304,8 @@ fn run_fast(
         std::thread::sleep(TICK);
         // A refused timer run is retried at the next tick (the frames keep flowing).
         if let Err(e) = fast.tick() {
-            tick_errors += 1;
-            if tick_errors == 1 {
+            if !tick_warned {
+                tick_warned = true;
                 tracing::warn!("FRER fast path: the reset timers did not run: {e}");
             }
         }
