@@ -6,7 +6,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::lab::{client_across, root_or_skip, within_binomial, LabGuard};
+use crate::lab::{
+    bpf_programs_of, client_across, loaded_programs, root_or_skip, unloaded_within_5s,
+    within_binomial, LabGuard,
+};
 use crate::util::*;
 
 /// Starts `wirebench frer analyze` on the merge node's two path ports and returns once it
@@ -277,45 +280,15 @@ fn the_fast_path_forwards_and_nothing_stays_attached() {
     let mut relays = Vec::new();
     for r in stats["relays"].as_array().expect("relays") {
         let pid = r["pid"].as_u64().expect("pid");
-        let mut ids = Vec::new();
-        for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).expect("fdinfo") {
-            let text = std::fs::read_to_string(fd.expect("fd").path()).unwrap_or_default();
-            ids.extend(
-                text.lines()
-                    .filter_map(|l| l.strip_prefix("prog_id:"))
-                    .filter_map(|id| id.trim().parse::<u32>().ok()),
-            );
-        }
-        ids.sort_unstable();
-        ids.dedup();
+        let ids = bpf_programs_of(pid);
         assert!(
             ids.len() >= 2,
             "a port program and a timer program: {ids:?}"
         );
+        assert_eq!(loaded_programs(&ids).len(), ids.len());
         relays.push((pid, ids));
     }
     assert_eq!(relays.len(), 2);
-    let loaded = |ids: &[u32]| -> Vec<u32> {
-        aya::programs::loaded_programs()
-            .filter_map(Result::ok)
-            .map(|p| p.id())
-            .filter(|id| ids.contains(id))
-            .collect()
-    };
-    let gone_within_5s = |ids: &[u32], after: &str| {
-        let until = std::time::Instant::now() + Duration::from_secs(5);
-        while !loaded(ids).is_empty() {
-            assert!(
-                std::time::Instant::now() < until,
-                "still loaded 5 s after {after}: {:?}",
-                loaded(ids)
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
-    for (_, ids) in &relays {
-        assert_eq!(loaded(ids).len(), ids.len());
-    }
     // A relay killed outright takes its programs with it while its ports still exist.
     let (pid, ids) = &relays[0];
     let killed = Command::new("sh")
@@ -323,7 +296,7 @@ fn the_fast_path_forwards_and_nothing_stays_attached() {
         .status()
         .expect("kill");
     assert!(killed.success());
-    gone_within_5s(ids, "SIGKILL");
+    unloaded_within_5s(ids, "SIGKILL");
     assert!(
         std::path::Path::new(&format!("/run/netns/wb-{}-split", lab.0)).exists(),
         "the lab is still up"
@@ -331,7 +304,7 @@ fn the_fast_path_forwards_and_nothing_stays_attached() {
     // `lab down` takes the other's.
     let out = run(&["lab", "down", &lab.0]);
     assert!(out.status.success());
-    gone_within_5s(&relays[1].1, "lab down");
+    unloaded_within_5s(&relays[1].1, "lab down");
 }
 
 #[test]

@@ -445,6 +445,141 @@ fn stage_state(lab: &LabGuard, node: &str) -> serde_json::Value {
     serde_json::from_str(&text).expect("state JSON")
 }
 
+/// The ids of the BPF programs process `pid` holds, found through its descriptors.
+pub(crate) fn bpf_programs_of(pid: u64) -> Vec<u32> {
+    let mut ids = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).expect("fdinfo") {
+        let text = std::fs::read_to_string(fd.expect("fd").path()).unwrap_or_default();
+        ids.extend(
+            text.lines()
+                .filter_map(|l| l.strip_prefix("prog_id:"))
+                .filter_map(|id| id.trim().parse::<u32>().ok()),
+        );
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Those of `ids` the kernel still has loaded (its program list).
+pub(crate) fn loaded_programs(ids: &[u32]) -> Vec<u32> {
+    aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .map(|p| p.id())
+        .filter(|id| ids.contains(id))
+        .collect()
+}
+
+/// Fails unless every program of `ids` leaves the kernel within 5 s of `after`.
+pub(crate) fn unloaded_within_5s(ids: &[u32], after: &str) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !loaded_programs(ids).is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "still loaded 5 s after {after}: {:?}",
+            loaded_programs(ids)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The fast path: loss and duplication decided in the kernel give the configured
+/// fractions, the stage's counters agree with the receiver, `lab status` says `kernel`;
+/// a killed stage takes its program with it, and `lab down` leaves nothing loaded.
+#[test]
+fn impair_fast_path_loses_and_duplicates_in_the_kernel() {
+    if !root_or_skip("impair_fast_path_loses_and_duplicates_in_the_kernel") {
+        return;
+    }
+    let lab = LabGuard::up_with("impair", "if", &["--impair", "loss=5%,duplicate=1%,seed=7"]);
+    let st = stage_state(&lab, "dut");
+    assert_eq!(st["data_path"], "kernel", "{st}");
+    let v = client_across(
+        &lab,
+        "198.18.2.1",
+        &["-u", "--pps", "30000", "-l", "100", "-t", "4", "-i", "1"],
+    );
+    let sent = u64_at(&v, "/summary/sent_packets");
+    let lost = u64_at(&v, "/summary/lost_packets");
+    let dups = u64_at(&v, "/summary/duplicate_packets");
+    assert!(sent >= 100_000, "{sent} frames");
+    assert!(within_binomial(lost, sent, 0.05), "loss {lost}/{sent}");
+    assert!(
+        within_binomial(dups, sent - lost, 0.01),
+        "duplicates {dups}/{}",
+        sent - lost
+    );
+    assert_eq!(u64_at(&v, "/summary/reordered_packets"), 0);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let st = stage_state(&lab, "dut");
+    let fwd = &st["forward"];
+    let stage_lost = fwd["dropped_loss"].as_u64().unwrap();
+    assert!(
+        stage_lost >= lost && stage_lost - lost < 100,
+        "stage dropped {stage_lost}, receiver lost {lost}"
+    );
+    let (n_in, n_out) = (u64_at(fwd, "/frames_in"), u64_at(fwd, "/frames_out"));
+    assert_eq!(
+        n_out,
+        n_in - stage_lost + u64_at(fwd, "/duplicated"),
+        "{st}"
+    );
+    let out = run(&["lab", "status"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    let row = s
+        .lines()
+        .find(|l| l.starts_with(&format!("{} ", lab.0)) && l.contains(" forward "))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        row.contains(&stage_lost.to_string()) && row.contains("kernel"),
+        "{row}"
+    );
+    // The stage's program, through its descriptors; SIGKILL takes it out of the kernel.
+    let pid = u64_at(&st, "/pid");
+    let ids = bpf_programs_of(pid);
+    assert_eq!(ids.len(), 1, "the port program: {ids:?}");
+    assert_eq!(loaded_programs(&ids), ids);
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    assert!(killed.is_ok_and(|s| s.success()));
+    unloaded_within_5s(&ids, "SIGKILL");
+}
+
+/// A rate on the fast path: the kernel's queue serialises at the rate and drops beyond
+/// `limit` frames, and the stage reports those drops.
+#[test]
+fn impair_fast_path_rate_limits() {
+    if !root_or_skip("impair_fast_path_rate_limits") {
+        return;
+    }
+    let lab = LabGuard::up_with("impair", "ir", &["--impair", "forward.rate=10M,limit=200"]);
+    assert_eq!(stage_state(&lab, "dut")["data_path"], "kernel");
+    let v = client_across(
+        &lab,
+        "198.18.2.1",
+        &["-u", "-b", "19.45M", "-l", "1472", "-t", "3", "-i", "1"],
+    );
+    for r in &v["intervals"].as_array().expect("intervals")[1..] {
+        let l2 = r["received_packets"].as_u64().unwrap() as f64 * 1514.0 * 8.0;
+        assert!((l2 - 10e6).abs() <= 0.2e6, "{l2} bit/s of L2 in {r}");
+    }
+    let lost = u64_at(&v, "/summary/lost_packets");
+    assert!(lost > 0, "the 200-frame queue overflows");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let st = stage_state(&lab, "dut");
+    let drops = u64_at(&st, "/forward/dropped_queue");
+    assert!(
+        drops >= lost && drops - lost < 100,
+        "queue dropped {drops}, receiver lost {lost}: {st}"
+    );
+    // `lab down` removes the lab with its queue; the stage's program goes with it.
+    let ids = bpf_programs_of(u64_at(&st, "/pid"));
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert!(run(&["lab", "down", &lab.0]).status.success());
+    unloaded_within_5s(&ids, "lab down");
+}
+
 #[test]
 fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
     if !root_or_skip("impair_stage_loss_duplicate_and_reorder_match_the_configuration") {
@@ -507,6 +642,11 @@ fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
     );
     assert!(fwd["frames_in"].as_u64().unwrap() >= sent);
     assert_eq!(st["kernel_drops"].as_u64(), Some(0), "{st}");
+    let path = st["data_path"].as_str().unwrap_or_default();
+    assert!(
+        path.starts_with("userspace (fast path not used: forward reorder"),
+        "{path}"
+    );
     // And `lab status` shows them.
     let out = run(&["lab", "status"]);
     let s = String::from_utf8_lossy(&out.stdout);

@@ -17,6 +17,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub mod bpf;
 pub mod cmd;
 pub mod impair;
 pub mod lifecycle;

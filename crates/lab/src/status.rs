@@ -184,13 +184,14 @@ pub fn status(runner: &mut dyn Runner) -> Result<LabStatus, LabError> {
                     lost: c.dropped_loss,
                     duplicated: c.duplicated,
                     reordered: c.reordered,
-                    delayed: c.delayed,
+                    delayed: (!st.data_path.starts_with("kernel")).then_some(c.delayed),
                     queue_drops: c.dropped_queue,
                     frames_out: c.frames_out,
                     state: match (&overload, dir) {
                         (Some(o), "forward") => format!("{state}; {o}"),
                         _ => state.clone(),
                     },
+                    data_path: st.data_path.clone(),
                 });
             }
         }

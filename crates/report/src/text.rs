@@ -607,20 +607,21 @@ pub fn lab_status(st: &model::results::lab::LabStatus) -> String {
     if !st.stages.is_empty() {
         let rows = st.stages.iter().map(|s| {
             let n = [
-                s.frames_in,
-                s.lost,
-                s.duplicated,
-                s.reordered,
+                Some(s.frames_in),
+                Some(s.lost),
+                Some(s.duplicated),
+                Some(s.reordered),
                 s.delayed,
-                s.queue_drops,
-                s.frames_out,
+                Some(s.queue_drops),
+                Some(s.frames_out),
             ]
-            .map(|v| v.to_string());
+            .map(|v| v.map_or_else(|| "-".to_owned(), |v| v.to_string()));
             let head = vec![s.lab.clone(), s.node.clone(), s.direction.clone()];
-            [head, n.to_vec(), vec![s.state.clone()]].concat()
+            let tail = vec![s.state.clone(), s.data_path.clone()];
+            [head, n.to_vec(), tail].concat()
         });
         out.push_str("\nimpairment stages (forward = toward the listener)\n");
-        let spec = "lab|node|direction|frames in>|lost>|duplicated>|reordered>|delayed>|queue drops>|frames out>|state";
+        let spec = "lab|node|direction|frames in>|lost>|duplicated>|reordered>|delayed>|queue drops>|frames out>|state|data path";
         out.push_str(&Table::plain(spec, rows.collect()).text());
     }
     out

@@ -149,6 +149,92 @@ pub struct FrerRelayCounters {
     pub too_long: u64,
 }
 
+/// `struct impair_port` (`bpf/impair.c`): one of an impairment stage's two interfaces.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImpairPort {
+    /// 0 forward (a to b), 1 reverse.
+    pub dir: u32,
+    /// Where its frames leave.
+    pub out_ifindex: u32,
+    /// 1 in router mode.
+    pub router: u32,
+    /// Router mode: the node's address on this interface (network order).
+    pub local_in: u32,
+    /// Router mode: the node's address on the other interface (network order).
+    pub local_out: u32,
+    /// This interface's MAC.
+    pub in_mac: [u8; 6],
+    /// The outgoing interface's MAC.
+    pub out_mac: [u8; 6],
+    /// The next hop behind the outgoing interface.
+    pub neighbour: [u8; 6],
+    /// Padding.
+    pub pad: [u8; 2],
+}
+
+/// `struct impair_params`: one direction's decisions as thresholds of rand's Bernoulli.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImpairParams {
+    /// 0 none, 1 every frame, 2 Bernoulli, 3 Gilbert.
+    pub loss_mode: u32,
+    /// 1 when duplication draws.
+    pub dup_on: u32,
+    /// Bernoulli loss threshold.
+    pub loss_t: u64,
+    /// Gilbert: into the loss state.
+    pub enter_t: u64,
+    /// Gilbert: out of it.
+    pub exit_t: u64,
+    /// Duplication threshold.
+    pub dup_t: u64,
+}
+
+/// `struct impair_rng`: one direction's generator state (xoshiro256++).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImpairRng {
+    /// `struct bpf_spin_lock` (zero when written from user space).
+    pub lock: u32,
+    /// Gilbert: in the loss state.
+    pub bursting: u32,
+    /// The generator's state.
+    pub s: [u64; 4],
+}
+
+/// `struct impair_counters`: one direction's counters (per CPU).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImpairCounters {
+    /// Frames that entered.
+    pub frames_in: u64,
+    /// Their bytes.
+    pub bytes_in: u64,
+    /// Dropped by the loss model.
+    pub dropped_loss: u64,
+    /// Extra copies made.
+    pub duplicated: u64,
+    /// Frames (copies included) handed on.
+    pub frames_out: u64,
+    /// Their bytes.
+    pub bytes_out: u64,
+    /// Clones the kernel refused.
+    pub send_errors: u64,
+}
+
+/// `struct stage_counters`: the stage's own counters (per CPU).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImpairStageCounters {
+    /// Router mode: left to the node's kernel.
+    pub not_forwarded: u64,
+    /// Router mode: TTL ran out.
+    pub ttl_expired: u64,
+    /// Longer than the stage forwards.
+    pub too_long: u64,
+}
+
 // SAFETY: each type is `#[repr(C)]`, `Copy`, made only of integers and arrays of integers
 // with explicit padding fields (no implicit padding bytes), so every bit pattern is a valid
 // value and copying it as bytes is sound; the layout test below pins the sizes the C
@@ -168,6 +254,16 @@ unsafe impl aya::Pod for FrerPortCounters {}
 unsafe impl aya::Pod for FrerPathCounters {}
 // SAFETY: as above.
 unsafe impl aya::Pod for FrerRelayCounters {}
+// SAFETY: as above.
+unsafe impl aya::Pod for ImpairPort {}
+// SAFETY: as above.
+unsafe impl aya::Pod for ImpairParams {}
+// SAFETY: as above.
+unsafe impl aya::Pod for ImpairRng {}
+// SAFETY: as above.
+unsafe impl aya::Pod for ImpairCounters {}
+// SAFETY: as above.
+unsafe impl aya::Pod for ImpairStageCounters {}
 
 #[cfg(test)]
 mod test {
@@ -175,7 +271,7 @@ mod test {
     use std::mem::size_of;
 
     /// The sizes of the C structs (clang -target bpf, x86-64 alike), which `bpf/frer.c`
-    /// asserts at compile time too.
+    /// and `bpf/impair.c` assert at compile time too.
     #[test]
     fn layouts_match_the_c_structs() {
         assert_eq!(size_of::<FrerPortCfg>(), 16);
@@ -188,5 +284,11 @@ mod test {
         assert_eq!(size_of::<FrerPortCounters>(), 24);
         assert_eq!(size_of::<FrerPathCounters>(), 16);
         assert_eq!(size_of::<FrerRelayCounters>(), 32);
+        // bpf/impair.c
+        assert_eq!(size_of::<ImpairPort>(), 40);
+        assert_eq!(size_of::<ImpairParams>(), 40);
+        assert_eq!(size_of::<ImpairRng>(), 40);
+        assert_eq!(size_of::<ImpairCounters>(), 56);
+        assert_eq!(size_of::<ImpairStageCounters>(), 24);
     }
 }

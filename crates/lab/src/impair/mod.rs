@@ -6,6 +6,7 @@
 //! - [`stage`]: the forwarding loop between two interfaces over AF_PACKET, run by
 //!   `wirebench lab` as a managed background process in a lab node.
 
+pub mod fast;
 pub mod model;
 pub mod spec;
 pub mod stage;

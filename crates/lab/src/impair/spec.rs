@@ -12,6 +12,8 @@
 //! rate = "100M"        # bit/s of L2 frames, k/M/G suffixes
 //! limit = 10000        # frames waiting at most (delay + rate queue)
 //! seed = 1             # random decisions are reproducible per seed
+//! fast = true          # loss, duplicate and rate in the kernel when nothing holds frames
+//!                      # back (no delay, jitter or reorder); false: always in user space
 //!
 //! [forward]
 //! delay = "20ms"
@@ -30,6 +32,27 @@ use crate::shaper::si;
 enum Value {
     Num(f64),
     Str(String),
+}
+
+/// On or off, as a TOML boolean or as written inline (`on`, `off`, `true`, `false`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Switch {
+    Bool(bool),
+    Str(String),
+}
+
+impl Switch {
+    fn get(&self, what: &str) -> Result<bool, String> {
+        match self {
+            Self::Bool(b) => Ok(*b),
+            Self::Str(s) => match s.as_str() {
+                "on" | "true" | "yes" => Ok(true),
+                "off" | "false" | "no" => Ok(false),
+                _ => Err(format!("{what} '{s}' is not on or off")),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -60,6 +83,7 @@ pub struct ImpairToml {
     rate: Option<Value>,
     limit: Option<usize>,
     seed: Option<u64>,
+    fast: Option<Switch>,
     forward: Option<DirToml>,
     reverse: Option<DirToml>,
 }
@@ -73,6 +97,14 @@ pub struct ImpairSpec {
     pub reverse: Params,
     /// Seed of the random decisions (the reverse direction uses seed + 1).
     pub seed: u64,
+    /// Loss, duplication and rate in the kernel fast path ([`super::fast`]) when the
+    /// settings and the kernel allow; false keeps every frame in user space.
+    #[serde(default = "on")]
+    pub fast: bool,
+}
+
+fn on() -> bool {
+    true
 }
 
 impl Default for ImpairSpec {
@@ -82,6 +114,7 @@ impl Default for ImpairSpec {
             forward: Params::default(),
             reverse: Params::default(),
             seed: 1,
+            fast: true,
         }
     }
 }
@@ -239,6 +272,10 @@ impl ImpairSpec {
             forward,
             reverse,
             seed: t.seed.unwrap_or(1),
+            fast: match &t.fast {
+                Some(f) => f.get("fast")?,
+                None => true,
+            },
         })
     }
 
@@ -311,6 +348,12 @@ mod test {
         assert_eq!(a, b);
         assert_eq!(a.forward.jitter_ns, 200_000);
         assert_eq!(a.reverse.jitter_ns, 0);
+        assert!(a.fast);
+        let off = ImpairSpec::parse_inline("loss=1%,fast=off").unwrap();
+        assert!(!off.fast);
+        assert_eq!(off, ImpairSpec::parse("loss = 1\nfast = false\n").unwrap());
+        let e = ImpairSpec::parse_inline("fast=maybe").unwrap_err();
+        assert!(e.contains("fast 'maybe' is not on or off"), "{e}");
     }
 
     #[test]

@@ -29,6 +29,7 @@ use engine::sys::{wait_readable, RecvBatch, SendBatch};
 use model::clock::Clock;
 use serde::{Deserialize, Serialize};
 
+use super::fast::{self, FastStage};
 use super::model::{Counters, Impairer};
 use super::spec::ImpairSpec;
 use crate::managed::send_all;
@@ -106,6 +107,10 @@ pub struct StageState {
     pub link_down_events: u64,
     /// Why it stopped, once it has.
     pub stopped: Option<String>,
+    /// `kernel` when the fast path ([`super::fast`]) forwards, otherwise `userspace`
+    /// (with the reason when the fast path was asked for and not used).
+    #[serde(default)]
+    pub data_path: String,
 }
 
 impl StageState {
@@ -116,6 +121,28 @@ impl StageState {
 
     fn write(&self, path: &Path) -> io::Result<()> {
         crate::managed::write_json_atomic(path, self)
+    }
+
+    /// The state of a stage starting on `cfg`, written to `state_file` when given.
+    fn starting(
+        cfg: &StageConfig,
+        data_path: String,
+        state_file: Option<&Path>,
+    ) -> io::Result<Self> {
+        let state = Self {
+            pid: std::process::id(),
+            running: true,
+            config: Some(cfg.clone()),
+            data_path,
+            ..Self::default()
+        };
+        if let Some(p) = state_file {
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            state.write(p)?;
+        }
+        Ok(state)
     }
 }
 
@@ -164,7 +191,10 @@ struct Side {
 }
 
 /// Runs the stage until `stop` is set, or the namespace file `netns` (e.g.
-/// `/run/netns/wb-lab-dut`) disappears; publishes to `state_file` when given.
+/// `/run/netns/wb-lab-dut`) disappears; publishes to `state_file` when given. The kernel
+/// fast path forwards when the settings ask for it (`fast`, the default) and allow it (no
+/// delay, jitter or reorder) and the kernel takes it; otherwise this process does, and the
+/// state says why.
 ///
 /// # Errors
 /// An interface is missing, or the sockets cannot be opened (needs `CAP_NET_RAW`).
@@ -174,6 +204,17 @@ pub fn run(
     netns: Option<&Path>,
     stop: &AtomicBool,
 ) -> io::Result<StageState> {
+    let data_path = if cfg.spec.fast {
+        match fast::start(cfg) {
+            Ok(f) => return run_fast(f, cfg, state_file, netns, stop),
+            Err(e) => {
+                tracing::warn!("impairment fast path not used ({e}): the userspace stage runs");
+                format!("userspace (fast path not used: {})", e.summary())
+            }
+        }
+    } else {
+        "userspace".to_owned()
+    };
     let promisc = cfg.mode == Mode::Bridge;
     let open = |name: &str| -> io::Result<PacketSocket> {
         let s = PacketSocket::open(name, promisc)?;
@@ -195,18 +236,7 @@ pub fn run(
     ];
     let clock = RealClock::new();
     let now_ns = || clock.mono().as_nanos() as u64;
-    let mut state = StageState {
-        pid: std::process::id(),
-        running: true,
-        config: Some(cfg.clone()),
-        ..StageState::default()
-    };
-    if let Some(p) = state_file {
-        if let Some(dir) = p.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        state.write(p)?;
-    }
+    let mut state = StageState::starting(cfg, data_path, state_file)?;
     let mut rx = RecvBatch::new(BATCH, MAX_FRAME + 1);
     let mut tx = SendBatch::new(BATCH, MAX_FRAME);
     let mut pool: Vec<Vec<u8>> = Vec::new();
@@ -332,6 +362,54 @@ pub fn run(
     if let Some(p) = state_file {
         state.write(p)?;
     }
+    Ok(state)
+}
+
+/// The stage with the kernel fast path forwarding: this process only reads the counters
+/// (and the rate queues' drops) and publishes them; it removes the rate queues when it
+/// stops. The program leaves the interfaces with the process, however it ends.
+fn run_fast(
+    mut fast: FastStage,
+    cfg: &StageConfig,
+    state_file: Option<&Path>,
+    netns: Option<&Path>,
+    stop: &AtomicBool,
+) -> io::Result<StageState> {
+    let mut state = StageState::starting(cfg, "kernel".to_owned(), state_file)?;
+    let publish = |state: &mut StageState, fast: &mut FastStage| -> io::Result<()> {
+        let c = fast
+            .counters()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        state.forward = c.forward;
+        state.reverse = c.reverse;
+        state.not_forwarded = c.not_forwarded;
+        state.ttl_expired = c.ttl_expired;
+        state.too_long = c.too_long;
+        state.send_errors = c.send_errors;
+        match state_file {
+            Some(p) => state.write(p),
+            None => Ok(()),
+        }
+    };
+    publish(&mut state, &mut fast)?;
+    let mut last_publish = std::time::Instant::now();
+    let stopped = loop {
+        if stop.load(Ordering::Relaxed) {
+            break "stopped".to_owned();
+        }
+        std::thread::sleep(PUBLISH_EVERY / 4);
+        if last_publish.elapsed() >= PUBLISH_EVERY {
+            last_publish = std::time::Instant::now();
+            publish(&mut state, &mut fast)?;
+            if netns.is_some_and(|n| !n.exists()) {
+                break "its network namespace was removed".to_owned();
+            }
+        }
+    };
+    state.running = false;
+    state.stopped = Some(stopped);
+    publish(&mut state, &mut fast)?;
+    fast.remove_rate_queues();
     Ok(state)
 }
 

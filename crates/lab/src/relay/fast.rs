@@ -14,16 +14,16 @@
 use std::collections::BTreeMap;
 
 use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray};
-use aya::programs::links::LinkOrder;
-use aya::programs::tc::TcAttachOptions;
-use aya::programs::{SchedClassifier, TcAttachType, TestRun, TestRunOptions};
-use aya::{Ebpf, EbpfLoader};
+use aya::programs::{TestRun, TestRunOptions};
 use engine::sys::bpf::{
     FrerGenerator, FrerPathCounters, FrerPortCfg, FrerPortCounters, FrerRecovery,
     FrerRelayCounters, FrerRule, FrerRuleKey, FRER_HIST_WORDS, FRER_MAX_OUT, FRER_MAX_PORTS,
     FRER_MAX_STREAMS,
 };
 use frer::recovery::Counters;
+
+use crate::bpf::{kernel, Object, BPF_F_LOCK};
+pub use crate::bpf::{FastError, TC_ACT_OK, TC_ACT_REDIRECT, TC_ACT_SHOT};
 
 use super::config::{AlgorithmName, RelayConfig};
 use super::core::{
@@ -34,45 +34,11 @@ use super::core::{
 /// The fast path's object, built from `bpf/frer.c` by `bpf/build.sh`.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../../bpf/frer.o");
 
-/// `BPF_F_LOCK`: map reads and writes under the value's `bpf_spin_lock`.
-const BPF_F_LOCK: u64 = 4;
 const RULE_REPLICATE: u32 = 1;
 const RULE_ELIMINATE: u32 = 2;
 const F_TAKE_NO_SEQ: u32 = 1;
 const F_OFF: u32 = 2;
 const F_KEEP_TAG: u32 = 4;
-
-/// tc verdicts of the program (`linux/pkt_cls.h`).
-pub const TC_ACT_OK: i32 = 0;
-/// Dropped.
-pub const TC_ACT_SHOT: i32 = 2;
-/// Sent on (to the out-port's interface).
-pub const TC_ACT_REDIRECT: i32 = 7;
-
-/// Why the fast path cannot run.
-#[derive(Debug, thiserror::Error)]
-pub enum FastError {
-    /// The configuration needs the userspace relay.
-    #[error("{0}")]
-    Unsupported(String),
-    /// The kernel refused to load or attach the program, or a map operation failed.
-    #[error("{what}: {source}")]
-    Kernel {
-        /// What was being done.
-        what: String,
-        /// The kernel's (aya's) error.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-}
-
-fn kernel<E: std::error::Error + Send + Sync + 'static>(
-    what: &str,
-) -> impl FnOnce(E) -> FastError + '_ {
-    move |e| FastError::Kernel {
-        what: what.to_owned(),
-        source: Box::new(e),
-    }
-}
 
 /// Why `cfg` needs the userspace relay, if it does.
 pub fn unsupported(cfg: &RelayConfig) -> Option<String> {
@@ -258,7 +224,7 @@ fn initial_recovery(e: &super::config::Eliminate) -> FrerRecovery {
 /// A loaded fast path: the programs verified and the maps filled; [`FastRelay::attach`]
 /// puts it on the ports.
 pub struct FastRelay {
-    ebpf: Ebpf,
+    obj: Object,
     cfg: RelayConfig,
     ports: Vec<String>,
 }
@@ -284,31 +250,26 @@ impl FastRelay {
                 ports.len()
             )));
         }
-        let mut ebpf = EbpfLoader::new()
-            .load(OBJECT)
-            .map_err(kernel("loading bpf/frer.o"))?;
-        for name in ["frer_port", "frer_tick"] {
-            let p: &mut SchedClassifier = program(&mut ebpf, name)?;
-            p.load().map_err(kernel(name))?;
-        }
+        let mut obj = Object::load(OBJECT, "frer.o")?;
+        obj.load_programs(&["frer_port", "frer_tick"])?;
         let (port_entries, rules) = entries(cfg, ifindex);
         {
             let mut m: BpfHashMap<&mut MapData, u32, FrerPortCfg> =
-                BpfHashMap::try_from(map(&mut ebpf, "ports")?).map_err(kernel("ports"))?;
+                BpfHashMap::try_from(obj.map_mut("ports")?).map_err(kernel("ports"))?;
             for (k, v) in &port_entries {
                 m.insert(k, v, 0).map_err(kernel("ports"))?;
             }
         }
         {
             let mut m: BpfHashMap<&mut MapData, FrerRuleKey, FrerRule> =
-                BpfHashMap::try_from(map(&mut ebpf, "rules")?).map_err(kernel("rules"))?;
+                BpfHashMap::try_from(obj.map_mut("rules")?).map_err(kernel("rules"))?;
             for (k, v) in &rules {
                 m.insert(k, v, 0).map_err(kernel("rules"))?;
             }
         }
         {
             let mut m: Array<&mut MapData, FrerRecovery> =
-                Array::try_from(map(&mut ebpf, "recoveries")?).map_err(kernel("recoveries"))?;
+                Array::try_from(obj.map_mut("recoveries")?).map_err(kernel("recoveries"))?;
             for (i, s) in cfg.streams.iter().enumerate() {
                 if let Some(e) = &s.eliminate {
                     m.set(i as u32, initial_recovery(e), 0)
@@ -317,30 +278,20 @@ impl FastRelay {
             }
         }
         Ok(Self {
-            ebpf,
+            obj,
             cfg: cfg.clone(),
             ports,
         })
     }
 
     /// Attaches the port program to every port's ingress (interfaces of this network
-    /// namespace, by name) through TCX links (Linux 6.6 and later), which the kernel
-    /// removes with the last descriptor: with this value, or with the process however it
-    /// ends. No netlink (cls_bpf) attachment, which would outlive a killed process.
+    /// namespace, by name) through TCX links, which go with this value or the process
+    /// (see [`Object::attach_ingress`]).
     ///
     /// # Errors
     /// An interface is missing, or the kernel refuses the link (older than 6.6).
     pub fn attach(&mut self) -> Result<(), FastError> {
-        let ports = self.ports.clone();
-        let p: &mut SchedClassifier = program(&mut self.ebpf, "frer_port")?;
-        for port in &ports {
-            let order = TcAttachOptions::TcxOrder(LinkOrder::default());
-            p.attach_with_options(port, TcAttachType::Ingress, order)
-                .map_err(kernel(&format!(
-                    "a TCX link on {port} (Linux 6.6 or later)"
-                )))?;
-        }
-        Ok(())
+        self.obj.attach_ingress("frer_port", &self.ports)
     }
 
     /// Runs the reset timers to now (the programs check them only when a frame comes).
@@ -348,7 +299,7 @@ impl FastRelay {
     /// # Errors
     /// The kernel refused the test run.
     pub fn tick(&mut self) -> Result<(), FastError> {
-        let p: &mut SchedClassifier = program(&mut self.ebpf, "frer_tick")?;
+        let p = self.obj.program("frer_tick")?;
         let frame = [0u8; 64];
         p.test_run(TestRunOptions {
             data_in: Some(&frame),
@@ -364,7 +315,7 @@ impl FastRelay {
     /// The map update failed.
     pub fn set_clock_ms(&mut self, ms: u64) -> Result<(), FastError> {
         let mut m: Array<&mut MapData, u64> =
-            Array::try_from(map(&mut self.ebpf, "clock")?).map_err(kernel("clock"))?;
+            Array::try_from(self.obj.map_mut("clock")?).map_err(kernel("clock"))?;
         m.set(0, ms.saturating_mul(1_000_000), 0)
             .map_err(kernel("clock"))
     }
@@ -380,21 +331,7 @@ impl FastRelay {
         ingress_ifindex: u32,
         frame: &[u8],
     ) -> Result<(i32, Vec<u8>), FastError> {
-        let p: &mut SchedClassifier = program(&mut self.ebpf, "frer_port")?;
-        // struct __sk_buff up to and including `ifindex`: ingress_ifindex at byte 36.
-        let mut ctx = [0u8; 44];
-        ctx[36..40].copy_from_slice(&ingress_ifindex.to_ne_bytes());
-        let mut out = vec![0u8; frame.len() + 64];
-        let r = p
-            .test_run(TestRunOptions {
-                data_in: Some(frame),
-                data_out: Some(&mut out),
-                ctx_in: Some(&ctx),
-                ..TestRunOptions::default()
-            })
-            .map_err(kernel("frer_port test run"))?;
-        out.truncate(r.data_size_out as usize);
-        Ok((r.return_value as i32, out))
+        self.obj.run_frame("frer_port", ingress_ifindex, frame)
     }
 
     /// The counters, summed over CPUs, in the userspace relay's shape.
@@ -404,18 +341,15 @@ impl FastRelay {
     pub fn counters(&self) -> Result<RelayCounters, FastError> {
         let cfg = &self.cfg;
         let per_cpu_port: PerCpuArray<&MapData, FrerPortCounters> =
-            PerCpuArray::try_from(map_ref(&self.ebpf, "port_stats")?)
-                .map_err(kernel("port_stats"))?;
+            PerCpuArray::try_from(self.obj.map("port_stats")?).map_err(kernel("port_stats"))?;
         let per_cpu_path: PerCpuArray<&MapData, FrerPathCounters> =
-            PerCpuArray::try_from(map_ref(&self.ebpf, "path_stats")?)
-                .map_err(kernel("path_stats"))?;
+            PerCpuArray::try_from(self.obj.map("path_stats")?).map_err(kernel("path_stats"))?;
         let per_cpu_relay: PerCpuArray<&MapData, FrerRelayCounters> =
-            PerCpuArray::try_from(map_ref(&self.ebpf, "relay_stats")?)
-                .map_err(kernel("relay_stats"))?;
+            PerCpuArray::try_from(self.obj.map("relay_stats")?).map_err(kernel("relay_stats"))?;
         let gens: Array<&MapData, FrerGenerator> =
-            Array::try_from(map_ref(&self.ebpf, "generators")?).map_err(kernel("generators"))?;
+            Array::try_from(self.obj.map("generators")?).map_err(kernel("generators"))?;
         let recs: Array<&MapData, FrerRecovery> =
-            Array::try_from(map_ref(&self.ebpf, "recoveries")?).map_err(kernel("recoveries"))?;
+            Array::try_from(self.obj.map("recoveries")?).map_err(kernel("recoveries"))?;
         let mut out = RelayCounters::default();
         for (i, name) in self.ports.iter().enumerate() {
             let v = per_cpu_port
@@ -496,30 +430,6 @@ impl FastRelay {
         }
         Ok(out)
     }
-}
-
-/// A program or map the object should hold and does not.
-fn missing(what: String) -> FastError {
-    FastError::Kernel {
-        what,
-        source: "not in bpf/frer.o".into(),
-    }
-}
-
-fn program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedClassifier, FastError> {
-    let p = ebpf
-        .program_mut(name)
-        .ok_or_else(|| missing(format!("program {name}")))?;
-    p.try_into().map_err(kernel(name))
-}
-
-fn map<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut aya::maps::Map, FastError> {
-    ebpf.map_mut(name)
-        .ok_or_else(|| missing(format!("map {name}")))
-}
-
-fn map_ref<'a>(ebpf: &'a Ebpf, name: &str) -> Result<&'a aya::maps::Map, FastError> {
-    ebpf.map(name).ok_or_else(|| missing(format!("map {name}")))
 }
 
 #[cfg(test)]
@@ -647,20 +557,12 @@ mod test {
         c
     }
 
-    fn root_or_skip(test: &str) -> bool {
-        let root = crate::cmd::is_root();
-        if !root {
-            eprintln!("SKIPPED {test}: loading BPF programs needs root");
-        }
-        root
-    }
-
     /// The differential test: the same frames through the userspace relay and the fast
     /// path (BPF_PROG_TEST_RUN, a virtual clock) give the same decision for every frame,
     /// the same frames out, and the same counters, for every elimination setting.
     #[test]
     fn the_fast_path_decides_and_counts_as_the_userspace_relay() {
-        if !root_or_skip("the_fast_path_decides_and_counts_as_the_userspace_relay") {
+        if !crate::bpf::root_or_skip("the_fast_path_decides_and_counts_as_the_userspace_relay") {
             return;
         }
         let e = |history: u16| Eliminate {

@@ -132,18 +132,9 @@ pub fn run(
         match start_fast(cfg) {
             Ok(f) => return run_fast(f, cfg, state_file, netns, stop),
             Err(e) => {
-                // The kernel's answer may carry the whole verifier log: the log gets it,
-                // the state its first line.
+                // The log gets the whole answer (a verifier log), the state its first line.
                 tracing::warn!("FRER fast path not used ({e}): the userspace relay runs");
-                let why = e.to_string();
-                let first: String = why
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(200)
-                    .collect();
-                format!("userspace (fast path not used: {first})")
+                format!("userspace (fast path not used: {})", e.summary())
             }
         }
     } else {

@@ -67,12 +67,17 @@ pub struct StageRow {
     pub duplicated: u64,
     /// Frames held back behind later ones.
     pub reordered: u64,
-    /// Frames delayed.
-    pub delayed: u64,
+    /// Frames delayed; absent when the kernel fast path forwarded (frames waiting in its
+    /// rate queue are not counted one by one).
+    pub delayed: Option<u64>,
     /// Frames dropped because the stage's queue was full.
     pub queue_drops: u64,
     /// Frames sent on.
     pub frames_out: u64,
     /// `running`, `stopped: WHY` or `gone`; with what overloaded it, if anything did.
     pub state: String,
+    /// `kernel` (the BPF fast path) or `userspace`, with the reason the fast path was not
+    /// used when it was asked for.
+    #[serde(default)]
+    pub data_path: String,
 }
