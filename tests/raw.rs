@@ -215,7 +215,12 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
         "every trial sent frames"
     );
     assert_eq!(v["command"], "rfc2544");
-    assert!(str_at(&v, "/backend").contains("af_packet"));
+    // The sender's and the receiver's backends, both named.
+    let backends: Vec<&str> = str_at(&v, "/backend").split(" / ").collect();
+    assert!(
+        backends.len() == 2 && backends.iter().all(|b| b.starts_with("af_")),
+        "{backends:?}"
+    );
 }
 
 #[test]
@@ -327,6 +332,10 @@ fn tshark_finds_every_checksum_of_generated_frames_correct() {
                 "1kpps",
                 "--dst-mac",
                 "02:77:62:00:00:02",
+                // A copying receiver: an AF_XDP one (auto's choice) would take the
+                // frames from tshark too.
+                "--rx-backend",
+                "ring",
             ],
         );
         let out = run(&strs(&argv));
@@ -704,4 +713,68 @@ fn streams_of_every_kind_interleave_on_one_port() {
     assert_eq!(sent, total, "{iv:#?}");
     assert!(iv.iter().all(|r| r["loss_attributed"] == true), "{iv:#?}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The AF_XDP receiver (`--rx-backend xdp`): every frame counted and stamped on arrival
+/// (one-way latency present and plausible), the program gone from the port afterwards;
+/// a port whose MTU a receive chunk cannot hold is refused when xdp is asked for, and
+/// `auto` falls back to the ring there, saying so in the backend it records.
+#[test]
+fn xdp_receiver_counts_and_stamps_every_frame_and_detaches() {
+    if !root_or_skip("xdp_receiver_counts_and_stamps_every_frame_and_detaches") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "x");
+    for size in ["64", "1518"] {
+        let argv = gen_across(
+            &lab,
+            &[
+                "-s",
+                size,
+                "--backend",
+                "xdp",
+                "--rx-backend",
+                "xdp",
+                "-r",
+                "20kpps",
+                "-n",
+                "2000",
+                "-J",
+            ],
+        );
+        let v = run_json(&strs(&argv));
+        let g = &v["gen"];
+        assert_eq!(str_at(&v, "/backend"), "af_xdp / af_xdp", "{v}");
+        assert_eq!(g["received"].as_u64(), Some(2000), "{size}: {g}");
+        assert_eq!(g["rx_kernel_drops"].as_u64(), Some(0), "{g}");
+        assert_eq!(u64_at(g, "/latency_us/count"), 2000, "{g}");
+        let (min, p50) = (
+            f64_at(g, "/latency_us/min_us"),
+            f64_at(g, "/latency_us/p50_us"),
+        );
+        assert!(min > 0.0 && p50 < 1000.0, "one-way latency on veth: {g}");
+    }
+    let link = |ns: &str| {
+        let out = std::process::Command::new("ip")
+            .args(["-j", "-n", ns, "link", "show", "eth0"])
+            .output()
+            .expect("ip");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let listener = format!("wb-{}-listener", lab.0);
+    assert!(!link(&listener).contains("\"xdp\""), "{}", link(&listener));
+    // A 3000-byte MTU: no receive chunk holds such a frame.
+    let big = LabGuard::up_with("direct", "xm", &["--mtu", "3000"]);
+    let mut argv: Vec<String> = gen_across(&big, &["-s", "128", "-n", "100", "-r", "10kpps", "-J"]);
+    let auto = run_json(&strs(&argv));
+    assert_eq!(auto["gen"]["received"].as_u64(), Some(100), "{auto}");
+    assert!(
+        str_at(&auto, "/backend").ends_with("af_packet_rx_ring"),
+        "{auto}"
+    );
+    argv.extend(["--rx-backend".to_owned(), "xdp".to_owned()]);
+    let out = run(&strs(&argv));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("MTU 3000"), "{err}");
 }

@@ -194,18 +194,25 @@ pub fn open_tx(b: FrameBackend, ep: &Endpoint, max_len: u64) -> Result<Box<dyn F
     opened.map_err(|e| Error::Failed(format!("sending on {ep}: {e}")))
 }
 
-/// The receiver: the asked backend's, or with `auto` (and `xdp`, which receives on the
-/// ring) the TPACKET_V3 ring, falling back to recvmmsg; an explicitly asked backend does
-/// not fall back.
+/// The receiver: the asked backend's, or with `auto` the fastest that opens (AF_XDP, then
+/// the TPACKET_V3 ring, then recvmmsg), saying why the faster ones did not; an explicitly
+/// asked backend does not fall back. An AF_XDP receiver takes the port's frames (all but
+/// ARP) from the host's stack while it runs: a sink port.
 ///
 /// # Errors
 /// The backend does not open.
 pub fn open_rx(b: FrameBackend, ep: &Endpoint) -> Result<Box<dyn FrameRx>, Error> {
     let rx = match backend(b) {
         Some(b) => b.open_rx(ep),
-        None => Backend::Ring
-            .open_rx(ep)
-            .or_else(|_| Backend::Packet.open_rx(ep)),
+        None => {
+            let order = [Backend::Xdp, Backend::Ring, Backend::Packet];
+            Backend::open_rx_first(&order, ep).map(|(rx, why)| {
+                if !why.is_empty() {
+                    tracing::info!("receiver {} chosen: {}", rx.name(), why.join("; "));
+                }
+                rx
+            })
+        }
     };
     rx.map_err(|e| Error::Failed(format!("receiving on {ep}: {e}")))
 }

@@ -208,6 +208,15 @@ pub struct FrameRequest {
     pub line_rate: f64,
     /// Frame I/O backend.
     pub backend: FrameBackend,
+    /// The receivers' backend, when not `backend`'s.
+    pub rx_backend: Option<FrameBackend>,
+}
+
+impl FrameRequest {
+    /// The receivers' backend.
+    pub fn rx_backend(&self) -> FrameBackend {
+        self.rx_backend.unwrap_or(self.backend)
+    }
 }
 
 impl Default for FrameRequest {
@@ -227,6 +236,7 @@ impl Default for FrameRequest {
             lab: "lab".into(),
             line_rate: 1e9,
             backend: FrameBackend::Auto,
+            rx_backend: None,
         }
     }
 }

@@ -202,7 +202,7 @@ impl RawTrial {
         }
         Ok(Self {
             tx: frames::open_tx(frame.backend, tx, max_len)?,
-            rx: frames::open_rx(frame.backend, rx)?,
+            rx: frames::open_rx(frame.rx_backend(), rx)?,
             frame: spec,
             line: LineRate(frame.line_rate as u64),
             test_id: test_id(),

@@ -354,7 +354,8 @@ pub struct FrerAnalyzeArgs {
     /// How long to capture, seconds.
     #[arg(short = 't', long, default_value_t = 10.0)]
     pub time: f64,
-    /// Receive backend: auto (ring, else packet), packet or ring (xdp receives on the ring).
+    /// Receive backend: auto (ring, else packet), packet, or ring (xdp too: the analyzed ports
+    /// belong to a relay or host that needs their frames, which an AF_XDP receiver would take).
     #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
     /// Print JSON.
@@ -505,9 +506,14 @@ pub struct FrameArgs {
     #[arg(long, value_parser = units::rate_bps, default_value = "1G")]
     pub line_rate: f64,
     /// Frame I/O: auto, packet (AF_PACKET sendmmsg/recvmmsg), ring (PACKET_MMAP TX/RX
-    /// rings) or xdp (AF_XDP sending; frames up to 2048 bytes).
+    /// rings) or xdp (AF_XDP: sending frames up to 2048 bytes, receiving up to 1792 with
+    /// the port's frames, all but ARP, taken from the host's stack during the test).
     #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
+    /// The receivers' frame I/O when it should differ from --backend (e.g. xdp sending,
+    /// ring receiving, which leaves the frames to the host's stack too).
+    #[arg(long, value_enum)]
+    pub rx_backend: Option<FrameBackend>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -518,7 +524,8 @@ pub enum FrameBackend {
     Packet,
     /// PACKET_MMAP rings: TPACKET_V2 for sending, TPACKET_V3 for receiving.
     Ring,
-    /// AF_XDP (copy mode) for sending, the TPACKET_V3 ring for receiving.
+    /// AF_XDP (copy mode); the receiver attaches an XDP program that takes the port's frames
+    /// (all but ARP) from the host's stack while it runs.
     Xdp,
 }
 

@@ -251,6 +251,7 @@ pub fn frame(a: &cli::FrameArgs) -> FrameRequest {
         lab: a.lab.clone(),
         line_rate: a.line_rate,
         backend: backend(a.backend),
+        rx_backend: a.rx_backend.map(backend),
     }
 }
 

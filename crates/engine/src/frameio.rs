@@ -6,7 +6,9 @@
 //! - `packet` backends: an `AF_PACKET` raw socket with `sendmmsg` / `recvmmsg` batches.
 //! - `ring` backends ([`RingTx`], [`RingRx`] over `sys::ring`): `PACKET_MMAP` TX ring
 //!   (TPACKET_V2) and RX ring (TPACKET_V3).
-//! - `xdp` sender ([`XdpFrameTx`] over `sys::xdp`): AF_XDP in copy mode.
+//! - `xdp` backends ([`XdpFrameTx`], [`XdpFrameRx`] over `sys::xdp`): AF_XDP in copy
+//!   mode; the receiver attaches `bpf/xsk.c` to its interface, which takes every frame but
+//!   ARP from the host's stack while it runs (a sink port, as a tester's is).
 //! - [`Backend`] picks one by name; every result records the one used.
 //!
 //! [`Endpoint`] names an interface, optionally inside a network namespace (a lab node), and
@@ -291,8 +293,10 @@ pub enum Backend {
     /// `PACKET_MMAP`: TPACKET_V2 TX ring, TPACKET_V3 RX ring (fewer system calls; faster on
     /// real NICs).
     Ring,
-    /// AF_XDP (copy mode) for sending, the TPACKET_V3 ring for receiving (receiving on
-    /// AF_XDP needs an XDP program, which this build does not load).
+    /// AF_XDP (copy mode): sending needs no program; receiving attaches an XDP program
+    /// that redirects every frame but ARP to the sockets (one per receive queue), so the
+    /// host's stack does not see them while the receiver runs. Frames up to
+    /// [`sys::xdp::RX_MAX_FRAME`] bytes, stamped by the program when they arrive.
     Xdp,
 }
 
@@ -334,8 +338,28 @@ impl Backend {
     pub fn open_rx(self, ep: &Endpoint) -> io::Result<Box<dyn FrameRx>> {
         Ok(match self {
             Backend::Packet => Box::new(PacketRx::open(ep)?),
-            Backend::Ring | Backend::Xdp => Box::new(RingRx::open(ep)?),
+            Backend::Ring => Box::new(RingRx::open(ep)?),
+            Backend::Xdp => Box::new(XdpFrameRx::open(ep)?),
         })
+    }
+
+    /// The first receiver of `order` that opens on `ep`, with the reasons the others did
+    /// not.
+    pub fn open_rx_first(
+        order: &[Backend],
+        ep: &Endpoint,
+    ) -> io::Result<(Box<dyn FrameRx>, Vec<String>)> {
+        let mut why = Vec::new();
+        for b in order {
+            match b.open_rx(ep) {
+                Ok(rx) => return Ok((rx, why)),
+                Err(e) => why.push(format!("{b:?}: {e}")),
+            }
+        }
+        Err(io::Error::other(format!(
+            "no frame receiver opens on {ep}: {}",
+            why.join("; ")
+        )))
     }
 }
 
@@ -467,5 +491,155 @@ impl FrameTx for XdpFrameTx {
 
     fn flush(&mut self) -> io::Result<()> {
         self.xsk.flush(Duration::from_secs(1))
+    }
+}
+
+/// The XDP program of the `xdp` receiver, built from `bpf/xsk.c` by `bpf/build.sh`.
+static XSK_OBJECT: &[u8] = aya::include_bytes_aligned!("../../../bpf/xsk.o");
+
+/// A read of fewer frames than this waits [`XDP_RX_GATHER`] before the next.
+const XDP_RX_ENOUGH: usize = 256;
+/// How long frames gather after a short read.
+const XDP_RX_GATHER: Duration = Duration::from_micros(500);
+
+/// Receive queues an `xdp` receiver serves at most (one socket and 16 MiB of UMEM each).
+pub const XDP_MAX_QUEUES: u32 = 8;
+
+/// AF_XDP receive (copy mode): `bpf/xsk.c` on the interface redirects every frame but ARP
+/// to one socket per receive queue. The program is attached through a BPF link, which
+/// the kernel removes with this value or with the process, however it ends.
+pub struct XdpFrameRx {
+    socks: Vec<sys::xdp::XdpRx>,
+    /// Keeps the program attached; dropped (detached) before the sockets close.
+    _link: aya::programs::links::FdLink,
+    _ebpf: aya::Ebpf,
+    drops: u64,
+    clock: crate::clock::RealClock,
+}
+
+impl XdpFrameRx {
+    /// An AF_XDP receiver on `ep`: the program loaded and attached, a socket on every
+    /// receive queue (up to [`XDP_MAX_QUEUES`]).
+    ///
+    /// # Errors
+    /// No BPF or AF_XDP (older kernel, no privileges), the interface's MTU is above what a
+    /// chunk holds, or it has more queues than [`XDP_MAX_QUEUES`].
+    pub fn open(ep: &Endpoint) -> io::Result<Self> {
+        ep.within(|| {
+            let iface = &ep.iface;
+            let fail = |what: &str, e: &dyn std::fmt::Display| {
+                io::Error::other(format!("AF_XDP receive on {iface}: {what}: {e}"))
+            };
+            let index = sys::interface_index(iface)
+                .map_err(|e| io::Error::new(e.kind(), format!("interface {iface}: {e}")))?;
+            let mtu = crate::nic::mtu(iface)?;
+            if mtu as usize + 18 > sys::xdp::RX_MAX_FRAME {
+                return Err(io::Error::other(format!(
+                    "AF_XDP receive on {iface}: its MTU {mtu} is above the {} bytes a receive chunk holds",
+                    sys::xdp::RX_MAX_FRAME - 18
+                )));
+            }
+            let mut socks = Vec::new();
+            for q in 0..=XDP_MAX_QUEUES {
+                match sys::xdp::XdpRx::open(index, q) {
+                    Ok(s) => socks.push(s),
+                    // EINVAL: no such queue; the interface has `q` of them.
+                    Err(e) if q > 0 && e.raw_os_error() == Some(libc::EINVAL) => break,
+                    Err(e) => return Err(fail(&format!("queue {q}"), &e)),
+                }
+            }
+            if socks.len() > XDP_MAX_QUEUES as usize {
+                return Err(io::Error::other(format!(
+                    "AF_XDP receive on {iface}: more than {XDP_MAX_QUEUES} receive queues"
+                )));
+            }
+            let mut ebpf = aya::EbpfLoader::new()
+                .load(XSK_OBJECT)
+                .map_err(|e| fail("loading bpf/xsk.o", &e))?;
+            {
+                let map = ebpf
+                    .map_mut("xsks")
+                    .ok_or_else(|| fail("bpf/xsk.o", &"no map xsks"))?;
+                let mut xsks = aya::maps::XskMap::try_from(map).map_err(|e| fail("xsks", &e))?;
+                for (q, s) in socks.iter().enumerate() {
+                    xsks.set(q as u32, s.as_raw_fd(), 0)
+                        .map_err(|e| fail("xsks", &e))?;
+                }
+            }
+            let prog: &mut aya::programs::Xdp = ebpf
+                .program_mut("xsk_rx")
+                .ok_or_else(|| fail("bpf/xsk.o", &"no program xsk_rx"))?
+                .try_into()
+                .map_err(|e| fail("xsk_rx", &e))?;
+            prog.load().map_err(|e| fail("loading xsk_rx", &e))?;
+            let id = prog
+                .attach_to_if_index(index, aya::programs::XdpMode::Default)
+                .map_err(|e| fail("attaching xsk_rx", &e))?;
+            let link = prog.take_link(id).map_err(|e| fail("xsk_rx link", &e))?;
+            // Only a BPF link goes with the process; a netlink attachment (aya's fallback
+            // on old kernels) would outlive a killed one, so it is refused (and detached as
+            // the value drops).
+            let link = aya::programs::links::FdLink::try_from(link)
+                .map_err(|e| fail("a BPF link for XDP (Linux 5.9 or later)", &e))?;
+            Ok(Self {
+                socks,
+                _link: link,
+                _ebpf: ebpf,
+                drops: 0,
+                clock: crate::clock::RealClock::new(),
+            })
+        })
+    }
+}
+
+impl FrameRx for XdpFrameRx {
+    fn name(&self) -> &'static str {
+        "af_xdp"
+    }
+
+    fn recv_frames(
+        &mut self,
+        timeout: Duration,
+        on_frame: &mut dyn FnMut(&[u8], Option<UnixNanos>),
+    ) -> io::Result<usize> {
+        let clock = &self.clock;
+        let mut take = |socks: &mut [sys::xdp::XdpRx]| -> io::Result<usize> {
+            let mut n = 0;
+            for s in socks {
+                // The program's arrival times are CLOCK_MONOTONIC: moved to realtime by
+                // the clocks' difference now. A frame without one is stamped now.
+                let mono = sys::monotonic_now().as_nanos() as u64;
+                let now = model::clock::Clock::wall(clock);
+                let offset = now.0.wrapping_sub(mono);
+                n += s.recv(Duration::ZERO, &mut |f, arrived| {
+                    let at = arrived.map_or(now, |t| UnixNanos(t.wrapping_add(offset)));
+                    on_frame(f, Some(at));
+                })?;
+            }
+            Ok(n)
+        };
+        let mut n = take(&mut self.socks)?;
+        if n == 0 {
+            let fds: Vec<RawFd> = self.socks.iter().map(AsRawFd::as_raw_fd).collect();
+            if sys::wait_readable(&fds, timeout)? == 0 {
+                return Ok(0);
+            }
+            n = take(&mut self.socks)?;
+        }
+        // A short batch: let frames gather before the next read (as the V3 ring's block
+        // timeout does) instead of waking for every frame. The arrival times come from
+        // the program, so reading later changes no measurement; the rings hold 4 ms of
+        // frames at 2 Mframe/s.
+        if n < XDP_RX_ENOUGH {
+            std::thread::sleep(XDP_RX_GATHER);
+        }
+        Ok(n)
+    }
+
+    fn take_drops(&mut self) -> u64 {
+        for s in &mut self.socks {
+            self.drops += s.take_drops();
+        }
+        std::mem::take(&mut self.drops)
     }
 }

@@ -8,10 +8,11 @@
 //! everything a lab made and nothing else; a failure half-way through `up` tears down what
 //! was built.
 //!
-//! Topologies: `direct`, `router`, `shaper` (HTB classes, [`shaper`]), `impair` (a
-//! userspace impairment stage on the dut's forwarding path, [`impair`]), `twopath` (two
+//! Topologies: `direct`, `router`, `shaper` (HTB classes, [`shaper`]), `impair` (an
+//! impairment stage on the dut's forwarding path, [`impair`]), `twopath` (two
 //! independently impaired paths) and `frer` (the same with software 802.1CB relays at both
 //! ends, [`relay`]), built-in or from a TOML file ([`topology::Topology::from_toml`]).
+//! The stages' and relays' kernel fast paths share [`bpf`].
 //! Managed processes (impairment stages, FRER relays, [`managed`]) are started by `up` and
 //! stopped by `down`.
 #![warn(missing_docs, unreachable_pub)]

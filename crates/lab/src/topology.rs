@@ -4,7 +4,7 @@
 //! - `router`: talker (198.18.1.1) — dut (198.18.1.254 | 198.18.2.254, IPv4 forwarding) —
 //!   listener (198.18.2.1), default routes through the dut.
 //! - `shaper`: `router` with an HTB class tree on the dut's egress toward the listener.
-//! - `impair`: `router` whose dut forwards in user space through the impairment stage
+//! - `impair`: `router` whose dut forwards through the impairment stage
 //!   (router mode; the dut kernel's own forwarding is off).
 //! - `twopath`: talker (198.18.20.1) — split — two paths — merge — listener (198.18.23.1).
 //!   Path A (198.18.21.0/24) and path B (198.18.22.0/24) each cross their own node running

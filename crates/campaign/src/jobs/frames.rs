@@ -59,7 +59,7 @@ fn send(
     let mut tx = frames::open_tx(req.frame.backend, tx_ep, req.size)?;
     let mut rx = rx_ep
         .as_ref()
-        .map(|ep| frames::open_rx(req.frame.backend, ep))
+        .map(|ep| frames::open_rx(req.frame.rx_backend(), ep))
         .transpose()?;
     let spec = RawTrialSpec {
         frame,
@@ -159,14 +159,17 @@ pub fn analyze(
         return Err(usage("at most 8 paths (--rx)"));
     }
     frames::need_root()?;
-    let backend = match req.backend {
-        FrameBackend::Packet => FrameBackend::Packet,
-        FrameBackend::Auto => FrameBackend::Auto,
-        FrameBackend::Ring | FrameBackend::Xdp => FrameBackend::Ring,
-    };
+    // A copying receiver: the analyzed ports usually belong to a relay or a host that
+    // needs the frames too, and an AF_XDP receiver would take them away.
     let mut rxs = Vec::new();
     for p in &req.ports {
-        rxs.push(frames::open_rx(backend, &frames::port(p, &req.lab)?)?);
+        let ep = frames::port(p, &req.lab)?;
+        rxs.push(match req.backend {
+            FrameBackend::Packet => frames::open_rx(FrameBackend::Packet, &ep)?,
+            FrameBackend::Ring | FrameBackend::Xdp => frames::open_rx(FrameBackend::Ring, &ep)?,
+            FrameBackend::Auto => frames::open_rx(FrameBackend::Ring, &ep)
+                .or_else(|_| frames::open_rx(FrameBackend::Packet, &ep))?,
+        });
     }
     watch.progress(&format!(
         "capturing test frames on {} for {} s",

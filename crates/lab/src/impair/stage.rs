@@ -1,5 +1,6 @@
 //! The impairment stage as a process: forwards frames between two interfaces of a lab
-//! node over `AF_PACKET`, through one [`Impairer`] per direction, and publishes its
+//! node, through the kernel fast path ([`super::fast`]) when it can, otherwise over
+//! `AF_PACKET` through one [`Impairer`] per direction, and publishes its
 //! counters to a state file (JSON, replaced atomically every 200 ms) that `wirebench lab
 //! status` reads.
 //!
