@@ -12,7 +12,8 @@ compare ratios from one run.
     sudo python3 bench/gen_compare.py [--wirebench target/release/wirebench] [--secs 4] [--repeat 3]
 
 Target (issue 4): wirebench >= 1.5x trafgen's single-thread rate and >= 2x mausezahn's,
-64-byte frames, one core. `--sink drop` addresses the frames to a MAC the listener does not
+64-byte frames, one core. Also (issue 19): `--threads 2` (CPUs 0 and 1) against trafgen
+with two CPUs. `--sink drop` addresses the frames to a MAC the listener does not
 own, so the listener's kernel drops them on arrival: on veth its receive work runs on the
 sending CPU, and this takes most of it out of the measurement.
 """
@@ -47,12 +48,12 @@ def rx_packets():
     return json.loads(out)[0]["stats64"]["rx"]["packets"]
 
 
-def metered(cmd, secs):
-    """Runs `cmd` (in the talker's namespace, on CPU 0) for `secs` and returns the frames/s
-    that reached the listener."""
+def metered(cmd, secs, cpus="0"):
+    """Runs `cmd` (in the talker's namespace, on CPUs `cpus`) for `secs` and returns the
+    frames/s that reached the listener."""
     before = rx_packets()
     t0 = time.monotonic()
-    full = ["ip", "netns", "exec", TALKER, "timeout", "--signal=INT", str(secs), "taskset", "-c", "0"] + cmd
+    full = ["ip", "netns", "exec", TALKER, "timeout", "--signal=INT", str(secs), "taskset", "-c", cpus] + cmd
     subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=secs + 30)
     elapsed = time.monotonic() - t0
     time.sleep(0.2)
@@ -101,8 +102,12 @@ def main():
         tools[f"wirebench ({backend})"] = [wb, "gen", "eth0", "-s", "64", "--line-rate", "100G", "-r", "100%",
                                             "-t", str(a.secs + 5), "--dst-ip", DST_IP, "--dst-mac", DST_MAC,
                                             "--src-port", "49184", "--backend", backend]
+    # Two generator threads, each on its own transmit queue (the lab's veths have one per
+    # CPU), against trafgen on two CPUs: both on CPUs 0 and 1.
+    tools["wirebench (xdp, 2 threads)"] = tools["wirebench (xdp)"] + ["--threads", "2"]
     if shutil.which("trafgen"):
         tools["trafgen (1 cpu)"] = ["trafgen", "--dev", "eth0", "--conf", conf, "--cpus", "1", "--no-cpu-stats"]
+        tools["trafgen (2 cpus)"] = ["trafgen", "--dev", "eth0", "--conf", conf, "--cpus", "2", "--no-cpu-stats"]
     if shutil.which("mausezahn"):
         tools["mausezahn"] = ["mausezahn", "eth0", "-c", "0", "-a", SRC_MAC, "-b", DST_MAC, "-A", SRC_IP,
                               "-B", DST_IP, "-t", "udp", "sp=49184,dp=7", "-p", "18", "-q"]
@@ -110,7 +115,8 @@ def main():
     try:
         for _ in range(a.repeat):
             for name, cmd in tools.items():
-                results[name].append(metered(cmd, a.secs))
+                cpus = "0,1" if "2 " in name else "0"
+                results[name].append(metered(cmd, a.secs, cpus))
     finally:
         sh([wb, "lab", "down", LAB], check=False)
         os.unlink(conf)
@@ -123,8 +129,11 @@ def main():
         if peer not in med or med[peer] <= 0:
             continue
         for n in med:
-            if n.startswith("wirebench"):
+            if n.startswith("wirebench") and "threads" not in n:
                 print(f"  {n} / {peer}: {med[n] / med[peer]:.2f}x")
+    two, peer2 = "wirebench (xdp, 2 threads)", "trafgen (2 cpus)"
+    if med.get(peer2, 0) > 0:
+        print(f"  {two} / {peer2}: {med[two] / med[peer2]:.2f}x")
 
 
 if __name__ == "__main__":

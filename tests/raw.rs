@@ -778,3 +778,51 @@ fn xdp_receiver_counts_and_stamps_every_frame_and_detaches() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("MTU 3000"), "{err}");
 }
+
+/// `gen --threads N`: N generator threads, each with its own sender and stream and its share
+/// of the rate and count (an odd count too); the receiver counts every stream, and the
+/// totals add up with nothing lost or reordered. AF_XDP binds one transmit queue per
+/// thread: more threads than the lab's veths have queues is refused, naming the queue.
+#[test]
+fn gen_threads_share_the_load_and_the_totals_add_up() {
+    if !root_or_skip("gen_threads_share_the_load_and_the_totals_add_up") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "g");
+    for backend in ["packet", "auto"] {
+        let argv = gen_across(
+            &lab,
+            &[
+                "-s",
+                "64",
+                "--threads",
+                "2",
+                "--backend",
+                backend,
+                "-r",
+                "40kpps",
+                "-n",
+                "4001",
+                "-J",
+            ],
+        );
+        let v = run_json(&strs(&argv));
+        let g = &v["gen"];
+        assert_eq!(v["params"]["threads"], 2, "{v}");
+        assert_eq!(g["sent"].as_u64(), Some(4001), "{backend}: {g}");
+        assert_eq!(g["received"].as_u64(), Some(4001), "{backend}: {g}");
+        assert_eq!(g["reordered"].as_u64(), Some(0), "{backend}: {g}");
+        assert_eq!(g["duplicates"].as_u64(), Some(0), "{backend}: {g}");
+        assert_eq!(u64_at(g, "/latency_us/count"), 4001, "{g}");
+    }
+    let queues = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let too_many = (queues + 1).to_string();
+    let argv = gen_across(
+        &lab,
+        &["--threads", &too_many, "--backend", "xdp", "-n", "10"],
+    );
+    let out = run(&strs(&argv));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("queue {queues}")), "{err}");
+}

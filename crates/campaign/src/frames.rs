@@ -194,6 +194,58 @@ pub fn open_tx(b: FrameBackend, ep: &Endpoint, max_len: u64) -> Result<Box<dyn F
     opened.map_err(|e| Error::Failed(format!("sending on {ep}: {e}")))
 }
 
+/// `n` senders on `ep`, one per generator thread: the asked backend (AF_XDP on transmit
+/// queues 0..n), or with `auto` the first of AF_XDP, the TX ring and sendmmsg that opens
+/// all `n` (AF_XDP needs `n` queues), saying why the faster ones did not.
+///
+/// # Errors
+/// The backend does not open `n` senders.
+pub fn open_txs(
+    b: FrameBackend,
+    ep: &Endpoint,
+    max_len: u64,
+    n: usize,
+) -> Result<Vec<Box<dyn FrameTx>>, Error> {
+    if n <= 1 {
+        return Ok(vec![open_tx(b, ep, max_len)?]);
+    }
+    let all = |b: Backend| -> std::io::Result<Vec<Box<dyn FrameTx>>> {
+        if b == Backend::Xdp && max_len as usize > engine::sys::xdp::CHUNK {
+            return Err(std::io::Error::other(format!(
+                "frames above {} bytes",
+                engine::sys::xdp::CHUNK
+            )));
+        }
+        (0..n).map(|q| b.open_tx_queue(ep, q as u32)).collect()
+    };
+    let opened = match backend(b) {
+        Some(b) => all(b),
+        None => {
+            let mut why = Vec::new();
+            let mut got = None;
+            for b in [Backend::Xdp, Backend::Ring, Backend::Packet] {
+                match all(b) {
+                    Ok(t) => {
+                        got = Some(t);
+                        break;
+                    }
+                    Err(e) => why.push(format!("{b:?}: {e}")),
+                }
+            }
+            match got {
+                Some(t) => {
+                    if !why.is_empty() {
+                        tracing::info!("backend for {n} threads chosen: {}", why.join("; "));
+                    }
+                    Ok(t)
+                }
+                None => Err(std::io::Error::other(why.join("; "))),
+            }
+        }
+    };
+    opened.map_err(|e| Error::Failed(format!("sending with {n} threads on {ep}: {e}")))
+}
+
 /// The receiver: the asked backend's, or with `auto` the fastest that opens (AF_XDP, then
 /// the TPACKET_V3 ring, then recvmmsg), saying why the faster ones did not; an explicitly
 /// asked backend does not fall back. An AF_XDP receiver takes the port's frames (all but

@@ -370,6 +370,8 @@ pub struct GenRequest {
     pub frame: FrameRequest,
     /// With a receiving port: interval rows every this long (`None`: none).
     pub interval: Option<Duration>,
+    /// Generator threads, each with its own sender (and stream) and its share of the rate.
+    pub threads: usize,
 }
 
 /// Capturing test frames on the paths of a redundant network (`frer analyze`).

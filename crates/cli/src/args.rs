@@ -561,6 +561,11 @@ pub struct GenArgs {
     /// where they were due, duplicates, reordering, latency); 0 = none.
     #[arg(short, long, value_parser = units::seconds, default_value = "1")]
     pub interval: Duration,
+    /// Generator threads (1..=64), each with its own socket (AF_XDP: its own transmit
+    /// queue, so the interface needs as many), its own stream and an equal share of the
+    /// rate; the results add the streams up.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: u16,
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,

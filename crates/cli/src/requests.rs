@@ -367,6 +367,7 @@ pub fn gen(a: &cli::GenArgs) -> GenRequest {
         time: a.time,
         frame: frame(&a.frame),
         interval: (!a.interval.is_zero()).then_some(a.interval),
+        threads: usize::from(a.threads),
     }
 }
 

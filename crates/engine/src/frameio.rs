@@ -327,10 +327,16 @@ impl Backend {
 
     /// Opens a sender on `ep`.
     pub fn open_tx(self, ep: &Endpoint) -> io::Result<Box<dyn FrameTx>> {
+        self.open_tx_queue(ep, 0)
+    }
+
+    /// Opens a sender on `ep` for generator thread `queue`: AF_XDP binds that transmit
+    /// queue (one socket per queue); the packet backends open a socket of their own.
+    pub fn open_tx_queue(self, ep: &Endpoint, queue: u32) -> io::Result<Box<dyn FrameTx>> {
         Ok(match self {
             Backend::Packet => Box::new(PacketTx::open(ep)?),
             Backend::Ring => Box::new(RingTx::open(ep)?),
-            Backend::Xdp => Box::new(XdpFrameTx::open(ep)?),
+            Backend::Xdp => Box::new(XdpFrameTx::open_queue(ep, queue)?),
         })
     }
 
@@ -459,13 +465,25 @@ pub struct XdpFrameTx {
 }
 
 impl XdpFrameTx {
-    /// An AF_XDP sender on `ep`.
+    /// An AF_XDP sender on queue 0 of `ep`.
     pub fn open(ep: &Endpoint) -> io::Result<Self> {
+        Self::open_queue(ep, 0)
+    }
+
+    /// An AF_XDP sender on queue `queue` of `ep`.
+    ///
+    /// # Errors
+    /// As [`sys::xdp::XdpTx::open`]; a queue the interface does not have is `EINVAL`.
+    pub fn open_queue(ep: &Endpoint, queue: u32) -> io::Result<Self> {
         let xsk = ep.within(|| {
             let index = sys::interface_index(&ep.iface)
                 .map_err(|e| io::Error::new(e.kind(), format!("interface {}: {e}", ep.iface)))?;
-            sys::xdp::XdpTx::open(index, 0)
-                .map_err(|e| io::Error::new(e.kind(), format!("AF_XDP on {}: {e}", ep.iface)))
+            sys::xdp::XdpTx::open(index, queue).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("AF_XDP on {} queue {queue}: {e}", ep.iface),
+                )
+            })
         })?;
         Ok(Self { xsk })
     }

@@ -115,12 +115,13 @@ pub struct RawTrialReport {
     pub unstamped: u64,
     /// Send errors (the backend refused a batch).
     pub send_errors: u64,
-    /// The generator thread's CPU time.
+    /// The generator threads' CPU time, added up.
     pub tx_cpu: Duration,
     /// The stream's totals at each interval's end (with an interval).
     pub ticks: Vec<Tick>,
-    /// Frames sent and distinct frames received per slot of send time (with an interval).
-    pub slots: Option<(TxSlots, TxSlots)>,
+    /// Per stream (one per generator thread): its id, the frames sent and the distinct
+    /// frames received per slot of send time (with an interval).
+    pub slots: Vec<(u8, TxSlots, TxSlots)>,
     /// The wall clock when the generator started.
     pub t0_wall: UnixNanos,
 }
@@ -135,13 +136,72 @@ pub fn run_trial(
     spec: &RawTrialSpec,
     stop: &AtomicBool,
 ) -> io::Result<RawTrialReport> {
-    let hdr = TestHeaderRepr::template(spec.test_id, spec.stream_id);
-    let mut template = vec![0u8; spec.frame_len];
-    let len = spec
-        .frame
-        .build(spec.frame_len, &hdr, &mut template)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("frame: {e}")))?;
-    template.truncate(len);
+    run_trial_threads(&mut [tx], rx, spec, stop)
+}
+
+/// What generator `g` of `n` sends: its own stream id (`spec.stream_id + g`, so each keeps
+/// its own sequence numbers) and its share of the load ([`share_load`]).
+fn share(spec: &RawTrialSpec, g: usize, n: usize) -> RawTrialSpec {
+    RawTrialSpec {
+        stream_id: spec.stream_id.wrapping_add(g as u8),
+        load: share_load(spec.load, g, n),
+        ..*spec
+    }
+}
+
+/// Generator `g`'s share of `load` among `n`: the rate divided evenly, the frames too, the
+/// first `count % n` generators one more, so the shares add up to the whole.
+fn share_load(load: RawLoad, g: usize, n: usize) -> RawLoad {
+    let part = |total: u64| total / n as u64 + u64::from((g as u64) < total % n as u64);
+    match load {
+        RawLoad::Rate {
+            pps,
+            duration,
+            count,
+        } => RawLoad::Rate {
+            pps: pps / n as f64,
+            duration,
+            count: count.map(part),
+        },
+        RawLoad::Burst { frames, target_pps } => RawLoad::Burst {
+            frames: part(frames),
+            target_pps: target_pps / n as f64,
+        },
+    }
+}
+
+/// Runs a trial with one generator thread per sender of `txs` (at most 255), each with
+/// its share of the load on its own stream ([`share`]), and a receiver thread on `rx` (if
+/// any) that counts every stream; the report adds the streams up (the pacing error is the
+/// first generator's).
+///
+/// # Errors
+/// The template does not build, or a backend fails outright.
+pub fn run_trial_threads(
+    txs: &mut [&mut dyn FrameTx],
+    rx: Option<&mut dyn FrameRx>,
+    spec: &RawTrialSpec,
+    stop: &AtomicBool,
+) -> io::Result<RawTrialReport> {
+    let n = txs.len();
+    if n == 0 || n > 255 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "1 to 255 generator threads",
+        ));
+    }
+    let specs: Vec<RawTrialSpec> = (0..n).map(|g| share(spec, g, n)).collect();
+    let mut templates = Vec::with_capacity(n);
+    for sp in &specs {
+        let hdr = TestHeaderRepr::template(sp.test_id, sp.stream_id);
+        let mut template = vec![0u8; sp.frame_len];
+        let len = sp
+            .frame
+            .build(sp.frame_len, &hdr, &mut template)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("frame: {e}")))?;
+        template.truncate(len);
+        templates.push(template);
+    }
     let layout = spec
         .frame
         .layout(spec.frame_len)
@@ -149,12 +209,13 @@ pub fn run_trial(
     let generating = AtomicUsize::new(1);
     let sent_total = AtomicU64::new(u64::MAX);
     let clock = RealClock::new();
-    let live = Arc::new(LiveCounters::default());
+    let lives: Vec<Arc<LiveCounters>> = (0..n).map(|_| Arc::default()).collect();
     let t0_ns = Arc::new(AtomicU64::new(u64::MAX));
     let slot_ns = spec.interval.map_or(0, |i| {
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         slot_width(ns(i), ns(spec.load.duration()))
     });
+    let ids: Vec<u8> = specs.iter().map(|s| s.stream_id).collect();
     std::thread::scope(|s| {
         let receiver = rx.map(|rx| {
             let (left, total, clock) = (&generating, &sent_total, &clock);
@@ -162,12 +223,12 @@ pub fn run_trial(
                 Ticker::new(
                     i,
                     Arc::clone(&t0_ns),
-                    vec![(spec.stream_id, Arc::clone(&live))],
+                    ids.iter().copied().zip(lives.iter().cloned()).collect(),
                 )
             });
+            let ids = ids.clone();
             s.spawn(move || {
-                let mut table =
-                    StreamTable::new(spec.test_id, [spec.stream_id]).with_slots(slot_ns);
+                let mut table = StreamTable::new(spec.test_id, ids).with_slots(slot_ns);
                 let drops = crate::multi::receive(
                     rx,
                     &mut table,
@@ -186,44 +247,107 @@ pub fn run_trial(
             u64::try_from(clock.mono().as_nanos()).unwrap_or(u64::MAX),
             Ordering::Release,
         );
-        let mut tx_slots = TxSlots::new(slot_ns);
-        let publish = spec.interval.is_some().then_some(live.as_ref());
-        let sent = generate(
-            tx,
-            spec,
-            &template,
-            &layout,
-            stop,
-            &clock,
-            publish,
-            &mut tx_slots,
-        );
-        if let Ok(r) = &sent {
-            sent_total.store(r.counters.sent, Ordering::Release);
-        }
+        let (layout, clock) = (&layout, &clock);
+        let generators: Vec<_> = txs
+            .iter_mut()
+            .zip(&specs)
+            .zip(&templates)
+            .zip(&lives)
+            .map(|(((tx, sp), template), live)| {
+                s.spawn(move || {
+                    let mut tx_slots = TxSlots::new(slot_ns);
+                    let publish = sp.interval.is_some().then_some(live.as_ref());
+                    generate(
+                        &mut **tx,
+                        sp,
+                        template,
+                        layout,
+                        stop,
+                        clock,
+                        publish,
+                        &mut tx_slots,
+                    )
+                    .map(|r| (r, tx_slots))
+                })
+            })
+            .collect();
+        let mut sent: Vec<io::Result<(RawTrialReport, TxSlots)>> = generators
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("generator thread panicked")))
+            })
+            .collect();
+        let total: u64 = sent
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .map(|(r, _)| r.counters.sent)
+            .sum();
+        sent_total.store(total, Ordering::Release);
         generating.store(0, Ordering::Release);
-        let mut report = sent?;
+        let mut parts = Vec::with_capacity(n);
+        for r in sent.drain(..) {
+            parts.push(r?);
+        }
+        let mut report = combine_generators(&parts);
         report.t0_wall = t0_wall;
         if let Some(h) = receiver {
             let (table, drops, ticks) = h
                 .join()
                 .map_err(|_| io::Error::other("receiver thread panicked"))??;
             report.ticks = ticks;
-            if let Some(st) = table.stream(spec.stream_id) {
+            let mut first_last: Option<(UnixNanos, UnixNanos)> = None;
+            for ((part, tx_slots), id) in parts.iter().zip(&ids) {
+                let Some(st) = table.stream(*id) else {
+                    continue;
+                };
                 if slot_ns > 0 {
-                    report.slots = Some((tx_slots.clone(), st.slots.clone()));
+                    report.slots.push((*id, tx_slots.clone(), st.slots.clone()));
                 }
-                report.counters = st.counters().settle(report.counters.sent);
-                report.latency = st.latency.clone();
-                report.unstamped = st.unstamped;
-                report.received_bytes = st.bytes;
-                report.rx_span = st.span.map(|(first, last)| last.saturating_sub(first));
+                let c = st.counters().settle(part.counters.sent);
+                report.counters = Counters {
+                    sent: report.counters.sent,
+                    ..report.counters.plus(&Counters { sent: 0, ..c })
+                };
+                report.latency.merge(&st.latency);
+                report.unstamped += st.unstamped;
+                report.received_bytes += st.bytes;
+                if let Some((a, b)) = st.span {
+                    first_last = Some(first_last.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+                }
             }
+            report.counters.lost = report
+                .counters
+                .sent
+                .saturating_sub(report.counters.received);
+            report.rx_span = first_last.map(|(first, last)| last.saturating_sub(first));
             report.foreign = table.foreign;
             report.rx_drops = drops;
         }
         Ok(report)
     })
+}
+
+/// The generators' reports as one: frames and errors added up, the longest elapsed time,
+/// the offered rate of them all, behind if any was (by the most), the first one's pacing
+/// error, their CPU time added up.
+fn combine_generators(parts: &[(RawTrialReport, TxSlots)]) -> RawTrialReport {
+    let mut out = RawTrialReport::default();
+    for (r, _) in parts {
+        out.counters.sent += r.counters.sent;
+        out.send_errors += r.send_errors;
+        out.tx_cpu += r.tx_cpu;
+        out.elapsed = out.elapsed.max(r.elapsed);
+        out.behind_ratio = out.behind_ratio.max(r.behind_ratio);
+        out.generator_limited |= r.generator_limited;
+    }
+    out.pacing_error = parts.first().and_then(|(r, _)| r.pacing_error);
+    out.offered_pps = if out.elapsed.is_zero() {
+        0.0
+    } else {
+        out.counters.sent as f64 / out.elapsed.as_secs_f64()
+    };
+    out
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -322,4 +446,42 @@ fn generate(
     }
     report.tx_cpu = sys::thread_cpu_time();
     Ok(report)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn generators_share_the_load_and_the_shares_add_up() {
+        let rate = RawLoad::Rate {
+            pps: 90_000.0,
+            duration: Duration::from_secs(2),
+            count: Some(10),
+        };
+        let shares: Vec<RawLoad> = (0..3).map(|g| share_load(rate, g, 3)).collect();
+        let counts: Vec<u64> = shares
+            .iter()
+            .map(|l| match l {
+                RawLoad::Rate { pps, count, .. } => {
+                    assert_eq!(*pps, 30_000.0);
+                    count.unwrap_or(0)
+                }
+                RawLoad::Burst { .. } => panic!("{l:?}"),
+            })
+            .collect();
+        assert_eq!(counts, vec![4, 3, 3]);
+        let burst = RawLoad::Burst {
+            frames: 5,
+            target_pps: 1e6,
+        };
+        assert_eq!(
+            share_load(burst, 1, 2),
+            RawLoad::Burst {
+                frames: 2,
+                target_pps: 5e5
+            }
+        );
+        assert_eq!(share_load(rate, 0, 1), rate);
+    }
 }

@@ -94,13 +94,34 @@ impl Cmd {
         Self::new("ip", &["netns", "list"])
     }
 
-    /// A veth pair with one end in each namespace, created there directly.
-    pub fn veth(ns_a: &str, if_a: &str, ns_b: &str, if_b: &str) -> Self {
+    /// A veth pair with one end in each namespace, created there directly, each end with
+    /// `queues` transmit and receive queues (a generator's threads, or AF_XDP sockets, take
+    /// one each, as on a multi-queue NIC).
+    pub fn veth(ns_a: &str, if_a: &str, ns_b: &str, if_b: &str, queues: u16) -> Self {
+        let q = queues.max(1).to_string();
         Self::new(
             "ip",
             &[
-                "link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns",
+                "link",
+                "add",
+                if_a,
+                "netns",
+                ns_a,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                if_b,
+                "netns",
                 ns_b,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
             ],
         )
     }
@@ -394,10 +415,10 @@ mod test {
 
     #[test]
     fn prints_as_pasteable_shell() {
-        let c = Cmd::veth("wb-t-a", "eth0", "wb-t-b", "eth0");
+        let c = Cmd::veth("wb-t-a", "eth0", "wb-t-b", "eth0", 2);
         assert_eq!(
             c.to_string(),
-            "ip link add eth0 netns wb-t-a type veth peer name eth0 netns wb-t-b"
+            "ip link add eth0 netns wb-t-a numtxqueues 2 numrxqueues 2 type veth peer name eth0 netns wb-t-b numtxqueues 2 numrxqueues 2"
         );
         let c = Cmd::addr_add("wb-t-a", "eth0", Ipv4Addr::new(198, 18, 0, 1), 24);
         assert_eq!(

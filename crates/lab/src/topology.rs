@@ -287,6 +287,12 @@ fn path_stages(path_a: ImpairSpec, mut path_b: ImpairSpec) -> Vec<Stage> {
         .collect()
 }
 
+/// Queues of every veth end: one per CPU (at most 8), so `gen --threads N` and AF_XDP
+/// find a queue per thread as on a multi-queue NIC.
+fn veth_queues() -> u16 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8) as u16)
+}
+
 /// The names of the built-in topologies.
 pub const BUILTINS: &[&str] = &["direct", "router", "shaper", "impair", "twopath", "frer"];
 
@@ -703,6 +709,7 @@ impl Topology {
                 &l.a.name,
                 &ns(&l.b.node),
                 &l.b.name,
+                veth_queues(),
             ));
             for i in [&l.a, &l.b] {
                 out.push(Cmd::set_mac(&ns(&i.node), &i.name, i.mac));
@@ -968,12 +975,13 @@ mod test {
             script.starts_with("ip netns add wb-r1-talker\n"),
             "{script}"
         );
-        assert!(script.contains(
-            "ip link add eth0 netns wb-r1-talker type veth peer name eth0 netns wb-r1-dut"
-        ));
-        assert!(script.contains(
-            "ip link add eth1 netns wb-r1-dut type veth peer name eth0 netns wb-r1-listener"
-        ));
+        let q = veth_queues();
+        assert!(script.contains(&format!(
+            "ip link add eth0 netns wb-r1-talker numtxqueues {q} numrxqueues {q} type veth peer name eth0 netns wb-r1-dut numtxqueues {q} numrxqueues {q}"
+        )), "{script}");
+        assert!(script.contains(&format!(
+            "ip link add eth1 netns wb-r1-dut numtxqueues {q} numrxqueues {q} type veth peer name eth0 netns wb-r1-listener"
+        )), "{script}");
         assert!(script.contains("ip netns exec wb-r1-dut sysctl -qw net.ipv4.ip_forward=1"));
         assert!(
             script.ends_with("ip -n wb-r1-listener route add default via 198.18.2.254"),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use engine::frameio::{Endpoint, FrameRx};
+use engine::frameio::{Endpoint, FrameRx, FrameTx};
 use engine::raw::{RawLoad, RawTrialSpec};
 use model::results::frames::{FrerAnalysis, GenReceived, GenTable};
 use model::results::RunResult;
@@ -56,7 +56,8 @@ fn send(
     }
     let line = LineRate(req.frame.line_rate as u64);
     let pps = req.rate.fps(req.size, line);
-    let mut tx = frames::open_tx(req.frame.backend, tx_ep, req.size)?;
+    let mut txs = frames::open_txs(req.frame.backend, tx_ep, req.size, req.threads)?;
+    let tx_name = txs.first().map_or("", |t| t.name());
     let mut rx = rx_ep
         .as_ref()
         .map(|ep| frames::open_rx(req.frame.rx_backend(), ep))
@@ -75,18 +76,22 @@ fn send(
         interval: req.interval,
     };
     let rx_ref = rx.as_mut().map(|b| b.as_mut() as &mut dyn FrameRx);
-    let r = engine::raw::run_trial(tx.as_mut(), rx_ref, &spec, stop)?;
+    let mut tx_refs: Vec<&mut dyn FrameTx> = txs
+        .iter_mut()
+        .map(|t| -> &mut dyn FrameTx { t.as_mut() })
+        .collect();
+    let r = engine::raw::run_trial_threads(&mut tx_refs, rx_ref, &spec, stop)?;
     let rates = LineRate::rates_at(req.size, r.offered_pps);
     let params = serde_json::json!({
         "interface": req.port, "rx": req.rx, "frame_len": req.size, "target_pps": pps,
         "line_rate_bps": line.0, "count": req.count, "duration_s": req.time.as_secs_f64(),
         "port": tx_ep.to_string(), "rx_port": rx_ep.as_ref().map(ToString::to_string),
-        "tx_backend": tx.name(),
+        "tx_backend": tx_name, "threads": req.threads,
     });
     let mut doc = engine::env::result("gen", params);
     doc.backend = Some(match &rx {
-        Some(rx) => format!("{} / {}", tx.name(), rx.name()),
-        None => tx.name().to_owned(),
+        Some(rx) => format!("{tx_name} / {}", rx.name()),
+        None => tx_name.to_owned(),
     });
     let c = r.counters;
     doc.gen = Some(GenTable {
@@ -115,16 +120,20 @@ fn send(
     if !r.ticks.is_empty() {
         use model::stats::intervals::{attribute_loss, rows, SlotCounts};
         let mut out = rows(&r.ticks, model::results::LatencyKind::OneWay);
-        if let Some((sent, received)) = &r.slots {
-            let c = SlotCounts {
-                sent,
-                received,
-                origin: r.t0_wall,
-            };
-            attribute_loss(
-                &mut out,
-                &std::collections::BTreeMap::from([(spec.stream_id, c)]),
-            );
+        if !r.slots.is_empty() {
+            let per_stream = r
+                .slots
+                .iter()
+                .map(|(id, sent, received)| {
+                    let c = SlotCounts {
+                        sent,
+                        received,
+                        origin: r.t0_wall,
+                    };
+                    (*id, c)
+                })
+                .collect();
+            attribute_loss(&mut out, &per_stream);
         }
         doc.intervals = out;
     }

@@ -295,10 +295,20 @@ impl XdpTx {
                 .store(prod.wrapping_add(k as u32), Ordering::Release);
             self.outstanding += k;
         }
-        // Copy mode needs a wake-up for every batch.
+        // Copy mode sends only on a wake-up, and at most a kernel batch (32 frames) per
+        // wake-up: wake it until the ring is empty (or it stops taking frames).
         let flags = self.tx.word(self.tx.flags).load(Ordering::Acquire);
         if k > 0 || flags & libc::XDP_RING_NEED_WAKEUP != 0 {
-            self.kick()?;
+            let queued = prod.wrapping_add(k as u32);
+            let mut last = self.tx.word(self.tx.consumer).load(Ordering::Acquire);
+            loop {
+                self.kick()?;
+                let cons = self.tx.word(self.tx.consumer).load(Ordering::Acquire);
+                if cons == queued || cons == last {
+                    break;
+                }
+                last = cons;
+            }
         }
         Ok(k)
     }
