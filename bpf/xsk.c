@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0 OR GPL-2.0-only
 //
-// The raw receiver's AF_XDP program (the `xdp` receive backend): an XDP program on the
-// receiving interface that hands every frame to the AF_XDP socket bound to the queue it
-// arrived on (an XSKMAP entry per queue, filled by engine::frameio::XdpFrameRx).
+// The AF_XDP receivers' program: an XDP program on the receiving interface that hands
+// frames to the AF_XDP socket bound to the queue they arrived on (an XSKMAP entry per
+// queue, filled by engine::frameio::XdpFrameRx). Which frames, `filter` says:
+// - FILTER_ALL (the raw receiver, the `xdp` frame backend): every frame but ARP;
+// - FILTER_UDP_PORTS (the server's `--rx-backend xdp`): UDP datagrams over IPv4 (any
+//   header length, not fragments) or IPv6 (no extension headers) to a destination port
+//   in `udp_ports`; everything else passes to the stack (the test's control connection,
+//   other tests, ARP, neighbour discovery).
 //
 // Each redirected frame carries its arrival time (bpf_ktime_get_ns, CLOCK_MONOTONIC) in 8
 // bytes of XDP metadata right before the frame, which AF_XDP copies into the UMEM chunk;
 // the receiver turns it into CLOCK_REALTIME. A frame whose metadata could not be reserved
 // carries none (zero there), and the receiver stamps it when it reads it.
 //
-// What it leaves to the host's stack: ARP (0x0806), so the receiving host still answers
-// for its address while a test runs, and frames of a queue with no socket (the XSKMAP's
-// default action, XDP_PASS). Everything else is taken from the stack while the program is
-// attached: the receiver is a sink, as a tester's port is.
+// What FILTER_ALL leaves to the host's stack: ARP (0x0806), so the receiving host still
+// answers for its address while a test runs, and frames of a queue with no socket (the
+// XSKMAP's default action, XDP_PASS). Everything else is taken from the stack while the
+// program is attached: the raw receiver is a sink, as a tester's port is.
 //
 // Built by bpf/build.sh with Debian's clang; the object is checked in (bpf/xsk.o).
 
@@ -20,6 +25,8 @@
 #include <bpf/bpf_helpers.h>
 
 #define MAX_QUEUES 64
+#define FILTER_ALL 0
+#define FILTER_UDP_PORTS 1
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -28,14 +35,67 @@ struct {
 	__type(value, __u32);
 } xsks SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} filter SEC(".maps");
+
+// Destination ports (network order) whose datagrams are taken, with FILTER_UDP_PORTS.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u16);
+	__type(value, __u8);
+} udp_ports SEC(".maps");
+
+// Whether a frame is a UDP datagram to one of `udp_ports`.
+static __always_inline int udp_to_a_port(void *data, void *end)
+{
+	__u8 *eth = data;
+	__u8 *l4;
+	if (data + 14 > end)
+		return 0;
+	if (eth[12] == 0x08 && eth[13] == 0x00) {
+		__u8 *ip = data + 14;
+		if ((void *)(ip + 20) > end || ip[9] != 17)
+			return 0;
+		// Not a fragment: no offset, no more-fragments flag.
+		if ((ip[6] & 0x3f) || ip[7])
+			return 0;
+		__u32 hl = (ip[0] & 0x0f) * 4;
+		if (hl < 20)
+			return 0;
+		l4 = ip + hl;
+	} else if (eth[12] == 0x86 && eth[13] == 0xdd) {
+		__u8 *ip = data + 14;
+		if ((void *)(ip + 40) > end || ip[6] != 17)
+			return 0;
+		l4 = ip + 40;
+	} else {
+		return 0;
+	}
+	if ((void *)(l4 + 8) > end)
+		return 0;
+	__u16 port = *(__u16 *)(l4 + 2);
+	return bpf_map_lookup_elem(&udp_ports, &port) != 0;
+}
+
 SEC("xdp")
 int xsk_rx(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u8 *eth = data;
-	if (data + 14 <= end && eth[12] == 0x08 && eth[13] == 0x06)
+	__u32 zero = 0;
+	__u32 *mode = bpf_map_lookup_elem(&filter, &zero);
+	if (mode && *mode == FILTER_UDP_PORTS) {
+		if (!udp_to_a_port(data, end))
+			return XDP_PASS;
+	} else if (data + 14 <= end && eth[12] == 0x08 && eth[13] == 0x06) {
 		return XDP_PASS;
+	}
 	if (bpf_xdp_adjust_meta(ctx, -8) == 0) {
 		__u64 *meta = (void *)(long)ctx->data_meta;
 		if ((void *)(meta + 1) <= (void *)(long)ctx->data)

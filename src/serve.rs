@@ -106,6 +106,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         max_memory: a
             .max_memory
             .map_or_else(control::server::default_max_memory, |m| m as u64),
+        rx_xdp: a.rx_backend == crate::cli::RxBackend::Xdp,
     };
     // Every IPv6 and IPv4 address by default; IPv4 alone where the host has no IPv6.
     let (server, ip) = match a.bind {

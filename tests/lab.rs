@@ -72,21 +72,33 @@ fn udp_across(lab: &LabGuard, listener_addr: &str) -> serde_json::Value {
 /// Starts `wirebench server` on `node` of the lab, bound to `addr`, and waits until it
 /// can have started.
 pub(crate) fn server_on(lab: &LabGuard, node: &str, addr: &str) -> std::process::Child {
+    server_on_with(lab, node, addr, &[])
+}
+
+/// As [`server_on`], with more server options.
+pub(crate) fn server_on_with(
+    lab: &LabGuard,
+    node: &str,
+    addr: &str,
+    extra: &[&str],
+) -> std::process::Child {
+    let mut args = vec![
+        "lab",
+        "exec",
+        "--name",
+        &lab.0,
+        node,
+        "--",
+        bin(),
+        "server",
+        "--bind",
+        addr,
+        "--run-for",
+        "20",
+    ];
+    args.extend(extra);
     let child = Command::new(bin())
-        .args([
-            "lab",
-            "exec",
-            "--name",
-            &lab.0,
-            node,
-            "--",
-            bin(),
-            "server",
-            "--bind",
-            addr,
-            "--run-for",
-            "20",
-        ])
+        .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -560,10 +572,21 @@ fn impair_fast_path_rate_limits() {
         "198.18.2.1",
         &["-u", "-b", "19.45M", "-l", "1472", "-t", "3", "-i", "1"],
     );
-    for r in &v["intervals"].as_array().expect("intervals")[1..] {
-        let l2 = r["received_packets"].as_u64().unwrap() as f64 * 1514.0 * 8.0;
-        assert!((l2 - 10e6).abs() <= 0.2e6, "{l2} bit/s of L2 in {r}");
+    // The kernel's HTB class paces, not a virtual clock: on a loaded machine an interval
+    // may miss a few frames, so each interval within 5 % and their mean within 2 %.
+    let rows = &v["intervals"].as_array().expect("intervals")[1..];
+    let l2: Vec<f64> = rows
+        .iter()
+        .map(|r| r["received_packets"].as_u64().unwrap() as f64 * 1514.0 * 8.0)
+        .collect();
+    for (r, bits) in rows.iter().zip(&l2) {
+        assert!((bits - 10e6).abs() <= 0.5e6, "{bits} bit/s of L2 in {r}");
     }
+    let mean = l2.iter().sum::<f64>() / l2.len() as f64;
+    assert!(
+        (mean - 10e6).abs() <= 0.2e6,
+        "mean {mean} bit/s of L2: {l2:?}"
+    );
     let lost = u64_at(&v, "/summary/lost_packets");
     assert!(lost > 0, "the 200-frame queue overflows");
     std::thread::sleep(std::time::Duration::from_millis(400));
@@ -1090,4 +1113,62 @@ fn a_killed_run_is_run_again() {
     );
     assert!(namespaces_of(&name).is_empty(), "the run removes its lab");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `server --rx-backend xdp`: a UDP test's datagrams are counted through AF_XDP (the result
+/// says so, and nothing is lost at a rate the lab carries); a test of two receiving
+/// streams uses sockets and says why; the program leaves the interface after each test.
+#[test]
+fn server_rx_backend_xdp_counts_udp_past_the_stack() {
+    if !root_or_skip("server_rx_backend_xdp_counts_udp_past_the_stack") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "sx");
+    let mut server = server_on_with(&lab, "listener", "198.18.0.2", &["--rx-backend", "xdp"]);
+    let client = |extra: &[&str]| {
+        let mut argv = vec![
+            "lab",
+            "exec",
+            "--name",
+            &lab.0,
+            "talker",
+            "--",
+            bin(),
+            "client",
+            "198.18.0.2",
+            "-u",
+            "-t",
+            "2",
+            "-J",
+        ];
+        argv.extend(extra);
+        run_json(&argv)
+    };
+    let v = client(&["--pps", "50000", "-l", "200"]);
+    assert_eq!(v["receive_mode"], "af_xdp", "{v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("through AF_XDP"), "{notes}");
+    let sent = u64_at(&v, "/summary/sent_packets");
+    assert!(sent >= 90_000, "{sent}");
+    assert_eq!(u64_at(&v, "/summary/lost_packets"), 0, "{v}");
+    assert_eq!(u64_at(&v, "/summary/received_packets"), sent, "{v}");
+    let listener = format!("wb-{}-listener", lab.0);
+    let link = || {
+        let out = Command::new("ip")
+            .args(["-j", "-n", &listener, "link", "show", "eth0"])
+            .output()
+            .expect("ip");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(!link().contains("\"xdp\""), "{}", link());
+    // Two receiving streams: sockets, with the reason.
+    let v = client(&["--pps", "5000", "-l", "200", "-P", "2"]);
+    let mode = v["receive_mode"].as_str().unwrap_or_default();
+    assert!(
+        mode.contains("af_xdp not used: it serves one receiving stream"),
+        "{mode}"
+    );
+    assert!(v["notes"].to_string().contains("not AF_XDP"), "{v}");
+    let _ = server.kill();
+    let _ = server.wait();
 }

@@ -106,6 +106,7 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         gate: control::gate::GateConfig::default(),
         idle_timeout: control::server::IDLE_TIMEOUT,
         max_memory: control::server::default_max_memory(),
+        rx_xdp: false,
     })?
     .spawn()
 }

@@ -529,6 +529,15 @@ pub enum FrameBackend {
     Xdp,
 }
 
+/// How a server receives UDP tests' datagrams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RxBackend {
+    /// The kernel's UDP stack (recvmmsg).
+    Socket,
+    /// AF_XDP, past the UDP stack.
+    Xdp,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FrameProto {
     Udp,
@@ -910,6 +919,13 @@ pub struct ServerArgs {
     /// disconnect. Needs root and --auth-key-file.
     #[arg(long)]
     pub allow_tuning: bool,
+    /// How UDP tests' datagrams from clients are received: socket (the kernel's UDP
+    /// stack) or xdp (AF_XDP: an XDP program hands the test's datagrams to the server
+    /// before the UDP stack, for floods the socket path cannot count; one receiving
+    /// stream per test and one such test per interface at a time, others use sockets and
+    /// their results say why; not on loopback). Results name the receiver used.
+    #[arg(long, value_enum, default_value_t = RxBackend::Socket)]
+    pub rx_backend: RxBackend,
 }
 
 #[derive(Debug, Args)]

@@ -463,6 +463,18 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
                     rx.stream_id, rx.clock_skew_samples
                 ));
             }
+            if rx.mode == "af_xdp" {
+                r.notes.push(format!(
+                    "stream {}: the receiver counted the datagrams through AF_XDP (an XDP program took them before the kernel's UDP stack, stamping each on arrival): the kernel's UDP counters (netstat -su) do not see them",
+                    rx.stream_id
+                ));
+            } else if let Some(why) = rx.mode.split("(af_xdp not used: ").nth(1) {
+                r.notes.push(format!(
+                    "stream {}: the receiver used its socket, not AF_XDP: {}",
+                    rx.stream_id,
+                    why.trim_end_matches(')')
+                ));
+            }
             if rx.foreign > 0 {
                 r.notes.push(format!(
                     "stream {}: {} datagrams of other tests or not wirebench were ignored",

@@ -537,7 +537,7 @@ impl Session {
         }
         for (s, (id, who)) in socks.iter().zip(plan) {
             if *who == Sender::Server {
-                side.udp_receiver(s.try_clone()?, udp_recv_config(spec, key, *id))?;
+                side.udp_receiver(s.try_clone()?, udp_recv_config(spec, key, *id), None)?;
             }
         }
         for (s, (id, who)) in socks.into_iter().zip(plan) {

@@ -86,6 +86,9 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Memory all running tests together may hold (buffers and socket buffers), bytes.
     pub max_memory: u64,
+    /// Count the datagrams of UDP tests clients send through AF_XDP (`--rx-backend xdp`),
+    /// past the kernel's UDP stack, where the interface allows.
+    pub rx_xdp: bool,
 }
 
 /// The default `--max-memory`: a quarter of this host's memory (1 GiB where it is not
@@ -127,6 +130,7 @@ pub(crate) struct Ctx {
     max_memory: u64,
     /// Connections being turned away now.
     turning: AtomicUsize,
+    rx_xdp: bool,
 }
 
 impl Ctx {
@@ -317,6 +321,7 @@ impl Server {
             memory: std::sync::atomic::AtomicU64::new(0),
             max_memory: cfg.max_memory,
             turning: AtomicUsize::new(0),
+            rx_xdp: cfg.rx_xdp,
         };
         Ok(Self {
             listener,
@@ -790,6 +795,7 @@ fn serve_test(
             local_ip,
             &plan,
             &mut side,
+            ctx.rx_xdp,
         ),
         Protocol::Tcp => setup_tcp(&mut ctrl, &spec, test_id, token, local_ip, &plan, &mut side),
     };
@@ -868,6 +874,7 @@ fn serve_test(
     done.map(|_| ())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn setup_udp(
     ctrl: &mut TcpStream,
     spec: &TestSpec,
@@ -875,6 +882,7 @@ fn setup_udp(
     local_ip: IpAddr,
     plan: &[(u8, Sender)],
     side: &mut SideRun,
+    rx_xdp: bool,
 ) -> std::io::Result<()> {
     let mut socks = Vec::with_capacity(plan.len());
     for _ in plan {
@@ -909,10 +917,29 @@ fn setup_udp(
         STREAM_SETUP_TIMEOUT,
     )?;
     // Receivers first so that nothing the client sends at once is missed.
+    let receiving = plan
+        .iter()
+        .filter(|(_, who)| *who == Sender::Client)
+        .count();
     for (s, (id, who)) in socks.iter().zip(plan) {
-        if *who == Sender::Client {
-            side.udp_receiver(s.try_clone()?, udp_recv_config(spec, key, *id))?;
+        if *who != Sender::Client {
+            continue;
         }
+        let cfg = udp_recv_config(spec, key, *id);
+        let mut not_xdp = None;
+        if rx_xdp {
+            match xdp_receiver(local_ip, s, receiving) {
+                Ok((rx, claim)) => {
+                    side.udp_receiver_xdp(s.try_clone()?, rx, claim, cfg)?;
+                    continue;
+                }
+                Err(why) => {
+                    tracing::warn!("UDP test {}: af_xdp not used: {why}", key.test_id);
+                    not_xdp = Some(why);
+                }
+            }
+        }
+        side.udp_receiver(s.try_clone()?, cfg, not_xdp)?;
     }
     for (s, (id, who)) in socks.into_iter().zip(plan) {
         if *who == Sender::Server {
@@ -920,6 +947,55 @@ fn setup_udp(
         }
     }
     Ok(())
+}
+
+/// Interfaces whose AF_XDP receiver a test holds (one program per interface).
+static XDP_IFACES: std::sync::Mutex<std::collections::BTreeSet<String>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// A test's hold on an interface's AF_XDP receiver, given back when dropped.
+pub(crate) struct XdpClaim(String);
+
+impl Drop for XdpClaim {
+    fn drop(&mut self) {
+        XDP_IFACES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.0);
+    }
+}
+
+/// An AF_XDP receiver taking the datagrams to `sock`'s port on the interface that holds
+/// `local_ip`, with the test's hold on that interface; or why there is none: a test of
+/// more than one receiving stream, an interface another test holds, or one AF_XDP does
+/// not work on (loopback's 64 KiB MTU, no BPF).
+fn xdp_receiver(
+    local_ip: IpAddr,
+    sock: &UdpSocket,
+    receiving: usize,
+) -> Result<(Box<dyn engine::frameio::FrameRx>, XdpClaim), String> {
+    if receiving != 1 {
+        return Err(format!(
+            "it serves one receiving stream per test, this one has {receiving}"
+        ));
+    }
+    let ip = local_ip.to_canonical();
+    let iface = engine::sys::interface_with_address(ip)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no interface holds {ip}"))?;
+    if !XDP_IFACES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(iface.clone())
+    {
+        return Err(format!("another test holds {iface}'s AF_XDP receiver"));
+    }
+    let claim = XdpClaim(iface.clone());
+    let port = sock.local_addr().map_err(|e| e.to_string())?.port();
+    let ep = engine::frameio::Endpoint { netns: None, iface };
+    let filter = engine::frameio::XdpFilter::UdpPorts(vec![port]);
+    let rx = engine::frameio::XdpFrameRx::open_with(&ep, &filter).map_err(|e| e.to_string())?;
+    Ok((Box::new(rx), claim))
 }
 
 /// What identifies a test on its data sockets, and how its latency is measured.
@@ -1527,6 +1603,7 @@ mod tests {
             key,
             handshake_timeout: HANDSHAKE_TIMEOUT,
             allow_tuning: false,
+            rx_xdp: false,
             finished: None,
             metrics: None,
             gate: GateConfig::default(),

@@ -203,13 +203,38 @@ impl SideRun {
         })
     }
 
+    /// A UDP receiver on its socket; `not_xdp` says why AF_XDP, asked for, is not used
+    /// (in the report's mode).
     pub(crate) fn udp_receiver(
         &mut self,
         sock: UdpSocket,
         cfg: udp::UdpRecvConfig,
+        not_xdp: Option<String>,
     ) -> std::io::Result<()> {
         self.spawn(cfg.stream_id, false, "udp-rx", move |live, stop| {
-            StreamReport::UdpRx(udp::run_receiver(&sock, &cfg, live, stop))
+            let mut r = udp::run_receiver(&sock, &cfg, live, stop);
+            if let Some(why) = not_xdp {
+                r.mode = format!("{} (af_xdp not used: {why})", r.mode);
+            }
+            StreamReport::UdpRx(r)
+        })
+    }
+
+    /// A UDP receiver whose datagrams come through AF_XDP (`rx`), the socket sending the
+    /// answers; `claim` (the test's hold on the interface) is given back when it ends.
+    pub(crate) fn udp_receiver_xdp(
+        &mut self,
+        sock: UdpSocket,
+        mut rx: Box<dyn engine::frameio::FrameRx>,
+        claim: impl Send + 'static,
+        cfg: udp::UdpRecvConfig,
+    ) -> std::io::Result<()> {
+        self.spawn(cfg.stream_id, false, "udp-rx", move |live, stop| {
+            let r = udp::run_receiver_xdp(&sock, rx.as_mut(), &cfg, live, stop);
+            // The program leaves the interface before the next test may claim it.
+            drop(rx);
+            drop(claim);
+            StreamReport::UdpRx(r)
         })
     }
 

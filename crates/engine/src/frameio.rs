@@ -527,22 +527,40 @@ pub const XDP_MAX_QUEUES: u32 = 8;
 /// to one socket per receive queue. The program is attached through a BPF link, which
 /// the kernel removes with this value or with the process, however it ends.
 pub struct XdpFrameRx {
-    socks: Vec<sys::xdp::XdpRx>,
-    /// Keeps the program attached; dropped (detached) before the sockets close.
+    /// Keeps the program attached; dropped (detached) first, before the sockets close.
     _link: aya::programs::links::FdLink,
     _ebpf: aya::Ebpf,
+    socks: Vec<sys::xdp::XdpRx>,
     drops: u64,
     clock: crate::clock::RealClock,
 }
 
+/// Which frames an AF_XDP receiver takes from the interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum XdpFilter {
+    /// Every frame but ARP (a sink port).
+    AllButArp,
+    /// UDP datagrams (IPv4 unfragmented, IPv6 without extension headers) to these
+    /// destination ports; everything else stays with the host's stack.
+    UdpPorts(Vec<u16>),
+}
+
 impl XdpFrameRx {
-    /// An AF_XDP receiver on `ep`: the program loaded and attached, a socket on every
-    /// receive queue (up to [`XDP_MAX_QUEUES`]).
+    /// An AF_XDP receiver on `ep` taking every frame but ARP: the program loaded and
+    /// attached, a socket on every receive queue (up to [`XDP_MAX_QUEUES`]).
     ///
     /// # Errors
     /// No BPF or AF_XDP (older kernel, no privileges), the interface's MTU is above what a
     /// chunk holds, or it has more queues than [`XDP_MAX_QUEUES`].
     pub fn open(ep: &Endpoint) -> io::Result<Self> {
+        Self::open_with(ep, &XdpFilter::AllButArp)
+    }
+
+    /// As [`XdpFrameRx::open`], taking the frames `filter` names.
+    ///
+    /// # Errors
+    /// As [`XdpFrameRx::open`]; more than 64 ports.
+    pub fn open_with(ep: &Endpoint, filter: &XdpFilter) -> io::Result<Self> {
         ep.within(|| {
             let iface = &ep.iface;
             let fail = |what: &str, e: &dyn std::fmt::Display| {
@@ -574,6 +592,27 @@ impl XdpFrameRx {
             let mut ebpf = aya::EbpfLoader::new()
                 .load(XSK_OBJECT)
                 .map_err(|e| fail("loading bpf/xsk.o", &e))?;
+            if let XdpFilter::UdpPorts(ports) = filter {
+                if ports.len() > 64 {
+                    return Err(fail("udp_ports", &"more than 64 ports"));
+                }
+                let map = ebpf
+                    .map_mut("filter")
+                    .ok_or_else(|| fail("bpf/xsk.o", &"no map filter"))?;
+                let mut mode: aya::maps::Array<_, u32> =
+                    aya::maps::Array::try_from(map).map_err(|e| fail("filter", &e))?;
+                mode.set(0, 1, 0).map_err(|e| fail("filter", &e))?;
+                let map = ebpf
+                    .map_mut("udp_ports")
+                    .ok_or_else(|| fail("bpf/xsk.o", &"no map udp_ports"))?;
+                let mut set: aya::maps::HashMap<_, u16, u8> =
+                    aya::maps::HashMap::try_from(map).map_err(|e| fail("udp_ports", &e))?;
+                for p in ports {
+                    // The program compares the port as it is on the wire.
+                    set.insert(p.to_be(), 1, 0)
+                        .map_err(|e| fail("udp_ports", &e))?;
+                }
+            }
             {
                 let map = ebpf
                     .map_mut("xsks")
@@ -600,9 +639,9 @@ impl XdpFrameRx {
             let link = aya::programs::links::FdLink::try_from(link)
                 .map_err(|e| fail("a BPF link for XDP (Linux 5.9 or later)", &e))?;
             Ok(Self {
-                socks,
                 _link: link,
                 _ebpf: ebpf,
+                socks,
                 drops: 0,
                 clock: crate::clock::RealClock::new(),
             })

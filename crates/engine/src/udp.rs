@@ -633,6 +633,122 @@ pub fn spin_receiver_for(pps: Option<f64>) -> bool {
     pps.is_none_or(|p| p > SPIN_RECEIVER_ABOVE_PPS)
 }
 
+/// What a UDP receiver makes of the datagrams of its stream, wherever they come from (its
+/// socket, or AF_XDP): the counters and latency, with the answers its socket sends back
+/// (repeated handshake requests, echo probes).
+struct Counting<'a> {
+    cfg: &'a UdpRecvConfig,
+    rx: StreamReceiver,
+    foreign: u64,
+    echoed: u64,
+    stamped: bool,
+}
+
+impl<'a> Counting<'a> {
+    fn new(cfg: &'a UdpRecvConfig) -> Self {
+        Self {
+            cfg,
+            rx: StreamReceiver::with_tracker(SeqTracker::with_origin(DEFAULT_WINDOW, 0))
+                .with_slots(cfg.slot_ns),
+            foreign: 0,
+            echoed: 0,
+            stamped: false,
+        }
+    }
+
+    /// One datagram's payload `data`, received at `ts` (`None`: not stamped, now).
+    fn on_datagram(
+        &mut self,
+        sock: &UdpSocket,
+        data: &[u8],
+        ts: Option<UnixNanos>,
+        clock: &RealClock,
+    ) {
+        let cfg = self.cfg;
+        let Some(h) = testhdr::parse_fast(data) else {
+            self.foreign += 1;
+            return;
+        };
+        if h.test_id != cfg.test_id || h.stream_id != cfg.stream_id {
+            self.foreign += 1;
+            return;
+        }
+        if h.flags.contains(TestFlags::CONTROL) {
+            // A repeated handshake request (our answer was lost): answer again. Answers are
+            // never answered. Neither is data.
+            if is_control_for(data, cfg.test_id, cfg.stream_id, cfg.token, false) {
+                let _ = sock.send(&control_datagram(
+                    cfg.test_id,
+                    cfg.stream_id,
+                    cfg.token,
+                    true,
+                ));
+            }
+            return;
+        }
+        if h.flags.contains(TestFlags::ECHO_REPLY) {
+            return;
+        }
+        let rx_time = match ts {
+            Some(t) => {
+                self.stamped = true;
+                t
+            }
+            None => clock.wall(),
+        };
+        if h.flags.contains(TestFlags::ECHO_REQUEST) {
+            // Only the header goes back: the probe's return costs the reverse path 18
+            // bytes, not a full datagram.
+            let mut echo = [0u8; testhdr::HEADER_LEN];
+            echo.copy_from_slice(&data[..testhdr::HEADER_LEN]);
+            testhdr::write_flags(&mut echo, TestFlags::ECHO_REPLY);
+            if sock.send(&echo).is_ok() {
+                self.echoed += 1;
+            }
+        }
+        self.rx
+            .on_packet(h.seq, UnixNanos(h.tx_ns), rx_time, data.len(), cfg.one_way);
+    }
+
+    fn publish(&mut self, live: &LiveCounters) {
+        let s = self.rx.snapshot();
+        live.publish(&LiveSnapshot {
+            counters: s.counters,
+            bytes: s.bytes,
+            jitter_ns: (s.jitter_us * 1000.0) as u64,
+            ..Default::default()
+        });
+        let (buckets, touched) = self.rx.take_latency_changes();
+        live.publish_latency(buckets, &touched);
+    }
+
+    fn report(self, mode: String, clock: &RealClock, started: Duration) -> UdpReceiverReport {
+        let s = self.rx.snapshot();
+        let active = match (s.first_rx, s.last_rx) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => Duration::ZERO,
+        };
+        UdpReceiverReport {
+            stream_id: self.cfg.stream_id,
+            counters: s.counters,
+            bytes: s.bytes,
+            jitter_us: s.jitter_us,
+            latency: self.rx.latency().summary(),
+            latency_histogram: (!self.rx.latency().is_empty()).then(|| self.rx.latency().clone()),
+            clock_skew_samples: self.rx.clock_skew_samples(),
+            gaps: self.rx.gaps().summary(),
+            active,
+            foreign: self.foreign,
+            echoed: self.echoed,
+            kernel_timestamps: self.stamped,
+            mode,
+            cpu_time: sys::thread_cpu_time(),
+            wall_time: clock.mono().saturating_sub(started),
+            slots: self.rx.slots().clone(),
+        }
+    }
+}
+
 /// Runs a receiver on a connected socket until `stop` is set.
 pub fn run_receiver(
     sock: &UdpSocket,
@@ -643,11 +759,7 @@ pub fn run_receiver(
     let clock = RealClock::new();
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
     let mut batch = RecvBatch::new(BATCH, cfg.max_len.max(testhdr::HEADER_LEN) + 64);
-    let mut rx = StreamReceiver::with_tracker(SeqTracker::with_origin(DEFAULT_WINDOW, 0))
-        .with_slots(cfg.slot_ns);
-    let mut foreign = 0u64;
-    let mut echoed = 0u64;
-    let mut kernel_ts = false;
+    let mut counting = Counting::new(cfg);
     let started = clock.mono();
     // Once stopped, the receiver drains what its socket still holds without waiting, for
     // at most MAX_DRAIN (a peer that keeps sending cannot keep it alive).
@@ -675,85 +787,105 @@ pub fn run_receiver(
             }
         };
         for i in 0..n {
-            let Some((data, ts)) = batch.get(i) else {
-                continue;
-            };
-            let Some(h) = testhdr::parse_fast(data) else {
-                foreign += 1;
-                continue;
-            };
-            if h.test_id != cfg.test_id || h.stream_id != cfg.stream_id {
-                foreign += 1;
-                continue;
+            if let Some((data, ts)) = batch.get(i) {
+                counting.on_datagram(sock, data, ts, &clock);
             }
-            if h.flags.contains(TestFlags::CONTROL) {
-                // A repeated handshake request (our answer was lost): answer again. Answers
-                // are never answered. Neither is data.
-                if is_control_for(data, cfg.test_id, cfg.stream_id, cfg.token, false) {
-                    let _ = sock.send(&control_datagram(
-                        cfg.test_id,
-                        cfg.stream_id,
-                        cfg.token,
-                        true,
-                    ));
-                }
-                continue;
-            }
-            if h.flags.contains(TestFlags::ECHO_REPLY) {
-                continue;
-            }
-            let rx_time = match ts {
-                Some(t) => {
-                    kernel_ts = true;
-                    t
-                }
-                None => clock.wall(),
-            };
-            if h.flags.contains(TestFlags::ECHO_REQUEST) {
-                // Only the header goes back: the probe's return costs the reverse path
-                // 18 bytes, not a full datagram.
-                let mut echo = [0u8; testhdr::HEADER_LEN];
-                echo.copy_from_slice(&data[..testhdr::HEADER_LEN]);
-                testhdr::write_flags(&mut echo, TestFlags::ECHO_REPLY);
-                if sock.send(&echo).is_ok() {
-                    echoed += 1;
-                }
-            }
-            rx.on_packet(h.seq, UnixNanos(h.tx_ns), rx_time, data.len(), cfg.one_way);
         }
-        let s = rx.snapshot();
-        live.publish(&LiveSnapshot {
-            counters: s.counters,
-            bytes: s.bytes,
-            jitter_ns: (s.jitter_us * 1000.0) as u64,
-            ..Default::default()
+        counting.publish(live);
+    }
+    let mode = if cfg.spin { "spin" } else { "blocking" };
+    counting.report(mode.to_owned(), &clock, started)
+}
+
+/// Runs a receiver whose datagrams arrive through AF_XDP (`xdp`, filtered on the socket's
+/// port) until `stop` is set: only datagrams from the socket's peer count, as on the
+/// connected socket, which still sends the answers. Each is stamped by the XDP program on
+/// arrival; the kernel's UDP stack never sees them.
+pub fn run_receiver_xdp(
+    sock: &UdpSocket,
+    xdp: &mut dyn crate::frameio::FrameRx,
+    cfg: &UdpRecvConfig,
+    live: &LiveCounters,
+    stop: &AtomicBool,
+) -> UdpReceiverReport {
+    let clock = RealClock::new();
+    let mut counting = Counting::new(cfg);
+    let started = clock.mono();
+    // A dual-stack socket names an IPv4 peer as ::ffff:a.b.c.d; frames carry a.b.c.d.
+    let peer = sock
+        .peer_addr()
+        .ok()
+        .map(|a| SocketAddr::new(a.ip().to_canonical(), a.port()));
+    let port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
+    let mut drain_until: Option<Duration> = None;
+    let mut not_udp = 0u64;
+    loop {
+        if drain_until.is_none() && stop.load(Ordering::Relaxed) {
+            drain_until = Some(clock.mono() + MAX_DRAIN);
+        }
+        if drain_until.is_some_and(|d| clock.mono() >= d) {
+            break;
+        }
+        let got = xdp.recv_frames(RECV_TIMEOUT, &mut |frame, ts| match udp_of(frame) {
+            Some((from, to, payload)) if to == port && Some(from) == peer => {
+                counting.on_datagram(sock, payload, ts, &clock);
+            }
+            Some(_) => counting.foreign += 1,
+            None => not_udp += 1,
         });
-        let (buckets, touched) = rx.take_latency_changes();
-        live.publish_latency(buckets, &touched);
+        match got {
+            Ok(0) if drain_until.is_some() => break,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!("udp receiver stream {} (AF_XDP): {e}", cfg.stream_id);
+                break;
+            }
+        }
+        counting.publish(live);
     }
-    let s = rx.snapshot();
-    let active = match (s.first_rx, s.last_rx) {
-        (Some(a), Some(b)) => b.saturating_sub(a),
-        _ => Duration::ZERO,
+    // Frames the program took that are no whole UDP datagram are foreign too: not of this
+    // stream.
+    counting.foreign += not_udp;
+    let drops = xdp.take_drops();
+    if drops > 0 {
+        tracing::warn!(
+            "udp receiver stream {} (AF_XDP): the kernel dropped {drops} frames before they were read",
+            cfg.stream_id
+        );
+    }
+    counting.report("af_xdp".to_owned(), &clock, started)
+}
+
+/// The source, destination port and payload of a UDP datagram in an untagged Ethernet
+/// frame (`None`: not one, or its length fields do not fit the frame). The checksum is not
+/// checked: a datagram sent on this host (veth) carries a partial one for the offload to
+/// finish, and the kernel's own UDP stack trusts those too.
+fn udp_of(frame: &[u8]) -> Option<(SocketAddr, u16, &[u8])> {
+    use wire::{ethernet, ipv4, ipv6, udp, EtherType, IpProtocol};
+    let eth = ethernet::Frame::new_checked(frame).ok()?;
+    let (src, l4): (std::net::IpAddr, &[u8]) = match eth.ethertype() {
+        EtherType::IPV4 => {
+            let ip = ipv4::Packet::new_checked(eth.payload()).ok()?;
+            if ip.protocol() != IpProtocol::UDP || ip.more_frags() || ip.frag_offset() != 0 {
+                return None;
+            }
+            (std::net::Ipv4Addr::from(ip.src_addr()).into(), ip.payload())
+        }
+        EtherType::IPV6 => {
+            let ip = ipv6::Packet::new_checked(eth.payload()).ok()?;
+            if ip.next_header() != IpProtocol::UDP {
+                return None;
+            }
+            (std::net::Ipv6Addr::from(ip.src_addr()).into(), ip.payload())
+        }
+        _ => return None,
     };
-    UdpReceiverReport {
-        stream_id: cfg.stream_id,
-        counters: s.counters,
-        bytes: s.bytes,
-        jitter_us: s.jitter_us,
-        latency: rx.latency().summary(),
-        latency_histogram: (!rx.latency().is_empty()).then(|| rx.latency().clone()),
-        clock_skew_samples: rx.clock_skew_samples(),
-        gaps: rx.gaps().summary(),
-        active,
-        foreign,
-        echoed,
-        kernel_timestamps: kernel_ts,
-        mode: if cfg.spin { "spin" } else { "blocking" }.to_owned(),
-        cpu_time: sys::thread_cpu_time(),
-        wall_time: clock.mono().saturating_sub(started),
-        slots: rx.slots().clone(),
-    }
+    let u = udp::Packet::new_checked(l4).ok()?;
+    Some((
+        SocketAddr::new(src, u.src_port()),
+        u.dst_port(),
+        u.payload(),
+    ))
 }
 
 /// How an echo session ended.
