@@ -3,7 +3,8 @@
 // The AF_XDP receivers' program: an XDP program on the receiving interface that hands
 // frames to the AF_XDP socket bound to the queue they arrived on (an XSKMAP entry per
 // queue, filled by engine::frameio::XdpFrameRx). Which frames, `filter` says:
-// - FILTER_ALL (the raw receiver, the `xdp` frame backend): every frame but ARP;
+// - FILTER_ALL (the raw receiver, the `xdp` frame backend): every frame but ARP and IPv6
+//   neighbour discovery;
 // - FILTER_UDP_PORTS (the server's `--rx-backend xdp`): UDP datagrams over IPv4 (any
 //   header length, not fragments) or IPv6 (no extension headers) to a destination port
 //   in `udp_ports`; everything else passes to the stack (the test's control connection,
@@ -14,9 +15,9 @@
 // the receiver turns it into CLOCK_REALTIME. A frame whose metadata could not be reserved
 // carries none (zero there), and the receiver stamps it when it reads it.
 //
-// What FILTER_ALL leaves to the host's stack: ARP (0x0806), so the receiving host still
-// answers for its address while a test runs, and frames of a queue with no socket (the
-// XSKMAP's default action, XDP_PASS). Everything else is taken from the stack while the
+// What FILTER_ALL leaves to the host's stack: ARP and IPv6 neighbour discovery, so the
+// receiving host still answers for its addresses while a test runs, and frames of a queue
+// with no socket (the XSKMAP's default action, XDP_PASS). Everything else is taken from the stack while the
 // program is attached: the raw receiver is a sink, as a tester's port is.
 //
 // Built by bpf/build.sh with Debian's clang; the object is checked in (bpf/xsk.o).
@@ -82,18 +83,35 @@ static __always_inline int udp_to_a_port(void *data, void *end)
 	return bpf_map_lookup_elem(&udp_ports, &port) != 0;
 }
 
+// FILTER_ALL leaves these to the host: ARP, and IPv6 neighbour discovery (ICMPv6 types
+// 133-137 without extension headers), so the host keeps its neighbours while a test runs.
+static __always_inline int keep_for_host(void *data, void *end)
+{
+	__u8 *eth = data;
+	if (data + 14 > end)
+		return 0;
+	if (eth[12] == 0x08 && eth[13] == 0x06)
+		return 1;
+	if (eth[12] == 0x86 && eth[13] == 0xdd) {
+		__u8 *ip = data + 14;
+		if ((void *)(ip + 41) > end || ip[6] != 58)
+			return 0;
+		return ip[40] >= 133 && ip[40] <= 137;
+	}
+	return 0;
+}
+
 SEC("xdp")
 int xsk_rx(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	__u8 *eth = data;
 	__u32 zero = 0;
 	__u32 *mode = bpf_map_lookup_elem(&filter, &zero);
 	if (mode && *mode == FILTER_UDP_PORTS) {
 		if (!udp_to_a_port(data, end))
 			return XDP_PASS;
-	} else if (data + 14 <= end && eth[12] == 0x08 && eth[13] == 0x06) {
+	} else if (keep_for_host(data, end)) {
 		return XDP_PASS;
 	}
 	if (bpf_xdp_adjust_meta(ctx, -8) == 0) {

@@ -332,8 +332,8 @@ fn tshark_finds_every_checksum_of_generated_frames_correct() {
                 "1kpps",
                 "--dst-mac",
                 "02:77:62:00:00:02",
-                // A copying receiver: an AF_XDP one (auto's choice) would take the
-                // frames from tshark too.
+                // A copying receiver, whatever auto picks: an AF_XDP one would take
+                // the frames from tshark too.
                 "--rx-backend",
                 "ring",
             ],

@@ -507,7 +507,8 @@ pub struct FrameArgs {
     pub line_rate: f64,
     /// Frame I/O: auto, packet (AF_PACKET sendmmsg/recvmmsg), ring (PACKET_MMAP TX/RX
     /// rings) or xdp (AF_XDP: sending frames up to 2048 bytes, receiving up to 1792 with
-    /// the port's frames, all but ARP, taken from the host's stack during the test).
+    /// the port's frames, all but ARP and neighbour discovery, taken from the host's stack
+    /// during the test; auto receives with the ring).
     #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
     /// The receivers' frame I/O when it should differ from --backend (e.g. xdp sending,
@@ -518,14 +519,15 @@ pub struct FrameArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FrameBackend {
-    /// The fastest that opens here: xdp, then ring, then packet (the result says which).
+    /// Sending: the fastest that opens here, xdp, then ring, then packet; receiving: ring,
+    /// then packet (the result says which).
     Auto,
     /// AF_PACKET sockets with sendmmsg / recvmmsg batches.
     Packet,
     /// PACKET_MMAP rings: TPACKET_V2 for sending, TPACKET_V3 for receiving.
     Ring,
     /// AF_XDP (copy mode); the receiver attaches an XDP program that takes the port's frames
-    /// (all but ARP) from the host's stack while it runs.
+    /// (all but ARP and neighbour discovery) from the host's stack while it runs.
     Xdp,
 }
 

@@ -994,7 +994,10 @@ fn xdp_receiver(
     let port = sock.local_addr().map_err(|e| e.to_string())?.port();
     let ep = engine::frameio::Endpoint { netns: None, iface };
     let filter = engine::frameio::XdpFilter::UdpPorts(vec![port]);
-    let rx = engine::frameio::XdpFrameRx::open_with(&ep, &filter).map_err(|e| e.to_string())?;
+    // Echo probes are answered as they are read: no gathering of short batches.
+    let rx = engine::frameio::XdpFrameRx::open_with(&ep, &filter)
+        .map_err(|e| e.to_string())?
+        .without_gathering();
     Ok((Box::new(rx), claim))
 }
 

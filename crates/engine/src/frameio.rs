@@ -8,7 +8,8 @@
 //!   (TPACKET_V2) and RX ring (TPACKET_V3).
 //! - `xdp` backends ([`XdpFrameTx`], [`XdpFrameRx`] over `sys::xdp`): AF_XDP in copy
 //!   mode; the receiver attaches `bpf/xsk.c` to its interface, which takes every frame but
-//!   ARP from the host's stack while it runs (a sink port, as a tester's is).
+//!   ARP and neighbour discovery from the host's stack while it runs (a sink port, as a
+//!   tester's is).
 //! - [`Backend`] picks one by name; every result records the one used.
 //!
 //! [`Endpoint`] names an interface, optionally inside a network namespace (a lab node), and
@@ -294,7 +295,7 @@ pub enum Backend {
     /// real NICs).
     Ring,
     /// AF_XDP (copy mode): sending needs no program; receiving attaches an XDP program
-    /// that redirects every frame but ARP to the sockets (one per receive queue), so the
+    /// that redirects every frame but ARP and neighbour discovery to the sockets (one per receive queue), so the
     /// host's stack does not see them while the receiver runs. Frames up to
     /// [`sys::xdp::RX_MAX_FRAME`] bytes, stamped by the program when they arrive.
     Xdp,
@@ -479,10 +480,12 @@ impl XdpFrameTx {
             let index = sys::interface_index(&ep.iface)
                 .map_err(|e| io::Error::new(e.kind(), format!("interface {}: {e}", ep.iface)))?;
             sys::xdp::XdpTx::open(index, queue).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("AF_XDP on {} queue {queue}: {e}", ep.iface),
-                )
+                let e = if e.raw_os_error() == Some(libc::EINVAL) {
+                    format!("no such queue (give the interface more queues, or use fewer --threads): {e}")
+                } else {
+                    e.to_string()
+                };
+                io::Error::other(format!("AF_XDP on {} queue {queue}: {e}", ep.iface))
             })
         })?;
         Ok(Self { xsk })
@@ -533,12 +536,13 @@ pub struct XdpFrameRx {
     socks: Vec<sys::xdp::XdpRx>,
     drops: u64,
     clock: crate::clock::RealClock,
+    gather: bool,
 }
 
 /// Which frames an AF_XDP receiver takes from the interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum XdpFilter {
-    /// Every frame but ARP (a sink port).
+    /// Every frame but ARP and IPv6 neighbour discovery (a sink port).
     AllButArp,
     /// UDP datagrams (IPv4 unfragmented, IPv6 without extension headers) to these
     /// destination ports; everything else stays with the host's stack.
@@ -546,8 +550,9 @@ pub enum XdpFilter {
 }
 
 impl XdpFrameRx {
-    /// An AF_XDP receiver on `ep` taking every frame but ARP: the program loaded and
-    /// attached, a socket on every receive queue (up to [`XDP_MAX_QUEUES`]).
+    /// An AF_XDP receiver on `ep` taking every frame but ARP and neighbour discovery: the
+    /// program loaded and attached, a socket on every receive queue (up to
+    /// [`XDP_MAX_QUEUES`]).
     ///
     /// # Errors
     /// No BPF or AF_XDP (older kernel, no privileges), the interface's MTU is above what a
@@ -629,13 +634,30 @@ impl XdpFrameRx {
                 .try_into()
                 .map_err(|e| fail("xsk_rx", &e))?;
             prog.load().map_err(|e| fail("loading xsk_rx", &e))?;
+            // Before 5.9 aya attaches XDP through netlink, which would outlive a killed
+            // process (and which it would not detach here): refused up front.
+            let kernel = aya::util::KernelVersion::current()
+                .map_err(|e| fail("the kernel's version", &e))?;
+            if kernel < aya::util::KernelVersion::new(5, 9, 0) {
+                return Err(fail("XDP links", &"need Linux 5.9 or later"));
+            }
+            // veth in driver mode queues arriving frames on a 256-entry ring for its
+            // NAPI poll and drops beyond it, a loss the test would count; generic mode
+            // keeps the kernel's backlog. Other drivers: the kernel's choice.
+            let veth = sys::ethtool::control_socket()
+                .and_then(|s| sys::ethtool::driver(&s, iface))
+                .is_ok_and(|d| d == "veth");
+            let mode = if veth {
+                aya::programs::XdpMode::Skb
+            } else {
+                aya::programs::XdpMode::Default
+            };
             let id = prog
-                .attach_to_if_index(index, aya::programs::XdpMode::Default)
+                .attach_to_if_index(index, mode)
                 .map_err(|e| fail("attaching xsk_rx", &e))?;
             let link = prog.take_link(id).map_err(|e| fail("xsk_rx link", &e))?;
-            // Only a BPF link goes with the process; a netlink attachment (aya's fallback
-            // on old kernels) would outlive a killed one, so it is refused (and detached as
-            // the value drops).
+            // Only a BPF link goes with the process (a netlink attachment is ruled out
+            // above).
             let link = aya::programs::links::FdLink::try_from(link)
                 .map_err(|e| fail("a BPF link for XDP (Linux 5.9 or later)", &e))?;
             Ok(Self {
@@ -644,8 +666,16 @@ impl XdpFrameRx {
                 socks,
                 drops: 0,
                 clock: crate::clock::RealClock::new(),
+                gather: true,
             })
         })
+    }
+
+    /// Reads every frame as soon as it is there instead of letting short batches gather:
+    /// for a receiver that answers frames (echo probes), whose answers must not wait.
+    pub fn without_gathering(mut self) -> Self {
+        self.gather = false;
+        self
     }
 }
 
@@ -685,9 +715,10 @@ impl FrameRx for XdpFrameRx {
         }
         // A short batch: let frames gather before the next read (as the V3 ring's block
         // timeout does) instead of waking for every frame. The arrival times come from
-        // the program, so reading later changes no measurement; the rings hold 4 ms of
-        // frames at 2 Mframe/s.
-        if n < XDP_RX_ENOUGH {
+        // the program, so reading later changes no arrival time; the rings hold 4 ms of
+        // frames at 2 Mframe/s. A receiver that answers what it reads (echoes) does not
+        // gather: its answers would wait.
+        if self.gather && n < XDP_RX_ENOUGH {
             std::thread::sleep(XDP_RX_GATHER);
         }
         Ok(n)

@@ -812,10 +812,11 @@ pub fn run_receiver_xdp(
     let mut counting = Counting::new(cfg);
     let started = clock.mono();
     // A dual-stack socket names an IPv4 peer as ::ffff:a.b.c.d; frames carry a.b.c.d.
+    // Address and port are compared, not an IPv6 scope id, which a frame does not carry.
     let peer = sock
         .peer_addr()
         .ok()
-        .map(|a| SocketAddr::new(a.ip().to_canonical(), a.port()));
+        .map(|a| (a.ip().to_canonical(), a.port()));
     let port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
     let mut drain_until: Option<Duration> = None;
     let mut not_udp = 0u64;
@@ -827,7 +828,7 @@ pub fn run_receiver_xdp(
             break;
         }
         let got = xdp.recv_frames(RECV_TIMEOUT, &mut |frame, ts| match udp_of(frame) {
-            Some((from, to, payload)) if to == port && Some(from) == peer => {
+            Some((from, to, payload)) if to == port && Some((from.ip(), from.port())) == peer => {
                 counting.on_datagram(sock, payload, ts, &clock);
             }
             Some(_) => counting.foreign += 1,

@@ -4,7 +4,7 @@
 //! - [`XdpTx`] only sends: frames are written into a UMEM of 2 KiB chunks, described on
 //!   the TX ring, and their chunks come back on the completion ring once the kernel has
 //!   sent them. Sending needs no XDP program.
-//! - [`XdpRx`] only receives: the UMEM's 4 KiB chunks wait on the fill ring, the kernel
+//! - [`XdpRx`] only receives: the UMEM's 2 KiB chunks wait on the fill ring, the kernel
 //!   copies each frame an XDP program redirected to the socket (an XSKMAP entry, loaded by
 //!   the caller) into one and describes it on the RX ring; the chunk goes back on the fill
 //!   ring once the frame is read.
@@ -295,20 +295,13 @@ impl XdpTx {
                 .store(prod.wrapping_add(k as u32), Ordering::Release);
             self.outstanding += k;
         }
-        // Copy mode sends only on a wake-up, and at most a kernel batch (32 frames) per
-        // wake-up: wake it until the ring is empty (or it stops taking frames).
+        // Copy mode needs a wake-up for every batch. It sends a kernel batch (32 frames)
+        // per wake-up; waking it until the ring is empty was measured to turn a paced
+        // batch into a line-rate burst that overflowed a shaper's queue, so the rest
+        // leaves at the next call, spread out.
         let flags = self.tx.word(self.tx.flags).load(Ordering::Acquire);
         if k > 0 || flags & libc::XDP_RING_NEED_WAKEUP != 0 {
-            let queued = prod.wrapping_add(k as u32);
-            let mut last = self.tx.word(self.tx.consumer).load(Ordering::Acquire);
-            loop {
-                self.kick()?;
-                let cons = self.tx.word(self.tx.consumer).load(Ordering::Acquire);
-                if cons == queued || cons == last {
-                    break;
-                }
-                last = cons;
-            }
+            self.kick()?;
         }
         Ok(k)
     }
@@ -434,10 +427,7 @@ impl XdpRx {
     ) -> io::Result<usize> {
         let mut n = self.ready();
         if n == 0 {
-            if self.fq.word(self.fq.flags).load(Ordering::Acquire) & libc::XDP_RING_NEED_WAKEUP != 0
-            {
-                wake(self.fd.as_raw_fd())?;
-            }
+            // poll(2) also wakes the kernel when the fill ring asks for it.
             if super::wait_readable(&[self.fd.as_raw_fd()], timeout)? == 0 {
                 return Ok(0);
             }
@@ -469,9 +459,16 @@ impl XdpRx {
                 // The metadata sits in the same chunk, right before the frame (the chunk
                 // has 256 bytes of headroom).
                 let meta = (addr % RX_CHUNK >= 8).then(|| {
-                    // SAFETY: [addr - 8, addr) is inside the frame's chunk (checked above),
-                    // read unaligned as the kernel placed it.
-                    unsafe { std::ptr::read_unaligned(self.umem.base.add(addr - 8) as *const u64) }
+                    // SAFETY: [addr - 8, addr) is inside the frame's chunk (checked above)
+                    // and ours until it is refilled; read unaligned as the kernel placed
+                    // it, then cleared, so a later frame without metadata in this chunk
+                    // does not find this one's.
+                    unsafe {
+                        let at = self.umem.base.add(addr - 8) as *mut u64;
+                        let t = std::ptr::read_unaligned(at);
+                        std::ptr::write_unaligned(at, 0);
+                        t
+                    }
                 });
                 on_frame(frame, meta.filter(|&t| t != 0));
             }

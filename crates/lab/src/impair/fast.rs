@@ -126,6 +126,36 @@ fn ports(cfg: &StageConfig, ifindex: [u32; 2]) -> [(u32, ImpairPort); 2] {
     [entry(0), entry(1)]
 }
 
+/// A rate queue a stage left behind (killed before it could remove it) on `cfg`'s
+/// interfaces: HTB with handle 1: at the root, removed so that a stage starting there does
+/// not find its frames still limited. Other root qdiscs are not touched.
+pub fn remove_stale_rate_queues(cfg: &StageConfig) {
+    for dev in [&cfg.a, &cfg.b] {
+        let show = Cmd::tc(
+            ["-j", "qdisc", "show", "dev", dev]
+                .map(str::to_owned)
+                .to_vec(),
+        );
+        let Ok(out) = SystemRunner.run(&show) else {
+            continue;
+        };
+        let ours = serde_json::from_str::<serde_json::Value>(&out).is_ok_and(|v| {
+            v.as_array().is_some_and(|qs| {
+                qs.iter()
+                    .any(|q| q["root"] == true && q["kind"] == "htb" && q["handle"] == "1:")
+            })
+        });
+        if ours {
+            let del = Cmd::tc(
+                ["qdisc", "del", "dev", dev, "root"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            );
+            let _ = SystemRunner.run(&del);
+        }
+    }
+}
+
 /// The fast path's counters, summed over CPUs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FastCounters {
@@ -170,9 +200,13 @@ pub fn rate_commands(dev: &str, p: &Params) -> Option<Vec<Cmd>> {
     ])
 }
 
-/// What a rate queue holds and has dropped.
+/// What a rate queue has sent, holds and has dropped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueStats {
+    /// Frames that left through it.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
     /// Frames dropped because `limit` frames waited.
     pub drops: u64,
     /// Frames waiting.
@@ -190,6 +224,8 @@ pub fn queue_stats(json: &str) -> Option<QueueStats> {
         .find(|q| q["kind"] == "pfifo" && q["handle"] == "10:")?;
     let n = |k: &str| q[k].as_u64();
     Some(QueueStats {
+        packets: n("packets")?,
+        bytes: n("bytes")?,
         drops: n("drops")?,
         qlen: n("qlen")?,
         backlog: n("backlog")?,
@@ -352,9 +388,9 @@ impl FastStage {
         self.obj.run_frame("impair_port", ingress_ifindex, frame)
     }
 
-    /// The counters, summed over CPUs. With a rate queue, frames out are the frames
-    /// handed to it less those it dropped (`dropped_queue`) and those still waiting; bytes
-    /// out less the waiting bytes (the queue does not count the bytes it drops).
+    /// The counters, summed over CPUs. With a rate queue, frames and bytes out are what
+    /// left through it and `dropped_queue` what it dropped, as the kernel counts them on
+    /// that interface (the node's own few frames there, ARP, included).
     ///
     /// # Errors
     /// A map read failed.
@@ -379,8 +415,8 @@ impl FastStage {
             out.send_errors += sum(|c| c.send_errors);
             if let Some(q) = self.queue(i) {
                 c.dropped_queue = q.drops;
-                c.frames_out = c.frames_out.saturating_sub(q.drops + q.qlen);
-                c.bytes_out = c.bytes_out.saturating_sub(q.backlog);
+                c.frames_out = q.packets;
+                c.bytes_out = q.bytes;
             }
         }
         let v = stage.get(&0, 0).map_err(kernel("stage_stats"))?;
@@ -388,6 +424,14 @@ impl FastStage {
         out.ttl_expired = v.iter().map(|c| c.ttl_expired).sum();
         out.too_long = v.iter().map(|c| c.too_long).sum();
         Ok(out)
+    }
+}
+
+impl Drop for FastStage {
+    /// The rate queues go with the stage however its loop ends (the program goes with its
+    /// links).
+    fn drop(&mut self) {
+        self.remove_rate_queues();
     }
 }
 
@@ -617,6 +661,8 @@ mod test {
         assert_eq!(
             queue_stats(json),
             Some(QueueStats {
+                packets: 1,
+                bytes: 90,
                 drops: 7,
                 qlen: 2,
                 backlog: 3000

@@ -205,6 +205,7 @@ pub fn run(
     netns: Option<&Path>,
     stop: &AtomicBool,
 ) -> io::Result<StageState> {
+    fast::remove_stale_rate_queues(cfg);
     let data_path = if cfg.spec.fast {
         match fast::start(cfg) {
             Ok(f) => return run_fast(f, cfg, state_file, netns, stop),
@@ -410,7 +411,6 @@ fn run_fast(
     state.running = false;
     state.stopped = Some(stopped);
     publish(&mut state, &mut fast)?;
-    fast.remove_rate_queues();
     Ok(state)
 }
 
