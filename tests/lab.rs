@@ -457,6 +457,25 @@ fn stage_state(lab: &LabGuard, node: &str) -> serde_json::Value {
     serde_json::from_str(&text).expect("state JSON")
 }
 
+/// The `forward` row of `lab`'s impairment stage in `lab status`.
+fn forward_stage_row(lab: &LabGuard) -> String {
+    let out = run(&["lab", "status"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    s.lines()
+        .find(|l| l.starts_with(&format!("{} ", lab.0)) && l.contains(" forward "))
+        .unwrap_or_else(|| panic!("{s}"))
+        .to_owned()
+}
+
+/// Whether an XDP program is attached to `dev` in namespace `ns` (`ip -j link show`).
+pub(crate) fn xdp_attached(ns: &str, dev: &str) -> bool {
+    let out = Command::new("ip")
+        .args(["-j", "-n", ns, "link", "show", dev])
+        .output()
+        .expect("ip");
+    String::from_utf8_lossy(&out.stdout).contains("\"xdp\"")
+}
+
 /// The ids of the BPF programs process `pid` holds, found through its descriptors.
 pub(crate) fn bpf_programs_of(pid: u64) -> Vec<u32> {
     let mut ids = Vec::new();
@@ -536,12 +555,7 @@ fn impair_fast_path_loses_and_duplicates_in_the_kernel() {
         n_in - stage_lost + u64_at(fwd, "/duplicated"),
         "{st}"
     );
-    let out = run(&["lab", "status"]);
-    let s = String::from_utf8_lossy(&out.stdout);
-    let row = s
-        .lines()
-        .find(|l| l.starts_with(&format!("{} ", lab.0)) && l.contains(" forward "))
-        .unwrap_or_else(|| panic!("{s}"));
+    let row = forward_stage_row(&lab);
     assert!(
         row.contains(&stage_lost.to_string()) && row.contains("kernel"),
         "{row}"
@@ -671,12 +685,7 @@ fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
         "{path}"
     );
     // And `lab status` shows them.
-    let out = run(&["lab", "status"]);
-    let s = String::from_utf8_lossy(&out.stdout);
-    let row = s
-        .lines()
-        .find(|l| l.starts_with(&format!("{} ", lab.0)) && l.contains(" forward "))
-        .unwrap_or_else(|| panic!("{s}"));
+    let row = forward_stage_row(&lab);
     assert!(
         row.contains(&stage_lost.to_string()) && row.contains("running"),
         "{row}"
@@ -1153,14 +1162,7 @@ fn server_rx_backend_xdp_counts_udp_past_the_stack() {
     assert_eq!(u64_at(&v, "/summary/lost_packets"), 0, "{v}");
     assert_eq!(u64_at(&v, "/summary/received_packets"), sent, "{v}");
     let listener = format!("wb-{}-listener", lab.0);
-    let link = || {
-        let out = Command::new("ip")
-            .args(["-j", "-n", &listener, "link", "show", "eth0"])
-            .output()
-            .expect("ip");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    assert!(!link().contains("\"xdp\""), "{}", link());
+    assert!(!xdp_attached(&listener, "eth0"), "the program left eth0");
     // Two receiving streams: sockets, with the reason.
     let v = client(&["--pps", "5000", "-l", "200", "-P", "2"]);
     let mode = v["receive_mode"].as_str().unwrap_or_default();

@@ -1,6 +1,6 @@
 //! Raw frames (`gen`, `rfc2544`) across lab topologies (root: namespaces and AF_PACKET).
 
-use crate::lab::{root_or_skip, LabGuard};
+use crate::lab::{root_or_skip, xdp_attached, LabGuard};
 use crate::util::*;
 
 /// `wirebench gen talker:eth0 --rx listener:eth0 ARGS` in `lab`.
@@ -754,15 +754,8 @@ fn xdp_receiver_counts_and_stamps_every_frame_and_detaches() {
         );
         assert!(min > 0.0 && p50 < 1000.0, "one-way latency on veth: {g}");
     }
-    let link = |ns: &str| {
-        let out = std::process::Command::new("ip")
-            .args(["-j", "-n", ns, "link", "show", "eth0"])
-            .output()
-            .expect("ip");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     let listener = format!("wb-{}-listener", lab.0);
-    assert!(!link(&listener).contains("\"xdp\""), "{}", link(&listener));
+    assert!(!xdp_attached(&listener, "eth0"), "the program left eth0");
     // A 3000-byte MTU: no receive chunk holds such a frame.
     let big = LabGuard::up_with("direct", "xm", &["--mtu", "3000"]);
     let mut argv: Vec<String> = gen_across(&big, &["-s", "128", "-n", "100", "-r", "10kpps", "-J"]);

@@ -48,6 +48,13 @@ impl FastError {
     }
 }
 
+/// The data path a process runs when its fast path would not start (`e`): the whole
+/// answer goes to the log (a verifier log can be long), its first line into the state.
+pub fn userspace_because(what: &str, e: &FastError) -> String {
+    tracing::warn!("{what} fast path not used ({e}): user space forwards");
+    format!("userspace (fast path not used: {})", e.summary())
+}
+
 /// Maps an aya error to [`FastError::Kernel`] saying what was being done.
 pub(crate) fn kernel<E: std::error::Error + Send + Sync + 'static>(
     what: &str,

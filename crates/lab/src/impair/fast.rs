@@ -441,6 +441,7 @@ mod test {
     use rand::{RngExt, SeedableRng};
 
     use super::super::model::Impairer;
+    use super::super::stage::test::sides;
     use super::super::stage::{route, RouterSide, Verdict};
     use super::*;
     use crate::bpf::{root_or_skip, TC_ACT_OK, TC_ACT_REDIRECT, TC_ACT_SHOT};
@@ -448,21 +449,6 @@ mod test {
     /// Interface indexes that exist nowhere: nothing is sent (a duplicate's clone fails
     /// and counts as a send error, which is how the test sees it).
     const IFINDEX: [u32; 2] = [9101, 9102];
-
-    fn sides() -> (RouterSide, RouterSide) {
-        (
-            RouterSide {
-                mac: [2, 0x77, 0x62, 0, 1, 2],
-                neighbour: [2, 0x77, 0x62, 0, 1, 1],
-                local: [198, 18, 1, 254].into(),
-            },
-            RouterSide {
-                mac: [2, 0x77, 0x62, 0, 2, 1],
-                neighbour: [2, 0x77, 0x62, 0, 2, 2],
-                local: [198, 18, 2, 254].into(),
-            },
-        )
-    }
 
     fn udp(dst_mac: [u8; 6], dst: [u8; 4], ttl: u8, payload: usize) -> Vec<u8> {
         let mut f = Vec::new();

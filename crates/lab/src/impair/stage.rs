@@ -209,10 +209,7 @@ pub fn run(
     let data_path = if cfg.spec.fast {
         match fast::start(cfg) {
             Ok(f) => return run_fast(f, cfg, state_file, netns, stop),
-            Err(e) => {
-                tracing::warn!("impairment fast path not used ({e}): the userspace stage runs");
-                format!("userspace (fast path not used: {})", e.summary())
-            }
+            Err(e) => crate::bpf::userspace_because("impairment", &e),
         }
     } else {
         "userspace".to_owned()
@@ -415,10 +412,11 @@ fn run_fast(
 }
 
 #[cfg(test)]
-mod test {
+pub(super) mod test {
     use super::*;
 
-    fn sides() -> (RouterSide, RouterSide) {
+    /// A router-mode stage's two sides, for tests here and in [`super::super::fast`].
+    pub(in crate::impair) fn sides() -> (RouterSide, RouterSide) {
         (
             RouterSide {
                 mac: [2, 0x77, 0x62, 0, 1, 2],

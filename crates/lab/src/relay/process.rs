@@ -131,11 +131,7 @@ pub fn run(
     let data_path = if fast {
         match start_fast(cfg) {
             Ok(f) => return run_fast(f, cfg, state_file, netns, stop),
-            Err(e) => {
-                // The log gets the whole answer (a verifier log), the state its first line.
-                tracing::warn!("FRER fast path not used ({e}): the userspace relay runs");
-                format!("userspace (fast path not used: {})", e.summary())
-            }
+            Err(e) => crate::bpf::userspace_because("FRER", &e),
         }
     } else {
         "userspace".to_owned()
