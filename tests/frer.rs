@@ -307,6 +307,92 @@ fn the_fast_path_forwards_and_nothing_stays_attached() {
     unloaded_within_5s(&relays[1].1, "lab down");
 }
 
+/// VLAN-tagged frames through both relays: the kernel takes the outer tag off on
+/// arrival (skb->vlan_tci), so the fast path's replicator tags a frame whose VLAN tag is
+/// out of band and its eliminator strips the R-TAG from one (keeping the tag); the
+/// userspace relays get the tag back from the packet socket's auxiliary data. Every frame
+/// arrives once, with its tag (a capture on the listener's port says so), and neither
+/// relay counts one as malformed.
+#[test]
+fn vlan_tagged_frames_cross_both_data_paths() {
+    if !root_or_skip("vlan_tagged_frames_cross_both_data_paths") {
+        return;
+    }
+    for fast in [true, false] {
+        let lab = LabGuard::up_with(
+            "frer",
+            if fast { "fv" } else { "fw" },
+            &["--frer", frer_opts(fast)],
+        );
+        assert_data_path(&lab, fast);
+        let ep = engine::frameio::Endpoint {
+            netns: Some(format!("wb-{}-listener", lab.0)),
+            iface: "eth0".into(),
+        };
+        let mut capture = engine::frameio::PacketRx::open(&ep).expect("capture");
+        let capturing = std::thread::spawn(move || {
+            use engine::frameio::FrameRx;
+            let (mut tagged, mut untagged) = (0u64, 0u64);
+            let end = std::time::Instant::now() + Duration::from_secs(4);
+            while std::time::Instant::now() < end {
+                let _ = capture.recv_frames(Duration::from_millis(100), &mut |f, _| {
+                    // The test's frames: 128 bytes with their tag (124 without FCS).
+                    match (f.len(), f.get(12..16)) {
+                        (124, Some([0x81, 0x00, tci_hi, tci_lo]))
+                            if u16::from_be_bytes([*tci_hi, *tci_lo]) == (5 << 13) | 100 =>
+                        {
+                            tagged += 1
+                        }
+                        (120, _) => untagged += 1,
+                        _ => {}
+                    }
+                });
+            }
+            (tagged, untagged)
+        });
+        let v = run_json(&[
+            "gen",
+            "talker:eth0",
+            "--lab",
+            &lab.0,
+            "--rx",
+            "listener:eth0",
+            "-s",
+            "128",
+            "--vlan",
+            "100",
+            "--pcp",
+            "5",
+            "-r",
+            "10kpps",
+            "-n",
+            "2000",
+            "-J",
+        ]);
+        let g = &v["gen"];
+        assert_eq!(
+            g["received"].as_u64(),
+            Some(2000),
+            "{}: {g}",
+            frer_opts(fast)
+        );
+        assert_eq!(g["duplicates"].as_u64(), Some(0), "{g}");
+        let e = elimination(&lab);
+        assert!(e["passed"].as_u64().unwrap() >= 2000, "{e}");
+        let stats = run_json(&["frer", "stats", "--lab", &lab.0, "-J"]);
+        for r in stats["relays"].as_array().expect("relays") {
+            assert_eq!(r["counters"]["malformed"], 0, "{}: {r}", frer_opts(fast));
+        }
+        let (tagged, untagged) = capturing.join().expect("capture thread");
+        assert_eq!(
+            (tagged, untagged),
+            (2000, 0),
+            "{}: frames with VLAN 100 PCP 5, frames without",
+            frer_opts(fast)
+        );
+    }
+}
+
 #[test]
 fn frer_lab_settings_are_checked_before_anything_is_built() {
     for (args, want) in [

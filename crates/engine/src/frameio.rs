@@ -238,7 +238,7 @@ impl PacketRx {
         let _ = sock.take_statistics();
         Ok(Self {
             sock,
-            batch: RecvBatch::new(BATCH, MAX_FRAME),
+            batch: RecvBatch::frames(BATCH, MAX_FRAME),
             drops: 0,
         })
     }

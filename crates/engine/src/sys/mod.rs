@@ -224,15 +224,25 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<TcpInfo> {
     })
 }
 
-/// Space for one `SCM_TIMESTAMPING` control message (three `timespec`s) plus slack, in
-/// bytes; a multiple of 8 so that every slot stays aligned for `cmsghdr`.
+/// Space for one `SCM_TIMESTAMPING` control message (three `timespec`s, 64 bytes) and one
+/// `PACKET_AUXDATA` (40 bytes) plus slack, in bytes; a multiple of 8 so that every slot
+/// stays aligned for `cmsghdr`.
 const CMSG_SPACE: usize = 128;
 
 /// A reusable batch of receive buffers for `recvmmsg(2)`, with room for a kernel receive
 /// timestamp per datagram.
+///
+/// A batch made with [`RecvBatch::frames`] reads from packet sockets and gives each frame
+/// back its VLAN tag: the kernel takes the outer tag of a received frame out of the bytes
+/// (into `skb->vlan_tci`, as a NIC's VLAN offload does, and veth does so for every
+/// tagged frame) and reports it in a `PACKET_AUXDATA` message, as libpcap reads it.
 pub struct RecvBatch {
     bufs: Vec<u8>,
     buf_len: usize,
+    /// Bytes kept free before each buffer for a VLAN tag to be put back (0 or 4).
+    head: usize,
+    /// Per datagram of the last batch: where it starts in its slot and how long it is.
+    spans: Vec<(usize, usize)>,
     /// Control-message space, as u64 words so that each slot is aligned for `cmsghdr`.
     cmsgs: Vec<u64>,
     iovecs: Vec<libc::iovec>,
@@ -247,10 +257,22 @@ unsafe impl Send for RecvBatch {}
 impl RecvBatch {
     /// `count` buffers of `buf_len` bytes each.
     pub fn new(count: usize, buf_len: usize) -> Self {
+        Self::with_head(count, buf_len, 0)
+    }
+
+    /// `count` buffers for frames of up to `buf_len` bytes from a packet socket, each
+    /// with its VLAN tag put back where the kernel took it out (see the type's doc).
+    pub fn frames(count: usize, buf_len: usize) -> Self {
+        Self::with_head(count, buf_len, 4)
+    }
+
+    fn with_head(count: usize, buf_len: usize, head: usize) -> Self {
         let count = count.max(1);
         Self {
-            bufs: vec![0; count * buf_len],
+            bufs: vec![0; count * (buf_len + head)],
             buf_len,
+            head,
+            spans: vec![(0, 0); count],
             cmsgs: vec![0; count * CMSG_SPACE / 8],
             // SAFETY: iovec and mmsghdr are plain C structs for which all-zero is valid.
             iovecs: (0..count).map(|_| unsafe { zeroed() }).collect(),
@@ -274,7 +296,7 @@ impl RecvBatch {
             unsafe {
                 let iov = iovecs.add(i);
                 *iov = libc::iovec {
-                    iov_base: bufs.add(i * self.buf_len).cast(),
+                    iov_base: bufs.add(i * (self.buf_len + self.head) + self.head).cast(),
                     iov_len: self.buf_len,
                 };
                 let hdr = &mut self.hdrs[i];
@@ -307,6 +329,22 @@ impl RecvBatch {
         };
         let n = cvt(ret)? as usize;
         self.received = n;
+        let stride = self.buf_len + self.head;
+        for i in 0..n {
+            let len = (self.hdrs[i].msg_len as usize).min(self.buf_len);
+            let slot = i * stride;
+            self.spans[i] = (slot + self.head, len);
+            if self.head < 4 || len < 12 {
+                continue;
+            }
+            if let Some((tpid, tci)) = self.vlan_tag(i) {
+                // The MACs move 4 bytes forward and the tag goes after them (802.1Q 9.3).
+                self.bufs.copy_within(slot + 4..slot + 16, slot);
+                self.bufs[slot + 12..slot + 14].copy_from_slice(&tpid.to_be_bytes());
+                self.bufs[slot + 14..slot + 16].copy_from_slice(&tci.to_be_bytes());
+                self.spans[i] = (slot, (len + 4).min(self.buf_len));
+            }
+        }
         Ok(n)
     }
 
@@ -316,9 +354,41 @@ impl RecvBatch {
         if i >= self.received {
             return None;
         }
-        let len = (self.hdrs[i].msg_len as usize).min(self.buf_len);
-        let data = &self.bufs[i * self.buf_len..i * self.buf_len + len];
-        Some((data, self.timestamp(i)))
+        let (start, len) = self.spans[i];
+        Some((&self.bufs[start..start + len], self.timestamp(i)))
+    }
+
+    /// The VLAN tag (TPID, TCI) the kernel took out of frame `i`, from its
+    /// `PACKET_AUXDATA` message (packet(7)); `None` when it carried none.
+    fn vlan_tag(&self, i: usize) -> Option<(u16, u16)> {
+        let hdr = &self.hdrs[i].msg_hdr;
+        let need = unsafe { libc::CMSG_LEN(size_of::<libc::tpacket_auxdata>() as u32) } as usize;
+        // SAFETY: as in `timestamp`: the walk stays inside the control buffer the kernel
+        // filled, and the auxdata is read only from a message long enough to hold it.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_PACKET
+                    && (*cmsg).cmsg_type == libc::PACKET_AUXDATA
+                    && (*cmsg).cmsg_len as usize >= need
+                {
+                    let aux = std::ptr::read_unaligned(
+                        libc::CMSG_DATA(cmsg) as *const libc::tpacket_auxdata
+                    );
+                    if aux.tp_status & libc::TP_STATUS_VLAN_VALID == 0 && aux.tp_vlan_tci == 0 {
+                        return None;
+                    }
+                    let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                        aux.tp_vlan_tpid
+                    } else {
+                        0x8100
+                    };
+                    return Some((tpid, aux.tp_vlan_tci));
+                }
+                cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
+            }
+        }
+        None
     }
 
     fn timestamp(&self, i: usize) -> Option<UnixNanos> {
@@ -474,6 +544,10 @@ pub fn packet_socket_for(
     // SAFETY: `fd` was just returned by socket(2) and is owned by nobody else.
     let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
     setsockopt_int(fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1)?;
+    if protocol != 0 {
+        // The VLAN tag the kernel takes out of a received frame ([`RecvBatch::frames`]).
+        setsockopt_int(fd, libc::SOL_PACKET, libc::PACKET_AUXDATA, 1)?;
+    }
     // SAFETY: all-zero is a valid sockaddr_ll; the fields set are the ones bind(2) reads.
     let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
     addr.sll_family = libc::AF_PACKET as u16;

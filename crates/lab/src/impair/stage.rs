@@ -236,7 +236,7 @@ pub fn run(
     let clock = RealClock::new();
     let now_ns = || clock.mono().as_nanos() as u64;
     let mut state = StageState::starting(cfg, data_path, state_file)?;
-    let mut rx = RecvBatch::new(BATCH, MAX_FRAME + 1);
+    let mut rx = RecvBatch::frames(BATCH, MAX_FRAME + 1);
     let mut tx = SendBatch::new(BATCH, MAX_FRAME);
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut last_publish = now_ns();

@@ -154,7 +154,7 @@ pub fn run(
     let publish =
         |state: &mut RelayState, relay: &Relay| state.publish(relay.counters(), start, state_file);
     publish(&mut state, &relay)?;
-    let mut rx = RecvBatch::new(BATCH, MAX_FRAME + 1);
+    let mut rx = RecvBatch::frames(BATCH, MAX_FRAME + 1);
     let mut tx: Vec<SendBatch> = socks
         .iter()
         .map(|_| SendBatch::new(BATCH, MAX_FRAME + frer::rtag::LEN))
