@@ -62,6 +62,21 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             "--allow-tuning lets clients change this host's interface: it needs --auth-key-file",
         ));
     }
+    if !a.raw_ports.is_empty() {
+        if !auth {
+            return Err(usage(
+                "--raw-ports lets clients send and receive raw frames on this host: it needs --auth-key-file",
+            ));
+        }
+        if !lab::cmd::is_root() {
+            return Err(usage("--raw-ports needs root (CAP_NET_RAW)"));
+        }
+        for p in &a.raw_ports {
+            if engine::sys::interface_index(p).is_err() {
+                return Err(usage(format!("--raw-ports: no interface '{p}' here")));
+            }
+        }
+    }
     if a.allow_tuning && !lab::cmd::is_root() {
         return Err(usage(
             "--allow-tuning needs root (CAP_NET_ADMIN) to set MTUs and features",
@@ -107,6 +122,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             .max_memory
             .map_or_else(control::server::default_max_memory, |m| m as u64),
         rx_xdp: a.rx_backend == crate::cli::RxBackend::Xdp,
+        raw_ports: a.raw_ports.clone(),
     };
     // Every IPv6 and IPv4 address by default; IPv4 alone where the host has no IPv6.
     let (server, ip) = match a.bind {

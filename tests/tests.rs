@@ -3,6 +3,7 @@
 
 mod util;
 
+mod agents;
 mod bad_input;
 mod cli;
 mod client;

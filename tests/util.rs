@@ -185,7 +185,13 @@ impl ServerProc {
     /// Any long-running command whose first line on stderr says `listening on ADDR`
     /// (`server`, `exporter`); its port is read from that line.
     pub fn start_command(args: &[&str]) -> Self {
-        let mut child = Command::new(bin())
+        Self::start_program(bin(), args)
+    }
+
+    /// As [`ServerProc::start_command`], for any program (`ip netns exec NS wirebench
+    /// server ...`: `ip` execs the command, so killing the child kills the server).
+    pub fn start_program(program: &str, args: &[&str]) -> Self {
+        let mut child = Command::new(program)
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

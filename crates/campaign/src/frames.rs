@@ -10,6 +10,65 @@ use wire::frame::{FrameSpec, L4Spec};
 use crate::request::{FrameBackend, FrameProto, FrameRequest};
 use crate::{usage, Error};
 
+/// A port a raw-frame method uses: on this host, or lent by a wirebench server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Port {
+    /// `IFACE` or `NODE:IFACE` (see [`port`]).
+    Local(Endpoint),
+    /// `HOST/IFACE`: interface `iface` of the server at `host` (started with
+    /// `--raw-ports`).
+    Agent {
+        /// Host name or address.
+        host: String,
+        /// Control port (`HOST:PORT/IFACE`; otherwise the method's `--port`).
+        port: Option<u16>,
+        /// The interface there.
+        iface: String,
+    },
+}
+
+/// `HOST/IFACE` (`HOST` a name, an IPv4 address, `[IPv6]`, each with an optional `:PORT`)
+/// or what [`port`] takes.
+///
+/// # Errors
+/// A malformed `HOST/IFACE`, or what [`port`] refuses.
+pub fn any_port(s: &str, lab: &str) -> Result<Port, Error> {
+    let Some((host, iface)) = s.rsplit_once('/') else {
+        return port(s, lab).map(Port::Local);
+    };
+    let bad = || {
+        usage(format!(
+            "'{s}': a port of a wirebench server is HOST/IFACE (HOST a name or address, [IPv6] with a port, :PORT optional)"
+        ))
+    };
+    if iface.is_empty() || host.is_empty() || iface.contains(':') {
+        return Err(bad());
+    }
+    let (host, port) = if let Some(rest) = host.strip_prefix('[') {
+        let (h, tail) = rest.split_once(']').ok_or_else(bad)?;
+        let port = match tail {
+            "" => None,
+            t => Some(
+                t.strip_prefix(':')
+                    .and_then(|p| p.parse().ok())
+                    .ok_or_else(bad)?,
+            ),
+        };
+        (h.to_owned(), port)
+    } else if host.parse::<std::net::Ipv6Addr>().is_ok() {
+        (host.to_owned(), None)
+    } else if let Some((h, p)) = host.rsplit_once(':') {
+        (h.to_owned(), Some(p.parse().map_err(|_| bad())?))
+    } else {
+        (host.to_owned(), None)
+    };
+    Ok(Port::Agent {
+        host,
+        port,
+        iface: iface.to_owned(),
+    })
+}
+
 /// `IFACE` on this host, or `NODE:IFACE` of lab `lab` (namespace `wb-LAB-NODE`).
 ///
 /// # Errors
@@ -41,33 +100,73 @@ pub fn port(s: &str, lab: &str) -> Result<Endpoint, Error> {
 /// An address the interfaces do not have and the request does not give, mixed address
 /// families, a next hop that does not answer address resolution.
 pub fn spec(a: &FrameRequest, tx: &Endpoint, rx: Option<&Endpoint>) -> Result<FrameSpec, Error> {
+    let runner = &mut lab::SystemRunner;
+    let txa = lab::probe::addresses(runner, tx)?;
+    let rxa = match rx {
+        Some(rx) if a.dst_ip.is_none() => {
+            Some((rx.to_string(), lab::probe::addresses(runner, rx)?))
+        }
+        _ => None,
+    };
+    let dst_ip = dst_ip(a, rxa.as_ref().map(|(n, a)| (n.as_str(), a)))?;
+    let dst_mac = match a.dst_mac {
+        Some(m) => m,
+        None => lab::probe::next_hop_mac(runner, tx, dst_ip)?,
+    };
+    headers(a, (&tx.to_string(), &txa), dst_ip, dst_mac)
+}
+
+/// Whether the request's frames are IPv6 (an IPv6 address given).
+fn v6(a: &FrameRequest) -> bool {
+    a.dst_ip.or(a.src_ip).is_some_and(|ip| ip.is_ipv6())
+}
+
+/// The frames' destination address: the request's, or the receiving port's (`rx`: its
+/// name and addresses).
+///
+/// # Errors
+/// Neither gives one of the request's family.
+pub fn dst_ip(
+    a: &FrameRequest,
+    rx: Option<(&str, &lab::probe::Addresses)>,
+) -> Result<IpAddr, Error> {
+    let v6 = v6(a);
+    let family = if v6 { "IPv6" } else { "IPv4" };
+    match (a.dst_ip, rx) {
+        (Some(ip), _) => Ok(ip),
+        (None, Some((name, rxa))) => rxa
+            .ip(v6)
+            .ok_or_else(|| usage(format!("{name} has no {family} address: give --dst-ip"))),
+        (None, None) => Err(usage("give --dst-ip (or --rx to take it from)")),
+    }
+}
+
+/// The frame template from the request and the sending port (`tx`: its name and
+/// addresses), toward `dst_ip` through the next hop `dst_mac`.
+///
+/// # Errors
+/// The sending port has no address of the family and the request gives none, or the
+/// families differ.
+pub fn headers(
+    a: &FrameRequest,
+    (tx, txa): (&str, &lab::probe::Addresses),
+    dst_ip: IpAddr,
+    dst_mac: [u8; 6],
+) -> Result<FrameSpec, Error> {
     use wire::ethernet::EthernetRepr;
     use wire::ipv4::Ipv4Repr;
     use wire::ipv6::Ipv6Repr;
-    let runner = &mut lab::SystemRunner;
-    let txa = lab::probe::addresses(runner, tx)?;
-    let v6 = a.dst_ip.or(a.src_ip).is_some_and(|ip| ip.is_ipv6());
+    let v6 = v6(a);
     let family = if v6 { "IPv6" } else { "IPv4" };
     let src_ip = a
         .src_ip
         .or(txa.ip(v6))
         .ok_or_else(|| usage(format!("{tx} has no {family} address: give --src-ip")))?;
-    let dst_ip = match (a.dst_ip, rx) {
-        (Some(ip), _) => ip,
-        (None, Some(rx)) => lab::probe::addresses(runner, rx)?
-            .ip(v6)
-            .ok_or_else(|| usage(format!("{rx} has no {family} address: give --dst-ip")))?,
-        (None, None) => return Err(usage("give --dst-ip (or --rx to take it from)")),
-    };
     if src_ip.is_ipv6() != dst_ip.is_ipv6() {
         return Err(usage(format!(
             "--src-ip {src_ip} and --dst-ip {dst_ip} are of different families"
         )));
     }
-    let dst_mac = match a.dst_mac {
-        Some(m) => m,
-        None => lab::probe::next_hop_mac(runner, tx, dst_ip)?,
-    };
     let l4 = match a.proto {
         FrameProto::Udp => L4Spec::Udp {
             src_port: a.src_port,
@@ -156,18 +255,25 @@ fn backend(b: FrameBackend) -> Option<Backend> {
 /// The frame is larger than the MTU allows (a usage error naming both sizes and the fix).
 pub fn fits_mtu(ep: &Endpoint, frame_len: u64, vlan: bool) -> Result<(), Error> {
     let iface = ep.iface.clone();
-    let Ok(Ok(mtu)) = engine::frameio::in_netns(ep.netns.as_deref(), || engine::nic::mtu(&iface))
-    else {
-        // Unreadable: opening the port reports what is wrong with it.
-        return Ok(());
-    };
+    let mtu = engine::frameio::in_netns(ep.netns.as_deref(), || engine::nic::mtu(&iface))
+        .ok()
+        .and_then(Result::ok);
+    fits(mtu, &ep.to_string(), frame_len, vlan)
+}
+
+/// [`fits_mtu`] for a port named `name` with MTU `mtu` (unknown: it fits; opening the
+/// port reports what is wrong with it).
+///
+/// # Errors
+/// The frame's Ethernet payload does not fit the MTU.
+pub fn fits(mtu: Option<u32>, name: &str, frame_len: u64, vlan: bool) -> Result<(), Error> {
+    let Some(mtu) = mtu else { return Ok(()) };
     // 14 bytes of Ethernet header and 4 of FCS; a VLAN tag's 4 bytes do not count against
     // the MTU.
     let payload = frame_len.saturating_sub(18 + if vlan { 4 } else { 0 });
     if payload > u64::from(mtu) {
         return Err(usage(format!(
-            "a frame of {frame_len} bytes needs an MTU of {payload} on {ep}, which has {mtu}: raise it (`ip link set dev {} mtu {payload}`, or `wirebench lab up ... --mtu {payload}`) or send smaller frames",
-            ep.iface
+            "a frame of {frame_len} bytes needs an MTU of {payload} on {name}, which has {mtu}: raise it (`ip link set dev IFACE mtu {payload}`, or `wirebench lab up ... --mtu {payload}`) or send smaller frames"
         )));
     }
     Ok(())
@@ -181,15 +287,12 @@ pub fn fits_mtu(ep: &Endpoint, frame_len: u64, vlan: bool) -> Result<(), Error> 
 pub fn open_tx(b: FrameBackend, ep: &Endpoint, max_len: u64) -> Result<Box<dyn FrameTx>, Error> {
     let opened = match backend(b) {
         Some(b) => b.open_tx(ep),
-        None => {
-            let order = [Backend::Xdp, Backend::Ring, Backend::Packet];
-            Backend::open_tx_first(&order, ep, max_len as usize).map(|(tx, why)| {
-                if !why.is_empty() {
-                    tracing::info!("backend {} chosen: {}", tx.name(), why.join("; "));
-                }
-                tx
-            })
-        }
+        None => Backend::open_tx_first(&Backend::AUTO_TX, ep, max_len as usize).map(|(tx, why)| {
+            if !why.is_empty() {
+                tracing::info!("backend {} chosen: {}", tx.name(), why.join("; "));
+            }
+            tx
+        }),
     };
     opened.map_err(|e| Error::Failed(format!("sending on {ep}: {e}")))
 }
@@ -223,7 +326,7 @@ pub fn open_txs(
         None => {
             let mut why = Vec::new();
             let mut got = None;
-            for b in [Backend::Xdp, Backend::Ring, Backend::Packet] {
+            for b in Backend::AUTO_TX {
                 match all(b) {
                     Ok(t) => {
                         got = Some(t);
@@ -258,15 +361,12 @@ pub fn open_txs(
 pub fn open_rx(b: FrameBackend, ep: &Endpoint) -> Result<Box<dyn FrameRx>, Error> {
     let rx = match backend(b) {
         Some(b) => b.open_rx(ep),
-        None => {
-            let order = [Backend::Ring, Backend::Packet];
-            Backend::open_rx_first(&order, ep).map(|(rx, why)| {
-                if !why.is_empty() {
-                    tracing::info!("receiver {} chosen: {}", rx.name(), why.join("; "));
-                }
-                rx
-            })
-        }
+        None => Backend::open_rx_first(&Backend::AUTO_RX, ep).map(|(rx, why)| {
+            if !why.is_empty() {
+                tracing::info!("receiver {} chosen: {}", rx.name(), why.join("; "));
+            }
+            rx
+        }),
     };
     rx.map_err(|e| Error::Failed(format!("receiving on {ep}: {e}")))
 }
@@ -282,4 +382,60 @@ pub fn test_id() -> u16 {
 /// Raw frames need `CAP_NET_RAW`.
 pub fn need_root() -> Result<(), Error> {
     crate::need_root("raw frames need root (CAP_NET_RAW): run it with sudo")
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn agent(host: &str, port: Option<u16>, iface: &str) -> Port {
+        Port::Agent {
+            host: host.into(),
+            port,
+            iface: iface.into(),
+        }
+    }
+
+    #[test]
+    fn host_slash_iface_names_a_servers_port() {
+        let cases = [
+            ("198.18.1.1/eth0", agent("198.18.1.1", None, "eth0")),
+            (
+                "198.18.1.1:7000/eth1",
+                agent("198.18.1.1", Some(7000), "eth1"),
+            ),
+            ("talker/eth0", agent("talker", None, "eth0")),
+            (
+                "talker.lab:5301/enp1s0",
+                agent("talker.lab", Some(5301), "enp1s0"),
+            ),
+            ("2001:db8::1/eth0", agent("2001:db8::1", None, "eth0")),
+            (
+                "[2001:db8::1]:7000/eth0",
+                agent("2001:db8::1", Some(7000), "eth0"),
+            ),
+            ("[2001:db8::1]/eth0", agent("2001:db8::1", None, "eth0")),
+        ];
+        for (s, want) in cases {
+            assert_eq!(any_port(s, "x").unwrap(), want, "{s}");
+        }
+        assert_eq!(
+            any_port("eth0", "x").unwrap(),
+            Port::Local(Endpoint {
+                netns: None,
+                iface: "eth0".into()
+            })
+        );
+        for bad in [
+            "/eth0",
+            "host/",
+            "host:port/eth0",
+            "[2001:db8::1/eth0",
+            "[2001:db8::1]x/eth0",
+            "host/node:eth0",
+        ] {
+            let e = any_port(bad, "x").unwrap_err().to_string();
+            assert!(e.contains("HOST/IFACE"), "{bad}: {e}");
+        }
+    }
 }

@@ -259,12 +259,15 @@ pub enum Rfc2544Test {
 pub enum Rfc2544Path {
     /// As UDP datagrams through a wirebench server.
     Server(Server),
-    /// Between two raw ports of this host (`IFACE` or `NODE:IFACE`).
+    /// Between two raw ports: of this host (`IFACE` or `NODE:IFACE`) or lent by a
+    /// wirebench server (`HOST/IFACE`).
     Ports {
         /// Sending port.
         tx: String,
         /// Receiving port.
         rx: String,
+        /// How to reach the servers of `HOST/IFACE` ports.
+        agents: crate::trials::Agents,
     },
 }
 

@@ -107,6 +107,7 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         idle_timeout: control::server::IDLE_TIMEOUT,
         max_memory: control::server::default_max_memory(),
         rx_xdp: false,
+        raw_ports: Vec::new(),
     })?
     .spawn()
 }

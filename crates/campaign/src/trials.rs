@@ -4,11 +4,12 @@
 //! method's trial data directly from what the engine and the control client measured.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use control::client::{ClientConfig, Session};
+use control::rawport::{RawAgent, RawOpenRequest};
 use engine::frameio::{Endpoint, FrameRx, FrameTx};
 use engine::multi::{Patch, StreamTx};
 use engine::raw::{RawLoad, RawTrialSpec};
@@ -173,16 +174,95 @@ impl Trial for ServerTrial {
     }
 }
 
-/// Frame trials between two raw ports of this host: a fresh stream id per trial, so late
-/// frames of the previous trial are not counted.
+/// Where a trial's frames leave: a port of this host or one a server lends.
+enum TxSide {
+    Local(Box<dyn FrameTx>),
+    Agent(RawAgent),
+}
+
+/// Where a trial's frames are counted.
+enum RxSide {
+    Local(Box<dyn FrameRx>),
+    Agent(RawAgent),
+}
+
+/// Frame trials between two raw ports, of this host or lent by wirebench servers
+/// (`HOST/IFACE`): a fresh stream id per trial, so late frames of the previous trial are
+/// not counted. With a port elsewhere, the trial runs in halves (the receiver counts, the
+/// sender sends, the receiver is told how many were sent and drains) and the counters
+/// settle as for two local ports.
 pub struct RawTrial {
-    tx: Box<dyn FrameTx>,
-    rx: Box<dyn FrameRx>,
+    tx: TxSide,
+    rx: RxSide,
     frame: FrameSpec,
     line: LineRate,
     test_id: u16,
     stream: u8,
     stop: Arc<AtomicBool>,
+    /// Why one-way latency is not reported (the ports do not share a clock).
+    no_latency: Option<String>,
+}
+
+/// How a controller reaches the servers that lend ports (`HOST/IFACE`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Agents {
+    /// Their control port, unless `HOST:PORT/IFACE` says.
+    pub port: u16,
+    /// The key they require (`--raw-ports` needs one).
+    pub key_file: Option<std::path::PathBuf>,
+    /// Their clocks and this host's are synchronised (PTP, NTP): one-way latency between
+    /// hosts is reported.
+    pub synced_clocks: bool,
+}
+
+impl Agents {
+    /// Opens port `iface` of the server at `host`.
+    fn open(
+        &self,
+        (host, port, iface): (&str, Option<u16>, &str),
+        req: RawOpenRequest,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<RawAgent, Error> {
+        // As the user wrote it.
+        let label = match port {
+            Some(p) if host.contains(':') => format!("[{host}]:{p}/{iface}"),
+            Some(p) => format!("{host}:{p}/{iface}"),
+            None => format!("{host}/{iface}"),
+        };
+        let server = Server {
+            host: host.to_owned(),
+            port: port.unwrap_or(self.port),
+            key_file: self.key_file.clone(),
+            allow_unauthenticated: false,
+        };
+        let mut cfg = client_config(&server)?;
+        cfg.stop = Some(Arc::clone(stop));
+        let req = RawOpenRequest {
+            port: iface.to_owned(),
+            ..req
+        };
+        RawAgent::open(&cfg, &label, &req).map_err(|e| Error::from(e).context(&label))
+    }
+}
+
+/// A backend's name for a server's port.
+fn backend_name(b: FrameBackend) -> String {
+    match b {
+        FrameBackend::Auto => "auto",
+        FrameBackend::Packet => "packet",
+        FrameBackend::Ring => "ring",
+        FrameBackend::Xdp => "xdp",
+    }
+    .to_owned()
+}
+
+/// A port's addresses as the frame template needs them.
+fn agent_addresses(a: &RawAgent) -> lab::probe::Addresses {
+    lab::probe::Addresses {
+        mac: a.facts.mac,
+        ipv4: a.facts.ipv4,
+        ipv6: a.facts.ipv6,
+    }
 }
 
 impl RawTrial {
@@ -201,19 +281,209 @@ impl RawTrial {
             frames::fits_mtu(ep, max_len, frame.vlan.is_some())?;
         }
         Ok(Self {
-            tx: frames::open_tx(frame.backend, tx, max_len)?,
-            rx: frames::open_rx(frame.rx_backend(), rx)?,
+            tx: TxSide::Local(frames::open_tx(frame.backend, tx, max_len)?),
+            rx: RxSide::Local(frames::open_rx(frame.rx_backend(), rx)?),
             frame: spec,
             line: LineRate(frame.line_rate as u64),
             test_id: test_id(),
             stream: 0,
             stop,
+            no_latency: None,
         })
     }
 
-    /// The backends, `sender / receiver`.
+    /// Opens two ports, each on this host or lent by a server (`agents` says how to reach
+    /// them), and builds the frame template from the request and what the ports say (a
+    /// server resolves its port's next hop); returns the trial and its template.
+    ///
+    /// # Errors
+    /// A server that cannot be reached or does not lend the port, an address neither the
+    /// request nor the ports give, a frame larger than a port's MTU, a backend that does
+    /// not open.
+    pub fn open_ports(
+        frame: &FrameRequest,
+        (tx, rx): (&frames::Port, &frames::Port),
+        agents: &Agents,
+        max_len: u64,
+        stop: Arc<AtomicBool>,
+    ) -> Result<(Self, FrameSpec), Error> {
+        use frames::Port;
+        if let (Port::Local(t), Port::Local(r)) = (tx, rx) {
+            let spec = frames::spec(frame, t, Some(r))?;
+            return Ok((Self::open(frame, spec, (t, r), max_len, stop)?, spec));
+        }
+        let runner = &mut lab::SystemRunner;
+        let vlan = frame.vlan.is_some();
+        // The receiver first: the frames' destination address may be its.
+        let (rx_side, rxa, rx_name) = match rx {
+            Port::Local(ep) => {
+                frames::fits_mtu(ep, max_len, vlan)?;
+                let a = lab::probe::addresses(runner, ep)?;
+                (
+                    RxSide::Local(frames::open_rx(frame.rx_backend(), ep)?),
+                    a,
+                    ep.to_string(),
+                )
+            }
+            Port::Agent { host, port, iface } => {
+                let req = RawOpenRequest {
+                    receive: Some(backend_name(frame.rx_backend())),
+                    max_len,
+                    ..RawOpenRequest::default()
+                };
+                let agent = agents.open((host, *port, iface), req, &stop)?;
+                frames::fits(agent.facts.mtu, &agent.label, max_len, vlan)?;
+                let a = agent_addresses(&agent);
+                let name = agent.label.clone();
+                (RxSide::Agent(agent), a, name)
+            }
+        };
+        let dst_ip = frames::dst_ip(frame, Some((&rx_name, &rxa)))?;
+        let (tx_side, txa, tx_name, dst_mac) = match tx {
+            Port::Local(ep) => {
+                frames::fits_mtu(ep, max_len, vlan)?;
+                let a = lab::probe::addresses(runner, ep)?;
+                let mac = match frame.dst_mac {
+                    Some(m) => m,
+                    None => lab::probe::next_hop_mac(runner, ep, dst_ip)?,
+                };
+                let t = frames::open_tx(frame.backend, ep, max_len)?;
+                (TxSide::Local(t), a, ep.to_string(), mac)
+            }
+            Port::Agent { host, port, iface } => {
+                let req = RawOpenRequest {
+                    send: Some(backend_name(frame.backend)),
+                    max_len,
+                    resolve: frame.dst_mac.is_none().then_some(dst_ip),
+                    ..RawOpenRequest::default()
+                };
+                let agent = agents.open((host, *port, iface), req, &stop)?;
+                frames::fits(agent.facts.mtu, &agent.label, max_len, vlan)?;
+                let mac = frame.dst_mac.or(agent.facts.next_hop_mac).ok_or_else(|| {
+                    usage(format!(
+                        "{}: the next hop's MAC is not known: give --dst-mac",
+                        agent.label
+                    ))
+                })?;
+                let a = agent_addresses(&agent);
+                let name = agent.label.clone();
+                (TxSide::Agent(agent), a, name, mac)
+            }
+        };
+        let spec = frames::headers(frame, (&tx_name, &txa), dst_ip, dst_mac)?;
+        let shared = [
+            matches!(&tx_side, TxSide::Agent(a) if !a.same_host),
+            matches!(&rx_side, RxSide::Agent(a) if !a.same_host),
+        ];
+        let no_latency = (shared.contains(&true) && !agents.synced_clocks).then(|| {
+            "one-way latency between hosts is not reported: the ports' clocks are not known to agree (--synced-clocks when they are synchronised)".to_owned()
+        });
+        Ok((
+            Self {
+                tx: tx_side,
+                rx: rx_side,
+                frame: spec,
+                line: LineRate(frame.line_rate as u64),
+                test_id: test_id(),
+                stream: 0,
+                stop,
+                no_latency,
+            },
+            spec,
+        ))
+    }
+
+    /// The backends, `sender / receiver` (a lent port's with its `HOST/IFACE`).
     pub fn backend(&self) -> String {
-        format!("{} / {}", self.tx.name(), self.rx.name())
+        let tx = match &self.tx {
+            TxSide::Local(t) => t.name().to_owned(),
+            TxSide::Agent(a) => format!(
+                "{} at {}",
+                a.facts.backend.split(" / ").next().unwrap_or("?"),
+                a.label
+            ),
+        };
+        let rx = match &self.rx {
+            RxSide::Local(r) => r.name().to_owned(),
+            RxSide::Agent(a) => format!(
+                "{} at {}",
+                a.facts.backend.split(" / ").nth(1).unwrap_or("?"),
+                a.label
+            ),
+        };
+        format!("{tx} / {rx}")
+    }
+
+    /// Why one-way latency is not reported, when it is not.
+    pub fn latency_absent(&self) -> Option<&str> {
+        self.no_latency.as_deref()
+    }
+
+    /// A trial with at least one port elsewhere, in halves.
+    fn run_split(&mut self, spec: &RawTrialSpec) -> Result<engine::raw::RawTrialReport, Error> {
+        let ids = [spec.stream_id];
+        let generating = AtomicUsize::new(1);
+        let expected = AtomicU64::new(u64::MAX);
+        let stop = &*self.stop;
+        let frame = {
+            let hdr = wire::testhdr::TestHeaderRepr::template(spec.test_id, spec.stream_id);
+            let mut buf = vec![0u8; spec.frame_len];
+            let len = spec
+                .frame
+                .build(spec.frame_len, &hdr, &mut buf)
+                .map_err(|e| usage(format!("frame: {e}")))?;
+            buf.truncate(len);
+            buf
+        };
+        let (tx, rx) = (&mut self.tx, &mut self.rx);
+        std::thread::scope(|s| {
+            let (local, agent) = match rx {
+                RxSide::Local(r) => {
+                    let (g, e) = (&generating, &expected);
+                    let h = s.spawn(move || {
+                        engine::raw::receive_trial(
+                            r.as_mut(),
+                            spec.test_id,
+                            &ids,
+                            spec.drain,
+                            g,
+                            e,
+                            stop,
+                        )
+                    });
+                    (Some(h), None)
+                }
+                RxSide::Agent(a) => {
+                    a.start_receive(spec.test_id, &ids, spec.drain)
+                        .map_err(|e| Error::from(e).context(&a.label))?;
+                    (None, Some(a))
+                }
+            };
+            let sent = match tx {
+                TxSide::Local(t) => engine::raw::run_trial(t.as_mut(), None, spec, stop)
+                    .map_err(|e| Error::Failed(e.to_string())),
+                TxSide::Agent(a) => a
+                    .send(&frame, spec)
+                    .map(|s| engine::raw::RawTrialReport::sent(&s))
+                    .map_err(|e| Error::from(e).context(&a.label)),
+            };
+            let n = sent.as_ref().map_or(0, |r| r.counters.sent);
+            expected.store(n, Ordering::Release);
+            generating.store(0, Ordering::Release);
+            let reception = match (local, agent) {
+                (Some(h), _) => h
+                    .join()
+                    .map_err(|_| Error::Failed("receiver thread panicked".into()))?
+                    .map_err(|e| Error::Failed(e.to_string())),
+                (None, Some(a)) => a
+                    .finish_receive(n)
+                    .map_err(|e| Error::from(e).context(&a.label)),
+                (None, None) => unreachable!("a receiver is local or lent"),
+            };
+            let mut report = sent?;
+            report.add_reception(&[(spec.stream_id, n)], &reception?);
+            Ok(report)
+        })
     }
 }
 
@@ -248,8 +518,12 @@ impl Trial for RawTrial {
             drain: Duration::from_millis(300),
             interval: None,
         };
-        let r =
-            engine::raw::run_trial(self.tx.as_mut(), Some(self.rx.as_mut()), &spec, &self.stop)?;
+        let r = match (&mut self.tx, &mut self.rx) {
+            (TxSide::Local(tx), RxSide::Local(rx)) => {
+                engine::raw::run_trial(tx.as_mut(), Some(rx.as_mut()), &spec, &self.stop)?
+            }
+            _ => self.run_split(&spec)?,
+        };
         // A trial cut short by a stop measured part of its time: it is no result.
         if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::Interrupted);
@@ -261,7 +535,7 @@ impl Trial for RawTrial {
             duration: r.elapsed,
             rx_span: r.rx_span,
             generator_limited: r.generator_limited,
-            latency: req.latency.then_some(r.latency),
+            latency: (req.latency && self.no_latency.is_none()).then_some(r.latency),
             backend: Some(self.backend()),
             timestamp_source: Some("kernel-software".into()),
             ..TrialData::default()

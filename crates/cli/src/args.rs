@@ -653,18 +653,24 @@ pub struct Rfc2544Args {
     /// frame size L is sent as UDP payloads of L - 46 bytes (Ethernet, IPv4, UDP, FCS).
     #[arg(conflicts_with_all = ["tx", "rx"], required_unless_present_all = ["tx", "rx"])]
     pub host: Option<String>,
-    /// Server control port (with HOST).
+    /// Server control port (with HOST, and of HOST/IFACE ports that name none).
     #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
     pub port: u16,
-    /// Pre-shared key file, when the server requires authentication (with HOST).
+    /// Pre-shared key file, when the server requires authentication (with HOST), and of
+    /// the servers lending HOST/IFACE ports (they all require one).
     #[arg(long)]
     pub auth_key_file: Option<PathBuf>,
-    /// Sending port: IFACE or NODE:IFACE of a lab.
+    /// Sending port: IFACE, NODE:IFACE of a lab, or HOST/IFACE (HOST[:PORT], [IPv6]:PORT):
+    /// a port of the wirebench server at HOST started with --raw-ports.
     #[arg(long, requires = "rx")]
     pub tx: Option<String>,
-    /// Receiving port: IFACE or NODE:IFACE of a lab.
+    /// Receiving port: IFACE, NODE:IFACE of a lab, or HOST/IFACE.
     #[arg(long, requires = "tx")]
     pub rx: Option<String>,
+    /// The clocks of the hosts of HOST/IFACE ports and this one are synchronised (PTP,
+    /// NTP): report one-way latency between hosts (ports on one host share its clock).
+    #[arg(long)]
+    pub synced_clocks: bool,
     /// Benchmarks to run, in this order.
     #[arg(
         long,
@@ -921,6 +927,11 @@ pub struct ServerArgs {
     /// disconnect. Needs root and --auth-key-file.
     #[arg(long)]
     pub allow_tuning: bool,
+    /// Lend these interfaces (comma-separated) to authenticated controllers as raw ports:
+    /// a method given `HOST/IFACE` (e.g. `rfc2544 --tx 198.18.1.1/eth1`) sends or
+    /// receives its frames here. Needs root and --auth-key-file.
+    #[arg(long, value_delimiter = ',', value_name = "IFACE,...")]
+    pub raw_ports: Vec<String>,
     /// How UDP tests' datagrams from clients are received: socket (the kernel's UDP
     /// stack) or xdp (AF_XDP: an XDP program hands the test's datagrams to the server
     /// before the UDP stack, for floods the socket path cannot count; one receiving

@@ -267,6 +267,11 @@ pub fn rfc2544(a: &cli::Rfc2544Args) -> Result<Rfc2544Request, Error> {
         (None, Some(tx), Some(rx)) => Rfc2544Path::Ports {
             tx: tx.clone(),
             rx: rx.clone(),
+            agents: campaign::trials::Agents {
+                port: a.port,
+                key_file: a.auth_key_file.clone(),
+                synced_clocks: a.synced_clocks,
+            },
         },
         _ => return Err(usage("give HOST, or both --tx and --rx")),
     };

@@ -22,6 +22,7 @@ pub mod http;
 pub mod iperf3;
 pub mod messages;
 pub mod metrics;
+pub mod rawport;
 pub mod server;
 mod streams;
 pub mod tuning;
@@ -37,7 +38,9 @@ pub const MAGIC: &str = "wirebench";
 /// TCP options, amount and warm-up in the test, TCP state in interval samples.
 /// Version 5: clients say they are `Alive` every second during a test; a server with a key
 /// says its boot id and limits only in `AuthOk`.
-pub const VERSION: u32 = 5;
+/// Version 6: raw ports of a server started with `--raw-ports` (`RawOpen` and the
+/// messages after it).
+pub const VERSION: u32 = 6;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

@@ -81,6 +81,50 @@ pub enum ClientMsg {
     /// The client is still there: sent every second while a test runs, until `Finish`
     /// (a server ends a test whose client says nothing for its idle timeout).
     Alive,
+    /// Use raw port `port` of a server started with `--raw-ports` (which needs a key, so
+    /// the session is authenticated): it is opened for sending and/or receiving and stays
+    /// open for the session's trials ([`crate::rawport`]).
+    RawOpen {
+        /// The interface.
+        port: String,
+        /// Open a sender, with this backend (`packet`, `ring`, `xdp`, or `auto`: the
+        /// fastest that opens).
+        send: Option<String>,
+        /// Open a receiver, with this backend (`auto`: the ring, then packet).
+        receive: Option<String>,
+        /// Largest frame to send, FCS included.
+        max_len: u64,
+        /// Resolve the next hop's MAC toward this address (a sender without `--dst-mac`).
+        resolve: Option<std::net::IpAddr>,
+    },
+    /// Count the frames of test `test_id`, streams `streams`, until [`ClientMsg::RawDone`].
+    RawReceive {
+        /// Test id.
+        test_id: u16,
+        /// Stream ids.
+        streams: Vec<u8>,
+        /// Wait this long after the last frame (ms).
+        drain_ms: u64,
+    },
+    /// Send one stream: frames like `frame` (hex, one frame of the stream: its headers are
+    /// taken, its test header and length are not) of `frame_len` bytes with FCS.
+    RawSend {
+        /// A frame of the stream, hex.
+        frame: String,
+        /// Frame size with FCS.
+        frame_len: u64,
+        /// Test id.
+        test_id: u16,
+        /// Stream id.
+        stream_id: u8,
+        /// Rate and duration, or a burst.
+        load: engine::raw::RawLoad,
+    },
+    /// The sender is done after `sent` frames: the receiver drains and answers.
+    RawDone {
+        /// Frames sent.
+        sent: u64,
+    },
 }
 
 /// Server to client.
@@ -148,6 +192,33 @@ pub enum ServerMsg {
         interface: Option<Box<model::results::nic::InterfaceState>>,
         /// The refusal, when the driver or the kernel refused a setting.
         refused: Option<String>,
+    },
+    /// The raw port is open.
+    RawOpened {
+        /// Its MAC address.
+        mac: [u8; 6],
+        /// Its first IPv4 address.
+        ipv4: Option<std::net::Ipv4Addr>,
+        /// Its first IPv6 address that is not link-local.
+        ipv6: Option<std::net::Ipv6Addr>,
+        /// Its MTU.
+        mtu: Option<u32>,
+        /// The next hop's MAC toward the address asked for.
+        next_hop_mac: Option<[u8; 6]>,
+        /// The backends opened, `sender / receiver`.
+        backend: String,
+    },
+    /// The receiver counts.
+    RawReceiving,
+    /// What the sender sent.
+    RawSent {
+        /// The sender's figures.
+        sent: engine::raw::Sending,
+    },
+    /// What the receiver counted.
+    RawReceived {
+        /// Per stream.
+        reception: engine::raw::Reception,
     },
     /// Something went wrong; the server closes the connection after this.
     Error {

@@ -89,6 +89,9 @@ pub struct ServerConfig {
     /// Count the datagrams of UDP tests clients send through AF_XDP (`--rx-backend xdp`),
     /// past the kernel's UDP stack, where the interface allows.
     pub rx_xdp: bool,
+    /// Interfaces an authenticated client may send and receive raw frames on
+    /// (`--raw-ports`; needs a key).
+    pub raw_ports: Vec<String>,
 }
 
 /// The default `--max-memory`: a quarter of this host's memory (1 GiB where it is not
@@ -109,8 +112,8 @@ impl Drop for SetOnDrop {
 }
 
 pub(crate) struct Ctx {
-    limits: Limits,
-    key: Option<Vec<u8>>,
+    pub(crate) limits: Limits,
+    pub(crate) key: Option<Vec<u8>>,
     host_id: Option<String>,
     handshake_timeout: Duration,
     active_tests: AtomicUsize,
@@ -131,6 +134,7 @@ pub(crate) struct Ctx {
     /// Connections being turned away now.
     turning: AtomicUsize,
     rx_xdp: bool,
+    pub(crate) raw_ports: Vec<String>,
 }
 
 impl Ctx {
@@ -322,6 +326,12 @@ impl Server {
             max_memory: cfg.max_memory,
             turning: AtomicUsize::new(0),
             rx_xdp: cfg.rx_xdp,
+            // Raw ports only with a key: every session that may use them is authenticated.
+            raw_ports: if cfg.key.is_some() {
+                cfg.raw_ports.clone()
+            } else {
+                Vec::new()
+            },
         };
         Ok(Self {
             listener,
@@ -592,6 +602,7 @@ fn handle_connection(
         } => serve_test(ctrl, ctx, spec, one_way, interval_ms, started),
         ClientMsg::Echo { spec } => serve_echo(ctrl, ctx, spec),
         ClientMsg::Tune { mtu, features } => crate::tuning::serve(ctrl, ctx, mtu, features),
+        open @ ClientMsg::RawOpen { .. } => crate::rawport::serve(ctrl, ctx, open),
         other => Err(refuse(
             &mut ctrl,
             ErrorCode::Protocol,
@@ -633,6 +644,10 @@ fn kind(m: &ClientMsg) -> &'static str {
         ClientMsg::Tune { .. } => "tune",
         ClientMsg::Restore => "restore",
         ClientMsg::Alive => "alive",
+        ClientMsg::RawOpen { .. } => "raw_open",
+        ClientMsg::RawReceive { .. } => "raw_receive",
+        ClientMsg::RawSend { .. } => "raw_send",
+        ClientMsg::RawDone { .. } => "raw_done",
     }
 }
 
@@ -1607,6 +1622,7 @@ mod tests {
             handshake_timeout: HANDSHAKE_TIMEOUT,
             allow_tuning: false,
             rx_xdp: false,
+            raw_ports: Vec::new(),
             finished: None,
             metrics: None,
             gate: GateConfig::default(),

@@ -302,6 +302,32 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The senders `auto` tries, fastest first.
+    pub const AUTO_TX: [Backend; 3] = [Backend::Xdp, Backend::Ring, Backend::Packet];
+    /// The receivers `auto` tries: the ring, then recvmmsg (AF_XDP only when asked: on veth
+    /// under load it lost frames a shaper had passed, and it takes the port's frames from
+    /// the host's stack).
+    pub const AUTO_RX: [Backend; 2] = [Backend::Ring, Backend::Packet];
+
+    /// The backend named `packet`, `ring` or `xdp`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "packet" => Some(Backend::Packet),
+            "ring" => Some(Backend::Ring),
+            "xdp" => Some(Backend::Xdp),
+            _ => None,
+        }
+    }
+
+    /// Its name, as [`Backend::from_name`] takes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Backend::Packet => "packet",
+            Backend::Ring => "ring",
+            Backend::Xdp => "xdp",
+        }
+    }
+
     /// The first sender of `order` that opens on `ep` for frames of up to `max_len`
     /// bytes, with the reasons the others did not.
     pub fn open_tx_first(

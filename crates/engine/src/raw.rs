@@ -33,7 +33,8 @@ use model::stats::table::StreamTable;
 use model::stats::Counters;
 
 /// What to send.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RawLoad {
     /// `pps` frames per second for `duration` (or until `count` frames, if given).
     Rate {
@@ -296,36 +297,195 @@ pub fn run_trial_threads(
                 .join()
                 .map_err(|_| io::Error::other("receiver thread panicked"))??;
             report.ticks = ticks;
-            let mut first_last: Option<(UnixNanos, UnixNanos)> = None;
-            for ((part, tx_slots), id) in parts.iter().zip(&ids) {
-                let Some(st) = table.stream(*id) else {
-                    continue;
-                };
-                if slot_ns > 0 {
-                    report.slots.push((*id, tx_slots.clone(), st.slots.clone()));
-                }
-                let c = st.counters().settle(part.counters.sent);
-                report.counters = Counters {
-                    sent: report.counters.sent,
-                    ..report.counters.plus(&Counters { sent: 0, ..c })
-                };
-                report.latency.merge(&st.latency);
-                report.unstamped += st.unstamped;
-                report.received_bytes += st.bytes;
-                if let Some((a, b)) = st.span {
-                    first_last = Some(first_last.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            if slot_ns > 0 {
+                for ((_, tx_slots), id) in parts.iter().zip(&ids) {
+                    if let Some(st) = table.stream(*id) {
+                        report.slots.push((*id, tx_slots.clone(), st.slots.clone()));
+                    }
                 }
             }
-            report.counters.lost = report
-                .counters
-                .sent
-                .saturating_sub(report.counters.received);
-            report.rx_span = first_last.map(|(first, last)| last.saturating_sub(first));
-            report.foreign = table.foreign;
-            report.rx_drops = drops;
+            let sent: Vec<(u8, u64)> = ids
+                .iter()
+                .zip(&parts)
+                .map(|(id, (part, _))| (*id, part.counters.sent))
+                .collect();
+            report.add_reception(&sent, &Reception::of(&table, &ids, drops));
         }
         Ok(report)
     })
+}
+
+/// A sender's figures of a trial whose receiver runs elsewhere (serialisable: they travel
+/// in the control protocol).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sending {
+    /// Frames the backend took.
+    pub sent: u64,
+    /// From the first to the last frame sent.
+    pub elapsed: Duration,
+    /// Frames/s actually offered.
+    pub offered_pps: f64,
+    /// The generator fell behind its schedule.
+    pub generator_limited: bool,
+    /// Share of the schedule it was behind at the end.
+    pub behind_ratio: f64,
+    /// Lateness of frames against their schedule.
+    pub pacing_error: Option<model::stats::histogram::LatencySummary>,
+    /// Batches the backend refused.
+    pub send_errors: u64,
+    /// The generator's CPU time.
+    pub tx_cpu: Duration,
+    /// The wall clock when the generator started.
+    pub t0_wall: UnixNanos,
+}
+
+impl RawTrialReport {
+    /// The sender's part of this report.
+    pub fn sending(&self) -> Sending {
+        Sending {
+            sent: self.counters.sent,
+            elapsed: self.elapsed,
+            offered_pps: self.offered_pps,
+            generator_limited: self.generator_limited,
+            behind_ratio: self.behind_ratio,
+            pacing_error: self.pacing_error,
+            send_errors: self.send_errors,
+            tx_cpu: self.tx_cpu,
+            t0_wall: self.t0_wall,
+        }
+    }
+
+    /// A report of what a sender elsewhere sent (nothing received yet).
+    pub fn sent(s: &Sending) -> Self {
+        Self {
+            counters: Counters {
+                sent: s.sent,
+                ..Counters::default()
+            },
+            elapsed: s.elapsed,
+            offered_pps: s.offered_pps,
+            generator_limited: s.generator_limited,
+            behind_ratio: s.behind_ratio,
+            pacing_error: s.pacing_error,
+            send_errors: s.send_errors,
+            tx_cpu: s.tx_cpu,
+            t0_wall: s.t0_wall,
+            ..Self::default()
+        }
+    }
+}
+
+/// What a receiver counted of a trial's streams, apart from the sender: the receive half
+/// of a trial whose generator runs elsewhere (another host's port). Serialisable, so it
+/// travels in the control protocol.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Reception {
+    /// Per stream id: what arrived.
+    pub streams: Vec<ReceivedStream>,
+    /// Frames not of this test and its streams.
+    pub foreign: u64,
+    /// Frames the receive socket's kernel buffer dropped.
+    pub drops: u64,
+}
+
+/// What arrived of one stream (its counters not yet settled against what was sent).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReceivedStream {
+    /// Stream id.
+    pub id: u8,
+    /// Received, duplicates, reordered, late.
+    pub counters: Counters,
+    /// Bytes of the distinct frames (without FCS).
+    pub bytes: u64,
+    /// Transmit-to-receive latency of the distinct frames with a receive stamp.
+    pub latency: LatencyHistogram,
+    /// Distinct frames without a receive stamp.
+    pub unstamped: u64,
+    /// First and last receive stamp.
+    pub span: Option<(UnixNanos, UnixNanos)>,
+}
+
+impl Reception {
+    /// The streams `ids` of `table`.
+    pub fn of(table: &StreamTable, ids: &[u8], drops: u64) -> Self {
+        Self {
+            streams: ids
+                .iter()
+                .filter_map(|id| {
+                    let st = table.stream(*id)?;
+                    Some(ReceivedStream {
+                        id: *id,
+                        counters: st.counters(),
+                        bytes: st.bytes,
+                        latency: st.latency.clone(),
+                        unstamped: st.unstamped,
+                        span: st.span,
+                    })
+                })
+                .collect(),
+            foreign: table.foreign,
+            drops,
+        }
+    }
+}
+
+impl RawTrialReport {
+    /// Adds what a receiver counted to this sender's report: each stream settled against
+    /// what was sent on it (`sent`: stream id, frames), `lost = sent − received`.
+    pub fn add_reception(&mut self, sent: &[(u8, u64)], rx: &Reception) {
+        let mut first_last: Option<(UnixNanos, UnixNanos)> = None;
+        for st in &rx.streams {
+            let Some(&(_, n)) = sent.iter().find(|(id, _)| *id == st.id) else {
+                continue;
+            };
+            let c = st.counters.settle(n);
+            self.counters = Counters {
+                sent: self.counters.sent,
+                ..self.counters.plus(&Counters { sent: 0, ..c })
+            };
+            self.latency.merge(&st.latency);
+            self.unstamped += st.unstamped;
+            self.received_bytes += st.bytes;
+            if let Some((a, b)) = st.span {
+                first_last = Some(first_last.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            }
+        }
+        self.counters.lost = self.counters.sent.saturating_sub(self.counters.received);
+        self.rx_span = first_last.map(|(first, last)| last.saturating_sub(first));
+        self.foreign = rx.foreign;
+        self.rx_drops = rx.drops;
+    }
+}
+
+/// The receive half of a trial on its own: counts the frames of test `test_id`, streams
+/// `ids`, on `rx` until `generating` drops to 0 (the sender, wherever it runs, is done),
+/// then until `expected` frames are in (when set, `u64::MAX` until known), nothing
+/// arrived for `drain`, or [`crate::multi::MAX_DRAIN`] passed; or until `stop`.
+///
+/// # Errors
+/// The backend fails outright.
+pub fn receive_trial(
+    rx: &mut dyn FrameRx,
+    test_id: u16,
+    ids: &[u8],
+    drain: Duration,
+    generating: &AtomicUsize,
+    expected: &AtomicU64,
+    stop: &AtomicBool,
+) -> io::Result<Reception> {
+    let clock = RealClock::new();
+    let mut table = StreamTable::new(test_id, ids.to_vec());
+    let drops = crate::multi::receive(
+        rx,
+        &mut table,
+        generating,
+        Some(expected),
+        drain,
+        &clock,
+        stop,
+        None,
+    )?;
+    Ok(Reception::of(&table, ids, drops))
 }
 
 /// The generators' reports as one: frames and errors added up, the longest elapsed time,

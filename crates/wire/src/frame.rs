@@ -341,6 +341,28 @@ pub struct ParsedFrame {
     pub payload: Range<usize>,
 }
 
+impl ParsedFrame {
+    /// The spec that builds frames with these headers (the fields [`FrameSpec::build`]
+    /// derives are taken as they are; it derives them again), so that a frame can describe
+    /// a stream to a port elsewhere; `None` without an IP and a transport header.
+    pub fn spec(&self) -> Option<FrameSpec> {
+        let l4 = match self.l4? {
+            L4Repr::Udp(u) => L4Spec::Udp {
+                src_port: u.src_port,
+                dst_port: u.dst_port,
+            },
+            L4Repr::Tcp(t) => L4Spec::Tcp(t),
+            L4Repr::IcmpEcho(e) => L4Spec::IcmpEcho(e),
+        };
+        Some(FrameSpec {
+            eth: self.eth,
+            vlan: self.vlan,
+            ip: self.ip?,
+            l4,
+        })
+    }
+}
+
 /// Walks Ethernet → optional 802.1Q → IPv4/IPv6 → UDP/TCP/ICMP echo → test header, or
 /// Ethernet → optional 802.1Q → test header for [`EtherType::EXPERIMENTAL`]. `frame` has no
 /// FCS. Walking stops without error at an EtherType or protocol it does not know. Never
@@ -856,6 +878,16 @@ mod test {
                 tx_ns,
             },
         )
+    }
+
+    proptest! {
+        /// A frame read back into a spec builds the same frame.
+        #[test]
+        fn a_parsed_frame_gives_back_its_spec((spec, hdr, size) in any_frame()) {
+            let bytes = build_vec(&spec, &hdr, size);
+            let back = parse_frame(&bytes).unwrap().spec().unwrap();
+            prop_assert_eq!(build_vec(&back, &hdr, size), bytes);
+        }
     }
 
     /// A spec, a test header and a frame size (FCS included) that fits the spec.

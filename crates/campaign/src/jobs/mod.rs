@@ -82,7 +82,7 @@ fn sides(req: &TestRequest) -> Vec<(String, Endpoint)> {
         TestRequest::Rrul(r) => Some(&r.server),
         TestRequest::Rfc2544(r) => match &r.path {
             Rfc2544Path::Server(s) => Some(s),
-            Rfc2544Path::Ports { tx, rx } => {
+            Rfc2544Path::Ports { tx, rx, .. } => {
                 return [tx, rx]
                     .into_iter()
                     .filter_map(|p| Some((p.clone(), crate::frames::port(p, &r.frame.lab).ok()?)))

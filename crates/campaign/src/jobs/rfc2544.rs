@@ -121,6 +121,7 @@ pub fn rfc2544(
             "back-to-back bursts need raw ports (--tx/--rx): a socket cannot send at line rate; drop b2b from --tests",
         ));
     }
+    let mut absent = None;
     let (rep, backend, endpoints) = match &a.path {
         Rfc2544Path::Server(server) => {
             let mut cfg = client_config(server)?;
@@ -134,16 +135,24 @@ pub fn rfc2544(
             let backend = "udp (frames as UDP datagrams through the host's stack)".to_owned();
             (rep, backend, serde_json::json!({ "server": addr }))
         }
-        Rfc2544Path::Ports { tx, rx } => {
-            frames::need_root()?;
-            let tx_ep = frames::port(tx, &a.frame.lab)?;
-            let rx_ep = frames::port(rx, &a.frame.lab)?;
-            let spec = frames::spec(&a.frame, &tx_ep, Some(&rx_ep))?;
-            frames::check_sizes(&spec, &a.sizes)?;
+        Rfc2544Path::Ports { tx, rx, agents } => {
+            let tx_port = frames::any_port(tx, &a.frame.lab)?;
+            let rx_port = frames::any_port(rx, &a.frame.lab)?;
+            if [&tx_port, &rx_port]
+                .iter()
+                .any(|p| matches!(p, frames::Port::Local(_)))
+            {
+                frames::need_root()?;
+            }
             let max_len = a.sizes.iter().copied().max().unwrap_or(64);
-            let ports = (&tx_ep, &rx_ep);
-            let mut trial = RawTrial::open(&a.frame, spec, ports, max_len, Arc::clone(stop))?;
+            let ports = (&tx_port, &rx_port);
+            let (mut trial, spec) =
+                RawTrial::open_ports(&a.frame, ports, agents, max_len, Arc::clone(stop))?;
+            frames::check_sizes(&spec, &a.sizes)?;
             let rep = benchmarks(&mut trial, a, watch)?;
+            if let Some(why) = trial.latency_absent() {
+                absent = Some(why.to_owned());
+            }
             (
                 rep,
                 trial.backend(),
@@ -182,6 +191,9 @@ pub fn rfc2544(
             "trials of {} s: RFC 2544 §24 asks for 60 s full-length trials; results are indicative",
             model::units::secs(cfg.duration.as_secs_f64())
         ));
+    }
+    if let Some(why) = absent {
+        doc.notes.push(why);
     }
     if a.search == m::Search::Mlr && rep.throughput.iter().any(|t| t.fps.is_some()) {
         doc.notes.push("throughput is RFC 9971's conditional throughput: the forwarding rate at the relevant lower bound (both bounds in the table)".into());
