@@ -62,7 +62,9 @@ fn raw_ports_need_a_key() {
 /// bursts), run by a
 /// controller on the dut through the agents on the talker and the listener, finds what
 /// the same test finds run locally; latency is there (the namespaces share a clock);
-/// ports not lent, servers that lend none and wrong keys are refused.
+/// ports not lent, servers that lend none and wrong keys are refused; the listener's
+/// port reflecting the frames back to the talker gives the same throughput and a
+/// round-trip latency.
 #[test]
 fn rfc2544_through_agents_finds_what_local_ports_find() {
     if !root_or_skip("rfc2544_through_agents_finds_what_local_ports_find") {
@@ -229,5 +231,54 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The listener's port as a far-end loopback: the talker sends and counts the frames
+    // back; the path's class still sets the throughput, latency is round-trip.
+    let reflected = json_of(&on_node(
+        &lab,
+        "talker",
+        &[
+            "rfc2544",
+            "--tx",
+            "eth0",
+            "--rx",
+            &rx,
+            "--reflect",
+            "--auth-key-file",
+            &key_s,
+            "--sizes",
+            "1518",
+            "-t",
+            "2",
+            "--tests",
+            "throughput,latency",
+            "--latency-trials",
+            "1",
+            "-J",
+        ],
+    ));
+    let f = fps(&reflected);
+    assert!(
+        (f - l).abs() <= l * 0.03,
+        "reflected {f} frames/s, locally {l}"
+    );
+    let lat = &reflected["rfc2544"]["latency"][0];
+    assert!(u64_at(lat, "/summary/count") > 1000, "{lat}");
+    let notes = reflected["notes"].to_string();
+    assert!(notes.contains("round-trip"), "{notes}");
+    assert!(!notes.contains("lost"), "the reflector kept up: {notes}");
+    // Reflecting needs a server's port at the far end.
+    let out = run(&[
+        "rfc2544",
+        "--lab",
+        &lab.0,
+        "--tx",
+        "talker:eth0",
+        "--rx",
+        "listener:eth0",
+        "--reflect",
+        "--sizes",
+        "1518",
+    ]);
+    assert_fails(&out, 2, "--reflect");
     let _ = std::fs::remove_dir_all(&dir);
 }

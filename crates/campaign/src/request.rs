@@ -268,6 +268,8 @@ pub enum Rfc2544Path {
         rx: String,
         /// How to reach the servers of `HOST/IFACE` ports.
         agents: crate::trials::Agents,
+        /// `rx` turns the frames around and `tx` counts them back (round-trip latency).
+        reflect: bool,
     },
 }
 

@@ -201,6 +201,12 @@ pub struct RawTrial {
     stop: Arc<AtomicBool>,
     /// Why one-way latency is not reported (the ports do not share a clock).
     no_latency: Option<String>,
+    /// The far end that turns the frames around (`--reflect`): they come back to the
+    /// sending port, where `rx` counts them.
+    reflector: Option<RawAgent>,
+    /// Frames the reflector lost itself (its receive buffer full, its sender refusing),
+    /// over all trials.
+    reflector_lost: u64,
 }
 
 /// How a controller reaches the servers that lend ports (`HOST/IFACE`).
@@ -289,6 +295,8 @@ impl RawTrial {
             stream: 0,
             stop,
             no_latency: None,
+            reflector: None,
+            reflector_lost: 0,
         })
     }
 
@@ -300,14 +308,21 @@ impl RawTrial {
     /// A server that cannot be reached or does not lend the port, an address neither the
     /// request nor the ports give, a frame larger than a port's MTU, a backend that does
     /// not open.
+    ///
+    /// With `reflect` the receiving port (a server's) turns the frames around and the
+    /// sending port counts them as they come back: round-trip latency on one clock.
     pub fn open_ports(
         frame: &FrameRequest,
         (tx, rx): (&frames::Port, &frames::Port),
         agents: &Agents,
+        reflect: bool,
         max_len: u64,
         stop: Arc<AtomicBool>,
     ) -> Result<(Self, FrameSpec), Error> {
         use frames::Port;
+        if reflect {
+            return Self::open_reflected(frame, (tx, rx), agents, max_len, stop);
+        }
         if let (Port::Local(t), Port::Local(r)) = (tx, rx) {
             let spec = frames::spec(frame, t, Some(r))?;
             return Ok((Self::open(frame, spec, (t, r), max_len, stop)?, spec));
@@ -388,9 +403,121 @@ impl RawTrial {
                 stream: 0,
                 stop,
                 no_latency,
+                reflector: None,
+                reflector_lost: 0,
             },
             spec,
         ))
+    }
+
+    /// [`RawTrial::open_ports`] with `reflect`: `rx` (a server's port) turns the frames
+    /// around, `tx` sends them and counts them back.
+    fn open_reflected(
+        frame: &FrameRequest,
+        (tx, rx): (&frames::Port, &frames::Port),
+        agents: &Agents,
+        max_len: u64,
+        stop: Arc<AtomicBool>,
+    ) -> Result<(Self, FrameSpec), Error> {
+        use frames::Port;
+        let Port::Agent { host, port, iface } = rx else {
+            return Err(usage(
+                "--reflect turns the frames around at --rx, which is then HOST/IFACE (a port of a wirebench server started with --raw-ports)",
+            ));
+        };
+        let vlan = frame.vlan.is_some();
+        // The far end sends each batch the moment it arrives: sendmmsg (AF_XDP in copy
+        // mode leaves frames in its ring until the next wake-up, and a reflector has no
+        // next one at a trial's end).
+        let back = match frame.backend {
+            FrameBackend::Auto => FrameBackend::Packet,
+            b => b,
+        };
+        let req = RawOpenRequest {
+            send: Some(backend_name(back)),
+            receive: Some(backend_name(frame.rx_backend())),
+            max_len,
+            ..RawOpenRequest::default()
+        };
+        let far = agents.open((host, *port, iface), req, &stop)?;
+        frames::fits(far.facts.mtu, &far.label, max_len, vlan)?;
+        let fara = agent_addresses(&far);
+        let dst_ip = frames::dst_ip(frame, Some((&far.label, &fara)))?;
+        let runner = &mut lab::SystemRunner;
+        let (tx_side, rx_side, txa, tx_name, dst_mac) = match tx {
+            Port::Local(ep) => {
+                frames::fits_mtu(ep, max_len, vlan)?;
+                let a = lab::probe::addresses(runner, ep)?;
+                let mac = match frame.dst_mac {
+                    Some(m) => m,
+                    None => lab::probe::next_hop_mac(runner, ep, dst_ip)?,
+                };
+                let t = TxSide::Local(frames::open_tx(frame.backend, ep, max_len)?);
+                let r = RxSide::Local(frames::open_rx(frame.rx_backend(), ep)?);
+                (t, r, a, ep.to_string(), mac)
+            }
+            Port::Agent { host, port, iface } => {
+                let back = RawOpenRequest {
+                    receive: Some(backend_name(frame.rx_backend())),
+                    max_len,
+                    ..RawOpenRequest::default()
+                };
+                let counting = agents.open((host, *port, iface), back, &stop)?;
+                let out = RawOpenRequest {
+                    send: Some(backend_name(frame.backend)),
+                    max_len,
+                    resolve: frame.dst_mac.is_none().then_some(dst_ip),
+                    ..RawOpenRequest::default()
+                };
+                let sending = agents.open((host, *port, iface), out, &stop)?;
+                frames::fits(sending.facts.mtu, &sending.label, max_len, vlan)?;
+                let mac = frame
+                    .dst_mac
+                    .or(sending.facts.next_hop_mac)
+                    .ok_or_else(|| {
+                        usage(format!(
+                            "{}: the next hop's MAC is not known: give --dst-mac",
+                            sending.label
+                        ))
+                    })?;
+                let a = agent_addresses(&sending);
+                let name = sending.label.clone();
+                (
+                    TxSide::Agent(sending),
+                    RxSide::Agent(counting),
+                    a,
+                    name,
+                    mac,
+                )
+            }
+        };
+        let spec = frames::headers(frame, (&tx_name, &txa), dst_ip, dst_mac)?;
+        Ok((
+            Self {
+                tx: tx_side,
+                rx: rx_side,
+                frame: spec,
+                line: LineRate(frame.line_rate as u64),
+                test_id: test_id(),
+                stream: 0,
+                stop,
+                // Sent and counted back on one port: one clock.
+                no_latency: None,
+                reflector: Some(far),
+                reflector_lost: 0,
+            },
+            spec,
+        ))
+    }
+
+    /// Frames the reflector lost itself over the trials so far: its CPU, not the path.
+    pub fn reflector_lost(&self) -> u64 {
+        self.reflector_lost
+    }
+
+    /// Where the frames are turned around (`--reflect`), when they are.
+    pub fn reflected_at(&self) -> Option<&str> {
+        self.reflector.as_ref().map(|a| a.label.as_str())
     }
 
     /// The backends, `sender / receiver` (a lent port's with its `HOST/IFACE`).
@@ -435,8 +562,12 @@ impl RawTrial {
             buf.truncate(len);
             buf
         };
+        if let Some(far) = &mut self.reflector {
+            far.start_reflect(spec.test_id)
+                .map_err(|e| Error::from(e).context(&far.label))?;
+        }
         let (tx, rx) = (&mut self.tx, &mut self.rx);
-        std::thread::scope(|s| {
+        let counted = std::thread::scope(|s| {
             let (local, agent) = match rx {
                 RxSide::Local(r) => {
                     let (g, e) = (&generating, &expected);
@@ -482,8 +613,25 @@ impl RawTrial {
             };
             let mut report = sent?;
             report.add_reception(&[(spec.stream_id, n)], &reception?);
-            Ok(report)
-        })
+            Ok::<_, Error>((report, n))
+        });
+        // The reflector stops whatever happened to the trial.
+        let turned = match &mut self.reflector {
+            Some(far) => {
+                let n = counted.as_ref().map_or(0, |(_, n)| *n);
+                Some(
+                    far.finish_reflect(n)
+                        .map_err(|e| Error::from(e).context(&far.label)),
+                )
+            }
+            None => None,
+        };
+        let (report, _) = counted?;
+        if let Some(t) = turned {
+            let t = t?;
+            self.reflector_lost += t.not_sent + t.rx_drops;
+        }
+        Ok(report)
     }
 }
 
@@ -519,7 +667,7 @@ impl Trial for RawTrial {
             interval: None,
         };
         let r = match (&mut self.tx, &mut self.rx) {
-            (TxSide::Local(tx), RxSide::Local(rx)) => {
+            (TxSide::Local(tx), RxSide::Local(rx)) if self.reflector.is_none() => {
                 engine::raw::run_trial(tx.as_mut(), Some(rx.as_mut()), &spec, &self.stop)?
             }
             _ => self.run_split(&spec)?,

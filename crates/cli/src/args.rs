@@ -671,6 +671,11 @@ pub struct Rfc2544Args {
     /// NTP): report one-way latency between hosts (ports on one host share its clock).
     #[arg(long)]
     pub synced_clocks: bool,
+    /// The --rx port (HOST/IFACE) turns every frame around (addresses swapped) and sends
+    /// it back, where --tx counts it: a far-end loopback, as hardware testers use;
+    /// latency is then round-trip, on one clock.
+    #[arg(long, requires = "rx")]
+    pub reflect: bool,
     /// Benchmarks to run, in this order.
     #[arg(
         long,

@@ -272,6 +272,7 @@ pub fn rfc2544(a: &cli::Rfc2544Args) -> Result<Rfc2544Request, Error> {
                 key_file: a.auth_key_file.clone(),
                 synced_clocks: a.synced_clocks,
             },
+            reflect: a.reflect,
         },
         _ => return Err(usage("give HOST, or both --tx and --rx")),
     };

@@ -120,7 +120,15 @@ pub enum ClientMsg {
         /// Rate and duration, or a burst.
         load: engine::raw::RawLoad,
     },
-    /// The sender is done after `sent` frames: the receiver drains and answers.
+    /// Turn every frame of test `test_id` around and send it back on the same port (a
+    /// far-end loopback, [`engine::raw::reflect`]) until [`ClientMsg::RawDone`]; needs a
+    /// port opened for sending and receiving.
+    RawReflect {
+        /// Test id.
+        test_id: u16,
+    },
+    /// The sender is done after `sent` frames: the receiver drains and answers (a
+    /// reflector stops once nothing came for a moment).
     RawDone {
         /// Frames sent.
         sent: u64,
@@ -192,6 +200,13 @@ pub enum ServerMsg {
         interface: Option<Box<model::results::nic::InterfaceState>>,
         /// The refusal, when the driver or the kernel refused a setting.
         refused: Option<String>,
+    },
+    /// The reflector runs.
+    RawReflecting,
+    /// What the reflector did.
+    RawReflected {
+        /// Its counts.
+        reflected: engine::raw::Reflected,
     },
     /// The raw port is open.
     RawOpened {

@@ -8,7 +8,8 @@
 //!
 //! The server side is [`serve`]; the controller's side is [`RawAgent`]. What the trial
 //! means (which port sends, settling received against sent, latency only on a shared or
-//! synchronised clock) is the controller's. Not here: reflecting frames back.
+//! synchronised clock) is the controller's. A port can also reflect ([`ClientMsg::RawReflect`]):
+//! turn a test's frames around and send them back, for round-trip latency on one clock.
 
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -193,12 +194,24 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 let reception = count(&mut ctrl, rx, test_id, &streams, drain, wait)?;
                 write_msg(&mut ctrl, &ServerMsg::RawReceived { reception })?;
             }
+            ClientMsg::RawReflect { test_id } => {
+                let (Some(tx), Some(rx)) = (tx.as_deref_mut(), rx.as_deref_mut()) else {
+                    return Err(refuse(
+                        &mut ctrl,
+                        ErrorCode::BadRequest,
+                        "a reflector needs the port opened for sending and receiving".into(),
+                    ));
+                };
+                let wait = Duration::from_secs_f64(max_s) + SLACK;
+                let reflected = reflect(&mut ctrl, rx, tx, test_id, wait)?;
+                write_msg(&mut ctrl, &ServerMsg::RawReflected { reflected })?;
+            }
             ClientMsg::Abort { .. } => return Ok(()),
             other => {
                 return Err(refuse(
                     &mut ctrl,
                     ErrorCode::Protocol,
-                    format!("expected raw_send or raw_receive, got {other:?}"),
+                    format!("expected raw_send, raw_receive or raw_reflect, got {other:?}"),
                 ))
             }
         }
@@ -291,6 +304,49 @@ fn count(
             .map_err(|e| refuse(ctrl, ErrorCode::Internal, e.to_string()))
     })
 }
+
+/// Reflects the frames of `test_id` until the controller says the sender is done
+/// ([`ClientMsg::RawDone`]), then for as long as they keep coming back (at most
+/// [`REFLECT_DRAIN`]); an abort, a closed connection or no word within `wait` stops it.
+fn reflect(
+    ctrl: &mut TcpStream,
+    rx: &mut dyn FrameRx,
+    tx: &mut dyn FrameTx,
+    test_id: u16,
+    wait: Duration,
+) -> Result<engine::raw::Reflected, ProtoError> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let running = s.spawn(|| engine::raw::reflect(rx, tx, test_id, &stop));
+        let told =
+            write_msg(ctrl, &ServerMsg::RawReflecting).and_then(|()| read_msg_within(ctrl, wait));
+        let outcome = match told {
+            Ok(ClientMsg::RawDone { .. }) => {
+                // The last frames are still on their way to this port.
+                std::thread::sleep(REFLECT_DRAIN);
+                Ok(())
+            }
+            Ok(other) => Err(format!("expected raw_done, got {other:?}")),
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                let _ = running.join();
+                return Err(e);
+            }
+        };
+        stop.store(true, Ordering::Relaxed);
+        let done = running
+            .join()
+            .map_err(|_| ProtoError::Io(std::io::Error::other("reflector thread panicked")))?;
+        match (outcome, done) {
+            (Err(m), _) => Err(refuse(ctrl, ErrorCode::Protocol, m)),
+            (Ok(()), Err(e)) => Err(refuse(ctrl, ErrorCode::Internal, e.to_string())),
+            (Ok(()), Ok(r)) => Ok(r),
+        }
+    })
+}
+
+/// How long a reflector keeps going after the sender is done.
+const REFLECT_DRAIN: Duration = Duration::from_millis(100);
 
 /// What the server said about a port it opened.
 #[derive(Debug, Clone)]
@@ -424,6 +480,31 @@ impl RawAgent {
         match answer(&self.ctrl, SLACK)? {
             ServerMsg::RawReceived { reception } => Ok(reception),
             other => Err(unexpected("raw_received", &other)),
+        }
+    }
+
+    /// Starts turning the frames of `test_id` around (the port was opened for sending and
+    /// receiving); returns once it runs.
+    ///
+    /// # Errors
+    /// The server refused or the connection failed.
+    pub fn start_reflect(&mut self, test_id: u16) -> Result<(), ProtoError> {
+        write_msg(&mut self.ctrl, &ClientMsg::RawReflect { test_id })?;
+        match answer(&self.ctrl, Duration::from_secs(30))? {
+            ServerMsg::RawReflecting => Ok(()),
+            other => Err(unexpected("raw_reflecting", &other)),
+        }
+    }
+
+    /// Stops the reflector once the frames of `sent` have had time to come back.
+    ///
+    /// # Errors
+    /// The server refused or the connection failed.
+    pub fn finish_reflect(&mut self, sent: u64) -> Result<engine::raw::Reflected, ProtoError> {
+        write_msg(&mut self.ctrl, &ClientMsg::RawDone { sent })?;
+        match answer(&self.ctrl, SLACK)? {
+            ServerMsg::RawReflected { reflected } => Ok(reflected),
+            other => Err(unexpected("raw_reflected", &other)),
         }
     }
 

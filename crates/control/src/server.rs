@@ -648,6 +648,7 @@ fn kind(m: &ClientMsg) -> &'static str {
         ClientMsg::RawReceive { .. } => "raw_receive",
         ClientMsg::RawSend { .. } => "raw_send",
         ClientMsg::RawDone { .. } => "raw_done",
+        ClientMsg::RawReflect { .. } => "raw_reflect",
     }
 }
 

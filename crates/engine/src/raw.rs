@@ -645,3 +645,75 @@ mod test {
         assert_eq!(share_load(rate, 0, 1), rate);
     }
 }
+
+/// What a reflector did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Reflected {
+    /// Frames of the test turned around and handed back to the port.
+    pub reflected: u64,
+    /// Frames of the test the port did not take back (its queue full, a send error).
+    pub not_sent: u64,
+    /// Other frames (not of the test, or not over IP), left alone.
+    pub foreign: u64,
+    /// Frames the port's receive buffer dropped before the reflector read them.
+    pub rx_drops: u64,
+}
+
+/// A far-end loopback on one port, as hardware testers loop a far end: every frame of
+/// test `test_id` that arrives on `rx` is turned around ([`wire::frame::turn_around`])
+/// and sent back on `tx` (the same port), until `stop`. Frames wait for no batch: each
+/// receive call's frames leave together at once.
+///
+/// # Errors
+/// A backend fails outright.
+pub fn reflect(
+    rx: &mut dyn FrameRx,
+    tx: &mut dyn FrameTx,
+    test_id: u16,
+    stop: &AtomicBool,
+) -> io::Result<Reflected> {
+    let mut out = Reflected::default();
+    let _ = rx.take_drops();
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let mut used = 0usize;
+        rx.recv_frames(Duration::from_millis(10), &mut |frame, _| {
+            if used == frames.len() {
+                frames.push(Vec::with_capacity(frame.len()));
+            }
+            let f = &mut frames[used];
+            f.clear();
+            f.extend_from_slice(frame);
+            match wire::frame::turn_around(f) {
+                Some(h) if h.test_id == test_id => used += 1,
+                _ => out.foreign += 1,
+            }
+        })?;
+        let mut done = 0;
+        while done < used {
+            let batch = (used - done).min(tx.batch_max());
+            let longest = frames[done..done + batch]
+                .iter()
+                .map(Vec::len)
+                .max()
+                .unwrap_or(0);
+            let base = done;
+            let sent = tx
+                .send_frames(batch, longest, &mut |i, buf| {
+                    let f = &frames[base + i];
+                    buf[..f.len()].copy_from_slice(f);
+                    f.len()
+                })
+                .unwrap_or(0);
+            if sent == 0 {
+                break;
+            }
+            done += sent;
+        }
+        out.reflected += done as u64;
+        out.not_sent += (used - done) as u64;
+    }
+    let _ = tx.flush();
+    out.rx_drops = rx.take_drops();
+    Ok(out)
+}

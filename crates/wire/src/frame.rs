@@ -363,6 +363,29 @@ impl ParsedFrame {
     }
 }
 
+/// Turns a test frame around, as a tester's far-end loopback does: Ethernet, IP and
+/// transport source and destination exchanged (every checksum covers both of a pair, so
+/// none changes), the rest as it was. Returns its test header; `None` (the frame
+/// untouched) when it is not a test frame over IP.
+pub fn turn_around(frame: &mut [u8]) -> Option<TestHeaderRepr> {
+    let p = parse_frame(frame).ok()?;
+    let test = p.test?;
+    let l3 = p.l3_offset;
+    let swap = |f: &mut [u8], a: usize, b: usize, n: usize| {
+        let (x, y) = f.split_at_mut(b);
+        x[a..a + n].swap_with_slice(&mut y[..n]);
+    };
+    match p.ip? {
+        IpRepr::V4(_) => swap(frame, l3 + 12, l3 + 16, 4),
+        IpRepr::V6(_) => swap(frame, l3 + 8, l3 + 24, 16),
+    }
+    if let (Some(l4), Some(L4Repr::Udp(_) | L4Repr::Tcp(_))) = (p.l4_offset, p.l4) {
+        swap(frame, l4, l4 + 2, 2);
+    }
+    swap(frame, 0, 6, 6);
+    Some(test)
+}
+
 /// Walks Ethernet → optional 802.1Q → IPv4/IPv6 → UDP/TCP/ICMP echo → test header, or
 /// Ethernet → optional 802.1Q → test header for [`EtherType::EXPERIMENTAL`]. `frame` has no
 /// FCS. Walking stops without error at an EtherType or protocol it does not know. Never
@@ -888,6 +911,46 @@ mod test {
             let back = parse_frame(&bytes).unwrap().spec().unwrap();
             prop_assert_eq!(build_vec(&back, &hdr, size), bytes);
         }
+    }
+
+    proptest! {
+        /// A frame turned around is valid (its checksums still hold), goes back where it
+        /// came from, and turned around twice is itself again.
+        #[test]
+        fn a_frame_turned_around_goes_back_with_its_checksums((spec, hdr, size) in any_frame()) {
+            let bytes = build_vec(&spec, &hdr, size);
+            let mut f = bytes.clone();
+            prop_assert_eq!(turn_around(&mut f), Some(hdr));
+            let p = parse_frame(&f).unwrap();
+            prop_assert_eq!(p.eth.src_addr, spec.eth.dst_addr);
+            prop_assert_eq!(p.eth.dst_addr, spec.eth.src_addr);
+            let ip = p.ip.unwrap();
+            prop_assert_eq!(ip.src_addr(), spec.ip.dst_addr());
+            prop_assert_eq!(ip.dst_addr(), spec.ip.src_addr());
+            match (p.l4.unwrap(), spec.l4) {
+                (L4Repr::Udp(u), L4Spec::Udp { src_port, dst_port }) => {
+                    prop_assert_eq!((u.src_port, u.dst_port), (dst_port, src_port));
+                }
+                (L4Repr::Tcp(t), L4Spec::Tcp(s)) => {
+                    prop_assert_eq!((t.src_port, t.dst_port), (s.dst_port, s.src_port));
+                }
+                (L4Repr::IcmpEcho(_), L4Spec::IcmpEcho(_)) => {}
+                (got, want) => prop_assert!(false, "{got:?} from {want:?}"),
+            }
+            prop_assert_eq!(turn_around(&mut f), Some(hdr));
+            prop_assert_eq!(f, bytes);
+        }
+    }
+
+    #[test]
+    fn only_test_frames_are_turned_around() {
+        let mut f = FRAME_BYTES;
+        f[42] ^= 0xff; // the test header's magic
+        let before = f;
+        assert_eq!(turn_around(&mut f), None);
+        assert_eq!(f, before);
+        let mut short = [0u8; 10];
+        assert_eq!(turn_around(&mut short), None);
     }
 
     /// A spec, a test header and a frame size (FCS included) that fits the spec.

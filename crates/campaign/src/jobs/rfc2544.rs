@@ -121,7 +121,7 @@ pub fn rfc2544(
             "back-to-back bursts need raw ports (--tx/--rx): a socket cannot send at line rate; drop b2b from --tests",
         ));
     }
-    let mut absent = None;
+    let (mut absent, mut reflected, mut reflector_lost) = (None, None, None);
     let (rep, backend, endpoints) = match &a.path {
         Rfc2544Path::Server(server) => {
             let mut cfg = client_config(server)?;
@@ -135,7 +135,12 @@ pub fn rfc2544(
             let backend = "udp (frames as UDP datagrams through the host's stack)".to_owned();
             (rep, backend, serde_json::json!({ "server": addr }))
         }
-        Rfc2544Path::Ports { tx, rx, agents } => {
+        Rfc2544Path::Ports {
+            tx,
+            rx,
+            agents,
+            reflect,
+        } => {
             let tx_port = frames::any_port(tx, &a.frame.lab)?;
             let rx_port = frames::any_port(rx, &a.frame.lab)?;
             if [&tx_port, &rx_port]
@@ -147,9 +152,17 @@ pub fn rfc2544(
             let max_len = a.sizes.iter().copied().max().unwrap_or(64);
             let ports = (&tx_port, &rx_port);
             let (mut trial, spec) =
-                RawTrial::open_ports(&a.frame, ports, agents, max_len, Arc::clone(stop))?;
+                RawTrial::open_ports(&a.frame, ports, agents, *reflect, max_len, Arc::clone(stop))?;
+            if let Some(far) = trial.reflected_at() {
+                reflected = Some(far.to_owned());
+            }
             frames::check_sizes(&spec, &a.sizes)?;
             let rep = benchmarks(&mut trial, a, watch)?;
+            if let (Some(far), n @ 1..) = (trial.reflected_at(), trial.reflector_lost()) {
+                reflector_lost = Some(format!(
+                    "the reflector at {far} lost {n} frames itself (its receive buffer or its sender): trials with loss may describe the reflector, not the path"
+                ));
+            }
             if let Some(why) = trial.latency_absent() {
                 absent = Some(why.to_owned());
             }
@@ -194,6 +207,14 @@ pub fn rfc2544(
     }
     if let Some(why) = absent {
         doc.notes.push(why);
+    }
+    if let Some(lost) = reflector_lost {
+        doc.notes.push(lost);
+    }
+    if let Some(far) = reflected {
+        doc.notes.push(format!(
+            "frames turned around at {far} and counted back at the sending port: latency is round-trip (both ways through the path, on one clock)"
+        ));
     }
     if a.search == m::Search::Mlr && rep.throughput.iter().any(|t| t.fps.is_some()) {
         doc.notes.push("throughput is RFC 9971's conditional throughput: the forwarding rate at the relevant lower bound (both bounds in the table)".into());
