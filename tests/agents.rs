@@ -62,7 +62,8 @@ fn raw_ports_need_a_key() {
 /// bursts), run by a
 /// controller on the dut through the agents on the talker and the listener, finds what
 /// the same test finds run locally; latency is there (the namespaces share a clock);
-/// ports not lent, servers that lend none and wrong keys are refused; the listener's
+/// `gen` between the agents' ports counts every frame; ports not lent, servers that lend
+/// none and wrong keys are refused; the listener's
 /// port reflecting the frames back to the talker gives the same throughput and a
 /// round-trip latency.
 #[test]
@@ -143,6 +144,31 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
     );
     let lat = &remote["rfc2544"]["latency"][0];
     assert!(u64_at(lat, "/summary/count") > 1000, "{lat}");
+    // gen between the two agents' ports: every frame counted, latency on the shared clock.
+    let g = json_of(&on_node(
+        &lab,
+        "dut",
+        &[
+            "gen",
+            &tx,
+            "--rx",
+            &rx,
+            "--auth-key-file",
+            &key_s,
+            "-s",
+            "128",
+            "-r",
+            "2kpps",
+            "-n",
+            "4000",
+            "-J",
+        ],
+    ));
+    assert_eq!(u64_at(&g, "/gen/sent"), 4000, "{g}");
+    assert_eq!(u64_at(&g, "/gen/received"), 4000, "{g}");
+    assert!(u64_at(&g, "/gen/latency_us/count") == 4000, "{g}");
+    let out = on_node(&lab, "dut", &["gen", &tx, "--auth-key-file", &key_s]);
+    assert_fails(&out, 2, "give --rx");
     // Refusals: a port not lent, a wrong key, a server that lends no port.
     let mut argv = vec![
         "rfc2544",

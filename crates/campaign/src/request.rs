@@ -377,6 +377,8 @@ pub struct GenRequest {
     pub interval: Option<Duration>,
     /// Generator threads, each with its own sender (and stream) and its share of the rate.
     pub threads: usize,
+    /// How to reach the servers of `HOST/IFACE` ports.
+    pub agents: crate::trials::Agents,
 }
 
 /// Capturing test frames on the paths of a redundant network (`frer analyze`).

@@ -546,6 +546,40 @@ impl RawTrial {
         self.no_latency.as_deref()
     }
 
+    /// One trial of `load` with frames of `len` bytes (FCS included) on a fresh stream,
+    /// waiting up to `drain` for the last frames.
+    ///
+    /// # Errors
+    /// A backend or a server fails; [`Error::Interrupted`] when stopped meanwhile (a
+    /// trial cut short measured part of its time: it is no result).
+    pub fn run_load(
+        &mut self,
+        len: usize,
+        load: RawLoad,
+        drain: Duration,
+    ) -> Result<engine::raw::RawTrialReport, Error> {
+        self.stream = self.stream.wrapping_add(1);
+        let spec = RawTrialSpec {
+            frame: self.frame,
+            frame_len: len,
+            test_id: self.test_id,
+            stream_id: self.stream,
+            load,
+            drain,
+            interval: None,
+        };
+        let r = match (&mut self.tx, &mut self.rx) {
+            (TxSide::Local(tx), RxSide::Local(rx)) if self.reflector.is_none() => {
+                engine::raw::run_trial(tx.as_mut(), Some(rx.as_mut()), &spec, &self.stop)?
+            }
+            _ => self.run_split(&spec)?,
+        };
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        Ok(r)
+    }
+
     /// A trial with at least one port elsewhere, in halves.
     fn run_split(&mut self, spec: &RawTrialSpec) -> Result<engine::raw::RawTrialReport, Error> {
         let ids = [spec.stream_id];
@@ -642,7 +676,6 @@ impl Trial for RawTrial {
         let len = req
             .frame_len()
             .ok_or_else(|| usage("raw ports send whole frames: give a frame size"))?;
-        self.stream = self.stream.wrapping_add(1);
         let load = match req.load {
             Load::Rate(rate, duration) => RawLoad::Rate {
                 pps: rate
@@ -656,26 +689,8 @@ impl Trial for RawTrial {
                 target_pps: self.line.max_fps(len),
             },
         };
-        let spec = RawTrialSpec {
-            frame: self.frame,
-            frame_len: len as usize,
-            test_id: self.test_id,
-            stream_id: self.stream,
-            load,
-            // RFC 2544 §23 waits 2 s for residual frames; on one host 300 ms is plenty.
-            drain: Duration::from_millis(300),
-            interval: None,
-        };
-        let r = match (&mut self.tx, &mut self.rx) {
-            (TxSide::Local(tx), RxSide::Local(rx)) if self.reflector.is_none() => {
-                engine::raw::run_trial(tx.as_mut(), Some(rx.as_mut()), &spec, &self.stop)?
-            }
-            _ => self.run_split(&spec)?,
-        };
-        // A trial cut short by a stop measured part of its time: it is no result.
-        if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(Error::Interrupted);
-        }
+        // RFC 2544 §23 waits 2 s for residual frames; on one host 300 ms is plenty.
+        let r = self.run_load(len as usize, load, Duration::from_millis(300))?;
         Ok(TrialData {
             counters: r.counters,
             received_bytes: r.received_bytes,

@@ -549,9 +549,11 @@ pub enum FrameProto {
 
 #[derive(Debug, Args)]
 pub struct GenArgs {
-    /// Interface to send on: IFACE on this host, or NODE:IFACE of a lab (see --lab).
+    /// Interface to send on: IFACE on this host, NODE:IFACE of a lab (see --lab), or
+    /// HOST/IFACE: a port of the wirebench server at HOST[:PORT] started with --raw-ports.
     pub iface: String,
-    /// Also receive on this interface (IFACE or NODE:IFACE) and count the frames back.
+    /// Also receive on this interface (IFACE, NODE:IFACE or HOST/IFACE) and count the
+    /// frames back.
     #[arg(long)]
     pub rx: Option<String>,
     /// Frame size in bytes, FCS included (64..=9018).
@@ -577,6 +579,13 @@ pub struct GenArgs {
     /// rate; the results add the streams up.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
+    /// Pre-shared key file of the servers lending HOST/IFACE ports (they all require one).
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// The clocks of the hosts of HOST/IFACE ports and this one are synchronised (PTP,
+    /// NTP): report one-way latency between hosts.
+    #[arg(long)]
+    pub synced_clocks: bool,
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,

@@ -374,6 +374,11 @@ pub fn gen(a: &cli::GenArgs) -> GenRequest {
         frame: frame(&a.frame),
         interval: (!a.interval.is_zero()).then_some(a.interval),
         threads: usize::from(a.threads),
+        agents: campaign::trials::Agents {
+            port: control::DEFAULT_PORT,
+            key_file: a.auth_key_file.clone(),
+            synced_clocks: a.synced_clocks,
+        },
     }
 }
 

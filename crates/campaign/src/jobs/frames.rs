@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::frameio::{Endpoint, FrameRx, FrameTx};
@@ -11,8 +12,9 @@ use model::results::frames::{FrerAnalysis, GenReceived, GenTable};
 use model::results::RunResult;
 use wire::linerate::LineRate;
 
-use crate::frames::{self, test_id};
+use crate::frames::{self, test_id, Port};
 use crate::request::{AnalyzeRequest, FrameBackend, GenRequest};
+use crate::trials::RawTrial;
 use crate::{usage, Error, Watch};
 
 /// Sends `req.size`-byte frames at its rate for its time or count; with a receiving port,
@@ -20,19 +22,100 @@ use crate::{usage, Error, Watch};
 ///
 /// # Errors
 /// No root, a port that cannot be used, a frame size too small for the headers.
-pub fn gen(req: &GenRequest, stop: &AtomicBool) -> Result<RunResult, Error> {
-    frames::need_root()?;
+pub fn gen(req: &GenRequest, stop: &Arc<AtomicBool>) -> Result<RunResult, Error> {
     let lab = &req.frame.lab;
-    let tx_ep = frames::port(&req.port, lab)?;
-    let rx_ep = req
+    let tx_port = frames::any_port(&req.port, lab)?;
+    let rx_port = req
         .rx
         .as_deref()
-        .map(|r| frames::port(r, lab))
+        .map(|r| frames::any_port(r, lab))
         .transpose()?;
+    let local = |p: &Port| match p {
+        Port::Local(ep) => Some(ep.clone()),
+        Port::Agent { .. } => None,
+    };
+    let (Some(tx_ep), Some(rx_ep)) = (
+        local(&tx_port),
+        rx_port.as_ref().map_or(Some(None), |p| local(p).map(Some)),
+    ) else {
+        if [Some(&tx_port), rx_port.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|p| matches!(p, Port::Local(_)))
+        {
+            frames::need_root()?;
+        }
+        return send_through_agents(req, stop, &tx_port, rx_port.as_ref());
+    };
+    frames::need_root()?;
     let sides = std::iter::once((req.port.clone(), tx_ep.clone()))
         .chain(req.rx.clone().zip(rx_ep.clone()))
         .collect();
     super::recorded(sides, || send(req, stop, &tx_ep, rx_ep.as_ref()))
+}
+
+/// `gen` with a port of a wirebench server (`HOST/IFACE`): one generator thread, counted
+/// at the receiving port, totals only.
+fn send_through_agents(
+    req: &GenRequest,
+    stop: &Arc<AtomicBool>,
+    tx: &Port,
+    rx: Option<&Port>,
+) -> Result<RunResult, Error> {
+    if req.threads > 1 {
+        return Err(usage(
+            "--threads with a server's port (HOST/IFACE): one generator thread there",
+        ));
+    }
+    let Some(rx) = rx else {
+        return Err(usage(
+            "gen at a server's port (HOST/IFACE) counts what arrives: give --rx (a port here, of a lab, or HOST/IFACE)",
+        ));
+    };
+    let (mut trial, frame) = RawTrial::open_ports(
+        &req.frame,
+        (tx, rx),
+        &req.agents,
+        false,
+        req.size,
+        Arc::clone(stop),
+    )?;
+    if (req.size as usize) < frame.min_frame_len() {
+        return Err(usage(format!(
+            "{} bytes is too small for these headers and the test header: at least {}",
+            req.size,
+            frame.min_frame_len()
+        )));
+    }
+    let line = LineRate(req.frame.line_rate as u64);
+    let pps = req.rate.fps(req.size, line);
+    let load = RawLoad::Rate {
+        pps,
+        duration: req.time,
+        count: req.count,
+    };
+    let mut r = trial.run_load(req.size as usize, load, Duration::from_millis(200))?;
+    let no_latency = trial.latency_absent().map(str::to_owned);
+    if no_latency.is_some() {
+        r.latency.clear();
+    }
+    let backend = trial.backend();
+    let tx_backend = backend.split(" / ").next().unwrap_or_default();
+    let params = serde_json::json!({
+        "interface": req.port, "rx": req.rx, "frame_len": req.size, "target_pps": pps,
+        "line_rate_bps": line.0, "count": req.count, "duration_s": req.time.as_secs_f64(),
+        "port": req.port, "rx_port": req.rx, "tx_backend": tx_backend, "threads": 1,
+    });
+    let mut doc = gen_doc(req, params, &r, pps, line, backend.clone(), true);
+    if let Some(why) = no_latency {
+        doc.notes.push(why);
+    }
+    if req.interval.is_some() {
+        doc.notes.push(
+            "no interval rows with a server's port: the totals of the run (the port reports once, at the end)".into(),
+        );
+    }
+    Ok(doc)
 }
 
 /// `gen` on its ports.
@@ -81,18 +164,33 @@ fn send(
         .map(|t| -> &mut dyn FrameTx { t.as_mut() })
         .collect();
     let r = engine::raw::run_trial_threads(&mut tx_refs, rx_ref, &spec, stop)?;
-    let rates = LineRate::rates_at(req.size, r.offered_pps);
     let params = serde_json::json!({
         "interface": req.port, "rx": req.rx, "frame_len": req.size, "target_pps": pps,
         "line_rate_bps": line.0, "count": req.count, "duration_s": req.time.as_secs_f64(),
         "port": tx_ep.to_string(), "rx_port": rx_ep.as_ref().map(ToString::to_string),
         "tx_backend": tx_name, "threads": req.threads,
     });
-    let mut doc = engine::env::result("gen", params);
-    doc.backend = Some(match &rx {
+    let backend = match &rx {
         Some(rx) => format!("{tx_name} / {}", rx.name()),
         None => tx_name.to_owned(),
-    });
+    };
+    Ok(gen_doc(req, params, &r, pps, line, backend, rx.is_some()))
+}
+
+/// The `gen` document of a run: its totals, what came back (`received`), the interval
+/// rows when there are, and a note when the generator fell behind.
+fn gen_doc(
+    req: &GenRequest,
+    params: serde_json::Value,
+    r: &engine::raw::RawTrialReport,
+    pps: f64,
+    line: LineRate,
+    backend: String,
+    received: bool,
+) -> RunResult {
+    let rates = LineRate::rates_at(req.size, r.offered_pps);
+    let mut doc = engine::env::result("gen", params);
+    doc.backend = Some(backend);
     let c = r.counters;
     doc.gen = Some(GenTable {
         sent: c.sent,
@@ -107,7 +205,7 @@ fn send(
         pacing_error_us: r.pacing_error,
         send_errors: r.send_errors,
         tx_cpu_s: r.tx_cpu.as_secs_f64(),
-        rx: rx.is_some().then(|| GenReceived {
+        rx: received.then(|| GenReceived {
             received: c.received,
             lost: c.sent.saturating_sub(c.received),
             duplicates: c.duplicates,
@@ -144,7 +242,7 @@ fn send(
             r.behind_ratio * 100.0
         ));
     }
-    Ok(doc)
+    doc
 }
 
 /// Arrivals kept per path: 24 bytes each, so at most about 1 GB for eight paths.
