@@ -350,25 +350,13 @@ fn vlan_tagged_frames_cross_both_data_paths() {
             }
             (tagged, untagged)
         });
-        let v = run_json(&[
-            "gen",
-            "talker:eth0",
-            "--lab",
-            &lab.0,
-            "--rx",
-            "listener:eth0",
-            "-s",
-            "128",
-            "--vlan",
-            "100",
-            "--pcp",
-            "5",
-            "-r",
-            "10kpps",
-            "-n",
-            "2000",
-            "-J",
-        ]);
+        let argv = crate::raw::gen_across(
+            &lab,
+            &[
+                "-s", "128", "--vlan", "100", "--pcp", "5", "-r", "10kpps", "-n", "2000", "-J",
+            ],
+        );
+        let v = run_json(&argv.iter().map(String::as_str).collect::<Vec<_>>());
         let g = &v["gen"];
         assert_eq!(
             g["received"].as_u64(),

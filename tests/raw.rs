@@ -4,7 +4,7 @@ use crate::lab::{root_or_skip, xdp_attached, LabGuard};
 use crate::util::*;
 
 /// `wirebench gen talker:eth0 --rx listener:eth0 ARGS` in `lab`.
-fn gen_across(lab: &LabGuard, args: &[&str]) -> Vec<String> {
+pub(crate) fn gen_across(lab: &LabGuard, args: &[&str]) -> Vec<String> {
     let mut argv: Vec<String> = [
         "gen",
         "talker:eth0",

@@ -262,6 +262,51 @@ fn backend_name(b: FrameBackend) -> String {
     .to_owned()
 }
 
+/// Opens the sending port of a trial toward `dst_ip`: the port, its addresses and name,
+/// and the next hop's MAC (the request's, or resolved where the port is).
+fn open_sender(
+    frame: &FrameRequest,
+    tx: &frames::Port,
+    dst_ip: std::net::IpAddr,
+    agents: &Agents,
+    max_len: u64,
+    stop: &Arc<AtomicBool>,
+) -> Result<(TxSide, lab::probe::Addresses, String, [u8; 6]), Error> {
+    let vlan = frame.vlan.is_some();
+    match tx {
+        frames::Port::Local(ep) => {
+            let runner = &mut lab::SystemRunner;
+            frames::fits_mtu(ep, max_len, vlan)?;
+            let a = lab::probe::addresses(runner, ep)?;
+            let mac = match frame.dst_mac {
+                Some(m) => m,
+                None => lab::probe::next_hop_mac(runner, ep, dst_ip)?,
+            };
+            let t = frames::open_tx(frame.backend, ep, max_len)?;
+            Ok((TxSide::Local(t), a, ep.to_string(), mac))
+        }
+        frames::Port::Agent { host, port, iface } => {
+            let req = RawOpenRequest {
+                send: Some(backend_name(frame.backend)),
+                max_len,
+                resolve: frame.dst_mac.is_none().then_some(dst_ip),
+                ..RawOpenRequest::default()
+            };
+            let agent = agents.open((host, *port, iface), req, stop)?;
+            frames::fits(agent.facts.mtu, &agent.label, max_len, vlan)?;
+            let mac = frame.dst_mac.or(agent.facts.next_hop_mac).ok_or_else(|| {
+                usage(format!(
+                    "{}: the next hop's MAC is not known: give --dst-mac",
+                    agent.label
+                ))
+            })?;
+            let a = agent_addresses(&agent);
+            let name = agent.label.clone();
+            Ok((TxSide::Agent(agent), a, name, mac))
+        }
+    }
+}
+
 /// A port's addresses as the frame template needs them.
 fn agent_addresses(a: &RawAgent) -> lab::probe::Addresses {
     lab::probe::Addresses {
@@ -286,18 +331,11 @@ impl RawTrial {
         for ep in [tx, rx] {
             frames::fits_mtu(ep, max_len, frame.vlan.is_some())?;
         }
-        Ok(Self {
-            tx: TxSide::Local(frames::open_tx(frame.backend, tx, max_len)?),
-            rx: RxSide::Local(frames::open_rx(frame.rx_backend(), rx)?),
-            frame: spec,
-            line: LineRate(frame.line_rate as u64),
-            test_id: test_id(),
-            stream: 0,
-            stop,
-            no_latency: None,
-            reflector: None,
-            reflector_lost: 0,
-        })
+        let sides = (
+            TxSide::Local(frames::open_tx(frame.backend, tx, max_len)?),
+            RxSide::Local(frames::open_rx(frame.rx_backend(), rx)?),
+        );
+        Ok(Self::assemble(frame, sides, spec, stop, None, None))
     }
 
     /// Opens two ports, each on this host or lent by a server (`agents` says how to reach
@@ -354,37 +392,8 @@ impl RawTrial {
             }
         };
         let dst_ip = frames::dst_ip(frame, Some((&rx_name, &rxa)))?;
-        let (tx_side, txa, tx_name, dst_mac) = match tx {
-            Port::Local(ep) => {
-                frames::fits_mtu(ep, max_len, vlan)?;
-                let a = lab::probe::addresses(runner, ep)?;
-                let mac = match frame.dst_mac {
-                    Some(m) => m,
-                    None => lab::probe::next_hop_mac(runner, ep, dst_ip)?,
-                };
-                let t = frames::open_tx(frame.backend, ep, max_len)?;
-                (TxSide::Local(t), a, ep.to_string(), mac)
-            }
-            Port::Agent { host, port, iface } => {
-                let req = RawOpenRequest {
-                    send: Some(backend_name(frame.backend)),
-                    max_len,
-                    resolve: frame.dst_mac.is_none().then_some(dst_ip),
-                    ..RawOpenRequest::default()
-                };
-                let agent = agents.open((host, *port, iface), req, &stop)?;
-                frames::fits(agent.facts.mtu, &agent.label, max_len, vlan)?;
-                let mac = frame.dst_mac.or(agent.facts.next_hop_mac).ok_or_else(|| {
-                    usage(format!(
-                        "{}: the next hop's MAC is not known: give --dst-mac",
-                        agent.label
-                    ))
-                })?;
-                let a = agent_addresses(&agent);
-                let name = agent.label.clone();
-                (TxSide::Agent(agent), a, name, mac)
-            }
-        };
+        let (tx_side, txa, tx_name, dst_mac) =
+            open_sender(frame, tx, dst_ip, agents, max_len, &stop)?;
         let spec = frames::headers(frame, (&tx_name, &txa), dst_ip, dst_mac)?;
         let shared = [
             matches!(&tx_side, TxSide::Agent(a) if !a.same_host),
@@ -393,21 +402,8 @@ impl RawTrial {
         let no_latency = (shared.contains(&true) && !agents.synced_clocks).then(|| {
             "one-way latency between hosts is not reported: the ports' clocks are not known to agree (--synced-clocks when they are synchronised)".to_owned()
         });
-        Ok((
-            Self {
-                tx: tx_side,
-                rx: rx_side,
-                frame: spec,
-                line: LineRate(frame.line_rate as u64),
-                test_id: test_id(),
-                stream: 0,
-                stop,
-                no_latency,
-                reflector: None,
-                reflector_lost: 0,
-            },
-            spec,
-        ))
+        let trial = Self::assemble(frame, (tx_side, rx_side), spec, stop, no_latency, None);
+        Ok((trial, spec))
     }
 
     /// [`RawTrial::open_ports`] with `reflect`: `rx` (a server's port) turns the frames
@@ -443,71 +439,46 @@ impl RawTrial {
         frames::fits(far.facts.mtu, &far.label, max_len, vlan)?;
         let fara = agent_addresses(&far);
         let dst_ip = frames::dst_ip(frame, Some((&far.label, &fara)))?;
-        let runner = &mut lab::SystemRunner;
-        let (tx_side, rx_side, txa, tx_name, dst_mac) = match tx {
-            Port::Local(ep) => {
-                frames::fits_mtu(ep, max_len, vlan)?;
-                let a = lab::probe::addresses(runner, ep)?;
-                let mac = match frame.dst_mac {
-                    Some(m) => m,
-                    None => lab::probe::next_hop_mac(runner, ep, dst_ip)?,
-                };
-                let t = TxSide::Local(frames::open_tx(frame.backend, ep, max_len)?);
-                let r = RxSide::Local(frames::open_rx(frame.rx_backend(), ep)?);
-                (t, r, a, ep.to_string(), mac)
-            }
+        let (tx_side, txa, tx_name, dst_mac) =
+            open_sender(frame, tx, dst_ip, agents, max_len, &stop)?;
+        // The frames come back to the sending port, which counts them.
+        let rx_side = match tx {
+            Port::Local(ep) => RxSide::Local(frames::open_rx(frame.rx_backend(), ep)?),
             Port::Agent { host, port, iface } => {
                 let back = RawOpenRequest {
                     receive: Some(backend_name(frame.rx_backend())),
                     max_len,
                     ..RawOpenRequest::default()
                 };
-                let counting = agents.open((host, *port, iface), back, &stop)?;
-                let out = RawOpenRequest {
-                    send: Some(backend_name(frame.backend)),
-                    max_len,
-                    resolve: frame.dst_mac.is_none().then_some(dst_ip),
-                    ..RawOpenRequest::default()
-                };
-                let sending = agents.open((host, *port, iface), out, &stop)?;
-                frames::fits(sending.facts.mtu, &sending.label, max_len, vlan)?;
-                let mac = frame
-                    .dst_mac
-                    .or(sending.facts.next_hop_mac)
-                    .ok_or_else(|| {
-                        usage(format!(
-                            "{}: the next hop's MAC is not known: give --dst-mac",
-                            sending.label
-                        ))
-                    })?;
-                let a = agent_addresses(&sending);
-                let name = sending.label.clone();
-                (
-                    TxSide::Agent(sending),
-                    RxSide::Agent(counting),
-                    a,
-                    name,
-                    mac,
-                )
+                RxSide::Agent(agents.open((host, *port, iface), back, &stop)?)
             }
         };
         let spec = frames::headers(frame, (&tx_name, &txa), dst_ip, dst_mac)?;
-        Ok((
-            Self {
-                tx: tx_side,
-                rx: rx_side,
-                frame: spec,
-                line: LineRate(frame.line_rate as u64),
-                test_id: test_id(),
-                stream: 0,
-                stop,
-                // Sent and counted back on one port: one clock.
-                no_latency: None,
-                reflector: Some(far),
-                reflector_lost: 0,
-            },
-            spec,
-        ))
+        // Sent and counted back on one port: one clock.
+        let trial = Self::assemble(frame, (tx_side, rx_side), spec, stop, None, Some(far));
+        Ok((trial, spec))
+    }
+
+    fn assemble(
+        frame: &FrameRequest,
+        (tx, rx): (TxSide, RxSide),
+        spec: FrameSpec,
+        stop: Arc<AtomicBool>,
+        no_latency: Option<String>,
+        reflector: Option<RawAgent>,
+    ) -> Self {
+        Self {
+            tx,
+            rx,
+            frame: spec,
+            line: LineRate(frame.line_rate as u64),
+            test_id: test_id(),
+            stream: 0,
+            stop,
+            no_latency,
+            reflector,
+            reflector_lost: 0,
+        }
     }
 
     /// Frames the reflector lost itself over the trials so far: its CPU, not the path.

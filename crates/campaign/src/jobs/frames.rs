@@ -80,13 +80,7 @@ fn send_through_agents(
         req.size,
         Arc::clone(stop),
     )?;
-    if (req.size as usize) < frame.min_frame_len() {
-        return Err(usage(format!(
-            "{} bytes is too small for these headers and the test header: at least {}",
-            req.size,
-            frame.min_frame_len()
-        )));
-    }
+    frames::check_sizes(&frame, &[req.size])?;
     let line = LineRate(req.frame.line_rate as u64);
     let pps = req.rate.fps(req.size, line);
     let load = RawLoad::Rate {
@@ -130,13 +124,7 @@ fn send(
         frames::fits_mtu(ep, req.size, vlan)?;
     }
     let frame = frames::spec(&req.frame, tx_ep, rx_ep)?;
-    if (req.size as usize) < frame.min_frame_len() {
-        return Err(usage(format!(
-            "{} bytes is too small for these headers and the test header: at least {}",
-            req.size,
-            frame.min_frame_len()
-        )));
-    }
+    frames::check_sizes(&frame, &[req.size])?;
     let line = LineRate(req.frame.line_rate as u64);
     let pps = req.rate.fps(req.size, line);
     let mut txs = frames::open_txs(req.frame.backend, tx_ep, req.size, req.threads)?;
