@@ -6,7 +6,7 @@ use crate::lab::{root_or_skip, LabGuard};
 use crate::util::*;
 
 /// `wirebench server --raw-ports eth0` with `key` in namespace `wb-LAB-NODE`, bound to
-/// `addr`; stopped on drop (and by itself after two minutes).
+/// `addr`; stopped on drop (and by itself after 15 minutes).
 fn agent(lab: &LabGuard, node: &str, addr: &str, key: &std::path::Path) -> ServerProc {
     let ns = format!("wb-{}-{node}", lab.0);
     ServerProc::start_program(
@@ -26,7 +26,7 @@ fn agent(lab: &LabGuard, node: &str, addr: &str, key: &std::path::Path) -> Serve
             "--auth-key-file",
             &key.to_string_lossy(),
             "--run-for",
-            "120",
+            "900",
         ],
     )
 }
@@ -190,6 +190,32 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // An AF_XDP receiver on the port the agent's own control connection uses would cut
+    // the controller off: refused.
+    let out = on_node(
+        &lab,
+        "dut",
+        &[
+            "rfc2544",
+            "--tx",
+            &tx,
+            "--rx",
+            &rx,
+            "--rx-backend",
+            "xdp",
+            "--auth-key-file",
+            &key_s,
+            "--sizes",
+            "64",
+            "-t",
+            "1",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("would take this control connection"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let wrong = dir.join("wrong");
     key_file(&wrong, "fedcba9876543210fedcba9876543210");
     let wrong_s = wrong.to_string_lossy().to_string();
@@ -231,7 +257,7 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
             "--auth-key-file",
             &key_s,
             "--run-for",
-            "60",
+            "900",
         ],
     );
     let no_ports = format!("198.18.2.1:{}/eth0", plain.port);

@@ -11,6 +11,7 @@ use crate::lab::{
     within_binomial, LabGuard,
 };
 use crate::util::*;
+use engine::frameio::Backend;
 
 /// Starts `wirebench frer analyze` on the merge node's two path ports and returns once it
 /// captures (its stderr says so).
@@ -307,12 +308,34 @@ fn the_fast_path_forwards_and_nothing_stays_attached() {
     unloaded_within_5s(&relays[1].1, "lab down");
 }
 
+/// For 4 s: the test's 128-byte frames (124 without FCS) with VLAN 100 PCP 5, and the
+/// same frames without their tag (120 bytes).
+fn count_tagged(rx: &mut dyn engine::frameio::FrameRx) -> (u64, u64) {
+    let (mut tagged, mut untagged) = (0u64, 0u64);
+    let end = std::time::Instant::now() + Duration::from_secs(4);
+    while std::time::Instant::now() < end {
+        let _ = rx.recv_frames(Duration::from_millis(100), &mut |f, _| match (
+            f.len(),
+            f.get(12..16),
+        ) {
+            (124, Some([0x81, 0x00, hi, lo]))
+                if u16::from_be_bytes([*hi, *lo]) == (5 << 13) | 100 =>
+            {
+                tagged += 1
+            }
+            (120, _) => untagged += 1,
+            _ => {}
+        });
+    }
+    (tagged, untagged)
+}
+
 /// VLAN-tagged frames through both relays: the kernel takes the outer tag off on
 /// arrival (skb->vlan_tci), so the fast path's replicator tags a frame whose VLAN tag is
 /// out of band and its eliminator strips the R-TAG from one (keeping the tag); the
 /// userspace relays get the tag back from the packet socket's auxiliary data. Every frame
-/// arrives once, with its tag (a capture on the listener's port says so), and neither
-/// relay counts one as malformed.
+/// arrives once, with its tag (captures on the listener's port with recvmmsg and with the
+/// ring say so), and neither relay counts one as malformed.
 #[test]
 fn vlan_tagged_frames_cross_both_data_paths() {
     if !root_or_skip("vlan_tagged_frames_cross_both_data_paths") {
@@ -329,27 +352,14 @@ fn vlan_tagged_frames_cross_both_data_paths() {
             netns: Some(format!("wb-{}-listener", lab.0)),
             iface: "eth0".into(),
         };
-        let mut capture = engine::frameio::PacketRx::open(&ep).expect("capture");
-        let capturing = std::thread::spawn(move || {
-            use engine::frameio::FrameRx;
-            let (mut tagged, mut untagged) = (0u64, 0u64);
-            let end = std::time::Instant::now() + Duration::from_secs(4);
-            while std::time::Instant::now() < end {
-                let _ = capture.recv_frames(Duration::from_millis(100), &mut |f, _| {
-                    // The test's frames: 128 bytes with their tag (124 without FCS).
-                    match (f.len(), f.get(12..16)) {
-                        (124, Some([0x81, 0x00, tci_hi, tci_lo]))
-                            if u16::from_be_bytes([*tci_hi, *tci_lo]) == (5 << 13) | 100 =>
-                        {
-                            tagged += 1
-                        }
-                        (120, _) => untagged += 1,
-                        _ => {}
-                    }
-                });
-            }
-            (tagged, untagged)
-        });
+        // Both copying receivers: recvmmsg (PACKET_AUXDATA) and the V3 ring (its header).
+        let captures: Vec<_> = [Backend::Packet, Backend::Ring]
+            .into_iter()
+            .map(|b| {
+                let mut rx = b.open_rx(&ep).expect("capture");
+                std::thread::spawn(move || (b, count_tagged(rx.as_mut())))
+            })
+            .collect();
         let argv = crate::raw::gen_across(
             &lab,
             &[
@@ -371,13 +381,15 @@ fn vlan_tagged_frames_cross_both_data_paths() {
         for r in stats["relays"].as_array().expect("relays") {
             assert_eq!(r["counters"]["malformed"], 0, "{}: {r}", frer_opts(fast));
         }
-        let (tagged, untagged) = capturing.join().expect("capture thread");
-        assert_eq!(
-            (tagged, untagged),
-            (2000, 0),
-            "{}: frames with VLAN 100 PCP 5, frames without",
-            frer_opts(fast)
-        );
+        for c in captures {
+            let (backend, counts) = c.join().expect("capture thread");
+            assert_eq!(
+                counts,
+                (2000, 0),
+                "{} {backend:?}: frames with VLAN 100 PCP 5, frames without",
+                frer_opts(fast)
+            );
+        }
     }
 }
 

@@ -258,22 +258,27 @@ pub fn fits_mtu(ep: &Endpoint, frame_len: u64, vlan: bool) -> Result<(), Error> 
     let mtu = engine::frameio::in_netns(ep.netns.as_deref(), || engine::nic::mtu(&iface))
         .ok()
         .and_then(Result::ok);
-    fits(mtu, &ep.to_string(), frame_len, vlan)
+    fits(mtu, (&ep.to_string(), &ep.iface), frame_len, vlan)
 }
 
-/// [`fits_mtu`] for a port named `name` with MTU `mtu` (unknown: it fits; opening the
-/// port reports what is wrong with it).
+/// [`fits_mtu`] for a port named `name` (interface `iface` where it is) with MTU `mtu`
+/// (unknown: it fits; opening the port reports what is wrong with it).
 ///
 /// # Errors
 /// The frame's Ethernet payload does not fit the MTU.
-pub fn fits(mtu: Option<u32>, name: &str, frame_len: u64, vlan: bool) -> Result<(), Error> {
+pub fn fits(
+    mtu: Option<u32>,
+    (name, iface): (&str, &str),
+    frame_len: u64,
+    vlan: bool,
+) -> Result<(), Error> {
     let Some(mtu) = mtu else { return Ok(()) };
     // 14 bytes of Ethernet header and 4 of FCS; a VLAN tag's 4 bytes do not count against
     // the MTU.
     let payload = frame_len.saturating_sub(18 + if vlan { 4 } else { 0 });
     if payload > u64::from(mtu) {
         return Err(usage(format!(
-            "a frame of {frame_len} bytes needs an MTU of {payload} on {name}, which has {mtu}: raise it (`ip link set dev IFACE mtu {payload}`, or `wirebench lab up ... --mtu {payload}`) or send smaller frames"
+            "a frame of {frame_len} bytes needs an MTU of {payload} on {name}, which has {mtu}: raise it (`ip link set dev {iface} mtu {payload}`, or `wirebench lab up ... --mtu {payload}`) or send smaller frames"
         )));
     }
     Ok(())

@@ -293,7 +293,7 @@ fn open_sender(
                 ..RawOpenRequest::default()
             };
             let agent = agents.open((host, *port, iface), req, stop)?;
-            frames::fits(agent.facts.mtu, &agent.label, max_len, vlan)?;
+            frames::fits(agent.facts.mtu, (&agent.label, &agent.iface), max_len, vlan)?;
             let mac = frame.dst_mac.or(agent.facts.next_hop_mac).ok_or_else(|| {
                 usage(format!(
                     "{}: the next hop's MAC is not known: give --dst-mac",
@@ -385,7 +385,7 @@ impl RawTrial {
                     ..RawOpenRequest::default()
                 };
                 let agent = agents.open((host, *port, iface), req, &stop)?;
-                frames::fits(agent.facts.mtu, &agent.label, max_len, vlan)?;
+                frames::fits(agent.facts.mtu, (&agent.label, &agent.iface), max_len, vlan)?;
                 let a = agent_addresses(&agent);
                 let name = agent.label.clone();
                 (RxSide::Agent(agent), a, name)
@@ -395,11 +395,23 @@ impl RawTrial {
         let (tx_side, txa, tx_name, dst_mac) =
             open_sender(frame, tx, dst_ip, agents, max_len, &stop)?;
         let spec = frames::headers(frame, (&tx_name, &txa), dst_ip, dst_mac)?;
-        let shared = [
-            matches!(&tx_side, TxSide::Agent(a) if !a.same_host),
-            matches!(&rx_side, RxSide::Agent(a) if !a.same_host),
-        ];
-        let no_latency = (shared.contains(&true) && !agents.synced_clocks).then(|| {
+        // Ports share a clock when their hosts have one boot id (this host's for a port
+        // here).
+        let here = engine::env::boot_id();
+        let host = |agent: Option<&RawAgent>| match agent {
+            Some(a) => a.facts.host_id.clone(),
+            None => here.clone(),
+        };
+        let tx_host = host(match &tx_side {
+            TxSide::Agent(a) => Some(a),
+            TxSide::Local(_) => None,
+        });
+        let rx_host = host(match &rx_side {
+            RxSide::Agent(a) => Some(a),
+            RxSide::Local(_) => None,
+        });
+        let shared = tx_host.is_some() && tx_host == rx_host;
+        let no_latency = (!shared && !agents.synced_clocks).then(|| {
             "one-way latency between hosts is not reported: the ports' clocks are not known to agree (--synced-clocks when they are synchronised)".to_owned()
         });
         let trial = Self::assemble(frame, (tx_side, rx_side), spec, stop, no_latency, None);
@@ -429,14 +441,20 @@ impl RawTrial {
             FrameBackend::Auto => FrameBackend::Packet,
             b => b,
         };
+        // It also receives with recvmmsg: each frame at once (a ring hands a block over
+        // every 2 ms, which would add to the round trip), VLAN tag restored.
+        let back_rx = match frame.rx_backend() {
+            FrameBackend::Auto => FrameBackend::Packet,
+            b => b,
+        };
         let req = RawOpenRequest {
             send: Some(backend_name(back)),
-            receive: Some(backend_name(frame.rx_backend())),
+            receive: Some(backend_name(back_rx)),
             max_len,
             ..RawOpenRequest::default()
         };
         let far = agents.open((host, *port, iface), req, &stop)?;
-        frames::fits(far.facts.mtu, &far.label, max_len, vlan)?;
+        frames::fits(far.facts.mtu, (&far.label, &far.iface), max_len, vlan)?;
         let fara = agent_addresses(&far);
         let dst_ip = frames::dst_ip(frame, Some((&far.label, &fara)))?;
         let (tx_side, txa, tx_name, dst_mac) =
@@ -553,6 +571,29 @@ impl RawTrial {
 
     /// A trial with at least one port elsewhere, in halves.
     fn run_split(&mut self, spec: &RawTrialSpec) -> Result<engine::raw::RawTrialReport, Error> {
+        let agents = [
+            match &self.tx {
+                TxSide::Agent(a) => Some(a),
+                TxSide::Local(_) => None,
+            },
+            match &self.rx {
+                RxSide::Agent(a) => Some(a),
+                RxSide::Local(_) => None,
+            },
+            self.reflector.as_ref(),
+        ];
+        let secs = spec.load.duration().as_secs_f64();
+        if let RawLoad::Rate { .. } = spec.load {
+            for a in agents.into_iter().flatten() {
+                if secs > a.longest_test() {
+                    return Err(usage(format!(
+                        "{}: a trial of {secs} s, and this server's longest test is {} s (its --max-duration)",
+                        a.label,
+                        a.longest_test()
+                    )));
+                }
+            }
+        }
         let ids = [spec.stream_id];
         let generating = AtomicUsize::new(1);
         let expected = AtomicU64::new(u64::MAX);

@@ -62,6 +62,8 @@ pub struct Session {
     cport: Option<u16>,
     /// Server and client share one clock (same boot id).
     pub same_host: bool,
+    /// The server's boot id, when it said it: equal ones share a clock.
+    pub host_id: Option<String>,
     /// The server's limits.
     pub limits: Limits,
     cpu: Option<usize>,
@@ -263,6 +265,7 @@ impl Session {
             bind: cfg.bind,
             cport: cfg.cport,
             same_host,
+            host_id,
             limits,
             cpu: cfg.cpu,
             force_round_trip: cfg.force_round_trip,

@@ -128,7 +128,7 @@ pub enum ClientMsg {
         test_id: u16,
     },
     /// The sender is done after `sent` frames: the receiver drains and answers (a
-    /// reflector stops once nothing came for a moment).
+    /// reflector goes on for 100 ms more, for the frames still on their way, and stops).
     RawDone {
         /// Frames sent.
         sent: u64,

@@ -21,7 +21,7 @@ use engine::raw::{RawLoad, RawTrialSpec, Reception, Sending};
 use crate::client::{ClientConfig, Session};
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, ErrorCode, ServerMsg};
-use crate::server::{refuse, Ctx};
+use crate::server::{admit, kind, refuse, Ctx};
 use crate::{auth, ProtoError};
 
 /// Longest wait for a session's next request (a search's trials come one after another).
@@ -48,6 +48,50 @@ fn order<const N: usize>(name: &str, auto: [Backend; N]) -> Result<Vec<Backend>,
     }
 }
 
+/// Buffers a session's sender holds: a 64 MiB send buffer and its ring.
+const SEND_MEMORY: u64 = 72 << 20;
+/// Buffers a session's receiver holds: a 64 MiB receive ring.
+const RECEIVE_MEMORY: u64 = 64 << 20;
+
+/// A lent port's directions held by one session; free again when dropped.
+struct Lease<'a> {
+    ctx: &'a Ctx,
+    keys: Vec<(String, bool)>,
+}
+
+impl<'a> Lease<'a> {
+    /// Takes `port` for sending and/or receiving, unless another session holds that.
+    fn take(ctx: &'a Ctx, port: &str, send: bool, receive: bool) -> Option<Self> {
+        let mut busy = ctx
+            .raw_busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let keys: Vec<(String, bool)> = [(send, true), (receive, false)]
+            .into_iter()
+            .filter(|(asked, _)| *asked)
+            .map(|(_, sending)| (port.to_owned(), sending))
+            .collect();
+        if keys.iter().any(|k| busy.contains(k)) {
+            return None;
+        }
+        busy.extend(keys.iter().cloned());
+        Some(Self { ctx, keys })
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let mut busy = self
+            .ctx
+            .raw_busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for k in &self.keys {
+            busy.remove(k);
+        }
+    }
+}
+
 /// Serves a raw-port session that starts with `open` ([`ClientMsg::RawOpen`]).
 pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(), ProtoError> {
     let ClientMsg::RawOpen {
@@ -64,23 +108,51 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
             "expected raw_open".into(),
         ));
     };
+    let bad = |ctrl: &mut TcpStream, m: String| Err(refuse(ctrl, ErrorCode::BadRequest, m));
     if ctx.key.is_none() || ctx.raw_ports.is_empty() {
-        return Err(refuse(
-            &mut ctrl,
-            ErrorCode::BadRequest,
-            "this server lends no raw ports (start it as root with --raw-ports and --auth-key-file)".into(),
-        ));
+        return bad(&mut ctrl, "this server lends no raw ports (start it as root with --raw-ports and --auth-key-file)".into());
     }
     if !ctx.raw_ports.contains(&port) {
+        let lent = ctx.raw_ports.join(", ");
+        return bad(
+            &mut ctrl,
+            format!("this server does not lend port '{port}' (it lends {lent})"),
+        );
+    }
+    if send.is_none() && receive.is_none() {
+        return bad(
+            &mut ctrl,
+            "open the port for sending, receiving or both".into(),
+        );
+    }
+    if !(64..=MAX_LEN).contains(&max_len) {
+        return bad(
+            &mut ctrl,
+            format!("frames of {max_len} bytes: 64 to {MAX_LEN}"),
+        );
+    }
+    // AF_XDP takes every frame but ARP and neighbour discovery from the host: on the
+    // interface this very connection runs over, the controller would lose the server.
+    if receive.as_deref() == Some("xdp") {
+        let local = ctrl.local_addr().map_err(ProtoError::Io)?.ip();
+        let local = match local {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(local, IpAddr::V4),
+            v4 => v4,
+        };
+        if engine::nic::interface_with_address(local).ok().flatten() == Some(port.clone()) {
+            return bad(&mut ctrl, format!("an AF_XDP receiver on {port} would take this control connection's frames from the server: receive with the ring or packet there, or reach the server through another interface"));
+        }
+    }
+    let memory = if send.is_some() { SEND_MEMORY } else { 0 }
+        + if receive.is_some() { RECEIVE_MEMORY } else { 0 };
+    let _admitted = admit(&mut ctrl, ctx, memory)?;
+    let Some(_lease) = Lease::take(ctx, &port, send.is_some(), receive.is_some()) else {
         return Err(refuse(
             &mut ctrl,
-            ErrorCode::BadRequest,
-            format!(
-                "this server does not lend port '{port}' (it lends {})",
-                ctx.raw_ports.join(", ")
-            ),
+            ErrorCode::Busy,
+            format!("another session uses port {port} (one sender and one receiver at a time)"),
         ));
-    }
+    };
     let ep = Endpoint {
         netns: None,
         iface: port.clone(),
@@ -93,7 +165,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
     let next_hop_mac = match resolve {
         Some(ip) => match lab::probe::next_hop_mac(runner, &ep, ip) {
             Ok(m) => Some(m),
-            Err(e) => return Err(refuse(&mut ctrl, ErrorCode::BadRequest, e.to_string())),
+            Err(e) => return bad(&mut ctrl, e.to_string()),
         },
         None => None,
     };
@@ -134,7 +206,8 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
             backend: backend_names(tx.as_deref(), rx.as_deref()),
         },
     )?;
-    let max_s = ctx.limits.max_duration_s;
+    let limits = ctx.limits;
+    let wait = Duration::from_secs_f64(limits.max_duration_s) + SLACK;
     loop {
         let msg = match read_msg_within(&ctrl, IDLE) {
             Ok(m) => m,
@@ -150,19 +223,24 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 load,
             } => {
                 let Some(tx) = tx.as_deref_mut() else {
-                    return Err(refuse(
+                    return bad(&mut ctrl, "this session did not open a sender".into());
+                };
+                if frame_len > max_len {
+                    return bad(
                         &mut ctrl,
-                        ErrorCode::BadRequest,
-                        "this session did not open a sender".into(),
-                    ));
-                };
-                let spec = match send_spec(&frame, frame_len, test_id, stream_id, load, max_s) {
+                        format!("frames of {frame_len} bytes on a port opened for {max_len}"),
+                    );
+                }
+                let spec = match send_spec(&frame, frame_len, test_id, stream_id, load, &limits) {
                     Ok(s) => s,
-                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::BadRequest, e)),
+                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e)),
                 };
-                let stop = AtomicBool::new(false);
-                let report = engine::raw::run_trial(tx, None, &spec, &stop)
-                    .map_err(|e| refuse(&mut ctrl, ErrorCode::Internal, e.to_string()))?;
+                let report = match send_watched(&ctrl, tx, &spec, wait) {
+                    Ok(Some(r)) => r,
+                    // Aborted, or the controller went away: the sender stopped.
+                    Ok(None) => return Ok(()),
+                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Internal, e.to_string())),
+                };
                 write_msg(
                     &mut ctrl,
                     &ServerMsg::RawSent {
@@ -176,75 +254,145 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 drain_ms,
             } => {
                 let Some(rx) = rx.as_deref_mut() else {
-                    return Err(refuse(
-                        &mut ctrl,
-                        ErrorCode::BadRequest,
-                        "this session did not open a receiver".into(),
-                    ));
+                    return bad(&mut ctrl, "this session did not open a receiver".into());
                 };
                 if streams.is_empty() || streams.len() > 255 {
-                    return Err(refuse(
-                        &mut ctrl,
-                        ErrorCode::BadRequest,
-                        "1 to 255 streams".into(),
-                    ));
+                    return bad(&mut ctrl, "1 to 255 streams".into());
                 }
                 let drain = Duration::from_millis(drain_ms.min(2_000));
-                let wait = Duration::from_secs_f64(max_s) + SLACK;
-                let reception = count(&mut ctrl, rx, test_id, &streams, drain, wait)?;
-                write_msg(&mut ctrl, &ServerMsg::RawReceived { reception })?;
+                match count(&mut ctrl, rx, test_id, &streams, drain, wait)? {
+                    Some(reception) => {
+                        write_msg(&mut ctrl, &ServerMsg::RawReceived { reception })?;
+                    }
+                    None => return Ok(()),
+                }
             }
             ClientMsg::RawReflect { test_id } => {
                 let (Some(tx), Some(rx)) = (tx.as_deref_mut(), rx.as_deref_mut()) else {
-                    return Err(refuse(
+                    return bad(
                         &mut ctrl,
-                        ErrorCode::BadRequest,
                         "a reflector needs the port opened for sending and receiving".into(),
-                    ));
+                    );
                 };
-                let wait = Duration::from_secs_f64(max_s) + SLACK;
-                let reflected = reflect(&mut ctrl, rx, tx, test_id, wait)?;
-                write_msg(&mut ctrl, &ServerMsg::RawReflected { reflected })?;
+                match reflect(&mut ctrl, rx, tx, test_id, wait)? {
+                    Some(reflected) => {
+                        write_msg(&mut ctrl, &ServerMsg::RawReflected { reflected })?;
+                    }
+                    None => return Ok(()),
+                }
             }
             ClientMsg::Abort { .. } => return Ok(()),
             other => {
                 return Err(refuse(
                     &mut ctrl,
                     ErrorCode::Protocol,
-                    format!("expected raw_send, raw_receive or raw_reflect, got {other:?}"),
+                    format!(
+                        "expected raw_send, raw_receive or raw_reflect, got {}",
+                        kind(&other)
+                    ),
                 ))
             }
         }
     }
 }
 
-/// The trial a [`ClientMsg::RawSend`] asks for, within the server's longest test.
+/// Largest frame a lent port sends, FCS included (jumbo 9216 and a VLAN tag).
+const MAX_LEN: u64 = 9216 + 4;
+
+/// Runs `spec` on `tx` while watching the control connection: an abort, the connection
+/// closing, or the trial running past `wait` stops the sender (`None` for the first two).
+fn send_watched(
+    ctrl: &TcpStream,
+    tx: &mut dyn FrameTx,
+    spec: &RawTrialSpec,
+    wait: Duration,
+) -> std::io::Result<Option<engine::raw::RawTrialReport>> {
+    let stop = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let gone = AtomicBool::new(false);
+    let watch = ctrl.try_clone()?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let start = std::time::Instant::now();
+            let _ = watch.set_read_timeout(Some(Duration::from_millis(100)));
+            let mut byte = [0u8; 1];
+            while !done.load(Ordering::Acquire) {
+                if start.elapsed() > wait {
+                    stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+                // The controller says nothing while a trial runs, but an abort: anything
+                // readable, or the end of the connection, stops the sender.
+                match watch.peek(&mut byte) {
+                    Ok(_) => {
+                        gone.store(true, Ordering::Relaxed);
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(_) => {
+                        gone.store(true, Ordering::Relaxed);
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+            }
+        });
+        let r = engine::raw::run_trial(tx, None, spec, &stop);
+        done.store(true, Ordering::Release);
+        let r = r?;
+        Ok((!gone.load(Ordering::Relaxed)).then_some(r))
+    })
+}
+
+/// The trial a [`ClientMsg::RawSend`] asks for, within the server's limits (longest test,
+/// most bits/s).
 fn send_spec(
     frame: &str,
     frame_len: u64,
     test_id: u16,
     stream_id: u8,
     load: RawLoad,
-    max_s: f64,
+    limits: &crate::messages::Limits,
 ) -> Result<RawTrialSpec, String> {
     let bytes = auth::from_hex(frame).ok_or("the frame is not hex")?;
     let spec = wire::frame::parse_frame(&bytes)
         .ok()
         .and_then(|p| p.spec())
         .ok_or("the frame has no IP and transport header this server can build")?;
-    if !(64..=9216 + 4).contains(&frame_len) || (frame_len as usize) < spec.min_frame_len() {
+    if !(64..=MAX_LEN).contains(&frame_len) || (frame_len as usize) < spec.min_frame_len() {
         return Err(format!("frame size {frame_len} B does not fit its headers"));
     }
+    let max_s = limits.max_duration_s;
+    let bits = |pps: f64| pps * frame_len as f64 * 8.0;
     match load {
-        RawLoad::Rate { pps, duration, .. }
-            if !(pps.is_finite() && pps > 0.0) || duration.as_secs_f64() > max_s =>
-        {
+        RawLoad::Rate { pps, .. } if !(pps.is_finite() && pps > 0.0) => {
+            return Err(format!("a rate of {pps} frames/s: give one above 0"))
+        }
+        RawLoad::Rate { duration, .. } if duration.as_secs_f64() > max_s => {
             return Err(format!(
-                "a rate above 0 for at most {max_s} s (this server's longest test)"
+                "{} s: this server's longest test is {max_s} s",
+                duration.as_secs_f64()
             ))
         }
-        RawLoad::Burst { frames, .. } if frames > 100_000_000 => {
-            return Err("a burst of at most 100,000,000 frames".into())
+        RawLoad::Rate { pps, .. } if limits.max_rate_bps.is_some_and(|m| bits(pps) > m) => {
+            return Err(format!(
+                "{:.0} bit/s: this server allows {:.0} bit/s per test",
+                bits(pps),
+                limits.max_rate_bps.unwrap_or_default()
+            ))
+        }
+        RawLoad::Burst { target_pps, .. } if !(target_pps.is_finite() && target_pps > 0.0) => {
+            return Err(format!("a burst at {target_pps} frames/s: give one above 0"))
+        }
+        RawLoad::Burst { frames, target_pps } if frames as f64 / target_pps > max_s => {
+            return Err(format!(
+                "a burst of {frames} frames at {target_pps:.0} frames/s lasts longer than this server's longest test of {max_s} s"
+            ))
         }
         _ => {}
     }
@@ -259,8 +407,39 @@ fn send_spec(
     })
 }
 
-/// Counts on `rx` until the controller says the sender is done ([`ClientMsg::RawDone`]);
-/// an abort, a closed connection or no word within `wait` stops it.
+/// What the controller said while a receiver or a reflector ran.
+enum Told {
+    /// The sender is done after this many frames.
+    Done(u64),
+    /// Abort, or the connection closed: end the session.
+    Gone,
+}
+
+/// Waits up to `wait` for [`ClientMsg::RawDone`]; an abort or a closed connection is
+/// [`Told::Gone`]; anything else, or no word in time, is refused.
+fn told(ctrl: &mut TcpStream, wait: Duration) -> Result<Told, ProtoError> {
+    match read_msg_within(ctrl, wait) {
+        Ok(ClientMsg::RawDone { sent }) => Ok(Told::Done(sent)),
+        Ok(ClientMsg::Abort { .. }) | Err(ProtoError::Closed) => Ok(Told::Gone),
+        Ok(other) => Err(refuse(
+            ctrl,
+            ErrorCode::Protocol,
+            format!("expected raw_done, got {}", kind(&other)),
+        )),
+        Err(ProtoError::Timeout) => Err(refuse(
+            ctrl,
+            ErrorCode::Timeout,
+            format!(
+                "no raw_done within {} s (this server's longest test and 30 s)",
+                wait.as_secs()
+            ),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// Counts on `rx` until the controller says the sender is done ([`ClientMsg::RawDone`]
+/// with the frames sent); `None` when it aborted or went away.
 fn count(
     ctrl: &mut TcpStream,
     rx: &mut dyn FrameRx,
@@ -268,7 +447,7 @@ fn count(
     streams: &[u8],
     drain: Duration,
     wait: Duration,
-) -> Result<Reception, ProtoError> {
+) -> Result<Option<Reception>, ProtoError> {
     let generating = AtomicUsize::new(1);
     let expected = AtomicU64::new(u64::MAX);
     let stop = AtomicBool::new(false);
@@ -276,71 +455,51 @@ fn count(
         let counting = s.spawn(|| {
             engine::raw::receive_trial(rx, test_id, streams, drain, &generating, &expected, &stop)
         });
-        let told =
-            write_msg(ctrl, &ServerMsg::RawReceiving).and_then(|()| read_msg_within(ctrl, wait));
-        match told {
-            Ok(ClientMsg::RawDone { sent }) => {
-                expected.store(sent, Ordering::Release);
-                generating.store(0, Ordering::Release);
-            }
-            Ok(other) => {
-                stop.store(true, Ordering::Relaxed);
-                let _ = counting.join();
-                return Err(refuse(
-                    ctrl,
-                    ErrorCode::Protocol,
-                    format!("expected raw_done, got {other:?}"),
-                ));
-            }
-            Err(e) => {
-                stop.store(true, Ordering::Relaxed);
-                let _ = counting.join();
-                return Err(e);
-            }
+        let heard = write_msg(ctrl, &ServerMsg::RawReceiving).and_then(|()| told(ctrl, wait));
+        if let Ok(Told::Done(sent)) = heard {
+            expected.store(sent, Ordering::Release);
+            generating.store(0, Ordering::Release);
+        } else {
+            stop.store(true, Ordering::Relaxed);
         }
-        counting
+        let counted = counting
             .join()
-            .map_err(|_| ProtoError::Io(std::io::Error::other("receiver thread panicked")))?
-            .map_err(|e| refuse(ctrl, ErrorCode::Internal, e.to_string()))
+            .map_err(|_| ProtoError::Io(std::io::Error::other("receiver thread panicked")))?;
+        match heard? {
+            Told::Gone => Ok(None),
+            Told::Done(_) => counted
+                .map(Some)
+                .map_err(|e| refuse(ctrl, ErrorCode::Internal, e.to_string())),
+        }
     })
 }
 
 /// Reflects the frames of `test_id` until the controller says the sender is done
-/// ([`ClientMsg::RawDone`]), then for as long as they keep coming back (at most
-/// [`REFLECT_DRAIN`]); an abort, a closed connection or no word within `wait` stops it.
+/// ([`ClientMsg::RawDone`]), then for [`REFLECT_DRAIN`] more (the last frames are still on
+/// their way); `None` when it aborted or went away.
 fn reflect(
     ctrl: &mut TcpStream,
     rx: &mut dyn FrameRx,
     tx: &mut dyn FrameTx,
     test_id: u16,
     wait: Duration,
-) -> Result<engine::raw::Reflected, ProtoError> {
+) -> Result<Option<engine::raw::Reflected>, ProtoError> {
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         let running = s.spawn(|| engine::raw::reflect(rx, tx, test_id, &stop));
-        let told =
-            write_msg(ctrl, &ServerMsg::RawReflecting).and_then(|()| read_msg_within(ctrl, wait));
-        let outcome = match told {
-            Ok(ClientMsg::RawDone { .. }) => {
-                // The last frames are still on their way to this port.
-                std::thread::sleep(REFLECT_DRAIN);
-                Ok(())
-            }
-            Ok(other) => Err(format!("expected raw_done, got {other:?}")),
-            Err(e) => {
-                stop.store(true, Ordering::Relaxed);
-                let _ = running.join();
-                return Err(e);
-            }
-        };
+        let heard = write_msg(ctrl, &ServerMsg::RawReflecting).and_then(|()| told(ctrl, wait));
+        if matches!(heard, Ok(Told::Done(_))) {
+            std::thread::sleep(REFLECT_DRAIN);
+        }
         stop.store(true, Ordering::Relaxed);
         let done = running
             .join()
             .map_err(|_| ProtoError::Io(std::io::Error::other("reflector thread panicked")))?;
-        match (outcome, done) {
-            (Err(m), _) => Err(refuse(ctrl, ErrorCode::Protocol, m)),
-            (Ok(()), Err(e)) => Err(refuse(ctrl, ErrorCode::Internal, e.to_string())),
-            (Ok(()), Ok(r)) => Ok(r),
+        match heard? {
+            Told::Gone => Ok(None),
+            Told::Done(_) => done
+                .map(Some)
+                .map_err(|e| refuse(ctrl, ErrorCode::Internal, e.to_string())),
         }
     })
 }
@@ -363,14 +522,23 @@ pub struct PortFacts {
     pub next_hop_mac: Option<[u8; 6]>,
     /// The backends, `sender / receiver`.
     pub backend: String,
+    /// The server's boot id, when it said it: ports of servers with equal ones share a
+    /// clock.
+    pub host_id: Option<String>,
 }
 
 /// A raw port of a server, as the controller holds it: one authenticated session that
 /// stays open for the trials.
 pub struct RawAgent {
     ctrl: TcpStream,
+    /// The server's longest test.
+    max_s: f64,
+    /// Why the session cannot go on (a request failed midway: its answer may still come).
+    broken: Option<String>,
     /// `HOST/IFACE` as given.
     pub label: String,
+    /// The interface there.
+    pub iface: String,
     /// The port.
     pub facts: PortFacts,
     /// The server shares this host's clock (equal boot ids).
@@ -399,6 +567,33 @@ fn answer(ctrl: &TcpStream, wait: Duration) -> Result<ServerMsg, ProtoError> {
     }
 }
 
+impl RawAgent {
+    /// Sends `msg` and reads the answer within `wait`; a failure leaves the session
+    /// unusable (a late answer must not pass for the next one).
+    fn ask(&mut self, msg: &ClientMsg, wait: Duration) -> Result<ServerMsg, ProtoError> {
+        if let Some(why) = &self.broken {
+            return Err(ProtoError::Unexpected(format!(
+                "the session failed earlier: {why}"
+            )));
+        }
+        let r = write_msg(&mut self.ctrl, msg).and_then(|()| answer(&self.ctrl, wait));
+        if let Err(e) = &r {
+            self.broken = Some(e.to_string());
+        }
+        r
+    }
+
+    /// The server's longest test, seconds.
+    pub fn longest_test(&self) -> f64 {
+        self.max_s
+    }
+
+    /// The longest a request may take: the server's longest test and some.
+    fn longest(&self) -> Duration {
+        Duration::from_secs_f64(self.max_s.clamp(1.0, 86_400.0)) + SLACK
+    }
+}
+
 fn unexpected(what: &str, got: &ServerMsg) -> ProtoError {
     ProtoError::Unexpected(format!("expected {what}, got {got:?}"))
 }
@@ -411,6 +606,8 @@ impl RawAgent {
     pub fn open(cfg: &ClientConfig, label: &str, req: &RawOpenRequest) -> Result<Self, ProtoError> {
         let session = Session::connect(cfg)?;
         let same_host = session.same_host;
+        let host_id = session.host_id.clone();
+        let max_s = session.limits.max_duration_s;
         let mut ctrl = session.into_stream();
         write_msg(
             &mut ctrl,
@@ -432,7 +629,10 @@ impl RawAgent {
                 backend,
             } => Ok(Self {
                 ctrl,
+                max_s,
+                broken: None,
                 label: label.to_owned(),
+                iface: req.port.clone(),
                 facts: PortFacts {
                     mac,
                     ipv4,
@@ -440,6 +640,7 @@ impl RawAgent {
                     mtu,
                     next_hop_mac,
                     backend,
+                    host_id,
                 },
                 same_host,
             }),
@@ -457,15 +658,12 @@ impl RawAgent {
         streams: &[u8],
         drain: Duration,
     ) -> Result<(), ProtoError> {
-        write_msg(
-            &mut self.ctrl,
-            &ClientMsg::RawReceive {
-                test_id,
-                streams: streams.to_vec(),
-                drain_ms: drain.as_millis() as u64,
-            },
-        )?;
-        match answer(&self.ctrl, Duration::from_secs(30))? {
+        let msg = ClientMsg::RawReceive {
+            test_id,
+            streams: streams.to_vec(),
+            drain_ms: drain.as_millis() as u64,
+        };
+        match self.ask(&msg, SLACK)? {
             ServerMsg::RawReceiving => Ok(()),
             other => Err(unexpected("raw_receiving", &other)),
         }
@@ -476,8 +674,7 @@ impl RawAgent {
     /// # Errors
     /// The server refused or the connection failed.
     pub fn finish_receive(&mut self, sent: u64) -> Result<Reception, ProtoError> {
-        write_msg(&mut self.ctrl, &ClientMsg::RawDone { sent })?;
-        match answer(&self.ctrl, SLACK)? {
+        match self.ask(&ClientMsg::RawDone { sent }, SLACK)? {
             ServerMsg::RawReceived { reception } => Ok(reception),
             other => Err(unexpected("raw_received", &other)),
         }
@@ -489,8 +686,7 @@ impl RawAgent {
     /// # Errors
     /// The server refused or the connection failed.
     pub fn start_reflect(&mut self, test_id: u16) -> Result<(), ProtoError> {
-        write_msg(&mut self.ctrl, &ClientMsg::RawReflect { test_id })?;
-        match answer(&self.ctrl, Duration::from_secs(30))? {
+        match self.ask(&ClientMsg::RawReflect { test_id }, SLACK)? {
             ServerMsg::RawReflecting => Ok(()),
             other => Err(unexpected("raw_reflecting", &other)),
         }
@@ -501,8 +697,7 @@ impl RawAgent {
     /// # Errors
     /// The server refused or the connection failed.
     pub fn finish_reflect(&mut self, sent: u64) -> Result<engine::raw::Reflected, ProtoError> {
-        write_msg(&mut self.ctrl, &ClientMsg::RawDone { sent })?;
-        match answer(&self.ctrl, SLACK)? {
+        match self.ask(&ClientMsg::RawDone { sent }, SLACK)? {
             ServerMsg::RawReflected { reflected } => Ok(reflected),
             other => Err(unexpected("raw_reflected", &other)),
         }
@@ -514,18 +709,17 @@ impl RawAgent {
     /// # Errors
     /// The server refused or the connection failed.
     pub fn send(&mut self, frame: &[u8], spec: &RawTrialSpec) -> Result<Sending, ProtoError> {
-        write_msg(
-            &mut self.ctrl,
-            &ClientMsg::RawSend {
-                frame: auth::to_hex(frame),
-                frame_len: spec.frame_len as u64,
-                test_id: spec.test_id,
-                stream_id: spec.stream_id,
-                load: spec.load,
-            },
-        )?;
-        let wait = spec.load.duration() + SLACK;
-        match answer(&self.ctrl, wait)? {
+        let msg = ClientMsg::RawSend {
+            frame: auth::to_hex(frame),
+            frame_len: spec.frame_len as u64,
+            test_id: spec.test_id,
+            stream_id: spec.stream_id,
+            load: spec.load,
+        };
+        // A burst lasts what the generator makes of it; the server ends any send within
+        // its longest test.
+        let wait = self.longest();
+        match self.ask(&msg, wait)? {
             ServerMsg::RawSent { sent } => Ok(sent),
             other => Err(unexpected("raw_sent", &other)),
         }
@@ -580,23 +774,30 @@ mod test {
     #[test]
     fn a_send_request_is_checked_before_anything_is_sent() {
         let hex = auth::to_hex(&frame());
-        let ok = send_spec(&hex, 128, 7, 1, rate(1000.0, 2), 60.0).unwrap();
+        let limits = crate::messages::Limits {
+            max_duration_s: 60.0,
+            max_rate_bps: Some(1e9),
+            ..Default::default()
+        };
+        let ok = send_spec(&hex, 128, 7, 1, rate(1000.0, 2), &limits).unwrap();
         assert_eq!((ok.frame_len, ok.test_id, ok.stream_id), (128, 7, 1));
         assert_eq!(ok.frame.eth.dst_addr.0, [2, 0, 0, 0, 0, 2]);
         let refused = |frame: &str, len: u64, load: RawLoad| {
-            send_spec(frame, len, 7, 1, load, 60.0).unwrap_err()
+            send_spec(frame, len, 7, 1, load, &limits).unwrap_err()
         };
         assert!(refused("zz", 128, rate(1.0, 1)).contains("not hex"));
         assert!(refused("0102", 128, rate(1.0, 1)).contains("no IP"));
         assert!(refused(&hex, 40, rate(1.0, 1)).contains("does not fit"));
         assert!(refused(&hex, 100_000, rate(1.0, 1)).contains("does not fit"));
-        assert!(refused(&hex, 128, rate(f64::NAN, 1)).contains("longest test"));
-        assert!(refused(&hex, 128, rate(-5.0, 1)).contains("longest test"));
-        assert!(refused(&hex, 128, rate(1000.0, 61)).contains("longest test"));
-        let burst = RawLoad::Burst {
-            frames: u64::MAX,
-            target_pps: 1.0,
-        };
-        assert!(refused(&hex, 128, burst).contains("burst"));
+        assert!(refused(&hex, 128, rate(f64::NAN, 1)).contains("above 0"));
+        assert!(refused(&hex, 128, rate(-5.0, 1)).contains("above 0"));
+        assert!(refused(&hex, 128, rate(1000.0, 61)).contains("longest test is 60 s"));
+        // 1e6 frames/s of 128 bytes: 1.024 Gbit/s.
+        assert!(refused(&hex, 128, rate(1e6, 1)).contains("allows 1000000000 bit/s"));
+        let burst = |frames, target_pps| RawLoad::Burst { frames, target_pps };
+        assert!(refused(&hex, 128, burst(u64::MAX, 1.0)).contains("longer than"));
+        assert!(refused(&hex, 128, burst(61_000, 1000.0)).contains("longer than"));
+        assert!(refused(&hex, 128, burst(10, 0.0)).contains("above 0"));
+        assert!(send_spec(&hex, 128, 7, 1, burst(59_000, 1000.0), &limits).is_ok());
     }
 }

@@ -135,6 +135,8 @@ pub(crate) struct Ctx {
     turning: AtomicUsize,
     rx_xdp: bool,
     pub(crate) raw_ports: Vec<String>,
+    /// Lent ports in use: (interface, sending), one session each.
+    pub(crate) raw_busy: std::sync::Mutex<std::collections::HashSet<(String, bool)>>,
 }
 
 impl Ctx {
@@ -332,6 +334,7 @@ impl Server {
             } else {
                 Vec::new()
             },
+            raw_busy: std::sync::Mutex::default(),
         };
         Ok(Self {
             listener,
@@ -632,7 +635,7 @@ fn read_or_refuse(
     }
 }
 
-fn kind(m: &ClientMsg) -> &'static str {
+pub(crate) fn kind(m: &ClientMsg) -> &'static str {
     match m {
         ClientMsg::Hello { .. } => "hello",
         ClientMsg::Auth { .. } => "auth",
@@ -747,6 +750,54 @@ fn source_test<'a>(ctrl: &mut TcpStream, ctx: &'a Ctx) -> Result<SourceTest<'a>,
     })
 }
 
+/// A test's place on the server: one of `--max-tests`, one of its source's, and its
+/// share of `--max-memory`; given back when dropped.
+pub(crate) struct Admission<'a> {
+    _slot: Slot<'a>,
+    _source: SourceTest<'a>,
+    _memory: Reserved<'a>,
+}
+
+/// Admits a test that needs `memory` bytes of buffers, or refuses it saying which limit
+/// it met.
+pub(crate) fn admit<'a>(
+    ctrl: &mut TcpStream,
+    ctx: &'a Ctx,
+    memory: u64,
+) -> Result<Admission<'a>, ProtoError> {
+    let Some(slot) = Slot::take(&ctx.active_tests, usize::from(ctx.limits.max_tests)) else {
+        return Err(refuse(
+            ctrl,
+            ErrorCode::Busy,
+            format!(
+                "the server is running its maximum of {} tests (--max-tests)",
+                ctx.limits.max_tests
+            ),
+        ));
+    };
+    let source = source_test(ctrl, ctx)?;
+    let reserved = match Reserved::take(ctx, memory) {
+        Ok(r) => r,
+        Err(free) => {
+            return Err(refuse(
+                ctrl,
+                ErrorCode::Busy,
+                format!(
+                    "this test needs {} MiB of buffers; {} MiB of this server's --max-memory of {} MiB are free now",
+                    memory >> 20,
+                    free >> 20,
+                    ctx.max_memory >> 20
+                ),
+            ))
+        }
+    };
+    Ok(Admission {
+        _slot: slot,
+        _source: source,
+        _memory: reserved,
+    })
+}
+
 fn serve_test(
     mut ctrl: TcpStream,
     ctx: &Ctx,
@@ -762,32 +813,7 @@ fn serve_test(
         let msg = format!("intervals of {interval_ms} ms: the shortest is {MIN_INTERVAL_MS} ms");
         return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
     }
-    let Some(_slot) = Slot::take(&ctx.active_tests, usize::from(ctx.limits.max_tests)) else {
-        return Err(refuse(
-            &mut ctrl,
-            ErrorCode::Busy,
-            format!(
-                "the server is running its maximum of {} tests (--max-tests)",
-                ctx.limits.max_tests
-            ),
-        ));
-    };
-    let _source = source_test(&mut ctrl, ctx)?;
-    let _memory = match Reserved::take(ctx, test_memory(&spec)) {
-        Ok(r) => r,
-        Err(free) => {
-            return Err(refuse(
-                &mut ctrl,
-                ErrorCode::Busy,
-                format!(
-                    "this test needs {} MiB of buffers; {} MiB of this server's --max-memory of {} MiB are free now",
-                    test_memory(&spec) >> 20,
-                    free >> 20,
-                    ctx.max_memory >> 20
-                ),
-            ))
-        }
-    };
+    let _admitted = admit(&mut ctrl, ctx, test_memory(&spec))?;
     let _ended = SetOnDrop(ctx.finished.clone());
     let test_id = ctx.next_test_id.fetch_add(1, Ordering::Relaxed);
     let Ok(nonce) = auth::nonce() else {

@@ -657,12 +657,18 @@ pub struct Reflected {
     pub foreign: u64,
     /// Frames the port's receive buffer dropped before the reflector read them.
     pub rx_drops: u64,
+    /// Batches the port's sender refused.
+    #[serde(default)]
+    pub send_errors: u64,
 }
 
 /// A far-end loopback on one port, as hardware testers loop a far end: every frame of
 /// test `test_id` that arrives on `rx` is turned around ([`wire::frame::turn_around`])
-/// and sent back on `tx` (the same port), until `stop`. Frames wait for no batch: each
-/// receive call's frames leave together at once.
+/// and sent back on `tx` (the same port), until `stop`. Each receive call's frames
+/// leave together as soon as it returns: with recvmmsg on both sides (as the controller
+/// asks by default) a frame waits for no batch to fill; a ring receiver hands its frames
+/// over a block at a time (every 2 ms at the latest). Frames longer than a sender's
+/// slot are not sent back, and counted.
 ///
 /// # Errors
 /// A backend fails outright.
@@ -685,6 +691,10 @@ pub fn reflect(
             f.clear();
             f.extend_from_slice(frame);
             match wire::frame::turn_around(f) {
+                // Longer than a sender's slot: not sent back, counted.
+                Some(h) if h.test_id == test_id && f.len() > crate::frameio::MAX_FRAME => {
+                    out.not_sent += 1;
+                }
                 Some(h) if h.test_id == test_id => used += 1,
                 _ => out.foreign += 1,
             }
@@ -698,13 +708,18 @@ pub fn reflect(
                 .max()
                 .unwrap_or(0);
             let base = done;
-            let sent = tx
-                .send_frames(batch, longest, &mut |i, buf| {
-                    let f = &frames[base + i];
-                    buf[..f.len()].copy_from_slice(f);
-                    f.len()
-                })
-                .unwrap_or(0);
+            let sent = match tx.send_frames(batch, longest, &mut |i, buf| {
+                let f = &frames[base + i];
+                let n = f.len().min(buf.len());
+                buf[..n].copy_from_slice(&f[..n]);
+                n
+            }) {
+                Ok(n) => n,
+                Err(_) => {
+                    out.send_errors += 1;
+                    0
+                }
+            };
             if sent == 0 {
                 break;
             }

@@ -371,6 +371,8 @@ impl RxRing {
             let mut p = off + bh.offset_to_first_pkt as usize;
             let hdr_len = std::mem::size_of::<libc::tpacket3_hdr>();
             let mut seen = 0;
+            // A frame whose VLAN tag the kernel took out (802.1Q 9.3), with it put back.
+            let mut tagged: Vec<u8> = Vec::new();
             while seen < n && p + hdr_len <= end {
                 let h = self.map.base.add(p) as *const libc::tpacket3_hdr;
                 let data = p + (*h).tp_mac as usize;
@@ -382,7 +384,23 @@ impl RxRing {
                 let ts = ((*h).tp_sec != 0 || (*h).tp_nsec != 0).then(|| {
                     UnixNanos(u64::from((*h).tp_sec) * 1_000_000_000 + u64::from((*h).tp_nsec))
                 });
-                on_frame(frame, ts);
+                let status = (*h).tp_status;
+                if status & libc::TP_STATUS_VLAN_VALID != 0 && frame.len() >= 12 {
+                    let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                        (*h).hv1.tp_vlan_tpid
+                    } else {
+                        0x8100
+                    };
+                    let tci = (*h).hv1.tp_vlan_tci as u16;
+                    tagged.clear();
+                    tagged.extend_from_slice(&frame[..12]);
+                    tagged.extend_from_slice(&tpid.to_be_bytes());
+                    tagged.extend_from_slice(&tci.to_be_bytes());
+                    tagged.extend_from_slice(&frame[12..]);
+                    on_frame(&tagged, ts);
+                } else {
+                    on_frame(frame, ts);
+                }
                 seen += 1;
                 let next = (*h).tp_next_offset as usize;
                 if next == 0 {
