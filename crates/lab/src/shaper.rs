@@ -12,7 +12,7 @@
 //! dscp = 46            # optional
 //! rate = "10M"         # bits/s, k/M/G suffixes
 //! ceil = "10M"         # optional, default = rate
-//! burst = "15k"        # bytes, optional
+//! burst = "15k"        # bytes, optional (default: 2 ms at the rate, at least 1600)
 //! limit = 100          # queue length in packets, optional (default: txqueuelen)
 //!
 //! [default]            # unmatched traffic; optional, default 10G
@@ -225,8 +225,12 @@ impl ShaperSpec {
                 .and_then(|x| si(x, 1000.0, "ceil").ok())
                 .unwrap_or(rate)
                 .max(rate);
-            let burst = c.burst.as_deref().and_then(|x| si(x, 1024.0, "burst").ok());
-            out.push(class(format!("1:{}", 10 + i), rate, ceil, burst));
+            let burst = c
+                .burst
+                .as_deref()
+                .and_then(|x| si(x, 1024.0, "burst").ok())
+                .unwrap_or_else(|| default_burst(rate));
+            out.push(class(format!("1:{}", 10 + i), rate, ceil, Some(burst)));
             if let Some(limit) = c.limit {
                 out.push(tc(vec![
                     s("qdisc"),
@@ -363,15 +367,21 @@ impl ShaperSpec {
     }
 }
 
+/// A class's bucket when its configuration gives none: 2 ms at its rate, at least one
+/// full frame. tc's default of one frame loses the class tokens whenever the dut's
+/// softirq runs late on a busy CPU (measured on 2026-12-02: 70 Mbit/s classes passing
+/// 65, a 10 Mbit/s class 9.7), which would describe our CPU, not the shaper; 2 ms lets a
+/// 0.2 s trial pass at most 1 % more than the rate.
+pub fn default_burst(bps: u64) -> u64 {
+    (bps / 8 / 500).max(1600)
+}
+
 /// The `tc` command that sets the first class (1:10) of lab `lab`'s shaper (on the dut's
-/// egress toward the listener) to `bps`, rate and ceil alike, with a bucket of 2 ms at
-/// that rate (at least one full frame): tc's default of one frame loses the class
-/// tokens whenever the dut's softirq runs late on a busy CPU (measured on 2026-12-02:
-/// 70 Mbit/s cells passing 65), which would describe our CPU, not the shaper; 2 ms lets
-/// a 0.2 s cell pass at most 1 % more than its rate.
+/// egress toward the listener) to `bps`, rate and ceil alike, with the
+/// [`default_burst`].
 pub fn set_first_class_rate(lab: &str, bps: f64) -> Cmd {
     let bits = format!("{}bit", bps.round() as u64);
-    let burst = format!("{}b", ((bps / 8.0 * 0.002) as u64).max(1600));
+    let burst = format!("{}b", default_burst(bps.round() as u64));
     let ns = crate::naming::namespace(lab, "dut");
     let args = [
         "-n", &ns, "class", "change", "dev", "eth1", "parent", "1:", "classid", "1:10", "htb",
@@ -512,7 +522,8 @@ burst = "15k"
             lines[0],
             "tc -n wb-x-dut qdisc add dev eth1 root handle 1: htb default 999"
         );
-        assert_eq!(lines[1], "tc -n wb-x-dut class add dev eth1 parent 1: classid 1:10 htb rate 10000000bit ceil 10000000bit quantum 1514");
+        // No burst given: 2 ms at 10 Mbit/s.
+        assert_eq!(lines[1], "tc -n wb-x-dut class add dev eth1 parent 1: classid 1:10 htb rate 10000000bit ceil 10000000bit burst 2500b quantum 1514");
         assert!(
             lines[2].contains("classid 1:11 htb rate 40000000bit ceil 50000000bit burst 15360b"),
             "{}",
