@@ -42,6 +42,28 @@ fn on_node(lab: &LabGuard, node: &str, args: &[&str]) -> std::process::Output {
         .expect("ip netns exec")
 }
 
+/// A short `rfc2544 --tx tx --rx rx --auth-key-file key` on the dut that should be
+/// refused: its stderr.
+fn refusal(lab: &LabGuard, tx: &str, rx: &str, key: &str, extra: &[&str]) -> String {
+    let mut argv = vec![
+        "rfc2544",
+        "--tx",
+        tx,
+        "--rx",
+        rx,
+        "--auth-key-file",
+        key,
+        "--sizes",
+        "64",
+        "-t",
+        "1",
+    ];
+    argv.extend(extra);
+    let out = on_node(lab, "dut", &argv);
+    assert!(!out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn json_of(out: &std::process::Output) -> serde_json::Value {
     assert!(
         out.status.success(),
@@ -170,10 +192,13 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
     let out = on_node(&lab, "dut", &["gen", &tx, "--auth-key-file", &key_s]);
     assert_fails(&out, 2, "give --rx");
     // Refusals: a port not lent, a wrong key, a server that lends no port.
-    let mut argv = vec![
+    let not_lent = format!("198.18.2.1:{}/eth9", listener.port);
+    let argv = vec![
         "rfc2544",
         "--tx",
         &tx,
+        "--rx",
+        &not_lent,
         "--auth-key-file",
         &key_s,
         "--sizes",
@@ -181,67 +206,18 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
         "-t",
         "1",
     ];
-    let not_lent = format!("198.18.2.1:{}/eth9", listener.port);
-    argv.extend(["--rx", &not_lent]);
     let out = on_node(&lab, "dut", &argv);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("does not lend port 'eth9'"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not lend port 'eth9'"), "{err}");
     // An AF_XDP receiver on the port the agent's own control connection uses would cut
     // the controller off: refused.
-    let out = on_node(
-        &lab,
-        "dut",
-        &[
-            "rfc2544",
-            "--tx",
-            &tx,
-            "--rx",
-            &rx,
-            "--rx-backend",
-            "xdp",
-            "--auth-key-file",
-            &key_s,
-            "--sizes",
-            "64",
-            "-t",
-            "1",
-        ],
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("would take this control connection"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = refusal(&lab, &tx, &rx, &key_s, &["--rx-backend", "xdp"]);
+    assert!(err.contains("would take this control connection"), "{err}");
     let wrong = dir.join("wrong");
     key_file(&wrong, "fedcba9876543210fedcba9876543210");
-    let wrong_s = wrong.to_string_lossy().to_string();
-    let out = on_node(
-        &lab,
-        "dut",
-        &[
-            "rfc2544",
-            "--tx",
-            &tx,
-            "--rx",
-            &rx,
-            "--auth-key-file",
-            &wrong_s,
-            "--sizes",
-            "64",
-            "-t",
-            "1",
-        ],
-    );
-    assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("wrong key"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = refusal(&lab, &tx, &rx, &wrong.to_string_lossy(), &[]);
+    assert!(err.contains("wrong key"), "{err}");
     let plain = ServerProc::start_program(
         "ip",
         &[
@@ -261,28 +237,8 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
         ],
     );
     let no_ports = format!("198.18.2.1:{}/eth0", plain.port);
-    let out = on_node(
-        &lab,
-        "dut",
-        &[
-            "rfc2544",
-            "--tx",
-            &tx,
-            "--rx",
-            &no_ports,
-            "--auth-key-file",
-            &key_s,
-            "--sizes",
-            "64",
-            "-t",
-            "1",
-        ],
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("lends no raw ports"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = refusal(&lab, &tx, &no_ports, &key_s, &[]);
+    assert!(err.contains("lends no raw ports"), "{err}");
     // The listener's port as a far-end loopback: the talker sends and counts the frames
     // back; the path's class still sets the throughput, latency is round-trip.
     let reflected = json_of(&on_node(

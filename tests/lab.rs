@@ -905,21 +905,26 @@ fn shaper_matrix_of_the_rtx2000_report() {
     );
     let lab = LabGuard::up_with("shaper", "m", &["--shape", shape]);
     let bandwidths = "100m,90m,80m,70m,60m,50m,40m,30m,20m,10m,5m,1m,512k,64k";
-    let args = [
-        "shaping",
-        "--lab",
-        &lab.0,
-        "--line-rate",
-        "100M",
-        "--sizes",
-        "100..1500/100",
-        "--bandwidths",
-        bandwidths,
-        "-t",
-        "0.2",
-        "-J",
-    ];
-    let out = run_within(&args, std::time::Duration::from_secs(900));
+    let args = |sizes: &str, bandwidths: &str| {
+        [
+            "shaping",
+            "--lab",
+            &lab.0,
+            "--line-rate",
+            "100M",
+            "--sizes",
+            sizes,
+            "--bandwidths",
+            bandwidths,
+            "-t",
+            "0.2",
+            "-J",
+        ]
+        .map(str::to_owned)
+    };
+    let argv = args("100..1500/100", bandwidths);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = run_within(&argv, std::time::Duration::from_secs(900));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
@@ -943,20 +948,8 @@ fn shaper_matrix_of_the_rtx2000_report() {
         );
         let mut best = c.clone();
         for _ in 0..2 {
-            let v = run_json(&[
-                "shaping",
-                "--lab",
-                &lab.0,
-                "--line-rate",
-                "100M",
-                "--sizes",
-                &len,
-                "--bandwidths",
-                &bw,
-                "-t",
-                "0.2",
-                "-J",
-            ]);
+            let argv = args(&len, &bw);
+            let v = run_json(&argv.iter().map(String::as_str).collect::<Vec<_>>());
             let again = v["shaping"]["cells"][0].clone();
             if again["passed_of_offered"].as_f64() > best["passed_of_offered"].as_f64() {
                 best = again;

@@ -462,16 +462,28 @@ fn count(
         } else {
             stop.store(true, Ordering::Relaxed);
         }
-        let counted = counting
-            .join()
-            .map_err(|_| ProtoError::Io(std::io::Error::other("receiver thread panicked")))?;
-        match heard? {
-            Told::Gone => Ok(None),
-            Told::Done(_) => counted
-                .map(Some)
-                .map_err(|e| refuse(ctrl, ErrorCode::Internal, e.to_string())),
-        }
+        let counted = counting.join();
+        outcome(ctrl, heard, counted, "receiver")
     })
+}
+
+/// What a receiver or reflector thread gave, as the session goes on: `None` when the
+/// controller went away, its result when it said the sender is done (a failure refused
+/// to the controller).
+fn outcome<T>(
+    ctrl: &mut TcpStream,
+    heard: Result<Told, ProtoError>,
+    joined: std::thread::Result<std::io::Result<T>>,
+    what: &str,
+) -> Result<Option<T>, ProtoError> {
+    let result = joined
+        .map_err(|_| ProtoError::Io(std::io::Error::other(format!("{what} thread panicked"))))?;
+    match heard? {
+        Told::Gone => Ok(None),
+        Told::Done(_) => result
+            .map(Some)
+            .map_err(|e| refuse(ctrl, ErrorCode::Internal, e.to_string())),
+    }
 }
 
 /// Reflects the frames of `test_id` until the controller says the sender is done
@@ -492,15 +504,8 @@ fn reflect(
             std::thread::sleep(REFLECT_DRAIN);
         }
         stop.store(true, Ordering::Relaxed);
-        let done = running
-            .join()
-            .map_err(|_| ProtoError::Io(std::io::Error::other("reflector thread panicked")))?;
-        match heard? {
-            Told::Gone => Ok(None),
-            Told::Done(_) => done
-                .map(Some)
-                .map_err(|e| refuse(ctrl, ErrorCode::Internal, e.to_string())),
-        }
+        let done = running.join();
+        outcome(ctrl, heard, done, "reflector")
     })
 }
 
