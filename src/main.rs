@@ -39,6 +39,7 @@ fn layout(c: &Command) -> Layout {
         Command::Blocksize(a) => a.target.json,
         Command::Latency(a) => a.target.json,
         Command::Rrul(a) => a.target.json,
+        Command::Mesh(a) => a.json,
         Command::Rfc2544(a) => a.json,
         Command::Streams(a) => a.json,
         Command::Shaping(a) => a.json,

@@ -1,6 +1,6 @@
 //! The commands that measure once and print one result document: the tests a plan can
-//! hold (`client`, `sweep`, `blocksize`, `latency`, `rrul`, `rfc2544`, `streams`, `shaping`,
-//! `frer compare`, `nicmatrix`), and `gen`, `frer analyze` and `frer stats`. The campaign's jobs do the
+//! hold (`client`, `sweep`, `blocksize`, `latency`, `rrul`, `mesh`, `rfc2544`, `streams`,
+//! `shaping`, `frer compare`, `nicmatrix`), and `gen`, `frer analyze` and `frer stats`. The campaign's jobs do the
 //! work; this prints what they return.
 
 use anyhow::Result;
@@ -38,6 +38,7 @@ fn text(req: &TestRequest, r: &RunResult, unit: Option<model::units::Fixed>) -> 
         TestRequest::Streams(_) => text::profile(r),
         TestRequest::Shaping(_) => text::shaping(r),
         TestRequest::FrerCompare(_) => text::frer_overhead(r),
+        TestRequest::Mesh(_) => text::mesh(r),
     }
 }
 
@@ -84,7 +85,9 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
         TestRequest::FrerCompare(_) | TestRequest::Shaping(_) | TestRequest::NicMatrix(_) => {
             stop_on_signals()?
         }
-        TestRequest::Client(_) | TestRequest::Rrul(_) => stop_on_signals_twice_exits()?,
+        TestRequest::Client(_) | TestRequest::Rrul(_) | TestRequest::Mesh(_) => {
+            stop_on_signals_twice_exits()?
+        }
         _ => never(),
     };
     let r = jobs::run(req, &mut watch, &stop)?;
@@ -101,6 +104,7 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
             verdicts(&r, "a latency verdict failed")
         }
         TestRequest::Streams(_) => verdicts(&r, "a stream missed its expected rate"),
+        TestRequest::Mesh(_) => verdicts(&r, "a pair of the mesh has no figures"),
         _ => Ok(()),
     }
 }

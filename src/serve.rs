@@ -77,6 +77,11 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             }
         }
     }
+    if a.allow_third_party && !auth {
+        return Err(usage(
+            "--allow-third-party has this host send tests toward other servers for clients: it needs --auth-key-file (it authenticates to them with that key)",
+        ));
+    }
     if a.allow_tuning && !lab::cmd::is_root() {
         return Err(usage(
             "--allow-tuning needs root (CAP_NET_ADMIN) to set MTUs and features",
@@ -123,6 +128,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             .map_or_else(control::server::default_max_memory, |m| m as u64),
         rx_xdp: a.rx_backend == crate::cli::RxBackend::Xdp,
         raw_ports: a.raw_ports.clone(),
+        third_party: a.allow_third_party,
     };
     // Every IPv6 and IPv4 address by default; IPv4 alone where the host has no IPv6.
     let (server, ip) = match a.bind {

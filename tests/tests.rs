@@ -10,6 +10,7 @@ mod client;
 mod frer;
 mod iperf3;
 mod lab;
+mod mesh;
 mod methods;
 mod metrics;
 mod nic;

@@ -25,6 +25,7 @@
 pub mod demo;
 pub mod exporter;
 pub mod frames;
+pub mod hosts;
 pub mod jobs;
 pub mod plan;
 pub mod request;

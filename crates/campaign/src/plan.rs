@@ -10,17 +10,25 @@
 //! description = "what and why"
 //! metadata = { device = "software FRER relay", operator = "lab" }
 //!
-//! [target]                  # one of:
+//! [target]                  # one of (or none, when every test names its hosts):
 //! lab = "frer"              #   a built-in topology or a topology file, built and removed
 //! lab_args = "--path-a loss=1%"   # flags of `lab up`
 //! # host = "192.0.2.10"     #   a running `wirebench server` (port = 5301)
 //! # tx = "eth1"; rx = "eth2"   # raw ports of this host for rfc2544 (with host)
 //! # loopback = true         #   a server of our own on 127.0.0.1
 //!
+//! [[host]]                  # wirebench servers a test can name (or, before any table:
+//! name = "a"                #   hosts_from = "dns:NAME[:PORT]", every address of NAME
+//! address = "198.18.40.1"   #   when the run starts, named by address, with
+//! key_file = "/etc/wb.key"  #   hosts_key_file = "..." for all of them)
+//!
 //! [[test]]
 //! name = "TCP throughput"
-//! kind = "client"           # client, sweep, blocksize, latency, rfc2544, streams, shaping, frer-compare, nicmatrix
+//! kind = "client"           # client, sweep, blocksize, latency, rrul, mesh, rfc2544, streams, shaping, frer-compare, nicmatrix
 //! args = "-t 5"             # the command's own flags; the target is added by the runner
+//! # hosts = ["a"]           # a server test against host a instead of the target; a
+//!                           # mesh's hosts (all of them when not given)
+//! # parallel = 2            # a mesh: most pairs at once
 //!
 //! [[threshold]]
 //! test = "TCP throughput"   # a test's name; omitted: every test that has the metric
@@ -35,6 +43,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::hosts::{HostSource, PlanHost};
 use crate::request::TestRequest;
 use crate::target::{Context, Target};
 use crate::verdicts::{Metric, Threshold, METRICS};
@@ -68,6 +77,8 @@ pub enum Kind {
     Latency,
     /// `wirebench rrul`.
     Rrul,
+    /// `wirebench mesh`.
+    Mesh,
     /// `wirebench rfc2544`.
     Rfc2544,
     /// `wirebench streams`.
@@ -80,8 +91,7 @@ pub enum Kind {
     NicMatrix,
 }
 
-const KINDS: &str =
-    "client, sweep, blocksize, latency, rrul, rfc2544, streams, shaping, frer-compare, nicmatrix";
+const KINDS: &str = "client, sweep, blocksize, latency, rrul, mesh, rfc2544, streams, shaping, frer-compare, nicmatrix";
 
 impl Kind {
     fn parse(s: &str) -> Option<Self> {
@@ -91,6 +101,7 @@ impl Kind {
             "blocksize" => Self::Blocksize,
             "latency" => Self::Latency,
             "rrul" => Self::Rrul,
+            "mesh" => Self::Mesh,
             "rfc2544" => Self::Rfc2544,
             "streams" => Self::Streams,
             "shaping" => Self::Shaping,
@@ -108,6 +119,7 @@ impl Kind {
             Self::Blocksize => "blocksize",
             Self::Latency => "latency",
             Self::Rrul => "rrul",
+            Self::Mesh => "mesh",
             Self::Rfc2544 => "rfc2544",
             Self::Streams => "streams",
             Self::Shaping => "shaping",
@@ -135,6 +147,17 @@ impl Kind {
     }
 }
 
+/// Whether a test of this kind may name one host to run against (`hosts = ["a"]`): it
+/// talks to a server.
+fn takes_a_host(kind: Kind, args: &[String]) -> bool {
+    match kind {
+        Kind::Client | Kind::Sweep | Kind::Blocksize | Kind::Latency | Kind::Rrul => true,
+        Kind::Rfc2544 => !has_raw_ports(args),
+        Kind::NicMatrix => true,
+        _ => false,
+    }
+}
+
 fn has_raw_ports(args: &[String]) -> bool {
     args.iter().any(|a| a == "--tx" || a.starts_with("--tx="))
 }
@@ -159,6 +182,11 @@ pub struct PlanTest {
     pub args: Vec<String>,
     /// A lab of its own, instead of the plan's target.
     pub lab: Option<OwnLab>,
+    /// The plan's hosts it uses (`hosts`): the one server it tests against, or a mesh's
+    /// hosts; `None`: the target (a mesh: every host).
+    pub hosts: Option<Vec<String>>,
+    /// A mesh's most pairs at once.
+    pub parallel: Option<usize>,
     /// Line of its `kind` in the plan.
     pub line: usize,
 }
@@ -174,6 +202,8 @@ pub struct Plan {
     pub metadata: BTreeMap<String, String>,
     /// What to test.
     pub target: Target,
+    /// The hosts tests can name.
+    pub hosts: Option<HostSource>,
     /// The tests, in order.
     pub tests: Vec<PlanTest>,
     /// The thresholds.
@@ -183,7 +213,11 @@ pub struct Plan {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlanToml {
+    hosts_from: Option<Spanned<String>>,
+    hosts_key_file: Option<String>,
     plan: Option<Header>,
+    #[serde(default)]
+    host: Vec<Spanned<HostToml>>,
     target: Option<Spanned<TargetToml>>,
     #[serde(default)]
     test: Vec<TestToml>,
@@ -214,7 +248,17 @@ struct TargetToml {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct HostToml {
+    name: String,
+    address: String,
+    key_file: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TestToml {
+    hosts: Option<Vec<String>>,
+    parallel: Option<usize>,
     name: Option<String>,
     kind: Spanned<String>,
     #[serde(default)]
@@ -287,6 +331,58 @@ fn target(t: TargetToml, tline: usize, cmds: &dyn Commands) -> Result<Target, St
     Ok(Target::Loopback)
 }
 
+/// The plan's hosts: `[[host]]` entries, or `hosts_from` (with `hosts_key_file`).
+fn host_source(
+    from: Option<Spanned<String>>,
+    key_file: Option<String>,
+    listed: Vec<Spanned<HostToml>>,
+    at: &dyn Fn(Range<usize>) -> usize,
+) -> Result<Option<HostSource>, String> {
+    if let Some(from) = from {
+        let line = at(from.span());
+        if !listed.is_empty() {
+            return Err(format!(
+                "line {line}: give hosts_from or [[host]] entries, not both"
+            ));
+        }
+        return HostSource::parse_from(from.get_ref(), key_file.map(Into::into))
+            .map(Some)
+            .map_err(|e| format!("line {line}: {e}"));
+    }
+    if key_file.is_some() {
+        return Err("hosts_key_file belongs to hosts_from; a [[host]] has its own key_file".into());
+    }
+    if listed.is_empty() {
+        return Ok(None);
+    }
+    let mut hosts: Vec<PlanHost> = Vec::new();
+    for h in listed {
+        let line = at(h.span());
+        let h = h.into_inner();
+        let name_ok = !h.name.is_empty()
+            && !h.name.contains(['=', '/', ','])
+            && !h.name.chars().any(char::is_whitespace);
+        if !name_ok {
+            return Err(format!(
+                "line {line}: host name '{}': give a name without spaces, '=', '/' or ','",
+                h.name
+            ));
+        }
+        if hosts.iter().any(|o| o.name == h.name) {
+            return Err(format!("line {line}: two hosts are named '{}'", h.name));
+        }
+        let (host, port) = crate::hosts::split_address(&h.address)
+            .map_err(|e| format!("line {line}: host '{}': address {e}", h.name))?;
+        hosts.push(PlanHost {
+            name: h.name,
+            host,
+            port,
+            key_file: h.key_file.map(Into::into),
+        });
+    }
+    Ok(Some(HostSource::Listed(hosts)))
+}
+
 impl Plan {
     /// Parses and checks a plan; `cmds` reads each test's flags and each `lab_args`.
     ///
@@ -297,17 +393,22 @@ impl Plan {
         let p: PlanToml = toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
         let at = |span: Range<usize>| line_of(text, span);
         let header = p.plan.unwrap_or_default();
-        let Some(t) = p.target else {
-            return Err(
-                "the plan has no [target]: give lab = \"TOPOLOGY\", host = \"ADDRESS\" or loopback = true"
+        let hosts = host_source(p.hosts_from, p.hosts_key_file, p.host, &at)?;
+        let target = match p.target {
+            Some(t) => {
+                let tline = at(t.span());
+                target(t.into_inner(), tline, cmds)?
+            }
+            None if hosts.is_some() => Target::Hosts,
+            None => return Err(
+                "the plan has no [target]: give lab = \"TOPOLOGY\", host = \"ADDRESS\" or loopback = true (or [[host]] entries that every test names)"
                     .into(),
-            );
+            ),
         };
-        let tline = at(t.span());
-        let target = target(t.into_inner(), tline, cmds)?;
         if p.test.is_empty() {
             return Err("the plan has no [[test]]".into());
         }
+        let stand_in_hosts = hosts.as_ref().map(HostSource::stand_in).unwrap_or_default();
         let mut tests: Vec<PlanTest> = Vec::new();
         for (i, tt) in p.test.into_iter().enumerate() {
             let line = at(tt.kind.span());
@@ -347,11 +448,17 @@ impl Plan {
                 kind,
                 args,
                 lab,
+                hosts: tt.hosts,
+                parallel: tt.parallel,
                 line,
             };
+            test.check_hosts(hosts.as_ref(), &target)
+                .map_err(|e| format!("line {line}: test '{}': {e}", test.name))?;
             // The command's own parser checks the flags, with a stand-in target.
             let stand_in = test.target(&target);
-            cmds.test(&test.argv(&Context::stand_in(&stand_in)))
+            let mut ctx = Context::stand_in(&stand_in);
+            ctx.hosts.clone_from(&stand_in_hosts);
+            cmds.test(&test.argv(&ctx))
                 .map_err(|e| format!("line {aline}: test '{}': {e}", test.name))?;
             if matches!(stand_in, Target::Loopback) && test.kind.needs_root(&test.args) {
                 return Err(format!(
@@ -403,6 +510,7 @@ impl Plan {
             description: header.description,
             metadata: header.metadata,
             target,
+            hosts,
             tests,
             thresholds,
         })
@@ -421,6 +529,79 @@ impl Plan {
 }
 
 impl PlanTest {
+    /// Checks the hosts the test names against the plan's (and `parallel`): a server test
+    /// names one, a mesh two or more (or takes them all) that share one key file.
+    fn check_hosts(&self, plan: Option<&HostSource>, target: &Target) -> Result<(), String> {
+        let mesh = self.kind == Kind::Mesh;
+        if self.parallel.is_some() && !mesh {
+            return Err("parallel belongs to a mesh".into());
+        }
+        if self.parallel == Some(0) {
+            return Err("parallel = 0: a mesh runs at least one pair at a time".into());
+        }
+        let listed = match plan {
+            Some(HostSource::Listed(h)) => Some(h.as_slice()),
+            _ => None,
+        };
+        let chosen: Vec<&PlanHost> = match (&self.hosts, plan) {
+            (Some(_), _) if self.lab.is_some() => {
+                return Err("a test with a lab of its own names no hosts".into())
+            }
+            (Some(_), None) => return Err("hosts: the plan has no [[host]]".into()),
+            (Some(_), Some(HostSource::Dns { .. })) => {
+                return Err("hosts: hosts from DNS have no names before the run; a mesh takes them all (give no hosts)".into())
+            }
+            (Some(names), Some(_)) => {
+                let all = listed.unwrap_or_default();
+                let mut chosen = Vec::new();
+                for n in names {
+                    let h = all
+                        .iter()
+                        .find(|h| &h.name == n)
+                        .ok_or_else(|| format!("hosts: the plan has no host '{n}'"))?;
+                    if chosen.iter().any(|c: &&PlanHost| c.name == *n) {
+                        return Err(format!("hosts: '{n}' twice"));
+                    }
+                    chosen.push(h);
+                }
+                chosen
+            }
+            (None, _) if mesh && plan.is_none() => {
+                return Err("a mesh needs the plan's hosts ([[host]] entries or hosts_from)".into())
+            }
+            (None, _) if mesh => listed.unwrap_or_default().iter().collect(),
+            (None, _) if matches!(target, Target::Hosts) && self.lab.is_none() => {
+                return Err(if takes_a_host(self.kind, &self.args) {
+                    "the plan has no [target]: name the host it runs against (hosts = [\"NAME\"])"
+                        .into()
+                } else {
+                    "the plan has no [target]: give the test a lab of its own".into()
+                })
+            }
+            (None, _) => return Ok(()),
+        };
+        if mesh {
+            if listed.is_some() && chosen.len() < 2 {
+                return Err("a mesh needs at least two hosts".into());
+            }
+            if chosen.windows(2).any(|w| w[0].key_file != w[1].key_file) {
+                return Err("the hosts of a mesh need one key_file: each source authenticates to its destination with its own key".into());
+            }
+            return Ok(());
+        }
+        if !takes_a_host(self.kind, &self.args) {
+            return Err(format!("a {} test names no hosts", self.kind.name()));
+        }
+        if chosen.len() != 1 {
+            return Err(format!(
+                "hosts: a {} test runs against one host, not {}",
+                self.kind.name(),
+                chosen.len()
+            ));
+        }
+        Ok(())
+    }
+
     /// The target this test runs against: its own lab, or the plan's.
     pub fn target(&self, plan: &Target) -> Target {
         match &self.lab {
@@ -432,8 +613,25 @@ impl PlanTest {
         }
     }
 
-    /// The full command line (`wirebench KIND ... -J`) for `ctx`.
+    /// The full command line (`wirebench KIND ... -J`) for `ctx`: against the host it
+    /// names, when it names one.
     pub fn argv(&self, ctx: &Context) -> Vec<String> {
+        let named;
+        let ctx = match (self.kind, self.hosts.as_deref()) {
+            (Kind::Mesh, _) | (_, None) => ctx,
+            (_, Some(names)) => {
+                match names
+                    .first()
+                    .and_then(|n| ctx.hosts.iter().find(|h| &h.name == n))
+                {
+                    Some(h) => {
+                        named = Context::on_host(h);
+                        &named
+                    }
+                    None => ctx,
+                }
+            }
+        };
         let mut v: Vec<String> = vec!["wirebench".into()];
         let has = |flag: &str| {
             self.args
@@ -441,6 +639,12 @@ impl PlanTest {
                 .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
         };
         let port = ["-p".to_owned(), ctx.port.to_string()];
+        // The named host's key, unless the test gives one.
+        let key = |v: &mut Vec<String>| {
+            if let Some(k) = ctx.key_file.as_ref().filter(|_| !has("--auth-key-file")) {
+                v.extend(["--auth-key-file".into(), k.display().to_string()]);
+            }
+        };
         let lab = |v: &mut Vec<String>| {
             if let Some(l) = ctx.lab.as_ref().filter(|_| !has("--lab")) {
                 v.extend(["--lab".into(), l.clone()]);
@@ -452,6 +656,31 @@ impl PlanTest {
                 v.push(ctx.host.clone());
                 if !has("-p") && !has("--port") {
                     v.extend(port);
+                }
+                key(&mut v);
+            }
+            Kind::Mesh => {
+                v.push("mesh".into());
+                let chosen: Vec<&PlanHost> = match &self.hosts {
+                    Some(names) => names
+                        .iter()
+                        .filter_map(|n| ctx.hosts.iter().find(|h| &h.name == n))
+                        .collect(),
+                    None => ctx.hosts.iter().collect(),
+                };
+                for h in &chosen {
+                    v.push(format!(
+                        "{}={}",
+                        h.name,
+                        crate::jobs::address(&h.host, h.port)
+                    ));
+                }
+                let k = chosen.first().and_then(|h| h.key_file.as_ref());
+                if let Some(k) = k.filter(|_| !has("--auth-key-file")) {
+                    v.extend(["--auth-key-file".into(), k.display().to_string()]);
+                }
+                if let Some(p) = self.parallel.filter(|_| !has("--pairs-at-once")) {
+                    v.extend(["--pairs-at-once".into(), p.to_string()]);
                 }
             }
             Kind::Rfc2544 => {
@@ -466,6 +695,7 @@ impl PlanTest {
                         if !has("-p") && !has("--port") {
                             v.extend(port);
                         }
+                        key(&mut v);
                     }
                 }
                 lab(&mut v);
@@ -491,6 +721,7 @@ impl PlanTest {
                     if !has("-p") && !has("--port") {
                         v.extend(port);
                     }
+                    key(&mut v);
                 }
             }
         }
@@ -595,6 +826,8 @@ max = "300us"
             port: 5301,
             lab: Some("r1".into()),
             raw: Some(("talker:eth0".into(), "listener:eth0".into())),
+            key_file: None,
+            hosts: vec![],
         };
         assert_eq!(
             p.tests[0].argv(&ctx).join(" "),
@@ -667,6 +900,172 @@ max = "300us"
             ),
         ];
         for (text, want) in cases {
+            let e = Plan::parse(text, &Fake).unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    const HOSTS: &str = r#"
+[[host]]
+name = "a"
+address = "198.18.40.1"
+key_file = "/k"
+
+[[host]]
+name = "b"
+address = "198.18.40.2:7000"
+key_file = "/k"
+
+[[host]]
+name = "c"
+address = "[fd00::3]"
+key_file = "/k"
+
+[[test]]
+kind = "mesh"
+parallel = 2
+args = "-t 1"
+
+[[test]]
+name = "ab"
+kind = "mesh"
+hosts = ["b", "a"]
+
+[[test]]
+kind = "client"
+hosts = ["b"]
+args = "-t 2"
+"#;
+
+    #[test]
+    fn hosts_are_named_by_tests_and_a_mesh_takes_them_all() {
+        let p = Plan::parse(HOSTS, &Fake).unwrap();
+        assert_eq!(p.target, Target::Hosts);
+        assert!(!p.needs_root());
+        let Some(HostSource::Listed(hosts)) = &p.hosts else {
+            panic!("{:?}", p.hosts)
+        };
+        let mut ctx = Context::stand_in(&p.target);
+        ctx.hosts.clone_from(hosts);
+        let argv = |i: usize| p.tests[i].argv(&ctx).join(" ");
+        assert_eq!(
+            argv(0),
+            "wirebench mesh a=198.18.40.1:5301 b=198.18.40.2:7000 c=[fd00::3]:5301 --auth-key-file /k --pairs-at-once 2 -t 1 -J"
+        );
+        assert_eq!(
+            argv(1),
+            "wirebench mesh b=198.18.40.2:7000 a=198.18.40.1:5301 --auth-key-file /k -J"
+        );
+        assert_eq!(
+            argv(2),
+            "wirebench client 198.18.40.2 -p 7000 --auth-key-file /k -t 2 -J"
+        );
+        // With DNS, the hosts are known when the run starts; before, two stand-ins.
+        let dns = Plan::parse(
+            "hosts_from = \"dns:agents.wb:7000\"\nhosts_key_file = \"/k\"\n[[test]]\nkind = \"mesh\"\n",
+            &Fake,
+        )
+        .unwrap();
+        let Some(HostSource::Dns {
+            name,
+            port,
+            key_file,
+        }) = &dns.hosts
+        else {
+            panic!("{:?}", dns.hosts)
+        };
+        assert_eq!((name.as_str(), *port), ("agents.wb", 7000));
+        assert_eq!(key_file.as_deref(), Some(std::path::Path::new("/k")));
+    }
+
+    #[test]
+    fn bad_hosts_name_the_test_and_line() {
+        let host = |name: &str, key: &str| {
+            format!("[[host]]\nname = \"{name}\"\naddress = \"198.18.40.9\"\n{key}\n")
+        };
+        let two = host("a", "") + &host("b", "");
+        let cases: Vec<(String, &str)> = vec![
+            (
+                two.clone() + "[[test]]\nkind = \"client\"\nhosts = [\"z\"]\n",
+                "line 10: test 'client 1': hosts: the plan has no host 'z'",
+            ),
+            (
+                two.clone() + "[[test]]\nkind = \"client\"\nhosts = [\"a\", \"b\"]\n",
+                "runs against one host, not 2",
+            ),
+            (
+                two.clone() + "[[test]]\nkind = \"client\"\n",
+                "name the host it runs against",
+            ),
+            (
+                two.clone() + "[[test]]\nkind = \"client\"\nparallel = 2\nhosts = [\"a\"]\n",
+                "parallel belongs to a mesh",
+            ),
+            (
+                two.clone() + "[[test]]\nkind = \"mesh\"\nparallel = 0\n",
+                "parallel = 0",
+            ),
+            (
+                two.clone() + "[[test]]\nkind = \"mesh\"\nhosts = [\"a\"]\n",
+                "at least two hosts",
+            ),
+            (
+                two.clone() + "[[test]]\nkind = \"mesh\"\nhosts = [\"a\", \"a\"]\n",
+                "'a' twice",
+            ),
+            (
+                two.clone() + "[[test]]\nkind = \"streams\"\nhosts = [\"a\"]\nargs = \"p.toml\"\n",
+                "a streams test names no hosts",
+            ),
+            (
+                two.clone() + "[[test]]\nkind = \"streams\"\nargs = \"p.toml\"\n",
+                "give the test a lab of its own",
+            ),
+            (
+                host("a", "key_file = \"/k\"") + &host("b", "") + "[[test]]\nkind = \"mesh\"\n",
+                "need one key_file",
+            ),
+            (
+                host("a", "") + &host("a", "") + "[[test]]\nkind = \"mesh\"\n",
+                "line 5: two hosts are named 'a'",
+            ),
+            (
+                host("a=b", "") + "[[test]]\nkind = \"mesh\"\n",
+                "line 1: host name 'a=b'",
+            ),
+            (
+                "[[host]]\nname = \"a\"\naddress = \"h:x\"\n[[test]]\nkind = \"mesh\"\n".into(),
+                "host 'a': address 'h:x' is not HOST[:PORT]",
+            ),
+            (
+                "[target]\nloopback = true\n[[test]]\nkind = \"mesh\"\n".into(),
+                "a mesh needs the plan's hosts",
+            ),
+            (
+                "[target]\nloopback = true\n[[test]]\nkind = \"client\"\nhosts = [\"a\"]\n".into(),
+                "hosts: the plan has no [[host]]",
+            ),
+            (
+                "hosts_from = \"dns:x\"\n[[test]]\nkind = \"mesh\"\nhosts = [\"a\", \"b\"]\n"
+                    .into(),
+                "hosts from DNS have no names",
+            ),
+            (
+                "hosts_from = \"x\"\n[[test]]\nkind = \"mesh\"\n".into(),
+                "line 1: hosts_from = 'x': give dns:NAME",
+            ),
+            (
+                "hosts_from = \"dns:x\"\n".to_owned()
+                    + &host("a", "")
+                    + "[[test]]\nkind = \"mesh\"\n",
+                "not both",
+            ),
+            (
+                "hosts_key_file = \"/k\"\n".to_owned() + &two + "[[test]]\nkind = \"mesh\"\n",
+                "hosts_key_file belongs to hosts_from",
+            ),
+        ];
+        for (text, want) in &cases {
             let e = Plan::parse(text, &Fake).unwrap_err();
             assert!(e.contains(want), "{text:?}: {e}");
         }

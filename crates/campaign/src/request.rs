@@ -71,6 +71,27 @@ pub enum IpFamily {
     V6,
 }
 
+/// One host of a mesh: its name and its server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeshHost {
+    /// Its name in the matrix.
+    pub name: String,
+    /// Its server (the controller's way in; the other hosts reach it at the same address).
+    pub server: Server,
+}
+
+/// Client tests from every host to every other (`mesh`), each run by the source's server
+/// toward the destination's (the sources run with `--allow-third-party`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeshRequest {
+    /// The hosts, in matrix order.
+    pub hosts: Vec<MeshHost>,
+    /// Each pair's test.
+    pub spec: TestSpec,
+    /// Most pairs at once (no host in two at once).
+    pub parallel: usize,
+}
+
 /// A zero-loss UDP sweep (`sweep`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepRequest {
@@ -417,4 +438,6 @@ pub enum TestRequest {
     FrerCompare(FrerCompareRequest),
     /// `nicmatrix`.
     NicMatrix(Box<NicMatrixRequest>),
+    /// `mesh`.
+    Mesh(MeshRequest),
 }

@@ -12,8 +12,9 @@ use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
 use model::results::Verdict;
 use report::campaign::Templates;
 
+use crate::hosts::{HostSource, PlanHost};
 use crate::plan::{Commands, Plan, PlanTest};
-use crate::target::Setup;
+use crate::target::{Setup, Target};
 use crate::verdicts::{evaluate, Outcome};
 use crate::{usage, Error, Quiet};
 
@@ -177,7 +178,21 @@ impl Run<'_> {
                 return Err(e);
             }
         };
-        campaign.target = setup.described.clone();
+        // The plan's hosts as they are now (a DNS name gives its addresses of this moment).
+        let hosts = match plan.hosts.as_ref().map(HostSource::resolve).transpose() {
+            Ok(h) => h.unwrap_or_default(),
+            Err(e) => {
+                campaign.stopped = Some(format!("the plan's hosts could not be found: {e}"));
+                campaign.finished_at = Some(engine::env::now_rfc3339());
+                write_results(&self.out, &campaign)?;
+                return Err(Error::Failed(e));
+            }
+        };
+        campaign.target = match (&plan.target, hosts.is_empty()) {
+            (Target::Hosts, false) => HostSource::describe(&hosts),
+            (_, false) => format!("{}; {}", setup.described, HostSource::describe(&hosts)),
+            (_, true) => setup.described.clone(),
+        };
         campaign.interfaces = setup.interfaces();
         write_results(&self.out, &campaign)?;
         for (i, t) in plan.tests.iter().enumerate() {
@@ -186,7 +201,7 @@ impl Run<'_> {
                 campaign.stopped = Some(format!("interrupted before test {id} ({})", t.name));
                 break;
             }
-            self.test(plan, i, t, &setup, &mut campaign, progress)?;
+            self.test(plan, i, t, (&setup, &hosts), &mut campaign, progress)?;
             if campaign.stopped.is_some() {
                 break;
             }
@@ -206,7 +221,7 @@ impl Run<'_> {
         plan: &Plan,
         i: usize,
         t: &PlanTest,
-        setup: &Setup,
+        (setup, hosts): (&Setup, &[PlanHost]),
         campaign: &mut Campaign,
         progress: &mut dyn Progress,
     ) -> Result<(), Error> {
@@ -229,9 +244,11 @@ impl Run<'_> {
             None => None,
         };
         let setup = own.as_ref().unwrap_or(setup);
-        let argv = t.argv(&setup.ctx);
+        let mut ctx = setup.ctx.clone();
+        ctx.hosts = hosts.to_vec();
+        let argv = t.argv(&ctx);
         // Server-based tests run on the talker of a lab; the rest name their ports.
-        let on_talker = setup.lab().is_some() && t.kind.needs_server(&argv);
+        let on_talker = setup.lab().is_some() && t.hosts.is_none() && t.kind.needs_server(&argv);
         let entry = &mut campaign.tests[i];
         entry.command = format!("wirebench {}", argv[1..].join(" "));
         entry.node = if on_talker {

@@ -6,6 +6,7 @@ use control::server::{Server, ServerConfig, ServerHandle};
 use engine::frameio::in_netns;
 use model::results::campaign::InterfaceFacts;
 
+use crate::hosts::PlanHost;
 use crate::Error;
 
 /// What a plan's tests run against.
@@ -24,6 +25,8 @@ pub enum Target {
         /// Raw receiving port of this host.
         rx: Option<String>,
     },
+    /// No target of its own: every test names the plan's hosts it uses (or has a lab).
+    Hosts,
     /// A lab built before the tests and removed after.
     Lab {
         /// What `lab up` builds.
@@ -44,30 +47,47 @@ pub struct Context {
     pub lab: Option<String>,
     /// Raw ports for rfc2544 (`talker:eth0` in a lab).
     pub raw: Option<(String, String)>,
+    /// The key file of the server, when it asks for one (a plan's host).
+    pub key_file: Option<std::path::PathBuf>,
+    /// The plan's hosts, as resolved for this run (tests that name hosts use them).
+    pub hosts: Vec<PlanHost>,
 }
 
 impl Context {
-    /// The context a plan is checked with before anything exists.
+    /// The context a plan is checked with before anything exists (without hosts).
     pub fn stand_in(target: &Target) -> Self {
+        let server = |host: &str, port: u16| Self {
+            host: host.into(),
+            port,
+            lab: None,
+            raw: None,
+            key_file: None,
+            hosts: Vec::new(),
+        };
         match target {
-            Target::Loopback => Self {
-                host: "127.0.0.1".into(),
-                port: control::DEFAULT_PORT,
-                lab: None,
-                raw: None,
-            },
+            Target::Loopback => server("127.0.0.1", control::DEFAULT_PORT),
+            Target::Hosts => server("", control::DEFAULT_PORT),
             Target::Host { host, port, tx, rx } => Self {
-                host: host.clone(),
-                port: *port,
-                lab: None,
                 raw: tx.clone().zip(rx.clone()),
+                ..server(host, *port)
             },
             Target::Lab { .. } => Self {
-                host: "198.18.0.2".into(),
-                port: control::DEFAULT_PORT,
                 lab: Some("plan".into()),
                 raw: Some(("talker:eth0".into(), "listener:eth0".into())),
+                ..server("198.18.0.2", control::DEFAULT_PORT)
             },
+        }
+    }
+
+    /// Tests against the plan's host `h`.
+    pub fn on_host(h: &PlanHost) -> Self {
+        Self {
+            host: h.host.clone(),
+            port: h.port,
+            lab: None,
+            raw: None,
+            key_file: h.key_file.clone(),
+            hosts: Vec::new(),
         }
     }
 }
@@ -108,6 +128,7 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         max_memory: control::server::default_max_memory(),
         rx_xdp: false,
         raw_ports: Vec::new(),
+        third_party: false,
     })?
     .spawn()
 }
@@ -146,6 +167,12 @@ impl Setup {
                 server: None,
                 lab: None,
             }),
+            Target::Hosts => Ok(Setup {
+                ctx: Context::stand_in(target),
+                described: "the plan's hosts".into(),
+                server: None,
+                lab: None,
+            }),
             Target::Lab { request, args } => {
                 // As a run sees it, a lab that cannot be built is a run that could not
                 // start, whatever the reason: the command says which lab.
@@ -171,9 +198,8 @@ impl Setup {
                 let mut setup = Setup {
                     ctx: Context {
                         host: listener.to_string(),
-                        port: control::DEFAULT_PORT,
                         lab: Some(lab_name.into()),
-                        raw: Some(("talker:eth0".into(), "listener:eth0".into())),
+                        ..Context::stand_in(target)
                     },
                     described: format!("lab '{lab_name}': {} {}", request.topology, args.join(" "))
                         .trim_end()

@@ -164,6 +164,11 @@ pub enum Command {
     /// steady rate, and idle pings before and after as the baseline; prints throughput each
     /// way, idle and loaded round trips and the latency the load added.
     Rrul(RrulArgs),
+    /// Client tests between every ordered pair of hosts (N x (N-1)), each run by the source
+    /// host's server toward the destination's (servers started with --allow-third-party
+    /// and one key); prints the matrix of received rates. A host that cannot be reached
+    /// fails its cells, and the rest of the mesh goes on.
+    Mesh(MeshArgs),
     /// UDP rate staircase: loss per target rate and the maximum zero-loss rate.
     Sweep(SweepArgs),
     /// TCP throughput per write size, each direction (like netio).
@@ -946,6 +951,12 @@ pub struct ServerArgs {
     /// receives its frames here. Needs root and --auth-key-file.
     #[arg(long, value_delimiter = ',', value_name = "IFACE,...")]
     pub raw_ports: Vec<String>,
+    /// Let authenticated controllers have this server run client tests toward other
+    /// wirebench servers (`mesh`: every host of a fleet tests every other). It
+    /// authenticates to them with its own key, so the fleet shares one; the tests count
+    /// against this server's limits. Needs --auth-key-file.
+    #[arg(long)]
+    pub allow_third_party: bool,
     /// How UDP tests' datagrams from clients are received: socket (the kernel's UDP
     /// stack) or xdp (AF_XDP: an XDP program hands the test's datagrams to the server
     /// before the UDP stack, for floods the socket path cannot count; one receiving
@@ -1173,6 +1184,44 @@ pub struct LatencyArgs {
     /// 0 = none.
     #[arg(short, long, value_parser = units::seconds, default_value = "1")]
     pub interval: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct MeshArgs {
+    /// The hosts, at least two: [NAME=]HOST[:PORT] (an IPv6 address as [ADDR]:PORT; port
+    /// 5301 by default; the name is the address when not given). Each host reaches the
+    /// others at the address given here.
+    #[arg(required = true, num_args = 2.., value_name = "[NAME=]HOST[:PORT]")]
+    pub hosts: Vec<String>,
+    /// Pre-shared key file of the fleet: this controller proves it to every host, and each
+    /// source host proves its own (the same) key to its destination.
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Most pairs tested at once; no host is in two at once, so N hosts allow N/2.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub pairs_at_once: u16,
+    /// UDP instead of TCP.
+    #[arg(short, long)]
+    pub udp: bool,
+    /// Seconds each pair sends.
+    #[arg(short, long, value_parser = units::seconds, default_value = "5")]
+    pub time: Duration,
+    /// Rate per stream in bits/s (k/M/G suffixes); 0 = unlimited. UDP default 1M, TCP
+    /// unlimited.
+    #[arg(short, long, value_parser = units::rate_bps)]
+    pub bitrate: Option<f64>,
+    /// Payload bytes per datagram (UDP, default 1472) or per write (TCP, default 128k).
+    #[arg(short, long, value_parser = units::size_bytes)]
+    pub length: Option<usize>,
+    /// Parallel streams of each pair's test.
+    #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=128))]
+    pub parallel: u8,
+    /// DSCP value for data packets (0-63).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub dscp: Option<u8>,
+    /// Print one JSON document instead of the matrix.
+    #[arg(short = 'J', long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

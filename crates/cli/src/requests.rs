@@ -7,9 +7,9 @@ use std::time::Duration;
 use campaign::plan::Commands;
 use campaign::request::{
     AnalyzeRequest, BlocksizeRequest, ClientRequest, Connect, FrameBackend, FrameProto,
-    FrameRequest, FrerCompareRequest, GenRequest, IpFamily, LatencyRequest, NicMatrixRequest,
-    Rfc2544Path, Rfc2544Request, Rfc2544Test, RrulRequest, Server, ShapingRequest, StreamsRequest,
-    SweepRequest, TestRequest,
+    FrameRequest, FrerCompareRequest, GenRequest, IpFamily, LatencyRequest, MeshHost, MeshRequest,
+    NicMatrixRequest, Rfc2544Path, Rfc2544Request, Rfc2544Test, RrulRequest, Server,
+    ShapingRequest, StreamsRequest, SweepRequest, TestRequest,
 };
 use campaign::Error;
 use clap::Parser as _;
@@ -127,6 +127,59 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         },
         get_server_output: a.get_server_output,
         title: a.title.clone(),
+    })
+}
+
+/// A mesh host, `[NAME=]HOST[:PORT]` (`[ADDR]:PORT` for IPv6).
+pub fn mesh_host(text: &str, key_file: Option<&std::path::Path>) -> Result<MeshHost, Error> {
+    let (name, addr) = match text.split_once('=') {
+        Some((n, a)) if !n.is_empty() => (Some(n), a),
+        Some(_) => return Err(usage(format!("'{text}': the name before = is empty"))),
+        None => (None, text),
+    };
+    let (host, port) = campaign::hosts::split_address(addr).map_err(usage)?;
+    Ok(MeshHost {
+        name: name.unwrap_or(&host).to_owned(),
+        server: Server {
+            host,
+            port,
+            key_file: key_file.map(std::path::Path::to_path_buf),
+            allow_unauthenticated: false,
+        },
+    })
+}
+
+/// `mesh`.
+pub fn mesh(a: &cli::MeshArgs) -> Result<MeshRequest, Error> {
+    let hosts = a
+        .hosts
+        .iter()
+        .map(|h| mesh_host(h, a.auth_key_file.as_deref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
+    let rate = match a.bitrate {
+        Some(0.0) => Rate::Unlimited,
+        Some(b) => Rate::BitsPerSec(b),
+        None if a.udp => Rate::BitsPerSec(TestSpec::DEFAULT_UDP_RATE),
+        None => Rate::Unlimited,
+    };
+    let spec = TestSpec {
+        duration: a.time,
+        rate,
+        len: a.length.unwrap_or(if a.udp {
+            TestSpec::DEFAULT_UDP_LEN
+        } else {
+            TestSpec::DEFAULT_TCP_LEN
+        }),
+        streams: a.parallel,
+        dscp: a.dscp,
+        ..campaign::trials::base_spec(protocol)
+    };
+    spec.validate().map_err(usage)?;
+    Ok(MeshRequest {
+        hosts,
+        spec,
+        parallel: usize::from(a.pairs_at_once),
     })
 }
 
@@ -447,6 +500,7 @@ pub fn test(c: &Command) -> Option<Result<TestRequest, Error>> {
         Command::NicMatrix(a) => nic_matrix(a).map(|r| TestRequest::NicMatrix(Box::new(r))),
         Command::Latency(a) => Ok(TestRequest::Latency(latency(a))),
         Command::Rrul(a) => Ok(TestRequest::Rrul(rrul(a))),
+        Command::Mesh(a) => mesh(a).map(TestRequest::Mesh),
         Command::Rfc2544(a) => rfc2544(a).map(|r| TestRequest::Rfc2544(Box::new(r))),
         Command::Streams(a) => streams(a).map(|r| TestRequest::Streams(Box::new(r))),
         Command::Shaping(a) => Ok(TestRequest::Shaping(shaping(a))),

@@ -56,7 +56,7 @@ pub struct ClientConfig {
 
 /// An established, authenticated control connection.
 pub struct Session {
-    ctrl: TcpStream,
+    pub(crate) ctrl: TcpStream,
     server: SocketAddr,
     bind: Option<std::net::IpAddr>,
     cport: Option<u16>,

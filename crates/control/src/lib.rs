@@ -7,7 +7,9 @@
 //! separate sockets run by [`engine`]. [`server`] serves many tests at once, one thread per
 //! control connection, with limits and timeouts on every read; [`client`] runs one test and
 //! [`assemble`] turns both sides' reports into the results model; [`metrics`] counts what
-//! the server does for Prometheus, served over the small HTTP of [`http`].
+//! the server does for Prometheus, served over the small HTTP of [`http`]; [`rawport`]
+//! lends raw ports and [`third_party`] runs client tests toward other servers for a
+//! controller.
 //!
 //! This crate does not print or parse command lines; the binary does.
 #![warn(missing_docs, unreachable_pub)]
@@ -25,6 +27,7 @@ pub mod metrics;
 pub mod rawport;
 pub mod server;
 mod streams;
+pub mod third_party;
 pub mod tuning;
 
 use std::io;
@@ -40,7 +43,9 @@ pub const MAGIC: &str = "wirebench";
 /// says its boot id and limits only in `AuthOk`.
 /// Version 6: raw ports of a server started with `--raw-ports` (`RawOpen` and the
 /// messages after it).
-pub const VERSION: u32 = 6;
+/// Version 7: third-party client tests (`RunClient`, `ClientRan`) of a server started
+/// with `--allow-third-party`.
+pub const VERSION: u32 = 7;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

@@ -133,6 +133,15 @@ pub enum ClientMsg {
         /// Frames sent.
         sent: u64,
     },
+    /// Run a client test toward the wirebench server at `to` (`HOST:PORT`) from this
+    /// server, authenticated with this server's own key, and answer with its result
+    /// ([`crate::third_party`]; a server started with `--allow-third-party`).
+    RunClient {
+        /// The other server's control address.
+        to: String,
+        /// The test.
+        spec: TestSpec,
+    },
 }
 
 /// Server to client.
@@ -203,6 +212,15 @@ pub enum ServerMsg {
     },
     /// The reflector runs.
     RawReflecting,
+    /// The client test a [`ClientMsg::RunClient`] asked for ended: its result, or why it
+    /// has none.
+    ClientRan {
+        /// The result document (a [`model::results::RunResult`]), as this server's client
+        /// assembled it.
+        result: Option<serde_json::Value>,
+        /// Why there is no result (the other server refused, could not be reached...).
+        error: Option<String>,
+    },
     /// What the reflector did.
     RawReflected {
         /// Its counts.

@@ -312,36 +312,7 @@ fn send_watched(
     let gone = AtomicBool::new(false);
     let watch = ctrl.try_clone()?;
     std::thread::scope(|s| {
-        s.spawn(|| {
-            let start = std::time::Instant::now();
-            let _ = watch.set_read_timeout(Some(Duration::from_millis(100)));
-            let mut byte = [0u8; 1];
-            while !done.load(Ordering::Acquire) {
-                if start.elapsed() > wait {
-                    stop.store(true, Ordering::Relaxed);
-                    break;
-                }
-                // The controller says nothing while a trial runs, but an abort: anything
-                // readable, or the end of the connection, stops the sender.
-                match watch.peek(&mut byte) {
-                    Ok(_) => {
-                        gone.store(true, Ordering::Relaxed);
-                        stop.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) => {}
-                    Err(_) => {
-                        gone.store(true, Ordering::Relaxed);
-                        stop.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                }
-            }
-        });
+        s.spawn(|| crate::server::watch_controller(&watch, &done, &stop, &gone, wait));
         let r = engine::raw::run_trial(tx, None, spec, &stop);
         done.store(true, Ordering::Release);
         let r = r?;

@@ -92,6 +92,9 @@ pub struct ServerConfig {
     /// Interfaces an authenticated client may send and receive raw frames on
     /// (`--raw-ports`; needs a key).
     pub raw_ports: Vec<String>,
+    /// Authenticated controllers may have this server run client tests toward other
+    /// wirebench servers (`--allow-third-party`; needs a key, which it authenticates with).
+    pub third_party: bool,
 }
 
 /// The default `--max-memory`: a quarter of this host's memory (1 GiB where it is not
@@ -137,6 +140,8 @@ pub(crate) struct Ctx {
     pub(crate) raw_ports: Vec<String>,
     /// Lent ports in use: (interface, sending), one session each.
     pub(crate) raw_busy: std::sync::Mutex<std::collections::HashSet<(String, bool)>>,
+    /// Runs client tests toward other servers for authenticated controllers.
+    pub(crate) third_party: bool,
 }
 
 impl Ctx {
@@ -188,6 +193,40 @@ impl<'a> SourceTest<'a> {
 impl Drop for SourceTest<'_> {
     fn drop(&mut self) {
         self.ctx.gate().end_test(self.ip);
+    }
+}
+
+/// Watches a controller that says nothing while its work runs, until `done`: anything
+/// readable (an abort) or the end of its connection sets `stop` and `gone`; `wait`
+/// passing sets `stop` alone.
+pub(crate) fn watch_controller(
+    ctrl: &TcpStream,
+    done: &AtomicBool,
+    stop: &AtomicBool,
+    gone: &AtomicBool,
+    wait: Duration,
+) {
+    let start = Instant::now();
+    let _ = ctrl.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut byte = [0u8; 1];
+    while !done.load(Ordering::Acquire) {
+        if start.elapsed() > wait {
+            stop.store(true, Ordering::Relaxed);
+            return;
+        }
+        match ctrl.peek(&mut byte) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            // Readable, closed or broken: the controller is done with us.
+            _ => {
+                gone.store(true, Ordering::Relaxed);
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
     }
 }
 
@@ -335,6 +374,7 @@ impl Server {
                 Vec::new()
             },
             raw_busy: std::sync::Mutex::default(),
+            third_party: cfg.third_party && cfg.key.is_some(),
         };
         Ok(Self {
             listener,
@@ -606,6 +646,7 @@ fn handle_connection(
         ClientMsg::Echo { spec } => serve_echo(ctrl, ctx, spec),
         ClientMsg::Tune { mtu, features } => crate::tuning::serve(ctrl, ctx, mtu, features),
         open @ ClientMsg::RawOpen { .. } => crate::rawport::serve(ctrl, ctx, open),
+        ClientMsg::RunClient { to, spec } => crate::third_party::serve(ctrl, ctx, &to, &spec),
         other => Err(refuse(
             &mut ctrl,
             ErrorCode::Protocol,
@@ -652,6 +693,7 @@ pub(crate) fn kind(m: &ClientMsg) -> &'static str {
         ClientMsg::RawSend { .. } => "raw_send",
         ClientMsg::RawDone { .. } => "raw_done",
         ClientMsg::RawReflect { .. } => "raw_reflect",
+        ClientMsg::RunClient { .. } => "run_client",
     }
 }
 
@@ -1650,6 +1692,7 @@ mod tests {
             allow_tuning: false,
             rx_xdp: false,
             raw_ports: Vec::new(),
+            third_party: false,
             finished: None,
             metrics: None,
             gate: GateConfig::default(),

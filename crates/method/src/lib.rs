@@ -16,13 +16,15 @@
 //! - [`streams`]: multi-stream profiles (SmartBits style) and their table;
 //! - [`shaping`]: the shaper accuracy matrix (passed rate per frame size and bandwidth);
 //! - [`overhead`]: the cost of FRER against a control group;
-//! - [`rrul`]: latency under load, idle pings against loaded ones.
+//! - [`rrul`]: latency under load, idle pings against loaded ones;
+//! - [`mesh`]: the order of a mesh's tests between every ordered pair of hosts.
 //!
 //! What it does not do: no I/O, no clock, no threads, no printing.
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
 pub mod blocksize;
+pub mod mesh;
 pub mod nicmatrix;
 pub mod overhead;
 pub mod rfc2544;

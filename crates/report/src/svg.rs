@@ -531,13 +531,49 @@ pub fn bars(
     s
 }
 
-/// A heat map of `values[row][col]` (percent, 0..=100+), cells labelled with their value.
+/// A cell of a heat map.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Heat {
+    /// A value, labelled `text`, `off` from the best (0 = best, green; 1 and beyond = red).
+    Value {
+        /// Its label.
+        text: String,
+        /// How far from the best, 0..=1.
+        off: f64,
+    },
+    /// Measured nothing: it failed.
+    Failed,
+    /// Nothing to measure (`-`).
+    Empty,
+}
+
+/// A heat map of `values[row][col]` (percent, 0..=100+), cells labelled with their value:
+/// green at 100 %, red 20 points off.
 pub fn heatmap(
     title: &str,
     rows: &[String],
     cols: &[String],
     values: &[Vec<Option<f64>>],
 ) -> String {
+    let cells: Vec<Vec<Heat>> = values
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|v| match v {
+                    Some(p) => Heat::Value {
+                        text: format!("{p:.1} %"),
+                        off: (p - 100.0).abs() / 20.0,
+                    },
+                    None => Heat::Empty,
+                })
+                .collect()
+        })
+        .collect();
+    heatmap_of(title, rows, cols, &cells)
+}
+
+/// A heat map of `cells[row][col]`.
+pub fn heatmap_of(title: &str, rows: &[String], cols: &[String], cells: &[Vec<Heat>]) -> String {
     let mut s = frame(title, "", "");
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
@@ -562,16 +598,16 @@ pub fn heatmap(
             n = esc(name),
         );
         for c in 0..cols.len() {
-            let v = values.get(r).and_then(|row| row.get(c)).copied().flatten();
-            let (fill, text) = match v {
-                // Green at 100 %, towards red the further off.
-                Some(p) => {
-                    let off = ((p - 100.0).abs() / 20.0).min(1.0);
+            let (fill, text) = match cells.get(r).and_then(|row| row.get(c)) {
+                // Green at the best, towards red the further off.
+                Some(Heat::Value { text, off }) => {
+                    let off = off.clamp(0.0, 1.0);
                     let red = (80.0 + 175.0 * off) as u8;
                     let green = (200.0 - 120.0 * off) as u8;
-                    (format!("rgb({red},{green},90)"), format!("{p:.1} %"))
+                    (format!("rgb({red},{green},90)"), esc(text))
                 }
-                None => ("#eee".to_owned(), "-".to_owned()),
+                Some(Heat::Failed) => ("#d46a6a".to_owned(), "failed".to_owned()),
+                Some(Heat::Empty) | None => ("#eee".to_owned(), "-".to_owned()),
             };
             let _ = write!(
                 s,

@@ -310,6 +310,31 @@ pub fn latency(rows: &[LatencyRow]) -> String {
     out
 }
 
+/// A mesh: how it ran, the matrix of received rates (and of loss for UDP), then the
+/// notes (why pairs failed).
+pub fn mesh(r: &RunResult) -> String {
+    let Some(m) = &r.mesh else {
+        return facts(r);
+    };
+    let mut out = format!(
+        "mesh of {} hosts: {} pairs, {} for {:.1} s each, at most {} at once; {} failed\n\n",
+        m.hosts.len(),
+        m.cells.len(),
+        m.protocol.to_uppercase(),
+        m.test_s,
+        m.parallel,
+        m.failed()
+    );
+    out.push_str(&tables::mesh::matrix(m, false).text());
+    if m.protocol == "udp" {
+        out.push('\n');
+        out.push_str(&tables::mesh::matrix(m, true).text());
+    }
+    out.push_str(&verdicts(r));
+    out.push_str(&facts(r));
+    out
+}
+
 /// Latency under load: throughput each way, idle against loaded round trips, the latency
 /// the load added, the TCP streams' RTT, then the facts.
 pub fn rrul(r: &RunResult) -> String {

@@ -4,6 +4,7 @@
 
 mod frames;
 mod frer;
+mod mesh;
 mod nic;
 mod rfc2544;
 mod rrul;
@@ -12,6 +13,8 @@ mod streams;
 
 pub use frames::{analyze, gen};
 pub use frer::{frer_compare, relays};
+pub(crate) use mesh::address;
+pub use mesh::mesh;
 pub use nic::nic_matrix;
 pub use rfc2544::rfc2544;
 pub use rrul::rrul;
@@ -124,5 +127,6 @@ fn run_job(
         TestRequest::Shaping(r) => shaping(r, watch, stop),
         TestRequest::FrerCompare(r) => frer_compare(r, watch, stop),
         TestRequest::NicMatrix(r) => nic_matrix(r, watch, stop),
+        TestRequest::Mesh(r) => mesh(r, watch, stop),
     }
 }

@@ -88,6 +88,9 @@ pub struct RunResult {
     /// The NIC matrix (`nicmatrix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic_matrix: Option<nic::NicMatrix>,
+    /// Client tests between every ordered pair of hosts (`mesh`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<mesh::MeshReport>,
     /// The interfaces the test used, as they were when it ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interfaces: Vec<nic::InterfaceState>,
@@ -137,6 +140,7 @@ impl RunResult {
             blocksize: None,
             latency: None,
             rrul: None,
+            mesh: None,
             rfc2544: None,
             profile: None,
             shaping: None,
@@ -661,6 +665,8 @@ impl Verdict {
 pub mod rfc2544;
 
 pub mod rrul;
+
+pub mod mesh;
 
 pub mod profile;
 

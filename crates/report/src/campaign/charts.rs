@@ -73,7 +73,8 @@ fn percentile_plot(id: &str, what: &str, series: &[Series]) -> (String, String) 
 
 /// Which report section (table name) each kind of chart illustrates, by its caption
 /// (`tN: kind`, or the kind alone for charts over several tests).
-const SECTIONS: [(&str, &str); 16] = [
+const SECTIONS: [(&str, &str); 17] = [
+    ("mesh heat map", "mesh"),
     ("round trips over time", "latency"),
     ("throughput over time", "throughput"),
     ("latency over time", "throughput"),
@@ -208,6 +209,9 @@ fn block_sizes(c: &Campaign) -> Option<(String, String)> {
 /// by percentile, the passed-rate matrix, the FRER overhead.
 fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    if let Some(m) = &r.mesh {
+        out.push(mesh(id, m));
+    }
     if let Some(s) = &r.sweep {
         let points = |y: fn(f64, f64) -> f64| -> Vec<(f64, f64)> {
             s.rows
@@ -310,6 +314,41 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
         out.push((format!("{id}: FRER overhead"), svg));
     }
     out
+}
+
+/// A mesh's heat map: received Mbit/s from each row's host to each column's, green at the
+/// mesh's best pair and red at half of it or less; failed pairs marked.
+fn mesh(id: &str, m: &model::results::mesh::MeshReport) -> (String, String) {
+    let names: Vec<String> = m.hosts.iter().map(|h| h.name.clone()).collect();
+    let best = m
+        .cells
+        .iter()
+        .filter_map(model::results::mesh::MeshCell::received_bps)
+        .fold(0.0_f64, f64::max);
+    let cells: Vec<Vec<svg::Heat>> = names
+        .iter()
+        .map(|from| {
+            names
+                .iter()
+                .map(|to| match m.cell(from, to) {
+                    None => svg::Heat::Empty,
+                    Some(c) if c.error.is_some() => svg::Heat::Failed,
+                    Some(c) => match c.received_bps() {
+                        Some(b) if best > 0.0 => svg::Heat::Value {
+                            text: format!("{:.1}", b / 1e6),
+                            off: 2.0 * (best - b) / best,
+                        },
+                        _ => svg::Heat::Empty,
+                    },
+                })
+                .collect()
+        })
+        .collect();
+    let title = format!("Mesh: received Mbit/s, from (row) to (column) ({id})");
+    (
+        format!("{id}: mesh heat map"),
+        svg::heatmap_of(&title, &names, &names, &cells),
+    )
 }
 
 /// A test's interval rows over time: throughput per stream and direction (and their sum

@@ -9,6 +9,37 @@ use wire::linerate::LineRate;
 
 use crate::tables::blocksize::{Units, WAYS};
 
+/// A mesh in words: pairs measured, and its lowest and highest pair.
+fn mesh(m: &model::results::mesh::MeshReport) -> String {
+    let measured: Vec<(&str, &str, f64)> = m
+        .cells
+        .iter()
+        .filter_map(|c| Some((c.from.as_str(), c.to.as_str(), c.received_bps()?)))
+        .collect();
+    let mut line = format!(
+        "{} hosts, {} of {} pairs measured",
+        m.hosts.len(),
+        measured.len(),
+        m.cells.len()
+    );
+    let by_rate = |a: &&(&str, &str, f64), b: &&(&str, &str, f64)| a.2.total_cmp(&b.2);
+    if let (Some(lo), Some(hi)) = (
+        measured.iter().min_by(by_rate),
+        measured.iter().max_by(by_rate),
+    ) {
+        line.push_str(&format!(
+            "; lowest {} -> {} {}, highest {} -> {} {}",
+            lo.0,
+            lo.1,
+            bps(lo.2),
+            hi.0,
+            hi.1,
+            bps(hi.2)
+        ));
+    }
+    line
+}
+
 /// One line per test: what it found, in words and measured figures only.
 pub(super) fn findings(c: &Campaign) -> Vec<String> {
     let mut out = Vec::new();
@@ -48,6 +79,9 @@ pub(super) fn findings(c: &Campaign) -> Vec<String> {
             if let Some(l) = &s.latency_us {
                 parts.push(format!("latency p99 {:.1} us", l.p99));
             }
+        }
+        if let Some(m) = &r.mesh {
+            parts.push(mesh(m));
         }
         if let Some(s) = &r.sweep {
             parts.push(match s.max_zero_loss_bps {

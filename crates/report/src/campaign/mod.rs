@@ -108,6 +108,7 @@ pub fn tables(c: &Campaign) -> Vec<Table> {
             tables::rfc2544::throughput_report(c),
             tables::latency::report(c),
             tables::rrul::report(c),
+            tables::mesh::report(c),
             tables::rfc2544::loss_report(c),
             tables::profile::report(c),
             tables::shaping::report(c),

@@ -10,6 +10,7 @@ pub mod campaign;
 pub mod client;
 pub mod frer;
 pub mod latency;
+pub mod mesh;
 pub mod nic;
 pub mod profile;
 pub mod rfc2544;
@@ -71,6 +72,7 @@ pub(crate) mod sections {
     pub(crate) const RFC2544_THROUGHPUT: Section = Section { name: "rfc2544_throughput", title: "Throughput by frame size (RFC 2544)", intro: "Throughput per frame size: with MLRsearch RFC 9971's conditional throughput (the forwarding rate at the relevant lower bound), with binary search the highest load that met the loss goal (RFC 2544 §26.1); the relevant lower and upper bounds, the trials and their time beside it; Mbit/s of frames incl. FCS; efficiency = measured / theoretical at line rate.", columns: "source|frame>|theoretical Mbit/s>|measured Mbit/s>|efficiency %>|frames/s>|lower fps>|upper fps>|search|trials>|trial s>|note" };
     pub(crate) const LATENCY: Section = Section { name: "latency", title: "Latency by frame size", intro: "RFC 2544 §26.2 latency at the throughput rate (one-way, from kernel stamps), and ping-pong round trips (latency tests); microseconds.", columns: "source|method|frame / message B>|load fps>|avg>|p50>|p99>|p99.9>|max>|verdict" };
     pub(crate) const RRUL: Section = Section { name: "rrul", title: "Latency under load (RRUL)", intro: "TCP streams up and down at once (rrul) with pings at a steady rate, and idle pings before and after as the baseline: throughput each way at the receivers, round trips idle and loaded in microseconds, the latency the load added (loaded − idle) and the TCP streams' own smoothed RTT.", columns: "source|up Mbit/s>|down Mbit/s>|idle p50>|loaded p50>|loaded p99>|added p50>|added p99>|loaded / idle>|TCP RTT>|pings sent>|pings lost>" };
+    pub(crate) const MESH: Section = Section { name: "mesh", title: "Mesh", intro: "A client test from every host (row) to every other (column), run by the source host's server toward the destination's (mesh): Mbit/s of payload the destination received; failed = no figures (the test's notes say why).", columns: "source|from \\ to" };
     pub(crate) const LOSS: Section = Section { name: "loss", title: "Loss against offered load", intro: "RFC 2544 §26.3 frame loss rate, from 100 % of line rate down in steps.", columns: "source|frame>|load %>|offered fps>|sent>|received>|loss %>|note" };
     pub(crate) const STREAMS: Section = Section { name: "streams", title: "Multi-stream profile", intro: "Every stream at once on its own schedule (streams); Mbit/s of received frames incl. FCS.", columns: "source|stream|frame|load %>|sent>|received>|lost>|loss %>|duplicates>|Mbit/s>|verdict" };
     pub(crate) const SHAPING: Section = Section { name: "shaping", title: "Shaper accuracy (passed rate)", intro: "Line-rate traffic per frame size through each configured bandwidth; passed rate = received / offered (the RTX2000 report's figure), and in % of the bandwidth.", columns: "source|frame>|bandwidth Mbit/s>|received Mbit/s>|passed % of offered>|% of bandwidth>|note" };

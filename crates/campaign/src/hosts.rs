@@ -1,0 +1,208 @@
+//! The hosts of a plan: `[[host]]` entries (name, address, key file), or
+//! `hosts_from = "dns:NAME[:PORT]"`, every address a name resolves to when the run starts
+//! (a Kubernetes headless Service has one A record per ready agent). Hosts found by DNS
+//! are named by their addresses, in address order.
+//!
+//! This module reads and resolves; it does not talk to the hosts.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+
+/// One host of a plan: a wirebench server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanHost {
+    /// Its name in the plan (a test's `hosts`, the mesh's rows and columns).
+    pub name: String,
+    /// Its address or DNS name.
+    pub host: String,
+    /// Its control port.
+    pub port: u16,
+    /// Its key file, when it asks for a key.
+    pub key_file: Option<PathBuf>,
+}
+
+/// Where a plan's hosts come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostSource {
+    /// `[[host]]` entries.
+    Listed(Vec<PlanHost>),
+    /// `hosts_from = "dns:NAME[:PORT]"`: every address of NAME when the run starts.
+    Dns {
+        /// The name to resolve.
+        name: String,
+        /// The servers' control port.
+        port: u16,
+        /// The fleet's key file (`hosts_key_file`).
+        key_file: Option<PathBuf>,
+    },
+}
+
+/// `HOST[:PORT]`, `[IPV6]:PORT` or a bare IPv6 address; the port is 5301 when not given.
+///
+/// # Errors
+/// An empty host, a port that is not a number, an unclosed bracket.
+pub fn split_address(text: &str) -> Result<(String, u16), String> {
+    let bad = || format!("'{text}' is not HOST[:PORT] (IPv6: [ADDR]:PORT)");
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (h, tail) = rest.split_once(']').ok_or_else(bad)?;
+        let port = match tail.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| bad())?,
+            None if tail.is_empty() => control::DEFAULT_PORT,
+            None => return Err(bad()),
+        };
+        (h, port)
+    } else if text.matches(':').count() > 1 {
+        (text, control::DEFAULT_PORT)
+    } else {
+        match text.split_once(':') {
+            Some((h, p)) => (h, p.parse().map_err(|_| bad())?),
+            None => (text, control::DEFAULT_PORT),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad());
+    }
+    Ok((host.to_owned(), port))
+}
+
+/// The hosts behind resolved addresses: one per distinct address, in address order, each
+/// named by its address.
+pub fn from_addresses(
+    addrs: impl IntoIterator<Item = SocketAddr>,
+    key_file: Option<&PathBuf>,
+) -> Vec<PlanHost> {
+    let mut ips: Vec<(IpAddr, u16)> = addrs.into_iter().map(|a| (a.ip(), a.port())).collect();
+    ips.sort_unstable();
+    ips.dedup_by_key(|(ip, _)| *ip);
+    ips.into_iter()
+        .map(|(ip, port)| PlanHost {
+            name: ip.to_string(),
+            host: ip.to_string(),
+            port,
+            key_file: key_file.cloned(),
+        })
+        .collect()
+}
+
+impl HostSource {
+    /// `hosts_from`'s value: `dns:NAME[:PORT]`.
+    ///
+    /// # Errors
+    /// Another scheme, or a bad name or port.
+    pub fn parse_from(text: &str, key_file: Option<PathBuf>) -> Result<Self, String> {
+        let Some(rest) = text.strip_prefix("dns:") else {
+            return Err(format!(
+                "hosts_from = '{text}': give dns:NAME[:PORT] (e.g. the DNS name of a Kubernetes headless Service)"
+            ));
+        };
+        let (name, port) = split_address(rest).map_err(|e| format!("hosts_from: {e}"))?;
+        Ok(Self::Dns {
+            name,
+            port,
+            key_file,
+        })
+    }
+
+    /// The hosts as far as they are known before the run: the listed ones, or two
+    /// stand-ins for names DNS gives when the run starts.
+    pub fn stand_in(&self) -> Vec<PlanHost> {
+        match self {
+            Self::Listed(h) => h.clone(),
+            Self::Dns { port, key_file, .. } => from_addresses(
+                ["198.18.0.1", "198.18.0.2"]
+                    .map(|a| SocketAddr::new(a.parse().expect("an address"), *port)),
+                key_file.as_ref(),
+            ),
+        }
+    }
+
+    /// The hosts now: the listed ones, or every address DNS gives for the name.
+    ///
+    /// # Errors
+    /// The name does not resolve, or to no address.
+    pub fn resolve(&self) -> Result<Vec<PlanHost>, String> {
+        match self {
+            Self::Listed(h) => Ok(h.clone()),
+            Self::Dns {
+                name,
+                port,
+                key_file,
+            } => {
+                let addrs = (name.as_str(), *port)
+                    .to_socket_addrs()
+                    .map_err(|e| format!("hosts_from dns:{name}: {e}"))?;
+                let hosts = from_addresses(addrs, key_file.as_ref());
+                if hosts.is_empty() {
+                    return Err(format!("hosts_from dns:{name}: no address"));
+                }
+                Ok(hosts)
+            }
+        }
+    }
+
+    /// What the results say of them.
+    pub fn describe(hosts: &[PlanHost]) -> String {
+        let names: Vec<String> = hosts
+            .iter()
+            .map(|h| format!("{} ({})", h.name, crate::jobs::address(&h.host, h.port)))
+            .collect();
+        format!("hosts {}", names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn addresses_split_with_the_default_port() {
+        let ok = |t: &str| split_address(t).unwrap();
+        assert_eq!(ok("198.18.1.1"), ("198.18.1.1".into(), 5301));
+        assert_eq!(ok("agent-0.wb:7000"), ("agent-0.wb".into(), 7000));
+        assert_eq!(ok("[fd00::1]:9"), ("fd00::1".into(), 9));
+        assert_eq!(ok("[fd00::1]"), ("fd00::1".into(), 5301));
+        assert_eq!(ok("fd00::1"), ("fd00::1".into(), 5301));
+        for bad in ["", ":5301", "h:port", "[fd00::1", "[fd00::1]x", "h:70000"] {
+            assert!(split_address(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn resolved_addresses_become_hosts_in_order_once_each() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let key = PathBuf::from("/k");
+        let hosts = from_addresses(
+            [
+                a("198.18.40.3:5301"),
+                a("198.18.40.1:5301"),
+                a("198.18.40.3:5301"),
+            ],
+            Some(&key),
+        );
+        let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["198.18.40.1", "198.18.40.3"]);
+        assert_eq!(hosts[0].key_file.as_deref(), Some(key.as_path()));
+        assert_eq!(hosts[1].port, 5301);
+    }
+
+    #[test]
+    fn hosts_from_takes_dns_only() {
+        assert_eq!(
+            HostSource::parse_from("dns:agents.wb.svc:7000", None).unwrap(),
+            HostSource::Dns {
+                name: "agents.wb.svc".into(),
+                port: 7000,
+                key_file: None
+            }
+        );
+        let e = HostSource::parse_from("srv:agents", None).unwrap_err();
+        assert!(e.contains("dns:NAME"), "{e}");
+        assert!(HostSource::parse_from("dns:", None).is_err());
+        // Before the run, DNS hosts are two stand-ins with the port and key.
+        let s = HostSource::parse_from("dns:x:9", Some("/k".into()))
+            .unwrap()
+            .stand_in();
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().all(|h| h.port == 9 && h.key_file.is_some()));
+    }
+}
