@@ -588,4 +588,58 @@ mod test {
         let _ = std::fs::remove_dir_all(&dir);
         assert!(n >= 8, "{n} example plans");
     }
+
+    /// The items of the YAML list under `key:` in `text` (one `- item` per line).
+    fn yaml_list(text: &str, key: &str) -> Vec<String> {
+        let mut lines = text.lines().skip_while(|l| l.trim() != key).skip(1);
+        let mut items = Vec::new();
+        while let Some(item) = lines.next().and_then(|l| l.trim().strip_prefix("- ")) {
+            items.push(item.to_owned());
+        }
+        items
+    }
+
+    /// The Kubernetes manifests (deploy/kubernetes/, validated against the Kubernetes
+    /// schemas in CI) and wirebench agree: the agents' flags parse, the Job runs
+    /// examples/plan-fleet.toml, and the plan reads the key where the Secret is mounted
+    /// and the hosts of the agents' Service.
+    #[test]
+    fn the_kubernetes_fleet_runs_the_example_plan() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+        let agents = read("deploy/kubernetes/agents.yaml");
+        let mut argv = vec!["wirebench".to_owned(), "server".to_owned()];
+        argv.extend(yaml_list(&agents, "args:"));
+        let Command::Server(a) = Cli::try_parse_from(&argv).unwrap().command else {
+            panic!("{argv:?}")
+        };
+        assert!(a.allow_third_party, "{argv:?}");
+        let key = a.auth_key_file.expect("the agents' key file");
+        assert!(agents.contains(&format!("mountPath: {}", key.parent().unwrap().display())));
+        // The ConfigMap's plan.toml is the example, indented under its key.
+        let job = read("deploy/kubernetes/job.yaml");
+        let embedded: String = job
+            .lines()
+            .skip_while(|l| l.trim() != "plan.toml: |")
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with("    "))
+            .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+            .collect();
+        let example = read("examples/plan-fleet.toml");
+        assert_eq!(embedded, example);
+        let p = Plan::parse(&example, &Parser).unwrap();
+        let service = read("deploy/kubernetes/service.yaml");
+        let Some(campaign::hosts::HostSource::Dns {
+            name,
+            port,
+            key_file,
+        }) = p.hosts
+        else {
+            panic!("{:?}", p.hosts)
+        };
+        assert!(service.contains(&format!("name: {name}\n")), "{name}");
+        assert!(service.contains(&format!("port: {port}\n")), "{port}");
+        assert_eq!(key_file.as_deref(), Some(key.as_path()));
+        assert!(p.tests.iter().all(|t| t.kind == campaign::plan::Kind::Mesh));
+    }
 }
