@@ -290,3 +290,79 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
     assert_fails(&out, 2, "--reflect");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `streams` with its sources on two servers' ports: the talker's and the listener's
+/// agents each send one stream toward the router lab's dut, where the controller receives
+/// them on its two ports. Every frame arrives, the expectations hold, latency is there
+/// (the namespaces share a clock), and the profile's interval rows are absent with a note.
+/// The expected rates are the loads' L2 rates: 2 % of a 1 Gbit/s line at 512 B is 4,699
+/// frames/s, 19.25 Mbit/s of frames with FCS; 1 % alternating 128 and 1024 B is 2,097
+/// frames/s, 9.66 Mbit/s.
+#[test]
+fn streams_with_sources_on_two_agents() {
+    if !root_or_skip("streams_with_sources_on_two_agents") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wb-agents-streams-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("key");
+    key_file(&key, "0123456789abcdef0123456789abcdef");
+    let lab = LabGuard::up("router", "ags");
+    let talker = agent(&lab, "talker", "198.18.1.1", &key);
+    let listener = agent(&lab, "listener", "198.18.2.1", &key);
+    let profile = dir.join("two-agents.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "duration = 2\nline_rate = \"1G\"\n\n\
+             [[stream]]\nname = \"from-talker\"\nsource = \"198.18.1.1:{}/eth0\"\ndestination = \"eth0\"\n\
+             protocol = \"udp\"\nsize = 512\nload = \"2%\"\nexpect = \"19.25M\"\ntolerance = \"2%\"\n\n\
+             [[stream]]\nname = \"from-listener\"\nsource = \"198.18.2.1:{}/eth0\"\ndestination = \"eth1\"\n\
+             protocol = \"udp\"\nsize = [128, 1024]\nload = \"1%\"\nstart = 0.5\nexpect = \"9.66M\"\ntolerance = \"2%\"\n",
+            talker.port, listener.port
+        ),
+    )
+    .unwrap();
+    let p = profile.to_string_lossy().to_string();
+    let k = key.to_string_lossy().to_string();
+    let out = on_node(&lab, "dut", &["streams", &p, "--auth-key-file", &k, "-J"]);
+    let v = json_of(&out);
+    let rows = v["profile"]["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{v}");
+    for row in rows {
+        let (sent, received) = (row["sent"].as_u64(), row["received"].as_u64());
+        assert!(sent.is_some_and(|s| s > 1000), "{row}");
+        assert_eq!(sent, received, "{row}");
+        assert_eq!(row["passed"], true, "{row}");
+    }
+    for verdict in v["verdicts"].as_array().expect("verdicts") {
+        assert_eq!(verdict["passed"], true, "{verdict}");
+    }
+    let backend = v["backend"].as_str().unwrap_or_default();
+    assert!(
+        backend.contains("198.18.1.1:") && backend.contains("198.18.2.1:"),
+        "{backend}"
+    );
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("no interval rows"), "{notes}");
+    assert!(!notes.contains("no one-way latency"), "{notes}");
+    assert!(v["intervals"].as_array().is_none_or(Vec::is_empty), "{v}");
+    // A destination on a server's port is refused, saying so.
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        format!(
+            "duration = 1\nline_rate = \"1G\"\n[[stream]]\nname = \"x\"\nsource = \"eth0\"\ndestination = \"198.18.2.1:{}/eth0\"\nsize = 512\nload = \"1%\"\n",
+            listener.port
+        ),
+    )
+    .unwrap();
+    let b = bad.to_string_lossy().to_string();
+    let out = on_node(&lab, "dut", &["streams", &b, "--auth-key-file", &k]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("a destination on a server's port is not supported yet"),
+        "{e}"
+    );
+}

@@ -336,6 +336,8 @@ pub struct StreamsRequest {
     pub backend: FrameBackend,
     /// Interval rows every this long (`None`: none).
     pub interval: Option<Duration>,
+    /// Servers whose ports are sources (`HOST/IFACE`).
+    pub agents: crate::trials::Agents,
 }
 
 /// The shaper accuracy matrix (`shaping`).

@@ -845,6 +845,8 @@ pub struct StreamsRun {
     pub stop: Arc<AtomicBool>,
     /// Interval rows every this long (`None`: none).
     pub interval: Option<Duration>,
+    /// Servers whose ports are sources (`HOST/IFACE`).
+    pub agents: Agents,
 }
 
 /// The server of a stream whose source is `wirebench://HOST[:PORT]`.
@@ -871,6 +873,56 @@ pub fn check_server_stream(s: &StreamSpec, server: &str) -> Result<(), Error> {
 }
 
 /// The frame templates of one raw stream, one per distinct size, with where to patch them.
+/// The frame request of stream `s` (its headers' fields; the ports add the addresses).
+fn stream_request(s: &StreamSpec, run: &StreamsRun, line: LineRate) -> FrameRequest {
+    FrameRequest {
+        proto: match s.protocol {
+            StreamProto::Tcp => crate::request::FrameProto::Tcp,
+            StreamProto::Icmp => crate::request::FrameProto::Icmp,
+            _ => crate::request::FrameProto::Udp,
+        },
+        dst_mac: s.dst_mac,
+        dst_ip: s.dst_ip,
+        src_port: s.src_port,
+        dst_port: s.dst_port,
+        vlan: s.vlan,
+        pcp: s.pcp,
+        dscp: s.dscp,
+        lab: run.lab.clone(),
+        line_rate: line.0 as f64,
+        backend: run.backend,
+        ..FrameRequest::default()
+    }
+}
+
+/// Stream `s`'s frames of each of its sizes, built from `spec` with test header `hdr`.
+fn l4_templates(
+    s: &StreamSpec,
+    spec: &FrameSpec,
+    hdr: &wire::testhdr::TestHeaderRepr,
+) -> Result<Vec<(u64, Vec<u8>, Patch)>, Error> {
+    let in_stream = |e: String| usage(format!("stream '{}': {e}", s.name));
+    let mut sizes = s.pattern.clone();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut built = Vec::new();
+    for len in sizes {
+        let mut buf = vec![0u8; len as usize];
+        let n = spec.build(len as usize, hdr, &mut buf).map_err(|e| {
+            in_stream(format!(
+                "{len}-byte frame: {e} (at least {} bytes)",
+                spec.min_frame_len()
+            ))
+        })?;
+        buf.truncate(n);
+        let layout = spec
+            .layout(len as usize)
+            .map_err(|e| in_stream(e.to_string()))?;
+        built.push((len, buf, Patch::L4(layout)));
+    }
+    Ok(built)
+}
+
 fn templates(
     s: &StreamSpec,
     (tx, rx): (&Endpoint, &Endpoint),
@@ -879,11 +931,11 @@ fn templates(
     line: LineRate,
 ) -> Result<Vec<(u64, Vec<u8>, Patch)>, Error> {
     let in_stream = |e: String| usage(format!("stream '{}': {e}", s.name));
-    let mut sizes = s.pattern.clone();
-    sizes.sort_unstable();
-    sizes.dedup();
-    let mut built = Vec::new();
     if let StreamProto::EtherType(t) = s.protocol {
+        let mut sizes = s.pattern.clone();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let mut built = Vec::new();
         let runner = &mut lab::SystemRunner;
         let src = lab::probe::addresses(runner, tx)?.mac;
         let dst = match s.dst_mac {
@@ -911,40 +963,124 @@ fn templates(
         }
         return Ok(built);
     }
-    let request = FrameRequest {
-        proto: match s.protocol {
-            StreamProto::Tcp => crate::request::FrameProto::Tcp,
-            StreamProto::Icmp => crate::request::FrameProto::Icmp,
-            _ => crate::request::FrameProto::Udp,
-        },
-        dst_mac: s.dst_mac,
-        dst_ip: s.dst_ip,
-        src_port: s.src_port,
-        dst_port: s.dst_port,
-        vlan: s.vlan,
-        pcp: s.pcp,
-        dscp: s.dscp,
-        lab: run.lab.clone(),
-        line_rate: line.0 as f64,
-        backend: run.backend,
-        ..FrameRequest::default()
-    };
+    let request = stream_request(s, run, line);
     let spec = frames::spec(&request, tx, Some(rx)).map_err(|e| in_stream(e.to_string()))?;
-    for len in sizes {
-        let mut buf = vec![0u8; len as usize];
-        let n = spec.build(len as usize, hdr, &mut buf).map_err(|e| {
-            in_stream(format!(
-                "{len}-byte frame: {e} (at least {} bytes)",
-                spec.min_frame_len()
+    l4_templates(s, &spec, hdr)
+}
+
+/// A source on a server's port: its session, opened for the streams that start there.
+struct RemoteSource {
+    /// `HOST/IFACE` as the profile names it.
+    source: String,
+    agent: RawAgent,
+}
+
+impl RemoteSource {
+    /// Opens source `source` (`HOST/IFACE`) for the streams of `profile` that start
+    /// there, toward their destinations (ports of this host), the next hop resolved by
+    /// the server for the first one's address.
+    ///
+    /// # Errors
+    /// The server refuses, or the streams need what a remote source does not do yet.
+    fn open(
+        run: &StreamsRun,
+        profile: &Profile,
+        source: &str,
+        (host, port, iface): (&str, Option<u16>, &str),
+    ) -> Result<Self, Error> {
+        let line = profile.line_rate;
+        let mine: Vec<&StreamSpec> = profile
+            .streams
+            .iter()
+            .filter(|s| s.source == source)
+            .collect();
+        let mut dst_ips = Vec::new();
+        for s in &mine {
+            if matches!(s.protocol, StreamProto::EtherType(_)) {
+                return Err(usage(format!(
+                    "stream '{}': EtherType streams from a server's port are not supported yet (IP streams are)",
+                    s.name
+                )));
+            }
+            let rx = frames::port(&s.destination, &run.lab)?;
+            let rxa = lab::probe::addresses(&mut lab::SystemRunner, &rx)?;
+            let ip = frames::dst_ip(&stream_request(s, run, line), Some((&rx.to_string(), &rxa)))?;
+            if s.dst_mac.is_none() && !dst_ips.contains(&ip) {
+                dst_ips.push(ip);
+            }
+        }
+        if dst_ips.len() > 1 {
+            return Err(usage(format!(
+                "the streams from {source} go to {} addresses: the server resolves one next hop, so give the others dst_mac",
+                dst_ips.len()
+            )));
+        }
+        let max_len = mine
+            .iter()
+            .flat_map(|s| s.pattern.iter().copied())
+            .max()
+            .unwrap_or(64);
+        let req = RawOpenRequest {
+            send: Some(backend_name(run.backend)),
+            max_len,
+            resolve: dst_ips.first().copied(),
+            ..RawOpenRequest::default()
+        };
+        let agent = run.agents.open((host, port, iface), req, &run.stop)?;
+        let vlan = mine.iter().any(|s| s.vlan.is_some());
+        frames::fits(agent.facts.mtu, (&agent.label, &agent.iface), max_len, vlan)?;
+        Ok(Self {
+            source: source.to_owned(),
+            agent,
+        })
+    }
+
+    /// Stream `s`'s frames from this source, with test header `hdr`.
+    fn templates(
+        &self,
+        s: &StreamSpec,
+        hdr: &wire::testhdr::TestHeaderRepr,
+        run: &StreamsRun,
+        line: LineRate,
+    ) -> Result<Vec<(u64, Vec<u8>, Patch)>, Error> {
+        let request = stream_request(s, run, line);
+        let rx = frames::port(&s.destination, &run.lab)?;
+        let rxa = lab::probe::addresses(&mut lab::SystemRunner, &rx)?;
+        let dst_ip = frames::dst_ip(&request, Some((&rx.to_string(), &rxa)))?;
+        let dst_mac = s.dst_mac.or(self.agent.facts.next_hop_mac).ok_or_else(|| {
+            usage(format!(
+                "stream '{}': the next hop's MAC from {} is not known: give dst_mac",
+                s.name, self.agent.label
             ))
         })?;
-        buf.truncate(n);
-        let layout = spec
-            .layout(len as usize)
-            .map_err(|e| in_stream(e.to_string()))?;
-        built.push((len, buf, Patch::L4(layout)));
+        let spec = frames::headers(
+            &request,
+            (&self.agent.label, &agent_addresses(&self.agent)),
+            dst_ip,
+            dst_mac,
+        )?;
+        l4_templates(s, &spec, hdr)
     }
-    Ok(built)
+}
+
+/// Streams as a server's port takes them: example frames of each size, pattern, rate,
+/// start and stop.
+fn wire_streams(streams: &[StreamTx]) -> Vec<control::rawport::RawStream> {
+    streams
+        .iter()
+        .map(|s| control::rawport::RawStream {
+            stream_id: s.stream_id,
+            frames: s
+                .templates
+                .iter()
+                .map(|(b, _)| ((b.len() + 4) as u64, control::auth::to_hex(b)))
+                .collect(),
+            pattern: s.pattern.iter().map(|i| *i as u16).collect(),
+            pps: s.pps,
+            start_s: s.start.as_secs_f64(),
+            stop_s: s.stop.as_secs_f64(),
+        })
+        .collect()
 }
 
 /// Runs a server stream: after its start offset, a UDP test of datagrams of L − 46 bytes
@@ -1033,44 +1169,79 @@ impl StreamsTrial for StreamsRun {
     fn run(&mut self, profile: &Profile) -> Result<StreamsData, Error> {
         let id = test_id();
         let line = profile.line_rate;
-        // Senders by source, receivers by destination, in first-use order.
+        // Senders by source (ports here, then ports of servers), receivers by destination,
+        // in first-use order.
         let mut sources: Vec<String> = Vec::new();
+        let mut remote: Vec<RemoteSource> = Vec::new();
         let mut dests: Vec<String> = Vec::new();
         for s in &profile.streams {
             if let Some(server) = server_of(&s.source) {
                 check_server_stream(s, server)?;
                 continue;
             }
-            if !sources.contains(&s.source) {
-                sources.push(s.source.clone());
+            if let frames::Port::Agent { .. } = frames::any_port(&s.destination, &self.lab)? {
+                return Err(usage(format!(
+                    "stream '{}': a destination on a server's port is not supported yet: receive on a port of this host",
+                    s.name
+                )));
+            }
+            match frames::any_port(&s.source, &self.lab)? {
+                frames::Port::Agent { host, port, iface } => {
+                    if !remote.iter().any(|r| r.source == s.source) {
+                        let src = (host.as_str(), port, iface.as_str());
+                        remote.push(RemoteSource::open(self, profile, &s.source, src)?);
+                    }
+                }
+                frames::Port::Local(_) => {
+                    if !sources.contains(&s.source) {
+                        sources.push(s.source.clone());
+                    }
+                }
             }
             if !dests.contains(&s.destination) {
                 dests.push(s.destination.clone());
             }
         }
+        // A server's port sends without reporting as it goes: no interval rows then.
+        let interval = self.interval.filter(|_| remote.is_empty());
+        let mut notes = Vec::new();
+        if self.interval.is_some() && !remote.is_empty() {
+            notes.push(
+                "no interval rows: a source on a server's port reports its totals at the end"
+                    .to_owned(),
+            );
+        }
         let mut groups: Vec<Vec<StreamTx>> = sources.iter().map(|_| Vec::new()).collect();
-        let slot_ns = self.interval.map_or(0, |i| {
+        let mut remote_groups: Vec<Vec<StreamTx>> = remote.iter().map(|_| Vec::new()).collect();
+        let slot_ns = interval.map_or(0, |i| {
             let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
             model::stats::slots::slot_width(ns(i), ns(Duration::from_secs_f64(profile.duration)))
         });
+        let here = engine::env::boot_id();
+        let mut no_latency: Vec<u8> = Vec::new();
         for (i, s) in profile.streams.iter().enumerate() {
             if server_of(&s.source).is_some() {
                 continue;
             }
             let stream_id = (i + 1) as u8;
-            let ports = (
-                &frames::port(&s.source, &self.lab)?,
-                &frames::port(&s.destination, &self.lab)?,
-            );
             let hdr = wire::testhdr::TestHeaderRepr::template(id, stream_id);
-            let built = templates(s, ports, &hdr, self, line)?;
+            let far = remote.iter().position(|r| r.source == s.source);
+            let built = match far {
+                Some(k) => remote[k].templates(s, &hdr, self, line)?,
+                None => {
+                    let ports = (
+                        &frames::port(&s.source, &self.lab)?,
+                        &frames::port(&s.destination, &self.lab)?,
+                    );
+                    templates(s, ports, &hdr, self, line)?
+                }
+            };
             let pattern = s
                 .pattern
                 .iter()
                 .map(|l| built.iter().position(|b| b.0 == *l).unwrap_or(0))
                 .collect();
-            let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
-            groups[g].push(StreamTx {
+            let tx = StreamTx {
                 stream_id,
                 templates: built.into_iter().map(|(_, b, p)| (b, p)).collect(),
                 pattern,
@@ -1079,7 +1250,31 @@ impl StreamsTrial for StreamsRun {
                 stop: Duration::from_secs_f64(s.stop),
                 live: Arc::default(),
                 slot_ns,
-            });
+            };
+            match far {
+                Some(k) => {
+                    // One-way latency needs one clock: the server's host must be this one.
+                    if here.is_none() || remote[k].agent.facts.host_id != here {
+                        no_latency.push(stream_id);
+                    }
+                    remote_groups[k].push(tx);
+                }
+                None => {
+                    let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
+                    groups[g].push(tx);
+                }
+            }
+        }
+        if !no_latency.is_empty() {
+            let names: Vec<&str> = no_latency
+                .iter()
+                .filter_map(|i| profile.streams.get(usize::from(*i) - 1))
+                .map(|s| s.name.as_str())
+                .collect();
+            notes.push(format!(
+                "no one-way latency for {}: their sources are ports of other hosts, whose clocks are not known to agree with this one",
+                names.join(", ")
+            ));
         }
         let max_len = profile
             .streams
@@ -1124,17 +1319,39 @@ impl StreamsTrial for StreamsRun {
                 )
             })
             .collect();
-        let r = engine::multi::run(
+        for r in &remote {
+            backends.push(format!("{}: {}", r.source, r.agent.facts.backend));
+        }
+        let far_senders: Vec<engine::multi::RemoteSender<'_>> = remote
+            .iter_mut()
+            .zip(remote_groups)
+            .map(|(r, streams)| {
+                let wire = wire_streams(&streams);
+                let send = move || {
+                    let sent = r
+                        .agent
+                        .send_streams(id, wire)
+                        .map_err(|e| std::io::Error::other(format!("{}: {e}", r.agent.label)))?;
+                    Ok(sent
+                        .into_iter()
+                        .map(control::rawport::RawStreamSent::into_sent)
+                        .collect())
+                };
+                Box::new(send) as engine::multi::RemoteSender<'_>
+            })
+            .collect();
+        let r = engine::multi::run_with_remote(
             senders
                 .iter_mut()
                 .map(|(tx, streams)| (tx.as_mut() as &mut dyn FrameTx, std::mem::take(streams)))
                 .collect(),
+            far_senders,
             receivers
                 .iter_mut()
                 .map(|(rx, table)| (rx.as_mut() as &mut dyn FrameRx, table.clone()))
                 .collect(),
             Duration::from_millis(300),
-            self.interval,
+            interval,
             &self.stop,
         );
         // The server streams end with their time (or the stop): join them even when the
@@ -1163,15 +1380,24 @@ impl StreamsTrial for StreamsRun {
         let mut data = StreamsData {
             backends,
             intervals: raw_intervals(&r),
+            notes,
             ..StreamsData::default()
         };
+        // Local groups first, then the servers' ports (as the engine reports them).
+        let all_sources: Vec<&String> = sources
+            .iter()
+            .chain(remote.iter().map(|r| &r.source))
+            .collect();
         for (i, s) in profile.streams.iter().enumerate() {
             if let Some(m) = by_server.remove(&i) {
                 data.streams.push(m);
                 continue;
             }
             let stream_id = (i + 1) as u8;
-            let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
+            let g = all_sources
+                .iter()
+                .position(|x| **x == s.source)
+                .unwrap_or(0);
             let sent = r.sent[g]
                 .iter()
                 .find(|x| x.stream_id == stream_id)
@@ -1190,7 +1416,9 @@ impl StreamsTrial for StreamsRun {
                 duration: sent.active,
                 rx_span: rx.and_then(|x| x.span).map(|(a, b)| b.saturating_sub(a)),
                 generator_limited: sent.generator_limited,
-                latency: rx.map(|x| x.latency.clone()).filter(|h| !h.is_empty()),
+                latency: rx
+                    .map(|x| x.latency.clone())
+                    .filter(|h| !h.is_empty() && !no_latency.contains(&stream_id)),
                 ..TrialData::default()
             });
         }

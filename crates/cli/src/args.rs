@@ -577,7 +577,7 @@ pub struct GenArgs {
     pub frame: FrameArgs,
     /// With --rx: seconds between interval rows (per interval: frames sent, received, lost
     /// where they were due, duplicates, reordering, latency); 0 = none.
-    #[arg(short, long, value_parser = units::seconds, default_value = "1")]
+    #[arg(short, long, value_parser = units::seconds_or_zero, default_value = "1")]
     pub interval: Duration,
     /// Generator threads (1..=64), each with its own socket (AF_XDP: its own transmit
     /// queue, so the interface needs as many), its own stream and an equal share of the
@@ -607,9 +607,17 @@ pub struct StreamsArgs {
     /// Frame I/O backend for every sender.
     #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
-    /// Seconds between interval rows (per stream and their sum); 0 = none.
-    #[arg(short, long, value_parser = units::seconds, default_value = "1")]
+    /// Seconds between interval rows (per stream and their sum); 0 = none (and none when
+    /// a source is a server's port).
+    #[arg(short, long, value_parser = units::seconds_or_zero, default_value = "1")]
     pub interval: Duration,
+    /// Pre-shared key file of the servers whose ports are sources (`source =
+    /// "HOST/IFACE"`: a port of a wirebench server started with --raw-ports).
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Control port of those servers, unless a source says HOST:PORT/IFACE.
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
@@ -1182,7 +1190,7 @@ pub struct LatencyArgs {
     pub marginal_band: Option<f64>,
     /// Seconds between interval rows (messages, answers and round trips per interval);
     /// 0 = none.
-    #[arg(short, long, value_parser = units::seconds, default_value = "1")]
+    #[arg(short, long, value_parser = units::seconds_or_zero, default_value = "1")]
     pub interval: Duration,
 }
 

@@ -383,6 +383,11 @@ pub fn streams(a: &cli::StreamsArgs) -> Result<StreamsRequest, Error> {
         lab,
         backend: backend(a.backend),
         interval: (!a.interval.is_zero()).then_some(a.interval),
+        agents: campaign::trials::Agents {
+            port: a.port,
+            key_file: a.auth_key_file.clone(),
+            synced_clocks: false,
+        },
     })
 }
 

@@ -120,6 +120,14 @@ pub enum ClientMsg {
         /// Rate and duration, or a burst.
         load: engine::raw::RawLoad,
     },
+    /// Send several streams at once, each on its own schedule (`streams` with a source on
+    /// this port); answered when all have reached their stop offsets.
+    RawStreams {
+        /// Test id.
+        test_id: u16,
+        /// The streams.
+        streams: Vec<crate::rawport::RawStream>,
+    },
     /// Turn every frame of test `test_id` around and send it back on the same port (a
     /// far-end loopback, [`engine::raw::reflect`]) until [`ClientMsg::RawDone`]; needs a
     /// port opened for sending and receiving.
@@ -243,6 +251,11 @@ pub enum ServerMsg {
     },
     /// The receiver counts.
     RawReceiving,
+    /// What each stream of a [`ClientMsg::RawStreams`] sent.
+    RawStreamsSent {
+        /// Per stream.
+        sent: Vec<crate::rawport::RawStreamSent>,
+    },
     /// What the sender sent.
     RawSent {
         /// The sender's figures.

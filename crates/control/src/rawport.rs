@@ -235,7 +235,10 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                     Ok(s) => s,
                     Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e)),
                 };
-                let report = match send_watched(&ctrl, tx, &spec, wait) {
+                let sent = send_watched(&ctrl, wait, |stop| {
+                    engine::raw::run_trial(tx, None, &spec, stop)
+                });
+                let report = match sent {
                     Ok(Some(r)) => r,
                     // Aborted, or the controller went away: the sender stopped.
                     Ok(None) => return Ok(()),
@@ -247,6 +250,37 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                         sent: report.sending(),
                     },
                 )?;
+            }
+            ClientMsg::RawStreams { test_id, streams } => {
+                let Some(tx) = tx.as_deref_mut() else {
+                    return bad(&mut ctrl, "this session did not open a sender".into());
+                };
+                let specs = match stream_specs(test_id, &streams, max_len, &limits) {
+                    Ok(s) => s,
+                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e)),
+                };
+                let sent = send_watched(&ctrl, wait, |stop| {
+                    let r =
+                        engine::multi::run(vec![(tx, specs)], vec![], Duration::ZERO, None, stop)?;
+                    Ok(r.sent.into_iter().flatten().collect::<Vec<_>>())
+                });
+                let sent = match sent {
+                    Ok(Some(s)) => s,
+                    Ok(None) => return Ok(()),
+                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Internal, e.to_string())),
+                };
+                let sent = sent
+                    .into_iter()
+                    .map(|x| RawStreamSent {
+                        stream_id: x.stream_id,
+                        sent: x.sent,
+                        bytes: x.bytes,
+                        active_s: x.active.as_secs_f64(),
+                        behind_ratio: x.behind_ratio,
+                        generator_limited: x.generator_limited,
+                    })
+                    .collect();
+                write_msg(&mut ctrl, &ServerMsg::RawStreamsSent { sent })?;
             }
             ClientMsg::RawReceive {
                 test_id,
@@ -296,24 +330,178 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
     }
 }
 
+/// One stream of a [`ClientMsg::RawStreams`]: example frames of each size (the port
+/// builds its own from their headers), the order of sizes, the rate and when it runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RawStream {
+    /// Stream id (unique in the test).
+    pub stream_id: u8,
+    /// Per size: the size with FCS and a frame of it, hex.
+    pub frames: Vec<(u64, String)>,
+    /// Frame n has size `frames[pattern[n % len]]`.
+    pub pattern: Vec<u16>,
+    /// Frames per second.
+    pub pps: f64,
+    /// Seconds after the streams' start when it starts.
+    pub start_s: f64,
+    /// ... and when it stops.
+    pub stop_s: f64,
+}
+
+/// What one stream of a [`ClientMsg::RawStreams`] sent.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RawStreamSent {
+    /// Stream id.
+    pub stream_id: u8,
+    /// Frames sent.
+    pub sent: u64,
+    /// Their bytes (no FCS).
+    pub bytes: u64,
+    /// Seconds from its start to its stop (or to when it was stopped).
+    pub active_s: f64,
+    /// Share of its schedule it was behind at the end.
+    pub behind_ratio: f64,
+    /// It fell behind its schedule.
+    pub generator_limited: bool,
+}
+
+impl RawStreamSent {
+    /// As the engine reports a local stream (no slots: no interval rows).
+    pub fn into_sent(self) -> engine::multi::StreamSent {
+        engine::multi::StreamSent {
+            stream_id: self.stream_id,
+            sent: self.sent,
+            bytes: self.bytes,
+            active: Duration::from_secs_f64(self.active_s.clamp(0.0, 1e9)),
+            behind_ratio: self.behind_ratio,
+            generator_limited: self.generator_limited,
+            slots: Default::default(),
+        }
+    }
+}
+
+/// Most streams, sizes per stream and pattern entries a [`ClientMsg::RawStreams`] may hold.
+const MAX_STREAMS: usize = 255;
+const MAX_SIZES: usize = 64;
+const MAX_PATTERN: usize = 4096;
+
+/// The streams a [`ClientMsg::RawStreams`] asks for, built by this port from the example
+/// frames' headers, within the server's limits (longest test, most bits/s in all) and the
+/// largest frame the port was opened for.
+fn stream_specs(
+    test_id: u16,
+    streams: &[RawStream],
+    max_len: u64,
+    limits: &crate::messages::Limits,
+) -> Result<Vec<engine::multi::StreamTx>, String> {
+    if streams.is_empty() || streams.len() > MAX_STREAMS {
+        return Err(format!("1 to {MAX_STREAMS} streams"));
+    }
+    let max_s = limits.max_duration_s;
+    let mut bits = 0.0;
+    let mut out = Vec::with_capacity(streams.len());
+    for s in streams {
+        let name = format!("stream {}", s.stream_id);
+        if s.frames.is_empty() || s.frames.len() > MAX_SIZES {
+            return Err(format!("{name}: 1 to {MAX_SIZES} frame sizes"));
+        }
+        if s.pattern.is_empty()
+            || s.pattern.len() > MAX_PATTERN
+            || s.pattern.iter().any(|i| usize::from(*i) >= s.frames.len())
+        {
+            return Err(format!(
+                "{name}: a pattern of 1 to {MAX_PATTERN} sizes it has"
+            ));
+        }
+        if !(s.pps.is_finite() && s.pps > 0.0) {
+            return Err(format!("{name}: a rate of {} frames/s", s.pps));
+        }
+        if !(s.start_s.is_finite()
+            && s.stop_s.is_finite()
+            && 0.0 <= s.start_s
+            && s.start_s < s.stop_s)
+        {
+            return Err(format!("{name}: from {} s to {} s", s.start_s, s.stop_s));
+        }
+        if s.stop_s > max_s {
+            return Err(format!(
+                "{name}: {} s: this server's longest test is {max_s} s",
+                s.stop_s
+            ));
+        }
+        let hdr = wire::testhdr::TestHeaderRepr::template(test_id, s.stream_id);
+        let mut templates = Vec::with_capacity(s.frames.len());
+        for (len, hex) in &s.frames {
+            if *len > max_len {
+                return Err(format!(
+                    "{name}: frames of {len} bytes on a port opened for {max_len}"
+                ));
+            }
+            let bytes = auth::from_hex(hex).ok_or_else(|| format!("{name}: a frame is not hex"))?;
+            let spec = wire::frame::parse_frame(&bytes)
+                .ok()
+                .and_then(|p| p.spec())
+                .ok_or_else(|| {
+                    format!("{name}: a frame has no IP and transport header this server can build")
+                })?;
+            let n = *len as usize;
+            if !(64..=MAX_LEN).contains(len) || n < spec.min_frame_len() {
+                return Err(format!(
+                    "{name}: frame size {len} B does not fit its headers"
+                ));
+            }
+            let mut buf = vec![0u8; n];
+            let built = spec
+                .build(n, &hdr, &mut buf)
+                .map_err(|e| format!("{name}: {e}"))?;
+            buf.truncate(built);
+            let layout = spec.layout(n).map_err(|e| format!("{name}: {e}"))?;
+            templates.push((buf, engine::multi::Patch::L4(layout)));
+        }
+        let mean_len: f64 = s
+            .pattern
+            .iter()
+            .map(|i| s.frames[usize::from(*i)].0 as f64)
+            .sum::<f64>()
+            / s.pattern.len() as f64;
+        bits += s.pps * mean_len * 8.0;
+        out.push(engine::multi::StreamTx {
+            stream_id: s.stream_id,
+            templates,
+            pattern: s.pattern.iter().map(|i| usize::from(*i)).collect(),
+            pps: s.pps,
+            start: Duration::from_secs_f64(s.start_s),
+            stop: Duration::from_secs_f64(s.stop_s),
+            live: std::sync::Arc::default(),
+            slot_ns: 0,
+        });
+    }
+    if let Some(m) = limits.max_rate_bps.filter(|m| bits > *m) {
+        return Err(format!(
+            "{bits:.0} bit/s in all: this server allows {m:.0} bit/s per test"
+        ));
+    }
+    Ok(out)
+}
+
 /// Largest frame a lent port sends, FCS included (jumbo 9216 and a VLAN tag).
 const MAX_LEN: u64 = 9216 + 4;
 
-/// Runs `spec` on `tx` while watching the control connection: an abort, the connection
-/// closing, or the trial running past `wait` stops the sender (`None` for the first two).
-fn send_watched(
+/// Runs `send` (given a stop flag) while watching the control connection: an abort, the
+/// connection closing, or the sending running past `wait` stops it (`None` for the first
+/// two).
+fn send_watched<T>(
     ctrl: &TcpStream,
-    tx: &mut dyn FrameTx,
-    spec: &RawTrialSpec,
     wait: Duration,
-) -> std::io::Result<Option<engine::raw::RawTrialReport>> {
+    send: impl FnOnce(&AtomicBool) -> std::io::Result<T>,
+) -> std::io::Result<Option<T>> {
     let stop = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     let gone = AtomicBool::new(false);
     let watch = ctrl.try_clone()?;
     std::thread::scope(|s| {
         s.spawn(|| crate::server::watch_controller(&watch, &done, &stop, &gone, wait));
-        let r = engine::raw::run_trial(tx, None, spec, &stop);
+        let r = send(&stop);
         done.store(true, Ordering::Release);
         let r = r?;
         Ok((!gone.load(Ordering::Relaxed)).then_some(r))
@@ -700,6 +888,23 @@ impl RawAgent {
             other => Err(unexpected("raw_sent", &other)),
         }
     }
+
+    /// Sends `streams` of test `test_id` at once, each on its schedule; returns when all
+    /// have reached their stop offsets, with what each sent.
+    ///
+    /// # Errors
+    /// The server refused or the connection failed.
+    pub fn send_streams(
+        &mut self,
+        test_id: u16,
+        streams: Vec<RawStream>,
+    ) -> Result<Vec<RawStreamSent>, ProtoError> {
+        let wait = self.longest();
+        match self.ask(&ClientMsg::RawStreams { test_id, streams }, wait)? {
+            ServerMsg::RawStreamsSent { sent } => Ok(sent),
+            other => Err(unexpected("raw_streams_sent", &other)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -775,5 +980,58 @@ mod test {
         assert!(refused(&hex, 128, burst(61_000, 1000.0)).contains("longer than"));
         assert!(refused(&hex, 128, burst(10, 0.0)).contains("above 0"));
         assert!(send_spec(&hex, 128, 7, 1, burst(59_000, 1000.0), &limits).is_ok());
+    }
+
+    #[test]
+    fn streams_are_built_here_and_checked_before_anything_is_sent() {
+        let hex = auth::to_hex(&frame());
+        let limits = crate::messages::Limits {
+            max_duration_s: 60.0,
+            max_rate_bps: Some(1e9),
+            ..Default::default()
+        };
+        let stream = |id: u8, pps: f64, (start_s, stop_s): (f64, f64)| RawStream {
+            stream_id: id,
+            frames: vec![(128, hex.clone()), (256, hex.clone())],
+            pattern: vec![0, 1, 1],
+            pps,
+            start_s,
+            stop_s,
+        };
+        let ok = stream_specs(
+            9,
+            &[stream(1, 1000.0, (0.0, 2.0)), stream(2, 10.0, (0.5, 1.0))],
+            1518,
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(ok.len(), 2);
+        assert_eq!((ok[0].stream_id, ok[0].pattern.clone()), (1, vec![0, 1, 1]));
+        assert_eq!(ok[1].start, Duration::from_millis(500));
+        // Each size built here, with this test's header, to its length without FCS.
+        let lens: Vec<usize> = ok[0].templates.iter().map(|(b, _)| b.len()).collect();
+        assert_eq!(lens, [124, 252]);
+        let parsed = wire::frame::parse_frame(&ok[1].templates[1].0).unwrap();
+        assert_eq!(parsed.test.map(|t| (t.test_id, t.stream_id)), Some((9, 2)));
+        let refused = |streams: &[RawStream], max_len: u64| match stream_specs(
+            9, streams, max_len, &limits,
+        ) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e,
+        };
+        assert!(refused(&[], 1518).contains("1 to 255 streams"));
+        let mut bad = stream(1, 1000.0, (0.0, 1.0));
+        bad.pattern = vec![0, 2];
+        assert!(refused(&[bad], 1518).contains("pattern"));
+        let mut bad = stream(1, 1000.0, (0.0, 1.0));
+        bad.frames[0].1 = "zz".into();
+        assert!(refused(&[bad], 1518).contains("not hex"));
+        assert!(refused(&[stream(1, f64::NAN, (0.0, 1.0))], 1518).contains("frames/s"));
+        assert!(refused(&[stream(1, 1.0, (1.0, 1.0))], 1518).contains("from 1 s to 1 s"));
+        assert!(refused(&[stream(1, 1.0, (0.0, 61.0))], 1518).contains("longest test is 60 s"));
+        assert!(refused(&[stream(1, 1.0, (0.0, 1.0))], 200).contains("opened for 200"));
+        // Two streams of 500k frames/s, mean 213 bytes: 1.7 Gbit/s in all.
+        let both = [stream(1, 5e5, (0.0, 1.0)), stream(2, 5e5, (0.0, 1.0))];
+        assert!(refused(&both, 1518).contains("in all: this server allows"));
     }
 }

@@ -693,6 +693,7 @@ pub(crate) fn kind(m: &ClientMsg) -> &'static str {
         ClientMsg::RawSend { .. } => "raw_send",
         ClientMsg::RawDone { .. } => "raw_done",
         ClientMsg::RawReflect { .. } => "raw_reflect",
+        ClientMsg::RawStreams { .. } => "raw_streams",
         ClientMsg::RunClient { .. } => "run_client",
     }
 }

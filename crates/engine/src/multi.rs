@@ -458,8 +458,26 @@ pub fn run(
     interval: Option<Duration>,
     stop: &AtomicBool,
 ) -> io::Result<MultiReport> {
+    run_with_remote(groups, Vec::new(), receivers, drain, interval, stop)
+}
+
+/// A sender elsewhere (a server's lent port): runs its streams when called, at about the
+/// local t0, and returns what each sent.
+pub type RemoteSender<'a> = Box<dyn FnOnce() -> io::Result<Vec<StreamSent>> + Send + 'a>;
+
+/// [`run`] with senders elsewhere besides the local `groups`: the receivers count until
+/// every sender, local or remote, is done. `sent` lists the local groups first, then the
+/// remote ones in order.
+pub fn run_with_remote(
+    groups: Vec<(&mut dyn FrameTx, Vec<StreamTx>)>,
+    remote: Vec<RemoteSender<'_>>,
+    receivers: Vec<(&mut dyn FrameRx, StreamTable)>,
+    drain: Duration,
+    interval: Option<Duration>,
+    stop: &AtomicBool,
+) -> io::Result<MultiReport> {
     let clock = RealClock::new();
-    let left = AtomicUsize::new(groups.len());
+    let left = AtomicUsize::new(groups.len() + remote.len());
     // Every generator starts at the same t0, once the receivers listen.
     let t0 = clock.mono() + Duration::from_millis(20);
     let t0_wall = UnixNanos(clock.wall().0 + 20_000_000);
@@ -504,8 +522,19 @@ pub fn run(
                 })
             })
             .collect();
+        let remote_handles: Vec<_> = remote
+            .into_iter()
+            .map(|send| {
+                let left = &left;
+                s.spawn(move || {
+                    let r = send();
+                    left.fetch_sub(1, Ordering::AcqRel);
+                    r
+                })
+            })
+            .collect();
         let mut sent = Vec::new();
-        for h in tx_handles {
+        for h in tx_handles.into_iter().chain(remote_handles) {
             sent.push(
                 h.join()
                     .map_err(|_| io::Error::other("generator thread panicked"))??,

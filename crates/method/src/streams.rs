@@ -55,6 +55,8 @@ pub struct StreamsData {
     pub backends: Vec<String>,
     /// The raw streams' interval rows (per stream, then their sum).
     pub intervals: Vec<model::results::IntervalRow>,
+    /// What a reader must know of how the streams ran (figures a source could not give).
+    pub notes: Vec<String>,
 }
 
 /// The simple IMIX: 64, 594 and 1518-byte frames in the ratio 7:4:1 (mean 361.8 bytes).
@@ -454,7 +456,7 @@ pub fn run<T: StreamsTrial>(profile: &Profile, trial: &mut T) -> Result<Outcome,
     let data = trial.run(profile)?;
     let report = report(profile, &data.streams);
     let mut verdicts = Vec::new();
-    let mut notes = Vec::new();
+    let mut notes = data.notes.clone();
     for row in &report.rows {
         if let (Some(e), Some(p), Some(t)) = (row.expected_l2_bps, row.passed, row.tolerance) {
             verdicts.push(Verdict {

@@ -36,6 +36,7 @@ pub fn streams(
         backend: req.backend,
         stop: Arc::clone(stop),
         interval: req.interval,
+        agents: req.agents.clone(),
     };
     watch.progress(&format!(
         "running {} stream(s) for {:.1} s ...",

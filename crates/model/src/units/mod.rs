@@ -59,6 +59,14 @@ pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(v))
 }
 
+/// Seconds as a decimal number, 0 allowed (an interval of 0: none).
+pub fn seconds_or_zero(s: &str) -> Result<std::time::Duration, String> {
+    if s.trim().parse::<f64>() == Ok(0.0) {
+        return Ok(std::time::Duration::ZERO);
+    }
+    seconds(s)
+}
+
 /// MTUs: `1500,9000`, or a sweep `1500..9000/500` (both ends included), or both mixed;
 /// each 68..=65535, at most 128, in the order given without repeats.
 pub fn mtu_list(s: &str) -> Result<Vec<u32>, String> {
@@ -373,6 +381,18 @@ pub fn si_number(s: &str, base: f64) -> Option<f64> {
 
 #[cfg(test)]
 mod test {
+    #[test]
+    fn an_interval_of_zero_is_none_but_a_duration_is_not() {
+        use std::time::Duration;
+        assert_eq!(super::seconds_or_zero("0"), Ok(Duration::ZERO));
+        assert_eq!(
+            super::seconds_or_zero("0.5"),
+            Ok(Duration::from_millis(500))
+        );
+        assert!(super::seconds_or_zero("-1").is_err());
+        assert!(super::seconds("0").is_err());
+    }
+
     #[test]
     fn mtu_lists_and_feature_states() {
         assert_eq!(super::mtu_list("1500,9000"), Ok(vec![1500, 9000]));
