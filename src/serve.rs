@@ -77,6 +77,11 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             }
         }
     }
+    if !a.third_party_peers.is_empty() && !a.allow_third_party {
+        return Err(usage(
+            "--third-party-peers limits --allow-third-party: give both",
+        ));
+    }
     if a.allow_third_party && !auth {
         return Err(usage(
             "--allow-third-party has this host send tests toward other servers for clients: it needs --auth-key-file (it authenticates to them with that key)",
@@ -129,6 +134,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         rx_xdp: a.rx_backend == crate::cli::RxBackend::Xdp,
         raw_ports: a.raw_ports.clone(),
         third_party: a.allow_third_party,
+        third_party_peers: a.third_party_peers.clone(),
     };
     // Every IPv6 and IPv4 address by default; IPv4 alone where the host has no IPv6.
     let (server, ip) = match a.bind {

@@ -169,7 +169,7 @@ fn dns_answer(q: &[u8], hosts: usize) -> Option<Vec<u8>> {
         i += len;
     }
     let qtype = u16::from_be_bytes([*q.get(i)?, *q.get(i + 1)?]);
-    let question = &q[12..i + 4];
+    let question = q.get(12..i + 4)?;
     let ours = labels.join(".") == FLEET;
     let answers: Vec<[u8; 4]> = if ours && qtype == 1 {
         (1..=hosts).map(|h| [198, 18, 40, h as u8]).collect()
@@ -237,7 +237,7 @@ fn a_mesh_of_four_agents_and_a_fleet_from_dns_with_one_host_down() {
     let dir = tempdir("mesh");
     let key = dir.join("fleet.key");
     key_file(&key, "0123456789abcdef0123456789abcdef");
-    let _agents: Vec<ServerProc> = (1..=4).map(|i| star.agent(i, &key)).collect();
+    let agents: Vec<ServerProc> = (1..=4).map(|i| star.agent(i, &key)).collect();
     let k = key.to_string_lossy();
 
     // Four listed hosts: every ordered pair measured, two at a time.
@@ -266,6 +266,27 @@ fn a_mesh_of_four_agents_and_a_fleet_from_dns_with_one_host_down() {
         // Veth through a bridge on this machine carries gigabits; a pair that got less
         // than 50 Mbit/s did not run its test.
         assert!(bps.is_some_and(|b| b > 50e6), "{from} -> {to}: {bps:?}");
+    }
+    // The source's server ran each test (not the controller at .254): the test's
+    // connection is from the source's address to the destination's.
+    let address = |name: &str| {
+        let i = ["a", "b", "c", "d"]
+            .iter()
+            .position(|n| *n == name)
+            .expect("a host")
+            + 1;
+        format!("198.18.40.{i}:")
+    };
+    let cells_json = r["tests"][0]["result"]["mesh"]["cells"]
+        .as_array()
+        .expect("cells");
+    for cell in cells_json {
+        let (from, to) = (cell["from"].as_str().unwrap(), cell["to"].as_str().unwrap());
+        let conn = &cell["connection"];
+        let local = conn["local"].as_str().unwrap_or_default();
+        let remote = conn["remote"].as_str().unwrap_or_default();
+        assert!(local.starts_with(&address(from)), "{from} -> {to}: {conn}");
+        assert!(remote.starts_with(&address(to)), "{from} -> {to}: {conn}");
     }
     // The report: a 4 x 4 matrix (diagonal '-') and a heat map beside it.
     let md = std::fs::read_to_string(out_a.join("report.md")).expect("report.md");
@@ -348,6 +369,9 @@ fn a_mesh_of_four_agents_and_a_fleet_from_dns_with_one_host_down() {
     let md = std::fs::read_to_string(out_b.join("report.md")).expect("report.md");
     let section = mesh_section(&md);
     assert_eq!(section.matches("| failed ").count(), 8, "{section}");
+    drop(agents);
+    drop(star);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -378,14 +402,21 @@ fn third_party_tests_need_the_servers_consent_and_a_key() {
         .is_some_and(|b| b > 0.0));
     let e = cell("u")["error"].as_str().unwrap_or_default();
     assert!(e.contains("--allow-third-party"), "{e}");
-    // Without the key, the controller is not let in.
+    // A mesh needs the key: servers run tests toward each other only with one.
     let out = run(&["mesh", &w, &u, "-t", "0.5", "-J"]);
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let e = r["mesh"]["cells"][0]["error"].as_str().unwrap_or_default();
-    assert!(e.contains("cannot reach w"), "{e}");
-    // Bad host lists are usage errors.
-    let out = run(&["mesh", "a=127.0.0.1:x", &u]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let out = run(&["mesh", &w, &w]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--auth-key-file"));
+    // Bad host lists are usage errors: a bad port, a name twice, one server twice, a name
+    // that would be a flag.
+    let same = format!("v=127.0.0.1:{}", willing.port);
+    for hosts in [
+        ["a=127.0.0.1:x", u.as_str()],
+        [w.as_str(), w.as_str()],
+        [w.as_str(), same.as_str()],
+        ["-x=127.0.0.1", u.as_str()],
+    ] {
+        let out = run(&["mesh", hosts[0], hosts[1], "--auth-key-file", &k]);
+        assert_eq!(out.status.code(), Some(2), "{hosts:?}: {out:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

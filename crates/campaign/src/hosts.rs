@@ -37,6 +37,21 @@ pub enum HostSource {
     },
 }
 
+/// A host's name in plans, command lines and tables: letters, digits and `.-_:[]`, not
+/// starting with `-` (an address is a name).
+///
+/// # Errors
+/// An empty name or one with another character.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || ".-_:[]".contains(c);
+    if name.is_empty() || name.starts_with('-') || !name.chars().all(ok) {
+        return Err(format!(
+            "host name '{name}': letters, digits and . - _ : [ ] only, not starting with -"
+        ));
+    }
+    Ok(())
+}
+
 /// `HOST[:PORT]`, `[IPV6]:PORT` or a bare IPv6 address; the port is 5301 when not given.
 ///
 /// # Errors
@@ -66,12 +81,17 @@ pub fn split_address(text: &str) -> Result<(String, u16), String> {
 }
 
 /// The hosts behind resolved addresses: one per distinct address, in address order, each
-/// named by its address.
+/// named by its address; IPv4 addresses only when there are any (a dual-stack host has
+/// one of each family).
 pub fn from_addresses(
     addrs: impl IntoIterator<Item = SocketAddr>,
     key_file: Option<&PathBuf>,
 ) -> Vec<PlanHost> {
     let mut ips: Vec<(IpAddr, u16)> = addrs.into_iter().map(|a| (a.ip(), a.port())).collect();
+    // A dual-stack host has an address of each family: one host, by its IPv4 address.
+    if ips.iter().any(|(ip, _)| ip.is_ipv4()) {
+        ips.retain(|(ip, _)| ip.is_ipv4());
+    }
     ips.sort_unstable();
     ips.dedup_by_key(|(ip, _)| *ip);
     ips.into_iter()
@@ -155,6 +175,23 @@ mod test {
     use super::*;
 
     #[test]
+    fn host_names_cannot_become_flags_or_break_tables() {
+        for ok in [
+            "a",
+            "lab-b",
+            "198.18.40.1",
+            "fd00::1",
+            "h_1.example",
+            "[fd00::1]:7",
+        ] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "-x", "a=b", "a|b", "a>", "a b", "a/b", "a,b"] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn addresses_split_with_the_default_port() {
         let ok = |t: &str| split_address(t).unwrap();
         assert_eq!(ok("198.18.1.1"), ("198.18.1.1".into(), 5301));
@@ -181,6 +218,12 @@ mod test {
         );
         let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, ["198.18.40.1", "198.18.40.3"]);
+        // Dual stack: the IPv4 addresses; IPv6 where there are no others.
+        let both = from_addresses([a("[fd00::1]:5301"), a("198.18.40.1:5301")], None);
+        assert_eq!(both.len(), 1);
+        assert_eq!(both[0].host, "198.18.40.1");
+        let v6 = from_addresses([a("[fd00::2]:5301"), a("[fd00::1]:5301")], None);
+        assert_eq!(v6[0].name, "fd00::1");
         assert_eq!(hosts[0].key_file.as_deref(), Some(key.as_path()));
         assert_eq!(hosts[1].port, 5301);
     }

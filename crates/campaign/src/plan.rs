@@ -150,12 +150,7 @@ impl Kind {
 /// Whether a test of this kind may name one host to run against (`hosts = ["a"]`): it
 /// talks to a server.
 fn takes_a_host(kind: Kind, args: &[String]) -> bool {
-    match kind {
-        Kind::Client | Kind::Sweep | Kind::Blocksize | Kind::Latency | Kind::Rrul => true,
-        Kind::Rfc2544 => !has_raw_ports(args),
-        Kind::NicMatrix => true,
-        _ => false,
-    }
+    kind.needs_server(args) || kind == Kind::NicMatrix
 }
 
 fn has_raw_ports(args: &[String]) -> bool {
@@ -359,20 +354,18 @@ fn host_source(
     for h in listed {
         let line = at(h.span());
         let h = h.into_inner();
-        let name_ok = !h.name.is_empty()
-            && !h.name.contains(['=', '/', ','])
-            && !h.name.chars().any(char::is_whitespace);
-        if !name_ok {
-            return Err(format!(
-                "line {line}: host name '{}': give a name without spaces, '=', '/' or ','",
-                h.name
-            ));
-        }
+        crate::hosts::check_name(&h.name).map_err(|e| format!("line {line}: {e}"))?;
         if hosts.iter().any(|o| o.name == h.name) {
             return Err(format!("line {line}: two hosts are named '{}'", h.name));
         }
         let (host, port) = crate::hosts::split_address(&h.address)
             .map_err(|e| format!("line {line}: host '{}': address {e}", h.name))?;
+        if let Some(o) = hosts.iter().find(|o| o.host == host && o.port == port) {
+            return Err(format!(
+                "line {line}: hosts '{}' and '{}' have one address",
+                o.name, h.name
+            ));
+        }
         hosts.push(PlanHost {
             name: h.name,
             host,
@@ -460,7 +453,11 @@ impl Plan {
             ctx.hosts.clone_from(&stand_in_hosts);
             cmds.test(&test.argv(&ctx))
                 .map_err(|e| format!("line {aline}: test '{}': {e}", test.name))?;
-            if matches!(stand_in, Target::Loopback) && test.kind.needs_root(&test.args) {
+            let own_target = test.hosts.is_none() || test.kind == Kind::Mesh;
+            if own_target
+                && matches!(stand_in, Target::Loopback)
+                && test.kind.needs_root(&test.args)
+            {
                 return Err(format!(
                     "line {line}: test '{}': {} needs raw ports or a lab, not a loopback target",
                     test.name,
@@ -570,19 +567,36 @@ impl PlanTest {
                 return Err("a mesh needs the plan's hosts ([[host]] entries or hosts_from)".into())
             }
             (None, _) if mesh => listed.unwrap_or_default().iter().collect(),
-            (None, _) if matches!(target, Target::Hosts) && self.lab.is_none() => {
-                return Err(if takes_a_host(self.kind, &self.args) {
+            // Without a target, a test that talks to a server names one; the others use
+            // their own ports or labs.
+            (None, _)
+                if matches!(target, Target::Hosts)
+                    && self.lab.is_none()
+                    && takes_a_host(self.kind, &self.args) =>
+            {
+                return Err(
                     "the plan has no [target]: name the host it runs against (hosts = [\"NAME\"])"
-                        .into()
-                } else {
-                    "the plan has no [target]: give the test a lab of its own".into()
-                })
+                        .into(),
+                )
             }
             (None, _) => return Ok(()),
         };
         if mesh {
+            if self.lab.is_some() {
+                return Err(
+                    "a mesh runs between the plan's hosts: it has no lab of its own".into(),
+                );
+            }
             if listed.is_some() && chosen.len() < 2 {
                 return Err("a mesh needs at least two hosts".into());
+            }
+            // Servers that run third-party tests have a key, and prove it to each other.
+            let keyless = match plan {
+                Some(HostSource::Dns { key_file, .. }) => key_file.is_none(),
+                _ => chosen.iter().any(|h| h.key_file.is_none()),
+            };
+            if keyless {
+                return Err("a mesh needs the hosts' key (key_file, or hosts_key_file with hosts_from): servers run tests toward each other only with --auth-key-file".into());
             }
             if chosen.windows(2).any(|w| w[0].key_file != w[1].key_file) {
                 return Err("the hosts of a mesh need one key_file: each source authenticates to its destination with its own key".into());
@@ -939,6 +953,9 @@ args = "-t 2"
 
     #[test]
     fn hosts_are_named_by_tests_and_a_mesh_takes_them_all() {
+        // Without a target, tests that use their own ports need no host.
+        let own = HOSTS.to_owned() + "[[test]]\nkind = \"streams\"\nargs = \"p.toml\"\n";
+        assert!(Plan::parse(&own, &Fake).is_ok());
         let p = Plan::parse(HOSTS, &Fake).unwrap();
         assert_eq!(p.target, Target::Hosts);
         assert!(!p.needs_root());
@@ -980,8 +997,10 @@ args = "-t 2"
 
     #[test]
     fn bad_hosts_name_the_test_and_line() {
+        // Each name its own address, unless two share the first letter.
         let host = |name: &str, key: &str| {
-            format!("[[host]]\nname = \"{name}\"\naddress = \"198.18.40.9\"\n{key}\n")
+            let last = name.bytes().next().unwrap_or(0);
+            format!("[[host]]\nname = \"{name}\"\naddress = \"198.18.40.{last}\"\n{key}\n")
         };
         let two = host("a", "") + &host("b", "");
         let cases: Vec<(String, &str)> = vec![
@@ -1018,11 +1037,21 @@ args = "-t 2"
                 "a streams test names no hosts",
             ),
             (
-                two.clone() + "[[test]]\nkind = \"streams\"\nargs = \"p.toml\"\n",
-                "give the test a lab of its own",
+                two.clone() + "[[test]]\nkind = \"mesh\"\n",
+                "a mesh needs the hosts' key",
             ),
             (
-                host("a", "key_file = \"/k\"") + &host("b", "") + "[[test]]\nkind = \"mesh\"\n",
+                two.clone() + "[[test]]\nkind = \"mesh\"\nlab = \"frer\"\n",
+                "no lab of its own",
+            ),
+            (
+                host("a", "") + &host("ab", "") + "[[test]]\nkind = \"mesh\"\n",
+                "hosts 'a' and 'ab' have one address",
+            ),
+            (
+                host("a", "key_file = \"/k\"")
+                    + &host("b", "key_file = \"/j\"")
+                    + "[[test]]\nkind = \"mesh\"\n",
                 "need one key_file",
             ),
             (

@@ -169,15 +169,6 @@ impl Run<'_> {
             stopped: None,
         };
         write_results(&self.out, &campaign)?;
-        let setup = match Setup::new(&plan.target, &self.lab_name) {
-            Ok(s) => s,
-            Err(e) => {
-                campaign.stopped = Some(format!("the target could not be set up: {e}"));
-                campaign.finished_at = Some(engine::env::now_rfc3339());
-                write_results(&self.out, &campaign)?;
-                return Err(e);
-            }
-        };
         // The plan's hosts as they are now (a DNS name gives its addresses of this moment).
         let hosts = match plan.hosts.as_ref().map(HostSource::resolve).transpose() {
             Ok(h) => h.unwrap_or_default(),
@@ -186,6 +177,15 @@ impl Run<'_> {
                 campaign.finished_at = Some(engine::env::now_rfc3339());
                 write_results(&self.out, &campaign)?;
                 return Err(Error::Failed(e));
+            }
+        };
+        let setup = match Setup::new(&plan.target, &self.lab_name) {
+            Ok(s) => s,
+            Err(e) => {
+                campaign.stopped = Some(format!("the target could not be set up: {e}"));
+                campaign.finished_at = Some(engine::env::now_rfc3339());
+                write_results(&self.out, &campaign)?;
+                return Err(e);
             }
         };
         campaign.target = match (&plan.target, hosts.is_empty()) {

@@ -129,6 +129,7 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         rx_xdp: false,
         raw_ports: Vec::new(),
         third_party: false,
+        third_party_peers: Vec::new(),
     })?
     .spawn()
 }

@@ -963,8 +963,14 @@ pub struct ServerArgs {
     /// wirebench servers (`mesh`: every host of a fleet tests every other). It
     /// authenticates to them with its own key, so the fleet shares one; the tests count
     /// against this server's limits. Needs --auth-key-file.
+    /// Never toward unspecified, multicast, broadcast or link-local addresses, and toward
+    /// loopback only for controllers on this host.
     #[arg(long)]
     pub allow_third_party: bool,
+    /// With --allow-third-party: only toward these address blocks (ADDR/LEN or ADDR,
+    /// comma-separated, e.g. 10.0.0.0/8,fd00::/8).
+    #[arg(long, value_delimiter = ',', value_name = "CIDR,...", value_parser = control::third_party::parse_cidr)]
+    pub third_party_peers: Vec<(std::net::IpAddr, u8)>,
     /// How UDP tests' datagrams from clients are received: socket (the kernel's UDP
     /// stack) or xdp (AF_XDP: an XDP program hands the test's datagrams to the server
     /// before the UDP stack, for floods the socket path cannot count; one receiving
@@ -1197,13 +1203,13 @@ pub struct LatencyArgs {
 #[derive(Debug, Args)]
 pub struct MeshArgs {
     /// The hosts, at least two: [NAME=]HOST[:PORT] (an IPv6 address as [ADDR]:PORT; port
-    /// 5301 by default; the name is the address when not given). Each host reaches the
-    /// others at the address given here.
+    /// 5301 by default; without NAME=, the host is named as written). Each host reaches
+    /// the others at the address given here.
     #[arg(required = true, num_args = 2.., value_name = "[NAME=]HOST[:PORT]")]
     pub hosts: Vec<String>,
     /// Pre-shared key file of the fleet: this controller proves it to every host, and each
     /// source host proves its own (the same) key to its destination.
-    #[arg(long)]
+    #[arg(long, required = true)]
     pub auth_key_file: Option<PathBuf>,
     /// Most pairs tested at once; no host is in two at once, so N hosts allow N/2.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]

@@ -139,7 +139,7 @@ pub fn mesh_host(text: &str, key_file: Option<&std::path::Path>) -> Result<MeshH
     };
     let (host, port) = campaign::hosts::split_address(addr).map_err(usage)?;
     Ok(MeshHost {
-        name: name.unwrap_or(&host).to_owned(),
+        name: name.unwrap_or(addr).to_owned(),
         server: Server {
             host,
             port,
@@ -594,14 +594,16 @@ mod test {
         assert!(n >= 8, "{n} example plans");
     }
 
-    /// The items of the YAML list under `key:` in `text` (one `- item` per line).
+    /// The items of the YAML list under `key:` in `text` (one `- item` per line, comment
+    /// lines between them).
     fn yaml_list(text: &str, key: &str) -> Vec<String> {
-        let mut lines = text.lines().skip_while(|l| l.trim() != key).skip(1);
-        let mut items = Vec::new();
-        while let Some(item) = lines.next().and_then(|l| l.trim().strip_prefix("- ")) {
-            items.push(item.to_owned());
-        }
-        items
+        let lines = text.lines().skip_while(|l| l.trim() != key).skip(1);
+        lines
+            .map(str::trim)
+            .filter(|l| !l.starts_with('#'))
+            .map_while(|l| l.strip_prefix("- "))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The Kubernetes manifests (deploy/kubernetes/, validated against the Kubernetes
@@ -620,9 +622,14 @@ mod test {
         };
         assert!(a.allow_third_party, "{argv:?}");
         let key = a.auth_key_file.expect("the agents' key file");
-        assert!(agents.contains(&format!("mountPath: {}", key.parent().unwrap().display())));
+        let key_dir = format!("mountPath: {}", key.parent().unwrap().display());
+        assert!(agents.contains(&key_dir));
+        assert!(!a.third_party_peers.is_empty(), "{argv:?}");
         // The ConfigMap's plan.toml is the example, indented under its key.
         let job = read("deploy/kubernetes/job.yaml");
+        // The Job reads the same Secret where the plan looks for the key.
+        assert!(job.contains(&key_dir) && job.contains("secretName: wirebench-key"));
+        assert!(agents.contains("secretName: wirebench-key"));
         let embedded: String = job
             .lines()
             .skip_while(|l| l.trim() != "plan.toml: |")

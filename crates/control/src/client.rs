@@ -68,7 +68,7 @@ pub struct Session {
     pub limits: Limits,
     cpu: Option<usize>,
     force_round_trip: bool,
-    stop: Option<Arc<AtomicBool>>,
+    pub(crate) stop: Option<Arc<AtomicBool>>,
 }
 
 /// Everything both sides reported about one test.

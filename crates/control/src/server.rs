@@ -95,6 +95,9 @@ pub struct ServerConfig {
     /// Authenticated controllers may have this server run client tests toward other
     /// wirebench servers (`--allow-third-party`; needs a key, which it authenticates with).
     pub third_party: bool,
+    /// Address blocks third-party tests may go to (`--third-party-peers`; empty: any
+    /// address but the special ones).
+    pub third_party_peers: Vec<(IpAddr, u8)>,
 }
 
 /// The default `--max-memory`: a quarter of this host's memory (1 GiB where it is not
@@ -123,7 +126,7 @@ pub(crate) struct Ctx {
     connections: AtomicUsize,
     next_test_id: AtomicU16,
     pub(crate) allow_tuning: bool,
-    finished: Option<Arc<AtomicBool>>,
+    pub(crate) finished: Option<Arc<AtomicBool>>,
     /// A tuning session is running (one at a time).
     pub(crate) tuning: AtomicUsize,
     metrics: Option<Arc<crate::metrics::ServerMetrics>>,
@@ -142,6 +145,8 @@ pub(crate) struct Ctx {
     pub(crate) raw_busy: std::sync::Mutex<std::collections::HashSet<(String, bool)>>,
     /// Runs client tests toward other servers for authenticated controllers.
     pub(crate) third_party: bool,
+    /// ... only toward these blocks (empty: any but the special addresses).
+    pub(crate) third_party_peers: Vec<(IpAddr, u8)>,
 }
 
 impl Ctx {
@@ -375,6 +380,7 @@ impl Server {
             },
             raw_busy: std::sync::Mutex::default(),
             third_party: cfg.third_party && cfg.key.is_some(),
+            third_party_peers: cfg.third_party_peers.clone(),
         };
         Ok(Self {
             listener,
@@ -1694,6 +1700,7 @@ mod tests {
             rx_xdp: false,
             raw_ports: Vec::new(),
             third_party: false,
+            third_party_peers: Vec::new(),
             finished: None,
             metrics: None,
             gate: GateConfig::default(),

@@ -10,7 +10,7 @@
 //! what this server's client assembled: the destination's figures come through its own
 //! protocol, as for any client.
 
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,8 @@ use crate::ProtoError;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Time past the test's own length for the handshake, the results and a slow end.
 const SLACK: Duration = Duration::from_secs(30);
+/// What a client waits for a server's results after a test.
+const RESULTS_WAIT: Duration = Duration::from_secs(15);
 
 /// The other server's address: `HOST:PORT`, `[IPV6]:PORT`.
 fn resolve(to: &str) -> Result<SocketAddr, String> {
@@ -34,6 +36,65 @@ fn resolve(to: &str) -> Result<SocketAddr, String> {
         .map_err(|e| format!("cannot resolve '{to}' (HOST:PORT): {e}"))?
         .next()
         .ok_or_else(|| format!("'{to}' has no address"))
+}
+
+/// An address block, `ADDR/LEN` or one address.
+///
+/// # Errors
+/// Not an address, or a length beyond the family's.
+pub fn parse_cidr(s: &str) -> Result<(IpAddr, u8), String> {
+    let bad = || format!("'{s}' is not ADDR/LEN or an address (e.g. 198.18.0.0/15, fd00::/8)");
+    let (addr, len) = match s.split_once('/') {
+        Some((a, l)) => (a, Some(l.parse::<u8>().map_err(|_| bad())?)),
+        None => (s, None),
+    };
+    let ip: IpAddr = addr.trim().parse().map_err(|_| bad())?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let len = len.unwrap_or(max);
+    if len > max {
+        return Err(bad());
+    }
+    Ok((ip, len))
+}
+
+/// Whether `ip` is in block `(net, len)`.
+fn in_block(ip: IpAddr, (net, len): (IpAddr, u8)) -> bool {
+    let (a, b, bits) = match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b)), 32),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128),
+        _ => return false,
+    };
+    let shift = bits - u32::from(len.min(bits as u8));
+    shift >= bits || (a >> shift) == (b >> shift)
+}
+
+/// Whether this server may test toward `to` for a controller at `controller`: never
+/// toward an unspecified, multicast, broadcast or link-local address (cloud metadata
+/// services live there); toward loopback only for a controller on this host; and, with
+/// `--third-party-peers`, only inside those blocks.
+fn allowed(to: IpAddr, controller: IpAddr, peers: &[(IpAddr, u8)]) -> Result<(), String> {
+    let special = match to {
+        IpAddr::V4(a) => {
+            a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.is_link_local()
+        }
+        IpAddr::V6(a) => {
+            a.is_unspecified() || a.is_multicast() || (a.segments()[0] & 0xffc0) == 0xfe80
+        }
+    };
+    if special {
+        return Err(format!(
+            "{to}: not toward an unspecified, multicast, broadcast or link-local address"
+        ));
+    }
+    if to.is_loopback() && !controller.is_loopback() {
+        return Err(format!(
+            "{to}: toward loopback only for a controller on this host"
+        ));
+    }
+    if !peers.is_empty() && !peers.iter().any(|b| in_block(to, *b)) {
+        return Err(format!("{to} is outside this server's --third-party-peers"));
+    }
+    Ok(())
 }
 
 /// Serves a [`ClientMsg::RunClient`](crate::messages::ClientMsg::RunClient): runs the test
@@ -51,14 +112,15 @@ pub(crate) fn serve(
             "this server runs no tests toward other servers (start it with --allow-third-party and --auth-key-file)".into(),
         ));
     };
-    if let Err(msg) = spec
-        .validate()
-        .and_then(|()| check_limits(spec, &ctx.limits))
-    {
+    if let Err(msg) = check_limits(spec, &ctx.limits) {
         return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
     }
-    let server = resolve(to).map_err(|m| refuse(&mut ctrl, ErrorCode::BadRequest, m))?;
     let _admitted = admit(&mut ctrl, ctx, test_memory(spec))?;
+    let _ended = crate::server::SetOnDrop(ctx.finished.clone());
+    let controller = ctrl.peer_addr().map_err(ProtoError::Io)?.ip();
+    let server = resolve(to)
+        .and_then(|a| allowed(a.ip(), controller, &ctx.third_party_peers).map(|()| a))
+        .map_err(|m| refuse(&mut ctrl, ErrorCode::BadRequest, m))?;
     let stop = Arc::new(AtomicBool::new(false));
     let cfg = ClientConfig {
         server,
@@ -74,7 +136,7 @@ pub(crate) fn serve(
     };
     let (done, gone) = (AtomicBool::new(false), AtomicBool::new(false));
     let watch = ctrl.try_clone().map_err(ProtoError::Io)?;
-    let wait = spec.duration + spec.omit.unwrap_or_default() + SLACK;
+    let wait = spec.total_duration() + SLACK;
     let outcome = std::thread::scope(|s| {
         s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait));
         let r = Session::connect(&cfg).and_then(|session| session.run_test(spec, None, |_| {}));
@@ -132,8 +194,34 @@ impl Session {
                 spec: spec.clone(),
             },
         )?;
-        let wait = spec.duration + spec.omit.unwrap_or_default() + SLACK + CONNECT_TIMEOUT;
-        match read_msg_within::<ServerMsg>(&self.ctrl, wait)? {
+        // The server's own bound (the test, its slack), reaching the other server, and the
+        // client's wait for the other server's results.
+        let wait = spec.total_duration() + SLACK + CONNECT_TIMEOUT + RESULTS_WAIT;
+        // A stop (Ctrl-C) closes the connection: the server stops the test.
+        let (done, stop) = (AtomicBool::new(false), self.stop.clone());
+        let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
+        let answer = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Acquire) {
+                    if stop.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
+                        let _ = ctrl.shutdown(std::net::Shutdown::Both);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            });
+            let r = read_msg_within::<ServerMsg>(&self.ctrl, wait);
+            done.store(true, Ordering::Release);
+            r
+        });
+        if self
+            .stop
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+        {
+            return Err(ProtoError::Interrupted);
+        }
+        match answer? {
             ServerMsg::ClientRan {
                 result: Some(r), ..
             } => Ok(serde_json::from_value(r)
@@ -144,5 +232,53 @@ impl Session {
             ServerMsg::Error { code, message } => Err(ProtoError::Refused { code, message }),
             other => Err(ProtoError::Unexpected(format!("{other:?}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn blocks_parse_and_contain() {
+        let b = parse_cidr("198.18.0.0/15").unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(in_block(ip("198.19.255.1"), b));
+        assert!(!in_block(ip("198.20.0.1"), b));
+        assert!(!in_block(ip("fd00::1"), b));
+        assert!(in_block(ip("fd00::1"), parse_cidr("fd00::/8").unwrap()));
+        assert!(in_block(ip("10.1.2.3"), parse_cidr("0.0.0.0/0").unwrap()));
+        assert_eq!(parse_cidr("10.0.0.1"), Ok((ip("10.0.0.1"), 32)));
+        for bad in ["10.0.0.0/33", "x/8", "fd00::/129", ""] {
+            assert!(parse_cidr(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_controller_cannot_aim_a_server_anywhere() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let far = ip("198.18.40.254");
+        assert!(allowed(ip("198.18.40.2"), far, &[]).is_ok());
+        for to in [
+            "169.254.169.254",
+            "0.0.0.0",
+            "224.0.0.1",
+            "255.255.255.255",
+            "fe80::1",
+            "ff02::1",
+            "::",
+        ] {
+            assert!(allowed(ip(to), far, &[]).is_err(), "{to}");
+        }
+        // Loopback only for a controller that is on this host already.
+        assert!(allowed(ip("127.0.0.1"), far, &[])
+            .unwrap_err()
+            .contains("loopback"));
+        assert!(allowed(ip("127.0.0.1"), ip("127.0.0.1"), &[]).is_ok());
+        let peers = [parse_cidr("198.18.40.0/24").unwrap()];
+        assert!(allowed(ip("198.18.40.9"), far, &peers).is_ok());
+        assert!(allowed(ip("10.0.0.1"), far, &peers)
+            .unwrap_err()
+            .contains("--third-party-peers"));
     }
 }

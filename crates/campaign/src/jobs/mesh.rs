@@ -28,14 +28,20 @@ pub(crate) fn address(host: &str, port: u16) -> String {
 }
 
 /// The test of one pair, asked of the source's server; with the source's boot id when
-/// it said it.
-fn pair(req: &MeshRequest, from: &MeshHost, to: &MeshHost) -> (MeshCell, Option<String>) {
+/// it said it. `stop` (Ctrl-C) ends it: the source's server stops when its controller
+/// goes.
+fn pair(
+    req: &MeshRequest,
+    (from, to): (&MeshHost, &MeshHost),
+    stop: &Arc<AtomicBool>,
+) -> (MeshCell, Option<String>) {
     let started = Instant::now();
     let reached = address(&from.server.host, from.server.port);
     let mut boot_id = None;
     let result = crate::trials::client_config_with(&from.server, &Connect::default())
         .map_err(|e| e.to_string())
-        .and_then(|cfg| {
+        .and_then(|mut cfg| {
+            cfg.stop = Some(Arc::clone(stop));
             Session::connect(&cfg)
                 .map_err(|e| format!("cannot reach {} at {reached}: {e}", from.name))
         })
@@ -44,21 +50,29 @@ fn pair(req: &MeshRequest, from: &MeshHost, to: &MeshHost) -> (MeshCell, Option<
             let to_addr = address(&to.server.host, to.server.port);
             match session.run_client_from(&to_addr, &req.spec) {
                 Ok(r) => r,
-                Err(e) => Err(format!("{} ({reached}) refused: {e}", from.name)),
+                Err(e @ control::ProtoError::Refused { .. }) => {
+                    Err(format!("{} ({reached}) refused: {e}", from.name))
+                }
+                Err(e) => Err(format!("{} ({reached}): {e}", from.name)),
             }
         });
-    let (summary, error) = match result {
+    let (summary, connection, error) = match result {
         Ok(r) => match r.summary {
-            Some(s) => (Some(s), None),
-            None => (None, Some("the test has no totals".to_owned())),
+            Some(s) => (Some(s), r.connection, None),
+            None => (
+                None,
+                r.connection,
+                Some("the test has no totals".to_owned()),
+            ),
         },
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, None, Some(e)),
     };
     let cell = MeshCell {
         from: from.name.clone(),
         to: to.name.clone(),
         summary,
         error,
+        connection,
         duration_s: started.elapsed().as_secs_f64(),
     };
     (cell, boot_id)
@@ -114,10 +128,20 @@ pub fn mesh(
         return Err(usage("a mesh needs at least two hosts"));
     }
     for (i, h) in req.hosts.iter().enumerate() {
+        crate::hosts::check_name(&h.name).map_err(usage)?;
         if req.hosts[..i].iter().any(|o| o.name == h.name) {
             return Err(usage(format!(
                 "two hosts of the mesh are named '{}'",
                 h.name
+            )));
+        }
+        let same = |o: &&MeshHost| o.server.host == h.server.host && o.server.port == h.server.port;
+        if let Some(o) = req.hosts[..i].iter().find(same) {
+            return Err(usage(format!(
+                "hosts '{}' and '{}' are one server ({}): a host in two pairs at once would share its link",
+                o.name,
+                h.name,
+                address(&h.server.host, h.server.port)
             )));
         }
     }
@@ -135,7 +159,23 @@ pub fn mesh(
                     let tx = tx.clone();
                     let (from, to) = (&req.hosts[p.0], &req.hosts[p.1]);
                     s.spawn(move || {
-                        let _ = tx.send((p, pair(req, from, to)));
+                        // A pair whose thread panics is a failed cell, not a mesh that
+                        // waits for it forever.
+                        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            pair(req, (from, to), stop)
+                        }))
+                        .unwrap_or_else(|_| {
+                            let failed = MeshCell {
+                                from: from.name.clone(),
+                                to: to.name.clone(),
+                                summary: None,
+                                error: Some("the pair's thread panicked".into()),
+                                connection: None,
+                                duration_s: 0.0,
+                            };
+                            (failed, None)
+                        });
+                        let _ = tx.send((p, done));
                     });
                 }
             }
@@ -165,6 +205,7 @@ pub fn mesh(
             to: req.hosts[b].name.clone(),
             summary: None,
             error: Some("not run: the mesh was interrupted".into()),
+            connection: None,
             duration_s: 0.0,
         }));
     }

@@ -29,6 +29,10 @@ pub struct MeshCell {
     /// Why the pair has no figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The test's connection as the source's client saw it (its addresses show the source
+    /// ran it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<super::ConnectionFacts>,
     /// Seconds from asking the source to its answer.
     pub duration_s: f64,
 }

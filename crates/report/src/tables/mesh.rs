@@ -27,13 +27,18 @@ fn cell(c: Option<&MeshCell>, loss: bool) -> String {
         .map_or("-".into(), |b| format!("{:.1}", b / 1e6))
 }
 
-/// The matrix rows of `m` over the columns `names` (a host not in `m` is `-`).
+/// The matrix rows of `m` over the columns `names`: a host not in `m` is empty, the
+/// diagonal `-`.
 fn rows(m: &MeshReport, names: &[String], loss: bool) -> Vec<Vec<String>> {
+    let member = |n: &String| m.hosts.iter().any(|h| &h.name == n);
     m.hosts
         .iter()
         .map(|from| {
             let mut row = vec![from.name.clone()];
-            row.extend(names.iter().map(|to| cell(m.cell(&from.name, to), loss)));
+            row.extend(names.iter().map(|to| match member(to) {
+                true => cell(m.cell(&from.name, to), loss),
+                false => String::new(),
+            }));
             row
         })
         .collect()
