@@ -358,6 +358,8 @@ pub struct ShapingRequest {
     pub duration: Duration,
     /// The frames.
     pub frame: FrameRequest,
+    /// Servers whose ports `tx` or `rx` name (`HOST/IFACE`).
+    pub agents: crate::trials::Agents,
 }
 
 /// What FRER costs against a control group (`frer compare`).

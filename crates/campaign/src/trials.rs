@@ -247,7 +247,20 @@ impl Agents {
             port: iface.to_owned(),
             ..req
         };
-        RawAgent::open(&cfg, &label, &req).map_err(|e| Error::from(e).context(&label))
+        // A port the previous command just let go of may still be held for a moment while
+        // its session winds down on the server: a busy port is asked again for 3 s.
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        loop {
+            match RawAgent::open(&cfg, &label, &req) {
+                Err(control::ProtoError::Refused {
+                    code: control::messages::ErrorCode::Busy,
+                    ..
+                }) if std::time::Instant::now() < deadline && !stop.load(Ordering::Relaxed) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                r => return r.map_err(|e| Error::from(e).context(&label)),
+            }
+        }
     }
 }
 
@@ -872,7 +885,6 @@ pub fn check_server_stream(s: &StreamSpec, server: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The frame templates of one raw stream, one per distinct size, with where to patch them.
 /// The frame request of stream `s` (its headers' fields; the ports add the addresses).
 fn stream_request(s: &StreamSpec, run: &StreamsRun, line: LineRate) -> FrameRequest {
     FrameRequest {
@@ -923,6 +935,8 @@ fn l4_templates(
     Ok(built)
 }
 
+/// The frame templates of one raw stream between ports of this host, one per distinct
+/// size, with where to patch them.
 fn templates(
     s: &StreamSpec,
     (tx, rx): (&Endpoint, &Endpoint),
@@ -987,6 +1001,7 @@ impl RemoteSource {
         profile: &Profile,
         source: &str,
         (host, port, iface): (&str, Option<u16>, &str),
+        far_dests: &[RemoteDest],
     ) -> Result<Self, Error> {
         let line = profile.line_rate;
         let mine: Vec<&StreamSpec> = profile
@@ -1002,9 +1017,8 @@ impl RemoteSource {
                     s.name
                 )));
             }
-            let rx = frames::port(&s.destination, &run.lab)?;
-            let rxa = lab::probe::addresses(&mut lab::SystemRunner, &rx)?;
-            let ip = frames::dst_ip(&stream_request(s, run, line), Some((&rx.to_string(), &rxa)))?;
+            let (name, rxa, _) = destination(s, run, far_dests)?;
+            let ip = frames::dst_ip(&stream_request(s, run, line), Some((&name, &rxa)))?;
             if s.dst_mac.is_none() && !dst_ips.contains(&ip) {
                 dst_ips.push(ip);
             }
@@ -1015,20 +1029,21 @@ impl RemoteSource {
                 dst_ips.len()
             )));
         }
-        let max_len = mine
-            .iter()
-            .flat_map(|s| s.pattern.iter().copied())
-            .max()
-            .unwrap_or(64);
         let req = RawOpenRequest {
             send: Some(backend_name(run.backend)),
-            max_len,
             resolve: dst_ips.first().copied(),
             ..RawOpenRequest::default()
         };
-        let agent = run.agents.open((host, port, iface), req, &run.stop)?;
-        let vlan = mine.iter().any(|s| s.vlan.is_some());
-        frames::fits(agent.facts.mtu, (&agent.label, &agent.iface), max_len, vlan)?;
+        let agent = open_far(run, &mine, (host, port, iface), req)?;
+        // Refused now rather than after the streams here have run.
+        let last = mine.iter().map(|s| s.stop).fold(0.0, f64::max);
+        if last > agent.longest_test() {
+            return Err(usage(format!(
+                "{}: its streams run until {last} s; this server's longest test is {} s",
+                agent.label,
+                agent.longest_test()
+            )));
+        }
         Ok(Self {
             source: source.to_owned(),
             agent,
@@ -1040,13 +1055,12 @@ impl RemoteSource {
         &self,
         s: &StreamSpec,
         hdr: &wire::testhdr::TestHeaderRepr,
-        run: &StreamsRun,
-        line: LineRate,
+        (run, line): (&StreamsRun, LineRate),
+        far_dests: &[RemoteDest],
     ) -> Result<Vec<(u64, Vec<u8>, Patch)>, Error> {
         let request = stream_request(s, run, line);
-        let rx = frames::port(&s.destination, &run.lab)?;
-        let rxa = lab::probe::addresses(&mut lab::SystemRunner, &rx)?;
-        let dst_ip = frames::dst_ip(&request, Some((&rx.to_string(), &rxa)))?;
+        let (name, rxa, _) = destination(s, run, far_dests)?;
+        let dst_ip = frames::dst_ip(&request, Some((&name, &rxa)))?;
         let dst_mac = s.dst_mac.or(self.agent.facts.next_hop_mac).ok_or_else(|| {
             usage(format!(
                 "stream '{}': the next hop's MAC from {} is not known: give dst_mac",
@@ -1063,17 +1077,133 @@ impl RemoteSource {
     }
 }
 
-/// Streams as a server's port takes them: example frames of each size, pattern, rate,
+/// Opens a server's port as `req` asks, for the frames of `streams` (their largest, and a
+/// VLAN tag if one has it, within the port's MTU).
+fn open_far(
+    run: &StreamsRun,
+    streams: &[&StreamSpec],
+    at: (&str, Option<u16>, &str),
+    req: RawOpenRequest,
+) -> Result<RawAgent, Error> {
+    let max_len = streams
+        .iter()
+        .flat_map(|s| s.pattern.iter().copied())
+        .max()
+        .unwrap_or(64);
+    let agent = run
+        .agents
+        .open(at, RawOpenRequest { max_len, ..req }, &run.stop)?;
+    let vlan = streams.iter().any(|s| s.vlan.is_some());
+    frames::fits(agent.facts.mtu, (&agent.label, &agent.iface), max_len, vlan)?;
+    Ok(agent)
+}
+
+/// A destination on a server's port: its session, counting the streams that end there.
+struct RemoteDest {
+    /// `HOST/IFACE` as the profile names it.
+    dest: String,
+    agent: RawAgent,
+}
+
+impl RemoteDest {
+    /// Opens destination `dest` (`HOST/IFACE`) for the streams of `profile` that end there.
+    ///
+    /// # Errors
+    /// The server refuses, or a stream needs what a server's port does not do yet.
+    fn open(
+        run: &StreamsRun,
+        profile: &Profile,
+        dest: &str,
+        (host, port, iface): (&str, Option<u16>, &str),
+    ) -> Result<Self, Error> {
+        let mine: Vec<&StreamSpec> = profile
+            .streams
+            .iter()
+            .filter(|s| s.destination == dest)
+            .collect();
+        if let Some(s) = mine
+            .iter()
+            .find(|s| matches!(s.protocol, StreamProto::EtherType(_)))
+        {
+            return Err(usage(format!(
+                "stream '{}': EtherType streams to a server's port are not supported yet (IP streams are)",
+                s.name
+            )));
+        }
+        let req = RawOpenRequest {
+            receive: Some(backend_name(run.backend)),
+            ..RawOpenRequest::default()
+        };
+        let agent = open_far(run, &mine, (host, port, iface), req)?;
+        Ok(Self {
+            dest: dest.to_owned(),
+            agent,
+        })
+    }
+}
+
+/// Where stream `s` goes: its port's name, addresses and host's boot id (this host's for
+/// a port here).
+fn destination(
+    s: &StreamSpec,
+    run: &StreamsRun,
+    far_dests: &[RemoteDest],
+) -> Result<(String, lab::probe::Addresses, Option<String>), Error> {
+    if let Some(d) = far_dests.iter().find(|d| d.dest == s.destination) {
+        let a = &d.agent;
+        return Ok((a.label.clone(), agent_addresses(a), a.facts.host_id.clone()));
+    }
+    let rx = frames::port(&s.destination, &run.lab)?;
+    let rxa = lab::probe::addresses(&mut lab::SystemRunner, &rx)?;
+    Ok((rx.to_string(), rxa, engine::env::boot_id()))
+}
+
+/// Stream `s`'s frames from a port here to a server's port.
+fn templates_to_far(
+    s: &StreamSpec,
+    hdr: &wire::testhdr::TestHeaderRepr,
+    (run, line): (&StreamsRun, LineRate),
+    far_dests: &[RemoteDest],
+) -> Result<Vec<(u64, Vec<u8>, Patch)>, Error> {
+    if matches!(s.protocol, StreamProto::EtherType(_)) {
+        return Err(usage(format!(
+            "stream '{}': EtherType streams to a server's port are not supported yet (IP streams are)",
+            s.name
+        )));
+    }
+    let request = stream_request(s, run, line);
+    let (name, rxa, _) = destination(s, run, far_dests)?;
+    let dst_ip = frames::dst_ip(&request, Some((&name, &rxa)))?;
+    let runner = &mut lab::SystemRunner;
+    let tx = frames::port(&s.source, &run.lab)?;
+    let txa = lab::probe::addresses(runner, &tx)?;
+    let dst_mac = match s.dst_mac {
+        Some(m) => m,
+        None => lab::probe::next_hop_mac(runner, &tx, dst_ip)?,
+    };
+    let spec = frames::headers(&request, (&tx.to_string(), &txa), dst_ip, dst_mac)?;
+    l4_templates(s, &spec, hdr)
+}
+
+/// Streams as a server's port takes them: an example frame, the sizes, pattern, rate,
 /// start and stop.
 fn wire_streams(streams: &[StreamTx]) -> Vec<control::rawport::RawStream> {
     streams
         .iter()
         .map(|s| control::rawport::RawStream {
             stream_id: s.stream_id,
-            frames: s
+            // The smallest frame: the port takes its headers.
+            frame: s
                 .templates
                 .iter()
-                .map(|(b, _)| ((b.len() + 4) as u64, control::auth::to_hex(b)))
+                .map(|(b, _)| b)
+                .min_by_key(|b| b.len())
+                .map(|b| control::auth::to_hex(b))
+                .unwrap_or_default(),
+            sizes: s
+                .templates
+                .iter()
+                .map(|(b, _)| (b.len() + 4) as u64)
                 .collect(),
             pattern: s.pattern.iter().map(|i| *i as u16).collect(),
             pps: s.pps,
@@ -1174,22 +1304,38 @@ impl StreamsTrial for StreamsRun {
         let mut sources: Vec<String> = Vec::new();
         let mut remote: Vec<RemoteSource> = Vec::new();
         let mut dests: Vec<String> = Vec::new();
+        let mut far_dests: Vec<RemoteDest> = Vec::new();
+        // Destinations first: a source's frames are addressed to them.
+        for s in profile
+            .streams
+            .iter()
+            .filter(|s| server_of(&s.source).is_none())
+        {
+            match frames::any_port(&s.destination, &self.lab)? {
+                frames::Port::Agent { host, port, iface } => {
+                    if !far_dests.iter().any(|d| d.dest == s.destination) {
+                        let at = (host.as_str(), port, iface.as_str());
+                        far_dests.push(RemoteDest::open(self, profile, &s.destination, at)?);
+                    }
+                }
+                frames::Port::Local(_) => {
+                    if !dests.contains(&s.destination) {
+                        dests.push(s.destination.clone());
+                    }
+                }
+            }
+        }
         for s in &profile.streams {
             if let Some(server) = server_of(&s.source) {
                 check_server_stream(s, server)?;
                 continue;
             }
-            if let frames::Port::Agent { .. } = frames::any_port(&s.destination, &self.lab)? {
-                return Err(usage(format!(
-                    "stream '{}': a destination on a server's port is not supported yet: receive on a port of this host",
-                    s.name
-                )));
-            }
             match frames::any_port(&s.source, &self.lab)? {
                 frames::Port::Agent { host, port, iface } => {
                     if !remote.iter().any(|r| r.source == s.source) {
                         let src = (host.as_str(), port, iface.as_str());
-                        remote.push(RemoteSource::open(self, profile, &s.source, src)?);
+                        let r = RemoteSource::open(self, profile, &s.source, src, &far_dests)?;
+                        remote.push(r);
                     }
                 }
                 frames::Port::Local(_) => {
@@ -1198,18 +1344,15 @@ impl StreamsTrial for StreamsRun {
                     }
                 }
             }
-            if !dests.contains(&s.destination) {
-                dests.push(s.destination.clone());
-            }
         }
-        // A server's port sends without reporting as it goes: no interval rows then.
-        let interval = self.interval.filter(|_| remote.is_empty());
+        // A server's port reports its totals at the end, not as it goes: no interval rows
+        // then.
+        let far = !remote.is_empty() || !far_dests.is_empty();
+        let interval = self.interval.filter(|_| !far);
         let mut notes = Vec::new();
-        if self.interval.is_some() && !remote.is_empty() {
-            notes.push(
-                "no interval rows: a source on a server's port reports its totals at the end"
-                    .to_owned(),
-            );
+        if self.interval.is_some() && far {
+            notes
+                .push("no interval rows: a server's port reports its totals at the end".to_owned());
         }
         let mut groups: Vec<Vec<StreamTx>> = sources.iter().map(|_| Vec::new()).collect();
         let mut remote_groups: Vec<Vec<StreamTx>> = remote.iter().map(|_| Vec::new()).collect();
@@ -1226,9 +1369,11 @@ impl StreamsTrial for StreamsRun {
             let stream_id = (i + 1) as u8;
             let hdr = wire::testhdr::TestHeaderRepr::template(id, stream_id);
             let far = remote.iter().position(|r| r.source == s.source);
-            let built = match far {
-                Some(k) => remote[k].templates(s, &hdr, self, line)?,
-                None => {
+            let to_far = far_dests.iter().any(|d| d.dest == s.destination);
+            let built = match (far, to_far) {
+                (Some(k), _) => remote[k].templates(s, &hdr, (self, line), &far_dests)?,
+                (None, true) => templates_to_far(s, &hdr, (self, line), &far_dests)?,
+                (None, false) => {
                     let ports = (
                         &frames::port(&s.source, &self.lab)?,
                         &frames::port(&s.destination, &self.lab)?,
@@ -1236,6 +1381,15 @@ impl StreamsTrial for StreamsRun {
                     templates(s, ports, &hdr, self, line)?
                 }
             };
+            // One-way latency needs one clock: both ends' hosts must be one.
+            let from_host = match far {
+                Some(k) => remote[k].agent.facts.host_id.clone(),
+                None => here.clone(),
+            };
+            let to_host = destination(s, self, &far_dests)?.2;
+            if from_host.is_none() || from_host != to_host {
+                no_latency.push(stream_id);
+            }
             let pattern = s
                 .pattern
                 .iter()
@@ -1252,13 +1406,7 @@ impl StreamsTrial for StreamsRun {
                 slot_ns,
             };
             match far {
-                Some(k) => {
-                    // One-way latency needs one clock: the server's host must be this one.
-                    if here.is_none() || remote[k].agent.facts.host_id != here {
-                        no_latency.push(stream_id);
-                    }
-                    remote_groups[k].push(tx);
-                }
+                Some(k) => remote_groups[k].push(tx),
                 None => {
                     let g = sources.iter().position(|x| *x == s.source).unwrap_or(0);
                     groups[g].push(tx);
@@ -1272,7 +1420,7 @@ impl StreamsTrial for StreamsRun {
                 .map(|s| s.name.as_str())
                 .collect();
             notes.push(format!(
-                "no one-way latency for {}: their sources are ports of other hosts, whose clocks are not known to agree with this one",
+                "no one-way latency for {}: their ends are ports of different hosts, whose clocks are not known to agree",
                 names.join(", ")
             ));
         }
@@ -1322,6 +1470,20 @@ impl StreamsTrial for StreamsRun {
         for r in &remote {
             backends.push(format!("{}: {}", r.source, r.agent.facts.backend));
         }
+        // The servers' receivers count from now until they are told what was sent.
+        for d in &mut far_dests {
+            let ids: Vec<u8> = profile
+                .streams
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.destination == d.dest)
+                .map(|(i, _)| (i + 1) as u8)
+                .collect();
+            d.agent
+                .start_receive(id, &ids, Duration::from_millis(300))
+                .map_err(|e| Error::from(e).context(d.agent.label.clone()))?;
+            backends.push(format!("{}: {}", d.dest, d.agent.facts.backend));
+        }
         let far_senders: Vec<engine::multi::RemoteSender<'_>> = remote
             .iter_mut()
             .zip(remote_groups)
@@ -1370,6 +1532,10 @@ impl StreamsTrial for StreamsRun {
                 }
             }
         }
+        // Stopped (Ctrl-C) with a server's port still sending: its session was closed.
+        if r.is_err() && self.stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
         let r = r?;
         if let Some(e) = failed {
             return Err(e);
@@ -1388,21 +1554,53 @@ impl StreamsTrial for StreamsRun {
             .iter()
             .chain(remote.iter().map(|r| &r.source))
             .collect();
+        let sent_of = |stream_id: u8, source: &str| {
+            let g = all_sources.iter().position(|x| *x == source).unwrap_or(0);
+            r.sent
+                .get(g)
+                .and_then(|g| g.iter().find(|x| x.stream_id == stream_id))
+                .cloned()
+        };
+        // The servers' receivers: told what was sent to them, they drain and count.
+        let mut far_received = Vec::new();
+        for d in &mut far_dests {
+            let sent: u64 = profile
+                .streams
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.destination == d.dest)
+                .filter_map(|(i, s)| sent_of((i + 1) as u8, &s.source))
+                .map(|x| x.sent)
+                .sum();
+            let reception = d
+                .agent
+                .finish_receive(sent)
+                .map_err(|e| Error::from(e).context(d.agent.label.clone()))?;
+            data.rx_drops += reception.drops;
+            far_received.push((d.dest.clone(), reception));
+        }
         for (i, s) in profile.streams.iter().enumerate() {
             if let Some(m) = by_server.remove(&i) {
                 data.streams.push(m);
                 continue;
             }
             let stream_id = (i + 1) as u8;
-            let g = all_sources
-                .iter()
-                .position(|x| **x == s.source)
-                .unwrap_or(0);
-            let sent = r.sent[g]
-                .iter()
-                .find(|x| x.stream_id == stream_id)
-                .cloned()
-                .unwrap_or_default();
+            let sent = sent_of(stream_id, &s.source).unwrap_or_default();
+            if let Some((_, reception)) = far_received.iter().find(|(d, _)| *d == s.destination) {
+                let rx = reception.streams.iter().find(|x| x.id == stream_id);
+                data.streams.push(TrialData {
+                    counters: rx.map(|x| x.counters).unwrap_or_default().settle(sent.sent),
+                    received_bytes: rx.map_or(0, |x| x.bytes),
+                    duration: sent.active,
+                    rx_span: rx.and_then(|x| x.span).map(|(a, b)| b.saturating_sub(a)),
+                    generator_limited: sent.generator_limited,
+                    latency: rx
+                        .map(|x| x.latency.clone())
+                        .filter(|h| !h.is_empty() && !no_latency.contains(&stream_id)),
+                    ..TrialData::default()
+                });
+                continue;
+            }
             let d = dests.iter().position(|x| *x == s.destination).unwrap_or(0);
             let (table, drops) = &r.received[d];
             data.rx_drops += drops;

@@ -625,10 +625,11 @@ pub struct StreamsArgs {
 
 #[derive(Debug, Args)]
 pub struct ShapingArgs {
-    /// Sending port: IFACE or NODE:IFACE of a lab.
+    /// Sending port: IFACE or NODE:IFACE of a lab, or HOST/IFACE: a port of the wirebench
+    /// server at HOST[:PORT] started with --raw-ports.
     #[arg(long, default_value = "talker:eth0")]
     pub tx: String,
-    /// Receiving port (after the shaper).
+    /// Receiving port (after the shaper), as --tx.
     #[arg(long, default_value = "listener:eth0")]
     pub rx: String,
     /// Frame sizes with FCS: a list or a range with a step, e.g. 100..1500/100.
@@ -648,6 +649,12 @@ pub struct ShapingArgs {
     pub duration: Duration,
     #[command(flatten)]
     pub frame: FrameArgs,
+    /// Pre-shared key file of the servers lending HOST/IFACE ports.
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Control port of those servers, unless a port says HOST:PORT/IFACE.
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,

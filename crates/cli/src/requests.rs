@@ -401,6 +401,11 @@ pub fn shaping(a: &cli::ShapingArgs) -> ShapingRequest {
         dut_cmd: a.dut_cmd.clone(),
         duration: a.duration,
         frame: frame(&a.frame),
+        agents: campaign::trials::Agents {
+            port: a.port,
+            key_file: a.auth_key_file.clone(),
+            synced_clocks: false,
+        },
     }
 }
 

@@ -149,6 +149,36 @@ impl Ticks {
 }
 
 /// Turns a server error message into an error.
+/// Runs `work` (which waits on `ctrl`) while a watcher shuts `ctrl` down once `stop` is
+/// set: the server sees its controller go and stops what it runs for it. `Err(Interrupted)`
+/// when the stop came.
+pub(crate) fn closing_on_stop<T>(
+    ctrl: &TcpStream,
+    stop: Option<&AtomicBool>,
+    work: impl FnOnce() -> Result<T, ProtoError>,
+) -> Result<T, ProtoError> {
+    let Some(stop) = stop else { return work() };
+    let done = AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Acquire) {
+                if stop.load(Ordering::Relaxed) {
+                    let _ = ctrl.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let r = work();
+        done.store(true, Ordering::Release);
+        r
+    });
+    if stop.load(Ordering::Relaxed) {
+        return Err(ProtoError::Interrupted);
+    }
+    r
+}
+
 fn expect_ok(msg: ServerMsg) -> Result<ServerMsg, ProtoError> {
     match msg {
         ServerMsg::Error { code, message } => Err(ProtoError::Refused { code, message }),

@@ -269,17 +269,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                     Ok(None) => return Ok(()),
                     Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Internal, e.to_string())),
                 };
-                let sent = sent
-                    .into_iter()
-                    .map(|x| RawStreamSent {
-                        stream_id: x.stream_id,
-                        sent: x.sent,
-                        bytes: x.bytes,
-                        active_s: x.active.as_secs_f64(),
-                        behind_ratio: x.behind_ratio,
-                        generator_limited: x.generator_limited,
-                    })
-                    .collect();
+                let sent = sent.into_iter().map(RawStreamSent::from).collect();
                 write_msg(&mut ctrl, &ServerMsg::RawStreamsSent { sent })?;
             }
             ClientMsg::RawReceive {
@@ -321,7 +311,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                     &mut ctrl,
                     ErrorCode::Protocol,
                     format!(
-                        "expected raw_send, raw_receive or raw_reflect, got {}",
+                        "expected raw_send, raw_streams, raw_receive or raw_reflect, got {}",
                         kind(&other)
                     ),
                 ))
@@ -330,15 +320,17 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
     }
 }
 
-/// One stream of a [`ClientMsg::RawStreams`]: example frames of each size (the port
-/// builds its own from their headers), the order of sizes, the rate and when it runs.
+/// One stream of a [`ClientMsg::RawStreams`]: an example frame (the port builds its own
+/// of each size from its headers), the sizes and their order, the rate and when it runs.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RawStream {
     /// Stream id (unique in the test).
     pub stream_id: u8,
-    /// Per size: the size with FCS and a frame of it, hex.
-    pub frames: Vec<(u64, String)>,
-    /// Frame n has size `frames[pattern[n % len]]`.
+    /// A frame of the stream, hex: its headers are taken, its length and test header not.
+    pub frame: String,
+    /// The stream's frame sizes with FCS, each once.
+    pub sizes: Vec<u64>,
+    /// Frame n has size `sizes[pattern[n % len]]`.
     pub pattern: Vec<u16>,
     /// Frames per second.
     pub pps: f64,
@@ -365,6 +357,19 @@ pub struct RawStreamSent {
     pub generator_limited: bool,
 }
 
+impl From<engine::multi::StreamSent> for RawStreamSent {
+    fn from(x: engine::multi::StreamSent) -> Self {
+        Self {
+            stream_id: x.stream_id,
+            sent: x.sent,
+            bytes: x.bytes,
+            active_s: x.active.as_secs_f64(),
+            behind_ratio: x.behind_ratio,
+            generator_limited: x.generator_limited,
+        }
+    }
+}
+
 impl RawStreamSent {
     /// As the engine reports a local stream (no slots: no interval rows).
     pub fn into_sent(self) -> engine::multi::StreamSent {
@@ -380,37 +385,60 @@ impl RawStreamSent {
     }
 }
 
-/// Most streams, sizes per stream and pattern entries a [`ClientMsg::RawStreams`] may hold.
-const MAX_STREAMS: usize = 255;
+/// Most sizes per stream and pattern entries a [`ClientMsg::RawStreams`] may hold, and
+/// the most bytes of frames it may have the port build (its templates).
 const MAX_SIZES: usize = 64;
 const MAX_PATTERN: usize = 4096;
+const MAX_TEMPLATE_BYTES: u64 = 16 << 20;
+
+/// The headers of an example frame (hex) a controller sent, for this port to build its
+/// frames from.
+fn example_spec(hex: &str) -> Result<wire::frame::FrameSpec, String> {
+    let bytes = auth::from_hex(hex).ok_or("the frame is not hex")?;
+    wire::frame::parse_frame(&bytes)
+        .ok()
+        .and_then(|p| p.spec())
+        .ok_or_else(|| "the frame has no IP and transport header this server can build".into())
+}
+
+/// Whether frames of `len` bytes (with FCS) fit `spec`'s headers and this port.
+fn fits_len(spec: &wire::frame::FrameSpec, len: u64) -> Result<(), String> {
+    if !(64..=MAX_LEN).contains(&len) || (len as usize) < spec.min_frame_len() {
+        return Err(format!("frame size {len} B does not fit its headers"));
+    }
+    Ok(())
+}
 
 /// The streams a [`ClientMsg::RawStreams`] asks for, built by this port from the example
-/// frames' headers, within the server's limits (longest test, most bits/s in all) and the
-/// largest frame the port was opened for.
+/// frames' headers, within the server's limits (streams per test, longest test, most
+/// bits/s in all), the largest frame the port was opened for, and 16 MiB of frames.
 fn stream_specs(
     test_id: u16,
     streams: &[RawStream],
     max_len: u64,
     limits: &crate::messages::Limits,
 ) -> Result<Vec<engine::multi::StreamTx>, String> {
-    if streams.is_empty() || streams.len() > MAX_STREAMS {
-        return Err(format!("1 to {MAX_STREAMS} streams"));
+    let most = usize::from(limits.max_streams).clamp(1, 255);
+    if streams.is_empty() || streams.len() > most {
+        return Err(format!("1 to {most} streams (--max-streams)"));
     }
     let max_s = limits.max_duration_s;
-    let mut bits = 0.0;
+    let (mut bits, mut template_bytes) = (0.0, 0u64);
     let mut out = Vec::with_capacity(streams.len());
     for s in streams {
         let name = format!("stream {}", s.stream_id);
-        if s.frames.is_empty() || s.frames.len() > MAX_SIZES {
-            return Err(format!("{name}: 1 to {MAX_SIZES} frame sizes"));
+        let mut distinct = s.sizes.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if s.sizes.is_empty() || s.sizes.len() > MAX_SIZES || distinct.len() != s.sizes.len() {
+            return Err(format!("{name}: 1 to {MAX_SIZES} frame sizes, each once"));
         }
         if s.pattern.is_empty()
             || s.pattern.len() > MAX_PATTERN
-            || s.pattern.iter().any(|i| usize::from(*i) >= s.frames.len())
+            || s.pattern.iter().any(|i| usize::from(*i) >= s.sizes.len())
         {
             return Err(format!(
-                "{name}: a pattern of 1 to {MAX_PATTERN} sizes it has"
+                "{name}: a pattern of 1 to {MAX_PATTERN} of its sizes"
             ));
         }
         if !(s.pps.is_finite() && s.pps > 0.0) {
@@ -429,39 +457,37 @@ fn stream_specs(
                 s.stop_s
             ));
         }
+        let spec = example_spec(&s.frame).map_err(|e| format!("{name}: {e}"))?;
         let hdr = wire::testhdr::TestHeaderRepr::template(test_id, s.stream_id);
-        let mut templates = Vec::with_capacity(s.frames.len());
-        for (len, hex) in &s.frames {
+        let mut templates = Vec::with_capacity(s.sizes.len());
+        for len in &s.sizes {
             if *len > max_len {
                 return Err(format!(
                     "{name}: frames of {len} bytes on a port opened for {max_len}"
                 ));
             }
-            let bytes = auth::from_hex(hex).ok_or_else(|| format!("{name}: a frame is not hex"))?;
-            let spec = wire::frame::parse_frame(&bytes)
-                .ok()
-                .and_then(|p| p.spec())
-                .ok_or_else(|| {
-                    format!("{name}: a frame has no IP and transport header this server can build")
-                })?;
-            let n = *len as usize;
-            if !(64..=MAX_LEN).contains(len) || n < spec.min_frame_len() {
+            fits_len(&spec, *len).map_err(|e| format!("{name}: {e}"))?;
+            template_bytes += len;
+            if template_bytes > MAX_TEMPLATE_BYTES {
                 return Err(format!(
-                    "{name}: frame size {len} B does not fit its headers"
+                    "more than {} MiB of frames to build",
+                    MAX_TEMPLATE_BYTES >> 20
                 ));
             }
+            let n = *len as usize;
             let mut buf = vec![0u8; n];
             let built = spec
                 .build(n, &hdr, &mut buf)
                 .map_err(|e| format!("{name}: {e}"))?;
             buf.truncate(built);
+            buf.shrink_to_fit();
             let layout = spec.layout(n).map_err(|e| format!("{name}: {e}"))?;
             templates.push((buf, engine::multi::Patch::L4(layout)));
         }
         let mean_len: f64 = s
             .pattern
             .iter()
-            .map(|i| s.frames[usize::from(*i)].0 as f64)
+            .map(|i| s.sizes[usize::from(*i)] as f64)
             .sum::<f64>()
             / s.pattern.len() as f64;
         bits += s.pps * mean_len * 8.0;
@@ -476,6 +502,7 @@ fn stream_specs(
             slot_ns: 0,
         });
     }
+    // All streams counted as if they ran at once (they may not overlap: conservative).
     if let Some(m) = limits.max_rate_bps.filter(|m| bits > *m) {
         return Err(format!(
             "{bits:.0} bit/s in all: this server allows {m:.0} bit/s per test"
@@ -518,14 +545,8 @@ fn send_spec(
     load: RawLoad,
     limits: &crate::messages::Limits,
 ) -> Result<RawTrialSpec, String> {
-    let bytes = auth::from_hex(frame).ok_or("the frame is not hex")?;
-    let spec = wire::frame::parse_frame(&bytes)
-        .ok()
-        .and_then(|p| p.spec())
-        .ok_or("the frame has no IP and transport header this server can build")?;
-    if !(64..=MAX_LEN).contains(&frame_len) || (frame_len as usize) < spec.min_frame_len() {
-        return Err(format!("frame size {frame_len} B does not fit its headers"));
-    }
+    let spec = example_spec(frame)?;
+    fits_len(&spec, frame_len)?;
     let max_s = limits.max_duration_s;
     let bits = |pps: f64| pps * frame_len as f64 * 8.0;
     match load {
@@ -707,6 +728,8 @@ pub struct RawAgent {
     pub facts: PortFacts,
     /// The server shares this host's clock (equal boot ids).
     pub same_host: bool,
+    /// Set by Ctrl-C: a long send is cut short by closing the session.
+    stop: Option<std::sync::Arc<AtomicBool>>,
 }
 
 /// What a controller asks of a port.
@@ -807,6 +830,7 @@ impl RawAgent {
                     host_id,
                 },
                 same_host,
+                stop: cfg.stop.clone(),
             }),
             other => Err(unexpected("raw_opened", &other)),
         }
@@ -899,8 +923,15 @@ impl RawAgent {
         test_id: u16,
         streams: Vec<RawStream>,
     ) -> Result<Vec<RawStreamSent>, ProtoError> {
-        let wait = self.longest();
-        match self.ask(&ClientMsg::RawStreams { test_id, streams }, wait)? {
+        // The last stream's stop, and time to build the frames and answer.
+        let last = streams.iter().map(|s| s.stop_s).fold(0.0, f64::max);
+        let wait = Duration::from_secs_f64(last.clamp(0.0, self.max_s)) + SLACK;
+        let stop = self.stop.clone();
+        let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
+        let answer = crate::client::closing_on_stop(&ctrl, stop.as_deref(), || {
+            self.ask(&ClientMsg::RawStreams { test_id, streams }, wait)
+        })?;
+        match answer {
             ServerMsg::RawStreamsSent { sent } => Ok(sent),
             other => Err(unexpected("raw_streams_sent", &other)),
         }
@@ -987,12 +1018,14 @@ mod test {
         let hex = auth::to_hex(&frame());
         let limits = crate::messages::Limits {
             max_duration_s: 60.0,
-            max_rate_bps: Some(1e9),
+            max_rate_bps: Some(1e12),
+            max_streams: 128,
             ..Default::default()
         };
         let stream = |id: u8, pps: f64, (start_s, stop_s): (f64, f64)| RawStream {
             stream_id: id,
-            frames: vec![(128, hex.clone()), (256, hex.clone())],
+            frame: hex.clone(),
+            sizes: vec![128, 256],
             pattern: vec![0, 1, 1],
             pps,
             start_s,
@@ -1019,19 +1052,33 @@ mod test {
             Ok(_) => panic!("accepted"),
             Err(e) => e,
         };
-        assert!(refused(&[], 1518).contains("1 to 255 streams"));
+        assert!(refused(&[], 1518).contains("1 to 128 streams"));
+        let many: Vec<RawStream> = (0..129).map(|i| stream(i, 1.0, (0.0, 1.0))).collect();
+        assert!(refused(&many, 1518).contains("--max-streams"));
         let mut bad = stream(1, 1000.0, (0.0, 1.0));
         bad.pattern = vec![0, 2];
         assert!(refused(&[bad], 1518).contains("pattern"));
         let mut bad = stream(1, 1000.0, (0.0, 1.0));
-        bad.frames[0].1 = "zz".into();
+        bad.frame = "zz".into();
         assert!(refused(&[bad], 1518).contains("not hex"));
+        let mut bad = stream(1, 1000.0, (0.0, 1.0));
+        bad.sizes = vec![128, 128];
+        assert!(refused(&[bad], 1518).contains("each once"));
+        // 128 streams of 64 jumbo sizes would be 75 MiB of frames to build.
+        let jumbo: Vec<RawStream> = (0..128)
+            .map(|i| RawStream {
+                sizes: (0..64).map(|k| 9000 + k).collect(),
+                pattern: vec![0],
+                ..stream(i, 1.0, (0.0, 1.0))
+            })
+            .collect();
+        assert!(stream_specs(9, &jumbo, 9220, &limits).is_err_and(|e| e.contains("MiB of frames")));
         assert!(refused(&[stream(1, f64::NAN, (0.0, 1.0))], 1518).contains("frames/s"));
         assert!(refused(&[stream(1, 1.0, (1.0, 1.0))], 1518).contains("from 1 s to 1 s"));
         assert!(refused(&[stream(1, 1.0, (0.0, 61.0))], 1518).contains("longest test is 60 s"));
         assert!(refused(&[stream(1, 1.0, (0.0, 1.0))], 200).contains("opened for 200"));
-        // Two streams of 500k frames/s, mean 213 bytes: 1.7 Gbit/s in all.
-        let both = [stream(1, 5e5, (0.0, 1.0)), stream(2, 5e5, (0.0, 1.0))];
+        // Two streams of 500M frames/s, mean 213 bytes: 1.7 Tbit/s in all.
+        let both = [stream(1, 5e8, (0.0, 1.0)), stream(2, 5e8, (0.0, 1.0))];
         assert!(refused(&both, 1518).contains("in all: this server allows"));
     }
 }

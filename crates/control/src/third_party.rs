@@ -198,29 +198,10 @@ impl Session {
         // client's wait for the other server's results.
         let wait = spec.total_duration() + SLACK + CONNECT_TIMEOUT + RESULTS_WAIT;
         // A stop (Ctrl-C) closes the connection: the server stops the test.
-        let (done, stop) = (AtomicBool::new(false), self.stop.clone());
-        let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
-        let answer = std::thread::scope(|s| {
-            s.spawn(|| {
-                while !done.load(Ordering::Acquire) {
-                    if stop.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
-                        let _ = ctrl.shutdown(std::net::Shutdown::Both);
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            });
-            let r = read_msg_within::<ServerMsg>(&self.ctrl, wait);
-            done.store(true, Ordering::Release);
-            r
+        let stop = self.stop.clone();
+        let answer = crate::client::closing_on_stop(&self.ctrl, stop.as_deref(), || {
+            read_msg_within::<ServerMsg>(&self.ctrl, wait)
         });
-        if self
-            .stop
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed))
-        {
-            return Err(ProtoError::Interrupted);
-        }
         match answer? {
             ServerMsg::ClientRan {
                 result: Some(r), ..

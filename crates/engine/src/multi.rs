@@ -461,13 +461,25 @@ pub fn run(
     run_with_remote(groups, Vec::new(), receivers, drain, interval, stop)
 }
 
-/// A sender elsewhere (a server's lent port): runs its streams when called, at about the
-/// local t0, and returns what each sent.
+/// A sender elsewhere (a server's lent port): runs its streams when called, and returns
+/// what each sent. It starts when its server has the request: up to a round trip and the
+/// time to build its frames after the local t0.
 pub type RemoteSender<'a> = Box<dyn FnOnce() -> io::Result<Vec<StreamSent>> + Send + 'a>;
+
+/// Counts a sender out of `left` when dropped: however it ends (a panic too), the
+/// receivers stop waiting for it.
+struct Leaving<'a>(&'a AtomicUsize);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// [`run`] with senders elsewhere besides the local `groups`: the receivers count until
 /// every sender, local or remote, is done. `sent` lists the local groups first, then the
-/// remote ones in order.
+/// remote ones in order. A remote sender that fails stops the others (its error is the
+/// run's), as `stop` does.
 pub fn run_with_remote(
     groups: Vec<(&mut dyn FrameTx, Vec<StreamTx>)>,
     remote: Vec<RemoteSender<'_>>,
@@ -488,7 +500,23 @@ pub fn run_with_remote(
         .iter()
         .flat_map(|(_, streams)| streams.iter().map(|s| (s.stream_id, Arc::clone(&s.live))))
         .collect();
+    // With remote senders, the local ones stop on `stop` or on a remote failure.
+    let (halt, ended) = (AtomicBool::new(false), AtomicBool::new(false));
+    let has_remote = !remote.is_empty();
+    let user_stop = stop;
+    let stop: &AtomicBool = if has_remote { &halt } else { user_stop };
     std::thread::scope(|s| {
+        if has_remote {
+            let (halt, ended, outer) = (&halt, &ended, user_stop);
+            s.spawn(move || {
+                while !ended.load(Ordering::Acquire) {
+                    if outer.load(Ordering::Relaxed) {
+                        halt.store(true, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+        }
         let rx_handles: Vec<_> = receivers
             .into_iter()
             .map(|(rx, mut table)| {
@@ -516,38 +544,49 @@ pub fn run_with_remote(
             .map(|(tx, streams)| {
                 let (left, clock) = (&left, &clock);
                 s.spawn(move || {
-                    let r = generate(tx, &streams, clock, t0, stop);
-                    left.fetch_sub(1, Ordering::AcqRel);
-                    r
+                    let _leaving = Leaving(left);
+                    generate(tx, &streams, clock, t0, stop)
                 })
             })
             .collect();
         let remote_handles: Vec<_> = remote
             .into_iter()
             .map(|send| {
-                let left = &left;
+                let (left, halt) = (&left, &halt);
                 s.spawn(move || {
+                    let _leaving = Leaving(left);
                     let r = send();
-                    left.fetch_sub(1, Ordering::AcqRel);
+                    if r.is_err() {
+                        halt.store(true, Ordering::Relaxed);
+                    }
                     r
                 })
             })
             .collect();
         let mut sent = Vec::new();
+        let mut failed = None;
         for h in tx_handles.into_iter().chain(remote_handles) {
-            sent.push(
-                h.join()
-                    .map_err(|_| io::Error::other("generator thread panicked"))??,
-            );
+            match h.join() {
+                Ok(Ok(x)) => sent.push(x),
+                Ok(Err(e)) => failed = failed.or(Some(e)),
+                Err(_) => failed = failed.or(Some(io::Error::other("generator thread panicked"))),
+            }
         }
         let mut received = Vec::new();
         let mut ticks = Vec::new();
         for h in rx_handles {
-            let (table, drops, t) = h
-                .join()
-                .map_err(|_| io::Error::other("receiver thread panicked"))??;
-            received.push((table, drops));
-            ticks.push(t);
+            match h.join() {
+                Ok(Ok((table, drops, t))) => {
+                    received.push((table, drops));
+                    ticks.push(t);
+                }
+                Ok(Err(e)) => failed = failed.or(Some(e)),
+                Err(_) => failed = failed.or(Some(io::Error::other("receiver thread panicked"))),
+            }
+        }
+        ended.store(true, Ordering::Release);
+        if let Some(e) = failed {
+            return Err(e);
         }
         Ok(MultiReport {
             sent,

@@ -66,23 +66,35 @@ pub fn shaping(
     watch: &mut dyn Watch,
     stop: &Arc<AtomicBool>,
 ) -> Result<RunResult, Error> {
-    frames::need_root()?;
     let lab = &a.frame.lab;
-    let tx_ep = frames::port(&a.tx, lab)?;
-    let rx_ep = frames::port(&a.rx, lab)?;
+    let tx = frames::any_port(&a.tx, lab)?;
+    let rx = frames::any_port(&a.rx, lab)?;
+    if [&tx, &rx]
+        .iter()
+        .any(|p| matches!(p, frames::Port::Local(_)))
+        || a.dut_cmd.is_none()
+    {
+        frames::need_root()?;
+    }
     let dut_ns = lab::naming::namespace(lab, "dut");
     if a.dut_cmd.is_none() && !std::path::Path::new(&format!("/run/netns/{dut_ns}")).exists() {
         return Err(usage(format!(
             "lab '{lab}' has no dut to shape: build a shaper lab (`wirebench lab up shaper --shape ...`) or give --dut-cmd"
         )));
     }
-    let spec = frames::spec(&a.frame, &tx_ep, Some(&rx_ep))?;
-    frames::check_sizes(&spec, &a.sizes)?;
     let line = LineRate(a.frame.line_rate as u64);
     let plan = ShapingPlan::new(a.sizes.clone(), a.bandwidths.clone(), a.duration, line)?;
     let max_len = a.sizes.iter().copied().max().unwrap_or(64);
-    let ports = (&tx_ep, &rx_ep);
-    let mut trial = RawTrial::open(&a.frame, spec, ports, max_len, Arc::clone(stop))?;
+    // Ports here or servers' (HOST/IFACE): the trial runs in halves through a server.
+    let (mut trial, spec) = RawTrial::open_ports(
+        &a.frame,
+        (&tx, &rx),
+        &a.agents,
+        false,
+        max_len,
+        Arc::clone(stop),
+    )?;
+    frames::check_sizes(&spec, &a.sizes)?;
     let mut dut = match &a.dut_cmd {
         Some(t) => ShaperDut::Command(t.clone()),
         None => ShaperDut::lab(lab)?,
