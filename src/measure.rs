@@ -82,13 +82,13 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
     // Ctrl-C stops these so that they remove their labs / put the shaper's rate and the
     // interfaces' settings back; a client test ends early with the figures so far.
     let stop = match req {
-        TestRequest::FrerCompare(_)
-        | TestRequest::Shaping(_)
-        | TestRequest::NicMatrix(_)
-        | TestRequest::Streams(_) => stop_on_signals()?,
-        TestRequest::Client(_) | TestRequest::Rrul(_) | TestRequest::Mesh(_) => {
-            stop_on_signals_twice_exits()?
+        TestRequest::FrerCompare(_) | TestRequest::Shaping(_) | TestRequest::NicMatrix(_) => {
+            stop_on_signals()?
         }
+        TestRequest::Client(_)
+        | TestRequest::Rrul(_)
+        | TestRequest::Mesh(_)
+        | TestRequest::Streams(_) => stop_on_signals_twice_exits()?,
         _ => never(),
     };
     let r = jobs::run(req, &mut watch, &stop)?;

@@ -397,5 +397,57 @@ fn streams_with_ends_on_two_agents() {
             "{row}"
         );
     }
+    // Ctrl-C ends a long profile from a server's port at once: the session is closed and
+    // the server stops sending.
+    let long = dir.join("long.toml");
+    std::fs::write(
+        &long,
+        format!(
+            "duration = 30\nline_rate = \"1G\"\n[[stream]]\nname = \"long\"\nsource = \"{t}\"\ndestination = \"eth0\"\nsize = 512\nload = \"1%\"\n"
+        ),
+    )
+    .unwrap();
+    let ns = format!("wb-{}-dut", lab.0);
+    let long_s = long.to_string_lossy().to_string();
+    let mut child = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns,
+            bin(),
+            "streams",
+            &long_s,
+            "--auth-key-file",
+            &k,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("streams");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: kill(2) on our own child's pid (`ip` execs wirebench in place).
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let sent = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        assert!(
+            sent.elapsed().as_secs() < 10,
+            "still running 10 s after Ctrl-C"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        sent.elapsed().as_secs_f64() < 3.0,
+        "{:?} after Ctrl-C",
+        sent.elapsed()
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err).ok();
+    assert!(
+        !status.success() && err.contains("interrupted"),
+        "{status:?}: {err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -336,7 +336,7 @@ pub struct StreamsRequest {
     pub backend: FrameBackend,
     /// Interval rows every this long (`None`: none).
     pub interval: Option<Duration>,
-    /// Servers whose ports are sources (`HOST/IFACE`).
+    /// Servers whose ports are ends of streams (`HOST/IFACE`).
     pub agents: crate::trials::Agents,
 }
 

@@ -858,7 +858,7 @@ pub struct StreamsRun {
     pub stop: Arc<AtomicBool>,
     /// Interval rows every this long (`None`: none).
     pub interval: Option<Duration>,
-    /// Servers whose ports are sources (`HOST/IFACE`).
+    /// Servers whose ports are ends of streams (`HOST/IFACE`).
     pub agents: Agents,
 }
 
@@ -1035,15 +1035,7 @@ impl RemoteSource {
             ..RawOpenRequest::default()
         };
         let agent = open_far(run, &mine, (host, port, iface), req)?;
-        // Refused now rather than after the streams here have run.
-        let last = mine.iter().map(|s| s.stop).fold(0.0, f64::max);
-        if last > agent.longest_test() {
-            return Err(usage(format!(
-                "{}: its streams run until {last} s; this server's longest test is {} s",
-                agent.label,
-                agent.longest_test()
-            )));
-        }
+        refuse_past_longest(&agent, &mine)?;
         Ok(Self {
             source: source.to_owned(),
             agent,
@@ -1098,6 +1090,20 @@ fn open_far(
     Ok(agent)
 }
 
+/// Refuses streams that run past the server's longest test now, rather than after the
+/// streams here have run.
+fn refuse_past_longest(agent: &RawAgent, streams: &[&StreamSpec]) -> Result<(), Error> {
+    let last = streams.iter().map(|s| s.stop).fold(0.0, f64::max);
+    if last > agent.longest_test() {
+        return Err(usage(format!(
+            "{}: its streams run until {last} s; this server's longest test is {} s",
+            agent.label,
+            agent.longest_test()
+        )));
+    }
+    Ok(())
+}
+
 /// A destination on a server's port: its session, counting the streams that end there.
 struct RemoteDest {
     /// `HOST/IFACE` as the profile names it.
@@ -1135,6 +1141,7 @@ impl RemoteDest {
             ..RawOpenRequest::default()
         };
         let agent = open_far(run, &mine, (host, port, iface), req)?;
+        refuse_past_longest(&agent, &mine)?;
         Ok(Self {
             dest: dest.to_owned(),
             agent,
@@ -1381,14 +1388,17 @@ impl StreamsTrial for StreamsRun {
                     templates(s, ports, &hdr, self, line)?
                 }
             };
-            // One-way latency needs one clock: both ends' hosts must be one.
-            let from_host = match far {
-                Some(k) => remote[k].agent.facts.host_id.clone(),
-                None => here.clone(),
-            };
-            let to_host = destination(s, self, &far_dests)?.2;
-            if from_host.is_none() || from_host != to_host {
-                no_latency.push(stream_id);
+            // One-way latency needs one clock: where an end is a server's port, both
+            // ends' hosts must be one (two ports here share this host's).
+            if far.is_some() || to_far {
+                let from_host = match far {
+                    Some(k) => remote[k].agent.facts.host_id.clone(),
+                    None => here.clone(),
+                };
+                let to_host = destination(s, self, &far_dests)?.2;
+                if from_host.is_none() || from_host != to_host {
+                    no_latency.push(stream_id);
+                }
             }
             let pattern = s
                 .pattern
@@ -1452,6 +1462,34 @@ impl StreamsTrial for StreamsRun {
                 model::stats::table::StreamTable::new(id, ids).with_slots(slot_ns),
             ));
         }
+        // What each server's port is sent fits one message (checked before anything runs).
+        let wires: Vec<Vec<control::rawport::RawStream>> =
+            remote_groups.iter().map(|g| wire_streams(g)).collect();
+        for (r, w) in remote.iter().zip(&wires) {
+            let size = serde_json::to_vec(w).map_or(usize::MAX, |b| b.len());
+            if size > control::frame::MAX_MESSAGE - 4096 {
+                return Err(usage(format!(
+                    "the streams from {} make a request of {} KiB; at most {} KiB go to one port: give it fewer streams",
+                    r.source,
+                    size >> 10,
+                    (control::frame::MAX_MESSAGE - 4096) >> 10
+                )));
+            }
+        }
+        // The servers' receivers count from now until they are told what was sent.
+        for d in &mut far_dests {
+            let ids: Vec<u8> = profile
+                .streams
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.destination == d.dest)
+                .map(|(i, _)| (i + 1) as u8)
+                .collect();
+            d.agent
+                .start_receive(id, &ids, Duration::from_millis(300))
+                .map_err(|e| Error::from(e).context(d.agent.label.clone()))?;
+            backends.push(format!("{}: {}", d.dest, d.agent.facts.backend));
+        }
         // Streams through a wirebench server run as UDP tests of the control protocol, at
         // the same time as the raw streams.
         let server_runs: Vec<_> = profile
@@ -1470,30 +1508,18 @@ impl StreamsTrial for StreamsRun {
         for r in &remote {
             backends.push(format!("{}: {}", r.source, r.agent.facts.backend));
         }
-        // The servers' receivers count from now until they are told what was sent.
-        for d in &mut far_dests {
-            let ids: Vec<u8> = profile
-                .streams
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.destination == d.dest)
-                .map(|(i, _)| (i + 1) as u8)
-                .collect();
-            d.agent
-                .start_receive(id, &ids, Duration::from_millis(300))
-                .map_err(|e| Error::from(e).context(d.agent.label.clone()))?;
-            backends.push(format!("{}: {}", d.dest, d.agent.facts.backend));
-        }
         let far_senders: Vec<engine::multi::RemoteSender<'_>> = remote
             .iter_mut()
-            .zip(remote_groups)
-            .map(|(r, streams)| {
-                let wire = wire_streams(&streams);
-                let send = move || {
-                    let sent = r
-                        .agent
-                        .send_streams(id, wire)
-                        .map_err(|e| std::io::Error::other(format!("{}: {e}", r.agent.label)))?;
+            .zip(wires)
+            .map(|(r, wire)| {
+                let send = move |halt: &AtomicBool| {
+                    let sent = r.agent.send_streams(id, wire, Some(halt)).map_err(|e| {
+                        let kind = match e {
+                            control::ProtoError::Interrupted => std::io::ErrorKind::Interrupted,
+                            _ => std::io::ErrorKind::Other,
+                        };
+                        std::io::Error::new(kind, format!("{}: {e}", r.agent.label))
+                    })?;
                     Ok(sent
                         .into_iter()
                         .map(control::rawport::RawStreamSent::into_sent)
@@ -1561,6 +1587,8 @@ impl StreamsTrial for StreamsRun {
                 .and_then(|g| g.iter().find(|x| x.stream_id == stream_id))
                 .cloned()
         };
+        // Each receiver here once.
+        data.rx_drops += r.received.iter().map(|(_, drops)| drops).sum::<u64>();
         // The servers' receivers: told what was sent to them, they drain and count.
         let mut far_received = Vec::new();
         for d in &mut far_dests {
@@ -1602,8 +1630,7 @@ impl StreamsTrial for StreamsRun {
                 continue;
             }
             let d = dests.iter().position(|x| *x == s.destination).unwrap_or(0);
-            let (table, drops) = &r.received[d];
-            data.rx_drops += drops;
+            let (table, _) = &r.received[d];
             let rx = table.stream(stream_id);
             data.streams.push(TrialData {
                 counters: rx

@@ -608,11 +608,12 @@ pub struct StreamsArgs {
     #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
     /// Seconds between interval rows (per stream and their sum); 0 = none (and none when
-    /// a source is a server's port).
+    /// an end of a stream is a server's port).
     #[arg(short, long, value_parser = units::seconds_or_zero, default_value = "1")]
     pub interval: Duration,
-    /// Pre-shared key file of the servers whose ports are sources (`source =
-    /// "HOST/IFACE"`: a port of a wirebench server started with --raw-ports).
+    /// Pre-shared key file of the servers whose ports are ends of streams (`source` or
+    /// `destination` = "HOST/IFACE": a port of a wirebench server started with
+    /// --raw-ports).
     #[arg(long)]
     pub auth_key_file: Option<PathBuf>,
     /// Control port of those servers, unless a source says HOST:PORT/IFACE.

@@ -148,7 +148,16 @@ impl Ticks {
     }
 }
 
-/// Turns a server error message into an error.
+/// Sets its flag when dropped: a watcher that waits for it ends however its work ended
+/// (a panic too).
+pub(crate) struct Raise<'a>(pub(crate) &'a AtomicBool);
+
+impl Drop for Raise<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 /// Runs `work` (which waits on `ctrl`) while a watcher shuts `ctrl` down once `stop` is
 /// set: the server sees its controller go and stops what it runs for it. `Err(Interrupted)`
 /// when the stop came.
@@ -169,9 +178,8 @@ pub(crate) fn closing_on_stop<T>(
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        let r = work();
-        done.store(true, Ordering::Release);
-        r
+        let _done = Raise(&done);
+        work()
     });
     if stop.load(Ordering::Relaxed) {
         return Err(ProtoError::Interrupted);
@@ -179,6 +187,7 @@ pub(crate) fn closing_on_stop<T>(
     r
 }
 
+/// Turns a server error message into an error.
 fn expect_ok(msg: ServerMsg) -> Result<ServerMsg, ProtoError> {
     match msg {
         ServerMsg::Error { code, message } => Err(ProtoError::Refused { code, message }),

@@ -728,7 +728,7 @@ pub struct RawAgent {
     pub facts: PortFacts,
     /// The server shares this host's clock (equal boot ids).
     pub same_host: bool,
-    /// Set by Ctrl-C: a long send is cut short by closing the session.
+    /// Set by Ctrl-C: a send is cut short by closing the session.
     stop: Option<std::sync::Arc<AtomicBool>>,
 }
 
@@ -905,30 +905,37 @@ impl RawAgent {
             load: spec.load,
         };
         // A burst lasts what the generator makes of it; the server ends any send within
-        // its longest test.
+        // its longest test. A stop (Ctrl-C) closes the session: the server stops sending.
         let wait = self.longest();
-        match self.ask(&msg, wait)? {
+        let stop = self.stop.clone();
+        let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
+        let answer =
+            crate::client::closing_on_stop(&ctrl, stop.as_deref(), || self.ask(&msg, wait))?;
+        match answer {
             ServerMsg::RawSent { sent } => Ok(sent),
             other => Err(unexpected("raw_sent", &other)),
         }
     }
 
     /// Sends `streams` of test `test_id` at once, each on its schedule; returns when all
-    /// have reached their stop offsets, with what each sent.
+    /// have reached their stop offsets, with what each sent. `halt` (else the session's
+    /// stop) ends it early: the session is closed and the server stops sending.
     ///
     /// # Errors
-    /// The server refused or the connection failed.
+    /// The server refused, the connection failed, or [`ProtoError::Interrupted`].
     pub fn send_streams(
         &mut self,
         test_id: u16,
         streams: Vec<RawStream>,
+        halt: Option<&AtomicBool>,
     ) -> Result<Vec<RawStreamSent>, ProtoError> {
         // The last stream's stop, and time to build the frames and answer.
         let last = streams.iter().map(|s| s.stop_s).fold(0.0, f64::max);
         let wait = Duration::from_secs_f64(last.clamp(0.0, self.max_s)) + SLACK;
         let stop = self.stop.clone();
+        let halt = halt.or(stop.as_deref());
         let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
-        let answer = crate::client::closing_on_stop(&ctrl, stop.as_deref(), || {
+        let answer = crate::client::closing_on_stop(&ctrl, halt, || {
             self.ask(&ClientMsg::RawStreams { test_id, streams }, wait)
         })?;
         match answer {

@@ -464,11 +464,22 @@ pub fn run(
 /// A sender elsewhere (a server's lent port): runs its streams when called, and returns
 /// what each sent. It starts when its server has the request: up to a round trip and the
 /// time to build its frames after the local t0.
-pub type RemoteSender<'a> = Box<dyn FnOnce() -> io::Result<Vec<StreamSent>> + Send + 'a>;
+/// It is given the run's halt flag: set when the user stops the run or another sender
+/// failed, it should stop (and fail with [`io::ErrorKind::Interrupted`]).
+pub type RemoteSender<'a> = Box<dyn FnOnce(&AtomicBool) -> io::Result<Vec<StreamSent>> + Send + 'a>;
 
 /// Counts a sender out of `left` when dropped: however it ends (a panic too), the
 /// receivers stop waiting for it.
 struct Leaving<'a>(&'a AtomicUsize);
+
+/// Sets its flag when dropped (the scope's end, a panic too).
+struct Ended<'a>(&'a AtomicBool);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
 
 impl Drop for Leaving<'_> {
     fn drop(&mut self) {
@@ -506,6 +517,7 @@ pub fn run_with_remote(
     let user_stop = stop;
     let stop: &AtomicBool = if has_remote { &halt } else { user_stop };
     std::thread::scope(|s| {
+        let _ended = Ended(&ended);
         if has_remote {
             let (halt, ended, outer) = (&halt, &ended, user_stop);
             s.spawn(move || {
@@ -555,7 +567,7 @@ pub fn run_with_remote(
                 let (left, halt) = (&left, &halt);
                 s.spawn(move || {
                     let _leaving = Leaving(left);
-                    let r = send();
+                    let r = send(halt);
                     if r.is_err() {
                         halt.store(true, Ordering::Relaxed);
                     }
@@ -564,12 +576,17 @@ pub fn run_with_remote(
             })
             .collect();
         let mut sent = Vec::new();
-        let mut failed = None;
+        let mut failed: Option<io::Error> = None;
+        // The cause, not a sender it stopped: an error that is not an interruption wins.
+        let keep = |e: io::Error, failed: &mut Option<io::Error>| match failed {
+            Some(f) if f.kind() != io::ErrorKind::Interrupted => {}
+            _ => *failed = Some(e),
+        };
         for h in tx_handles.into_iter().chain(remote_handles) {
             match h.join() {
                 Ok(Ok(x)) => sent.push(x),
-                Ok(Err(e)) => failed = failed.or(Some(e)),
-                Err(_) => failed = failed.or(Some(io::Error::other("generator thread panicked"))),
+                Ok(Err(e)) => keep(e, &mut failed),
+                Err(_) => keep(io::Error::other("generator thread panicked"), &mut failed),
             }
         }
         let mut received = Vec::new();
@@ -580,11 +597,10 @@ pub fn run_with_remote(
                     received.push((table, drops));
                     ticks.push(t);
                 }
-                Ok(Err(e)) => failed = failed.or(Some(e)),
-                Err(_) => failed = failed.or(Some(io::Error::other("receiver thread panicked"))),
+                Ok(Err(e)) => keep(e, &mut failed),
+                Err(_) => keep(io::Error::other("receiver thread panicked"), &mut failed),
             }
         }
-        ended.store(true, Ordering::Release);
         if let Some(e) = failed {
             return Err(e);
         }
