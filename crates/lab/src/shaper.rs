@@ -12,7 +12,8 @@
 //! dscp = 46            # optional
 //! rate = "10M"         # bits/s, k/M/G suffixes
 //! ceil = "10M"         # optional, default = rate
-//! burst = "15k"        # bytes, optional (default: 2 ms at the rate, at least 1600)
+//! burst = "15k"        # bytes, the rate's and the ceil's bucket, optional
+//!                      # (default: 2 ms at the rate, and 2 ms at the ceil; at least 1600)
 //! limit = 100          # queue length in packets, optional (default: txqueuelen)
 //!
 //! [default]            # unmatched traffic; optional, default 10G
@@ -192,7 +193,9 @@ impl ShaperSpec {
             s("default"),
             s("999"),
         ])];
-        let class = |id: String, rate: u64, ceil: u64, burst: Option<u64>| {
+        // `burst` sizes the rate's bucket and `cburst` the ceil's; a class whose rate is its
+        // ceil is held by both, so a short `cburst` would undo a long `burst`.
+        let class = |id: String, rate: u64, ceil: u64, burst: Option<(u64, u64)>| {
             let mut a = vec![
                 s("class"),
                 s("add"),
@@ -210,8 +213,8 @@ impl ShaperSpec {
                 s("ceil"),
                 format!("{ceil}bit"),
             ]);
-            if let Some(b) = burst {
-                a.extend([s("burst"), format!("{b}b")]);
+            if let Some((b, cb)) = burst {
+                a.extend([s("burst"), format!("{b}b"), s("cburst"), format!("{cb}b")]);
             }
             // An explicit quantum (one full frame) keeps HTB from warning about r2q.
             a.extend([s("quantum"), s("1514")]);
@@ -225,12 +228,12 @@ impl ShaperSpec {
                 .and_then(|x| si(x, 1000.0, "ceil").ok())
                 .unwrap_or(rate)
                 .max(rate);
-            let burst = c
-                .burst
-                .as_deref()
-                .and_then(|x| si(x, 1024.0, "burst").ok())
-                .unwrap_or_else(|| default_burst(rate));
-            out.push(class(format!("1:{}", 10 + i), rate, ceil, Some(burst)));
+            let given = c.burst.as_deref().and_then(|x| si(x, 1024.0, "burst").ok());
+            let buckets = match given {
+                Some(b) => (b, b),
+                None => (default_burst(rate), default_burst(ceil)),
+            };
+            out.push(class(format!("1:{}", 10 + i), rate, ceil, Some(buckets)));
             if let Some(limit) = c.limit {
                 out.push(tc(vec![
                     s("qdisc"),
@@ -371,7 +374,9 @@ impl ShaperSpec {
 /// full frame. tc's default of one frame loses the class tokens whenever the dut's
 /// softirq runs late on a busy CPU (measured on 2026-12-02: 70 Mbit/s classes passing
 /// 65, a 10 Mbit/s class 9.7), which would describe our CPU, not the shaper; 2 ms lets a
-/// 0.2 s trial pass at most 1 % more than the rate.
+/// 0.2 s trial pass at most 1 % more than the rate. The ceil's bucket (`cburst`) gets the
+/// same at the ceil: with tc's default there, a class whose ceil is its rate passed 9.54
+/// of 10 Mbit/s on a busy CI machine (2026-12-02).
 pub fn default_burst(bps: u64) -> u64 {
     (bps / 8 / 500).max(1600)
 }
@@ -523,13 +528,23 @@ burst = "15k"
             "tc -n wb-x-dut qdisc add dev eth1 root handle 1: htb default 999"
         );
         // No burst given: 2 ms at 10 Mbit/s.
-        assert_eq!(lines[1], "tc -n wb-x-dut class add dev eth1 parent 1: classid 1:10 htb rate 10000000bit ceil 10000000bit burst 2500b quantum 1514");
+        assert_eq!(lines[1], "tc -n wb-x-dut class add dev eth1 parent 1: classid 1:10 htb rate 10000000bit ceil 10000000bit burst 2500b cburst 2500b quantum 1514");
         assert!(
-            lines[2].contains("classid 1:11 htb rate 40000000bit ceil 50000000bit burst 15360b"),
+            lines[2].contains(
+                "classid 1:11 htb rate 40000000bit ceil 50000000bit burst 15360b cburst 15360b"
+            ),
             "{}",
             lines[2]
         );
         assert!(lines[3].contains("classid 1:999 htb rate 10000000000bit"));
+        // No burst, a ceil above the rate: each bucket is 2 ms of its own rate.
+        let borrowing =
+            ShaperSpec::parse("[[class]]\nname = \"a\"\nrate = \"10M\"\nceil = \"40M\"\n").unwrap();
+        let first = borrowing.commands("wb-x-dut", "eth1")[1].to_string();
+        assert!(
+            first.ends_with("ceil 40000000bit burst 2500b cburst 10000b quantum 1514"),
+            "{first}"
+        );
         assert_eq!(lines[4], "tc -n wb-x-dut filter add dev eth1 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff flowid 1:10");
         assert_eq!(lines[5], "tc -n wb-x-dut filter add dev eth1 parent 1: protocol ip prio 2 u32 match ip protocol 6 0xff match ip tos 0x28 0xfc match ip dport 5001 0xffff flowid 1:11");
         assert_eq!(lines.len(), 7, "one filter per port");
