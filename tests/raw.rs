@@ -586,9 +586,13 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
     // The bandwidth is set through --dut-cmd, as for any device, with the template's
     // placeholder replaced. Line rate is a 200 Mbit/s port (5x the largest bandwidth):
     // at 1 Gbit/s of small frames the generator and the dut would share a saturated CPU.
+    // The class's buckets are 2 ms at the rate (at least 1600 bytes), as the lab's own
+    // classes have (`lab::shaper::default_burst`): `tc class change` without them would
+    // shrink both to one frame, which passes less than the rate whenever the dut's softirq
+    // runs late on a busy machine.
     let ns = format!("wb-{}-dut", lab.0);
     let dut_cmd = format!(
-        "tc -n {ns} class change dev eth1 parent 1: classid 1:10 htb rate {{bandwidth}}bit ceil {{bandwidth}}bit quantum 1514"
+        "b=$(( {{bandwidth}} / 4000 )); [ $b -ge 1600 ] || b=1600; tc -n {ns} class change dev eth1 parent 1: classid 1:10 htb rate {{bandwidth}}bit ceil {{bandwidth}}bit burst \"$b\"b cburst \"$b\"b quantum 1514"
     );
     let v = run_json(&[
         "shaping",

@@ -739,8 +739,8 @@ pub enum ShaperDut {
     Lab {
         /// The lab.
         lab: String,
-        /// The class's rate and ceil before the matrix, as tc wrote them.
-        before: Option<(String, String)>,
+        /// The class before the matrix (rate, ceil and buckets as tc wrote them).
+        before: Option<lab::shaper::ClassStats>,
     },
     /// A command template.
     Command(String),
@@ -750,8 +750,8 @@ pub enum ShaperDut {
 const DRAIN_LIMIT: Duration = Duration::from_secs(30);
 
 impl ShaperDut {
-    /// Class 1:10 of lab `lab`'s shaper, its rate and ceil read now so that they can be put
-    /// back.
+    /// Class 1:10 of lab `lab`'s shaper, its rate, ceil and buckets read now so that they can
+    /// be put back.
     ///
     /// # Errors
     /// The lab has no shaper class 1:10.
@@ -763,7 +763,7 @@ impl ShaperDut {
             .ok_or_else(|| usage(format!("lab '{lab}' has no shaper class 1:10 to set")))?;
         Ok(ShaperDut::Lab {
             lab: lab.to_owned(),
-            before: Some((first.rate, first.ceil)),
+            before: Some(first),
         })
     }
 
@@ -834,13 +834,13 @@ impl Dut for ShaperDut {
     fn restore(&mut self) -> Result<(), Error> {
         let ShaperDut::Lab {
             lab,
-            before: Some((rate, ceil)),
+            before: Some(was),
         } = self
         else {
             return Ok(());
         };
-        let cmd = lab::shaper::change_first_class(lab, rate, ceil);
-        let what = || format!("restoring the shaper's rate {rate}");
+        let cmd = lab::shaper::change_first_class(lab, was);
+        let what = || format!("restoring the shaper's rate {}", was.rate);
         Self::run(&cmd, what)
     }
 }
@@ -1491,14 +1491,16 @@ impl StreamsTrial for StreamsRun {
             backends.push(format!("{}: {}", d.dest, d.agent.facts.backend));
         }
         // Streams through a wirebench server run as UDP tests of the control protocol, at
-        // the same time as the raw streams.
+        // the same time as the raw streams; they stop on Ctrl-C or when the raw streams
+        // failed.
+        let halt_servers = Arc::new(AtomicBool::new(false));
         let server_runs: Vec<_> = profile
             .streams
             .iter()
             .enumerate()
             .filter_map(|(i, s)| server_of(&s.source).map(|srv| (i, s.clone(), srv.to_owned())))
             .map(|(i, s, srv)| {
-                let stop = Arc::clone(&self.stop);
+                let stop = Arc::clone(&halt_servers);
                 (
                     i,
                     std::thread::spawn(move || server_stream(&s, &srv, line, stop)),
@@ -1542,8 +1544,14 @@ impl StreamsTrial for StreamsRun {
             interval,
             &self.stop,
         );
-        // The server streams end with their time (or the stop): join them even when the
-        // raw streams failed, so none runs on into the next test.
+        // The server streams end with their time, a stop, or the raw streams' failure: join
+        // them even then, so none runs on into the next test.
+        while server_runs.iter().any(|(_, h)| !h.is_finished()) {
+            if r.is_err() || self.stop.load(Ordering::Relaxed) {
+                halt_servers.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let mut by_server = std::collections::BTreeMap::new();
         let mut failed = None;
         for (i, h) in server_runs {

@@ -481,6 +481,22 @@ impl Drop for Ended<'_> {
     }
 }
 
+/// Sets the run's halt flag when dropped, unless its thread ended well: with remote
+/// senders, a local sender or receiver that fails or panics stops the others too, as a
+/// failing remote sender does (without remote senders nothing reads the flag).
+struct HaltUnlessOk<'a> {
+    halt: &'a AtomicBool,
+    ok: bool,
+}
+
+impl Drop for HaltUnlessOk<'_> {
+    fn drop(&mut self) {
+        if !self.ok {
+            self.halt.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 impl Drop for Leaving<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
@@ -489,8 +505,8 @@ impl Drop for Leaving<'_> {
 
 /// [`run`] with senders elsewhere besides the local `groups`: the receivers count until
 /// every sender, local or remote, is done. `sent` lists the local groups first, then the
-/// remote ones in order. A remote sender that fails stops the others (its error is the
-/// run's), as `stop` does.
+/// remote ones in order. A sender or receiver that fails stops the others when there are
+/// remote senders (its error is the run's), as `stop` does.
 pub fn run_with_remote(
     groups: Vec<(&mut dyn FrameTx, Vec<StreamTx>)>,
     remote: Vec<RemoteSender<'_>>,
@@ -532,10 +548,11 @@ pub fn run_with_remote(
         let rx_handles: Vec<_> = receivers
             .into_iter()
             .map(|(rx, mut table)| {
-                let (left, clock) = (&left, &clock);
+                let (left, clock, halt) = (&left, &clock, &halt);
                 let mut ticker =
                     interval.map(|i| Ticker::new(i, Arc::clone(&t0_ns), lives.clone()));
                 s.spawn(move || {
+                    let mut failing = HaltUnlessOk { halt, ok: false };
                     let drops = receive(
                         rx,
                         &mut table,
@@ -546,6 +563,7 @@ pub fn run_with_remote(
                         stop,
                         ticker.as_mut(),
                     )?;
+                    failing.ok = true;
                     let ticks = ticker.map(|t| t.ticks).unwrap_or_default();
                     Ok::<_, io::Error>((table, drops, ticks))
                 })
@@ -554,10 +572,13 @@ pub fn run_with_remote(
         let tx_handles: Vec<_> = groups
             .into_iter()
             .map(|(tx, streams)| {
-                let (left, clock) = (&left, &clock);
+                let (left, clock, halt) = (&left, &clock, &halt);
                 s.spawn(move || {
                     let _leaving = Leaving(left);
-                    generate(tx, &streams, clock, t0, stop)
+                    let mut failing = HaltUnlessOk { halt, ok: false };
+                    let r = generate(tx, &streams, clock, t0, stop);
+                    failing.ok = r.is_ok();
+                    r
                 })
             })
             .collect();
@@ -567,10 +588,9 @@ pub fn run_with_remote(
                 let (left, halt) = (&left, &halt);
                 s.spawn(move || {
                     let _leaving = Leaving(left);
+                    let mut failing = HaltUnlessOk { halt, ok: false };
                     let r = send(halt);
-                    if r.is_err() {
-                        halt.store(true, Ordering::Relaxed);
-                    }
+                    failing.ok = r.is_ok();
                     r
                 })
             })
@@ -611,4 +631,83 @@ pub fn run_with_remote(
             t0_wall,
         })
     })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// A port that fails its first receive (a link gone down).
+    struct Broken;
+
+    impl FrameRx for Broken {
+        fn name(&self) -> &'static str {
+            "broken"
+        }
+        fn recv_frames(
+            &mut self,
+            _timeout: Duration,
+            _on_frame: &mut dyn FnMut(&[u8], Option<UnixNanos>),
+        ) -> io::Result<usize> {
+            Err(io::Error::other("link down"))
+        }
+        fn take_drops(&mut self) -> u64 {
+            0
+        }
+    }
+
+    /// A remote sender that runs until the run's halt flag is set (bounded: 10 s), and
+    /// records whether it was.
+    fn until_halted(halted: &AtomicBool) -> RemoteSender<'_> {
+        Box::new(move |halt: &AtomicBool| {
+            for _ in 0..10_000 {
+                if halt.load(Ordering::Relaxed) {
+                    halted.store(true, Ordering::Relaxed);
+                    return Err(io::Error::new(io::ErrorKind::Interrupted, "halted"));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(Vec::new())
+        })
+    }
+
+    /// Runs `remote` and `receivers` (no local senders) until they fail: the run's error,
+    /// and whether the sender from [`until_halted`] was halted.
+    fn failure(
+        fails: Option<RemoteSender<'_>>,
+        receivers: Vec<(&mut dyn FrameRx, StreamTable)>,
+        user_stop: bool,
+    ) -> (io::Error, bool) {
+        let (stop, halted) = (AtomicBool::new(user_stop), AtomicBool::new(false));
+        let mut remote = vec![until_halted(&halted)];
+        remote.extend(fails);
+        let e = run_with_remote(Vec::new(), remote, receivers, Duration::ZERO, None, &stop)
+            .err()
+            .expect("the run fails");
+        (e, halted.load(Ordering::Relaxed))
+    }
+
+    #[test]
+    fn a_failing_remote_sender_halts_the_others_and_is_the_runs_error() {
+        let fails: RemoteSender<'_> = Box::new(|_| Err(io::Error::other("server gone")));
+        let (e, halted) = failure(Some(fails), Vec::new(), false);
+        assert_eq!(e.to_string(), "server gone");
+        assert!(halted);
+    }
+
+    #[test]
+    fn a_failing_local_port_halts_the_remote_senders() {
+        let mut port = Broken;
+        let rx = vec![(&mut port as &mut dyn FrameRx, StreamTable::new(1, [1]))];
+        let (e, halted) = failure(None, rx, false);
+        assert_eq!(e.to_string(), "link down");
+        assert!(halted);
+    }
+
+    #[test]
+    fn a_user_stop_halts_the_remote_senders() {
+        let (e, halted) = failure(None, Vec::new(), true);
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted);
+        assert!(halted);
+    }
 }

@@ -395,14 +395,21 @@ pub fn set_first_class_rate(lab: &str, bps: f64) -> Cmd {
     Cmd::tc(args.iter().map(|a| (*a).to_owned()).collect())
 }
 
-/// The `tc` command that sets the first class (1:10) of lab `lab`'s shaper to `rate` and
-/// `ceil` as tc writes them (`10Mbit`).
-pub fn change_first_class(lab: &str, rate: &str, ceil: &str) -> Cmd {
+/// The `tc` command that puts the first class (1:10) of lab `lab`'s shaper back to `was`:
+/// its rate, ceil and both buckets as tc wrote them (`10Mbit`, `2500b`). The buckets are
+/// given too: `tc class change` without them would shrink both to one frame.
+pub fn change_first_class(lab: &str, was: &ClassStats) -> Cmd {
     let ns = crate::naming::namespace(lab, "dut");
-    let args = [
+    let mut args = vec![
         "-n", &ns, "class", "change", "dev", "eth1", "parent", "1:", "classid", "1:10", "htb",
-        "rate", rate, "ceil", ceil, "quantum", "1514",
+        "rate", &was.rate, "ceil", &was.ceil,
     ];
+    for (key, v) in [("burst", &was.burst), ("cburst", &was.cburst)] {
+        if v != "?" {
+            args.extend([key, v.as_str()]);
+        }
+    }
+    args.extend(["quantum", "1514"]);
     Cmd::tc(args.iter().map(|a| (*a).to_owned()).collect())
 }
 
@@ -429,6 +436,10 @@ pub struct ClassStats {
     pub rate: String,
     /// Configured ceil, as tc prints it.
     pub ceil: String,
+    /// The rate's bucket, as tc prints it (`2500b`).
+    pub burst: String,
+    /// The ceil's bucket, as tc prints it.
+    pub cburst: String,
     /// Packets waiting in the class's queue.
     pub backlog_packets: u64,
     /// Bytes sent.
@@ -455,6 +466,8 @@ pub fn parse_class_stats(text: &str) -> Vec<ClassStats> {
                 id: f[2].to_owned(),
                 rate: after("rate"),
                 ceil: after("ceil"),
+                burst: after("burst"),
+                cburst: after("cburst"),
                 backlog_packets: 0,
                 bytes: 0,
                 packets: 0,
@@ -575,11 +588,23 @@ burst = "15k"
                 id: "1:11".into(),
                 rate: "40Mbit".into(),
                 ceil: "50Mbit".into(),
+                burst: "1600b".into(),
+                cburst: "1600b".into(),
                 backlog_packets: 675,
                 bytes: 1_514_000,
                 packets: 1000,
                 dropped: 7
             }
+        );
+    }
+
+    #[test]
+    fn a_class_is_put_back_with_its_buckets() {
+        let text = "class htb 1:10 root prio 0 rate 10Mbit ceil 40Mbit burst 2500b cburst 9Kb \n";
+        let was = &parse_class_stats(text)[0];
+        assert_eq!(
+            change_first_class("x", was).to_string(),
+            "tc -n wb-x-dut class change dev eth1 parent 1: classid 1:10 htb rate 10Mbit ceil 40Mbit burst 2500b cburst 9Kb quantum 1514"
         );
     }
 
