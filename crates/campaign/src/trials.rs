@@ -1462,17 +1462,19 @@ impl StreamsTrial for StreamsRun {
                 model::stats::table::StreamTable::new(id, ids).with_slots(slot_ns),
             ));
         }
-        // What each server's port is sent fits one message (checked before anything runs).
+        // What each server's port is sent fits one message (checked before anything runs),
+        // with room for the message's other fields.
+        let most = control::frame::MAX_MESSAGE - 4096;
         let wires: Vec<Vec<control::rawport::RawStream>> =
             remote_groups.iter().map(|g| wire_streams(g)).collect();
         for (r, w) in remote.iter().zip(&wires) {
             let size = serde_json::to_vec(w).map_or(usize::MAX, |b| b.len());
-            if size > control::frame::MAX_MESSAGE - 4096 {
+            if size > most {
                 return Err(usage(format!(
                     "the streams from {} make a request of {} KiB; at most {} KiB go to one port: give it fewer streams",
                     r.source,
                     size >> 10,
-                    (control::frame::MAX_MESSAGE - 4096) >> 10
+                    most >> 10
                 )));
             }
         }

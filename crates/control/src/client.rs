@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use engine::flag::SetOnDrop;
 use engine::live::LiveSnapshot;
 use engine::{tcp, udp};
 use model::results::{ConnectionFacts, StreamAddresses};
@@ -148,16 +149,6 @@ impl Ticks {
     }
 }
 
-/// Sets its flag when dropped: a watcher that waits for it ends however its work ended
-/// (a panic too).
-pub(crate) struct Raise<'a>(pub(crate) &'a AtomicBool);
-
-impl Drop for Raise<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-    }
-}
-
 /// Runs `work` (which waits on `ctrl`) while a watcher shuts `ctrl` down once `stop` is
 /// set: the server sees its controller go and stops what it runs for it. `Err(Interrupted)`
 /// when the stop came.
@@ -178,7 +169,8 @@ pub(crate) fn closing_on_stop<T>(
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        let _done = Raise(&done);
+        // The watcher ends however the work ends (a panic too).
+        let _done = SetOnDrop::new(&done);
         work()
     });
     if stop.load(Ordering::Relaxed) {

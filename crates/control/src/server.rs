@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use engine::flag::SetOnDrop;
 use engine::{tcp, udp};
 use model::spec::{EchoSpec, Protocol, TestSpec};
 
@@ -104,17 +105,6 @@ pub struct ServerConfig {
 /// known).
 pub fn default_max_memory() -> u64 {
     engine::env::memory_total().map_or(1 << 30, |m| m / 4)
-}
-
-/// Sets its flag when dropped: a test has ended, however it ended.
-pub(crate) struct SetOnDrop(pub(crate) Option<Arc<AtomicBool>>);
-
-impl Drop for SetOnDrop {
-    fn drop(&mut self) {
-        if let Some(f) = &self.0 {
-            f.store(true, Ordering::Relaxed);
-        }
-    }
 }
 
 pub(crate) struct Ctx {
@@ -863,7 +853,8 @@ fn serve_test(
         return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
     }
     let _admitted = admit(&mut ctrl, ctx, test_memory(&spec))?;
-    let _ended = SetOnDrop(ctx.finished.clone());
+    // A test has ended, however it ended.
+    let _ended = ctx.finished.as_deref().map(SetOnDrop::new);
     let test_id = ctx.next_test_id.fetch_add(1, Ordering::Relaxed);
     let Ok(nonce) = auth::nonce() else {
         return Err(refuse(
@@ -1535,7 +1526,7 @@ fn serve_echo(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), Prot
     let mut charge = |spent: Duration| ctx.gate().charge_spin(peer_ip, spent, Instant::now());
     let (res, end) = std::thread::scope(|scope| {
         // However this ends, the echo thread is told to stop before the scope waits for it.
-        let _stop = SetOnDrop(Some(stop.clone()));
+        let _stop = SetOnDrop::new(&stop);
         let echo = std::thread::Builder::new()
             .name("wb-echo".into())
             .spawn_scoped(scope, || {

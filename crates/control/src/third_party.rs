@@ -116,7 +116,7 @@ pub(crate) fn serve(
         return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
     }
     let _admitted = admit(&mut ctrl, ctx, test_memory(spec))?;
-    let _ended = crate::server::SetOnDrop(ctx.finished.clone());
+    let _ended = ctx.finished.as_deref().map(engine::flag::SetOnDrop::new);
     let controller = ctrl.peer_addr().map_err(ProtoError::Io)?.ip();
     let server = resolve(to)
         .and_then(|a| allowed(a.ip(), controller, &ctx.third_party_peers).map(|()| a))

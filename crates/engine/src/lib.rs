@@ -3,6 +3,7 @@
 //!
 //! - [`clock`]: the real clock (the `Clock` trait and a virtual clock are `model::clock`);
 //! - [`env`]: the machine a result was measured on, and the time;
+//! - [`flag`]: a guard that raises a stop flag however a thread ends;
 //!
 //! Each data-plane part runs on a dedicated OS thread (no async on the hot path):
 //! - [`udp`]: paced UDP sender (`sendmmsg` or GSO) and accounting receiver with kernel timestamps;
@@ -19,6 +20,7 @@
 
 pub mod clock;
 pub mod env;
+pub mod flag;
 pub mod frameio;
 pub mod iperf3_udp;
 pub mod live;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use wire::frame::FrameLayout;
 
 use crate::clock::RealClock;
+use crate::flag::SetOnDrop;
 use crate::frameio::{FrameRx, FrameTx};
 use crate::live::{LiveCounters, LiveSnapshot};
 use crate::pace::{self, Step};
@@ -472,31 +473,6 @@ pub type RemoteSender<'a> = Box<dyn FnOnce(&AtomicBool) -> io::Result<Vec<Stream
 /// receivers stop waiting for it.
 struct Leaving<'a>(&'a AtomicUsize);
 
-/// Sets its flag when dropped (the scope's end, a panic too).
-struct Ended<'a>(&'a AtomicBool);
-
-impl Drop for Ended<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-    }
-}
-
-/// Sets the run's halt flag when dropped, unless its thread ended well: with remote
-/// senders, a local sender or receiver that fails or panics stops the others too, as a
-/// failing remote sender does (without remote senders nothing reads the flag).
-struct HaltUnlessOk<'a> {
-    halt: &'a AtomicBool,
-    ok: bool,
-}
-
-impl Drop for HaltUnlessOk<'_> {
-    fn drop(&mut self) {
-        if !self.ok {
-            self.halt.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
 impl Drop for Leaving<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
@@ -533,7 +509,8 @@ pub fn run_with_remote(
     let user_stop = stop;
     let stop: &AtomicBool = if has_remote { &halt } else { user_stop };
     std::thread::scope(|s| {
-        let _ended = Ended(&ended);
+        // The watcher below ends with the scope (a panic too).
+        let _ended = SetOnDrop::new(&ended);
         if has_remote {
             let (halt, ended, outer) = (&halt, &ended, user_stop);
             s.spawn(move || {
@@ -552,7 +529,10 @@ pub fn run_with_remote(
                 let mut ticker =
                     interval.map(|i| Ticker::new(i, Arc::clone(&t0_ns), lives.clone()));
                 s.spawn(move || {
-                    let mut failing = HaltUnlessOk { halt, ok: false };
+                    // With remote senders, a local sender or receiver that fails or panics
+                    // halts the others too, as a failing remote sender does (without them
+                    // nothing reads `halt`).
+                    let mut failing = SetOnDrop::new(halt);
                     let drops = receive(
                         rx,
                         &mut table,
@@ -563,7 +543,7 @@ pub fn run_with_remote(
                         stop,
                         ticker.as_mut(),
                     )?;
-                    failing.ok = true;
+                    failing.disarm();
                     let ticks = ticker.map(|t| t.ticks).unwrap_or_default();
                     Ok::<_, io::Error>((table, drops, ticks))
                 })
@@ -575,9 +555,11 @@ pub fn run_with_remote(
                 let (left, clock, halt) = (&left, &clock, &halt);
                 s.spawn(move || {
                     let _leaving = Leaving(left);
-                    let mut failing = HaltUnlessOk { halt, ok: false };
+                    let mut failing = SetOnDrop::new(halt);
                     let r = generate(tx, &streams, clock, t0, stop);
-                    failing.ok = r.is_ok();
+                    if r.is_ok() {
+                        failing.disarm();
+                    }
                     r
                 })
             })
@@ -588,9 +570,11 @@ pub fn run_with_remote(
                 let (left, halt) = (&left, &halt);
                 s.spawn(move || {
                     let _leaving = Leaving(left);
-                    let mut failing = HaltUnlessOk { halt, ok: false };
+                    let mut failing = SetOnDrop::new(halt);
                     let r = send(halt);
-                    failing.ok = r.is_ok();
+                    if r.is_ok() {
+                        failing.disarm();
+                    }
                     r
                 })
             })

@@ -154,7 +154,7 @@ fn connection(
     let Some(_slot) = Slot::take(&sh.tests, usize::from(sh.cfg.limits.max_tests)) else {
         return write_state(&mut s, state::ACCESS_DENIED);
     };
-    let _ended = crate::server::SetOnDrop(sh.cfg.finished.clone());
+    let _ended = sh.cfg.finished.as_deref().map(engine::flag::SetOnDrop::new);
     let (tx, rx) = mpsc::channel();
     if let Ok(mut w) = sh.waiting.lock() {
         w.insert(cookie, tx);
