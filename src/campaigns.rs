@@ -198,6 +198,7 @@ pub fn report(a: &ReportArgs) -> Result<()> {
 
 /// `wirebench compare A.json B.json [-J]`.
 pub fn compare(a: &CompareArgs) -> Result<()> {
+    let figures = campaign::methods::figures;
     let read = |p: &Path| -> Result<Campaign> {
         let text = std::fs::read_to_string(p)
             .map_err(|e| usage(format!("cannot read {}: {e}", p.display())))?;
@@ -206,7 +207,8 @@ pub fn compare(a: &CompareArgs) -> Result<()> {
     let (ca, cb) = (read(&a.a)?, read(&a.b)?);
     if !a.json {
         let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
-        out!("{}", report::campaign::compare_markdown(&ca, &cb, &na, &nb));
+        let md = report::campaign::compare_markdown_with(&ca, &cb, &na, &nb, &figures);
+        out!("{md}");
         return Ok(());
     }
     let keys = [
@@ -218,7 +220,7 @@ pub fn compare(a: &CompareArgs) -> Result<()> {
         "difference",
         "overhead_percent",
     ];
-    let doc: Vec<serde_json::Value> = report::campaign::compare_rows(&ca, &cb)
+    let doc: Vec<serde_json::Value> = report::campaign::compare_rows_with(&ca, &cb, &figures)
         .iter()
         .map(|r| {
             let cells = keys.iter().zip(r).map(|(k, v)| {

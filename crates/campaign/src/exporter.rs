@@ -27,8 +27,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::methods::TestRequest;
 use crate::plan::Commands;
-use crate::request::TestRequest;
+use crate::request::ClientRequest;
 
 /// Seconds a probe needs beyond its test time (connecting, negotiating, results), in
 /// the scrape timeout's budget.
@@ -268,7 +269,7 @@ pub fn ask(
 /// A request parsed from an [`Ask`], its rate checked against `max_rate`.
 fn request(ask: &Ask, cmds: &dyn Commands, max_rate: Option<f64>) -> Result<TestRequest, String> {
     let req = cmds.test(&ask.argv)?;
-    if let (Some(max), TestRequest::Client(c)) = (max_rate, &req) {
+    if let (Some(max), Some(c)) = (max_rate, req.get::<ClientRequest>()) {
         let total = c
             .spec
             .rate

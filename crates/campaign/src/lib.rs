@@ -5,6 +5,8 @@
 //!   multi-stream profile, the shaper matrix, the FRER comparison, frames, ...), typed; the
 //!   binary builds them from its command line, a plan from each test's `args` through the
 //!   same clap definitions ([`plan::Commands`]);
+//! - [`methods`]: every test method, one module each, registered in one list: what a
+//!   plan, the runner, thresholds, `compare` and the binary know of it;
 //! - [`jobs`]: running a request: sockets through `control` and `engine`, methods from
 //!   `method` over the runners of [`trials`], labs through `lab`; a result document back;
 //! - [`frames`]: the frames of the raw-frame jobs from what the interfaces say;
@@ -27,6 +29,7 @@ pub mod exporter;
 pub mod frames;
 pub mod hosts;
 pub mod jobs;
+pub mod methods;
 pub mod plan;
 pub mod request;
 pub mod runner;

@@ -44,9 +44,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::hosts::{HostSource, PlanHost};
-use crate::request::TestRequest;
+use crate::methods::{Argv, Hosts, Methods, Registered, TestRequest};
 use crate::target::{Context, Target};
-use crate::verdicts::{Metric, Threshold, METRICS};
+use crate::verdicts::{Metric, Threshold};
 
 /// The command lines of tests and labs, parsed by the program's own definitions: a plan's
 /// `args` are the command's flags, read exactly as on the command line.
@@ -62,99 +62,66 @@ pub trait Commands {
     /// # Errors
     /// The first line of what the parser says about it.
     fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, String>;
+
+    /// The methods whose kinds tests may name: the standard ones.
+    fn methods(&self) -> Methods {
+        Methods::STANDARD
+    }
 }
 
-/// The kinds of test a plan can hold: the commands that produce a result document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `wirebench client`.
-    Client,
-    /// `wirebench sweep`.
-    Sweep,
-    /// `wirebench blocksize`.
-    Blocksize,
-    /// `wirebench latency`.
-    Latency,
-    /// `wirebench rrul`.
-    Rrul,
-    /// `wirebench mesh`.
-    Mesh,
-    /// `wirebench rfc2544`.
-    Rfc2544,
-    /// `wirebench streams`.
-    Streams,
-    /// `wirebench shaping`.
-    Shaping,
-    /// `wirebench frer compare`.
-    FrerCompare,
-    /// `wirebench nicmatrix`.
-    NicMatrix,
-}
-
-const KINDS: &str = "client, sweep, blocksize, latency, rrul, mesh, rfc2544, streams, shaping, frer-compare, nicmatrix";
+/// The kind of a test: the method that runs it (one of [`crate::methods::ALL`]).
+#[derive(Clone, Copy)]
+pub struct Kind(&'static dyn Registered);
 
 impl Kind {
-    fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "client" => Self::Client,
-            "sweep" => Self::Sweep,
-            "blocksize" => Self::Blocksize,
-            "latency" => Self::Latency,
-            "rrul" => Self::Rrul,
-            "mesh" => Self::Mesh,
-            "rfc2544" => Self::Rfc2544,
-            "streams" => Self::Streams,
-            "shaping" => Self::Shaping,
-            "frer-compare" => Self::FrerCompare,
-            "nicmatrix" => Self::NicMatrix,
-            _ => return None,
-        })
+    /// The kind a plan names, when one of `methods` has that name.
+    pub fn parse(s: &str, methods: Methods) -> Option<Self> {
+        methods.find(s).map(Self)
+    }
+
+    /// The method of `kind`.
+    pub fn of(method: &'static dyn Registered) -> Self {
+        Self(method)
+    }
+
+    /// Its method.
+    pub fn method(self) -> &'static dyn Registered {
+        self.0
     }
 
     /// The name in plans and results.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Client => "client",
-            Self::Sweep => "sweep",
-            Self::Blocksize => "blocksize",
-            Self::Latency => "latency",
-            Self::Rrul => "rrul",
-            Self::Mesh => "mesh",
-            Self::Rfc2544 => "rfc2544",
-            Self::Streams => "streams",
-            Self::Shaping => "shaping",
-            Self::FrerCompare => "frer-compare",
-            Self::NicMatrix => "nicmatrix",
-        }
+        self.0.kind()
     }
 
     /// Whether it talks to a `wirebench server` (so in a lab it runs on the talker).
     pub fn needs_server(self, args: &[String]) -> bool {
-        match self {
-            Self::Client | Self::Sweep | Self::Blocksize | Self::Latency | Self::Rrul => true,
-            Self::Rfc2544 => !has_raw_ports(args),
-            _ => false,
-        }
+        self.0.needs_server(args)
     }
 
     /// Whether it needs root (raw frames or a lab of its own).
     pub fn needs_root(self, args: &[String]) -> bool {
-        match self {
-            Self::Streams | Self::Shaping | Self::FrerCompare | Self::NicMatrix => true,
-            Self::Rfc2544 => has_raw_ports(args),
-            _ => false,
-        }
+        self.0.needs_root(args)
+    }
+
+    /// Which of the plan's hosts a test of it may name.
+    fn hosts(self, args: &[String]) -> Hosts {
+        self.0.hosts(args)
     }
 }
 
-/// Whether a test of this kind may name one host to run against (`hosts = ["a"]`): it
-/// talks to a server.
-fn takes_a_host(kind: Kind, args: &[String]) -> bool {
-    kind.needs_server(args) || kind == Kind::NicMatrix
+impl PartialEq for Kind {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
 }
 
-fn has_raw_ports(args: &[String]) -> bool {
-    args.iter().any(|a| a == "--tx" || a.starts_with("--tx="))
+impl Eq for Kind {}
+
+impl std::fmt::Debug for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A lab of a test's own, built before it and removed after.
@@ -405,11 +372,12 @@ impl Plan {
         let mut tests: Vec<PlanTest> = Vec::new();
         for (i, tt) in p.test.into_iter().enumerate() {
             let line = at(tt.kind.span());
-            let kind = Kind::parse(tt.kind.get_ref()).ok_or_else(|| {
+            let kind = Kind::parse(tt.kind.get_ref(), cmds.methods()).ok_or_else(|| {
                 format!(
-                    "line {line}: test {}: unknown kind '{}' (kinds: {KINDS})",
+                    "line {line}: test {}: unknown kind '{}' (kinds: {})",
                     i + 1,
-                    tt.kind.get_ref()
+                    tt.kind.get_ref(),
+                    cmds.methods().kinds()
                 )
             })?;
             let name = tt
@@ -453,7 +421,7 @@ impl Plan {
             ctx.hosts.clone_from(&stand_in_hosts);
             cmds.test(&test.argv(&ctx))
                 .map_err(|e| format!("line {aline}: test '{}': {e}", test.name))?;
-            let own_target = test.hosts.is_none() || test.kind == Kind::Mesh;
+            let own_target = test.hosts.is_none() || test.kind.hosts(&test.args) == Hosts::Many;
             if own_target
                 && matches!(stand_in, Target::Loopback)
                 && test.kind.needs_root(&test.args)
@@ -469,10 +437,11 @@ impl Plan {
         let mut thresholds = Vec::new();
         for th in p.threshold {
             let line = at(th.metric.span());
-            let metric = Metric::parse(th.metric.get_ref()).ok_or_else(|| {
+            let metric = Metric::parse(th.metric.get_ref(), cmds.methods()).ok_or_else(|| {
                 format!(
-                    "line {line}: unknown metric '{}' (metrics: {METRICS})",
-                    th.metric.get_ref()
+                    "line {line}: unknown metric '{}' (metrics: {})",
+                    th.metric.get_ref(),
+                    cmds.methods().threshold_names()
                 )
             })?;
             if let Some(name) = &th.test {
@@ -529,7 +498,7 @@ impl PlanTest {
     /// Checks the hosts the test names against the plan's (and `parallel`): a server test
     /// names one, a mesh two or more (or takes them all) that share one key file.
     fn check_hosts(&self, plan: Option<&HostSource>, target: &Target) -> Result<(), String> {
-        let mesh = self.kind == Kind::Mesh;
+        let mesh = self.kind.hosts(&self.args) == Hosts::Many;
         if self.parallel.is_some() && !mesh {
             return Err("parallel belongs to a mesh".into());
         }
@@ -572,7 +541,7 @@ impl PlanTest {
             (None, _)
                 if matches!(target, Target::Hosts)
                     && self.lab.is_none()
-                    && takes_a_host(self.kind, &self.args) =>
+                    && self.kind.hosts(&self.args) == Hosts::One =>
             {
                 return Err(
                     "the plan has no [target]: name the host it runs against (hosts = [\"NAME\"])"
@@ -603,7 +572,7 @@ impl PlanTest {
             }
             return Ok(());
         }
-        if !takes_a_host(self.kind, &self.args) {
+        if self.kind.hosts(&self.args) != Hosts::One {
             return Err(format!("a {} test names no hosts", self.kind.name()));
         }
         if chosen.len() != 1 {
@@ -631,9 +600,8 @@ impl PlanTest {
     /// names, when it names one.
     pub fn argv(&self, ctx: &Context) -> Vec<String> {
         let named;
-        let ctx = match (self.kind, self.hosts.as_deref()) {
-            (Kind::Mesh, _) | (_, None) => ctx,
-            (_, Some(names)) => {
+        let ctx = match self.hosts.as_deref() {
+            Some(names) if self.kind.hosts(&self.args) != Hosts::Many => {
                 match names
                     .first()
                     .and_then(|n| ctx.hosts.iter().find(|h| &h.name == n))
@@ -645,102 +613,21 @@ impl PlanTest {
                     None => ctx,
                 }
             }
+            _ => ctx,
         };
-        let mut v: Vec<String> = vec!["wirebench".into()];
-        let has = |flag: &str| {
-            self.args
-                .iter()
-                .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+        let mut a = Argv {
+            ctx,
+            args: &self.args,
+            hosts: self.hosts.as_deref(),
+            parallel: self.parallel,
+            out: vec!["wirebench".into()],
         };
-        let port = ["-p".to_owned(), ctx.port.to_string()];
-        // The named host's key, unless the test gives one.
-        let key = |v: &mut Vec<String>| {
-            if let Some(k) = ctx.key_file.as_ref().filter(|_| !has("--auth-key-file")) {
-                v.extend(["--auth-key-file".into(), k.display().to_string()]);
-            }
-        };
-        let lab = |v: &mut Vec<String>| {
-            if let Some(l) = ctx.lab.as_ref().filter(|_| !has("--lab")) {
-                v.extend(["--lab".into(), l.clone()]);
-            }
-        };
-        match self.kind {
-            Kind::Client | Kind::Sweep | Kind::Blocksize | Kind::Latency | Kind::Rrul => {
-                v.push(self.kind.name().into());
-                v.push(ctx.host.clone());
-                if !has("-p") && !has("--port") {
-                    v.extend(port);
-                }
-                key(&mut v);
-            }
-            Kind::Mesh => {
-                v.push("mesh".into());
-                let chosen: Vec<&PlanHost> = match &self.hosts {
-                    Some(names) => names
-                        .iter()
-                        .filter_map(|n| ctx.hosts.iter().find(|h| &h.name == n))
-                        .collect(),
-                    None => ctx.hosts.iter().collect(),
-                };
-                for h in &chosen {
-                    v.push(format!(
-                        "{}={}",
-                        h.name,
-                        crate::jobs::address(&h.host, h.port)
-                    ));
-                }
-                let k = chosen.first().and_then(|h| h.key_file.as_ref());
-                if let Some(k) = k.filter(|_| !has("--auth-key-file")) {
-                    v.extend(["--auth-key-file".into(), k.display().to_string()]);
-                }
-                if let Some(p) = self.parallel.filter(|_| !has("--pairs-at-once")) {
-                    v.extend(["--pairs-at-once".into(), p.to_string()]);
-                }
-            }
-            Kind::Rfc2544 => {
-                v.push("rfc2544".into());
-                match (&ctx.raw, has("--tx")) {
-                    (_, true) => {}
-                    (Some((tx, rx)), false) => {
-                        v.extend(["--tx".into(), tx.clone(), "--rx".into(), rx.clone()]);
-                    }
-                    (None, false) => {
-                        v.push(ctx.host.clone());
-                        if !has("-p") && !has("--port") {
-                            v.extend(port);
-                        }
-                        key(&mut v);
-                    }
-                }
-                lab(&mut v);
-            }
-            Kind::Streams | Kind::Shaping => {
-                v.push(self.kind.name().into());
-                lab(&mut v);
-            }
-            Kind::FrerCompare => {
-                v.extend(["frer".into(), "compare".into()]);
-            }
-            // In a lab: its own server on the listener, both lab ports set unless named;
-            // otherwise against the target's server.
-            Kind::NicMatrix => {
-                v.push("nicmatrix".into());
-                if ctx.lab.is_some() {
-                    lab(&mut v);
-                    if let Some((tx, rx)) = ctx.raw.as_ref().filter(|_| !has("--end")) {
-                        v.extend(["--end".into(), format!("{tx},{rx}")]);
-                    }
-                } else {
-                    v.push(ctx.host.clone());
-                    if !has("-p") && !has("--port") {
-                        v.extend(port);
-                    }
-                    key(&mut v);
-                }
-            }
-        }
+        self.kind.method().argv(&mut a);
+        let has = |flag: &str| a.has(flag);
+        let (has_json, has_long_json) = (has("-J"), has("--json"));
+        let mut v = a.out;
         v.extend(self.args.iter().cloned());
-        if !has("-J") && !has("--json") {
+        if !has_json && !has_long_json {
             v.push("-J".into());
         }
         v
@@ -763,22 +650,26 @@ mod test {
             if let Some(bad) = argv.iter().find(|a| a.as_str() == "fast") {
                 return Err(format!("invalid value '{bad}'"));
             }
-            Ok(TestRequest::Client(ClientRequest {
-                server: Server {
-                    host: argv.get(2).cloned().unwrap_or_default(),
-                    port: 5301,
-                    key_file: None,
-                    allow_unauthenticated: false,
+            let client = &crate::methods::client::Client;
+            Ok(TestRequest::new(
+                client,
+                ClientRequest {
+                    server: Server {
+                        host: argv.get(2).cloned().unwrap_or_default(),
+                        port: 5301,
+                        key_file: None,
+                        allow_unauthenticated: false,
+                    },
+                    spec: crate::trials::base_spec(model::spec::Protocol::Tcp),
+                    interval: None,
+                    cpu: None,
+                    round_trip: false,
+                    iperf3: false,
+                    connect: Default::default(),
+                    get_server_output: false,
+                    title: None,
                 },
-                spec: crate::trials::base_spec(model::spec::Protocol::Tcp),
-                interval: None,
-                cpu: None,
-                round_trip: false,
-                iperf3: false,
-                connect: Default::default(),
-                get_server_output: false,
-                title: None,
-            }))
+            ))
         }
 
         fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, String> {

@@ -419,29 +419,5 @@ pub struct AnalyzeRequest {
     pub backend: FrameBackend,
 }
 
-/// A test a plan can hold: the commands that produce a result document.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TestRequest {
-    /// `client`.
-    Client(ClientRequest),
-    /// `sweep`.
-    Sweep(SweepRequest),
-    /// `blocksize`.
-    Blocksize(BlocksizeRequest),
-    /// `latency`.
-    Latency(LatencyRequest),
-    /// `rrul`.
-    Rrul(RrulRequest),
-    /// `rfc2544`.
-    Rfc2544(Box<Rfc2544Request>),
-    /// `streams`.
-    Streams(Box<StreamsRequest>),
-    /// `shaping`.
-    Shaping(ShapingRequest),
-    /// `frer compare`.
-    FrerCompare(FrerCompareRequest),
-    /// `nicmatrix`.
-    NicMatrix(Box<NicMatrixRequest>),
-    /// `mesh`.
-    Mesh(MeshRequest),
-}
+/// A test a plan can hold, with its method (see [`crate::methods`]).
+pub use crate::methods::TestRequest;

@@ -3,57 +3,38 @@
 //! extractor. A threshold whose test did not run, or has no such figure, fails as "not
 //! measured"; it never passes silently.
 
-use model::results::figures::{figures, Metric as Figure, Stat};
+use model::results::figures::Unit;
 use model::results::{RunResult, Verdict};
-use model::units;
 
-/// What a threshold checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metric {
-    /// Received bit/s of a client test's summary.
-    ReceivedBps,
-    /// Loss ratio of a client test's summary.
-    Loss,
-    /// A latency statistic, µs: of a client test, of a latency test's sizes, or of an RFC
-    /// 2544 latency table (one verdict per size).
-    Latency(Stat),
-    /// The maximum zero-loss rate of a sweep.
-    ZeroLossBps,
-    /// RFC 2544 throughput (L2 bit/s incl. FCS), one verdict per frame size.
-    Rfc2544ThroughputBps,
-    /// FRER overhead %, one verdict per measurement.
-    FrerOverhead,
+use crate::methods::Methods;
+
+/// What a threshold checks: a metric that one or more methods declare
+/// ([`crate::methods::Method::thresholds`]), with the methods whose figures it reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Metric {
+    /// Its name in a plan.
+    pub name: &'static str,
+    /// The unit of its bounds.
+    pub unit: Unit,
+    /// The methods that know it.
+    methods: Methods,
 }
 
-/// The metric names a plan may use.
-pub const METRICS: &str = "received_bps, loss, latency_p50, latency_p99, latency_p999, latency_max, zero_loss_bps, rfc2544_throughput_bps, frer_overhead";
-
 impl Metric {
-    /// The metric of a plan's name.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "received_bps" => Self::ReceivedBps,
-            "loss" => Self::Loss,
-            "latency_p50" => Self::Latency(Stat::P50),
-            "latency_p99" => Self::Latency(Stat::P99),
-            "latency_p999" => Self::Latency(Stat::P999),
-            "latency_max" => Self::Latency(Stat::Max),
-            "zero_loss_bps" => Self::ZeroLossBps,
-            "rfc2544_throughput_bps" => Self::Rfc2544ThroughputBps,
-            "frer_overhead" => Self::FrerOverhead,
-            _ => return None,
+    /// The metric of a plan's name, when one of `methods` declares it.
+    pub fn parse(s: &str, methods: Methods) -> Option<Self> {
+        let t = methods.threshold(s)?;
+        Some(Self {
+            name: t.name,
+            unit: t.unit,
+            methods,
         })
     }
 
     /// Whether a test of `kind` produces this metric.
     pub fn produced_by(self, kind: &str) -> bool {
-        match self {
-            Self::ReceivedBps | Self::Loss => kind == "client",
-            Self::Latency(_) => matches!(kind, "client" | "latency" | "rfc2544"),
-            Self::ZeroLossBps => kind == "sweep",
-            Self::Rfc2544ThroughputBps => kind == "rfc2544",
-            Self::FrerOverhead => kind == "frer-compare",
-        }
+        let m = self.methods.find(kind);
+        m.is_some_and(|m| m.thresholds().iter().any(|t| t.name == self.name))
     }
 
     /// Reads a bound in this metric's unit.
@@ -61,50 +42,25 @@ impl Metric {
     /// # Errors
     /// A value not in the unit (`300` for a latency, which needs `300us`).
     pub fn value(self, s: &str) -> Result<f64, String> {
-        match self {
-            Self::ReceivedBps | Self::ZeroLossBps | Self::Rfc2544ThroughputBps => {
-                units::rate_bps(s)
-            }
-            Self::Loss => units::percent_ratio(s),
-            Self::Latency(_) => units::time_us(s),
-            Self::FrerOverhead => {
-                units::percent(s).ok_or_else(|| format!("'{s}' is not a percentage (e.g. 25%)"))
-            }
-        }
+        self.unit.parse(s)
     }
 
     fn show(self, v: f64) -> String {
-        match self {
-            Self::ReceivedBps | Self::ZeroLossBps | Self::Rfc2544ThroughputBps => units::bps(v),
-            Self::Loss => format!("{:.4} %", v * 100.0),
-            Self::Latency(_) => format!("{v:.1} us"),
-            Self::FrerOverhead => format!("{v:+.1} %"),
-        }
+        self.unit.show(v)
     }
 
     /// This metric's value of figure `f`, if `f` is one of its figures.
     fn of(self, f: &model::results::figures::Figure) -> Option<f64> {
-        let latency = |q: Stat| matches!(f.metric, Figure::Latency(x) | Figure::RoundTrip(x) | Figure::FrameLatency(x) if x == q);
-        let wanted = match self {
-            Self::ReceivedBps => f.metric == Figure::ReceivedBps,
-            Self::Loss => f.metric == Figure::Loss,
-            Self::Latency(q) => latency(q),
-            Self::ZeroLossBps => f.metric == Figure::ZeroLossBps,
-            // L2 bit/s of the frames incl. FCS: frames/s × size × 8.
-            Self::Rfc2544ThroughputBps => {
-                return (f.metric == Figure::ThroughputFps)
-                    .then(|| f.value * f.size.unwrap_or(0) as f64 * 8.0)
-            }
-            Self::FrerOverhead => f.metric == Figure::FrerOverhead,
-        };
-        wanted.then_some(f.value)
+        (f.metric.threshold() == Some(self.name)).then(|| f.threshold_value())
     }
 }
 
 /// The figures of `metric` in one test's result, as (where, value): `""` for a summary,
 /// `64 B` for a frame or message size, a measurement's name. Empty when it has none.
 pub fn figures_of(metric: Metric, r: &RunResult) -> Vec<(String, f64)> {
-    figures(r)
+    metric
+        .methods
+        .figures(r)
         .into_iter()
         .filter_map(|f| Some((f.at.clone(), metric.of(&f)?)))
         .collect()

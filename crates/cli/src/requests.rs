@@ -503,20 +503,32 @@ pub fn relay_flags(a: &cli::FrerRelayArgs) -> lab::relay::flags::RelayFlags {
 
 /// The request of a command a plan can hold; `None` for the others.
 pub fn test(c: &Command) -> Option<Result<TestRequest, Error>> {
+    use campaign::methods as m;
     Some(match c {
-        Command::Client(a) => client(a).map(TestRequest::Client),
-        Command::Sweep(a) => sweep(a).map(TestRequest::Sweep),
-        Command::Blocksize(a) => blocksize(a).map(TestRequest::Blocksize),
-        Command::NicMatrix(a) => nic_matrix(a).map(|r| TestRequest::NicMatrix(Box::new(r))),
-        Command::Latency(a) => Ok(TestRequest::Latency(latency(a))),
-        Command::Rrul(a) => Ok(TestRequest::Rrul(rrul(a))),
-        Command::Mesh(a) => mesh(a).map(TestRequest::Mesh),
-        Command::Rfc2544(a) => rfc2544(a).map(|r| TestRequest::Rfc2544(Box::new(r))),
-        Command::Streams(a) => streams(a).map(|r| TestRequest::Streams(Box::new(r))),
-        Command::Shaping(a) => Ok(TestRequest::Shaping(shaping(a))),
+        Command::Client(a) => client(a).map(|r| TestRequest::new(&m::client::Client, r)),
+        Command::Sweep(a) => sweep(a).map(|r| TestRequest::new(&m::sweep::Sweep, r)),
+        Command::Blocksize(a) => {
+            blocksize(a).map(|r| TestRequest::new(&m::blocksize::Blocksize, r))
+        }
+        Command::NicMatrix(a) => {
+            nic_matrix(a).map(|r| TestRequest::new(&m::nicmatrix::NicMatrix, Box::new(r)))
+        }
+        Command::Latency(a) => Ok(TestRequest::new(&m::latency::Latency, latency(a))),
+        Command::Rrul(a) => Ok(TestRequest::new(&m::rrul::Rrul, rrul(a))),
+        Command::Mesh(a) => mesh(a).map(|r| TestRequest::new(&m::mesh::Mesh, r)),
+        Command::Rfc2544(a) => {
+            rfc2544(a).map(|r| TestRequest::new(&m::rfc2544::Rfc2544, Box::new(r)))
+        }
+        Command::Streams(a) => {
+            streams(a).map(|r| TestRequest::new(&m::streams::Streams, Box::new(r)))
+        }
+        Command::Shaping(a) => Ok(TestRequest::new(&m::shaping::Shaping, shaping(a))),
         Command::Frer(cli::FrerArgs {
             command: cli::FrerCommand::Compare(a),
-        }) => Ok(TestRequest::FrerCompare(frer_compare(a))),
+        }) => Ok(TestRequest::new(
+            &m::frer_compare::FrerCompare,
+            frer_compare(a),
+        )),
         _ => return None,
     })
 }
@@ -657,6 +669,6 @@ mod test {
         assert!(service.contains(&format!("name: {name}\n")), "{name}");
         assert!(service.contains(&format!("port: {port}\n")), "{port}");
         assert_eq!(key_file.as_deref(), Some(key.as_path()));
-        assert!(p.tests.iter().all(|t| t.kind == campaign::plan::Kind::Mesh));
+        assert!(p.tests.iter().all(|t| t.kind.name() == "mesh"));
     }
 }

@@ -28,7 +28,8 @@ use std::sync::Arc;
 use engine::frameio::{in_netns, Endpoint};
 use model::results::RunResult;
 
-use crate::request::{Rfc2544Path, TestRequest};
+use crate::methods::TestRequest;
+use crate::request::Server;
 use crate::{Error, Watch};
 
 /// Runs any test a plan can hold, and records the interfaces it used: their state when it
@@ -41,7 +42,8 @@ pub fn run(
     watch: &mut dyn Watch,
     stop: &Arc<AtomicBool>,
 ) -> Result<RunResult, Error> {
-    recorded(sides(req), || run_job(req, watch, stop))
+    let method = req.method();
+    recorded(method.sides(req), || method.run(req, watch, stop))
 }
 
 /// Runs `job` and adds to its result the state of the interfaces `sides` (role, port)
@@ -74,27 +76,9 @@ pub(crate) fn recorded(
     Ok(r)
 }
 
-/// The interfaces a test uses, as (role, port): toward its server (`local`), or its raw
-/// ports as named (`talker:eth0`).
-fn sides(req: &TestRequest) -> Vec<(String, Endpoint)> {
-    let server = match req {
-        TestRequest::Client(r) => Some(&r.server),
-        TestRequest::Sweep(r) => Some(&r.server),
-        TestRequest::Blocksize(r) => Some(&r.server),
-        TestRequest::Latency(r) => Some(&r.server),
-        TestRequest::Rrul(r) => Some(&r.server),
-        TestRequest::Rfc2544(r) => match &r.path {
-            Rfc2544Path::Server(s) => Some(s),
-            Rfc2544Path::Ports { tx, rx, .. } => {
-                return [tx, rx]
-                    .into_iter()
-                    .filter_map(|p| Some((p.clone(), crate::frames::port(p, &r.frame.lab).ok()?)))
-                    .collect()
-            }
-        },
-        _ => None,
-    };
-    let Some(s) = server else { return vec![] };
+/// The interface toward a test's server, as (`local`, port); none when the server's
+/// address or its route cannot be found.
+pub(crate) fn server_side(s: &Server) -> Vec<(String, Endpoint)> {
     let Some(ip) = (s.host.as_str(), s.port)
         .to_socket_addrs()
         .ok()
@@ -109,24 +93,4 @@ fn sides(req: &TestRequest) -> Vec<(String, Endpoint)> {
             vec![("local".to_owned(), ep)]
         })
         .unwrap_or_default()
-}
-
-fn run_job(
-    req: &TestRequest,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
-    match req {
-        TestRequest::Client(r) => client(r, watch, stop),
-        TestRequest::Sweep(r) => sweep(r, watch, stop),
-        TestRequest::Blocksize(r) => blocksize(r, watch, stop),
-        TestRequest::Latency(r) => latency(r, stop),
-        TestRequest::Rrul(r) => rrul(r, watch, stop),
-        TestRequest::Rfc2544(r) => rfc2544(r, watch, stop),
-        TestRequest::Streams(r) => streams(r, watch, stop),
-        TestRequest::Shaping(r) => shaping(r, watch, stop),
-        TestRequest::FrerCompare(r) => frer_compare(r, watch, stop),
-        TestRequest::NicMatrix(r) => nic_matrix(r, watch, stop),
-        TestRequest::Mesh(r) => mesh(r, watch, stop),
-    }
 }

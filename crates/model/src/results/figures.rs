@@ -1,6 +1,9 @@
-//! The one figure extractor: every headline figure a result document holds, with what it
-//! measures and where in the document it sits. Plan thresholds pick the figures of their
-//! metric; `wirebench compare` puts the figures of two runs side by side.
+//! The figures of a result document: every headline figure, with what it measures and
+//! where in the document it sits. [`figures`] reads the parts of the results model that
+//! several methods share (a summary, a sweep, RFC 2544 rows, ...); a method with figures of
+//! its own names them with [`Metric::Named`] (its module says what they are). Plan
+//! thresholds pick the figures of their metric; `wirebench compare` puts the figures of
+//! two runs side by side.
 
 use super::{BlocksizeRow, LatencyUs, RunResult};
 use crate::stats::histogram::LatencySummary;
@@ -85,6 +88,127 @@ pub enum Metric {
     /// A NIC matrix combination's server-to-client rate per block size, MByte/s (10^6
     /// bytes/s).
     NicRx,
+    /// A figure that one method defines: its threshold name, label and unit come with it.
+    Named(Named),
+}
+
+impl Metric {
+    /// The name of the plan threshold that checks figures of this metric, if any
+    /// (`received_bps`, `latency_p99`: a throughput test's, a ping-pong's and an RFC 2544
+    /// latency are all checked by `latency_p99`).
+    pub fn threshold(self) -> Option<&'static str> {
+        let latency = |q: Stat| match q {
+            Stat::P50 => "latency_p50",
+            Stat::P99 => "latency_p99",
+            Stat::P999 => "latency_p999",
+            Stat::Max => "latency_max",
+        };
+        Some(match self {
+            Metric::ReceivedBps => "received_bps",
+            Metric::Loss => "loss",
+            Metric::Latency(q) | Metric::RoundTrip(q) | Metric::FrameLatency(q) => latency(q),
+            Metric::ZeroLossBps => "zero_loss_bps",
+            Metric::ThroughputFps => "rfc2544_throughput_bps",
+            Metric::StreamReceivedBps => "stream_received_bps",
+            Metric::FrerValue => return None,
+            Metric::FrerOverhead => "frer_overhead",
+            Metric::BlockTx => "block_tx_mbyte_s",
+            Metric::BlockRx => "block_rx_mbyte_s",
+            Metric::NicTx => "nic_tx_mbyte_s",
+            Metric::NicRx => "nic_rx_mbyte_s",
+            Metric::Named(n) => n.name,
+        })
+    }
+}
+
+impl Figure {
+    /// Its value as its threshold reads it: RFC 2544 throughput in L2 bit/s of the frames
+    /// incl. FCS (frames/s × size × 8), every other figure as it is.
+    pub fn threshold_value(&self) -> f64 {
+        match self.metric {
+            Metric::ThroughputFps => self.value * self.size.unwrap_or(0) as f64 * 8.0,
+            _ => self.value,
+        }
+    }
+}
+
+/// The unit of a figure and of the bounds a threshold puts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Bits per second; bounds as rates (`500M`).
+    BitsPerSec,
+    /// A ratio 0..1; bounds as percentages (`0.1%`).
+    Ratio,
+    /// Microseconds; bounds as times (`300us`).
+    Micros,
+    /// A signed percentage; bounds as percentages (`25%`).
+    Percent,
+    /// Megabytes (10^6 bytes) per second; bounds as plain numbers.
+    MBytePerSec,
+}
+
+impl Unit {
+    /// Reads a bound written in this unit.
+    ///
+    /// # Errors
+    /// A value not in the unit (`300` for a time, which needs `300us`).
+    pub fn parse(self, s: &str) -> Result<f64, String> {
+        match self {
+            Unit::BitsPerSec => crate::units::rate_bps(s),
+            Unit::Ratio => crate::units::percent_ratio(s),
+            Unit::Micros => crate::units::time_us(s),
+            Unit::Percent => crate::units::percent(s)
+                .ok_or_else(|| format!("'{s}' is not a percentage (e.g. 25%)")),
+            Unit::MBytePerSec => s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| format!("'{s}' is not a number of MByte/s (e.g. 110)")),
+        }
+    }
+
+    /// A value in this unit as a verdict writes it.
+    pub fn show(self, v: f64) -> String {
+        match self {
+            Unit::BitsPerSec => crate::units::bps(v),
+            Unit::Ratio => format!("{:.4} %", v * 100.0),
+            Unit::Micros => format!("{v:.1} us"),
+            Unit::Percent => format!("{v:+.1} %"),
+            Unit::MBytePerSec => format!("{v:.2} MByte/s"),
+        }
+    }
+
+    /// A value in this unit as `wirebench compare` shows it: (unit label, value).
+    pub fn compared(self, v: f64) -> (&'static str, f64) {
+        match self {
+            Unit::BitsPerSec => ("Mbit/s", v / 1e6),
+            Unit::Ratio => ("%", v * 100.0),
+            Unit::Micros => ("us", v),
+            Unit::Percent => ("%", v),
+            Unit::MBytePerSec => ("MByte/s", v),
+        }
+    }
+}
+
+/// A figure of one method's own: the method's module defines it as a constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Named {
+    /// Its name as a plan's threshold metric (`rrul_up_bps`).
+    pub name: &'static str,
+    /// What `wirebench compare` calls it, after the figure's row (`up`).
+    pub label: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+    /// Whether more is better (throughput) or worse (loss, latency).
+    pub higher_is_better: bool,
+}
+
+impl Named {
+    /// A figure of this metric at row `at`.
+    pub fn at(self, at: impl Into<String>, value: f64) -> Figure {
+        fig(Metric::Named(self), at.into(), None, value)
+    }
 }
 
 /// One figure of a result.
@@ -130,9 +254,9 @@ fn block_rows<'a>(
     })
 }
 
-/// Every figure of `r`, in document order: the summary, the sweep, ping-pong rows, RFC 2544
-/// throughput and latency rows, profile streams, FRER measurements, block-size rows, NIC
-/// matrix rows. A figure that was not measured is not there (a NIC matrix combination that
+/// The figures of the shared parts of `r`, in document order: the summary, the sweep,
+/// ping-pong rows, RFC 2544 throughput and latency rows, profile streams, FRER
+/// measurements, block-size rows, NIC matrix rows. A figure that was not measured is not there (a NIC matrix combination that
 /// could not be set has no rows, so no figures).
 pub fn figures(r: &RunResult) -> Vec<Figure> {
     let mut out = Vec::new();

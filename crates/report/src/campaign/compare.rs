@@ -1,7 +1,8 @@
 //! Two runs side by side (`wirebench compare`): every figure both measured, in the same
 //! test, with the difference and the overhead of B against A, and every fact of the
 //! interfaces that differs between them (why the figures may differ). The figures come
-//! from the one extractor of the results model.
+//! from an extractor the caller gives (the campaign's methods), or from the results
+//! model's shared parts.
 
 use model::results::campaign::{Campaign, TestEntry};
 use model::results::figures::{figures, Figure, Metric, Stat};
@@ -48,9 +49,17 @@ fn compared(f: &Figure) -> Option<(String, &'static str, f64, bool)> {
             f.value,
             f.unit.as_deref() == Some("Mbit/s"),
         ),
+        Metric::Named(n) => {
+            let (unit, v) = n.unit.compared(f.value);
+            let label = format!("{at} {}", n.label).trim().to_owned();
+            (label, unit, v, n.higher_is_better)
+        }
         _ => return None,
     })
 }
+
+/// Which figures a result has: the caller's extractor.
+pub type Figures<'f> = &'f dyn Fn(&RunResult) -> Vec<Figure>;
 
 /// The tests of A with a result and the result of the same test in B (by name, else by
 /// position and kind).
@@ -121,8 +130,13 @@ pub fn interface_differences(a: &Campaign, b: &Campaign) -> Vec<String> {
 /// Two runs side by side: every figure both measured, in the same test (by name, else by
 /// position and kind), with the difference and the overhead of B against A (positive: B is
 /// worse: less throughput, more loss or latency). Rows: test, figure, unit, A, B, B − A,
-/// overhead %.
+/// overhead %. The figures of the results model's shared parts.
 pub fn compare_rows(a: &Campaign, b: &Campaign) -> Vec<Vec<String>> {
+    compare_rows_with(a, b, &figures)
+}
+
+/// [`compare_rows`] with the figures `figures` finds in each result.
+pub fn compare_rows_with(a: &Campaign, b: &Campaign, figures: Figures<'_>) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for (ta, ra, rb) in pairs(a, b) {
         let fb: Vec<_> = figures(rb).iter().filter_map(compared).collect();
@@ -150,12 +164,23 @@ pub fn compare_rows(a: &Campaign, b: &Campaign) -> Vec<Vec<String>> {
 
 /// [`compare_rows`] as a Markdown report.
 pub fn compare_markdown(a: &Campaign, b: &Campaign, a_name: &str, b_name: &str) -> String {
+    compare_markdown_with(a, b, a_name, b_name, &figures)
+}
+
+/// [`compare_markdown`] with the figures `figures` finds in each result.
+pub fn compare_markdown_with(
+    a: &Campaign,
+    b: &Campaign,
+    a_name: &str,
+    b_name: &str,
+    figures: Figures<'_>,
+) -> String {
     let t = Table {
         name: "compare",
         title: "Comparison",
         intro: String::new(),
         headers: columns("test|figure|unit|A>|B>|B - A>|overhead of B %>"),
-        rows: compare_rows(a, b),
+        rows: compare_rows_with(a, b, figures),
     };
     let mut s = format!(
         "# {} (A) against {} (B)\n\nA: {a_name}, {} ({})\nB: {b_name}, {} ({})\n\nOverhead of B: what B costs against A in % of A (less throughput, more loss or latency is positive).\n\n",

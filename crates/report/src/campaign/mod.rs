@@ -18,7 +18,10 @@ mod layout;
 mod template;
 
 pub use charts::charts;
-pub use compare::{compare_markdown, compare_rows, interface_differences};
+pub use compare::{
+    compare_markdown, compare_markdown_with, compare_rows, compare_rows_with,
+    interface_differences, Figures,
+};
 pub use layout::{csv_tables, html, markdown};
 pub use template::{TemplateError, Templates};
 

@@ -1,0 +1,55 @@
+//! `blocksize`: a netio-style TCP block-size sweep against a wirebench server. The run
+//! itself is [`crate::jobs::blocksize`].
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use engine::frameio::Endpoint;
+use model::results::figures::{figures, Figure};
+use model::results::RunResult;
+use model::units::Fixed;
+
+use super::{shared, Method, ThresholdMetric};
+use crate::request::BlocksizeRequest;
+use crate::{Error, Watch};
+
+/// The `blocksize` method.
+pub struct Blocksize;
+
+impl Method for Blocksize {
+    type Request = BlocksizeRequest;
+
+    fn kind(&self) -> &'static str {
+        "blocksize"
+    }
+
+    fn needs_server(&self, _args: &[String]) -> bool {
+        true
+    }
+
+    fn run(
+        &self,
+        req: &BlocksizeRequest,
+        watch: &mut dyn Watch,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<RunResult, Error> {
+        crate::jobs::blocksize(req, watch, stop)
+    }
+
+    fn sides(&self, req: &BlocksizeRequest) -> Vec<(String, Endpoint)> {
+        crate::jobs::server_side(&req.server)
+    }
+
+    fn text(&self, req: &BlocksizeRequest, r: &RunResult, _unit: Option<Fixed>) -> String {
+        let rows = r.blocksize.as_deref().unwrap_or_default();
+        report::text::blocksize_in(rows, req.netio) + &report::text::interfaces(r)
+    }
+
+    fn thresholds(&self) -> &'static [ThresholdMetric] {
+        &[shared::BLOCK_TX, shared::BLOCK_RX]
+    }
+
+    fn figures(&self, r: &RunResult) -> Vec<Figure> {
+        figures(r)
+    }
+}

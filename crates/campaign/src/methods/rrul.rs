@@ -1,0 +1,102 @@
+//! `rrul`: latency under load as flent's RRUL test measures it (TCP streams up and down
+//! at once, pings before, during and after). Its figures are its own: throughput each
+//! way, and the round trips under load and what the load added to them. The run itself
+//! is [`crate::jobs::rrul`].
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use engine::frameio::Endpoint;
+use model::results::figures::{figures, Figure, Named, Unit};
+use model::results::RunResult;
+use model::units::Fixed;
+
+use super::{shared, Method, OnSignal, ThresholdMetric};
+use crate::request::RrulRequest;
+use crate::{Error, Watch};
+
+/// The `rrul` method.
+pub struct Rrul;
+
+/// Throughput up (client to server) while loaded, bit/s of payload at the receivers.
+pub const UP_BPS: Named = Named {
+    name: "rrul_up_bps",
+    label: "up",
+    unit: Unit::BitsPerSec,
+    higher_is_better: true,
+};
+/// Throughput down (server to client) while loaded.
+pub const DOWN_BPS: Named = Named {
+    name: "rrul_down_bps",
+    label: "down",
+    unit: Unit::BitsPerSec,
+    higher_is_better: true,
+};
+/// The round trip p99 under load, µs.
+pub const LOADED_P99_US: Named = Named {
+    name: "rrul_loaded_p99_us",
+    label: "round trip under load p99",
+    unit: Unit::Micros,
+    higher_is_better: false,
+};
+/// What the load added to the round trip at p99 (loaded − idle), µs.
+pub const ADDED_P99_US: Named = Named {
+    name: "rrul_added_p99_us",
+    label: "round trip added by the load p99",
+    unit: Unit::Micros,
+    higher_is_better: false,
+};
+
+const THRESHOLDS: [ThresholdMetric; 4] = [
+    shared::named(UP_BPS),
+    shared::named(DOWN_BPS),
+    shared::named(LOADED_P99_US),
+    shared::named(ADDED_P99_US),
+];
+
+impl Method for Rrul {
+    type Request = RrulRequest;
+
+    fn kind(&self) -> &'static str {
+        "rrul"
+    }
+
+    fn needs_server(&self, _args: &[String]) -> bool {
+        true
+    }
+
+    fn run(
+        &self,
+        req: &RrulRequest,
+        watch: &mut dyn Watch,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<RunResult, Error> {
+        crate::jobs::rrul(req, watch, stop)
+    }
+
+    fn sides(&self, req: &RrulRequest) -> Vec<(String, Endpoint)> {
+        crate::jobs::server_side(&req.server)
+    }
+
+    fn text(&self, _req: &RrulRequest, r: &RunResult, _unit: Option<Fixed>) -> String {
+        report::text::rrul(r)
+    }
+
+    fn on_signal(&self) -> OnSignal {
+        OnSignal::StopTwiceExits
+    }
+
+    fn thresholds(&self) -> &'static [ThresholdMetric] {
+        &THRESHOLDS
+    }
+
+    fn figures(&self, r: &RunResult) -> Vec<Figure> {
+        let mut out = figures(r);
+        let Some(x) = &r.rrul else { return out };
+        out.extend(x.up_bps.map(|v| UP_BPS.at("", v)));
+        out.extend(x.down_bps.map(|v| DOWN_BPS.at("", v)));
+        out.extend(x.loaded.as_ref().map(|l| LOADED_P99_US.at("", l.p99)));
+        out.extend(x.added_us.as_ref().map(|a| ADDED_P99_US.at("", a.p99)));
+        out
+    }
+}
