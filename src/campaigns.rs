@@ -107,7 +107,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     outln!("wrote {} (and one CSV per table)", results.display());
     if let Some(path) = &a.junit {
         let xml = report::junit::campaign(c).map_err(|e| anyhow::anyhow!("JUnit XML: {e}"))?;
-        lab::managed::write_atomic(path, xml.as_bytes())
+        engine::files::write_atomic(path, xml.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
         outln!("wrote {}", path.display());
     }

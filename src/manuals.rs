@@ -48,7 +48,8 @@ fn write_pages(cmd: clap::Command, name: &str, dir: &Path) -> Result<Vec<std::pa
     let mut page = Vec::new();
     clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
     let path = dir.join(format!("{name}.1"));
-    std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+    engine::files::write_atomic(&path, &page)
+        .with_context(|| format!("writing {}", path.display()))?;
     let mut written = vec![path];
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         let sub_name = format!("{name}-{}", sub.get_name());

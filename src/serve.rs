@@ -68,7 +68,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
                 "--raw-ports lets clients send and receive raw frames on this host: it needs --auth-key-file",
             ));
         }
-        if !lab::cmd::is_root() {
+        if !campaign::is_root() {
             return Err(usage("--raw-ports needs root (CAP_NET_RAW)"));
         }
         for p in &a.raw_ports {
@@ -87,7 +87,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             "--allow-third-party has this host send tests toward other servers for clients: it needs --auth-key-file (it authenticates to them with that key)",
         ));
     }
-    if a.allow_tuning && !lab::cmd::is_root() {
+    if a.allow_tuning && !campaign::is_root() {
         return Err(usage(
             "--allow-tuning needs root (CAP_NET_ADMIN) to set MTUs and features",
         ));

@@ -17,22 +17,17 @@ pub fn write_plan(out: &Path, root: bool) -> Result<PathBuf, Error> {
     let io = |e: std::io::Error| Error::Failed(format!("writing {}: {e}", files.display()));
     std::fs::create_dir_all(&files).map_err(io)?;
     let plan = if root {
-        std::fs::write(
-            files.join("shaper.toml"),
-            include_str!("../../../examples/shaper-two-classes.toml"),
-        )
-        .map_err(io)?;
-        std::fs::write(
-            files.join("streams.toml"),
-            include_str!("../../../examples/streams-demo.toml"),
-        )
-        .map_err(io)?;
+        let write = engine::files::write_atomic;
+        let shaper = include_str!("../../../examples/shaper-two-classes.toml");
+        write(&files.join("shaper.toml"), shaper.as_bytes()).map_err(io)?;
+        let streams = include_str!("../../../examples/streams-demo.toml");
+        write(&files.join("streams.toml"), streams.as_bytes()).map_err(io)?;
         let dir = files.canonicalize().map_err(io)?.display().to_string();
         include_str!("../../../examples/plan-demo.toml").replace("{dir}", &dir)
     } else {
         include_str!("../../../examples/plan-demo-loopback.toml").to_owned()
     };
     let plan_file = files.join("plan.toml");
-    std::fs::write(&plan_file, plan).map_err(io)?;
+    engine::files::write_atomic(&plan_file, plan.as_bytes()).map_err(io)?;
     Ok(plan_file)
 }

@@ -119,7 +119,7 @@ impl Watch for Quiet {}
 
 /// Whether this process may build labs and open raw sockets (effective uid 0).
 pub fn is_root() -> bool {
-    lab::cmd::is_root()
+    engine::sys::is_root()
 }
 
 /// Refuses with `why` (a usage error) unless this process is root.

@@ -32,7 +32,7 @@ impl Progress for Quiet {}
 /// Writes `results.json` into `dir`, atomically.
 fn write_results(dir: &Path, c: &Campaign) -> Result<(), Error> {
     let path = dir.join("results.json");
-    lab::managed::write_json_atomic(&path, c)
+    engine::files::write_json_atomic(&path, c)
         .map_err(|e| Error::Failed(format!("writing {}: {e}", path.display())))
 }
 
@@ -60,7 +60,7 @@ pub fn write_reports(
     let mut written = Vec::new();
     for (name, text) in files {
         let path = dir.join(&name);
-        lab::managed::write_atomic(&path, text.as_bytes())
+        engine::files::write_atomic(&path, text.as_bytes())
             .map_err(|e| Error::Failed(format!("writing {}: {e}", path.display())))?;
         written.push(path);
     }

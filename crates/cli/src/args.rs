@@ -9,8 +9,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use model::units;
 
-/// Network benchmarking: TCP/UDP throughput, loss, duplicates, reordering, jitter and
-/// latency percentiles; zero-loss sweeps; block-size sweeps; ping-pong latency.
+/// Benchmarks links and network devices: TCP/UDP throughput with exact loss, duplicate,
+/// reorder, jitter and latency accounting (also against iperf3), zero-loss sweeps, RFC 2544,
+/// multi-stream profiles, shaper and NIC matrices, FRER, meshes of servers; builds test labs
+/// of network namespaces and writes the report.
 ///
 /// Exit codes: 0 success; 1 the test could not run (connection, server refusal,
 /// protocol error); 2 bad command line or input; 3 the test ran but a verdict failed.

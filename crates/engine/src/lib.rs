@@ -20,6 +20,7 @@
 
 pub mod clock;
 pub mod env;
+pub mod files;
 pub mod flag;
 pub mod frameio;
 pub mod iperf3_udp;

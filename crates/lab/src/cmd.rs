@@ -397,17 +397,8 @@ pub fn run_attached(cmd: &Cmd) -> Result<i32, LabError> {
     Ok(status.code().unwrap_or(1))
 }
 
-/// Whether this process runs as root (effective uid 0), from `/proc/self/status`.
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
+/// Whether this process runs as root (effective uid 0): [`engine::sys::is_root`].
+pub use engine::sys::is_root;
 
 #[cfg(test)]
 mod test {

@@ -85,6 +85,13 @@ pub fn set_udp_segment(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {
     )
 }
 
+/// Whether this process runs as root (effective uid 0): it may build labs, open raw
+/// sockets and change interfaces.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid takes no arguments, touches no memory and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Sets this thread's timer slack to 1 ns so that short sleeps wake on time
 /// (the default 50 µs slack makes sleeps overshoot).
 pub fn set_timer_slack_1ns() {
