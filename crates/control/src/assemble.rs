@@ -14,8 +14,8 @@ use model::results::{
 use model::spec::{Protocol, TestSpec};
 use model::stats::histogram::LatencyHistogram;
 
-use crate::client::{IntervalSample, TestOutcome};
 use crate::messages::StreamReport;
+use crate::outcome::{IntervalSample, TestOutcome};
 use crate::streams::{self, Sender};
 
 fn pct_of_core(cpu: std::time::Duration, wall: f64) -> Option<f64> {

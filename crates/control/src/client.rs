@@ -1,5 +1,9 @@
 //! The client side of a test: connect, authenticate, request, connect the data streams,
 //! run the local half, collect interval reports and the server's results.
+//!
+//! It shares with the server only what both sides derive from a request (`streams`,
+//! `timing`) and the control connection's plumbing (`conn`); it imports
+//! nothing of the server.
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -7,20 +11,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use engine::flag::SetOnDrop;
 use engine::live::LiveSnapshot;
 use engine::{tcp, udp};
-use model::results::{ConnectionFacts, StreamAddresses};
+use model::results::ConnectionFacts;
 use model::spec::{EchoSpec, Protocol, TestSpec};
 
+use crate::conn::{keep_alive, spawn_reader};
 use crate::frame::{read_msg_within, write_msg};
-use crate::messages::{ClientMsg, Limits, ServerMsg, StreamReport};
-use crate::server::keep_alive;
-use crate::server::{
-    grace, sent_counts, spawn_reader, tcp_send_config, tick_end, udp_recv_config, udp_send_config,
-    TestKey,
+use crate::messages::{ClientMsg, Limits, ServerMsg};
+use crate::outcome::add_stream;
+pub use crate::outcome::{IntervalSample, TestOutcome};
+use crate::streams::{
+    self, stream_local, tcp_send_config, udp_recv_config, udp_send_config, Sender, SideRun, TestKey,
 };
-use crate::streams::{self, Sender, SideRun};
+use crate::timing::{grace, sent_counts, tick_end};
 use crate::{auth, ProtoError, MAGIC, VERSION};
 
 /// Time allowed for each handshake step.
@@ -72,47 +76,6 @@ pub struct Session {
     pub(crate) stop: Option<Arc<AtomicBool>>,
 }
 
-/// Everything both sides reported about one test.
-#[derive(Debug, Clone)]
-pub struct TestOutcome {
-    /// The request.
-    pub spec: TestSpec,
-    /// Receivers recorded one-way latency.
-    pub one_way: bool,
-    /// Server and client share one clock.
-    pub same_host: bool,
-    /// Reports of the client's streams.
-    pub local: Vec<StreamReport>,
-    /// Reports of the server's streams.
-    pub remote: Vec<StreamReport>,
-    /// Interval samples: (interval end, client streams, server streams).
-    pub intervals: Vec<IntervalSample>,
-    /// The client stopped the test early (Ctrl-C): the figures cover the time it ran.
-    pub interrupted: bool,
-    /// How long the test ran: its duration, or less when it ended early (a stop, `-n`).
-    pub ran_for: Duration,
-    /// Addresses, socket facts and both processes' CPU use.
-    pub connection: ConnectionFacts,
-    /// This host's wall clock when the senders were let go (the start of interval 0,
-    /// after any warm-up); `None` where unknown.
-    pub started: Option<model::clock::UnixNanos>,
-}
-
-/// Totals of every stream at the end of one interval, from both sides.
-#[derive(Debug, Clone)]
-pub struct IntervalSample {
-    /// Interval number (0-based).
-    pub index: u32,
-    /// Interval start, from the test's start.
-    pub start: Duration,
-    /// Interval length (the last one may be shorter).
-    pub length: Duration,
-    /// Client streams' totals.
-    pub local: Vec<(u8, LiveSnapshot)>,
-    /// Server streams' totals.
-    pub remote: Vec<(u8, LiveSnapshot)>,
-}
-
 /// Interval samples of both sides, paired by index as both arrive.
 #[derive(Default)]
 struct Ticks {
@@ -147,36 +110,6 @@ impl Ticks {
             self.samples.push(s);
         }
     }
-}
-
-/// Runs `work` (which waits on `ctrl`) while a watcher shuts `ctrl` down once `stop` is
-/// set: the server sees its controller go and stops what it runs for it. `Err(Interrupted)`
-/// when the stop came.
-pub(crate) fn closing_on_stop<T>(
-    ctrl: &TcpStream,
-    stop: Option<&AtomicBool>,
-    work: impl FnOnce() -> Result<T, ProtoError>,
-) -> Result<T, ProtoError> {
-    let Some(stop) = stop else { return work() };
-    let done = AtomicBool::new(false);
-    let r = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::Acquire) {
-                if stop.load(Ordering::Relaxed) {
-                    let _ = ctrl.shutdown(std::net::Shutdown::Both);
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        // The watcher ends however the work ends (a panic too).
-        let _done = SetOnDrop::new(&done);
-        work()
-    });
-    if stop.load(Ordering::Relaxed) {
-        return Err(ProtoError::Interrupted);
-    }
-    r
 }
 
 /// Turns a server error message into an error.
@@ -722,47 +655,5 @@ impl Session {
             .map_err(ProtoError::Io)?;
         self.end_echo();
         Ok(out)
-    }
-}
-
-/// The local address of data stream `i` (from 0) to `server`: `bind` (`-B`, or any address
-/// of the server's family) and `cport + i` (`--cport`, or any port).
-pub(crate) fn stream_local(
-    server: SocketAddr,
-    bind: Option<std::net::IpAddr>,
-    cport: Option<u16>,
-    i: usize,
-) -> SocketAddr {
-    let ip = bind.unwrap_or(if server.is_ipv4() {
-        std::net::Ipv4Addr::UNSPECIFIED.into()
-    } else {
-        std::net::Ipv6Addr::UNSPECIFIED.into()
-    });
-    let port = cport.map_or(0, |p| {
-        p.saturating_add(u16::try_from(i).unwrap_or(u16::MAX))
-    });
-    SocketAddr::new(ip, port)
-}
-
-/// Adds a data stream's addresses to `facts`; the first socket gives the buffer sizes.
-pub(crate) fn add_stream(
-    facts: &mut ConnectionFacts,
-    id: u8,
-    local: &std::io::Result<SocketAddr>,
-    remote: &std::io::Result<SocketAddr>,
-    sock: &impl std::os::fd::AsFd,
-) {
-    let addr =
-        |a: &std::io::Result<SocketAddr>| a.as_ref().map(|a| a.to_string()).unwrap_or_default();
-    facts.streams.push(StreamAddresses {
-        id,
-        local: addr(local),
-        remote: addr(remote),
-    });
-    if facts.sndbuf.is_none() {
-        if let Some((snd, rcv)) = engine::tcp::buffer_sizes(sock) {
-            facts.sndbuf = Some(snd);
-            facts.rcvbuf = Some(rcv);
-        }
     }
 }

@@ -11,8 +11,7 @@ use serde::Serialize;
 
 use crate::ProtoError;
 
-/// Largest message accepted or sent (results with histograms stay far below this).
-pub const MAX_MESSAGE: usize = 1 << 20;
+pub use crate::messages::MAX_MESSAGE;
 
 /// Writes one framed message.
 pub fn write_msg<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<(), ProtoError> {

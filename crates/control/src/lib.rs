@@ -11,6 +11,20 @@
 //! lends raw ports and [`third_party`] runs client tests toward other servers for a
 //! controller.
 //!
+//! The modules stack without a circle, each importing only those above it in this list:
+//!
+//! - decided without I/O (time comes in as `now`): [`messages`] (data only), [`auth`],
+//!   [`gate`] (per-address admission), `limits` (a request against the server's limits),
+//!   `handshake` (the server's hello, authentication and deadline), `watch` (a running
+//!   test's silence, rate and time), `timing` (interval ends, the tail's grace);
+//! - session I/O both sides use: [`frame`], `conn` (keepalive, the reader thread, the
+//!   watchers), `streams` (the data streams of one side), `outcome` (what a test gave);
+//! - the server's sessions: `session` (the context, admission and refusals every service
+//!   shares);
+//! - the users: [`client`], [`iperf3`] (the dialect, both sides), [`assemble`], and the
+//!   services [`tuning`], [`rawport`], [`third_party`]; [`metrics`] over [`http`];
+//! - [`server`], the listener and the dispatcher, which only it imports.
+//!
 //! This crate does not print or parse command lines; the binary does.
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -18,17 +32,24 @@
 pub mod assemble;
 pub mod auth;
 pub mod client;
+mod conn;
 pub mod frame;
 pub mod gate;
+mod handshake;
 pub mod http;
 pub mod iperf3;
+mod limits;
 pub mod messages;
 pub mod metrics;
+mod outcome;
 pub mod rawport;
 pub mod server;
+mod session;
 mod streams;
 pub mod third_party;
+mod timing;
 pub mod tuning;
+mod watch;
 
 use std::io;
 
@@ -63,7 +84,7 @@ pub enum ProtoError {
     #[error("timed out waiting for the peer")]
     Timeout,
     /// A length prefix above the cap.
-    #[error("message of {0} bytes exceeds the {max} byte limit", max = frame::MAX_MESSAGE)]
+    #[error("message of {0} bytes exceeds the {max} byte limit", max = messages::MAX_MESSAGE)]
     TooLarge(usize),
     /// The body is not a valid message.
     #[error("malformed message: {0}")]

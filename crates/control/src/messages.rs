@@ -4,7 +4,13 @@
 //!   [`crate::VERSION`]; the server answers [`ServerMsg::Hello`] or, for another magic or
 //!   version, [`ServerMsg::Error`] with [`ErrorCode::Version`] and closes.
 //! - Within one version, messages and fields only change together with the version number.
-//! - Every message is one JSON object tagged by `type`, framed by [`crate::frame`].
+//! - Every message is one JSON object tagged by `type`, framed by [`crate::frame`], at
+//!   most [`MAX_MESSAGE`] bytes of it.
+//!
+//! This module is data only: it reads no socket and imports no other module of the crate
+//! (the raw-port payloads are in [`raw`]).
+
+pub mod raw;
 
 use serde::{Deserialize, Serialize};
 
@@ -126,7 +132,7 @@ pub enum ClientMsg {
         /// Test id.
         test_id: u16,
         /// The streams.
-        streams: Vec<crate::rawport::RawStream>,
+        streams: Vec<raw::RawStream>,
     },
     /// Turn every frame of test `test_id` around and send it back on the same port (a
     /// far-end loopback, [`engine::raw::reflect`]) until [`ClientMsg::RawDone`]; needs a
@@ -150,6 +156,31 @@ pub enum ClientMsg {
         /// The test.
         spec: TestSpec,
     },
+}
+
+impl ClientMsg {
+    /// The message's `type`, for refusals and logs.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            ClientMsg::Hello { .. } => "hello",
+            ClientMsg::Auth { .. } => "auth",
+            ClientMsg::Start => "start",
+            ClientMsg::Test { .. } => "test",
+            ClientMsg::Echo { .. } => "echo",
+            ClientMsg::Finish { .. } => "finish",
+            ClientMsg::Abort { .. } => "abort",
+            ClientMsg::Tune { .. } => "tune",
+            ClientMsg::Restore => "restore",
+            ClientMsg::Alive => "alive",
+            ClientMsg::RawOpen { .. } => "raw_open",
+            ClientMsg::RawReceive { .. } => "raw_receive",
+            ClientMsg::RawSend { .. } => "raw_send",
+            ClientMsg::RawDone { .. } => "raw_done",
+            ClientMsg::RawReflect { .. } => "raw_reflect",
+            ClientMsg::RawStreams { .. } => "raw_streams",
+            ClientMsg::RunClient { .. } => "run_client",
+        }
+    }
 }
 
 /// Server to client.
@@ -254,7 +285,7 @@ pub enum ServerMsg {
     /// What each stream of a [`ClientMsg::RawStreams`] sent.
     RawStreamsSent {
         /// Per stream.
-        sent: Vec<crate::rawport::RawStreamSent>,
+        sent: Vec<raw::RawStreamSent>,
     },
     /// What the sender sent.
     RawSent {
@@ -335,12 +366,15 @@ pub enum StreamReport {
     TcpRx(TcpReceiverReport),
 }
 
+/// Largest message accepted or sent (results with histograms stay far below this).
+pub const MAX_MESSAGE: usize = 1 << 20;
+
 /// Drops the per-slot send-time counts of `reports` when they would take more than half of
-/// a message ([`crate::frame::MAX_MESSAGE`]): many streams of a long test. Their interval
-/// rows then keep the loss where it was noticed; nothing else is lost.
+/// a message ([`MAX_MESSAGE`]): many streams of a long test. Their interval rows then keep
+/// the loss where it was noticed; nothing else is lost.
 pub fn fit(reports: &mut [StreamReport]) {
     let size = serde_json::to_vec(reports).map_or(usize::MAX, |v| v.len());
-    if size <= crate::frame::MAX_MESSAGE / 2 {
+    if size <= MAX_MESSAGE / 2 {
         return;
     }
     for r in reports.iter_mut() {

@@ -1,8 +1,13 @@
 //! The data streams one side of a test runs: which side sends which stream, the TCP data
-//! greeting, and a runner that owns the data-plane threads of one side.
+//! greeting, the stream configurations both sides derive from a request ([`TestKey`] and
+//! the sender and receiver configs), the local address of a client's stream, and a runner
+//! that owns the data-plane threads of one side.
+//!
+//! It does not speak the control protocol: the server and the client set streams up with
+//! these and report what they give.
 
 use std::io::{Read, Write};
-use std::net::{TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -85,6 +90,107 @@ pub(crate) fn read_greeting(
         return Err("data connection carries another test's id or token".into());
     }
     Ok(g[6])
+}
+
+/// What identifies a test on its data sockets, and how its latency is measured.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TestKey {
+    /// In every data packet's header.
+    pub(crate) test_id: u16,
+    /// Secret of the test: in CONTROL datagrams and TCP greetings.
+    pub(crate) token: u64,
+    /// Receivers record one-way latency; otherwise senders send echo probes.
+    pub(crate) one_way: bool,
+    /// Both sides count UDP datagrams per slot of this many ns of send time.
+    pub(crate) slot_ns: u64,
+}
+
+impl TestKey {
+    /// The key of a test reporting every `interval_ms` (0: no intervals, no slots).
+    pub(crate) fn new(
+        spec: &TestSpec,
+        test_id: u16,
+        token: u64,
+        one_way: bool,
+        interval_ms: u32,
+    ) -> TestKey {
+        let slot_ns = match interval_ms {
+            0 => 0,
+            ms => model::stats::slots::slot_width(
+                u64::from(ms) * 1_000_000,
+                u64::try_from(spec.total_duration().as_nanos()).unwrap_or(u64::MAX),
+            ),
+        };
+        TestKey {
+            test_id,
+            token,
+            one_way,
+            slot_ns,
+        }
+    }
+}
+
+/// The receiver configuration both sides derive from a request.
+pub(crate) fn udp_recv_config(spec: &TestSpec, key: TestKey, stream_id: u8) -> udp::UdpRecvConfig {
+    udp::UdpRecvConfig {
+        test_id: key.test_id,
+        stream_id,
+        one_way: key.one_way,
+        max_len: spec.len,
+        spin: udp::spin_receiver_for(spec.rate.packets_per_sec(spec.len)),
+        token: key.token,
+        slot_ns: key.slot_ns,
+    }
+}
+
+/// The sender configuration both sides derive from a request.
+pub(crate) fn udp_send_config(spec: &TestSpec, key: TestKey, stream_id: u8) -> udp::UdpSendConfig {
+    udp::UdpSendConfig {
+        test_id: key.test_id,
+        stream_id,
+        payload_len: spec.len,
+        rate: spec.rate,
+        duration: spec.duration,
+        backend: spec.udp_backend,
+        echo_probes: !key.one_way,
+        token: key.token,
+        packets: spec
+            .bytes_per_stream
+            .map(|b| b.div_ceil(spec.len.max(1) as u64)),
+        slot_ns: key.slot_ns,
+    }
+}
+
+/// TCP sender configuration derived from a request.
+pub(crate) fn tcp_send_config(spec: &TestSpec, stream_id: u8) -> tcp::TcpSendConfig {
+    tcp::TcpSendConfig {
+        stream_id,
+        block_len: spec.len,
+        rate: spec.rate,
+        duration: spec.duration,
+        bytes: spec.bytes_per_stream,
+        zerocopy: spec.tcp.zerocopy,
+        omit: spec.omit.unwrap_or_default(),
+    }
+}
+
+/// The local address of data stream `i` (from 0) to `server`: `bind` (`-B`, or any address
+/// of the server's family) and `cport + i` (`--cport`, or any port).
+pub(crate) fn stream_local(
+    server: SocketAddr,
+    bind: Option<std::net::IpAddr>,
+    cport: Option<u16>,
+    i: usize,
+) -> SocketAddr {
+    let ip = bind.unwrap_or(if server.is_ipv4() {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    });
+    let port = cport.map_or(0, |p| {
+        p.saturating_add(u16::try_from(i).unwrap_or(u16::MAX))
+    });
+    SocketAddr::new(ip, port)
 }
 
 struct Running {

@@ -18,9 +18,11 @@ use std::time::Duration;
 use model::spec::TestSpec;
 
 use crate::client::{ClientConfig, Session};
+use crate::conn::{closing_on_stop, watch_controller};
 use crate::frame::{read_msg_within, write_msg};
+use crate::limits::{check_limits, test_memory};
 use crate::messages::{ErrorCode, ServerMsg};
-use crate::server::{admit, check_limits, refuse, test_memory, watch_controller, Ctx};
+use crate::session::{admit, refuse, Ctx};
 use crate::ProtoError;
 
 /// How long this server tries to reach the other one.
@@ -199,7 +201,7 @@ impl Session {
         let wait = spec.total_duration() + SLACK + CONNECT_TIMEOUT + RESULTS_WAIT;
         // A stop (Ctrl-C) closes the connection: the server stops the test.
         let stop = self.stop.clone();
-        let answer = crate::client::closing_on_stop(&self.ctrl, stop.as_deref(), || {
+        let answer = closing_on_stop(&self.ctrl, stop.as_deref(), || {
             read_msg_within::<ServerMsg>(&self.ctrl, wait)
         });
         match answer? {

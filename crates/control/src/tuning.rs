@@ -16,7 +16,7 @@ use model::results::nic::InterfaceState;
 use crate::client::Session;
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, ErrorCode, ServerMsg};
-use crate::server::{refuse, Ctx, Slot};
+use crate::session::{refuse, Ctx, Slot};
 use crate::ProtoError;
 
 /// Longest wait for the next request of a session (one combination's sweep).

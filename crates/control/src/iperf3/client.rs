@@ -21,9 +21,10 @@ use super::{
     cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
     Results, StreamResult, UDP_HELLO,
 };
-use crate::client::{add_stream, stream_local, IntervalSample, TestOutcome};
 use crate::messages::StreamReport;
-use crate::server::tick_end;
+use crate::outcome::{add_stream, IntervalSample, TestOutcome};
+use crate::streams::stream_local;
+use crate::timing::tick_end;
 use crate::ProtoError;
 use model::results::{ConnectionFacts, CpuUse};
 

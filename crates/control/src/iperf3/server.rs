@@ -25,8 +25,10 @@ use serde_json::Value;
 
 use super::{read_json, read_state, state, stream_id, write_json, write_state};
 use super::{Params, Results, StreamResult, COOKIE_SIZE, UDP_REPLY};
+use crate::conn::keep_alive;
+use crate::limits::check_limits;
 use crate::messages::Limits;
-use crate::server::{check_limits, Slot};
+use crate::session::Slot;
 use crate::ProtoError;
 
 /// Time a client has for each step of the set-up.
@@ -146,7 +148,7 @@ fn connection(
     }
     s.set_nodelay(true).map_err(ProtoError::Io)?;
     // A vanished client ends its test within about 10 s.
-    crate::server::keep_alive(&s);
+    keep_alive(&s);
     if sh.cfg.deny {
         tracing::info!("iperf3 client {peer}: denied (this server requires a key)");
         return write_state(&mut s, state::ACCESS_DENIED);

@@ -1,0 +1,345 @@
+//! What a raw-port request may ask, checked before anything is sent: the frames a
+//! controller's example frame gives ([`send_spec`], [`stream_specs`]) within the server's
+//! limits and the largest frame a port was opened for, and the waits both sides bound a
+//! trial by.
+//!
+//! Pure: no socket, no clock; the serving side ([`super::serve`]) refuses what these say.
+
+use std::time::Duration;
+
+use engine::raw::{RawLoad, RawTrialSpec};
+
+use crate::auth;
+use crate::messages::raw::RawStream;
+use crate::messages::Limits;
+
+/// Beyond a trial's duration: the longest wait for its end.
+pub(super) const SLACK: Duration = Duration::from_secs(30);
+
+/// Largest frame a lent port sends, FCS included (jumbo 9216 and a VLAN tag).
+pub(super) const MAX_LEN: u64 = 9216 + 4;
+
+/// Most sizes per stream and pattern entries a
+/// [`ClientMsg::RawStreams`](crate::messages::ClientMsg::RawStreams) may hold, and the most
+/// bytes of frames it may have the port build (its templates).
+const MAX_SIZES: usize = 64;
+const MAX_PATTERN: usize = 4096;
+const MAX_TEMPLATE_BYTES: u64 = 16 << 20;
+
+/// The headers of an example frame (hex) a controller sent, for this port to build its
+/// frames from.
+fn example_spec(hex: &str) -> Result<wire::frame::FrameSpec, String> {
+    let bytes = auth::from_hex(hex).ok_or("the frame is not hex")?;
+    wire::frame::parse_frame(&bytes)
+        .ok()
+        .and_then(|p| p.spec())
+        .ok_or_else(|| "the frame has no IP and transport header this server can build".into())
+}
+
+/// Whether frames of `len` bytes (with FCS) fit `spec`'s headers and this port.
+fn fits_len(spec: &wire::frame::FrameSpec, len: u64) -> Result<(), String> {
+    if !(64..=MAX_LEN).contains(&len) || (len as usize) < spec.min_frame_len() {
+        return Err(format!("frame size {len} B does not fit its headers"));
+    }
+    Ok(())
+}
+
+/// The streams a [`ClientMsg::RawStreams`](crate::messages::ClientMsg::RawStreams) asks
+/// for, built by this port from the example frames' headers, within the server's limits
+/// (streams per test, longest test, most bits/s in all), the largest frame the port was
+/// opened for, and 16 MiB of frames.
+pub(super) fn stream_specs(
+    test_id: u16,
+    streams: &[RawStream],
+    max_len: u64,
+    limits: &Limits,
+) -> Result<Vec<engine::multi::StreamTx>, String> {
+    let most = usize::from(limits.max_streams).clamp(1, 255);
+    if streams.is_empty() || streams.len() > most {
+        return Err(format!("1 to {most} streams (--max-streams)"));
+    }
+    let max_s = limits.max_duration_s;
+    let (mut bits, mut template_bytes) = (0.0, 0u64);
+    let mut out = Vec::with_capacity(streams.len());
+    for s in streams {
+        let name = format!("stream {}", s.stream_id);
+        let mut distinct = s.sizes.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if s.sizes.is_empty() || s.sizes.len() > MAX_SIZES || distinct.len() != s.sizes.len() {
+            return Err(format!("{name}: 1 to {MAX_SIZES} frame sizes, each once"));
+        }
+        if s.pattern.is_empty()
+            || s.pattern.len() > MAX_PATTERN
+            || s.pattern.iter().any(|i| usize::from(*i) >= s.sizes.len())
+        {
+            return Err(format!(
+                "{name}: a pattern of 1 to {MAX_PATTERN} of its sizes"
+            ));
+        }
+        if !(s.pps.is_finite() && s.pps > 0.0) {
+            return Err(format!("{name}: a rate of {} frames/s", s.pps));
+        }
+        if !(s.start_s.is_finite()
+            && s.stop_s.is_finite()
+            && 0.0 <= s.start_s
+            && s.start_s < s.stop_s)
+        {
+            return Err(format!("{name}: from {} s to {} s", s.start_s, s.stop_s));
+        }
+        if s.stop_s > max_s {
+            return Err(format!(
+                "{name}: {} s: this server's longest test is {max_s} s",
+                s.stop_s
+            ));
+        }
+        let spec = example_spec(&s.frame).map_err(|e| format!("{name}: {e}"))?;
+        let hdr = wire::testhdr::TestHeaderRepr::template(test_id, s.stream_id);
+        let mut templates = Vec::with_capacity(s.sizes.len());
+        for len in &s.sizes {
+            if *len > max_len {
+                return Err(format!(
+                    "{name}: frames of {len} bytes on a port opened for {max_len}"
+                ));
+            }
+            fits_len(&spec, *len).map_err(|e| format!("{name}: {e}"))?;
+            template_bytes += len;
+            if template_bytes > MAX_TEMPLATE_BYTES {
+                return Err(format!(
+                    "more than {} MiB of frames to build",
+                    MAX_TEMPLATE_BYTES >> 20
+                ));
+            }
+            let n = *len as usize;
+            let mut buf = vec![0u8; n];
+            let built = spec
+                .build(n, &hdr, &mut buf)
+                .map_err(|e| format!("{name}: {e}"))?;
+            buf.truncate(built);
+            buf.shrink_to_fit();
+            let layout = spec.layout(n).map_err(|e| format!("{name}: {e}"))?;
+            templates.push((buf, engine::multi::Patch::L4(layout)));
+        }
+        let mean_len: f64 = s
+            .pattern
+            .iter()
+            .map(|i| s.sizes[usize::from(*i)] as f64)
+            .sum::<f64>()
+            / s.pattern.len() as f64;
+        bits += s.pps * mean_len * 8.0;
+        out.push(engine::multi::StreamTx {
+            stream_id: s.stream_id,
+            templates,
+            pattern: s.pattern.iter().map(|i| usize::from(*i)).collect(),
+            pps: s.pps,
+            start: Duration::from_secs_f64(s.start_s),
+            stop: Duration::from_secs_f64(s.stop_s),
+            live: std::sync::Arc::default(),
+            slot_ns: 0,
+        });
+    }
+    // All streams counted as if they ran at once (they may not overlap: conservative).
+    if let Some(m) = limits.max_rate_bps.filter(|m| bits > *m) {
+        return Err(format!(
+            "{bits:.0} bit/s in all: this server allows {m:.0} bit/s per test"
+        ));
+    }
+    Ok(out)
+}
+
+/// The trial a [`ClientMsg::RawSend`](crate::messages::ClientMsg::RawSend) asks for,
+/// within the server's limits (longest test, most bits/s).
+pub(super) fn send_spec(
+    frame: &str,
+    frame_len: u64,
+    test_id: u16,
+    stream_id: u8,
+    load: RawLoad,
+    limits: &Limits,
+) -> Result<RawTrialSpec, String> {
+    let spec = example_spec(frame)?;
+    fits_len(&spec, frame_len)?;
+    let max_s = limits.max_duration_s;
+    let bits = |pps: f64| pps * frame_len as f64 * 8.0;
+    match load {
+        RawLoad::Rate { pps, .. } if !(pps.is_finite() && pps > 0.0) => {
+            return Err(format!("a rate of {pps} frames/s: give one above 0"))
+        }
+        RawLoad::Rate { duration, .. } if duration.as_secs_f64() > max_s => {
+            return Err(format!(
+                "{} s: this server's longest test is {max_s} s",
+                duration.as_secs_f64()
+            ))
+        }
+        RawLoad::Rate { pps, .. } if limits.max_rate_bps.is_some_and(|m| bits(pps) > m) => {
+            return Err(format!(
+                "{:.0} bit/s: this server allows {:.0} bit/s per test",
+                bits(pps),
+                limits.max_rate_bps.unwrap_or_default()
+            ))
+        }
+        RawLoad::Burst { target_pps, .. } if !(target_pps.is_finite() && target_pps > 0.0) => {
+            return Err(format!("a burst at {target_pps} frames/s: give one above 0"))
+        }
+        RawLoad::Burst { frames, target_pps } if frames as f64 / target_pps > max_s => {
+            return Err(format!(
+                "a burst of {frames} frames at {target_pps:.0} frames/s lasts longer than this server's longest test of {max_s} s"
+            ))
+        }
+        _ => {}
+    }
+    Ok(RawTrialSpec {
+        frame: spec,
+        frame_len: frame_len as usize,
+        test_id,
+        stream_id,
+        load,
+        drain: Duration::ZERO,
+        interval: None,
+    })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// A UDP frame of the headers a controller sends (a built test frame).
+    fn frame() -> Vec<u8> {
+        use wire::frame::{FrameSpec, L4Spec};
+        let spec = FrameSpec {
+            eth: wire::ethernet::EthernetRepr {
+                src_addr: wire::EthernetAddress([2, 0, 0, 0, 0, 1]),
+                dst_addr: wire::EthernetAddress([2, 0, 0, 0, 0, 2]),
+                ethertype: wire::EtherType::IPV4,
+            },
+            vlan: None,
+            ip: wire::IpRepr::V4(wire::ipv4::Ipv4Repr {
+                src_addr: wire::Ipv4Address([198, 18, 0, 1]),
+                dst_addr: wire::Ipv4Address([198, 18, 0, 2]),
+                protocol: wire::IpProtocol::UDP,
+                payload_len: 0,
+                ttl: 64,
+                dscp: 0,
+                ecn: 0,
+                dont_frag: true,
+                ident: 0,
+            }),
+            l4: L4Spec::Udp {
+                src_port: 1,
+                dst_port: 2,
+            },
+        };
+        let hdr = wire::testhdr::TestHeaderRepr::template(7, 1);
+        let mut buf = vec![0u8; 128];
+        let n = spec.build(128, &hdr, &mut buf).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    fn rate(pps: f64, secs: u64) -> RawLoad {
+        RawLoad::Rate {
+            pps,
+            duration: Duration::from_secs(secs),
+            count: None,
+        }
+    }
+
+    #[test]
+    fn a_send_request_is_checked_before_anything_is_sent() {
+        let hex = auth::to_hex(&frame());
+        let limits = Limits {
+            max_duration_s: 60.0,
+            max_rate_bps: Some(1e9),
+            ..Default::default()
+        };
+        let ok = send_spec(&hex, 128, 7, 1, rate(1000.0, 2), &limits).unwrap();
+        assert_eq!((ok.frame_len, ok.test_id, ok.stream_id), (128, 7, 1));
+        assert_eq!(ok.frame.eth.dst_addr.0, [2, 0, 0, 0, 0, 2]);
+        let refused = |frame: &str, len: u64, load: RawLoad| {
+            send_spec(frame, len, 7, 1, load, &limits).unwrap_err()
+        };
+        assert!(refused("zz", 128, rate(1.0, 1)).contains("not hex"));
+        assert!(refused("0102", 128, rate(1.0, 1)).contains("no IP"));
+        assert!(refused(&hex, 40, rate(1.0, 1)).contains("does not fit"));
+        assert!(refused(&hex, 100_000, rate(1.0, 1)).contains("does not fit"));
+        assert!(refused(&hex, 128, rate(f64::NAN, 1)).contains("above 0"));
+        assert!(refused(&hex, 128, rate(-5.0, 1)).contains("above 0"));
+        assert!(refused(&hex, 128, rate(1000.0, 61)).contains("longest test is 60 s"));
+        // 1e6 frames/s of 128 bytes: 1.024 Gbit/s.
+        assert!(refused(&hex, 128, rate(1e6, 1)).contains("allows 1000000000 bit/s"));
+        let burst = |frames, target_pps| RawLoad::Burst { frames, target_pps };
+        assert!(refused(&hex, 128, burst(u64::MAX, 1.0)).contains("longer than"));
+        assert!(refused(&hex, 128, burst(61_000, 1000.0)).contains("longer than"));
+        assert!(refused(&hex, 128, burst(10, 0.0)).contains("above 0"));
+        assert!(send_spec(&hex, 128, 7, 1, burst(59_000, 1000.0), &limits).is_ok());
+    }
+
+    #[test]
+    fn streams_are_built_here_and_checked_before_anything_is_sent() {
+        let hex = auth::to_hex(&frame());
+        let limits = Limits {
+            max_duration_s: 60.0,
+            max_rate_bps: Some(1e12),
+            max_streams: 128,
+            ..Default::default()
+        };
+        let stream = |id: u8, pps: f64, (start_s, stop_s): (f64, f64)| RawStream {
+            stream_id: id,
+            frame: hex.clone(),
+            sizes: vec![128, 256],
+            pattern: vec![0, 1, 1],
+            pps,
+            start_s,
+            stop_s,
+        };
+        let ok = stream_specs(
+            9,
+            &[stream(1, 1000.0, (0.0, 2.0)), stream(2, 10.0, (0.5, 1.0))],
+            1518,
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(ok.len(), 2);
+        assert_eq!((ok[0].stream_id, ok[0].pattern.clone()), (1, vec![0, 1, 1]));
+        assert_eq!(ok[1].start, Duration::from_millis(500));
+        // Each size built here, with this test's header, to its length without FCS.
+        let lens: Vec<usize> = ok[0].templates.iter().map(|(b, _)| b.len()).collect();
+        assert_eq!(lens, [124, 252]);
+        let parsed = wire::frame::parse_frame(&ok[1].templates[1].0).unwrap();
+        assert_eq!(parsed.test.map(|t| (t.test_id, t.stream_id)), Some((9, 2)));
+        let refused = |streams: &[RawStream], max_len: u64| match stream_specs(
+            9, streams, max_len, &limits,
+        ) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e,
+        };
+        assert!(refused(&[], 1518).contains("1 to 128 streams"));
+        let many: Vec<RawStream> = (0..129).map(|i| stream(i, 1.0, (0.0, 1.0))).collect();
+        assert!(refused(&many, 1518).contains("--max-streams"));
+        let mut bad = stream(1, 1000.0, (0.0, 1.0));
+        bad.pattern = vec![0, 2];
+        assert!(refused(&[bad], 1518).contains("pattern"));
+        let mut bad = stream(1, 1000.0, (0.0, 1.0));
+        bad.frame = "zz".into();
+        assert!(refused(&[bad], 1518).contains("not hex"));
+        let mut bad = stream(1, 1000.0, (0.0, 1.0));
+        bad.sizes = vec![128, 128];
+        assert!(refused(&[bad], 1518).contains("each once"));
+        // 128 streams of 64 jumbo sizes would be 75 MiB of frames to build.
+        let jumbo: Vec<RawStream> = (0..128)
+            .map(|i| RawStream {
+                sizes: (0..64).map(|k| 9000 + k).collect(),
+                pattern: vec![0],
+                ..stream(i, 1.0, (0.0, 1.0))
+            })
+            .collect();
+        assert!(stream_specs(9, &jumbo, 9220, &limits).is_err_and(|e| e.contains("MiB of frames")));
+        assert!(refused(&[stream(1, f64::NAN, (0.0, 1.0))], 1518).contains("frames/s"));
+        assert!(refused(&[stream(1, 1.0, (1.0, 1.0))], 1518).contains("from 1 s to 1 s"));
+        assert!(refused(&[stream(1, 1.0, (0.0, 61.0))], 1518).contains("longest test is 60 s"));
+        assert!(refused(&[stream(1, 1.0, (0.0, 1.0))], 200).contains("opened for 200"));
+        // Two streams of 500M frames/s, mean 213 bytes: 1.7 Tbit/s in all.
+        let both = [stream(1, 5e8, (0.0, 1.0)), stream(2, 5e8, (0.0, 1.0))];
+        assert!(refused(&both, 1518).contains("in all: this server allows"));
+    }
+}

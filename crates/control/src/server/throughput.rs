@@ -1,0 +1,529 @@
+//! A throughput test on the server's side: limits and admission first, then the data
+//! streams set up on the client's request (UDP sockets or one TCP listener, AF_XDP where
+//! asked and possible), started on the client's go-ahead, and the control loop that sends
+//! interval samples and the results, and ends a test whose client falls silent, sends
+//! above `--max-rate` or does not finish in time ([`crate::watch`] decides those).
+//!
+//! The dispatcher ([`crate::server`]) calls [`serve`]; this module imports nothing of it.
+
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use engine::flag::SetOnDrop;
+use engine::{tcp, udp};
+use model::spec::{Protocol, TestSpec};
+
+use crate::auth;
+use crate::conn::spawn_reader;
+use crate::frame::{read_msg_within, write_msg};
+use crate::limits::{check_interval, check_limits, test_memory};
+use crate::messages::{self, ClientMsg, ErrorCode, ServerHost, ServerMsg, StreamReport};
+use crate::session::{admit, refuse, Ctx};
+use crate::streams::{
+    self, tcp_send_config, udp_recv_config, udp_send_config, Sender, SideRun, TestKey,
+};
+use crate::timing::{grace, sent_counts, tick_end};
+use crate::watch::{Watch, FINISH_SLACK};
+use crate::ProtoError;
+
+/// Time the client has to connect its data streams after `Accepted`.
+const STREAM_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Serves a [`ClientMsg::Test`]; `started` is set once the test has started (its end is
+/// counted in the metrics, not as a refusal).
+pub(crate) fn serve(
+    mut ctrl: TcpStream,
+    ctx: &Ctx,
+    spec: TestSpec,
+    one_way: bool,
+    interval_ms: u32,
+    started: &std::cell::Cell<bool>,
+) -> Result<(), ProtoError> {
+    if let Err(msg) = check_limits(&spec, &ctx.limits) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    }
+    if let Err(msg) = check_interval(interval_ms) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    }
+    let _admitted = admit(&mut ctrl, ctx, test_memory(&spec))?;
+    // A test has ended, however it ended.
+    let _ended = ctx.finished.as_deref().map(SetOnDrop::new);
+    let test_id = ctx.next_test_id.fetch_add(1, Ordering::Relaxed);
+    let Ok(nonce) = auth::nonce() else {
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Internal,
+            "no randomness for the test token".into(),
+        ));
+    };
+    let token = u64::from_le_bytes([
+        nonce[0], nonce[1], nonce[2], nonce[3], nonce[4], nonce[5], nonce[6], nonce[7],
+    ]);
+    let local_ip = ctrl.local_addr().map_err(ProtoError::Io)?.ip();
+    let plan = streams::plan(&spec);
+    let mut side = SideRun::new(spec.server_cpu.map(usize::from));
+    let setup = match spec.protocol {
+        Protocol::Udp => setup_udp(
+            &mut ctrl,
+            &spec,
+            TestKey::new(&spec, test_id, token, one_way, interval_ms),
+            local_ip,
+            &plan,
+            &mut side,
+            ctx.rx_xdp,
+        ),
+        Protocol::Tcp => setup_tcp(&mut ctrl, &spec, test_id, token, local_ip, &plan, &mut side),
+    };
+    if let Err(e) = setup {
+        side.abort();
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Internal,
+            format!("stream setup failed: {e}"),
+        ));
+    }
+    write_msg(&mut ctrl, &ServerMsg::Ready)?;
+    // The senders start on the client's go-ahead: by then the client has every stream's
+    // handshake answer and its receivers run, so no data is lost to the handshake.
+    match read_msg_within::<ClientMsg>(&ctrl, STREAM_SETUP_TIMEOUT) {
+        Ok(ClientMsg::Start) => {}
+        Ok(ClientMsg::Abort { .. }) => return Ok(()),
+        Ok(other) => {
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Protocol,
+                format!("expected start, got {}", other.kind()),
+            ))
+        }
+        Err(e) => return Err(e),
+    }
+    if let Err(e) = side.start() {
+        side.abort();
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Internal,
+            format!("cannot start the senders: {e}"),
+        ));
+    }
+    // Scrapes read this test's streams until it ends, however it ends.
+    let _watched = ctx.metrics.as_ref().map(|m| {
+        let sends = |id: u8| plan.iter().any(|(i, w)| *i == id && *w == Sender::Server);
+        let streams = side
+            .lives()
+            .into_iter()
+            .map(|(id, live)| (sends(id), live))
+            .collect();
+        let client = ctrl
+            .peer_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        m.start_test(test_id, spec.protocol.as_str(), client.ip(), streams)
+    });
+    started.set(true);
+    let client_sent: Vec<u8> = plan
+        .iter()
+        .filter(|(_, w)| *w == Sender::Client)
+        .map(|(id, _)| *id)
+        .collect();
+    let metering = Metering {
+        idle: ctx.idle_timeout,
+        max_rate: ctx.limits.max_rate_bps,
+        client_sent,
+    };
+    let done = run_control_loop(ctrl, spec, interval_ms, side, &metering);
+    if let Some(m) = &ctx.metrics {
+        m.ended(match &done {
+            Ok(true) => "completed",
+            Ok(false) => "aborted",
+            Err(_) => "failed",
+        });
+    }
+    done.map(|_| ())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn setup_udp(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    key: TestKey,
+    local_ip: IpAddr,
+    plan: &[(u8, Sender)],
+    side: &mut SideRun,
+    rx_xdp: bool,
+) -> std::io::Result<()> {
+    let mut socks = Vec::with_capacity(plan.len());
+    for _ in plan {
+        let s = UdpSocket::bind((local_ip, 0))?;
+        udp::prepare_socket(&s, spec.window, spec.dscp)?;
+        socks.push(s);
+    }
+    let ports = socks
+        .iter()
+        .map(|s| s.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()?;
+    write_msg(
+        ctrl,
+        &ServerMsg::Accepted {
+            test_id: key.test_id,
+            token: key.token,
+            ports,
+        },
+    )
+    .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let peer_ip = ctrl.peer_addr()?.ip();
+    let pairs: Vec<(&UdpSocket, u8)> = socks
+        .iter()
+        .zip(plan)
+        .map(|(s, (id, _))| (s, *id))
+        .collect();
+    udp::accept_registrations(
+        &pairs,
+        key.test_id,
+        key.token,
+        peer_ip,
+        STREAM_SETUP_TIMEOUT,
+    )?;
+    // Receivers first so that nothing the client sends at once is missed.
+    let receiving = plan
+        .iter()
+        .filter(|(_, who)| *who == Sender::Client)
+        .count();
+    for (s, (id, who)) in socks.iter().zip(plan) {
+        if *who != Sender::Client {
+            continue;
+        }
+        let cfg = udp_recv_config(spec, key, *id);
+        let mut not_xdp = None;
+        if rx_xdp {
+            match xdp_receiver(local_ip, s, receiving) {
+                Ok((rx, claim)) => {
+                    side.udp_receiver_xdp(s.try_clone()?, rx, claim, cfg)?;
+                    continue;
+                }
+                Err(why) => {
+                    tracing::warn!("UDP test {}: af_xdp not used: {why}", key.test_id);
+                    not_xdp = Some(why);
+                }
+            }
+        }
+        side.udp_receiver(s.try_clone()?, cfg, not_xdp)?;
+    }
+    for (s, (id, who)) in socks.into_iter().zip(plan) {
+        if *who == Sender::Server {
+            side.udp_sender_pending(s, udp_send_config(spec, key, *id));
+        }
+    }
+    Ok(())
+}
+
+/// Interfaces whose AF_XDP receiver a test holds (one program per interface).
+static XDP_IFACES: std::sync::Mutex<std::collections::BTreeSet<String>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// A test's hold on an interface's AF_XDP receiver, given back when dropped.
+struct XdpClaim(String);
+
+impl Drop for XdpClaim {
+    fn drop(&mut self) {
+        XDP_IFACES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.0);
+    }
+}
+
+/// An AF_XDP receiver taking the datagrams to `sock`'s port on the interface that holds
+/// `local_ip`, with the test's hold on that interface; or why there is none: a test of
+/// more than one receiving stream, an interface another test holds, or one AF_XDP does
+/// not work on (loopback's 64 KiB MTU, no BPF).
+fn xdp_receiver(
+    local_ip: IpAddr,
+    sock: &UdpSocket,
+    receiving: usize,
+) -> Result<(Box<dyn engine::frameio::FrameRx>, XdpClaim), String> {
+    if receiving != 1 {
+        return Err(format!(
+            "it serves one receiving stream per test, this one has {receiving}"
+        ));
+    }
+    let ip = local_ip.to_canonical();
+    let iface = engine::sys::interface_with_address(ip)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no interface holds {ip}"))?;
+    if !XDP_IFACES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(iface.clone())
+    {
+        return Err(format!("another test holds {iface}'s AF_XDP receiver"));
+    }
+    let claim = XdpClaim(iface.clone());
+    let port = sock.local_addr().map_err(|e| e.to_string())?.port();
+    let ep = engine::frameio::Endpoint { netns: None, iface };
+    let filter = engine::frameio::XdpFilter::UdpPorts(vec![port]);
+    // Echo probes are answered as they are read: no gathering of short batches.
+    let rx = engine::frameio::XdpFrameRx::open_with(&ep, &filter)
+        .map_err(|e| e.to_string())?
+        .without_gathering();
+    Ok((Box::new(rx), claim))
+}
+
+fn setup_tcp(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    test_id: u16,
+    token: u64,
+    local_ip: IpAddr,
+    plan: &[(u8, Sender)],
+    side: &mut SideRun,
+) -> std::io::Result<()> {
+    let listener = tcp::listen(SocketAddr::new(local_ip, 0), spec.tcp.mss)?;
+    let port = listener.local_addr()?.port();
+    write_msg(
+        ctrl,
+        &ServerMsg::Accepted {
+            test_id,
+            token,
+            ports: vec![port],
+        },
+    )
+    .map_err(|e| std::io::Error::other(e.to_string()))?;
+    listener.set_nonblocking(true)?;
+    let peer_ip = ctrl.peer_addr()?.ip();
+    let deadline = Instant::now() + STREAM_SETUP_TIMEOUT;
+    let mut conns: Vec<Option<TcpStream>> = (0..plan.len()).map(|_| None).collect();
+    while conns.iter().any(Option::is_none) {
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "not all TCP data connections arrived",
+            ));
+        }
+        match listener.accept() {
+            // Only the control connection's peer may connect data streams; its greeting
+            // must come at once (a silent connection cannot hold up the setup).
+            Ok((s, from)) if from.ip() != peer_ip => drop(s),
+            Ok((mut s, _)) => {
+                s.set_nonblocking(false)?;
+                let Ok(id) =
+                    streams::read_greeting(&mut s, test_id, token, Duration::from_millis(500))
+                else {
+                    continue;
+                };
+                if let Some(slot) = plan.iter().position(|(i, _)| *i == id) {
+                    if conns[slot].is_none() {
+                        tcp::prepare_stream(&s, spec.window, spec.dscp, &spec.tcp)?;
+                        conns[slot] = Some(s);
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for (c, (id, who)) in conns.into_iter().zip(plan) {
+        let Some(s) = c else { continue };
+        match who {
+            Sender::Client => side.tcp_receiver(s, *id, spec.omit.unwrap_or_default())?,
+            Sender::Server => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
+        }
+    }
+    Ok(())
+}
+
+/// What a running test's client is metered by, besides its messages.
+struct Metering {
+    /// Longest the client may say nothing (and send nothing) before it has finished.
+    idle: Duration,
+    /// `--max-rate`, bits/s.
+    max_rate: Option<f64>,
+    /// The streams the client sends (metered against `max_rate`).
+    client_sent: Vec<u8>,
+}
+
+impl Metering {
+    /// Payload bytes received so far on the client's streams, a warm-up's too.
+    fn received(&self, side: &SideRun) -> u64 {
+        side.lives()
+            .iter()
+            .filter(|(id, _)| self.client_sent.contains(id))
+            .map(|(_, live)| live.raw_bytes())
+            .sum()
+    }
+}
+
+/// Runs a started test to its end; `Ok(false)` when the client aborted it.
+fn run_control_loop(
+    mut ctrl: TcpStream,
+    spec: TestSpec,
+    interval_ms: u32,
+    mut side: SideRun,
+    metering: &Metering,
+) -> Result<bool, ProtoError> {
+    let limit = spec.total_duration() + FINISH_SLACK;
+    let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
+    let start = Instant::now();
+    let mut watch = Watch::new(
+        &spec,
+        metering.client_sent.len(),
+        metering.max_rate,
+        metering.idle,
+        start,
+    );
+    let cpu = engine::env::ProcessCpu::start();
+    let interval = (interval_ms > 0).then(|| Duration::from_millis(u64::from(interval_ms)));
+    // The measured time starts after the warm-up (-O); the intervals with it.
+    let omit = spec.omit.unwrap_or_default();
+    let tick_at = |k: u32| tick_end(interval, spec.duration, k).map(|t| omit + t);
+    let mut index = 0u32;
+    let mut client_reports: Option<Vec<StreamReport>> = None;
+    let mut stopped_early = false;
+    let mut last_interval: Option<u32> = None;
+    // Runs until the client has finished and this side's senders are done; keeps reading
+    // the control connection all along (an abort or a vanished client stops the test).
+    while client_reports.is_none() || !side.senders_done() {
+        let now = start.elapsed();
+        if watch.overdue(start + now) {
+            side.abort();
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Timeout,
+                "the client did not finish the test in time".into(),
+            ));
+        }
+        // What the client sends: against the server's limit, and as a sign of life (its
+        // Alive messages may wait behind the data on a saturated path).
+        if watch.meter_due(Instant::now()) {
+            let bytes = metering.received(&side);
+            if let Err((bps, max)) = watch.metered(Instant::now(), bytes) {
+                side.abort();
+                return Err(refuse(
+                    &mut ctrl,
+                    ErrorCode::Limit,
+                    format!(
+                        "the client sent {} on average, more than this server's --max-rate of {} (+10 %): test ended",
+                        model::units::bps(bps),
+                        model::units::bps(max)
+                    ),
+                ));
+            }
+        }
+        // A client that fell silent (stopped, or its host gone) before it finished.
+        if client_reports.is_none() && watch.silent(Instant::now()) {
+            side.abort();
+            return Err(refuse(
+                &mut ctrl,
+                ErrorCode::Timeout,
+                format!(
+                    "the client said nothing for {} s (--idle-timeout): test ended",
+                    watch.idle().as_secs_f64()
+                ),
+            ));
+        }
+        let next_tick = tick_at(index);
+        let wait = next_tick
+            .map(|t| t.saturating_sub(now))
+            .unwrap_or(Duration::from_millis(20))
+            .min(Duration::from_millis(20))
+            .min(limit - now);
+        let got = rx.recv_timeout(wait);
+        if matches!(got, Ok(Ok(_))) {
+            watch.heard(Instant::now());
+        }
+        match got {
+            Ok(Ok(ClientMsg::Alive)) => {}
+            Ok(Ok(ClientMsg::Finish {
+                reports,
+                early,
+                intervals,
+            })) if client_reports.is_none() => {
+                if early {
+                    side.stop_senders();
+                    stopped_early = true;
+                    last_interval = intervals;
+                }
+                client_reports = Some(reports)
+            }
+            Ok(Ok(ClientMsg::Abort { reason })) => {
+                side.abort();
+                tracing::info!("client aborted: {reason}");
+                return Ok(false);
+            }
+            Ok(Ok(other)) => {
+                side.abort();
+                return Err(refuse(
+                    &mut ctrl,
+                    ErrorCode::Protocol,
+                    format!("unexpected {} during a test", other.kind()),
+                ));
+            }
+            Ok(Err(e)) => {
+                side.abort();
+                return Err(e);
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                side.abort();
+                return Err(ProtoError::Closed);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        // The tick at the end is taken at the end, once this side's senders are done (a
+        // receiver's count then leaves out what a queue still holds, as in iperf3).
+        if let Some(t) = next_tick {
+            if start.elapsed() >= t && (t < spec.total_duration() || side.senders_done()) {
+                send_interval(&mut ctrl, &mut index, &side)?;
+            }
+        }
+    }
+    let mut reports = side.join_senders();
+    // The tick at the end (and any the end overtook), now that both sides' senders are
+    // done: what arrives after it (a queue's tail) is in the totals, not in an interval,
+    // as in iperf3. A test stopped early has no more intervals than the client counted,
+    // the last one partial (and no more than the test's duration has).
+    while !stopped_early && tick_at(index).is_some() {
+        send_interval(&mut ctrl, &mut index, &side)?;
+    }
+    while last_interval.is_some_and(|n| index < n) && tick_at(index).is_some() {
+        send_interval(&mut ctrl, &mut index, &side)?;
+    }
+    let expected = sent_counts(client_reports.as_deref().unwrap_or_default());
+    let (quiet, cap) = grace(&spec);
+    reports.extend(side.finish_receivers(&expected, quiet, cap));
+    let tcp = spec.protocol == Protocol::Tcp;
+    let host = ServerHost {
+        cpu: cpu.used(),
+        congestion: tcp
+            .then(|| {
+                spec.tcp
+                    .congestion
+                    .clone()
+                    .or_else(engine::env::tcp_congestion_default)
+            })
+            .flatten(),
+    };
+    messages::fit(&mut reports);
+    write_msg(
+        &mut ctrl,
+        &ServerMsg::Results {
+            reports,
+            host: Some(host),
+        },
+    )?;
+    Ok(true)
+}
+
+/// Sends this side's counters as interval `index` and moves to the next interval.
+fn send_interval(ctrl: &mut TcpStream, index: &mut u32, side: &SideRun) -> Result<(), ProtoError> {
+    write_msg(
+        ctrl,
+        &ServerMsg::Interval {
+            index: *index,
+            streams: side.sample(),
+        },
+    )?;
+    *index += 1;
+    Ok(())
+}
