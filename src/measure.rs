@@ -5,8 +5,8 @@
 
 use anyhow::Result;
 use campaign::jobs;
-use campaign::methods::OnSignal;
-use campaign::request::{ClientRequest, TestRequest};
+use campaign::methods::{OnSignal, TestRequest};
+use campaign::request::ClientRequest;
 
 use crate::output::{
     never, outln, print, print_as, stop_on_signals, stop_on_signals_twice_exits, verdicts,
@@ -59,7 +59,7 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
         OnSignal::StopTwiceExits => stop_on_signals_twice_exits()?,
         OnSignal::Ignore => never(),
     };
-    let r = jobs::run(req, &mut watch, &stop)?;
+    let r = campaign::methods::run(req, &mut watch, &stop)?;
     // Interval rows came before: a blank line between them and the summary.
     if matches!(method.kind(), "client" | "rrul") && !json {
         outln!();

@@ -463,7 +463,7 @@ fn run_bounded(test: &TestRequest, secs: f64) -> (Option<model::results::RunResu
                 }
             })
     };
-    let out = crate::jobs::run(test, &mut crate::Quiet, &stop);
+    let out = crate::methods::run(test, &mut crate::Quiet, &stop);
     let _ = done_tx.send(());
     if let Ok(w) = watchdog {
         let _ = w.join();

@@ -52,6 +52,15 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A server's control address as another host dials it: `HOST:PORT`, `[IPV6]:PORT`.
+pub(crate) fn address(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// `HOST[:PORT]`, `[IPV6]:PORT` or a bare IPv6 address; the port is 5301 when not given.
 ///
 /// # Errors
@@ -164,7 +173,7 @@ impl HostSource {
     pub fn describe(hosts: &[PlanHost]) -> String {
         let names: Vec<String> = hosts
             .iter()
-            .map(|h| format!("{} ({})", h.name, crate::jobs::address(&h.host, h.port)))
+            .map(|h| format!("{} ({})", h.name, address(&h.host, h.port)))
             .collect();
         format!("hosts {}", names.join(", "))
     }
@@ -247,5 +256,12 @@ mod test {
             .stand_in();
         assert_eq!(s.len(), 2);
         assert!(s.iter().all(|h| h.port == 9 && h.key_file.is_some()));
+    }
+
+    #[test]
+    fn addresses_bracket_ipv6() {
+        assert_eq!(address("198.18.1.1", 5301), "198.18.1.1:5301");
+        assert_eq!(address("fd00::1", 5301), "[fd00::1]:5301");
+        assert_eq!(address("agent-0.wb", 7), "agent-0.wb:7");
     }
 }

@@ -11,6 +11,7 @@
 //!   `method` over the runners of [`trials`], labs through `lab`; a result document back;
 //! - [`frames`]: the frames of the raw-frame jobs from what the interfaces say;
 //! - [`plan`]: plans (TOML) checked as a whole before anything runs;
+//! - [`limits`]: a test's own latency limits as verdicts;
 //! - [`verdicts`]: thresholds against the one figure extractor of the results model;
 //! - [`target`]: what a plan runs against: a server of its own on loopback, a host, or a
 //!   lab it builds (with a server in the listener's namespace) and removes;
@@ -29,6 +30,7 @@ pub mod exporter;
 pub mod frames;
 pub mod hosts;
 pub mod jobs;
+pub mod limits;
 pub mod methods;
 pub mod plan;
 pub mod request;

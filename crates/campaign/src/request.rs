@@ -13,6 +13,18 @@ use method::sweep::SweepPlan;
 use model::spec::TestSpec;
 use model::units::FrameRate;
 
+/// How a controller reaches the servers that lend ports (`HOST/IFACE`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Agents {
+    /// Their control port, unless `HOST:PORT/IFACE` says.
+    pub port: u16,
+    /// The key they require (`--raw-ports` needs one).
+    pub key_file: Option<std::path::PathBuf>,
+    /// Their clocks and this host's are synchronised (PTP, NTP): one-way latency between
+    /// hosts is reported.
+    pub synced_clocks: bool,
+}
+
 /// A wirebench server to test against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
@@ -288,7 +300,7 @@ pub enum Rfc2544Path {
         /// Receiving port.
         rx: String,
         /// How to reach the servers of `HOST/IFACE` ports.
-        agents: crate::trials::Agents,
+        agents: Agents,
         /// `rx` turns the frames around and `tx` counts them back (round-trip latency).
         reflect: bool,
     },
@@ -337,7 +349,7 @@ pub struct StreamsRequest {
     /// Interval rows every this long (`None`: none).
     pub interval: Option<Duration>,
     /// Servers whose ports are ends of streams (`HOST/IFACE`).
-    pub agents: crate::trials::Agents,
+    pub agents: Agents,
 }
 
 /// The shaper accuracy matrix (`shaping`).
@@ -359,7 +371,7 @@ pub struct ShapingRequest {
     /// The frames.
     pub frame: FrameRequest,
     /// Servers whose ports `tx` or `rx` name (`HOST/IFACE`).
-    pub agents: crate::trials::Agents,
+    pub agents: Agents,
 }
 
 /// What FRER costs against a control group (`frer compare`).
@@ -403,7 +415,7 @@ pub struct GenRequest {
     /// Generator threads, each with its own sender (and stream) and its share of the rate.
     pub threads: usize,
     /// How to reach the servers of `HOST/IFACE` ports.
-    pub agents: crate::trials::Agents,
+    pub agents: Agents,
 }
 
 /// Capturing test frames on the paths of a redundant network (`frer analyze`).
@@ -418,6 +430,3 @@ pub struct AnalyzeRequest {
     /// Receive backend.
     pub backend: FrameBackend,
 }
-
-/// A test a plan can hold, with its method (see [`crate::methods`]).
-pub use crate::methods::TestRequest;

@@ -262,7 +262,9 @@ impl Run<'_> {
         let ns = on_talker.then(|| setup.client_ns()).flatten();
         let stop = &self.stop;
         let outcome = self.commands.test(&argv).map_err(usage).and_then(|req| {
-            engine::frameio::in_netns(ns.as_deref(), || crate::jobs::run(&req, &mut Quiet, stop))?
+            engine::frameio::in_netns(ns.as_deref(), || {
+                crate::methods::run(&req, &mut Quiet, stop)
+            })?
         });
         entry.duration_s = started.elapsed().as_secs_f64();
         if let (Some(before), Some(lab)) = (&before, setup.lab()) {

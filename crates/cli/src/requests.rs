@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
+use campaign::methods::TestRequest;
 use campaign::plan::Commands;
 use campaign::request::{
     AnalyzeRequest, BlocksizeRequest, ClientRequest, Connect, FrameBackend, FrameProto,
     FrameRequest, FrerCompareRequest, GenRequest, IpFamily, LatencyRequest, MeshHost, MeshRequest,
     NicMatrixRequest, Rfc2544Path, Rfc2544Request, Rfc2544Test, RrulRequest, Server,
-    ShapingRequest, StreamsRequest, SweepRequest, TestRequest,
+    ShapingRequest, StreamsRequest, SweepRequest,
 };
 use campaign::Error;
 use clap::Parser as _;
@@ -320,7 +321,7 @@ pub fn rfc2544(a: &cli::Rfc2544Args) -> Result<Rfc2544Request, Error> {
         (None, Some(tx), Some(rx)) => Rfc2544Path::Ports {
             tx: tx.clone(),
             rx: rx.clone(),
-            agents: campaign::trials::Agents {
+            agents: campaign::request::Agents {
                 port: a.port,
                 key_file: a.auth_key_file.clone(),
                 synced_clocks: a.synced_clocks,
@@ -383,7 +384,7 @@ pub fn streams(a: &cli::StreamsArgs) -> Result<StreamsRequest, Error> {
         lab,
         backend: backend(a.backend),
         interval: (!a.interval.is_zero()).then_some(a.interval),
-        agents: campaign::trials::Agents {
+        agents: campaign::request::Agents {
             port: a.port,
             key_file: a.auth_key_file.clone(),
             synced_clocks: false,
@@ -401,7 +402,7 @@ pub fn shaping(a: &cli::ShapingArgs) -> ShapingRequest {
         dut_cmd: a.dut_cmd.clone(),
         duration: a.duration,
         frame: frame(&a.frame),
-        agents: campaign::trials::Agents {
+        agents: campaign::request::Agents {
             port: a.port,
             key_file: a.auth_key_file.clone(),
             synced_clocks: false,
@@ -437,7 +438,7 @@ pub fn gen(a: &cli::GenArgs) -> GenRequest {
         frame: frame(&a.frame),
         interval: (!a.interval.is_zero()).then_some(a.interval),
         threads: usize::from(a.threads),
-        agents: campaign::trials::Agents {
+        agents: campaign::request::Agents {
             port: control::DEFAULT_PORT,
             key_file: a.auth_key_file.clone(),
             synced_clocks: a.synced_clocks,

@@ -51,7 +51,7 @@ pub fn gen(req: &GenRequest, stop: &Arc<AtomicBool>) -> Result<RunResult, Error>
     let sides = std::iter::once((req.port.clone(), tx_ep.clone()))
         .chain(req.rx.clone().zip(rx_ep.clone()))
         .collect();
-    super::recorded(sides, || send(req, stop, &tx_ep, rx_ep.as_ref()))
+    super::record::recorded(sides, || send(req, stop, &tx_ep, rx_ep.as_ref()))
 }
 
 /// `gen` with a port of a wirebench server (`HOST/IFACE`): one generator thread, counted

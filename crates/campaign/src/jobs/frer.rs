@@ -69,7 +69,7 @@ impl FrerLabs<'_> {
             },
             ..udp.clone()
         };
-        super::client(&at, &mut Quiet, stop)
+        super::socket::client(&at, &mut Quiet, stop)
     }
 }
 
@@ -152,10 +152,10 @@ impl Groups for FrerLabs<'_> {
         let mut runs = Vec::new();
         for (i, per) in per.iter_mut().enumerate() {
             let r = engine::frameio::in_netns(ns.as_deref(), || match i {
-                0 => super::client(&tcp, &mut Quiet, stop),
+                0 => super::socket::client(&tcp, &mut Quiet, stop),
                 1 if a.udp == UdpLoad::ZeroLoss => Self::zero_loss(a, stop, &udp),
-                1 => super::client(&udp, &mut Quiet, stop),
-                _ => super::latency(&latency, stop),
+                1 => super::socket::client(&udp, &mut Quiet, stop),
+                _ => super::socket::latency(&latency, stop),
             })??;
             runs.push(r);
             let now = lab::relay::state::Snapshot::settled(&name, "merge");

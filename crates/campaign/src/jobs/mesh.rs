@@ -15,17 +15,9 @@ use model::results::RunResult;
 use model::spec::Protocol;
 use model::units::bps;
 
+use crate::hosts::address;
 use crate::request::{Connect, MeshHost, MeshRequest};
 use crate::{usage, Error, Watch};
-
-/// A server's control address as another host dials it: `HOST:PORT`, `[IPV6]:PORT`.
-pub(crate) fn address(host: &str, port: u16) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
 
 /// The test of one pair, asked of the source's server; with the source's boot id when
 /// it said it. `stop` (Ctrl-C) ends it: the source's server stops when its controller
@@ -285,12 +277,5 @@ mod test {
             note.starts_with("hosts on one machine (one boot id): a, c; b, d;"),
             "{note}"
         );
-    }
-
-    #[test]
-    fn addresses_bracket_ipv6() {
-        assert_eq!(address("198.18.1.1", 5301), "198.18.1.1:5301");
-        assert_eq!(address("fd00::1", 5301), "[fd00::1]:5301");
-        assert_eq!(address("agent-0.wb", 7), "agent-0.wb:7");
     }
 }

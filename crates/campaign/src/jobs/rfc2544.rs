@@ -94,7 +94,7 @@ fn latency_verdicts(rep: &Rfc2544Report, limits: &[(f64, f64)], band: Option<f64
             q => h.as_ref().and_then(|h| h.percentile_us(q)),
         };
         let at = format!("{} bytes", l.frame_len);
-        out.extend(crate::verdicts::latency_limits(&at, limits, band, value));
+        out.extend(crate::limits::latency_limits(&at, limits, band, value));
     }
     out
 }

@@ -344,7 +344,7 @@ pub fn latency(req: &LatencyRequest, stop: &Arc<AtomicBool>) -> Result<RunResult
             q => h.as_ref().and_then(|h| h.percentile_us(q)),
         };
         let at = format!("{} bytes", row.size);
-        r.verdicts.extend(crate::verdicts::latency_limits(
+        r.verdicts.extend(crate::limits::latency_limits(
             &at,
             &req.latency_limits,
             req.marginal_band,

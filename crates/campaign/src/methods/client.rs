@@ -9,7 +9,8 @@ use model::results::figures::{figures, Figure};
 use model::results::RunResult;
 use model::units::Fixed;
 
-use super::{shared, Method, OnSignal, ThresholdMetric};
+use super::method::{Method, OnSignal, ThresholdMetric};
+use super::shared;
 use crate::request::ClientRequest;
 use crate::{Error, Watch};
 

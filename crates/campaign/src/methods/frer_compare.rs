@@ -9,7 +9,8 @@ use model::results::figures::{figures, Figure};
 use model::results::RunResult;
 use model::units::Fixed;
 
-use super::{shared, Argv, Method, OnSignal, ThresholdMetric};
+use super::method::{Argv, Method, OnSignal, ThresholdMetric};
+use super::shared;
 use crate::request::FrerCompareRequest;
 use crate::{Error, Watch};
 

@@ -10,7 +10,8 @@ use model::results::figures::{figures, Figure};
 use model::results::RunResult;
 use model::units::Fixed;
 
-use super::{shared, Method, ThresholdMetric};
+use super::method::{Method, ThresholdMetric};
+use super::shared;
 use crate::request::LatencyRequest;
 use crate::{Error, Watch};
 

@@ -9,7 +9,8 @@ use model::results::figures::{figures, Figure, Named, Unit};
 use model::results::RunResult;
 use model::units::Fixed;
 
-use super::{shared, Argv, Hosts, Method, OnSignal, ThresholdMetric};
+use super::method::{Argv, Hosts, Method, OnSignal, ThresholdMetric};
+use super::shared;
 use crate::hosts::PlanHost;
 use crate::request::MeshRequest;
 use crate::{Error, Watch};
@@ -59,7 +60,7 @@ impl Method for Mesh {
         };
         let mut words: Vec<String> = chosen
             .iter()
-            .map(|h| format!("{}={}", h.name, crate::jobs::address(&h.host, h.port)))
+            .map(|h| format!("{}={}", h.name, crate::hosts::address(&h.host, h.port)))
             .collect();
         let key = chosen.first().and_then(|h| h.key_file.as_ref());
         if let Some(k) = key.filter(|_| !a.has("--auth-key-file")) {

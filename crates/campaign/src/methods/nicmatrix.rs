@@ -10,7 +10,8 @@ use model::results::figures::{figures, Figure};
 use model::results::RunResult;
 use model::units::Fixed;
 
-use super::{shared, Argv, Hosts, Method, OnSignal, ThresholdMetric};
+use super::method::{Argv, Hosts, Method, OnSignal, ThresholdMetric};
+use super::shared;
 use crate::request::NicMatrixRequest;
 use crate::{Error, Watch};
 

@@ -10,7 +10,8 @@ use model::results::figures::{figures, Figure};
 use model::results::RunResult;
 use model::units::Fixed;
 
-use super::{shared, Argv, Method, ThresholdMetric};
+use super::method::{Argv, Method, ThresholdMetric};
+use super::shared;
 use crate::request::{Rfc2544Path, Rfc2544Request};
 use crate::{Error, Watch};
 

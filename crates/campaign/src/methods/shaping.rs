@@ -10,7 +10,8 @@ use model::results::figures::{figures, Figure, Named, Unit};
 use model::results::RunResult;
 use model::units::Fixed;
 
-use super::{shared, Method, OnSignal, ThresholdMetric};
+use super::method::{Method, OnSignal, ThresholdMetric};
+use super::shared;
 use crate::request::ShapingRequest;
 use crate::{Error, Watch};
 

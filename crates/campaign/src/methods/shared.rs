@@ -5,7 +5,7 @@
 
 use model::results::figures::Unit;
 
-use super::ThresholdMetric;
+use super::method::ThresholdMetric;
 
 const fn metric(name: &'static str, unit: Unit) -> ThresholdMetric {
     ThresholdMetric { name, unit }

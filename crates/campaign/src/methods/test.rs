@@ -13,6 +13,7 @@ use serde_json::json;
 use super::*;
 use crate::plan::{Commands, Plan};
 use crate::verdicts::{evaluate, Outcome};
+use crate::{Error, Watch};
 
 // ---- A toy method: everything it needs is in this block and the list below. ----
 
@@ -207,7 +208,7 @@ fn a_toy_method_needs_only_its_module_and_one_line() {
     for t in &plan.tests {
         let req = ToyCommands.test(&t.argv(&ctx)).expect("request");
         assert_eq!(req.kind(), "toy");
-        let r = crate::jobs::run(&req, &mut crate::Quiet, &stop).expect("the toy runs");
+        let r = crate::methods::run(&req, &mut crate::Quiet, &stop).expect("the toy runs");
         results.push(r);
     }
     let outcomes: Vec<Outcome<'_>> = plan

@@ -12,21 +12,9 @@ use std::time::Duration;
 use control::rawport::{RawAgent, RawOpenRequest};
 use engine::raw::{RawTrialSpec, Reception, Reflected, Sending};
 
-use crate::request::{FrameBackend, Server};
+use crate::request::{Agents, FrameBackend, Server};
 use crate::trials::server::client_config;
 use crate::Error;
-
-/// How a controller reaches the servers that lend ports (`HOST/IFACE`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Agents {
-    /// Their control port, unless `HOST:PORT/IFACE` says.
-    pub port: u16,
-    /// The key they require (`--raw-ports` needs one).
-    pub key_file: Option<std::path::PathBuf>,
-    /// Their clocks and this host's are synchronised (PTP, NTP): one-way latency between
-    /// hosts is reported.
-    pub synced_clocks: bool,
-}
 
 impl Agents {
     /// Opens port `iface` of the server at `host`.

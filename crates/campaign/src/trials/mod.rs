@@ -5,8 +5,9 @@
 //! - `raw.rs`: two raw ports ([`RawTrial`]), of this host or lent by servers;
 //! - `agents.rs`: the servers that lend their raw ports (`HOST/IFACE`, [`Agents`]);
 //! - `shaper.rs`: a shaper whose rate a method sets between trials ([`ShaperDut`]);
-//! - `streams.rs`: every stream of a profile at once ([`StreamsRun`]), with its ends and
-//!   frames in `streams_ends.rs`.
+//! - `streams.rs`: every stream of a profile at once ([`StreamsRun`], given in
+//!   `streams_run.rs` with its streams' rules), with its ends and frames in
+//!   `streams_ends.rs`.
 //!
 //! Each returns the method's trial data directly from what the engine and the control
 //! client measured. Where a runner meets I/O there is one narrow seam ([`TestServer`] for a
@@ -23,15 +24,16 @@ mod server;
 mod shaper;
 mod streams;
 mod streams_ends;
+mod streams_run;
 
 #[cfg(test)]
 mod fakes;
 
-pub use agents::Agents;
+pub use crate::request::Agents;
 pub use raw::RawTrial;
 pub use server::{
     base_spec, client_config, client_config_with, ServerOutcome, ServerTrial, TestServer,
     UDP_FRAME_OVERHEAD,
 };
 pub use shaper::ShaperDut;
-pub use streams::{check_server_stream, server_of, StreamsRun};
+pub use streams_run::{check_server_stream, server_of, StreamsRun};

@@ -21,8 +21,9 @@ use wire::frame::FrameSpec;
 use wire::linerate::LineRate;
 
 use crate::frames::{self, test_id};
+use crate::request::Agents;
 use crate::request::{FrameBackend, FrameRequest};
-use crate::trials::agents::{agent_addresses, backend_name, Agents, LentPort};
+use crate::trials::agents::{agent_addresses, backend_name, LentPort};
 use crate::{usage, Error};
 
 /// Where a trial's frames leave: a port of this host or one a server lends.

@@ -15,7 +15,7 @@ use wire::testhdr::TestHeaderRepr;
 
 use crate::frames;
 use crate::trials::agents::{agent_addresses, backend_name};
-use crate::trials::streams::{stream_request, StreamsRun};
+use crate::trials::streams_run::{stream_request, StreamsRun};
 use crate::{usage, Error};
 
 /// A stream's frames: per distinct size, the size, the frame and where to patch it.

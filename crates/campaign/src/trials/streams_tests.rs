@@ -7,8 +7,11 @@ use std::net::{IpAddr, Ipv4Addr};
 use model::spec::Rate;
 
 use super::*;
+use crate::request::{Agents, FrameBackend};
 use crate::trials::fakes::{latency, summary, FakeServer};
 use crate::trials::streams_ends::{l2_templates, l4_templates, refuse_past_longest};
+use crate::trials::streams_run::stream_request;
+use method::streams::StreamProto;
 
 /// Streams of every kind: raw TCP with a size pattern, a server's UDP stream, raw
 /// EtherType frames with a VLAN tag.

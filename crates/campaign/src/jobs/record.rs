@@ -1,0 +1,60 @@
+//! What every job's result records of the interfaces it used: their state when it started
+//! and what the host counted on them while it ran, found from the test's server or its
+//! raw ports.
+
+use std::net::ToSocketAddrs;
+
+use engine::frameio::{in_netns, Endpoint};
+use model::results::RunResult;
+
+use crate::request::Server;
+use crate::Error;
+
+/// Runs `job` and adds to its result the state of the interfaces `sides` (role, port)
+/// when it started and what the host counted on them while it ran; an interface that
+/// cannot be read is left out.
+pub(crate) fn recorded(
+    sides: Vec<(String, Endpoint)>,
+    job: impl FnOnce() -> Result<RunResult, Error>,
+) -> Result<RunResult, Error> {
+    let watched: Vec<_> = sides
+        .into_iter()
+        .filter_map(|(role, ep)| {
+            let iface = ep.iface.clone();
+            in_netns(ep.netns.as_deref(), move || {
+                let state = engine::nic::state(&role, &iface).ok()?;
+                Some((state, engine::nic::ActivityProbe::start(&role, &iface)))
+            })
+            .ok()
+            .flatten()
+        })
+        .collect();
+    let mut r = job()?;
+    for (state, probe) in watched {
+        r.interfaces.push(state);
+        r.activity.push(probe.finish());
+    }
+    if r.command == "blocksize" {
+        r.notes.extend(super::nic::virtual_note(&r.interfaces));
+    }
+    Ok(r)
+}
+
+/// The interface toward a test's server, as (`local`, port); none when the server's
+/// address or its route cannot be found.
+pub(crate) fn server_side(s: &Server) -> Vec<(String, Endpoint)> {
+    let Some(ip) = (s.host.as_str(), s.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .map(|a| a.ip())
+    else {
+        return vec![];
+    };
+    lab::probe::route_interface(&mut lab::SystemRunner, None, ip)
+        .map(|iface| {
+            let ep = Endpoint { netns: None, iface };
+            vec![("local".to_owned(), ep)]
+        })
+        .unwrap_or_default()
+}

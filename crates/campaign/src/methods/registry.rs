@@ -1,0 +1,137 @@
+//! The registry: every standard method on one line ([`ALL`]), a set of methods to look
+//! kinds, threshold metrics and figures up in ([`Methods`]), and running any request
+//! through its method ([`run`]).
+
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use model::results::figures::Figure;
+use model::results::RunResult;
+
+use super::method::{Registered, TestRequest, ThresholdMetric};
+use super::{
+    blocksize, client, frer_compare, latency, mesh, nicmatrix, rfc2544, rrul, shaping, streams,
+    sweep,
+};
+use crate::{Error, Watch};
+
+/// Every method, in the order plans list their kinds and the figures of a result are
+/// read. A new method is its module and one line here.
+pub static ALL: &[&dyn Registered] = &[
+    &client::Client,
+    &sweep::Sweep,
+    &blocksize::Blocksize,
+    &latency::Latency,
+    &rrul::Rrul,
+    &mesh::Mesh,
+    &rfc2544::Rfc2544,
+    &streams::Streams,
+    &shaping::Shaping,
+    &frer_compare::FrerCompare,
+    &nicmatrix::NicMatrix,
+];
+
+/// The method of a plan's `kind` (or a result's `command`), among the standard ones.
+pub fn find(kind: &str) -> Option<&'static dyn Registered> {
+    Methods::STANDARD.find(kind)
+}
+
+/// The figures of `r` by the standard methods: see [`Methods::figures`].
+pub fn figures(r: &RunResult) -> Vec<Figure> {
+    Methods::STANDARD.figures(r)
+}
+
+/// Runs any test a plan can hold through its method, and records the interfaces it used:
+/// their state when it started, and what the host counted on them while it ran.
+///
+/// # Errors
+/// The method's.
+pub fn run(
+    req: &TestRequest,
+    watch: &mut dyn Watch,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Error> {
+    let method = req.method();
+    crate::jobs::recorded(method.sides(req), || method.run(req, watch, stop))
+}
+
+/// A set of methods: the standard ones ([`ALL`]), or a list of one's own (a unit test's
+/// toy method beside them). Plans, thresholds and comparisons look methods up here.
+#[derive(Clone, Copy)]
+pub struct Methods(&'static [&'static dyn Registered]);
+
+impl Methods {
+    /// The methods of [`ALL`].
+    pub const STANDARD: Methods = Methods(ALL);
+
+    /// The methods of `list`.
+    pub fn new(list: &'static [&'static dyn Registered]) -> Self {
+        Self(list)
+    }
+
+    /// Every method, in order.
+    pub fn iter(self) -> impl Iterator<Item = &'static dyn Registered> {
+        self.0.iter().copied()
+    }
+
+    /// The method of a plan's `kind` (or a result's `command`, `frer compare` as
+    /// `frer-compare`).
+    pub fn find(self, kind: &str) -> Option<&'static dyn Registered> {
+        let kind = kind.replace(' ', "-");
+        self.iter().find(|m| m.kind() == kind)
+    }
+
+    /// The kinds a plan may name, for error messages: `client, sweep, ...`.
+    pub fn kinds(self) -> String {
+        let names: Vec<&str> = self.iter().map(|m| m.kind()).collect();
+        names.join(", ")
+    }
+
+    /// The threshold metric of a plan's name, when a method declares it.
+    pub fn threshold(self, name: &str) -> Option<ThresholdMetric> {
+        self.iter()
+            .flat_map(|m| m.thresholds())
+            .find(|t| t.name == name)
+            .copied()
+    }
+
+    /// The threshold metric names a plan may use, each once, in the methods' order.
+    pub fn threshold_names(self) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for t in self.iter().flat_map(|m| m.thresholds()) {
+            if !names.contains(&t.name) {
+                names.push(t.name);
+            }
+        }
+        names.join(", ")
+    }
+
+    /// The figures of `r`: its method's (found by the result's `command`), or those of
+    /// the results model's shared parts for a document no method makes (`gen`, `frer
+    /// analyze`).
+    pub fn figures(self, r: &RunResult) -> Vec<Figure> {
+        match self.find(&r.command) {
+            Some(m) => m.figures(r),
+            None => model::results::figures::figures(r),
+        }
+    }
+}
+
+impl PartialEq for Methods {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|(a, b)| a.kind() == b.kind())
+    }
+}
+
+impl fmt::Debug for Methods {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.iter().map(|m| m.kind()))
+            .finish()
+    }
+}
