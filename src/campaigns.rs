@@ -161,8 +161,24 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
 fn templates(dir: Option<&std::path::Path>) -> Result<report::campaign::Templates> {
     match dir {
         None => Ok(report::campaign::Templates::builtin()),
-        Some(d) => report::campaign::Templates::from_dir(d)
-            .map_err(|e| usage(format!("--template {}: {e}", d.display()))),
+        Some(d) => {
+            let refused = |what: &std::path::Path, e: &dyn std::fmt::Display| {
+                usage(format!("--template {}: {}: {e}", d.display(), what.display()))
+            };
+            std::fs::read_dir(d).map_err(|e| refused(d, &e))?;
+            let read = |name: &str| -> Result<Option<String>> {
+                let path = d.join(name);
+                if !path.exists() {
+                    return Ok(None);
+                }
+                std::fs::read_to_string(&path)
+                    .map(Some)
+                    .map_err(|e| refused(&path, &e))
+            };
+            let [md, html] = report::campaign::Templates::FILES;
+            report::campaign::Templates::from_sources(d, read(md)?, read(html)?)
+                .map_err(|e| usage(format!("--template {}: {e}", d.display())))
+        }
     }
 }
 

@@ -18,7 +18,7 @@
 //! HTML templates escape text as the built-in layout does (`& < > "`); tables, charts and
 //! the banner arrive as HTML. Markdown templates have the `md` filter (escapes `|`, joins
 //! lines). What it does not do: compute anything (the tables, charts and findings are built
-//! before), or load templates from anywhere but the given directory.
+//! before), or read files (the caller reads a user's templates and gives their text).
 
 use std::path::{Path, PathBuf};
 
@@ -91,33 +91,19 @@ impl Templates {
         Templates { env, dir: None }
     }
 
-    /// The templates of `dir` (`report.md`, `report.html`), each one the directory lacks
-    /// built in. Every template is checked here: a syntax error names its file and line.
+    /// A user's templates as read from `dir` (`--template DIR`): the sources of
+    /// `report.md` and `report.html` it holds, each one it lacks built in. Every template
+    /// is checked here: a syntax error names its file and line. The caller reads the
+    /// files; this reads none.
     ///
     /// # Errors
-    /// `dir` is not a readable directory, or holds neither template, or a template does
-    /// not compile.
-    pub fn from_dir(dir: &Path) -> Result<Templates, TemplateError> {
-        let read = |path: PathBuf| {
-            std::fs::read_to_string(&path).map_err(|source| TemplateError::Read { path, source })
-        };
-        std::fs::read_dir(dir).map_err(|source| TemplateError::Read {
-            path: dir.to_owned(),
-            source,
-        })?;
-        let mut env = environment();
-        let mut found = 0;
-        for (name, builtin) in [(MARKDOWN, BUILTIN_MARKDOWN), (HTML, BUILTIN_HTML)] {
-            let path = dir.join(name);
-            let source = if path.exists() {
-                found += 1;
-                read(path)?
-            } else {
-                builtin.to_owned()
-            };
-            env.add_template_owned(name, source)?;
-        }
-        if found == 0 {
+    /// `dir` held neither template, or a template does not compile.
+    pub fn from_sources(
+        dir: &Path,
+        markdown: Option<String>,
+        html: Option<String>,
+    ) -> Result<Templates, TemplateError> {
+        if markdown.is_none() && html.is_none() {
             return Err(TemplateError::Read {
                 path: dir.to_owned(),
                 source: std::io::Error::new(
@@ -126,11 +112,21 @@ impl Templates {
                 ),
             });
         }
+        let mut env = environment();
+        for (name, given, builtin) in [
+            (MARKDOWN, markdown, BUILTIN_MARKDOWN),
+            (HTML, html, BUILTIN_HTML),
+        ] {
+            env.add_template_owned(name, given.unwrap_or_else(|| builtin.to_owned()))?;
+        }
         Ok(Templates {
             env,
             dir: Some(dir.to_owned()),
         })
     }
+
+    /// The file names a user's template directory may hold: `report.md`, `report.html`.
+    pub const FILES: [&'static str; 2] = [MARKDOWN, HTML];
 
     /// Where the user's templates came from (none: all built in).
     pub fn dir(&self) -> Option<&Path> {
