@@ -163,7 +163,11 @@ fn templates(dir: Option<&std::path::Path>) -> Result<report::campaign::Template
         None => Ok(report::campaign::Templates::builtin()),
         Some(d) => {
             let refused = |what: &std::path::Path, e: &dyn std::fmt::Display| {
-                usage(format!("--template {}: {}: {e}", d.display(), what.display()))
+                usage(format!(
+                    "--template {}: {}: {e}",
+                    d.display(),
+                    what.display()
+                ))
             };
             std::fs::read_dir(d).map_err(|e| refused(d, &e))?;
             let read = |name: &str| -> Result<Option<String>> {

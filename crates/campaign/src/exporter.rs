@@ -18,9 +18,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use control::http::{Request, Response};
+use model::clock::Clock;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -429,7 +430,7 @@ impl Exporter {
         }
         self.running_gauge.inc();
         let _slot = Slot(self);
-        let started = Instant::now();
+        let started = engine::clock::RealClock::new();
         let (result, success) = run_bounded(&test, ask.secs);
         let outcome = if success { "success" } else { "failure" };
         self.probes
@@ -441,7 +442,7 @@ impl Exporter {
         let body = report::openmetrics::probe(&report::openmetrics::Probe {
             result: result.as_ref(),
             success,
-            duration_s: started.elapsed().as_secs_f64(),
+            duration_s: started.mono().as_secs_f64(),
         });
         control::metrics::exposition(req, body)
     }

@@ -330,8 +330,7 @@ fn bad_hosts_name_the_test_and_line() {
             "hosts: the plan has no [[host]]",
         ),
         (
-            "hosts_from = \"dns:x\"\n[[test]]\nkind = \"mesh\"\nhosts = [\"a\", \"b\"]\n"
-                .into(),
+            "hosts_from = \"dns:x\"\n[[test]]\nkind = \"mesh\"\nhosts = [\"a\", \"b\"]\n".into(),
             "hosts from DNS have no names",
         ),
         (
@@ -339,9 +338,7 @@ fn bad_hosts_name_the_test_and_line() {
             "line 1: hosts_from = 'x': give dns:NAME",
         ),
         (
-            "hosts_from = \"dns:x\"\n".to_owned()
-                + &host("a", "")
-                + "[[test]]\nkind = \"mesh\"\n",
+            "hosts_from = \"dns:x\"\n".to_owned() + &host("a", "") + "[[test]]\nkind = \"mesh\"\n",
             "not both",
         ),
         (

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use lab::relay::state::{frer_paths, Snapshot};
+use model::clock::Clock;
 use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
 use model::results::Verdict;
 use report::campaign::Templates;
@@ -258,7 +259,7 @@ impl Run<'_> {
         };
         progress.started(entry);
         let before = setup.lab().and_then(relays);
-        let started = std::time::Instant::now();
+        let started = engine::clock::RealClock::new();
         let ns = on_talker.then(|| setup.client_ns()).flatten();
         let stop = &self.stop;
         let outcome = self.commands.test(&argv).map_err(usage).and_then(|req| {
@@ -266,7 +267,7 @@ impl Run<'_> {
                 crate::methods::run(&req, &mut Quiet, stop)
             })?
         });
-        entry.duration_s = started.elapsed().as_secs_f64();
+        entry.duration_s = started.mono().as_secs_f64();
         if let (Some(before), Some(lab)) = (&before, setup.lab()) {
             if let Some(after) = relays_settled(lab) {
                 if let (Some(split), Some(merge)) =

@@ -34,6 +34,10 @@ impl Clock for RealClock {
         self.start.elapsed()
     }
 
+    fn sleep(&self, d: std::time::Duration) {
+        std::thread::sleep(d);
+    }
+
     /// A system clock set before 1970 reads as [`UnixNanos::EPOCH`].
     fn wall(&self) -> UnixNanos {
         SystemTime::now()

@@ -14,7 +14,7 @@
 //! `wall` and `mono` of the real clock are read separately and may step apart (NTP slews or steps
 //! `CLOCK_REALTIME`, never `mono`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,6 +81,38 @@ pub trait Clock: Send + Sync {
 
     /// Realtime (`CLOCK_REALTIME`), as written into packets and compared with kernel timestamps.
     fn wall(&self) -> UnixNanos;
+
+    /// Lets `d` pass: the real clock sleeps the calling thread, a virtual clock moves
+    /// forward by `d` at once (so a loop that waits runs without waiting in a test).
+    fn sleep(&self, d: Duration);
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The clock reached the time waited for.
+    Reached,
+    /// The stop flag was raised first.
+    Stopped,
+}
+
+/// The longest single sleep of [`wait_until`]: how late a stop is seen at most.
+pub const WAIT_STEP: Duration = Duration::from_millis(20);
+
+/// Waits until `clock`'s monotonic time reaches `until` (a time already reached is
+/// reached, stop or not), or until `stop` is raised, in sleeps of at most [`WAIT_STEP`]: the one waiting loop of the program, for a start
+/// time, a deadline between retries, a phase of a test.
+pub fn wait_until(clock: &dyn Clock, until: Duration, stop: &AtomicBool) -> Waited {
+    loop {
+        let now = clock.mono();
+        if now >= until {
+            return Waited::Reached;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Waited::Stopped;
+        }
+        clock.sleep((until - now).min(WAIT_STEP));
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
@@ -89,6 +121,9 @@ impl<C: Clock + ?Sized> Clock for &C {
     }
     fn wall(&self) -> UnixNanos {
         (**self).wall()
+    }
+    fn sleep(&self, d: Duration) {
+        (**self).sleep(d)
     }
 }
 
@@ -99,6 +134,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn wall(&self) -> UnixNanos {
         (**self).wall()
     }
+    fn sleep(&self, d: Duration) {
+        (**self).sleep(d)
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Box<C> {
@@ -107,6 +145,9 @@ impl<C: Clock + ?Sized> Clock for Box<C> {
     }
     fn wall(&self) -> UnixNanos {
         (**self).wall()
+    }
+    fn sleep(&self, d: Duration) {
+        (**self).sleep(d)
     }
 }
 
@@ -165,6 +206,10 @@ impl Clock for VirtualClock {
                 .0
                 .saturating_add(self.mono_ns.load(Ordering::Acquire)),
         )
+    }
+
+    fn sleep(&self, d: Duration) {
+        self.advance(d);
     }
 }
 
@@ -243,5 +288,22 @@ mod tests {
         }
         assert_eq!(read(&*clock), Duration::from_nanos(2000));
         assert_eq!(read(Arc::clone(&clock)), Duration::from_nanos(2000));
+    }
+
+    #[test]
+    fn waiting_ends_at_its_time_or_at_a_stop() {
+        let clock = VirtualClock::new(UnixNanos(0));
+        let stop = AtomicBool::new(false);
+        let until = Duration::from_millis(250);
+        assert_eq!(wait_until(&clock, until, &stop), Waited::Reached);
+        assert_eq!(clock.mono(), until, "no later than asked");
+        // Already past: no sleep at all.
+        assert_eq!(wait_until(&clock, Duration::ZERO, &stop), Waited::Reached);
+        assert_eq!(clock.mono(), until);
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(wait_until(&clock, until * 10, &stop), Waited::Stopped);
+        assert_eq!(clock.mono(), until, "a raised stop ends the wait at once");
+        // A time already reached is reached, stop or not.
+        assert_eq!(wait_until(&clock, until, &stop), Waited::Reached);
     }
 }

@@ -6,10 +6,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Instant;
 
 use control::client::Session;
 use method::mesh::{MeshSchedule, Pair};
+use model::clock::Clock;
 use model::results::mesh::{MeshCell, MeshHost as HostOut, MeshReport};
 use model::results::RunResult;
 use model::spec::Protocol;
@@ -27,7 +27,8 @@ fn pair(
     (from, to): (&MeshHost, &MeshHost),
     stop: &Arc<AtomicBool>,
 ) -> (MeshCell, Option<String>) {
-    let started = Instant::now();
+    // Its clock starts now: its mono() is the pair's time so far.
+    let started = engine::clock::RealClock::new();
     let reached = address(&from.server.host, from.server.port);
     let mut boot_id = None;
     let result = crate::trials::client_config_with(&from.server, &Connect::default())
@@ -65,7 +66,7 @@ fn pair(
         summary,
         error,
         connection,
-        duration_s: started.elapsed().as_secs_f64(),
+        duration_s: started.mono().as_secs_f64(),
     };
     (cell, boot_id)
 }

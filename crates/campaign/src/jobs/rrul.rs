@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use control::client::{IntervalSample, Session};
 use engine::udp::PacedPings;
-use model::clock::{Clock, UnixNanos};
+use model::clock::{wait_until, Clock, UnixNanos};
 use model::results::rrul::RrulResult;
 use model::results::{IntervalRow, LatencyKind, LatencyUs, RunResult};
 use model::spec::{Direction, Protocol, TestSpec};
@@ -31,14 +31,8 @@ const MAX_STORED_PINGS: usize = 10_000;
 
 /// Sleeps `d`, or less when `stop` is set.
 fn idle(d: Duration, stop: &AtomicBool) {
-    let until = std::time::Instant::now() + d;
-    while !stop.load(Ordering::Relaxed) {
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        std::thread::sleep(left.min(Duration::from_millis(20)));
-    }
+    let clock = engine::clock::RealClock::new();
+    wait_until(&clock, d, stop);
 }
 
 /// Runs the test; interval rows of the load go to `watch`.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use control::rawport::{RawAgent, RawOpenRequest};
 use engine::raw::{RawTrialSpec, Reception, Reflected, Sending};
+use model::clock::Clock;
 
 use crate::request::{Agents, FrameBackend, Server};
 use crate::trials::server::client_config;
@@ -39,14 +40,15 @@ impl Agents {
         };
         // A port the previous command just let go of may still be held for a moment while
         // its session winds down on the server: a busy port is asked again for 3 s.
-        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        let clock = engine::clock::RealClock::new();
+        let deadline = Duration::from_secs(3);
         loop {
             match RawAgent::open(&cfg, &label, &req) {
                 Err(control::ProtoError::Refused {
                     code: control::messages::ErrorCode::Busy,
                     ..
-                }) if std::time::Instant::now() < deadline && !stop.load(Ordering::Relaxed) => {
-                    std::thread::sleep(Duration::from_millis(100));
+                }) if clock.mono() < deadline && !stop.load(Ordering::Relaxed) => {
+                    clock.sleep(Duration::from_millis(100));
                 }
                 r => return r.map_err(|e| Error::from(e).context(&label)),
             }

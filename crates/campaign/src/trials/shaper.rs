@@ -11,6 +11,7 @@ use std::time::Duration;
 use lab::shaper::ClassStats;
 use lab::{Cmd, LabError, Runner};
 use method::Dut;
+use model::clock::Clock;
 
 use crate::{usage, Error};
 
@@ -80,13 +81,14 @@ impl ShaperDut {
     fn drain_with(
         &mut self,
         runner: &mut dyn Runner,
+        clock: &dyn Clock,
         poll: Duration,
     ) -> Result<Option<Duration>, Error> {
         let ShaperDut::Lab { lab, .. } = self else {
             return Ok(None);
         };
         let lab = lab.clone();
-        let start = std::time::Instant::now();
+        let start = clock.mono();
         let queued = |runner: &mut dyn Runner| -> Result<u64, Error> {
             let classes = lab::shaper::classes(&lab, runner)?;
             Ok(classes.iter().map(|c| c.backlog_packets).sum())
@@ -99,14 +101,14 @@ impl ShaperDut {
             "opening the shaper to empty its queue".into()
         })?;
         while queued(runner)? > 0 {
-            if start.elapsed() > DRAIN_LIMIT {
+            if clock.mono() - start > DRAIN_LIMIT {
                 return Err(Error::Failed(format!(
                     "the shaper of lab '{lab}' still holds frames after {DRAIN_LIMIT:?}"
                 )));
             }
-            std::thread::sleep(poll);
+            clock.sleep(poll);
         }
-        Ok(Some(start.elapsed()))
+        Ok(Some(clock.mono() - start))
     }
 
     fn restore_with(&mut self, runner: &mut dyn Runner) -> Result<(), Error> {
@@ -153,7 +155,8 @@ impl Dut for ShaperDut {
     /// class is opened to 10 Gbit/s until the queue reads empty (the next cell sets its
     /// own rate); how long that took is the answer. A command's device cannot be read.
     fn drain(&mut self) -> Result<Option<Duration>, Error> {
-        self.drain_with(&mut lab::SystemRunner, Duration::from_millis(10))
+        let clock = engine::clock::RealClock::new();
+        self.drain_with(&mut lab::SystemRunner, &clock, Duration::from_millis(10))
     }
 
     fn restore(&mut self) -> Result<(), Error> {
@@ -165,6 +168,7 @@ impl Dut for ShaperDut {
 mod test {
     use super::*;
     use crate::trials::fakes::FakeRunner;
+    use model::clock::VirtualClock;
 
     /// `tc -s class show` of a shaper whose class 1:10 has buckets of its own and
     /// `queued` packets waiting.
@@ -247,9 +251,14 @@ mod test {
             before: None,
         };
         let took = dut
-            .drain_with(&mut runner, Duration::from_millis(1))
+            .drain_with(
+                &mut runner,
+                &VirtualClock::default(),
+                Duration::from_millis(1),
+            )
             .expect("drain");
-        assert!(took.is_some());
+        // Two reads after opening, one poll between them.
+        assert_eq!(took, Some(Duration::from_millis(1)));
         let opened: Vec<&Cmd> = runner
             .ran
             .iter()
@@ -267,12 +276,39 @@ mod test {
             lab: "s1".into(),
             before: None,
         };
-        let took = dut.drain_with(&mut runner, Duration::from_millis(1));
+        let clock = VirtualClock::default();
+        let took = dut.drain_with(&mut runner, &clock, Duration::from_millis(1));
         assert_eq!(took.ok().flatten(), Some(Duration::ZERO));
         assert_eq!(runner.ran.len(), 1, "one read, nothing changed");
         let mut cmd = ShaperDut::Command("x".into());
-        assert_eq!(cmd.drain_with(&mut runner, Duration::ZERO).ok(), Some(None));
+        assert_eq!(
+            cmd.drain_with(&mut runner, &clock, Duration::ZERO).ok(),
+            Some(None)
+        );
         assert_eq!(cmd.restore_with(&mut runner).ok(), Some(()));
         assert_eq!(runner.ran.len(), 1, "a command's device is not touched");
+    }
+
+    #[test]
+    fn a_queue_that_never_empties_fails_after_the_drain_limit() {
+        // 30 s of 1 s polls: every read says 5 frames are still queued.
+        let mut runner = FakeRunner::answering(vec![classes(5); 40]);
+        let mut dut = ShaperDut::Lab {
+            lab: "s1".into(),
+            before: None,
+        };
+        let clock = VirtualClock::default();
+        let e = dut
+            .drain_with(&mut runner, &clock, Duration::from_secs(1))
+            .expect_err("never empty");
+        assert!(
+            e.to_string().contains("still holds frames after 30s"),
+            "{e}"
+        );
+        assert_eq!(
+            clock.mono(),
+            Duration::from_secs(31),
+            "gave up at the first poll past 30 s"
+        );
     }
 }

@@ -20,7 +20,7 @@ use engine::frameio::{FrameRx, FrameTx};
 use engine::multi::{MultiReport, RemoteSender, StreamSent, StreamTx};
 use method::streams::{Profile, StreamSpec};
 use method::{StreamsData, StreamsTrial, Trial, TrialData, TrialRequest};
-use model::clock::UnixNanos;
+use model::clock::{wait_until, UnixNanos, Waited};
 use model::spec::Protocol;
 use model::stats::table::StreamTable;
 use model::stats::{Counters, LatencyHistogram};
@@ -430,16 +430,10 @@ fn server_address(server: &str) -> (String, u16) {
 
 /// Waits `start_s` seconds, or until a stop.
 fn wait_for_start(start_s: f64, stop: &AtomicBool) -> Result<(), Error> {
-    let start = std::time::Instant::now() + Duration::from_secs_f64(start_s);
-    loop {
-        let now = std::time::Instant::now();
-        if now >= start {
-            return Ok(());
-        }
-        if stop.load(Ordering::Relaxed) {
-            return Err(Error::Interrupted);
-        }
-        std::thread::sleep(Duration::from_millis(20).min(start - now));
+    let clock = engine::clock::RealClock::new();
+    match wait_until(&clock, Duration::from_secs_f64(start_s), stop) {
+        Waited::Reached => Ok(()),
+        Waited::Stopped => Err(Error::Interrupted),
     }
 }
 
