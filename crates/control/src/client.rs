@@ -379,7 +379,8 @@ impl Session {
             }
             match rx.recv_timeout(wait) {
                 Ok(Ok(ServerMsg::Interval { index, streams })) => {
-                    ticks.remote.insert(index, streams);
+                    let streams = streams.into_iter().map(|(id, s)| (id, s.into()));
+                    ticks.remote.insert(index, streams.collect());
                 }
                 Ok(Ok(ServerMsg::Results { reports, host })) => {
                     if let Some(h) = host {

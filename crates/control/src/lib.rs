@@ -13,7 +13,8 @@
 //!
 //! The modules stack without a circle, each importing only those above it in this list:
 //!
-//! - decided without I/O (time comes in as `now`): [`messages`] (data only), [`auth`],
+//! - decided without I/O (time comes in as `now`): [`messages`] (data only, of the
+//!   protocol's own types), [`auth`],
 //!   [`gate`] (per-address admission), `limits` (a request against the server's limits),
 //!   `handshake` (the server's hello, authentication and deadline), `watch` (a running
 //!   test's silence, rate and time), `timing` (interval ends, the tail's grace);
@@ -66,7 +67,10 @@ pub const MAGIC: &str = "wirebench";
 /// messages after it).
 /// Version 7: third-party client tests (`RunClient`, `ClientRan`) of a server started
 /// with `--allow-third-party`.
-pub const VERSION: u32 = 7;
+/// Version 8: messages are built of the protocol's own types ([`messages::report`],
+/// [`messages::raw`]) instead of the engine's, their JSON pinned by golden tests; the JSON
+/// is version 7's, but a peer of version 7 could still change with its engine.
+pub const VERSION: u32 = 8;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

@@ -305,7 +305,7 @@ impl SideRun {
         cfg: udp::UdpSendConfig,
     ) -> std::io::Result<()> {
         self.spawn(cfg.stream_id, true, "udp-tx", move |live, stop| {
-            StreamReport::UdpTx(udp::run_sender(&sock, &cfg, live, stop))
+            StreamReport::UdpTx(udp::run_sender(&sock, &cfg, live, stop).into())
         })
     }
 
@@ -322,7 +322,7 @@ impl SideRun {
             if let Some(why) = not_xdp {
                 r.mode = format!("{} (af_xdp not used: {why})", r.mode);
             }
-            StreamReport::UdpRx(r)
+            StreamReport::UdpRx(r.into())
         })
     }
 
@@ -340,7 +340,7 @@ impl SideRun {
             // The program leaves the interface before the next test may claim it.
             drop(rx);
             drop(claim);
-            StreamReport::UdpRx(r)
+            StreamReport::UdpRx(r.into())
         })
     }
 
@@ -350,7 +350,7 @@ impl SideRun {
         cfg: tcp::TcpSendConfig,
     ) -> std::io::Result<()> {
         self.spawn(cfg.stream_id, true, "tcp-tx", move |live, stop| {
-            StreamReport::TcpTx(tcp::run_sender(&s, &cfg, live, stop))
+            StreamReport::TcpTx(tcp::run_sender(&s, &cfg, live, stop).into())
         })
     }
 
@@ -361,7 +361,7 @@ impl SideRun {
         omit: Duration,
     ) -> std::io::Result<()> {
         self.spawn(id, false, "tcp-rx", move |live, stop| {
-            StreamReport::TcpRx(tcp::run_receiver(&s, id, omit, live, stop))
+            StreamReport::TcpRx(tcp::run_receiver(&s, id, omit, live, stop).into())
         })
     }
 

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use engine::iperf3_udp::{self, Iperf3RecvReport, Iperf3SendConfig, Iperf3SendReport};
 use engine::live::LiveCounters;
 use engine::tcp::{self, TcpReceiverReport, TcpSendConfig, TcpSenderReport};
-use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::spec::{Direction, Protocol, TestSpec};
 
 use super::{
     cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
     Results, StreamResult, UDP_HELLO,
 };
+use crate::messages::report::{TcpRxReport, TcpTxReport, UdpRxReport, UdpTxReport};
 use crate::messages::StreamReport;
 use crate::outcome::{add_stream, IntervalSample, TestOutcome};
 use crate::streams::stream_local;
@@ -404,12 +404,12 @@ impl Iperf3Client {
                 Report::TcpTx(t) => {
                     // iperf3's count of what it received leaves the warm-up (-O) out
                     // already: nothing is to be taken off it.
-                    local.push(StreamReport::TcpTx(TcpSenderReport {
+                    local.push(StreamReport::TcpTx(TcpTxReport {
                         stream_id: id,
                         omitted_bytes: 0,
-                        ..t.clone()
+                        ..t.clone().into()
                     }));
-                    remote.push(StreamReport::TcpRx(TcpReceiverReport {
+                    remote.push(StreamReport::TcpRx(TcpRxReport {
                         stream_id: id,
                         bytes: peer.bytes,
                         elapsed,
@@ -418,13 +418,13 @@ impl Iperf3Client {
                     }));
                 }
                 Report::TcpRx(t) => {
-                    local.push(StreamReport::TcpRx(TcpReceiverReport {
+                    local.push(StreamReport::TcpRx(TcpRxReport {
                         stream_id: id,
-                        ..t.clone()
+                        ..t.clone().into()
                     }));
                     // What we read in our warm-up (-O) comes off what we read (iperf3
                     // counts its own from the end of its warm-up).
-                    remote.push(StreamReport::TcpTx(TcpSenderReport {
+                    remote.push(StreamReport::TcpTx(TcpTxReport {
                         stream_id: id,
                         bytes: peer.bytes,
                         elapsed,
@@ -441,7 +441,7 @@ impl Iperf3Client {
                     local.push(StreamReport::UdpTx(tx));
                     // The iperf3 server's accounting: received = highest count − lost.
                     let received = peer.packets.saturating_sub(peer.errors);
-                    remote.push(StreamReport::UdpRx(UdpReceiverReport {
+                    remote.push(StreamReport::UdpRx(UdpRxReport {
                         stream_id: id,
                         counters: model::stats::Counters {
                             received,
@@ -463,7 +463,7 @@ impl Iperf3Client {
                         (Some(a), Some(b)) => b.saturating_sub(a),
                         _ => Duration::ZERO,
                     };
-                    local.push(StreamReport::UdpRx(UdpReceiverReport {
+                    local.push(StreamReport::UdpRx(UdpRxReport {
                         stream_id: id,
                         counters: s.counters,
                         bytes: s.bytes,
@@ -527,8 +527,8 @@ fn take_sample(
     }
 }
 
-fn udp_tx(id: u8, packets: u64, bytes: u64, elapsed: Duration) -> UdpSenderReport {
-    UdpSenderReport {
+fn udp_tx(id: u8, packets: u64, bytes: u64, elapsed: Duration) -> UdpTxReport {
+    UdpTxReport {
         stream_id: id,
         packets,
         bytes,

@@ -190,7 +190,7 @@ impl RawAgent {
     /// The server refused or the connection failed.
     pub fn finish_receive(&mut self, sent: u64) -> Result<Reception, ProtoError> {
         match self.ask(&ClientMsg::RawDone { sent }, SLACK)? {
-            ServerMsg::RawReceived { reception } => Ok(reception),
+            ServerMsg::RawReceived { reception } => Ok(reception.into()),
             other => Err(unexpected("raw_received", &other)),
         }
     }
@@ -213,7 +213,7 @@ impl RawAgent {
     /// The server refused or the connection failed.
     pub fn finish_reflect(&mut self, sent: u64) -> Result<engine::raw::Reflected, ProtoError> {
         match self.ask(&ClientMsg::RawDone { sent }, SLACK)? {
-            ServerMsg::RawReflected { reflected } => Ok(reflected),
+            ServerMsg::RawReflected { reflected } => Ok(reflected.into()),
             other => Err(unexpected("raw_reflected", &other)),
         }
     }
@@ -229,7 +229,7 @@ impl RawAgent {
             frame_len: spec.frame_len as u64,
             test_id: spec.test_id,
             stream_id: spec.stream_id,
-            load: spec.load,
+            load: spec.load.into(),
         };
         // A burst lasts what the generator makes of it; the server ends any send within
         // its longest test. A stop (Ctrl-C) closes the session: the server stops sending.
@@ -238,7 +238,7 @@ impl RawAgent {
         let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
         let answer = closing_on_stop(&ctrl, stop.as_deref(), || self.ask(&msg, wait))?;
         match answer {
-            ServerMsg::RawSent { sent } => Ok(sent),
+            ServerMsg::RawSent { sent } => Ok(sent.into()),
             other => Err(unexpected("raw_sent", &other)),
         }
     }

@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use engine::raw::{RawLoad, RawTrialSpec};
+use engine::raw::RawTrialSpec;
 
 use crate::auth;
-use crate::messages::raw::RawStream;
+use crate::messages::raw::{RawSendLoad, RawStream};
 use crate::messages::Limits;
 
 /// Beyond a trial's duration: the longest wait for its end.
@@ -154,7 +154,7 @@ pub(super) fn send_spec(
     frame_len: u64,
     test_id: u16,
     stream_id: u8,
-    load: RawLoad,
+    load: RawSendLoad,
     limits: &Limits,
 ) -> Result<RawTrialSpec, String> {
     let spec = example_spec(frame)?;
@@ -162,26 +162,26 @@ pub(super) fn send_spec(
     let max_s = limits.max_duration_s;
     let bits = |pps: f64| pps * frame_len as f64 * 8.0;
     match load {
-        RawLoad::Rate { pps, .. } if !(pps.is_finite() && pps > 0.0) => {
+        RawSendLoad::Rate { pps, .. } if !(pps.is_finite() && pps > 0.0) => {
             return Err(format!("a rate of {pps} frames/s: give one above 0"))
         }
-        RawLoad::Rate { duration, .. } if duration.as_secs_f64() > max_s => {
+        RawSendLoad::Rate { duration, .. } if duration.as_secs_f64() > max_s => {
             return Err(format!(
                 "{} s: this server's longest test is {max_s} s",
                 duration.as_secs_f64()
             ))
         }
-        RawLoad::Rate { pps, .. } if limits.max_rate_bps.is_some_and(|m| bits(pps) > m) => {
+        RawSendLoad::Rate { pps, .. } if limits.max_rate_bps.is_some_and(|m| bits(pps) > m) => {
             return Err(format!(
                 "{:.0} bit/s: this server allows {:.0} bit/s per test",
                 bits(pps),
                 limits.max_rate_bps.unwrap_or_default()
             ))
         }
-        RawLoad::Burst { target_pps, .. } if !(target_pps.is_finite() && target_pps > 0.0) => {
+        RawSendLoad::Burst { target_pps, .. } if !(target_pps.is_finite() && target_pps > 0.0) => {
             return Err(format!("a burst at {target_pps} frames/s: give one above 0"))
         }
-        RawLoad::Burst { frames, target_pps } if frames as f64 / target_pps > max_s => {
+        RawSendLoad::Burst { frames, target_pps } if frames as f64 / target_pps > max_s => {
             return Err(format!(
                 "a burst of {frames} frames at {target_pps:.0} frames/s lasts longer than this server's longest test of {max_s} s"
             ))
@@ -193,7 +193,7 @@ pub(super) fn send_spec(
         frame_len: frame_len as usize,
         test_id,
         stream_id,
-        load,
+        load: load.into(),
         drain: Duration::ZERO,
         interval: None,
     })
@@ -236,8 +236,8 @@ mod test {
         buf
     }
 
-    fn rate(pps: f64, secs: u64) -> RawLoad {
-        RawLoad::Rate {
+    fn rate(pps: f64, secs: u64) -> RawSendLoad {
+        RawSendLoad::Rate {
             pps,
             duration: Duration::from_secs(secs),
             count: None,
@@ -255,7 +255,7 @@ mod test {
         let ok = send_spec(&hex, 128, 7, 1, rate(1000.0, 2), &limits).unwrap();
         assert_eq!((ok.frame_len, ok.test_id, ok.stream_id), (128, 7, 1));
         assert_eq!(ok.frame.eth.dst_addr.0, [2, 0, 0, 0, 0, 2]);
-        let refused = |frame: &str, len: u64, load: RawLoad| {
+        let refused = |frame: &str, len: u64, load: RawSendLoad| {
             send_spec(frame, len, 7, 1, load, &limits).unwrap_err()
         };
         assert!(refused("zz", 128, rate(1.0, 1)).contains("not hex"));
@@ -267,7 +267,7 @@ mod test {
         assert!(refused(&hex, 128, rate(1000.0, 61)).contains("longest test is 60 s"));
         // 1e6 frames/s of 128 bytes: 1.024 Gbit/s.
         assert!(refused(&hex, 128, rate(1e6, 1)).contains("allows 1000000000 bit/s"));
-        let burst = |frames, target_pps| RawLoad::Burst { frames, target_pps };
+        let burst = |frames, target_pps| RawSendLoad::Burst { frames, target_pps };
         assert!(refused(&hex, 128, burst(u64::MAX, 1.0)).contains("longer than"));
         assert!(refused(&hex, 128, burst(61_000, 1000.0)).contains("longer than"));
         assert!(refused(&hex, 128, burst(10, 0.0)).contains("above 0"));

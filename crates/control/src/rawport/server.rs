@@ -242,7 +242,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 write_msg(
                     &mut ctrl,
                     &ServerMsg::RawSent {
-                        sent: report.sending(),
+                        sent: report.sending().into(),
                     },
                 )?;
             }
@@ -281,6 +281,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 let drain = Duration::from_millis(drain_ms.min(2_000));
                 match count(&mut ctrl, rx, test_id, &streams, drain, wait)? {
                     Some(reception) => {
+                        let reception = reception.into();
                         write_msg(&mut ctrl, &ServerMsg::RawReceived { reception })?;
                     }
                     None => return Ok(()),
@@ -295,6 +296,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 };
                 match reflect(&mut ctrl, rx, tx, test_id, wait)? {
                     Some(reflected) => {
+                        let reflected = reflected.into();
                         write_msg(&mut ctrl, &ServerMsg::RawReflected { reflected })?;
                     }
                     None => return Ok(()),

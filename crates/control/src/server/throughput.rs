@@ -521,7 +521,11 @@ fn send_interval(ctrl: &mut TcpStream, index: &mut u32, side: &SideRun) -> Resul
         ctrl,
         &ServerMsg::Interval {
             index: *index,
-            streams: side.sample(),
+            streams: side
+                .sample()
+                .into_iter()
+                .map(|(id, s)| (id, s.into()))
+                .collect(),
         },
     )?;
     *index += 1;
