@@ -37,7 +37,7 @@ use crate::session::ctx::{refusal, send_refusal};
 use crate::session::{refuse, Ctx};
 use crate::{auth, ProtoError};
 
-pub use crate::limits::{check_limits, test_memory, MAX_TEST_BUFFER_BYTES};
+pub use crate::limits::{check_limits, test_memory, LimitError, MAX_TEST_BUFFER_BYTES};
 pub use crate::session::ctx::{default_max_memory, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT};
 
 /// Refuses a connection without holding up the accept thread: the refusal is written

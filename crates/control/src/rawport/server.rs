@@ -228,7 +228,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 }
                 let spec = match send_spec(&frame, frame_len, test_id, stream_id, load, &limits) {
                     Ok(s) => s,
-                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e)),
+                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string())),
                 };
                 let sent = send_watched(&ctrl, wait, |stop| {
                     engine::raw::run_trial(tx, None, &spec, stop)
@@ -252,7 +252,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 };
                 let specs = match stream_specs(test_id, &streams, max_len, &limits) {
                     Ok(s) => s,
-                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e)),
+                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string())),
                 };
                 let sent = send_watched(&ctrl, wait, |stop| {
                     let r =

@@ -26,8 +26,8 @@ use crate::ProtoError;
 
 /// Serves a [`ClientMsg::Echo`].
 pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), ProtoError> {
-    if let Err(msg) = check_echo(&spec, &ctx.limits) {
-        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    if let Err(e) = check_echo(&spec, &ctx.limits) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string()));
     }
     let Some(_slot) = Slot::take(&ctx.active_tests, usize::from(ctx.limits.max_tests)) else {
         return Err(refuse(

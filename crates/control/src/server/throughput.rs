@@ -41,11 +41,11 @@ pub(crate) fn serve(
     interval_ms: u32,
     started: &std::cell::Cell<bool>,
 ) -> Result<(), ProtoError> {
-    if let Err(msg) = check_limits(&spec, &ctx.limits) {
-        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    if let Err(e) = check_limits(&spec, &ctx.limits) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string()));
     }
-    if let Err(msg) = check_interval(interval_ms) {
-        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    if let Err(e) = check_interval(interval_ms) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string()));
     }
     let _admitted = admit(&mut ctrl, ctx, test_memory(&spec))?;
     // A test has ended, however it ended.
