@@ -174,8 +174,9 @@ pub(crate) fn serve(
     let watch = ctrl.try_clone().map_err(ProtoError::Io)?;
     let wait = spec.total_duration() + SLACK;
     let outcome = std::thread::scope(|s| {
-        s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait));
-        let r = Session::connect(&cfg).and_then(|session| session.run_test(spec, None, |_| {}));
+        s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait, &*ctx.clock));
+        let r = Session::connect_with_clock(&cfg, Arc::clone(&ctx.clock))
+            .and_then(|session| session.run_test(spec, None, |_| {}));
         done.store(true, Ordering::Release);
         r
     });
@@ -206,7 +207,11 @@ pub(crate) fn serve(
     };
     write_msg(&mut ctrl, &answer)?;
     // The controller closes first; a message it sends is not waited for long.
-    let _ = read_msg_within::<crate::messages::ClientMsg>(&ctrl, Duration::from_millis(200));
+    let _ = read_msg_within::<crate::messages::ClientMsg>(
+        &ctrl,
+        Duration::from_millis(200),
+        &*ctx.clock,
+    );
     Ok(())
 }
 
@@ -252,7 +257,7 @@ impl Session {
         // A stop (Ctrl-C) closes the connection: the server stops the test.
         let stop = self.stop.clone();
         let answer = closing_on_stop(&self.ctrl, stop.as_deref(), || {
-            read_msg_within::<ServerMsg>(&self.ctrl, wait)
+            read_msg_within::<ServerMsg>(&self.ctrl, wait, &*self.clock)
         });
         match answer? {
             ServerMsg::ClientRan {

@@ -7,9 +7,11 @@
 
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::raw::{RawTrialSpec, Reception, Sending};
+use model::clock::Clock;
 
 use super::check::SLACK;
 use crate::client::{ClientConfig, Session};
@@ -43,6 +45,8 @@ pub struct PortFacts {
 /// stays open for the trials.
 pub struct RawAgent {
     ctrl: TcpStream,
+    /// The session's clock.
+    clock: Arc<dyn Clock>,
     /// The server's longest test.
     max_s: f64,
     /// Why the session cannot go on (a request failed midway: its answer may still come).
@@ -74,8 +78,8 @@ pub struct RawOpenRequest {
     pub resolve: Option<IpAddr>,
 }
 
-fn answer(ctrl: &TcpStream, wait: Duration) -> Result<ServerMsg, ProtoError> {
-    match read_msg_within(ctrl, wait)? {
+fn answer(ctrl: &TcpStream, wait: Duration, clock: &dyn Clock) -> Result<ServerMsg, ProtoError> {
+    match read_msg_within(ctrl, wait, clock)? {
         ServerMsg::Error { code, message } => Err(ProtoError::Refused { code, message }),
         other => Ok(other),
     }
@@ -90,7 +94,8 @@ impl RawAgent {
                 "the session failed earlier: {why}"
             )));
         }
-        let r = write_msg(&mut self.ctrl, msg).and_then(|()| answer(&self.ctrl, wait));
+        let r =
+            write_msg(&mut self.ctrl, msg).and_then(|()| answer(&self.ctrl, wait, &*self.clock));
         if let Err(e) = &r {
             self.broken = Some(e.to_string());
         }
@@ -122,6 +127,7 @@ impl RawAgent {
         let same_host = session.same_host;
         let host_id = session.host_id.clone();
         let max_s = session.limits.max_duration_s;
+        let clock = Arc::clone(&session.clock);
         let mut ctrl = session.into_stream();
         write_msg(
             &mut ctrl,
@@ -133,7 +139,7 @@ impl RawAgent {
                 resolve: req.resolve,
             },
         )?;
-        match answer(&ctrl, Duration::from_secs(30))? {
+        match answer(&ctrl, Duration::from_secs(30), &*clock)? {
             ServerMsg::RawOpened {
                 mac,
                 ipv4,
@@ -143,6 +149,7 @@ impl RawAgent {
                 backend,
             } => Ok(Self {
                 ctrl,
+                clock,
                 max_s,
                 broken: None,
                 label: label.to_owned(),
