@@ -40,12 +40,24 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
 }
 
+/// Why bytes are not a request this side reads (the 400 answer says it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The first line is not three words.
+    #[error("not an HTTP request line")]
+    NotARequestLine,
+    /// Three words, but not a method, an absolute path and HTTP/1.x.
+    #[error("not an HTTP/1 request line")]
+    NotHttp1,
+}
+
 impl Request {
     /// Reads a request's line and headers.
     ///
     /// # Errors
     /// Not a request line of the form `METHOD TARGET HTTP/1.x`.
-    pub fn parse(bytes: &[u8]) -> Result<Request, &'static str> {
+    pub fn parse(bytes: &[u8]) -> Result<Request, RequestError> {
         let text = String::from_utf8_lossy(bytes);
         let mut lines = text.split("\r\n");
         let line = lines.next().unwrap_or_default();
@@ -53,10 +65,10 @@ impl Request {
         let (Some(method), Some(target), Some(version), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return Err("not an HTTP request line");
+            return Err(RequestError::NotARequestLine);
         };
         if !version.starts_with("HTTP/1.") || method.is_empty() || !target.starts_with('/') {
-            return Err("not an HTTP/1 request line");
+            return Err(RequestError::NotHttp1);
         }
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let headers = lines
@@ -288,6 +300,16 @@ mod tests {
         ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }
+        // The 400 answer's text.
+        let e = |b: &[u8]| Request::parse(b).err().map(|e| e.to_string());
+        assert_eq!(
+            e(b"GET /metrics\r\n\r\n").as_deref(),
+            Some("not an HTTP request line")
+        );
+        assert_eq!(
+            e(b"GET /metrics SPDY/3\r\n\r\n").as_deref(),
+            Some("not an HTTP/1 request line")
+        );
     }
 
     #[test]
