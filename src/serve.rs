@@ -37,7 +37,7 @@ fn stop_after(stop: &Arc<AtomicBool>, d: Duration) {
 /// `wirebench server`.
 pub fn server(a: &ServerArgs) -> Result<()> {
     let key = match &a.auth_key_file {
-        Some(p) => Some(control::auth::load_key(p).map_err(usage)?),
+        Some(p) => Some(control::auth::load_key(p).map_err(|e| usage(e.to_string()))?),
         None => None,
     };
     if a.max_streams == 0 || a.max_tests == 0 {
@@ -184,7 +184,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
 /// `wirebench exporter`: serves probes until Ctrl-C, SIGTERM or `--run-for`.
 pub fn exporter(a: &ExporterArgs) -> Result<()> {
     if let Some(p) = &a.auth_key_file {
-        control::auth::load_key(p).map_err(usage)?;
+        control::auth::load_key(p).map_err(|e| usage(e.to_string()))?;
     }
     let cfg = campaign::exporter::Config {
         max_concurrent: usize::from(a.max_concurrent),

@@ -5,8 +5,6 @@
 //! (as iperf3 does for UDP) so that a short tail of in-flight packets does not inflate them.
 
 use engine::live::LiveSnapshot;
-use engine::tcp::{TcpReceiverReport, TcpSenderReport};
-use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::results::{
     GapStats, IntervalLatency, IntervalRow, LatencyKind, LatencyUs, RunResult, StreamResult,
     Summary, TcpState,
@@ -14,6 +12,7 @@ use model::results::{
 use model::spec::{Protocol, TestSpec};
 use model::stats::histogram::LatencyHistogram;
 
+use crate::messages::report::{TcpRxReport, TcpTxReport, UdpRxReport, UdpTxReport};
 use crate::messages::StreamReport;
 use crate::outcome::{IntervalSample, TestOutcome};
 use crate::streams::{self, Sender};
@@ -25,8 +24,8 @@ fn pct_of_core(cpu: std::time::Duration, wall: f64) -> Option<f64> {
 fn udp_summary(
     spec: &TestSpec,
     one_way: bool,
-    tx: &UdpSenderReport,
-    rx: &UdpReceiverReport,
+    tx: &UdpTxReport,
+    rx: &UdpRxReport,
 ) -> (Summary, Option<LatencyHistogram>) {
     let dur = tx.elapsed.as_secs_f64();
     let per_s = |bytes: u64| (dur > 0.0).then(|| bytes as f64 * 8.0 / dur);
@@ -78,7 +77,7 @@ fn udp_summary(
     (s, hist)
 }
 
-fn tcp_summary(spec: &TestSpec, tx: &TcpSenderReport, rx: &TcpReceiverReport) -> Summary {
+fn tcp_summary(spec: &TestSpec, tx: &TcpTxReport, rx: &TcpRxReport) -> Summary {
     let tdur = tx.elapsed.as_secs_f64();
     let rdur = rx.elapsed.as_secs_f64();
     // The receiver read the warm-up (-O) too: the measured part is what came after the

@@ -58,30 +58,66 @@ pub fn verify_server(key: &[u8], ns: &[u8], nc: &[u8], proof: &[u8]) -> bool {
     mac(key, SERVER_LABEL, nc, ns).verify_slice(proof).is_ok()
 }
 
+/// Why a key file gives no key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyFileError {
+    /// The file cannot be read.
+    #[error("cannot read key file {}: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Group or others may read the file: the key is no secret.
+    #[error(
+        "key file {p} can be read by group or others (mode {mode:o}): chmod 600 {p}",
+        p = .path.display()
+    )]
+    Exposed {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The key is shorter than [`MIN_KEY_LEN`].
+    #[error("key file {} holds {len} bytes; at least {MIN_KEY_LEN} are needed", .path.display())]
+    Short {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The key's length, bytes.
+        len: usize,
+    },
+}
+
 /// Reads a key file: its bytes with trailing whitespace removed; at least [`MIN_KEY_LEN`].
-pub fn load_key(path: &std::path::Path) -> Result<Vec<u8>, String> {
+///
+/// # Errors
+/// The file cannot be read, others may read it, or the key is too short.
+pub fn load_key(path: &std::path::Path) -> Result<Vec<u8>, KeyFileError> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
+    let unreadable = |source| KeyFileError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     // As OpenSSH does with private keys: a key others can read is no secret.
     if meta.permissions().mode() & 0o077 != 0 {
-        return Err(format!(
-            "key file {0} can be read by group or others (mode {1:o}): chmod 600 {0}",
-            path.display(),
-            meta.permissions().mode() & 0o777
-        ));
+        return Err(KeyFileError::Exposed {
+            path: path.to_owned(),
+            mode: meta.permissions().mode() & 0o777,
+        });
     }
-    let mut key =
-        std::fs::read(path).map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
+    let mut key = std::fs::read(path).map_err(unreadable)?;
     while key.last().is_some_and(|b| b.is_ascii_whitespace()) {
         key.pop();
     }
     if key.len() < MIN_KEY_LEN {
-        return Err(format!(
-            "key file {} holds {} bytes; at least {MIN_KEY_LEN} are needed",
-            path.display(),
-            key.len()
-        ));
+        return Err(KeyFileError::Short {
+            path: path.to_owned(),
+            len: key.len(),
+        });
     }
     Ok(key)
 }
@@ -147,20 +183,34 @@ mod test {
         };
         std::fs::write(&p, "short\n").unwrap();
         mode(0o600);
-        assert!(load_key(&p).unwrap_err().contains("at least 16"));
+        assert_eq!(
+            load_key(&p).unwrap_err().to_string(),
+            format!(
+                "key file {} holds 5 bytes; at least 16 are needed",
+                p.display()
+            )
+        );
         std::fs::write(&p, "a-long-enough-secret-key\n\n").unwrap();
         assert_eq!(load_key(&p).unwrap(), b"a-long-enough-secret-key");
         // Readable by group or others: refused with the fix.
         for m in [0o640, 0o604, 0o644] {
             mode(m);
-            let e = load_key(&p).unwrap_err();
-            assert!(
-                e.contains("chmod 600") && e.contains(&format!("{m:o}")),
-                "{e}"
+            let e = load_key(&p).unwrap_err().to_string();
+            let f = p.display();
+            assert_eq!(
+                e,
+                format!("key file {f} can be read by group or others (mode {m:o}): chmod 600 {f}")
             );
         }
         mode(0o400);
         assert!(load_key(&p).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
+        let e = load_key(&p).unwrap_err();
+        assert!(matches!(e, KeyFileError::Read { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("cannot read key file {}: ", p.display())),
+            "{e}"
+        );
     }
 }

@@ -3,16 +3,19 @@
 //!
 //! It shares with the server only what both sides derive from a request (`streams`,
 //! `timing`) and the control connection's plumbing (`conn`); it imports
-//! nothing of the server.
+//! nothing of the server. A session reads time from its clock (the real one, or the one
+//! given to [`Session::connect_with_clock`]): its deadlines, ticks and `Alive` messages.
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use engine::clock::RealClock;
 use engine::live::LiveSnapshot;
 use engine::{tcp, udp};
+use model::clock::Clock;
 use model::results::ConnectionFacts;
 use model::spec::{EchoSpec, Protocol, TestSpec};
 
@@ -62,6 +65,8 @@ pub struct ClientConfig {
 /// An established, authenticated control connection.
 pub struct Session {
     pub(crate) ctrl: TcpStream,
+    /// Where the session reads time.
+    pub(crate) clock: Arc<dyn Clock>,
     server: SocketAddr,
     bind: Option<std::net::IpAddr>,
     cport: Option<u16>,
@@ -128,6 +133,15 @@ impl Session {
 
     /// Connects, exchanges hellos and authenticates.
     pub fn connect(cfg: &ClientConfig) -> Result<Self, ProtoError> {
+        Self::connect_with_clock(cfg, Arc::new(RealClock::new()))
+    }
+
+    /// [`Session::connect`], the session reading time from `clock` (a virtual one in
+    /// tests).
+    pub fn connect_with_clock(
+        cfg: &ClientConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, ProtoError> {
         let bind = cfg.bind.map(|ip| SocketAddr::new(ip, 0));
         let mut ctrl =
             tcp::connect(cfg.server, bind, None, cfg.connect_timeout).map_err(ProtoError::Io)?;
@@ -156,7 +170,7 @@ impl Session {
             }
             return Err(ProtoError::Iperf3Peer);
         }
-        let hello = expect_ok(read_msg_within(&ctrl, STEP_TIMEOUT)?)?;
+        let hello = expect_ok(read_msg_within(&ctrl, STEP_TIMEOUT, &*clock)?)?;
         let ServerMsg::Hello {
             version,
             mut host_id,
@@ -195,7 +209,7 @@ impl Session {
                     mac: auth::to_hex(&mac),
                 },
             )?;
-            match read_msg_within(&ctrl, STEP_TIMEOUT)? {
+            match read_msg_within(&ctrl, STEP_TIMEOUT, &*clock)? {
                 ServerMsg::AuthOk {
                     mac,
                     host_id: id,
@@ -225,6 +239,7 @@ impl Session {
         })?;
         Ok(Self {
             ctrl,
+            clock,
             server: cfg.server,
             bind: cfg.bind,
             cport: cfg.cport,
@@ -275,7 +290,9 @@ impl Session {
                 interval_ms,
             },
         )?;
-        let accepted = expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)?;
+        let clock = Arc::clone(&self.clock);
+        let clock = &*clock;
+        let accepted = expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT, clock)?)?;
         let ServerMsg::Accepted {
             test_id,
             token,
@@ -303,7 +320,7 @@ impl Session {
             );
             return Err(ProtoError::Io(e));
         }
-        match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
+        match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT, clock)?)? {
             ServerMsg::Ready => {}
             _ => return Err(ProtoError::Unexpected("expected ready".into())),
         }
@@ -319,15 +336,11 @@ impl Session {
         }
         // Every stream's handshake is answered and the receivers run: the server may send.
         write_msg(&mut self.ctrl, &ClientMsg::Start)?;
-        let started = {
-            use model::clock::Clock as _;
-            let wall = engine::clock::RealClock::new().wall();
-            wall.saturating_add(spec.omit.unwrap_or_default())
-        };
+        let started = clock.wall().saturating_add(spec.omit.unwrap_or_default());
         let cpu = engine::env::ProcessCpu::start();
         let rx = spawn_reader::<ServerMsg>(&self.ctrl, spec.total_duration() + RESULTS_TIMEOUT)
             .map_err(ProtoError::Io)?;
-        let start = Instant::now();
+        let start = clock.mono();
         // The measured time starts after the warm-up (-O); the intervals with it.
         let omit = spec.omit.unwrap_or_default();
         let end = start + spec.total_duration();
@@ -349,7 +362,7 @@ impl Session {
             Err(e)
         };
         while remote_reports.is_none() {
-            let now = Instant::now();
+            let now = clock.mono();
             if now >= results_deadline {
                 return fail(&mut side, ProtoError::Timeout);
             }
@@ -375,11 +388,12 @@ impl Session {
             }
             let mut wait = Duration::from_millis(20);
             if let (false, false, Some(t)) = (stopped, finished, tick_at(tick)) {
-                wait = wait.min(t.saturating_duration_since(now));
+                wait = wait.min(t.saturating_sub(now));
             }
             match rx.recv_timeout(wait) {
                 Ok(Ok(ServerMsg::Interval { index, streams })) => {
-                    ticks.remote.insert(index, streams);
+                    let streams = streams.into_iter().map(|(id, s)| (id, s.into()));
+                    ticks.remote.insert(index, streams.collect());
                 }
                 Ok(Ok(ServerMsg::Results { reports, host })) => {
                     if let Some(h) = host {
@@ -409,7 +423,7 @@ impl Session {
             while !stopped
                 && !finished
                 && tick_at(tick)
-                    .is_some_and(|t| Instant::now() >= t && (t < end || side.senders_done()))
+                    .is_some_and(|t| clock.mono() >= t && (t < end || side.senders_done()))
             {
                 ticks.local.insert(tick, side.sample());
                 tick += 1;
@@ -418,7 +432,7 @@ impl Session {
             // Finish once the test's time is up (or its amount sent, or a stop) and this
             // side's senders are done (in reverse mode there are none, but the time must
             // still be up); by then every tick up to the end has been sampled above.
-            let now = Instant::now();
+            let now = clock.mono();
             if !finished && (stopped || by_amount || now >= end) && side.senders_done() {
                 finished = true;
                 let reports = side.join_senders();
@@ -426,7 +440,7 @@ impl Session {
                 // one partial, on both sides.
                 let early = now < end;
                 if early {
-                    ran_for = now.saturating_duration_since(start + omit);
+                    ran_for = now.saturating_sub(start + omit);
                     results_deadline = results_deadline.min(now + RESULTS_TIMEOUT);
                 }
                 let intervals = (early && interval.is_some()).then(|| {
@@ -457,7 +471,7 @@ impl Session {
         let remote = remote_reports.unwrap_or_default();
         let (quiet, cap) = grace(spec);
         let mut local = side.take_kept();
-        local.extend(side.finish_receivers(&sent_counts(&remote), quiet, cap));
+        local.extend(side.finish_receivers(&sent_counts(&remote), quiet, cap, clock));
         ticks.emit(interval, ran_for, &mut on_interval);
         let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
         Ok(TestOutcome {
@@ -492,12 +506,12 @@ impl Session {
             ));
         }
         let mut socks = Vec::new();
-        let deadline = Instant::now() + STEP_TIMEOUT;
+        let deadline = self.clock.mono() + STEP_TIMEOUT;
         for (i, ((id, _), port)) in plan.iter().zip(ports).enumerate() {
             let s = UdpSocket::bind(self.local_for(i))?;
             s.connect(SocketAddr::new(self.server.ip(), *port))?;
             udp::prepare_socket(&s, spec.window, spec.dscp)?;
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.saturating_sub(self.clock.mono());
             udp::register(&s, key.test_id, *id, key.token, left)?;
             add_stream(facts, *id, &s.local_addr(), &s.peer_addr(), &s);
             socks.push(s);
@@ -605,7 +619,7 @@ impl Session {
     /// Asks the server for an echo socket and connects a local one to it.
     fn open_echo(&mut self, spec: &EchoSpec) -> Result<UdpSocket, ProtoError> {
         write_msg(&mut self.ctrl, &ClientMsg::Echo { spec: spec.clone() })?;
-        let port = match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT)?)? {
+        let port = match expect_ok(read_msg_within(&self.ctrl, STEP_TIMEOUT, &*self.clock)?)? {
             ServerMsg::EchoReady { port } => port,
             _ => return Err(ProtoError::Unexpected("expected echo-ready".into())),
         };

@@ -1,8 +1,9 @@
 //! The control connection as a socket, for both sides: TCP keepalive and a user timeout
 //! ([`keep_alive`]), a reader thread so that a loop can wait on messages with a timeout
 //! ([`spawn_reader`]), and the two watchers that tie work to the connection: a server
-//! stops what it runs for a controller that went away ([`watch_controller`]), a client
-//! closes the connection when it is told to stop ([`closing_on_stop`]).
+//! stops what it runs for a controller that went away ([`watch_controller`], its wait on
+//! the server's clock), a client closes the connection when it is told to stop
+//! ([`closing_on_stop`]). Both wait with [`crate::wait`].
 //!
 //! It does not speak the protocol: what the messages mean is for the server, the client
 //! and the services.
@@ -10,11 +11,13 @@
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use engine::flag::SetOnDrop;
+use model::clock::Clock;
 
 use crate::frame::read_msg;
+use crate::wait::{self, Poll};
 use crate::ProtoError;
 
 /// TCP keepalive (first probe after 3 s idle, then every second, 3 unanswered end it) and
@@ -56,35 +59,44 @@ where
 
 /// Watches a controller that says nothing while its work runs, until `done`: anything
 /// readable (an abort) or the end of its connection sets `stop` and `gone`; `wait`
-/// passing sets `stop` alone.
+/// passing on `clock` sets `stop` alone.
 pub(crate) fn watch_controller(
     ctrl: &TcpStream,
     done: &AtomicBool,
     stop: &AtomicBool,
     gone: &AtomicBool,
     wait: Duration,
+    clock: &dyn Clock,
 ) {
-    let start = Instant::now();
     let _ = ctrl.set_read_timeout(Some(Duration::from_millis(100)));
     let mut byte = [0u8; 1];
-    while !done.load(Ordering::Acquire) {
-        if start.elapsed() > wait {
-            stop.store(true, Ordering::Relaxed);
-            return;
+    // Each peek waits up to its read timeout: a quiet controller is polled again at once.
+    let watched = wait::poll_until(clock, wait, || {
+        if done.load(Ordering::Acquire) {
+            return Poll::Ready(false);
         }
         match ctrl.peek(&mut byte) {
             Err(e)
                 if matches!(
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            // Readable, closed or broken: the controller is done with us.
-            _ => {
-                gone.store(true, Ordering::Relaxed);
-                stop.store(true, Ordering::Relaxed);
-                return;
+                ) =>
+            {
+                Poll::Again
             }
+            // Readable, closed or broken: the controller is done with us.
+            _ => Poll::Ready(true),
         }
+    });
+    match watched {
+        Some(true) => {
+            gone.store(true, Ordering::Relaxed);
+            stop.store(true, Ordering::Relaxed);
+        }
+        Some(false) => {}
+        // Out of time, unless the work ended just then.
+        None if done.load(Ordering::Acquire) => {}
+        None => stop.store(true, Ordering::Relaxed),
     }
 }
 
@@ -100,13 +112,16 @@ pub(crate) fn closing_on_stop<T>(
     let done = AtomicBool::new(false);
     let r = std::thread::scope(|s| {
         s.spawn(|| {
-            while !done.load(Ordering::Acquire) {
+            wait::poll(|| {
+                if done.load(Ordering::Acquire) {
+                    return Poll::Ready(());
+                }
                 if stop.load(Ordering::Relaxed) {
                     let _ = ctrl.shutdown(std::net::Shutdown::Both);
-                    return;
+                    return Poll::Ready(());
                 }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+                Poll::Wait(Duration::from_millis(50))
+            })
         });
         // The watcher ends however the work ends (a panic too).
         let _done = SetOnDrop::new(&done);

@@ -1,11 +1,13 @@
 //! Message framing: a 4-byte big-endian length, then that many bytes of JSON.
 //!
 //! Lengths above [`MAX_MESSAGE`] are refused before anything is allocated; every read has
-//! the stream's timeout; a peer that stops half-way gives `Truncated` or `Timeout`, never a
-//! hang. The JSON decodes into typed enums only ([`crate::messages`]).
+//! the stream's timeout, or a deadline for the whole message on the caller's clock
+//! ([`read_msg_within`]); a peer that stops half-way gives `Truncated` or `Timeout`, never
+//! a hang. The JSON decodes into typed enums only ([`crate::messages`]).
 
 use std::io::{self, Read, Write};
 
+use model::clock::Clock;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -57,24 +59,29 @@ fn read_full(r: &mut impl Read, buf: &mut [u8], at_boundary: bool) -> Result<(),
 /// a peer that drips one byte at a time cannot hold a connection open past it.
 pub struct DeadlineReader<'a> {
     stream: &'a std::net::TcpStream,
-    until: std::time::Instant,
+    clock: &'a dyn Clock,
+    /// On `clock`'s monotonic axis.
+    until: std::time::Duration,
 }
 
 impl<'a> DeadlineReader<'a> {
-    /// Reads from `stream` until `timeout` from now.
-    pub fn new(stream: &'a std::net::TcpStream, timeout: std::time::Duration) -> Self {
+    /// Reads from `stream` until `timeout` from now on `clock`.
+    pub fn new(
+        stream: &'a std::net::TcpStream,
+        timeout: std::time::Duration,
+        clock: &'a dyn Clock,
+    ) -> Self {
         Self {
             stream,
-            until: std::time::Instant::now() + timeout,
+            clock,
+            until: clock.mono().saturating_add(timeout),
         }
     }
 }
 
 impl Read for DeadlineReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self
-            .until
-            .saturating_duration_since(std::time::Instant::now());
+        let left = self.until.saturating_sub(self.clock.mono());
         if left.is_zero() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
         }
@@ -84,12 +91,13 @@ impl Read for DeadlineReader<'_> {
     }
 }
 
-/// Reads one message from `stream`, all of it within `timeout`.
+/// Reads one message from `stream`, all of it within `timeout` on `clock`.
 pub fn read_msg_within<T: DeserializeOwned>(
     stream: &std::net::TcpStream,
     timeout: std::time::Duration,
+    clock: &dyn Clock,
 ) -> Result<T, ProtoError> {
-    read_msg(&mut DeadlineReader::new(stream, timeout))
+    read_msg(&mut DeadlineReader::new(stream, timeout, clock))
 }
 
 #[cfg(test)]

@@ -15,12 +15,13 @@
 //!
 //! An IPv6 client is counted by its /64 (one host usually holds a whole /64).
 //!
-//! What it does not do: I/O or clocks. Time comes in as an argument (sans-I/O); the
+//! What it does not do: I/O or clocks. Time comes in as an argument (sans-I/O), `now` on
+//! the monotonic axis of the server's [`Clock`](model::clock::Clock) (`mono()`); the
 //! server closes what [`Gate::admit`] tells it to evict.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The gate's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,17 +74,17 @@ pub enum Admit {
 #[derive(Debug, Default)]
 struct Source {
     /// Open handshakes: id and when each started.
-    handshakes: Vec<(HandshakeId, Instant)>,
+    handshakes: Vec<(HandshakeId, Duration)>,
     tests: usize,
     /// Failures since the last success.
     failures: u32,
-    penalised_until: Option<Instant>,
+    penalised_until: Option<Duration>,
     /// Spin time left and when it was counted; `None` is a full budget.
-    spin_left: Option<(Duration, Instant)>,
+    spin_left: Option<(Duration, Duration)>,
 }
 
 impl Source {
-    fn idle(&self, now: Instant, burst: Duration) -> bool {
+    fn idle(&self, now: Duration, burst: Duration) -> bool {
         self.handshakes.is_empty()
             && self.tests == 0
             && self.penalised_until.is_none_or(|t| t <= now)
@@ -91,11 +92,11 @@ impl Source {
     }
 
     /// Spin time left at `now` (refilled since it was last counted) of a `burst` budget.
-    fn spin_budget(&self, now: Instant, burst: Duration) -> Duration {
+    fn spin_budget(&self, now: Duration, burst: Duration) -> Duration {
         match self.spin_left {
             None => burst,
             Some((left, at)) => {
-                let refill = now.saturating_duration_since(at).mul_f64(SPIN_SHARE);
+                let refill = now.saturating_sub(at).mul_f64(SPIN_SHARE);
                 left.saturating_add(refill).min(burst)
             }
         }
@@ -149,7 +150,7 @@ impl Gate {
     }
 
     /// A new connection from `ip` at `now`.
-    pub fn admit(&mut self, ip: IpAddr, now: Instant) -> Admit {
+    pub fn admit(&mut self, ip: IpAddr, now: Duration) -> Admit {
         let ip = source(ip);
         // Forget addresses with nothing open and no penalty left (the map stays small).
         if self.sources.len() > 4 * self.cfg.max_handshakes {
@@ -219,7 +220,7 @@ impl Gate {
 
     /// `ip` failed to authenticate, or let its handshake run out of time: from the third
     /// failure in a row penalised for 1 s, doubling after each one, up to 64 s.
-    pub fn failed(&mut self, ip: IpAddr, now: Instant) {
+    pub fn failed(&mut self, ip: IpAddr, now: Duration) {
         let ip = source(ip);
         let s = self.sources.entry(ip).or_default();
         s.failures = s.failures.saturating_add(1);
@@ -260,7 +261,7 @@ impl Gate {
 
     /// `ip` busy-polled for `spent` up to `now`: whether it may go on spinning (its
     /// budget is not used up).
-    pub fn charge_spin(&mut self, ip: IpAddr, spent: Duration, now: Instant) -> bool {
+    pub fn charge_spin(&mut self, ip: IpAddr, spent: Duration, now: Duration) -> bool {
         let ip = source(ip);
         let s = self.sources.entry(ip).or_default();
         let left = s
@@ -297,7 +298,7 @@ mod tests {
 
     #[test]
     fn one_address_gets_its_share_and_no_more() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let mut g = gate(4, 64);
         let ids: Vec<_> = (0..4).map(|_| yes(g.admit(ip(2), t0)).0).collect();
         assert_eq!(g.admit(ip(2), t0), Admit::Full);
@@ -312,7 +313,7 @@ mod tests {
 
     #[test]
     fn when_all_are_taken_the_biggest_holder_gives_up_its_oldest() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let mut g = gate(8, 8);
         // Address 2 holds 6 (the first the oldest), address 3 holds 2.
         let mut of2 = Vec::new();
@@ -333,7 +334,7 @@ mod tests {
 
     #[test]
     fn failures_are_penalised_longer_each_time_until_forgiven() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let mut g = gate(4, 64);
         let a = ip(9);
         // Two mistakes are free.
@@ -370,12 +371,12 @@ mod tests {
         let mut g = gate(4, 64);
         let a = |last: u16| IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, last]);
         for k in 0..4 {
-            yes(g.admit(a(k), Instant::now()));
+            yes(g.admit(a(k), Duration::ZERO));
         }
-        assert_eq!(g.admit(a(99), Instant::now()), Admit::Full);
+        assert_eq!(g.admit(a(99), Duration::ZERO), Admit::Full);
         yes(g.admit(
             IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]),
-            Instant::now(),
+            Duration::ZERO,
         ));
         // An IPv4 client on a dual-stack socket is its IPv4 address.
         let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
@@ -395,7 +396,7 @@ mod tests {
 
     #[test]
     fn spinning_is_charged_per_address_and_given_back_slowly() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let mut g = gate(4, 64);
         let s = Duration::from_secs;
         // Two sessions of one address spin 25 s each: 50 of 60 s used, 10 s left.
@@ -417,7 +418,7 @@ mod tests {
 
     #[test]
     fn forgotten_addresses_keep_the_map_small() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let mut g = gate(4, 2);
         for n in 0..=255u8 {
             for m in 0..4u8 {

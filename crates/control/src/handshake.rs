@@ -7,28 +7,27 @@
 //! It reads no socket and no clock, and draws no nonce: the server's connection thread
 //! does, and sends what these return. Refusals are [`ProtoError::Refused`] values.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::auth;
 use crate::messages::{ClientMsg, ErrorCode, Limits, ServerMsg};
 use crate::{ProtoError, MAGIC, VERSION};
 
-/// The end of a handshake that started at some `now` and may take `timeout`.
+/// The end of a handshake that started at some `now` and may take `timeout` (on the
+/// monotonic axis of the server's clock).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Deadline(Instant);
+pub(crate) struct Deadline(Duration);
 
 impl Deadline {
     /// A handshake starting at `now`, with `timeout` for all of it.
-    pub(crate) fn new(now: Instant, timeout: Duration) -> Deadline {
-        Deadline(now + timeout)
+    pub(crate) fn new(now: Duration, timeout: Duration) -> Deadline {
+        Deadline(now.saturating_add(timeout))
     }
 
     /// Time left at `now` for the next read: at least 1 ms, so that a read past the
     /// deadline times out rather than waits without a limit.
-    pub(crate) fn left(&self, now: Instant) -> Duration {
-        self.0
-            .saturating_duration_since(now)
-            .max(Duration::from_millis(1))
+    pub(crate) fn left(&self, now: Duration) -> Duration {
+        self.0.saturating_sub(now).max(Duration::from_millis(1))
     }
 }
 
@@ -132,7 +131,7 @@ mod tests {
     /// left of it, and a read past it gets 1 ms (it times out, it does not wait forever).
     #[test]
     fn the_handshake_has_one_deadline() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let d = Deadline::new(t0, Duration::from_secs(10));
         assert_eq!(d.left(t0), Duration::from_secs(10));
         assert_eq!(d.left(t0 + Duration::from_secs(7)), Duration::from_secs(3));

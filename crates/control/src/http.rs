@@ -5,7 +5,8 @@
 //! within [`REQUEST_DEADLINE`] and [`MAX_REQUEST`] bytes on its own thread, hands it to a
 //! handler and writes the handler's [`Response`] with `Connection: close`. At most
 //! `max_open` connections are served at once; one more is answered 503 at once, so a
-//! slow client or a long probe never blocks the scrapes behind it.
+//! slow client or a long probe never blocks the scrapes behind it. The deadline runs on
+//! the real clock, read through [`Clock`]; the accept loop waits with [`crate::wait`].
 //!
 //! What it does not: keep connections alive, read request bodies, chunk, or speak TLS.
 //! Prometheus and curl need none of these for `GET`.
@@ -14,7 +15,12 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use engine::clock::RealClock;
+use model::clock::Clock;
+
+use crate::wait::{self, Poll};
 
 /// Longest a request may take to arrive.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
@@ -34,12 +40,24 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
 }
 
+/// Why bytes are not a request this side reads (the 400 answer says it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The first line is not three words.
+    #[error("not an HTTP request line")]
+    NotARequestLine,
+    /// Three words, but not a method, an absolute path and HTTP/1.x.
+    #[error("not an HTTP/1 request line")]
+    NotHttp1,
+}
+
 impl Request {
     /// Reads a request's line and headers.
     ///
     /// # Errors
     /// Not a request line of the form `METHOD TARGET HTTP/1.x`.
-    pub fn parse(bytes: &[u8]) -> Result<Request, &'static str> {
+    pub fn parse(bytes: &[u8]) -> Result<Request, RequestError> {
         let text = String::from_utf8_lossy(bytes);
         let mut lines = text.split("\r\n");
         let line = lines.next().unwrap_or_default();
@@ -47,10 +65,10 @@ impl Request {
         let (Some(method), Some(target), Some(version), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return Err("not an HTTP request line");
+            return Err(RequestError::NotARequestLine);
         };
         if !version.starts_with("HTTP/1.") || method.is_empty() || !target.starts_with('/') {
-            return Err("not an HTTP/1 request line");
+            return Err(RequestError::NotHttp1);
         }
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let headers = lines
@@ -129,10 +147,10 @@ impl Response {
 /// A request's handler.
 pub type Handler = dyn Fn(&Request) -> Response + Send + Sync;
 
-/// Reads one request from `s` within the deadline: its bytes up to the blank line, or
-/// the answer when there is none.
-fn read_request(s: &mut TcpStream) -> Result<Vec<u8>, Response> {
-    let until = Instant::now() + REQUEST_DEADLINE;
+/// Reads one request from `s` within the deadline on `clock`: its bytes up to the blank
+/// line, or the answer when there is none.
+fn read_request(s: &mut TcpStream, clock: &dyn Clock) -> Result<Vec<u8>, Response> {
+    let until = clock.mono() + REQUEST_DEADLINE;
     let late = || Response::text(408, "no whole request within 2 s\n");
     let mut buf = Vec::new();
     let mut chunk = [0u8; 1024];
@@ -143,9 +161,7 @@ fn read_request(s: &mut TcpStream) -> Result<Vec<u8>, Response> {
                 format!("the request's line and headers exceed {MAX_REQUEST} bytes\n"),
             ));
         }
-        let left = until
-            .checked_duration_since(Instant::now())
-            .ok_or_else(late)?;
+        let left = until.checked_sub(clock.mono()).ok_or_else(late)?;
         s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
             .map_err(|_| late())?;
         match s.read(&mut chunk) {
@@ -158,10 +174,10 @@ fn read_request(s: &mut TcpStream) -> Result<Vec<u8>, Response> {
 }
 
 /// Answers one connection.
-fn answer(mut s: TcpStream, handler: &Handler) {
+fn answer(mut s: TcpStream, handler: &Handler, clock: &dyn Clock) {
     let _ = s.set_nonblocking(false);
     let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
-    let response = match read_request(&mut s) {
+    let response = match read_request(&mut s, clock) {
         Err(r) => r,
         Ok(bytes) => match Request::parse(&bytes) {
             Ok(req) => handler(&req),
@@ -208,12 +224,16 @@ pub fn serve(
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let open = Arc::new(AtomicUsize::new(0));
-    while !stop.load(Ordering::Relaxed) {
+    let clock = RealClock::new();
+    wait::poll(|| {
+        if stop.load(Ordering::Relaxed) {
+            return Poll::Ready(());
+        }
         match listener.accept() {
             Ok((stream, _)) => {
                 if open.load(Ordering::Relaxed) >= max_open {
                     busy(stream, max_open);
-                    continue;
+                    return Poll::Again;
                 }
                 open.fetch_add(1, Ordering::Relaxed);
                 let guard = Open(Arc::clone(&open));
@@ -222,21 +242,22 @@ pub fn serve(
                     .name("wb-http".into())
                     .spawn(move || {
                         let _guard = guard;
-                        answer(stream, handler.as_ref());
+                        answer(stream, handler.as_ref(), &clock);
                     });
                 if let Err(e) = spawned {
                     tracing::warn!("http: no thread for a connection: {e}");
                 }
+                Poll::Again
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(50));
+                Poll::Wait(Duration::from_millis(50))
             }
             Err(e) => {
                 tracing::warn!("http accept: {e}");
-                std::thread::sleep(Duration::from_millis(50));
+                Poll::Wait(Duration::from_millis(50))
             }
         }
-    }
+    });
     Ok(())
 }
 
@@ -279,6 +300,16 @@ mod tests {
         ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }
+        // The 400 answer's text.
+        let e = |b: &[u8]| Request::parse(b).err().map(|e| e.to_string());
+        assert_eq!(
+            e(b"GET /metrics\r\n\r\n").as_deref(),
+            Some("not an HTTP request line")
+        );
+        assert_eq!(
+            e(b"GET /metrics SPDY/3\r\n\r\n").as_deref(),
+            Some("not an HTTP/1 request line")
+        );
     }
 
     #[test]
@@ -311,27 +342,25 @@ mod tests {
         let held = send("/hold");
         // Until the held request is being served, a second one may still get in: wait for
         // the answer to be busy.
-        let until = Instant::now() + Duration::from_secs(5);
-        loop {
-            let out = read(send("/other"));
-            if out.starts_with("HTTP/1.1 503") {
-                break;
-            }
-            assert!(Instant::now() < until, "never busy: {out}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let clock = RealClock::new();
+        let answered = |path: &str, status: &str| {
+            let mut last = String::new();
+            let got = wait::poll_until(&clock, Duration::from_secs(5), || {
+                last = read(send(path));
+                if last.starts_with(status) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Wait(Duration::from_millis(20))
+                }
+            });
+            assert!(got.is_some(), "{path} never answered {status}: {last}");
+            last
+        };
+        answered("/other", "HTTP/1.1 503");
         release_tx.send(()).unwrap();
         assert!(read(held).ends_with("/hold\n"));
-        let until = Instant::now() + Duration::from_secs(5);
-        loop {
-            let out = read(send("/after"));
-            if out.starts_with("HTTP/1.1 200") {
-                assert!(out.ends_with("/after\n"), "{out}");
-                break;
-            }
-            assert!(Instant::now() < until, "not served again: {out}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let out = answered("/after", "HTTP/1.1 200");
+        assert!(out.ends_with("/after\n"), "{out}");
         stop.store(true, Ordering::Relaxed);
         t.join().unwrap().unwrap();
     }

@@ -13,17 +13,24 @@
 //!
 //! The modules stack without a circle, each importing only those above it in this list:
 //!
-//! - decided without I/O (time comes in as `now`): [`messages`] (data only), [`auth`],
+//! - decided without I/O (time comes in as `now`): [`messages`] (data only, of the
+//!   protocol's own types), [`auth`],
 //!   [`gate`] (per-address admission), `limits` (a request against the server's limits),
 //!   `handshake` (the server's hello, authentication and deadline), `watch` (a running
 //!   test's silence, rate and time), `timing` (interval ends, the tail's grace);
-//! - session I/O both sides use: [`frame`], `conn` (keepalive, the reader thread, the
-//!   watchers), `streams` (the data streams of one side), `outcome` (what a test gave);
+//! - session I/O both sides use: [`frame`], `wait` (the one poll loop, its deadline on a
+//!   clock), `conn` (keepalive, the reader thread, the watchers), `streams` (the data
+//!   streams of one side), `outcome` (what a test gave);
 //! - the server's sessions: `session` (the context, admission and refusals every service
 //!   shares);
 //! - the users: [`client`], [`iperf3`] (the dialect, both sides), [`assemble`], and the
 //!   services [`tuning`], [`rawport`], [`third_party`]; [`metrics`] over [`http`];
 //! - [`server`], the listener and the dispatcher, which only it imports.
+//!
+//! Time is read only through [`model::clock::Clock`] (clippy enforces it): the server
+//! holds one clock for all its sessions, a client session one of its own (the real clock
+//! unless a test gives a virtual one), and the deciders above take `now` on its
+//! monotonic axis.
 //!
 //! This crate does not print or parse command lines; the binary does.
 #![warn(missing_docs, unreachable_pub)]
@@ -49,6 +56,7 @@ mod streams;
 pub mod third_party;
 mod timing;
 pub mod tuning;
+mod wait;
 mod watch;
 
 use std::io;
@@ -66,7 +74,10 @@ pub const MAGIC: &str = "wirebench";
 /// messages after it).
 /// Version 7: third-party client tests (`RunClient`, `ClientRan`) of a server started
 /// with `--allow-third-party`.
-pub const VERSION: u32 = 7;
+/// Version 8: messages are built of the protocol's own types ([`messages::report`],
+/// [`messages::raw`]) instead of the engine's, their JSON pinned by golden tests; the JSON
+/// is version 7's, but a peer of version 7 could still change with its engine.
+pub const VERSION: u32 = 8;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

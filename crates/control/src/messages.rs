@@ -6,18 +6,26 @@
 //! - Within one version, messages and fields only change together with the version number.
 //! - Every message is one JSON object tagged by `type`, framed by [`crate::frame`], at
 //!   most [`MAX_MESSAGE`] bytes of it.
+//! - Messages carry types of the protocol's own ([`report`], [`raw`]), never the
+//!   engine's (since version 8): those convert at the edge (`From`, both ways), and the
+//!   JSON of every message that carries a stream's or a port's figures is pinned by a
+//!   golden test, so a change in the engine cannot change the wire unnoticed. Figures
+//!   that belong to the results model (`model`'s counters, latency, specs) travel as that
+//!   model serialises them.
 //!
 //! This module is data only: it reads no socket and imports no other module of the crate
-//! (the raw-port payloads are in [`raw`]).
+//! (a stream's reports are in [`report`], the raw-port payloads in [`raw`]).
 
+#[cfg(test)]
+mod golden;
 pub mod raw;
+pub mod report;
 
 use serde::{Deserialize, Serialize};
 
-use engine::live::LiveSnapshot;
-use engine::tcp::{TcpReceiverReport, TcpSenderReport};
-use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::spec::{EchoSpec, TestSpec};
+
+use report::{LiveCounts, TcpRxReport, TcpTxReport, UdpRxReport, UdpTxReport};
 
 /// Client to server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,7 +132,7 @@ pub enum ClientMsg {
         /// Stream id.
         stream_id: u8,
         /// Rate and duration, or a burst.
-        load: engine::raw::RawLoad,
+        load: raw::RawSendLoad,
     },
     /// Send several streams at once, each on its own schedule (`streams` with a source on
     /// this port); answered when all have reached their stop offsets.
@@ -135,7 +143,7 @@ pub enum ClientMsg {
         streams: Vec<raw::RawStream>,
     },
     /// Turn every frame of test `test_id` around and send it back on the same port (a
-    /// far-end loopback, [`engine::raw::reflect`]) until [`ClientMsg::RawDone`]; needs a
+    /// far-end loopback, `engine::raw::reflect`) until [`ClientMsg::RawDone`]; needs a
     /// port opened for sending and receiving.
     RawReflect {
         /// Test id.
@@ -226,7 +234,7 @@ pub enum ServerMsg {
         /// 0-based interval number.
         index: u32,
         /// (stream id, totals so far).
-        streams: Vec<(u8, LiveSnapshot)>,
+        streams: Vec<(u8, LiveCounts)>,
     },
     /// Final reports of the server's streams.
     Results {
@@ -263,7 +271,7 @@ pub enum ServerMsg {
     /// What the reflector did.
     RawReflected {
         /// Its counts.
-        reflected: engine::raw::Reflected,
+        reflected: raw::RawReflected,
     },
     /// The raw port is open.
     RawOpened {
@@ -290,12 +298,12 @@ pub enum ServerMsg {
     /// What the sender sent.
     RawSent {
         /// The sender's figures.
-        sent: engine::raw::Sending,
+        sent: raw::RawSending,
     },
     /// What the receiver counted.
     RawReceived {
         /// Per stream.
-        reception: engine::raw::Reception,
+        reception: raw::RawReception,
     },
     /// Something went wrong; the server closes the connection after this.
     Error {
@@ -357,13 +365,13 @@ impl Default for Limits {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StreamReport {
     /// A UDP sender.
-    UdpTx(UdpSenderReport),
+    UdpTx(UdpTxReport),
     /// A UDP receiver.
-    UdpRx(UdpReceiverReport),
+    UdpRx(UdpRxReport),
     /// A TCP sender.
-    TcpTx(TcpSenderReport),
+    TcpTx(TcpTxReport),
     /// A TCP receiver.
-    TcpRx(TcpReceiverReport),
+    TcpRx(TcpRxReport),
 }
 
 /// Largest message accepted or sent (results with histograms stay far below this).

@@ -11,15 +11,18 @@
 //! [`LiveCounters`] as they always do; a scrape reads those snapshots. The HTTP side
 //! ([`serve_http`], over [`crate::http`]) answers `GET /metrics` and nothing else:
 //! OpenMetrics when the scraper accepts it (Prometheus does), else Prometheus' text format
-//! 0.0.4 ([`exposition`]).
+//! 0.0.4 ([`exposition`]). A test's rate is taken over the time between scrapes on the
+//! metrics' clock (the real one, or one given to [`ServerMetrics::with_clock`]).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use engine::clock::RealClock;
 use engine::live::LiveCounters;
+use model::clock::Clock;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -67,7 +70,7 @@ struct Running {
     client: String,
     streams: Vec<Stream>,
     /// When the rates were last taken, with the bytes per direction (`rx`, `tx`) then.
-    last: (Instant, u64, u64),
+    last: (Duration, u64, u64),
     /// A rate was taken (the first scrape takes one over whatever time has passed).
     rated: bool,
 }
@@ -78,6 +81,8 @@ const MIN_RATE_WINDOW: Duration = Duration::from_secs(1);
 
 /// The metrics of one server.
 pub struct ServerMetrics {
+    /// Where the rates' time comes from.
+    clock: Arc<dyn Clock>,
     registry: Registry,
     running_tests: Gauge,
     ended: Family<Outcome, Counter>,
@@ -122,8 +127,14 @@ fn reason(code: ErrorCode) -> &'static str {
 impl ServerMetrics {
     /// Every metric at zero.
     pub fn new() -> ServerMetrics {
+        ServerMetrics::with_clock(Arc::new(RealClock::new()))
+    }
+
+    /// Every metric at zero; rates are taken over time on `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> ServerMetrics {
         let mut registry = Registry::with_prefix("wirebench_server");
         let m = ServerMetrics {
+            clock,
             running_tests: Gauge::default(),
             ended: Family::default(),
             refused: Family::default(),
@@ -239,7 +250,7 @@ impl ServerMetrics {
                     counted: (0, 0),
                 })
                 .collect(),
-            last: (Instant::now(), 0, 0),
+            last: (self.clock.mono(), 0, 0),
             rated: false,
         };
         self.running
@@ -290,9 +301,9 @@ impl ServerMetrics {
             let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
             for t in running.values_mut() {
                 let (rx, tx, got, lost) = self.account(t);
-                let now = Instant::now();
-                let fresh = !t.rated || now.duration_since(t.last.0) >= MIN_RATE_WINDOW;
-                let secs = now.duration_since(t.last.0).as_secs_f64();
+                let now = self.clock.mono();
+                let fresh = !t.rated || now.saturating_sub(t.last.0) >= MIN_RATE_WINDOW;
+                let secs = now.saturating_sub(t.last.0).as_secs_f64();
                 let rate = |b: u64, before: u64| {
                     if secs > 0.0 {
                         b.saturating_sub(before) as f64 * 8.0 / secs
@@ -531,6 +542,33 @@ mod tests {
                 "{name} is not served:\n{both}"
             );
         }
+    }
+
+    /// A running test's rate is taken over a second or more of the metrics' clock: a scrape
+    /// sooner keeps the last rate.
+    #[test]
+    fn a_tests_rate_is_taken_over_the_time_between_scrapes() {
+        let clock = Arc::new(model::clock::VirtualClock::default());
+        let m = Arc::new(ServerMetrics::with_clock(clock.clone()));
+        let rx = Arc::new(LiveCounters::default());
+        let client: IpAddr = "127.0.0.1".parse().unwrap();
+        let _test = m.start_test(3, "tcp", client, vec![(false, Arc::clone(&rx))]);
+        let at = |bytes: u64| {
+            rx.publish(&LiveSnapshot {
+                bytes,
+                ..LiveSnapshot::default()
+            });
+            let text = m.render();
+            let series = "wirebench_server_test_rate_bps{test_id=\"3\",protocol=\"tcp\",direction=\"rx\",client=\"127.0.0.1\"} ";
+            let line = text.lines().find_map(|l| l.strip_prefix(series));
+            line.and_then(|v| v.parse::<f64>().ok())
+        };
+        clock.advance(Duration::from_secs(2));
+        assert_eq!(at(250_000), Some(1e6), "2 Mbit over 2 s");
+        clock.advance(Duration::from_millis(500));
+        assert_eq!(at(500_000), Some(1e6), "half a second later: the last rate");
+        clock.advance(Duration::from_millis(500));
+        assert_eq!(at(500_000), Some(2e6), "2 Mbit over the last second");
     }
 
     #[test]

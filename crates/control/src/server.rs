@@ -15,6 +15,9 @@
 //! say they are alive every second), is ended (`watch`). Control connections have
 //! TCP keepalive and a user timeout, so a vanished host ends its test within 10 s.
 //!
+//! Every deadline and watch of the server reads time from one clock in the context (the
+//! real one, or a virtual one a test moves: [`Server::bind_with_clock`]).
+//!
 //! What every session shares (the context, admission, refusals) is `session`'s;
 //! the services import that, never this module.
 
@@ -24,9 +27,11 @@ mod throughput;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use engine::clock::RealClock;
 use engine::tcp;
+use model::clock::Clock;
 
 use crate::conn::keep_alive;
 use crate::frame::{read_msg_within, write_msg};
@@ -35,9 +40,10 @@ use crate::messages::{ClientMsg, ErrorCode};
 use crate::session::admit::{self, reserve, Handshake, Slot};
 use crate::session::ctx::{refusal, send_refusal};
 use crate::session::{refuse, Ctx};
+use crate::wait::{self, Poll};
 use crate::{auth, ProtoError};
 
-pub use crate::limits::{check_limits, test_memory, MAX_TEST_BUFFER_BYTES};
+pub use crate::limits::{check_limits, test_memory, LimitError, MAX_TEST_BUFFER_BYTES};
 pub use crate::session::ctx::{default_max_memory, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT};
 
 /// Refuses a connection without holding up the accept thread: the refusal is written
@@ -56,11 +62,12 @@ fn turn_away(ctx: &Arc<Ctx>, stream: TcpStream, code: ErrorCode, message: String
     let _ = std::thread::Builder::new()
         .name("wb-turn-away".into())
         .spawn(move || {
-            let _slot = slot;
+            let slot = slot;
             let _ = s.set_nonblocking(false);
-            let until = Instant::now() + Duration::from_millis(200);
+            let clock = &slot.0.clock;
+            let until = clock.mono() + Duration::from_millis(200);
             let mut sink = [0u8; 4096];
-            while let Some(left) = until.checked_duration_since(Instant::now()) {
+            while let Some(left) = until.checked_sub(clock.mono()) {
                 let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(1))));
                 if !matches!(s.read(&mut sink), Ok(n) if n > 0) {
                     break;
@@ -119,8 +126,14 @@ impl Drop for ServerHandle {
 impl Server {
     /// Binds the listening socket.
     pub fn bind(cfg: ServerConfig) -> std::io::Result<Self> {
+        Self::bind_with_clock(cfg, Arc::new(RealClock::new()))
+    }
+
+    /// Binds the listening socket of a server that reads time from `clock` (its
+    /// handshake deadlines, the gate, a running test's watch): a virtual clock in tests.
+    pub fn bind_with_clock(cfg: ServerConfig, clock: Arc<dyn Clock>) -> std::io::Result<Self> {
         let listener = tcp::listen(cfg.bind, None)?;
-        let ctx = Ctx::new(&cfg);
+        let ctx = Ctx::new(&cfg, clock);
         Ok(Self {
             listener,
             ctx: Arc::new(ctx),
@@ -136,7 +149,10 @@ impl Server {
     pub fn serve(self, stop: &AtomicBool) -> std::io::Result<()> {
         self.listener.set_nonblocking(true)?;
         let max_conns = usize::from(self.ctx.limits.max_tests) * 2 + 16;
-        while !stop.load(Ordering::Relaxed) {
+        wait::poll(|| {
+            if stop.load(Ordering::Relaxed) {
+                return Poll::Ready(());
+            }
             match self.listener.accept() {
                 Ok((stream, peer)) => {
                     if let Some(m) = &self.ctx.metrics {
@@ -145,12 +161,12 @@ impl Server {
                     let ctx = self.ctx.clone();
                     // The gate decides before a thread is started.
                     let ip = peer.ip();
-                    let id = match admit::enter(&ctx, ip, &stream, Instant::now()) {
+                    let id = match admit::enter(&ctx, ip, &stream, ctx.clock.mono()) {
                         Ok(id) => id,
                         Err((code, message)) => {
                             ctx.refused(code);
                             turn_away(&ctx, stream, code, message);
-                            continue;
+                            return Poll::Again;
                         }
                     };
                     let _ = stream.set_nonblocking(false);
@@ -193,16 +209,17 @@ impl Server {
                         admit::leave(&self.ctx, ip, id);
                         tracing::error!("cannot start a connection thread: {e}");
                     }
+                    Poll::Again
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(50))
+                    Poll::Wait(Duration::from_millis(50))
                 }
                 Err(e) => {
                     tracing::warn!("accept: {e}");
-                    std::thread::sleep(Duration::from_millis(50));
+                    Poll::Wait(Duration::from_millis(50))
                 }
             }
-        }
+        });
         Ok(())
     }
 
@@ -235,18 +252,19 @@ fn handle_connection(
     started: &std::cell::Cell<bool>,
 ) -> Result<(), ProtoError> {
     let ip = place.ip;
-    let deadline = Deadline::new(Instant::now(), ctx.handshake_timeout);
-    let left = || deadline.left(Instant::now());
+    let clock = &*ctx.clock;
+    let deadline = Deadline::new(clock.mono(), ctx.handshake_timeout);
+    let left = || deadline.left(clock.mono());
     let failed = |e: ProtoError| {
         if handshake::penalises(&e) {
-            ctx.gate().failed(ip, Instant::now());
+            ctx.gate().failed(ip, clock.mono());
         }
         e
     };
     ctrl.set_nodelay(true).map_err(ProtoError::Io)?;
     ctrl.set_write_timeout(Some(ctx.handshake_timeout))
         .map_err(ProtoError::Io)?;
-    let hello = read_or_refuse(&mut ctrl, left(), "hello").map_err(failed)?;
+    let hello = read_or_refuse(&mut ctrl, left(), clock, "hello").map_err(failed)?;
     handshake::check_hello(&hello).map_err(|e| send_refusal(&mut ctrl, e))?;
     let challenge = match &ctx.key {
         Some(_) => {
@@ -265,7 +283,7 @@ fn handle_connection(
     if let (Some(key), Some(ns)) = (&ctx.key, challenge) {
         // A peer that goes away (or is evicted) is not penalised; one that answers
         // wrongly, or not in time, is.
-        let msg: ClientMsg = match read_msg_within(&ctrl, left()) {
+        let msg: ClientMsg = match read_msg_within(&ctrl, left(), clock) {
             Ok(m) => m,
             Err(e @ (ProtoError::Closed | ProtoError::Io(_))) => return Err(e),
             Err(e) => return Err(failed(refuse(&mut ctrl, ErrorCode::Auth, e.to_string()))),
@@ -274,7 +292,7 @@ fn handle_connection(
             .map_err(|e| failed(send_refusal(&mut ctrl, e)))?;
         write_msg(&mut ctrl, &proof)?;
     }
-    let request = read_or_refuse(&mut ctrl, left(), "a test request").map_err(failed)?;
+    let request = read_or_refuse(&mut ctrl, left(), clock, "a test request").map_err(failed)?;
     // The handshake is over: its place at the gate is free, and the address in good
     // standing.
     drop(place);
@@ -299,14 +317,15 @@ fn handle_connection(
     }
 }
 
-/// Reads one handshake message; a timeout or undecodable message is answered with an
-/// error before the connection closes.
+/// Reads one handshake message within `timeout` on `clock`; a timeout or undecodable
+/// message is answered with an error before the connection closes.
 fn read_or_refuse(
     ctrl: &mut TcpStream,
     timeout: Duration,
+    clock: &dyn Clock,
     what: &str,
 ) -> Result<ClientMsg, ProtoError> {
-    match read_msg_within(ctrl, timeout) {
+    match read_msg_within(ctrl, timeout, clock) {
         Ok(m) => Ok(m),
         Err(ProtoError::Closed) => Err(ProtoError::Closed),
         Err(e) => {
@@ -329,8 +348,8 @@ mod tests {
     use crate::{MAGIC, VERSION};
     use model::spec::{Direction, Rate, TestSpec};
 
-    fn server(limits: Limits, key: Option<Vec<u8>>) -> ServerHandle {
-        Server::bind(ServerConfig {
+    fn config(limits: Limits, key: Option<Vec<u8>>) -> ServerConfig {
+        ServerConfig {
             bind: "127.0.0.1:0".parse().unwrap(),
             limits,
             key,
@@ -345,10 +364,11 @@ mod tests {
             gate: GateConfig::default(),
             idle_timeout: IDLE_TIMEOUT,
             max_memory: 1 << 30,
-        })
-        .unwrap()
-        .spawn()
-        .unwrap()
+        }
+    }
+
+    fn server(limits: Limits, key: Option<Vec<u8>>) -> ServerHandle {
+        Server::bind(config(limits, key)).unwrap().spawn().unwrap()
     }
 
     fn client(addr: SocketAddr, key: Option<Vec<u8>>) -> crate::client::ClientConfig {
@@ -382,9 +402,9 @@ mod tests {
             ..spec()
         };
         let session = crate::client::Session::connect(&client(srv.addr(), None)).unwrap();
-        let started = Instant::now();
+        let clock = RealClock::new();
         let r = session.run_test_telling(&udp(0.5e6, 10), &udp(5e6, 10), None, |_| {});
-        let took = started.elapsed();
+        let took = clock.mono();
         match r {
             Err(ProtoError::Refused {
                 code: ErrorCode::Limit,
@@ -400,6 +420,71 @@ mod tests {
         let session = crate::client::Session::connect(&client(srv.addr(), None)).unwrap();
         let ok = session.run_test(&udp(1e6, 3), None, |_| {}).unwrap();
         assert!(!ok.remote.is_empty());
+    }
+
+    /// The server's watch runs on the server's clock: a reverse test whose client says
+    /// nothing for the idle timeout of that clock is ended, though the client, on its own
+    /// clock, is not yet due to say it is alive.
+    #[test]
+    fn a_silent_client_is_ended_on_the_servers_clock() {
+        let clock = Arc::new(model::clock::VirtualClock::default());
+        let metrics = Arc::new(crate::metrics::ServerMetrics::new());
+        let cfg = ServerConfig {
+            metrics: Some(Arc::clone(&metrics)),
+            ..config(Limits::default(), None)
+        };
+        let srv = Server::bind_with_clock(cfg, clock.clone())
+            .unwrap()
+            .spawn()
+            .unwrap();
+        let reverse = TestSpec {
+            rate: Rate::BitsPerSec(1e6),
+            streams: 1,
+            direction: Direction::Reverse,
+            duration: Duration::from_secs(10),
+            ..spec()
+        };
+        let done = AtomicBool::new(false);
+        let real = RealClock::new();
+        let r = std::thread::scope(|s| {
+            // Once the test runs, the server's time passes 25 times faster than the
+            // client's (half a second every 20 ms): the idle timeout (5 s) is reached in
+            // 200 ms of the client's time, its first `Alive` due after a second.
+            s.spawn(|| {
+                let running = wait::poll_until(&real, Duration::from_secs(10), || {
+                    if metrics
+                        .render()
+                        .contains("wirebench_server_tests_running 1")
+                    {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Wait(Duration::from_millis(5))
+                    }
+                });
+                wait::poll(|| {
+                    if running.is_none() || done.load(Ordering::Acquire) {
+                        return Poll::Ready(());
+                    }
+                    clock.advance(Duration::from_millis(500));
+                    Poll::Wait(Duration::from_millis(20))
+                })
+            });
+            let session = crate::client::Session::connect(&client(srv.addr(), None)).unwrap();
+            let r = session.run_test(&reverse, None, |_| {});
+            done.store(true, Ordering::Release);
+            r
+        });
+        match r {
+            Err(ProtoError::Refused {
+                code: ErrorCode::Timeout,
+                message,
+            }) => assert!(
+                message.contains("said nothing for 5 s (--idle-timeout)"),
+                "{message}"
+            ),
+            other => panic!("not ended for silence: {other:?}"),
+        }
+        assert!(real.mono() < Duration::from_secs(5), "{:?}", real.mono());
     }
 
     /// With a key, the hello says the version and the challenge and nothing else; the
@@ -420,7 +505,8 @@ mod tests {
                 },
             )
             .unwrap();
-            let hello: ServerMsg = read_msg_within(&c, Duration::from_secs(5)).unwrap();
+            let hello: ServerMsg =
+                read_msg_within(&c, Duration::from_secs(5), &RealClock::new()).unwrap();
             let ServerMsg::Hello {
                 version,
                 host_id,

@@ -11,13 +11,15 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use engine::live::{LiveCounters, LiveSnapshot};
 use engine::{tcp, udp};
+use model::clock::Clock;
 use model::spec::{Direction, TestSpec};
 
 use crate::messages::StreamReport;
+use crate::wait::{self, Poll};
 
 /// Who sends a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,7 +307,7 @@ impl SideRun {
         cfg: udp::UdpSendConfig,
     ) -> std::io::Result<()> {
         self.spawn(cfg.stream_id, true, "udp-tx", move |live, stop| {
-            StreamReport::UdpTx(udp::run_sender(&sock, &cfg, live, stop))
+            StreamReport::UdpTx(udp::run_sender(&sock, &cfg, live, stop).into())
         })
     }
 
@@ -322,7 +324,7 @@ impl SideRun {
             if let Some(why) = not_xdp {
                 r.mode = format!("{} (af_xdp not used: {why})", r.mode);
             }
-            StreamReport::UdpRx(r)
+            StreamReport::UdpRx(r.into())
         })
     }
 
@@ -340,7 +342,7 @@ impl SideRun {
             // The program leaves the interface before the next test may claim it.
             drop(rx);
             drop(claim);
-            StreamReport::UdpRx(r)
+            StreamReport::UdpRx(r.into())
         })
     }
 
@@ -350,7 +352,7 @@ impl SideRun {
         cfg: tcp::TcpSendConfig,
     ) -> std::io::Result<()> {
         self.spawn(cfg.stream_id, true, "tcp-tx", move |live, stop| {
-            StreamReport::TcpTx(tcp::run_sender(&s, &cfg, live, stop))
+            StreamReport::TcpTx(tcp::run_sender(&s, &cfg, live, stop).into())
         })
     }
 
@@ -361,7 +363,7 @@ impl SideRun {
         omit: Duration,
     ) -> std::io::Result<()> {
         self.spawn(id, false, "tcp-rx", move |live, stop| {
-            StreamReport::TcpRx(tcp::run_receiver(&s, id, omit, live, stop))
+            StreamReport::TcpRx(tcp::run_receiver(&s, id, omit, live, stop).into())
         })
     }
 
@@ -400,19 +402,19 @@ impl SideRun {
     /// its socket still holds) and returns their reports. Waiting ends as soon as every
     /// receiver has ended by itself (TCP end of stream), or has counted the packets its
     /// sender reported sending (`expected`: stream id → packets), or nothing has arrived
-    /// for `quiet`; and at the latest after `cap`.
+    /// for `quiet`; and at the latest after `cap` (both on `clock`).
     pub(crate) fn finish_receivers(
         &mut self,
         expected: &[(u8, u64)],
         quiet: Duration,
         cap: Duration,
+        clock: &dyn Clock,
     ) -> Vec<StreamReport> {
-        let start = Instant::now();
         let mut last = self.receiver_totals();
-        let mut last_change = start;
-        while start.elapsed() < cap {
+        let mut last_change = clock.mono();
+        let _ = wait::poll_until(clock, cap, || {
             if self.receivers.iter().all(|r| r.handle.is_finished()) {
-                break;
+                return Poll::Ready(());
             }
             let all_in = !expected.is_empty()
                 && self.receivers.iter().all(|r| {
@@ -420,17 +422,17 @@ impl SideRun {
                     want.is_some_and(|n| r.live.snapshot().counters.received >= n)
                 });
             if all_in {
-                break;
+                return Poll::Ready(());
             }
             let now = self.receiver_totals();
             if now != last {
                 last = now;
-                last_change = Instant::now();
-            } else if last_change.elapsed() >= quiet {
-                break;
+                last_change = clock.mono();
+            } else if clock.mono().saturating_sub(last_change) >= quiet {
+                return Poll::Ready(());
             }
-            std::thread::sleep(Duration::from_millis(2));
-        }
+            Poll::Wait(Duration::from_millis(2))
+        });
         self.receiver_stop.store(true, Ordering::Relaxed);
         self.receivers
             .drain(..)

@@ -32,20 +32,58 @@ const SLACK: Duration = Duration::from_secs(30);
 /// What a client waits for a server's results after a test.
 const RESULTS_WAIT: Duration = Duration::from_secs(15);
 
+/// Why this server runs no test toward the address a controller named (the message is
+/// the controller's refusal).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PeerError {
+    /// The name does not resolve.
+    #[error("cannot resolve '{to}' (HOST:PORT): {source}")]
+    Resolve {
+        /// `HOST:PORT` as given.
+        to: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
+    /// The name resolves to no address.
+    #[error("'{0}' has no address")]
+    NoAddress(String),
+    /// An unspecified, multicast, broadcast or link-local address.
+    #[error("{0}: not toward an unspecified, multicast, broadcast or link-local address")]
+    Special(IpAddr),
+    /// Loopback, for a controller on another host.
+    #[error("{0}: toward loopback only for a controller on this host")]
+    Loopback(IpAddr),
+    /// Outside the blocks of `--third-party-peers`.
+    #[error("{0} is outside this server's --third-party-peers")]
+    NotAPeer(IpAddr),
+}
+
 /// The other server's address: `HOST:PORT`, `[IPV6]:PORT`.
-fn resolve(to: &str) -> Result<SocketAddr, String> {
+fn resolve(to: &str) -> Result<SocketAddr, PeerError> {
     to.to_socket_addrs()
-        .map_err(|e| format!("cannot resolve '{to}' (HOST:PORT): {e}"))?
+        .map_err(|source| PeerError::Resolve {
+            to: to.to_owned(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| format!("'{to}' has no address"))
+        .ok_or_else(|| PeerError::NoAddress(to.to_owned()))
+}
+
+/// A `--third-party-peers` block that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CidrError {
+    /// Not an address, or a length beyond the family's (the text as given).
+    #[error("'{0}' is not ADDR/LEN or an address (e.g. 198.18.0.0/15, fd00::/8)")]
+    Invalid(String),
 }
 
 /// An address block, `ADDR/LEN` or one address.
 ///
 /// # Errors
 /// Not an address, or a length beyond the family's.
-pub fn parse_cidr(s: &str) -> Result<(IpAddr, u8), String> {
-    let bad = || format!("'{s}' is not ADDR/LEN or an address (e.g. 198.18.0.0/15, fd00::/8)");
+pub fn parse_cidr(s: &str) -> Result<(IpAddr, u8), CidrError> {
+    let bad = || CidrError::Invalid(s.to_owned());
     let (addr, len) = match s.split_once('/') {
         Some((a, l)) => (a, Some(l.parse::<u8>().map_err(|_| bad())?)),
         None => (s, None),
@@ -74,7 +112,7 @@ fn in_block(ip: IpAddr, (net, len): (IpAddr, u8)) -> bool {
 /// toward an unspecified, multicast, broadcast or link-local address (cloud metadata
 /// services live there); toward loopback only for a controller on this host; and, with
 /// `--third-party-peers`, only inside those blocks.
-fn allowed(to: IpAddr, controller: IpAddr, peers: &[(IpAddr, u8)]) -> Result<(), String> {
+fn allowed(to: IpAddr, controller: IpAddr, peers: &[(IpAddr, u8)]) -> Result<(), PeerError> {
     let special = match to {
         IpAddr::V4(a) => {
             a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.is_link_local()
@@ -84,17 +122,13 @@ fn allowed(to: IpAddr, controller: IpAddr, peers: &[(IpAddr, u8)]) -> Result<(),
         }
     };
     if special {
-        return Err(format!(
-            "{to}: not toward an unspecified, multicast, broadcast or link-local address"
-        ));
+        return Err(PeerError::Special(to));
     }
     if to.is_loopback() && !controller.is_loopback() {
-        return Err(format!(
-            "{to}: toward loopback only for a controller on this host"
-        ));
+        return Err(PeerError::Loopback(to));
     }
     if !peers.is_empty() && !peers.iter().any(|b| in_block(to, *b)) {
-        return Err(format!("{to} is outside this server's --third-party-peers"));
+        return Err(PeerError::NotAPeer(to));
     }
     Ok(())
 }
@@ -114,15 +148,15 @@ pub(crate) fn serve(
             "this server runs no tests toward other servers (start it with --allow-third-party and --auth-key-file)".into(),
         ));
     };
-    if let Err(msg) = check_limits(spec, &ctx.limits) {
-        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    if let Err(e) = check_limits(spec, &ctx.limits) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string()));
     }
     let _admitted = admit(&mut ctrl, ctx, test_memory(spec))?;
     let _ended = ctx.finished.as_deref().map(engine::flag::SetOnDrop::new);
     let controller = ctrl.peer_addr().map_err(ProtoError::Io)?.ip();
     let server = resolve(to)
         .and_then(|a| allowed(a.ip(), controller, &ctx.third_party_peers).map(|()| a))
-        .map_err(|m| refuse(&mut ctrl, ErrorCode::BadRequest, m))?;
+        .map_err(|e| refuse(&mut ctrl, ErrorCode::BadRequest, e.to_string()))?;
     let stop = Arc::new(AtomicBool::new(false));
     let cfg = ClientConfig {
         server,
@@ -140,8 +174,9 @@ pub(crate) fn serve(
     let watch = ctrl.try_clone().map_err(ProtoError::Io)?;
     let wait = spec.total_duration() + SLACK;
     let outcome = std::thread::scope(|s| {
-        s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait));
-        let r = Session::connect(&cfg).and_then(|session| session.run_test(spec, None, |_| {}));
+        s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait, &*ctx.clock));
+        let r = Session::connect_with_clock(&cfg, Arc::clone(&ctx.clock))
+            .and_then(|session| session.run_test(spec, None, |_| {}));
         done.store(true, Ordering::Release);
         r
     });
@@ -172,8 +207,28 @@ pub(crate) fn serve(
     };
     write_msg(&mut ctrl, &answer)?;
     // The controller closes first; a message it sends is not waited for long.
-    let _ = read_msg_within::<crate::messages::ClientMsg>(&ctrl, Duration::from_millis(200));
+    let _ = read_msg_within::<crate::messages::ClientMsg>(
+        &ctrl,
+        Duration::from_millis(200),
+        &*ctx.clock,
+    );
     Ok(())
+}
+
+/// Why a third-party test has no result ([`Session::run_client_from`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientRanError {
+    /// The test failed, or the other server could not be reached or refused: the
+    /// server's reason.
+    #[error("{0}")]
+    Failed(String),
+    /// The server said neither a result nor why.
+    #[error("no result and no reason")]
+    NoReason,
+    /// The server's result does not decode as a result document.
+    #[error("the server's result is not a result document: {0}")]
+    NotAResult(String),
 }
 
 impl Session {
@@ -188,7 +243,7 @@ impl Session {
         mut self,
         to: &str,
         spec: &TestSpec,
-    ) -> Result<Result<model::results::RunResult, String>, ProtoError> {
+    ) -> Result<Result<model::results::RunResult, ClientRanError>, ProtoError> {
         write_msg(
             &mut self.ctrl,
             &crate::messages::ClientMsg::RunClient {
@@ -202,15 +257,16 @@ impl Session {
         // A stop (Ctrl-C) closes the connection: the server stops the test.
         let stop = self.stop.clone();
         let answer = closing_on_stop(&self.ctrl, stop.as_deref(), || {
-            read_msg_within::<ServerMsg>(&self.ctrl, wait)
+            read_msg_within::<ServerMsg>(&self.ctrl, wait, &*self.clock)
         });
         match answer? {
             ServerMsg::ClientRan {
                 result: Some(r), ..
-            } => Ok(serde_json::from_value(r)
-                .map_err(|e| format!("the server's result is not a result document: {e}"))),
+            } => Ok(
+                serde_json::from_value(r).map_err(|e| ClientRanError::NotAResult(e.to_string()))
+            ),
             ServerMsg::ClientRan { error, .. } => Ok(Err(
-                error.unwrap_or_else(|| "no result and no reason".into())
+                error.map_or(ClientRanError::NoReason, ClientRanError::Failed)
             )),
             ServerMsg::Error { code, message } => Err(ProtoError::Refused { code, message }),
             other => Err(ProtoError::Unexpected(format!("{other:?}"))),
@@ -233,8 +289,16 @@ mod test {
         assert!(in_block(ip("10.1.2.3"), parse_cidr("0.0.0.0/0").unwrap()));
         assert_eq!(parse_cidr("10.0.0.1"), Ok((ip("10.0.0.1"), 32)));
         for bad in ["10.0.0.0/33", "x/8", "fd00::/129", ""] {
-            assert!(parse_cidr(bad).is_err(), "{bad}");
+            assert_eq!(
+                parse_cidr(bad),
+                Err(CidrError::Invalid(bad.into())),
+                "{bad}"
+            );
         }
+        assert_eq!(
+            parse_cidr("x/8").unwrap_err().to_string(),
+            "'x/8' is not ADDR/LEN or an address (e.g. 198.18.0.0/15, fd00::/8)"
+        );
     }
 
     #[test]
@@ -254,14 +318,28 @@ mod test {
             assert!(allowed(ip(to), far, &[]).is_err(), "{to}");
         }
         // Loopback only for a controller that is on this host already.
-        assert!(allowed(ip("127.0.0.1"), far, &[])
-            .unwrap_err()
-            .contains("loopback"));
+        assert_eq!(
+            allowed(ip("127.0.0.1"), far, &[]).unwrap_err().to_string(),
+            "127.0.0.1: toward loopback only for a controller on this host"
+        );
         assert!(allowed(ip("127.0.0.1"), ip("127.0.0.1"), &[]).is_ok());
         let peers = [parse_cidr("198.18.40.0/24").unwrap()];
         assert!(allowed(ip("198.18.40.9"), far, &peers).is_ok());
-        assert!(allowed(ip("10.0.0.1"), far, &peers)
-            .unwrap_err()
-            .contains("--third-party-peers"));
+        assert_eq!(
+            allowed(ip("10.0.0.1"), far, &peers)
+                .unwrap_err()
+                .to_string(),
+            "10.0.0.1 is outside this server's --third-party-peers"
+        );
+        assert_eq!(
+            allowed(ip("169.254.169.254"), far, &[])
+                .unwrap_err()
+                .to_string(),
+            "169.254.169.254: not toward an unspecified, multicast, broadcast or link-local address"
+        );
+        assert_eq!(
+            resolve("nowhere").unwrap_err().to_string(),
+            "cannot resolve 'nowhere' (HOST:PORT): invalid socket address"
+        );
     }
 }

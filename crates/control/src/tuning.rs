@@ -124,7 +124,7 @@ pub(crate) fn serve(
         let refused = apply(&iface, request.0, &request.1).err();
         let interface = nic::state("server", &iface).ok().map(Box::new);
         write_msg(&mut ctrl, &ServerMsg::Tuned { interface, refused })?;
-        match read_msg_within(&ctrl, IDLE) {
+        match read_msg_within(&ctrl, IDLE, &*ctx.clock) {
             Ok(ClientMsg::Tune { mtu, features }) => request = (mtu, features),
             Ok(ClientMsg::Restore) => {
                 let failed = saved.restore();
@@ -150,6 +150,8 @@ pub(crate) fn serve(
 /// sweeps run on others. Dropping it ends the session (the server restores).
 pub struct Tuner {
     ctrl: TcpStream,
+    /// The session's clock.
+    clock: std::sync::Arc<dyn model::clock::Clock>,
 }
 
 /// What the server said to one request.
@@ -159,13 +161,14 @@ impl Tuner {
     /// Turns a connected, authenticated session into a tuning session.
     pub fn new(session: Session) -> Self {
         Self {
+            clock: std::sync::Arc::clone(&session.clock),
             ctrl: session.into_stream(),
         }
     }
 
     fn ask(&mut self, msg: &ClientMsg) -> Result<Tuned, ProtoError> {
         write_msg(&mut self.ctrl, msg)?;
-        match read_msg_within(&self.ctrl, Duration::from_secs(30))? {
+        match read_msg_within(&self.ctrl, Duration::from_secs(30), &*self.clock)? {
             ServerMsg::Tuned { interface, refused } => Ok((interface.map(|i| *i), refused)),
             ServerMsg::Error { code, message } => Err(ProtoError::Refused { code, message }),
             other => Err(ProtoError::Unexpected(format!(

@@ -4,10 +4,11 @@
 //! did not finish in time. The test's loop tells it what it heard and counted, with `now`,
 //! and asks what is due.
 //!
-//! It does not read sockets, counters or clocks; the server's test loop does, and ends the
-//! test with the refusal these checks name.
+//! It does not read sockets, counters or clocks; the server's test loop does (`now` is on
+//! the monotonic axis of the server's clock), and ends the test with the refusal these
+//! checks name.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use model::spec::{Protocol, TestSpec};
 
@@ -32,11 +33,11 @@ pub(crate) struct Watch {
     burst_bits: f64,
     /// The most the test may take, from its start: its duration and [`FINISH_SLACK`].
     limit: Duration,
-    start: Instant,
+    start: Duration,
     /// When the client last said something or sent more.
-    heard: Instant,
+    heard: Duration,
     /// The client's bytes when last looked at, and when that was.
-    metered: (u64, Instant),
+    metered: (u64, Duration),
 }
 
 impl Watch {
@@ -47,7 +48,7 @@ impl Watch {
         client_streams: usize,
         max_rate: Option<f64>,
         idle: Duration,
-        start: Instant,
+        start: Duration,
     ) -> Watch {
         // A UDP sender's first batch may hold 64 datagrams (GSO).
         let block = if spec.protocol == Protocol::Udp {
@@ -70,29 +71,29 @@ impl Watch {
     }
 
     /// Whether the test ran out of time at `now`: the client did not finish it.
-    pub(crate) fn overdue(&self, now: Instant) -> bool {
-        now.saturating_duration_since(self.start) >= self.limit
+    pub(crate) fn overdue(&self, now: Duration) -> bool {
+        now.saturating_sub(self.start) >= self.limit
     }
 
     /// The client said something at `now`.
-    pub(crate) fn heard(&mut self, now: Instant) {
+    pub(crate) fn heard(&mut self, now: Duration) {
         self.heard = now;
     }
 
     /// Whether the client's received bytes are to be looked at `now`.
-    pub(crate) fn meter_due(&self, now: Instant) -> bool {
-        self.metered_streams && now.saturating_duration_since(self.metered.1) >= METER_EVERY
+    pub(crate) fn meter_due(&self, now: Duration) -> bool {
+        self.metered_streams && now.saturating_sub(self.metered.1) >= METER_EVERY
     }
 
     /// The client's streams had brought `bytes` by `now` (a warm-up's too): more than
     /// before is a sign of life (its `Alive` messages may wait behind the data on a
     /// saturated path). `Err((average bits/s, the limit))` when it sends above the limit.
-    pub(crate) fn metered(&mut self, now: Instant, bytes: u64) -> Result<(), (f64, f64)> {
+    pub(crate) fn metered(&mut self, now: Duration, bytes: u64) -> Result<(), (f64, f64)> {
         if bytes > self.metered.0 {
             self.heard = now;
         }
         self.metered = (bytes, now);
-        let elapsed = now.saturating_duration_since(self.start);
+        let elapsed = now.saturating_sub(self.start);
         match self.max_rate {
             Some(max) if self.over(max, bytes, elapsed) => {
                 Err((bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-3), max))
@@ -102,8 +103,8 @@ impl Watch {
     }
 
     /// Whether the client, not yet finished, has been silent too long at `now`.
-    pub(crate) fn silent(&self, now: Instant) -> bool {
-        now.saturating_duration_since(self.heard) > self.idle
+    pub(crate) fn silent(&self, now: Duration) -> bool {
+        now.saturating_sub(self.heard) > self.idle
     }
 
     /// The idle timeout.
@@ -150,7 +151,7 @@ mod tests {
     /// on its streams, is a sign of life; data that does not grow is not.
     #[test]
     fn a_silent_client_is_noticed_after_the_idle_timeout() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let mut w = Watch::new(&spec(Protocol::Udp), 1, None, ms(5000), t0);
         assert!(!w.silent(t0 + ms(5000)));
         assert!(w.silent(t0 + ms(5001)));
@@ -169,7 +170,7 @@ mod tests {
     /// The meter looks every 250 ms, and only at a test whose client sends.
     #[test]
     fn the_meter_looks_every_quarter_second() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let mut w = Watch::new(&spec(Protocol::Tcp), 2, Some(1e6), ms(5000), t0);
         assert!(!w.meter_due(t0 + ms(249)));
         assert!(w.meter_due(t0 + ms(250)));
@@ -184,7 +185,7 @@ mod tests {
     /// within its first second, with its average rate.
     #[test]
     fn a_client_above_the_rate_limit_is_ended() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let bytes_at = |bps: f64, t: Duration| (bps / 8.0 * t.as_secs_f64()) as u64;
         let mut honest = Watch::new(&spec(Protocol::Udp), 1, Some(1e6), ms(5000), t0);
         let mut liar = honest.clone();
@@ -212,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_test_is_overdue_at_its_duration_and_the_slack() {
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let w = Watch::new(&spec(Protocol::Udp), 1, None, ms(5000), t0);
         assert!(!w.overdue(t0 + ms(19_999)));
         assert!(w.overdue(t0 + ms(20_000)));

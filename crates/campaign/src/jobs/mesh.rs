@@ -42,7 +42,7 @@ fn pair(
             boot_id.clone_from(&session.host_id);
             let to_addr = address(&to.server.host, to.server.port);
             match session.run_client_from(&to_addr, &req.spec) {
-                Ok(r) => r,
+                Ok(r) => r.map_err(|e| e.to_string()),
                 Err(e @ control::ProtoError::Refused { .. }) => {
                     Err(format!("{} ({reached}) refused: {e}", from.name))
                 }

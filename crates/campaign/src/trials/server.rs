@@ -38,7 +38,7 @@ pub fn client_config(server: &Server) -> Result<ClientConfig, Error> {
 /// local address is of the other family.
 pub fn client_config_with(server: &Server, connect: &Connect) -> Result<ClientConfig, Error> {
     let key = match &server.key_file {
-        Some(p) => Some(control::auth::load_key(p).map_err(usage)?),
+        Some(p) => Some(control::auth::load_key(p).map_err(|e| usage(e.to_string()))?),
         None => None,
     };
     let family = connect.family.or(connect.bind.map(|b| {

@@ -9,22 +9,25 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use engine::clock::RealClock;
 use engine::iperf3_udp::{self, Iperf3RecvReport, Iperf3SendConfig, Iperf3SendReport};
 use engine::live::LiveCounters;
 use engine::tcp::{self, TcpReceiverReport, TcpSendConfig, TcpSenderReport};
-use engine::udp::{UdpReceiverReport, UdpSenderReport};
+use model::clock::Clock;
 use model::spec::{Direction, Protocol, TestSpec};
 
 use super::{
     cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
     Results, StreamResult, UDP_HELLO,
 };
+use crate::messages::report::{TcpRxReport, TcpTxReport, UdpRxReport, UdpTxReport};
 use crate::messages::StreamReport;
 use crate::outcome::{add_stream, IntervalSample, TestOutcome};
 use crate::streams::stream_local;
 use crate::timing::tick_end;
+use crate::wait::{self, Poll};
 use crate::ProtoError;
 use model::results::{ConnectionFacts, CpuUse};
 
@@ -214,13 +217,14 @@ impl Iperf3Client {
         // sends none during the test).
         // The measured time (and its intervals) starts after the warm-up (-O).
         let omit = self.spec.omit.unwrap_or_default();
-        let start = Instant::now() + omit;
+        let clock = RealClock::new();
+        let start = clock.mono() + omit;
         let mut samples = Vec::new();
         let mut interrupted = false;
         let mut ran_for = self.spec.duration;
         let interval = self.interval;
-        loop {
-            let now = Instant::now().saturating_duration_since(start);
+        wait::poll(|| {
+            let now = clock.mono().saturating_sub(start);
             // Ticks that are due; the one at the end waits until the streams are done.
             while let Some(t) = tick_end(interval, ran_for, samples.len() as u32) {
                 if now < t || t >= ran_for {
@@ -229,14 +233,14 @@ impl Iperf3Client {
                 take_sample(&mut samples, interval, t, &lives, on_interval);
             }
             if now >= self.spec.duration {
-                break;
+                return Poll::Ready(());
             }
             // -n/-k: the test ends when every sender has sent its share.
             if self.spec.bytes_per_stream.is_some()
                 && threads.iter().all(|(sends, t)| !sends || t.is_finished())
             {
                 ran_for = now;
-                break;
+                return Poll::Ready(());
             }
             if user_stop
                 .as_ref()
@@ -246,17 +250,17 @@ impl Iperf3Client {
                 interrupted = true;
                 ran_for = now;
                 send_stop.store(true, Ordering::Relaxed);
-                break;
+                return Poll::Ready(());
             }
-            thread::sleep(
+            Poll::Wait(
                 Duration::from_millis(20).min(
                     tick_end(interval, ran_for, samples.len() as u32)
                         .unwrap_or(ran_for)
                         .saturating_sub(now)
                         .max(Duration::from_millis(1)),
                 ),
-            );
-        }
+            )
+        });
         // Our senders end on their own duration, before the end is said: the server counts
         // what they sent up to the end. Receivers end at the server's close (TCP) or after
         // their drain (UDP).
@@ -404,12 +408,12 @@ impl Iperf3Client {
                 Report::TcpTx(t) => {
                     // iperf3's count of what it received leaves the warm-up (-O) out
                     // already: nothing is to be taken off it.
-                    local.push(StreamReport::TcpTx(TcpSenderReport {
+                    local.push(StreamReport::TcpTx(TcpTxReport {
                         stream_id: id,
                         omitted_bytes: 0,
-                        ..t.clone()
+                        ..t.clone().into()
                     }));
-                    remote.push(StreamReport::TcpRx(TcpReceiverReport {
+                    remote.push(StreamReport::TcpRx(TcpRxReport {
                         stream_id: id,
                         bytes: peer.bytes,
                         elapsed,
@@ -418,13 +422,13 @@ impl Iperf3Client {
                     }));
                 }
                 Report::TcpRx(t) => {
-                    local.push(StreamReport::TcpRx(TcpReceiverReport {
+                    local.push(StreamReport::TcpRx(TcpRxReport {
                         stream_id: id,
-                        ..t.clone()
+                        ..t.clone().into()
                     }));
                     // What we read in our warm-up (-O) comes off what we read (iperf3
                     // counts its own from the end of its warm-up).
-                    remote.push(StreamReport::TcpTx(TcpSenderReport {
+                    remote.push(StreamReport::TcpTx(TcpTxReport {
                         stream_id: id,
                         bytes: peer.bytes,
                         elapsed,
@@ -441,7 +445,7 @@ impl Iperf3Client {
                     local.push(StreamReport::UdpTx(tx));
                     // The iperf3 server's accounting: received = highest count − lost.
                     let received = peer.packets.saturating_sub(peer.errors);
-                    remote.push(StreamReport::UdpRx(UdpReceiverReport {
+                    remote.push(StreamReport::UdpRx(UdpRxReport {
                         stream_id: id,
                         counters: model::stats::Counters {
                             received,
@@ -463,7 +467,7 @@ impl Iperf3Client {
                         (Some(a), Some(b)) => b.saturating_sub(a),
                         _ => Duration::ZERO,
                     };
-                    local.push(StreamReport::UdpRx(UdpReceiverReport {
+                    local.push(StreamReport::UdpRx(UdpRxReport {
                         stream_id: id,
                         counters: s.counters,
                         bytes: s.bytes,
@@ -527,8 +531,8 @@ fn take_sample(
     }
 }
 
-fn udp_tx(id: u8, packets: u64, bytes: u64, elapsed: Duration) -> UdpSenderReport {
-    UdpSenderReport {
+fn udp_tx(id: u8, packets: u64, bytes: u64, elapsed: Duration) -> UdpTxReport {
+    UdpTxReport {
         stream_id: id,
         packets,
         bytes,

@@ -15,11 +15,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use engine::clock::RealClock;
 use engine::iperf3_udp::{self, Iperf3SendConfig};
 use engine::live::LiveCounters;
 use engine::tcp::{self, TcpSendConfig};
+use model::clock::Clock;
 use model::spec::{Direction, Protocol, Rate, TcpOptions, TestSpec};
 use serde_json::Value;
 
@@ -29,6 +31,7 @@ use crate::conn::keep_alive;
 use crate::limits::check_limits;
 use crate::messages::Limits;
 use crate::session::Slot;
+use crate::wait::{self, Poll};
 use crate::ProtoError;
 
 /// Time a client has for each step of the set-up.
@@ -71,6 +74,8 @@ type Ordered = (u64, TcpStream);
 
 struct Shared {
     cfg: Iperf3ServerConfig,
+    /// Where the tests' deadlines read time.
+    clock: RealClock,
     tests: AtomicUsize,
     /// Tests waiting for their TCP data streams, by cookie; each stream with its place in
     /// the accept order (a client connects its streams one after the other, and their
@@ -100,12 +105,16 @@ pub fn serve(
     listener.set_nonblocking(true)?;
     let shared = Arc::new(Shared {
         cfg,
+        clock: RealClock::new(),
         tests: AtomicUsize::new(0),
         waiting: Mutex::new(HashMap::new()),
         udp_setup: Mutex::new(()),
     });
     let mut accepted = 0u64;
-    while !stop.load(Ordering::Relaxed) {
+    wait::poll(|| {
+        if stop.load(Ordering::Relaxed) {
+            return Poll::Ready(());
+        }
         match listener.accept() {
             Ok((s, peer)) => {
                 let _ = s.set_nonblocking(false);
@@ -118,16 +127,17 @@ pub fn serve(
                         Ok(()) => {}
                         Err(e) => tracing::warn!("iperf3 client {peer}: {e}"),
                     });
+                Poll::Again
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                thread::sleep(Duration::from_millis(20));
+                Poll::Wait(Duration::from_millis(20))
             }
             Err(e) => {
                 tracing::warn!("iperf3 accept: {e}");
-                thread::sleep(Duration::from_millis(50));
+                Poll::Wait(Duration::from_millis(50))
             }
         }
-    }
+    });
     Ok(())
 }
 
@@ -334,7 +344,13 @@ fn test(
         .collect();
     // The client ends the test (TEST_END); a client that vanishes, or whose streams stop
     // moving (a stopped process), ends it too.
-    let end = wait_for_end(&mut ctrl, &spec, &lives, sh.cfg.idle_timeout, peer);
+    let end = wait_for_end(
+        &mut ctrl,
+        (&spec, &lives),
+        sh.cfg.idle_timeout,
+        peer,
+        &sh.clock,
+    );
     // The client stopped sending before it said so; what it sent is still in the socket
     // buffers: read it before counting (iperf3's own server stops at once and leaves it).
     thread::sleep(DRAIN);
@@ -443,15 +459,15 @@ fn server_text(streams: &[StreamResult], receives: &dyn Fn(usize) -> bool) -> St
 }
 
 /// One stream's data; what iperf3 reads of it.
-/// Reads the client's next state while the test runs; ends the test with
-/// [`ProtoError::Timeout`] when the streams move nothing for [`silent_after`], or after the
-/// test's time and 30 s more.
+/// Reads the client's next state while the test (`spec`, its streams' `lives`) runs; ends
+/// the test with [`ProtoError::Timeout`] when the streams move nothing for
+/// [`silent_after`], or after the test's time and 30 s more (both on `clock`).
 fn wait_for_end(
     ctrl: &mut TcpStream,
-    spec: &TestSpec,
-    lives: &[Arc<LiveCounters>],
+    (spec, lives): (&TestSpec, &[Arc<LiveCounters>]),
     idle: Duration,
     peer: SocketAddr,
+    clock: &dyn Clock,
 ) -> Result<i8, ProtoError> {
     let moved = || -> u64 {
         lives
@@ -463,35 +479,35 @@ fn wait_for_end(
             .sum()
     };
     let silent = silent_after(spec, idle);
-    let until = Instant::now() + spec.total_duration() + Duration::from_secs(30);
     ctrl.set_read_timeout(Some(Duration::from_millis(250)))
         .map_err(ProtoError::Io)?;
-    let (mut last, mut since) = (moved(), Instant::now());
-    loop {
+    let (mut last, mut since) = (moved(), clock.mono());
+    // Each read waits up to 250 ms itself.
+    let limit = spec.total_duration() + Duration::from_secs(30);
+    let end = wait::poll_until(clock, limit, || {
         let mut b = [0u8; 1];
         match ctrl.read(&mut b) {
-            Ok(1) => return Ok(i8::from_be_bytes(b)),
-            Ok(_) => return Err(ProtoError::Closed),
+            Ok(1) => return Poll::Ready(Ok(i8::from_be_bytes(b))),
+            Ok(_) => return Poll::Ready(Err(ProtoError::Closed)),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(ProtoError::from_io(e)),
+            Err(e) => return Poll::Ready(Err(ProtoError::from_io(e))),
         }
-        let now = Instant::now();
+        let now = clock.mono();
         let m = moved();
         if m != last {
             (last, since) = (m, now);
-        } else if now.duration_since(since) >= silent {
+        } else if now.saturating_sub(since) >= silent {
             tracing::warn!(
                 "iperf3 client {peer}: its streams moved nothing for {:.1} s \
                  (--idle-timeout): test ended",
                 silent.as_secs_f64()
             );
-            return Err(ProtoError::Timeout);
+            return Poll::Ready(Err(ProtoError::Timeout));
         }
-        if now >= until {
-            return Err(ProtoError::Timeout);
-        }
-    }
+        Poll::Again
+    });
+    end.unwrap_or(Err(ProtoError::Timeout))
 }
 
 fn run(

@@ -7,9 +7,11 @@
 
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::raw::{RawTrialSpec, Reception, Sending};
+use model::clock::Clock;
 
 use super::check::SLACK;
 use crate::client::{ClientConfig, Session};
@@ -43,6 +45,8 @@ pub struct PortFacts {
 /// stays open for the trials.
 pub struct RawAgent {
     ctrl: TcpStream,
+    /// The session's clock.
+    clock: Arc<dyn Clock>,
     /// The server's longest test.
     max_s: f64,
     /// Why the session cannot go on (a request failed midway: its answer may still come).
@@ -74,8 +78,8 @@ pub struct RawOpenRequest {
     pub resolve: Option<IpAddr>,
 }
 
-fn answer(ctrl: &TcpStream, wait: Duration) -> Result<ServerMsg, ProtoError> {
-    match read_msg_within(ctrl, wait)? {
+fn answer(ctrl: &TcpStream, wait: Duration, clock: &dyn Clock) -> Result<ServerMsg, ProtoError> {
+    match read_msg_within(ctrl, wait, clock)? {
         ServerMsg::Error { code, message } => Err(ProtoError::Refused { code, message }),
         other => Ok(other),
     }
@@ -90,7 +94,8 @@ impl RawAgent {
                 "the session failed earlier: {why}"
             )));
         }
-        let r = write_msg(&mut self.ctrl, msg).and_then(|()| answer(&self.ctrl, wait));
+        let r =
+            write_msg(&mut self.ctrl, msg).and_then(|()| answer(&self.ctrl, wait, &*self.clock));
         if let Err(e) = &r {
             self.broken = Some(e.to_string());
         }
@@ -122,6 +127,7 @@ impl RawAgent {
         let same_host = session.same_host;
         let host_id = session.host_id.clone();
         let max_s = session.limits.max_duration_s;
+        let clock = Arc::clone(&session.clock);
         let mut ctrl = session.into_stream();
         write_msg(
             &mut ctrl,
@@ -133,7 +139,7 @@ impl RawAgent {
                 resolve: req.resolve,
             },
         )?;
-        match answer(&ctrl, Duration::from_secs(30))? {
+        match answer(&ctrl, Duration::from_secs(30), &*clock)? {
             ServerMsg::RawOpened {
                 mac,
                 ipv4,
@@ -143,6 +149,7 @@ impl RawAgent {
                 backend,
             } => Ok(Self {
                 ctrl,
+                clock,
                 max_s,
                 broken: None,
                 label: label.to_owned(),
@@ -190,7 +197,7 @@ impl RawAgent {
     /// The server refused or the connection failed.
     pub fn finish_receive(&mut self, sent: u64) -> Result<Reception, ProtoError> {
         match self.ask(&ClientMsg::RawDone { sent }, SLACK)? {
-            ServerMsg::RawReceived { reception } => Ok(reception),
+            ServerMsg::RawReceived { reception } => Ok(reception.into()),
             other => Err(unexpected("raw_received", &other)),
         }
     }
@@ -213,7 +220,7 @@ impl RawAgent {
     /// The server refused or the connection failed.
     pub fn finish_reflect(&mut self, sent: u64) -> Result<engine::raw::Reflected, ProtoError> {
         match self.ask(&ClientMsg::RawDone { sent }, SLACK)? {
-            ServerMsg::RawReflected { reflected } => Ok(reflected),
+            ServerMsg::RawReflected { reflected } => Ok(reflected.into()),
             other => Err(unexpected("raw_reflected", &other)),
         }
     }
@@ -229,7 +236,7 @@ impl RawAgent {
             frame_len: spec.frame_len as u64,
             test_id: spec.test_id,
             stream_id: spec.stream_id,
-            load: spec.load,
+            load: spec.load.into(),
         };
         // A burst lasts what the generator makes of it; the server ends any send within
         // its longest test. A stop (Ctrl-C) closes the session: the server stops sending.
@@ -238,7 +245,7 @@ impl RawAgent {
         let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
         let answer = closing_on_stop(&ctrl, stop.as_deref(), || self.ask(&msg, wait))?;
         match answer {
-            ServerMsg::RawSent { sent } => Ok(sent),
+            ServerMsg::RawSent { sent } => Ok(sent.into()),
             other => Err(unexpected("raw_sent", &other)),
         }
     }

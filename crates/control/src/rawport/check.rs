@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use engine::raw::{RawLoad, RawTrialSpec};
+use engine::raw::RawTrialSpec;
 
 use crate::auth;
-use crate::messages::raw::RawStream;
+use crate::messages::raw::{RawSendLoad, RawStream};
 use crate::messages::Limits;
 
 /// Beyond a trial's duration: the longest wait for its end.
@@ -26,20 +26,123 @@ const MAX_SIZES: usize = 64;
 const MAX_PATTERN: usize = 4096;
 const MAX_TEMPLATE_BYTES: u64 = 16 << 20;
 
+/// Why a raw-port request is refused (the message is the controller's refusal).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum RawRequestError {
+    /// The example frame is not hex.
+    #[error("the frame is not hex")]
+    NotHex,
+    /// The example frame has no headers this server builds frames from.
+    #[error("the frame has no IP and transport header this server can build")]
+    NoHeaders,
+    /// A frame size below the headers, or beyond what a lent port sends.
+    #[error("frame size {0} B does not fit its headers")]
+    SizeDoesNotFit(u64),
+    /// No streams, or more than `--max-streams`.
+    #[error("1 to {0} streams (--max-streams)")]
+    Streams(usize),
+    /// No sizes, too many, or one twice.
+    #[error("1 to {MAX_SIZES} frame sizes, each once")]
+    Sizes,
+    /// No pattern, too long a one, or one naming a size the stream does not have.
+    #[error("a pattern of 1 to {MAX_PATTERN} of its sizes")]
+    Pattern,
+    /// A stream's rate that is not a positive number of frames/s.
+    #[error("a rate of {0} frames/s")]
+    StreamRate(f64),
+    /// A stream's start and stop that do not make a time span.
+    #[error("from {0} s to {1} s")]
+    Span(f64, f64),
+    /// Longer than the server's longest test.
+    #[error("{secs} s: this server's longest test is {max_s} s")]
+    TooLong {
+        /// How long it would run, s.
+        secs: f64,
+        /// `--max-duration`, s.
+        max_s: f64,
+    },
+    /// Frames larger than the port was opened for.
+    #[error("frames of {len} bytes on a port opened for {max_len}")]
+    LargerThanOpened {
+        /// The frame size asked for.
+        len: u64,
+        /// The largest the port was opened for.
+        max_len: u64,
+    },
+    /// More frame bytes to build than a request may have the port hold.
+    #[error("more than {} MiB of frames to build", MAX_TEMPLATE_BYTES >> 20)]
+    TooManyFrameBytes,
+    /// The port could not build a frame of the stream.
+    #[error("{0}")]
+    Build(wire::Error),
+    /// A send's rate that is not a positive number of frames/s.
+    #[error("a rate of {0} frames/s: give one above 0")]
+    Rate(f64),
+    /// A send's rate above `--max-rate`.
+    #[error("{bps:.0} bit/s: this server allows {max:.0} bit/s per test")]
+    RateTooHigh {
+        /// The send's rate, bits/s.
+        bps: f64,
+        /// `--max-rate`, bits/s.
+        max: f64,
+    },
+    /// All streams together above `--max-rate` (as if they ran at once).
+    #[error("{bps:.0} bit/s in all: this server allows {max:.0} bit/s per test")]
+    AllTooFast {
+        /// The streams' rates added up, bits/s.
+        bps: f64,
+        /// `--max-rate`, bits/s.
+        max: f64,
+    },
+    /// A burst's line rate that is not a positive number of frames/s.
+    #[error("a burst at {0} frames/s: give one above 0")]
+    BurstRate(f64),
+    /// A burst that would last longer than the server's longest test.
+    #[error(
+        "a burst of {frames} frames at {target_pps:.0} frames/s lasts longer than this server's longest test of {max_s} s"
+    )]
+    BurstTooLong {
+        /// Burst length, frames.
+        frames: u64,
+        /// Its line rate, frames/s.
+        target_pps: f64,
+        /// `--max-duration`, s.
+        max_s: f64,
+    },
+    /// What is wrong with one stream of several.
+    #[error("stream {id}: {error}")]
+    InStream {
+        /// The stream's id.
+        id: u8,
+        /// What is wrong with it.
+        error: Box<RawRequestError>,
+    },
+}
+
+impl RawRequestError {
+    /// This error, said of stream `id`.
+    fn of_stream(self, id: u8) -> Self {
+        RawRequestError::InStream {
+            id,
+            error: Box::new(self),
+        }
+    }
+}
+
 /// The headers of an example frame (hex) a controller sent, for this port to build its
 /// frames from.
-fn example_spec(hex: &str) -> Result<wire::frame::FrameSpec, String> {
-    let bytes = auth::from_hex(hex).ok_or("the frame is not hex")?;
+fn example_spec(hex: &str) -> Result<wire::frame::FrameSpec, RawRequestError> {
+    let bytes = auth::from_hex(hex).ok_or(RawRequestError::NotHex)?;
     wire::frame::parse_frame(&bytes)
         .ok()
         .and_then(|p| p.spec())
-        .ok_or_else(|| "the frame has no IP and transport header this server can build".into())
+        .ok_or(RawRequestError::NoHeaders)
 }
 
 /// Whether frames of `len` bytes (with FCS) fit `spec`'s headers and this port.
-fn fits_len(spec: &wire::frame::FrameSpec, len: u64) -> Result<(), String> {
+fn fits_len(spec: &wire::frame::FrameSpec, len: u64) -> Result<(), RawRequestError> {
     if !(64..=MAX_LEN).contains(&len) || (len as usize) < spec.min_frame_len() {
-        return Err(format!("frame size {len} B does not fit its headers"));
+        return Err(RawRequestError::SizeDoesNotFit(len));
     }
     Ok(())
 }
@@ -53,71 +156,67 @@ pub(super) fn stream_specs(
     streams: &[RawStream],
     max_len: u64,
     limits: &Limits,
-) -> Result<Vec<engine::multi::StreamTx>, String> {
+) -> Result<Vec<engine::multi::StreamTx>, RawRequestError> {
     let most = usize::from(limits.max_streams).clamp(1, 255);
     if streams.is_empty() || streams.len() > most {
-        return Err(format!("1 to {most} streams (--max-streams)"));
+        return Err(RawRequestError::Streams(most));
     }
     let max_s = limits.max_duration_s;
     let (mut bits, mut template_bytes) = (0.0, 0u64);
     let mut out = Vec::with_capacity(streams.len());
     for s in streams {
-        let name = format!("stream {}", s.stream_id);
+        let bad = |e: RawRequestError| e.of_stream(s.stream_id);
         let mut distinct = s.sizes.clone();
         distinct.sort_unstable();
         distinct.dedup();
         if s.sizes.is_empty() || s.sizes.len() > MAX_SIZES || distinct.len() != s.sizes.len() {
-            return Err(format!("{name}: 1 to {MAX_SIZES} frame sizes, each once"));
+            return Err(bad(RawRequestError::Sizes));
         }
         if s.pattern.is_empty()
             || s.pattern.len() > MAX_PATTERN
             || s.pattern.iter().any(|i| usize::from(*i) >= s.sizes.len())
         {
-            return Err(format!(
-                "{name}: a pattern of 1 to {MAX_PATTERN} of its sizes"
-            ));
+            return Err(bad(RawRequestError::Pattern));
         }
         if !(s.pps.is_finite() && s.pps > 0.0) {
-            return Err(format!("{name}: a rate of {} frames/s", s.pps));
+            return Err(bad(RawRequestError::StreamRate(s.pps)));
         }
         if !(s.start_s.is_finite()
             && s.stop_s.is_finite()
             && 0.0 <= s.start_s
             && s.start_s < s.stop_s)
         {
-            return Err(format!("{name}: from {} s to {} s", s.start_s, s.stop_s));
+            return Err(bad(RawRequestError::Span(s.start_s, s.stop_s)));
         }
         if s.stop_s > max_s {
-            return Err(format!(
-                "{name}: {} s: this server's longest test is {max_s} s",
-                s.stop_s
-            ));
+            return Err(bad(RawRequestError::TooLong {
+                secs: s.stop_s,
+                max_s,
+            }));
         }
-        let spec = example_spec(&s.frame).map_err(|e| format!("{name}: {e}"))?;
+        let spec = example_spec(&s.frame).map_err(bad)?;
         let hdr = wire::testhdr::TestHeaderRepr::template(test_id, s.stream_id);
         let mut templates = Vec::with_capacity(s.sizes.len());
         for len in &s.sizes {
             if *len > max_len {
-                return Err(format!(
-                    "{name}: frames of {len} bytes on a port opened for {max_len}"
-                ));
+                return Err(bad(RawRequestError::LargerThanOpened {
+                    len: *len,
+                    max_len,
+                }));
             }
-            fits_len(&spec, *len).map_err(|e| format!("{name}: {e}"))?;
+            fits_len(&spec, *len).map_err(bad)?;
             template_bytes += len;
             if template_bytes > MAX_TEMPLATE_BYTES {
-                return Err(format!(
-                    "more than {} MiB of frames to build",
-                    MAX_TEMPLATE_BYTES >> 20
-                ));
+                return Err(RawRequestError::TooManyFrameBytes);
             }
             let n = *len as usize;
             let mut buf = vec![0u8; n];
             let built = spec
                 .build(n, &hdr, &mut buf)
-                .map_err(|e| format!("{name}: {e}"))?;
+                .map_err(|e| bad(RawRequestError::Build(e)))?;
             buf.truncate(built);
             buf.shrink_to_fit();
-            let layout = spec.layout(n).map_err(|e| format!("{name}: {e}"))?;
+            let layout = spec.layout(n).map_err(|e| bad(RawRequestError::Build(e)))?;
             templates.push((buf, engine::multi::Patch::L4(layout)));
         }
         let mean_len: f64 = s
@@ -139,10 +238,8 @@ pub(super) fn stream_specs(
         });
     }
     // All streams counted as if they ran at once (they may not overlap: conservative).
-    if let Some(m) = limits.max_rate_bps.filter(|m| bits > *m) {
-        return Err(format!(
-            "{bits:.0} bit/s in all: this server allows {m:.0} bit/s per test"
-        ));
+    if let Some(max) = limits.max_rate_bps.filter(|m| bits > *m) {
+        return Err(RawRequestError::AllTooFast { bps: bits, max });
     }
     Ok(out)
 }
@@ -154,46 +251,49 @@ pub(super) fn send_spec(
     frame_len: u64,
     test_id: u16,
     stream_id: u8,
-    load: RawLoad,
+    load: RawSendLoad,
     limits: &Limits,
-) -> Result<RawTrialSpec, String> {
+) -> Result<RawTrialSpec, RawRequestError> {
     let spec = example_spec(frame)?;
     fits_len(&spec, frame_len)?;
     let max_s = limits.max_duration_s;
     let bits = |pps: f64| pps * frame_len as f64 * 8.0;
     match load {
-        RawLoad::Rate { pps, .. } if !(pps.is_finite() && pps > 0.0) => {
-            return Err(format!("a rate of {pps} frames/s: give one above 0"))
+        RawSendLoad::Rate { pps, .. } if !(pps.is_finite() && pps > 0.0) => {
+            return Err(RawRequestError::Rate(pps))
         }
-        RawLoad::Rate { duration, .. } if duration.as_secs_f64() > max_s => {
-            return Err(format!(
-                "{} s: this server's longest test is {max_s} s",
-                duration.as_secs_f64()
-            ))
+        RawSendLoad::Rate { duration, .. } if duration.as_secs_f64() > max_s => {
+            return Err(RawRequestError::TooLong {
+                secs: duration.as_secs_f64(),
+                max_s,
+            })
         }
-        RawLoad::Rate { pps, .. } if limits.max_rate_bps.is_some_and(|m| bits(pps) > m) => {
-            return Err(format!(
-                "{:.0} bit/s: this server allows {:.0} bit/s per test",
-                bits(pps),
-                limits.max_rate_bps.unwrap_or_default()
-            ))
+        RawSendLoad::Rate { pps, .. } => {
+            if let Some(max) = limits.max_rate_bps.filter(|m| bits(pps) > *m) {
+                return Err(RawRequestError::RateTooHigh {
+                    bps: bits(pps),
+                    max,
+                });
+            }
         }
-        RawLoad::Burst { target_pps, .. } if !(target_pps.is_finite() && target_pps > 0.0) => {
-            return Err(format!("a burst at {target_pps} frames/s: give one above 0"))
+        RawSendLoad::Burst { target_pps, .. } if !(target_pps.is_finite() && target_pps > 0.0) => {
+            return Err(RawRequestError::BurstRate(target_pps))
         }
-        RawLoad::Burst { frames, target_pps } if frames as f64 / target_pps > max_s => {
-            return Err(format!(
-                "a burst of {frames} frames at {target_pps:.0} frames/s lasts longer than this server's longest test of {max_s} s"
-            ))
+        RawSendLoad::Burst { frames, target_pps } if frames as f64 / target_pps > max_s => {
+            return Err(RawRequestError::BurstTooLong {
+                frames,
+                target_pps,
+                max_s,
+            })
         }
-        _ => {}
+        RawSendLoad::Burst { .. } => {}
     }
     Ok(RawTrialSpec {
         frame: spec,
         frame_len: frame_len as usize,
         test_id,
         stream_id,
-        load,
+        load: load.into(),
         drain: Duration::ZERO,
         interval: None,
     })
@@ -236,8 +336,8 @@ mod test {
         buf
     }
 
-    fn rate(pps: f64, secs: u64) -> RawLoad {
-        RawLoad::Rate {
+    fn rate(pps: f64, secs: u64) -> RawSendLoad {
+        RawSendLoad::Rate {
             pps,
             duration: Duration::from_secs(secs),
             count: None,
@@ -255,8 +355,10 @@ mod test {
         let ok = send_spec(&hex, 128, 7, 1, rate(1000.0, 2), &limits).unwrap();
         assert_eq!((ok.frame_len, ok.test_id, ok.stream_id), (128, 7, 1));
         assert_eq!(ok.frame.eth.dst_addr.0, [2, 0, 0, 0, 0, 2]);
-        let refused = |frame: &str, len: u64, load: RawLoad| {
-            send_spec(frame, len, 7, 1, load, &limits).unwrap_err()
+        let refused = |frame: &str, len: u64, load: RawSendLoad| {
+            send_spec(frame, len, 7, 1, load, &limits)
+                .unwrap_err()
+                .to_string()
         };
         assert!(refused("zz", 128, rate(1.0, 1)).contains("not hex"));
         assert!(refused("0102", 128, rate(1.0, 1)).contains("no IP"));
@@ -264,10 +366,13 @@ mod test {
         assert!(refused(&hex, 100_000, rate(1.0, 1)).contains("does not fit"));
         assert!(refused(&hex, 128, rate(f64::NAN, 1)).contains("above 0"));
         assert!(refused(&hex, 128, rate(-5.0, 1)).contains("above 0"));
-        assert!(refused(&hex, 128, rate(1000.0, 61)).contains("longest test is 60 s"));
+        assert_eq!(
+            refused(&hex, 128, rate(1000.0, 61)),
+            "61 s: this server's longest test is 60 s"
+        );
         // 1e6 frames/s of 128 bytes: 1.024 Gbit/s.
         assert!(refused(&hex, 128, rate(1e6, 1)).contains("allows 1000000000 bit/s"));
-        let burst = |frames, target_pps| RawLoad::Burst { frames, target_pps };
+        let burst = |frames, target_pps| RawSendLoad::Burst { frames, target_pps };
         assert!(refused(&hex, 128, burst(u64::MAX, 1.0)).contains("longer than"));
         assert!(refused(&hex, 128, burst(61_000, 1000.0)).contains("longer than"));
         assert!(refused(&hex, 128, burst(10, 0.0)).contains("above 0"));
@@ -311,14 +416,17 @@ mod test {
             9, streams, max_len, &limits,
         ) {
             Ok(_) => panic!("accepted"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
         assert!(refused(&[], 1518).contains("1 to 128 streams"));
         let many: Vec<RawStream> = (0..129).map(|i| stream(i, 1.0, (0.0, 1.0))).collect();
         assert!(refused(&many, 1518).contains("--max-streams"));
         let mut bad = stream(1, 1000.0, (0.0, 1.0));
         bad.pattern = vec![0, 2];
-        assert!(refused(&[bad], 1518).contains("pattern"));
+        assert_eq!(
+            refused(&[bad], 1518),
+            "stream 1: a pattern of 1 to 4096 of its sizes"
+        );
         let mut bad = stream(1, 1000.0, (0.0, 1.0));
         bad.frame = "zz".into();
         assert!(refused(&[bad], 1518).contains("not hex"));
@@ -333,11 +441,17 @@ mod test {
                 ..stream(i, 1.0, (0.0, 1.0))
             })
             .collect();
-        assert!(stream_specs(9, &jumbo, 9220, &limits).is_err_and(|e| e.contains("MiB of frames")));
+        assert_eq!(
+            stream_specs(9, &jumbo, 9220, &limits).err(),
+            Some(RawRequestError::TooManyFrameBytes)
+        );
         assert!(refused(&[stream(1, f64::NAN, (0.0, 1.0))], 1518).contains("frames/s"));
         assert!(refused(&[stream(1, 1.0, (1.0, 1.0))], 1518).contains("from 1 s to 1 s"));
         assert!(refused(&[stream(1, 1.0, (0.0, 61.0))], 1518).contains("longest test is 60 s"));
-        assert!(refused(&[stream(1, 1.0, (0.0, 1.0))], 200).contains("opened for 200"));
+        assert_eq!(
+            refused(&[stream(1, 1.0, (0.0, 1.0))], 200),
+            "stream 1: frames of 256 bytes on a port opened for 200"
+        );
         // Two streams of 500M frames/s, mean 213 bytes: 1.7 Tbit/s in all.
         let both = [stream(1, 5e8, (0.0, 1.0)), stream(2, 5e8, (0.0, 1.0))];
         assert!(refused(&both, 1518).contains("in all: this server allows"));

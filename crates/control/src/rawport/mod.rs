@@ -4,7 +4,9 @@
 //! trials through it, the receive half ([`ClientMsg::RawReceive`] ...
 //! [`ClientMsg::RawDone`]) and the send half ([`ClientMsg::RawSend`]) of
 //! `engine::raw`'s trials, each answered with the same counters and histograms a local
-//! port gives ([`engine::raw::Reception`], [`engine::raw::Sending`]).
+//! port gives (as the protocol's [`RawReception`](crate::messages::raw::RawReception) and
+//! [`RawSending`](crate::messages::raw::RawSending); the controller's [`RawAgent`] hands
+//! them on as the engine's `Reception` and `Sending`).
 //!
 //! The server side is [`serve`]; the controller's side is [`RawAgent`]. What the trial
 //! means (which port sends, settling received against sent, latency only on a shared or

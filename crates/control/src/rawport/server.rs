@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use engine::frameio::{Backend, Endpoint, FrameRx, FrameTx};
 use engine::raw::Reception;
+use model::clock::Clock;
 
 use super::check::{send_spec, stream_specs, MAX_LEN, SLACK};
 use crate::conn::watch_controller;
@@ -203,8 +204,9 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
     )?;
     let limits = ctx.limits;
     let wait = Duration::from_secs_f64(limits.max_duration_s) + SLACK;
+    let clock = &*ctx.clock;
     loop {
-        let msg = match read_msg_within(&ctrl, IDLE) {
+        let msg = match read_msg_within(&ctrl, IDLE, clock) {
             Ok(m) => m,
             Err(ProtoError::Closed) => return Ok(()),
             Err(e) => return Err(e),
@@ -228,9 +230,9 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 }
                 let spec = match send_spec(&frame, frame_len, test_id, stream_id, load, &limits) {
                     Ok(s) => s,
-                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e)),
+                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string())),
                 };
-                let sent = send_watched(&ctrl, wait, |stop| {
+                let sent = send_watched(&ctrl, wait, clock, |stop| {
                     engine::raw::run_trial(tx, None, &spec, stop)
                 });
                 let report = match sent {
@@ -242,7 +244,7 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 write_msg(
                     &mut ctrl,
                     &ServerMsg::RawSent {
-                        sent: report.sending(),
+                        sent: report.sending().into(),
                     },
                 )?;
             }
@@ -252,9 +254,9 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 };
                 let specs = match stream_specs(test_id, &streams, max_len, &limits) {
                     Ok(s) => s,
-                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e)),
+                    Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string())),
                 };
-                let sent = send_watched(&ctrl, wait, |stop| {
+                let sent = send_watched(&ctrl, wait, clock, |stop| {
                     let r =
                         engine::multi::run(vec![(tx, specs)], vec![], Duration::ZERO, None, stop)?;
                     Ok(r.sent.into_iter().flatten().collect::<Vec<_>>())
@@ -279,8 +281,9 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                     return bad(&mut ctrl, "1 to 255 streams".into());
                 }
                 let drain = Duration::from_millis(drain_ms.min(2_000));
-                match count(&mut ctrl, rx, test_id, &streams, drain, wait)? {
+                match count(&mut ctrl, rx, test_id, &streams, drain, (wait, clock))? {
                     Some(reception) => {
+                        let reception = reception.into();
                         write_msg(&mut ctrl, &ServerMsg::RawReceived { reception })?;
                     }
                     None => return Ok(()),
@@ -293,8 +296,9 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                         "a reflector needs the port opened for sending and receiving".into(),
                     );
                 };
-                match reflect(&mut ctrl, rx, tx, test_id, wait)? {
+                match reflect(&mut ctrl, rx, tx, test_id, (wait, clock))? {
                     Some(reflected) => {
+                        let reflected = reflected.into();
                         write_msg(&mut ctrl, &ServerMsg::RawReflected { reflected })?;
                     }
                     None => return Ok(()),
@@ -316,11 +320,12 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
 }
 
 /// Runs `send` (given a stop flag) while watching the control connection: an abort, the
-/// connection closing, or the sending running past `wait` stops it (`None` for the first
-/// two).
+/// connection closing, or the sending running past `wait` on `clock` stops it (`None` for
+/// the first two).
 fn send_watched<T>(
     ctrl: &TcpStream,
     wait: Duration,
+    clock: &dyn Clock,
     send: impl FnOnce(&AtomicBool) -> std::io::Result<T>,
 ) -> std::io::Result<Option<T>> {
     let stop = AtomicBool::new(false);
@@ -328,7 +333,7 @@ fn send_watched<T>(
     let gone = AtomicBool::new(false);
     let watch = ctrl.try_clone()?;
     std::thread::scope(|s| {
-        s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait));
+        s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait, clock));
         let r = send(&stop);
         done.store(true, Ordering::Release);
         let r = r?;
@@ -344,10 +349,10 @@ enum Told {
     Gone,
 }
 
-/// Waits up to `wait` for [`ClientMsg::RawDone`]; an abort or a closed connection is
-/// [`Told::Gone`]; anything else, or no word in time, is refused.
-fn told(ctrl: &mut TcpStream, wait: Duration) -> Result<Told, ProtoError> {
-    match read_msg_within(ctrl, wait) {
+/// Waits up to `wait` on `clock` for [`ClientMsg::RawDone`]; an abort or a closed
+/// connection is [`Told::Gone`]; anything else, or no word in time, is refused.
+fn told(ctrl: &mut TcpStream, (wait, clock): (Duration, &dyn Clock)) -> Result<Told, ProtoError> {
+    match read_msg_within(ctrl, wait, clock) {
         Ok(ClientMsg::RawDone { sent }) => Ok(Told::Done(sent)),
         Ok(ClientMsg::Abort { .. }) | Err(ProtoError::Closed) => Ok(Told::Gone),
         Ok(other) => Err(refuse(
@@ -368,14 +373,15 @@ fn told(ctrl: &mut TcpStream, wait: Duration) -> Result<Told, ProtoError> {
 }
 
 /// Counts on `rx` until the controller says the sender is done ([`ClientMsg::RawDone`]
-/// with the frames sent); `None` when it aborted or went away.
+/// with the frames sent, within `wait`: how long, on which clock); `None` when it aborted
+/// or went away.
 fn count(
     ctrl: &mut TcpStream,
     rx: &mut dyn FrameRx,
     test_id: u16,
     streams: &[u8],
     drain: Duration,
-    wait: Duration,
+    wait: (Duration, &dyn Clock),
 ) -> Result<Option<Reception>, ProtoError> {
     let generating = AtomicUsize::new(1);
     let expected = AtomicU64::new(u64::MAX);
@@ -416,14 +422,15 @@ fn outcome<T>(
 }
 
 /// Reflects the frames of `test_id` until the controller says the sender is done
-/// ([`ClientMsg::RawDone`]), then for [`REFLECT_DRAIN`] more (the last frames are still on
-/// their way); `None` when it aborted or went away.
+/// ([`ClientMsg::RawDone`], within `wait`: how long, on which clock), then for
+/// [`REFLECT_DRAIN`] more (the last frames are still on their way); `None` when it aborted
+/// or went away.
 fn reflect(
     ctrl: &mut TcpStream,
     rx: &mut dyn FrameRx,
     tx: &mut dyn FrameTx,
     test_id: u16,
-    wait: Duration,
+    wait: (Duration, &dyn Clock),
 ) -> Result<Option<engine::raw::Reflected>, ProtoError> {
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {

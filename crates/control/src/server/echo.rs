@@ -9,7 +9,7 @@ use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use engine::flag::SetOnDrop;
 use engine::udp;
@@ -21,13 +21,14 @@ use crate::limits::check_echo;
 use crate::messages::{ClientMsg, ErrorCode, ServerMsg};
 use crate::session::admit::source_test;
 use crate::session::{refuse, Ctx, Slot};
+use crate::wait::{self, Poll};
 use crate::watch::FINISH_SLACK;
 use crate::ProtoError;
 
 /// Serves a [`ClientMsg::Echo`].
 pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), ProtoError> {
-    if let Err(msg) = check_echo(&spec, &ctx.limits) {
-        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    if let Err(e) = check_echo(&spec, &ctx.limits) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string()));
     }
     let Some(_slot) = Slot::take(&ctx.active_tests, usize::from(ctx.limits.max_tests)) else {
         return Err(refuse(
@@ -45,7 +46,8 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<()
     let stop = Arc::new(AtomicBool::new(false));
     let (max_len, idle) = (spec.max_len, ctx.idle_timeout);
     // Spinning is charged to the client's address (`--max-spin-per-source`).
-    let mut charge = |spent: Duration| ctx.gate().charge_spin(peer_ip, spent, Instant::now());
+    let clock = &*ctx.clock;
+    let mut charge = |spent: Duration| ctx.gate().charge_spin(peer_ip, spent, clock.mono());
     let (res, end) = std::thread::scope(|scope| {
         // However this ends, the echo thread is told to stop before the scope waits for it.
         let _stop = SetOnDrop::new(&stop);
@@ -61,22 +63,20 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<()
         write_msg(&mut ctrl, &ServerMsg::EchoReady { port })?;
         let limit = spec.duration + FINISH_SLACK;
         let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
-        let until = Instant::now() + limit;
         // The client's finish, its going away, or the echo falling idle (no message for
-        // the idle timeout), whichever comes first.
-        let res = loop {
+        // the idle timeout), whichever comes first; at the latest the session's limit. Each
+        // wait for a message takes up to 50 ms itself.
+        let res = wait::poll_until(clock, limit, || {
             if echo.is_finished() {
-                break Err(ProtoError::Timeout);
+                return Poll::Ready(Err(ProtoError::Timeout));
             }
             match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(m) => break m,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break Err(ProtoError::Closed),
-                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= until => {
-                    break Err(ProtoError::Timeout)
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Ok(m) => Poll::Ready(m),
+                Err(mpsc::RecvTimeoutError::Disconnected) => Poll::Ready(Err(ProtoError::Closed)),
+                Err(mpsc::RecvTimeoutError::Timeout) => Poll::Again,
             }
-        };
+        })
+        .unwrap_or(Err(ProtoError::Timeout));
         stop.store(true, Ordering::Relaxed);
         let end = echo.join().unwrap_or(udp::EchoEnd {
             echoed: 0,

@@ -2,17 +2,19 @@
 //! streams set up on the client's request (UDP sockets or one TCP listener, AF_XDP where
 //! asked and possible), started on the client's go-ahead, and the control loop that sends
 //! interval samples and the results, and ends a test whose client falls silent, sends
-//! above `--max-rate` or does not finish in time ([`crate::watch`] decides those).
+//! above `--max-rate` or does not finish in time ([`crate::watch`] decides those). Time
+//! is the server's clock's (`Ctx::clock`).
 //!
 //! The dispatcher ([`crate::server`]) calls [`serve`]; this module imports nothing of it.
 
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use engine::flag::SetOnDrop;
 use engine::{tcp, udp};
+use model::clock::Clock;
 use model::spec::{Protocol, TestSpec};
 
 use crate::auth;
@@ -25,6 +27,7 @@ use crate::streams::{
     self, tcp_send_config, udp_recv_config, udp_send_config, Sender, SideRun, TestKey,
 };
 use crate::timing::{grace, sent_counts, tick_end};
+use crate::wait::{self, Poll};
 use crate::watch::{Watch, FINISH_SLACK};
 use crate::ProtoError;
 
@@ -41,11 +44,11 @@ pub(crate) fn serve(
     interval_ms: u32,
     started: &std::cell::Cell<bool>,
 ) -> Result<(), ProtoError> {
-    if let Err(msg) = check_limits(&spec, &ctx.limits) {
-        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    if let Err(e) = check_limits(&spec, &ctx.limits) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string()));
     }
-    if let Err(msg) = check_interval(interval_ms) {
-        return Err(refuse(&mut ctrl, ErrorCode::Limit, msg));
+    if let Err(e) = check_interval(interval_ms) {
+        return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string()));
     }
     let _admitted = admit(&mut ctrl, ctx, test_memory(&spec))?;
     // A test has ended, however it ended.
@@ -74,7 +77,15 @@ pub(crate) fn serve(
             &mut side,
             ctx.rx_xdp,
         ),
-        Protocol::Tcp => setup_tcp(&mut ctrl, &spec, test_id, token, local_ip, &plan, &mut side),
+        Protocol::Tcp => setup_tcp(
+            &mut ctrl,
+            &spec,
+            (test_id, token),
+            local_ip,
+            &plan,
+            &mut side,
+            &*ctx.clock,
+        ),
     };
     if let Err(e) = setup {
         side.abort();
@@ -87,7 +98,7 @@ pub(crate) fn serve(
     write_msg(&mut ctrl, &ServerMsg::Ready)?;
     // The senders start on the client's go-ahead: by then the client has every stream's
     // handshake answer and its receivers run, so no data is lost to the handshake.
-    match read_msg_within::<ClientMsg>(&ctrl, STREAM_SETUP_TIMEOUT) {
+    match read_msg_within::<ClientMsg>(&ctrl, STREAM_SETUP_TIMEOUT, &*ctx.clock) {
         Ok(ClientMsg::Start) => {}
         Ok(ClientMsg::Abort { .. }) => return Ok(()),
         Ok(other) => {
@@ -131,7 +142,7 @@ pub(crate) fn serve(
         max_rate: ctx.limits.max_rate_bps,
         client_sent,
     };
-    let done = run_control_loop(ctrl, spec, interval_ms, side, &metering);
+    let done = run_control_loop(ctrl, spec, interval_ms, side, &metering, &*ctx.clock);
     if let Some(m) = &ctx.metrics {
         m.ended(match &done {
             Ok(true) => "completed",
@@ -269,14 +280,16 @@ fn xdp_receiver(
     Ok((Box::new(rx), claim))
 }
 
+/// One TCP listener for all streams of the test (`(test id, token)`); the client has
+/// [`STREAM_SETUP_TIMEOUT`] on `clock` to connect them all.
 fn setup_tcp(
     ctrl: &mut TcpStream,
     spec: &TestSpec,
-    test_id: u16,
-    token: u64,
+    (test_id, token): (u16, u64),
     local_ip: IpAddr,
     plan: &[(u8, Sender)],
     side: &mut SideRun,
+    clock: &dyn Clock,
 ) -> std::io::Result<()> {
     let listener = tcp::listen(SocketAddr::new(local_ip, 0), spec.tcp.mss)?;
     let port = listener.local_addr()?.port();
@@ -291,44 +304,65 @@ fn setup_tcp(
     .map_err(|e| std::io::Error::other(e.to_string()))?;
     listener.set_nonblocking(true)?;
     let peer_ip = ctrl.peer_addr()?.ip();
-    let deadline = Instant::now() + STREAM_SETUP_TIMEOUT;
     let mut conns: Vec<Option<TcpStream>> = (0..plan.len()).map(|_| None).collect();
-    while conns.iter().any(Option::is_none) {
-        if Instant::now() >= deadline {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "not all TCP data connections arrived",
-            ));
+    let all_in = |conns: &[Option<TcpStream>]| conns.iter().all(Option::is_some);
+    let arrived = wait::poll_until(clock, STREAM_SETUP_TIMEOUT, || {
+        if all_in(&conns) {
+            return Poll::Ready(Ok(()));
         }
         match listener.accept() {
-            // Only the control connection's peer may connect data streams; its greeting
-            // must come at once (a silent connection cannot hold up the setup).
+            // Only the control connection's peer may connect data streams.
             Ok((s, from)) if from.ip() != peer_ip => drop(s),
-            Ok((mut s, _)) => {
-                s.set_nonblocking(false)?;
-                let Ok(id) =
-                    streams::read_greeting(&mut s, test_id, token, Duration::from_millis(500))
-                else {
-                    continue;
-                };
-                if let Some(slot) = plan.iter().position(|(i, _)| *i == id) {
-                    if conns[slot].is_none() {
-                        tcp::prepare_stream(&s, spec.window, spec.dscp, &spec.tcp)?;
-                        conns[slot] = Some(s);
-                    }
+            Ok((s, _)) => {
+                if let Err(e) = place_stream(s, spec, (test_id, token), plan, &mut conns) {
+                    return Poll::Ready(Err(e));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(2))
+                return Poll::Wait(Duration::from_millis(2))
             }
-            Err(e) => return Err(e),
+            Err(e) => return Poll::Ready(Err(e)),
         }
-    }
+        if all_in(&conns) {
+            Poll::Ready(Ok(()))
+        } else {
+            Poll::Again
+        }
+    });
+    arrived.unwrap_or_else(|| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "not all TCP data connections arrived",
+        ))
+    })?;
     for (c, (id, who)) in conns.into_iter().zip(plan) {
         let Some(s) = c else { continue };
         match who {
             Sender::Client => side.tcp_receiver(s, *id, spec.omit.unwrap_or_default())?,
             Sender::Server => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
+        }
+    }
+    Ok(())
+}
+
+/// Puts a data connection of the client in its stream's place: its greeting must come at
+/// once (a silent connection cannot hold up the setup); one with another test's greeting,
+/// or for a stream already in, is dropped.
+fn place_stream(
+    mut s: TcpStream,
+    spec: &TestSpec,
+    (test_id, token): (u16, u64),
+    plan: &[(u8, Sender)],
+    conns: &mut [Option<TcpStream>],
+) -> std::io::Result<()> {
+    s.set_nonblocking(false)?;
+    let Ok(id) = streams::read_greeting(&mut s, test_id, token, Duration::from_millis(500)) else {
+        return Ok(());
+    };
+    if let Some(slot) = plan.iter().position(|(i, _)| *i == id) {
+        if conns[slot].is_none() {
+            tcp::prepare_stream(&s, spec.window, spec.dscp, &spec.tcp)?;
+            conns[slot] = Some(s);
         }
     }
     Ok(())
@@ -355,17 +389,19 @@ impl Metering {
     }
 }
 
-/// Runs a started test to its end; `Ok(false)` when the client aborted it.
+/// Runs a started test to its end, its time on `clock`; `Ok(false)` when the client
+/// aborted it.
 fn run_control_loop(
     mut ctrl: TcpStream,
     spec: TestSpec,
     interval_ms: u32,
     mut side: SideRun,
     metering: &Metering,
+    clock: &dyn Clock,
 ) -> Result<bool, ProtoError> {
     let limit = spec.total_duration() + FINISH_SLACK;
     let rx = spawn_reader::<ClientMsg>(&ctrl, limit).map_err(ProtoError::Io)?;
-    let start = Instant::now();
+    let start = clock.mono();
     let mut watch = Watch::new(
         &spec,
         metering.client_sent.len(),
@@ -385,7 +421,7 @@ fn run_control_loop(
     // Runs until the client has finished and this side's senders are done; keeps reading
     // the control connection all along (an abort or a vanished client stops the test).
     while client_reports.is_none() || !side.senders_done() {
-        let now = start.elapsed();
+        let now = clock.mono().saturating_sub(start);
         if watch.overdue(start + now) {
             side.abort();
             return Err(refuse(
@@ -396,9 +432,9 @@ fn run_control_loop(
         }
         // What the client sends: against the server's limit, and as a sign of life (its
         // Alive messages may wait behind the data on a saturated path).
-        if watch.meter_due(Instant::now()) {
+        if watch.meter_due(clock.mono()) {
             let bytes = metering.received(&side);
-            if let Err((bps, max)) = watch.metered(Instant::now(), bytes) {
+            if let Err((bps, max)) = watch.metered(clock.mono(), bytes) {
                 side.abort();
                 return Err(refuse(
                     &mut ctrl,
@@ -412,7 +448,7 @@ fn run_control_loop(
             }
         }
         // A client that fell silent (stopped, or its host gone) before it finished.
-        if client_reports.is_none() && watch.silent(Instant::now()) {
+        if client_reports.is_none() && watch.silent(clock.mono()) {
             side.abort();
             return Err(refuse(
                 &mut ctrl,
@@ -431,7 +467,7 @@ fn run_control_loop(
             .min(limit - now);
         let got = rx.recv_timeout(wait);
         if matches!(got, Ok(Ok(_))) {
-            watch.heard(Instant::now());
+            watch.heard(clock.mono());
         }
         match got {
             Ok(Ok(ClientMsg::Alive)) => {}
@@ -473,7 +509,8 @@ fn run_control_loop(
         // The tick at the end is taken at the end, once this side's senders are done (a
         // receiver's count then leaves out what a queue still holds, as in iperf3).
         if let Some(t) = next_tick {
-            if start.elapsed() >= t && (t < spec.total_duration() || side.senders_done()) {
+            let now = clock.mono().saturating_sub(start);
+            if now >= t && (t < spec.total_duration() || side.senders_done()) {
                 send_interval(&mut ctrl, &mut index, &side)?;
             }
         }
@@ -491,7 +528,7 @@ fn run_control_loop(
     }
     let expected = sent_counts(client_reports.as_deref().unwrap_or_default());
     let (quiet, cap) = grace(&spec);
-    reports.extend(side.finish_receivers(&expected, quiet, cap));
+    reports.extend(side.finish_receivers(&expected, quiet, cap, clock));
     let tcp = spec.protocol == Protocol::Tcp;
     let host = ServerHost {
         cpu: cpu.used(),
@@ -521,7 +558,11 @@ fn send_interval(ctrl: &mut TcpStream, index: &mut u32, side: &SideRun) -> Resul
         ctrl,
         &ServerMsg::Interval {
             index: *index,
-            streams: side.sample(),
+            streams: side
+                .sample()
+                .into_iter()
+                .map(|(id, s)| (id, s.into()))
+                .collect(),
         },
     )?;
     *index += 1;

@@ -10,7 +10,7 @@
 
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::Duration;
 
 use super::ctx::{send_refusal, Ctx};
 use crate::gate::{Admit, HandshakeId};
@@ -61,14 +61,15 @@ pub(crate) fn leave(ctx: &Ctx, ip: IpAddr, id: HandshakeId) {
     ctx.handshakes().remove(&id);
 }
 
-/// Lets a new connection from `ip` start its handshake at `now`: its place at the gate
+/// Lets a new connection from `ip` start its handshake at `now` (the server clock's
+/// `mono()`): its place at the gate
 /// (the socket is kept, so that a newcomer may evict it; an evicted one is closed here),
 /// or the refusal to turn it away with.
 pub(crate) fn enter(
     ctx: &Ctx,
     ip: IpAddr,
     stream: &TcpStream,
-    now: Instant,
+    now: Duration,
 ) -> Result<HandshakeId, (ErrorCode, String)> {
     // (The gate's lock is let go before the arms, which take it again.)
     let admitted = ctx.gate().admit(ip, now);
@@ -219,29 +220,33 @@ mod tests {
     use std::time::Duration;
 
     fn ctx(max_tests: u16, per_source_tests: usize, max_memory: u64) -> Ctx {
-        Ctx::new(&ServerConfig {
-            bind: "127.0.0.1:0".parse().unwrap(),
-            limits: Limits {
-                max_tests,
-                ..Limits::default()
+        let clock = std::sync::Arc::new(model::clock::VirtualClock::default());
+        Ctx::new(
+            &ServerConfig {
+                bind: "127.0.0.1:0".parse().unwrap(),
+                limits: Limits {
+                    max_tests,
+                    ..Limits::default()
+                },
+                key: None,
+                handshake_timeout: Duration::from_secs(10),
+                allow_tuning: true,
+                finished: None,
+                metrics: None,
+                gate: GateConfig {
+                    per_source_tests,
+                    per_source_handshakes: 2,
+                    ..GateConfig::default()
+                },
+                idle_timeout: Duration::from_secs(5),
+                max_memory,
+                rx_xdp: false,
+                raw_ports: vec!["eth1".into()],
+                third_party: true,
+                third_party_peers: Vec::new(),
             },
-            key: None,
-            handshake_timeout: Duration::from_secs(10),
-            allow_tuning: true,
-            finished: None,
-            metrics: None,
-            gate: GateConfig {
-                per_source_tests,
-                per_source_handshakes: 2,
-                ..GateConfig::default()
-            },
-            idle_timeout: Duration::from_secs(5),
-            max_memory,
-            rx_xdp: false,
-            raw_ports: vec!["eth1".into()],
-            third_party: true,
-            third_party_peers: Vec::new(),
-        })
+            clock,
+        )
     }
 
     fn refusal<T>(r: Result<T, ProtoError>) -> (ErrorCode, String) {
@@ -296,7 +301,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let s = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let ip = IpAddr::from([10, 0, 0, 7]);
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1_000);
         let first = enter(&c, ip, &s, t0).unwrap();
         let _second = enter(&c, ip, &s, t0).unwrap();
         let (code, msg) = enter(&c, ip, &s, t0).unwrap_err();

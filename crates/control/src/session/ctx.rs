@@ -1,6 +1,7 @@
 //! A server's configuration ([`ServerConfig`], its defaults) and the context all its
-//! sessions share ([`Ctx`]): the limits and key, the gate, the counters admission takes
-//! from, and what the services need of the server (tuning, raw ports, third-party tests).
+//! sessions share ([`Ctx`]): the limits and key, the clock every session reads time from,
+//! the gate, the counters admission takes from, and what the services need of the server
+//! (tuning, raw ports, third-party tests).
 //! [`refuse`] sends a session's refusal.
 //!
 //! It does not listen, accept or dispatch ([`crate::server`] does), and decides nothing
@@ -11,6 +12,8 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
+
+use model::clock::Clock;
 
 use crate::frame::write_msg;
 use crate::gate::{Gate, GateConfig, HandshakeId};
@@ -70,6 +73,8 @@ pub fn default_max_memory() -> u64 {
 
 /// What every session of one server shares.
 pub(crate) struct Ctx {
+    /// Where every session, deadline and watch of the server reads time.
+    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) limits: Limits,
     pub(crate) key: Option<Vec<u8>>,
     pub(crate) host_id: Option<String>,
@@ -102,10 +107,11 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    /// The context of a server configured by `cfg`: what needs a key (tuning, raw ports,
-    /// third-party tests) is off without one.
-    pub(crate) fn new(cfg: &ServerConfig) -> Ctx {
+    /// The context of a server configured by `cfg`, reading time from `clock`: what needs
+    /// a key (tuning, raw ports, third-party tests) is off without one.
+    pub(crate) fn new(cfg: &ServerConfig, clock: Arc<dyn Clock>) -> Ctx {
         Ctx {
+            clock,
             limits: cfg.limits,
             key: cfg.key.clone(),
             host_id: engine::env::boot_id(),
