@@ -123,22 +123,54 @@ impl Default for FrerLabOptions {
     }
 }
 
+/// Settings of the `frer` topology that do not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrerOptionsError {
+    /// An item without `=`.
+    #[error("'{0}' is not key=value")]
+    NotKeyValue(String),
+    /// A switch that is not on or off.
+    #[error("{key}: '{value}' is not on or off")]
+    NotOnOff {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A history length the relays do not take.
+    #[error("history: '{0}' is not 2..=2048")]
+    History(String),
+    /// A reset time that is not a number of milliseconds.
+    #[error("reset_ms: '{0}' is not a number of ms")]
+    ResetMs(String),
+    /// A mode other than `frer` and `plain`.
+    #[error("mode: '{0}' is not frer or plain")]
+    Mode(String),
+    /// A key the topology does not have.
+    #[error("unknown key '{0}' (history, reset_ms, elimination, mode, fast)")]
+    UnknownKey(String),
+}
+
 impl FrerLabOptions {
     /// `history=1024,reset_ms=2000,elimination=off,mode=plain,fast=off` (any subset).
     ///
     /// # Errors
     /// An unknown key or a bad value, named.
-    pub fn parse_inline(text: &str) -> Result<Self, String> {
+    pub fn parse_inline(text: &str) -> Result<Self, FrerOptionsError> {
         let mut o = Self::default();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = item
                 .split_once('=')
-                .ok_or_else(|| format!("'{item}' is not key=value"))?;
+                .ok_or_else(|| FrerOptionsError::NotKeyValue(item.to_owned()))?;
             let (k, v) = (k.trim(), v.trim());
             let flag = |v: &str| match v {
                 "on" | "true" | "yes" => Ok(true),
                 "off" | "false" | "no" => Ok(false),
-                _ => Err(format!("{k}: '{v}' is not on or off")),
+                _ => Err(FrerOptionsError::NotOnOff {
+                    key: k.to_owned(),
+                    value: v.to_owned(),
+                }),
             };
             match k {
                 "history" => {
@@ -146,13 +178,13 @@ impl FrerLabOptions {
                         .parse()
                         .ok()
                         .filter(|h| (2..=frer::recovery::MAX_HISTORY).contains(h))
-                        .ok_or_else(|| format!("history: '{v}' is not 2..=2048"))?;
+                        .ok_or_else(|| FrerOptionsError::History(v.to_owned()))?;
                 }
                 "reset_ms" | "reset" => {
                     o.reset_ms = v
                         .trim_end_matches("ms")
                         .parse()
-                        .map_err(|_| format!("reset_ms: '{v}' is not a number of ms"))?;
+                        .map_err(|_| FrerOptionsError::ResetMs(v.to_owned()))?;
                 }
                 "elimination" => o.elimination = flag(v)?,
                 "fast" => o.fast = flag(v)?,
@@ -160,14 +192,10 @@ impl FrerLabOptions {
                     o.plain = match v {
                         "plain" => true,
                         "frer" => false,
-                        _ => return Err(format!("mode: '{v}' is not frer or plain")),
+                        _ => return Err(FrerOptionsError::Mode(v.to_owned())),
                     }
                 }
-                _ => {
-                    return Err(format!(
-                        "unknown key '{k}' (history, reset_ms, elimination, mode, fast)"
-                    ))
-                }
+                _ => return Err(FrerOptionsError::UnknownKey(k.to_owned())),
             }
         }
         Ok(o)
@@ -836,7 +864,7 @@ fn impair_spec(arg: &str, flag: &str) -> Result<ImpairSpec, LabError> {
     let parsed = if path.is_file() {
         ImpairSpec::parse(&read(path)?).map_err(|e| format!("{arg}: {e}"))
     } else {
-        ImpairSpec::parse_inline(arg)
+        ImpairSpec::parse_inline(arg).map_err(|e| e.to_string())
     };
     parsed.map_err(|e| LabError::BadTopology(format!("{flag}: {e}")))
 }
@@ -1186,9 +1214,24 @@ mod test {
         );
         assert!(plain.relays.iter().all(|r| r.config.streams.is_empty()));
         assert_eq!(plain.relays[0].config.pass.get("eth0").unwrap(), "eth1");
-        for bad in ["history=1", "mode=x", "elimination=maybe", "x=1", "history"] {
-            assert!(FrerLabOptions::parse_inline(bad).is_err(), "{bad}");
+        for (bad, text) in [
+            ("history=1", "history: '1' is not 2..=2048"),
+            ("mode=x", "mode: 'x' is not frer or plain"),
+            ("elimination=maybe", "elimination: 'maybe' is not on or off"),
+            (
+                "x=1",
+                "unknown key 'x' (history, reset_ms, elimination, mode, fast)",
+            ),
+            ("history", "'history' is not key=value"),
+            ("reset_ms=soon", "reset_ms: 'soon' is not a number of ms"),
+        ] {
+            let e = FrerLabOptions::parse_inline(bad).unwrap_err();
+            assert_eq!(e.to_string(), text, "{bad}");
         }
+        assert_eq!(
+            FrerLabOptions::parse_inline("mode=x"),
+            Err(FrerOptionsError::Mode("x".into()))
+        );
         assert!(Topology::from_toml("topology = \"frer\"\n[impair]\nloss = \"1%\"\n").is_err());
     }
 
