@@ -29,6 +29,7 @@ pub mod relay;
 pub mod shaper;
 pub mod status;
 pub mod topology;
+mod wait;
 
 pub use cmd::{Cmd, DryRun, Runner, SystemRunner};
 pub use lifecycle::{Lab, Owner};
