@@ -317,10 +317,11 @@ impl Lab {
         topo: &Topology,
         runner: &mut dyn Runner,
     ) -> Result<(), LabError> {
-        if topo.stages.is_empty() && topo.relays.is_empty() {
+        let processes = topo.processes(name);
+        if processes.is_empty() {
             return Ok(());
         }
-        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("wirebench"));
+        let exe = crate::processes::this_program();
         let dir = managed::run_dir(name);
         if !runner.is_dry() {
             std::fs::create_dir_all(&dir).map_err(|e| LabError::Command {
@@ -328,26 +329,19 @@ impl Lab {
                 detail: e.to_string(),
             })?;
         }
-        let mut wanted: Vec<(String, &str, (Cmd, PathBuf, PathBuf))> = Vec::new();
-        for s in &topo.stages {
-            let what = "the impairment stage";
-            wanted.push((s.node.clone(), what, Topology::stage_command(name, s, &exe)));
-        }
-        for r in &topo.relays {
-            let what = "the FRER relay";
-            wanted.push((r.node.clone(), what, Topology::relay_command(name, r, &exe)));
-        }
         let mut started = Vec::new();
-        for (node, what, (cmd, log, state)) in wanted {
-            let pid = runner.spawn(&cmd, &log)?;
-            started.push((node, what, cmd, log, state, pid));
+        for process in processes {
+            let cmd = process.command(&exe);
+            let pid = runner.spawn(&cmd, &process.log_file())?;
+            started.push((process, cmd, pid));
         }
         if runner.is_dry() {
             return Ok(());
         }
         // Wait until every process has opened its sockets and published its first state.
         let clock = RealClock::new();
-        for (node, what, cmd, log, state, pid) in started {
+        for (process, cmd, pid) in started {
+            let state = process.state_file();
             let started = poll(&clock, POLL_EVERY, Some(STAGE_START_TIMEOUT), || {
                 if managed::read_json::<Liveness>(&state)
                     .is_ok_and(|st| st.running && st.pid == pid)
@@ -360,7 +354,12 @@ impl Lab {
             if started != Some(true) {
                 return Err(LabError::Command {
                     cmd: cmd.to_string(),
-                    detail: format!("{what} on {node} did not start: {}", tail(&log)),
+                    detail: format!(
+                        "{} on {} did not start: {}",
+                        process.what(),
+                        process.node,
+                        tail(&process.log_file())
+                    ),
                 });
             }
         }

@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use crate::cmd::Cmd;
 use crate::impair::spec::ImpairSpec;
 use crate::impair::stage::{Mode, RouterSide, StageConfig};
-use crate::managed;
 use crate::naming;
+use crate::processes::{ManagedProcess, Program};
 use crate::relay::config::RelayConfig;
 use crate::shaper::ShaperSpec;
 use crate::LabError;
@@ -774,54 +774,23 @@ impl Topology {
         out
     }
 
-    /// The command that starts `stage` of lab `lab` with program `exe`, its log file and
-    /// its state file.
-    pub fn stage_command(lab: &str, stage: &Stage, exe: &Path) -> (Cmd, PathBuf, PathBuf) {
-        let config = serde_json::to_string(&stage.config).unwrap_or_default();
-        Self::process_command(lab, &stage.node, "state", &["lab", "stage"], &config, exe)
-    }
-
-    /// The command that starts `relay` of lab `lab` with program `exe`, its log file and
-    /// its state file.
-    pub fn relay_command(lab: &str, relay: &Relay, exe: &Path) -> (Cmd, PathBuf, PathBuf) {
-        let config = serde_json::to_string(&relay.config).unwrap_or_default();
-        let (mut cmd, log, state) =
-            Self::process_command(lab, &relay.node, "relay", &["frer", "relay"], &config, exe);
-        if relay.fast {
-            cmd.args.push("--fast".into());
-        }
-        (cmd, log, state)
-    }
-
-    /// `exe SUBCOMMAND --netns-file … --state DIR/NODE.KIND.json --config-json CONFIG`
-    /// run in the node's namespace, logging to `DIR/NODE.KIND.log`.
-    fn process_command(
-        lab: &str,
-        node: &str,
-        kind: &str,
-        subcommand: &[&str],
-        config: &str,
-        exe: &Path,
-    ) -> (Cmd, PathBuf, PathBuf) {
-        let ns = naming::namespace(lab, node);
-        let dir = managed::run_dir(lab);
-        let state = dir.join(format!("{node}.{kind}.json"));
-        let mut argv = vec![exe.display().to_string()];
-        argv.extend(subcommand.iter().map(|s| (*s).to_owned()));
-        argv.extend([
-            "--netns-file".into(),
-            format!("/run/netns/{ns}"),
-            "--state".into(),
-            state.display().to_string(),
-            "--config-json".into(),
-            config.to_owned(),
-        ]);
-        let log = if kind == "state" {
-            dir.join(format!("{node}.log"))
-        } else {
-            dir.join(format!("{node}.{kind}.log"))
-        };
-        (Cmd::exec_in(&ns, &argv), log, state)
+    /// The processes lab `lab` of this topology runs: its impairment stages, then its
+    /// relays (started after [`Topology::build_commands`], by [`crate::Lab::up`]).
+    pub fn processes(&self, lab: &str) -> Vec<ManagedProcess> {
+        let stages = self.stages.iter().map(|s| ManagedProcess {
+            lab: lab.to_owned(),
+            node: s.node.clone(),
+            program: Program::Stage(s.config.clone()),
+        });
+        let relays = self.relays.iter().map(|r| ManagedProcess {
+            lab: lab.to_owned(),
+            node: r.node.clone(),
+            program: Program::Relay {
+                config: r.config.clone(),
+                fast: r.fast,
+            },
+        });
+        stages.chain(relays).collect()
     }
 }
 
@@ -1131,7 +1100,13 @@ mod test {
         assert_eq!(a.neighbour, t.links[0].a.mac);
         assert_eq!(b.neighbour, t.links[1].b.mac);
         assert_eq!(b.local, Ipv4Addr::new(198, 18, 2, 254));
-        let (cmd, log, _) = Topology::stage_command("i1", stage, Path::new("/usr/bin/wirebench"));
+        let [process] = &t.processes("i1")[..] else {
+            panic!("one process")
+        };
+        let (cmd, log) = (
+            process.command(Path::new("/usr/bin/wirebench")),
+            process.log_file(),
+        );
         let line = cmd.to_string();
         assert!(
             line.starts_with("ip netns exec wb-i1-dut /usr/bin/wirebench lab stage --netns-file /run/netns/wb-i1-dut --state /run/wirebench/labs/i1/dut.state.json --config-json '{"),
@@ -1196,6 +1171,29 @@ mod test {
         );
         assert_eq!(t.stages[1].config.spec.forward.delay_ns, 1_000_000);
         assert_ne!(t.stages[0].config.spec.seed, t.stages[1].config.spec.seed);
+        // The stages start first, then the relays, each with its own settings.
+        let processes = t.processes("f1");
+        let started: Vec<(&str, &str)> = processes
+            .iter()
+            .map(|p| (p.node.as_str(), p.what()))
+            .collect();
+        let (stage, relay) = ("the impairment stage", "the FRER relay");
+        assert_eq!(
+            started,
+            [
+                (t.stages[0].node.as_str(), stage),
+                (t.stages[1].node.as_str(), stage),
+                ("split", relay),
+                ("merge", relay)
+            ]
+        );
+        assert_eq!(
+            processes[2].program,
+            crate::processes::Program::Relay {
+                config: split.clone(),
+                fast: t.relays[0].fast
+            }
+        );
         // Paths with the same seed are made independent.
         let same = Topology::frer(
             ImpairSpec::default(),
