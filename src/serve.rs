@@ -276,7 +276,7 @@ fn relay_config(a: &FrerRelayArgs) -> Result<RelayConfig> {
             .map_err(|e| usage(format!("--config-json: {e}")))?;
         return Ok(c);
     }
-    RelayConfig::from_flags(&crate::requests::relay_flags(a)).map_err(usage)
+    RelayConfig::from_flags(&crate::requests::relay_flags(a)).map_err(|e| usage(e.to_string()))
 }
 
 /// `wirebench frer relay`: runs until Ctrl-C, SIGTERM or `-t`, then prints its counters.

@@ -42,7 +42,7 @@ impl Metric {
     /// # Errors
     /// A value not in the unit (`300` for a latency, which needs `300us`).
     pub fn value(self, s: &str) -> Result<f64, String> {
-        self.unit.parse(s)
+        self.unit.parse(s).map_err(|e| e.to_string())
     }
 
     fn show(self, v: f64) -> String {

@@ -1425,4 +1425,77 @@ mod test {
         assert_eq!(refused("wirebench -c h -u -b 10M -Z -C reno"), None);
         assert_eq!(refused("wirebench rfc2544 -S x"), None);
     }
+
+    /// The lab starts its stages and relays with command lines it spells itself
+    /// (`lab::processes`): they must parse as these definitions, with the same values.
+    #[test]
+    fn the_lab_s_managed_processes_parse_as_their_subcommands() {
+        use lab::impair::{spec::ImpairSpec, stage};
+        use lab::processes::{ManagedProcess, Program};
+        use std::path::Path;
+        let config = stage::StageConfig {
+            a: "eth0".into(),
+            b: "eth1".into(),
+            mode: stage::Mode::Bridge,
+            spec: ImpairSpec::parse_inline("loss=1%").unwrap(),
+        };
+        let p = ManagedProcess {
+            lab: "x1".into(),
+            node: "dut".into(),
+            program: Program::Stage(config.clone()),
+        };
+        let cli = Cli::try_parse_from(p.argv(Path::new("wirebench"))).unwrap();
+        let Command::Lab(LabArgs {
+            command:
+                LabCommand::Stage {
+                    config: json,
+                    state,
+                    netns_file,
+                },
+        }) = cli.command
+        else {
+            panic!("not lab stage: {:?}", cli.command)
+        };
+        assert_eq!(
+            serde_json::from_str::<stage::StageConfig>(&json).unwrap(),
+            config
+        );
+        assert_eq!(state.as_deref(), Some(p.state_file().as_path()));
+        assert_eq!(
+            netns_file.as_deref(),
+            Some(Path::new("/run/netns/wb-x1-dut"))
+        );
+        for fast in [true, false] {
+            let relay = lab::relay::config::RelayConfig::from_toml(
+                "[[stream]]\nname = \"s\"\nreplicate = { from = \"eth0\", to = [\"eth1\", \"eth2\"] }\n",
+            )
+            .unwrap();
+            let p = ManagedProcess {
+                lab: "x1".into(),
+                node: "split".into(),
+                program: Program::Relay {
+                    config: relay.clone(),
+                    fast,
+                },
+            };
+            let cli = Cli::try_parse_from(p.argv(Path::new("wirebench"))).unwrap();
+            let Command::Frer(FrerArgs {
+                command: FrerCommand::Relay(a),
+            }) = cli.command
+            else {
+                panic!("not frer relay: {:?}", cli.command)
+            };
+            let json = a.config_json.as_deref().unwrap();
+            assert_eq!(
+                serde_json::from_str::<lab::relay::config::RelayConfig>(json).unwrap(),
+                relay
+            );
+            assert_eq!(a.state.as_deref(), Some(p.state_file().as_path()));
+            assert_eq!(
+                a.netns_file.as_deref(),
+                Some(Path::new("/run/netns/wb-x1-split"))
+            );
+            assert_eq!(a.fast, fast);
+        }
+    }
 }

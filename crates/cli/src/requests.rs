@@ -93,7 +93,7 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         bytes_per_stream: amount.map(|b| b.div_ceil(u64::from(a.parallel.max(1)))),
         omit: a.omit.filter(|o| !o.is_zero()),
     };
-    spec.validate().map_err(usage)?;
+    spec.check().map_err(|e| usage(e.to_string()))?;
     if !a.interval.is_finite() || !(0.0..=86_400.0).contains(&a.interval) {
         return Err(usage(format!(
             "-i must be 0 or a number of seconds up to 86400, got {}",
@@ -176,7 +176,7 @@ pub fn mesh(a: &cli::MeshArgs) -> Result<MeshRequest, Error> {
         dscp: a.dscp,
         ..campaign::trials::base_spec(protocol)
     };
-    spec.validate().map_err(usage)?;
+    spec.check().map_err(|e| usage(e.to_string()))?;
     Ok(MeshRequest {
         hosts,
         spec,

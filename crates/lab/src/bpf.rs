@@ -24,6 +24,9 @@ pub enum FastError {
     /// The configuration needs the userspace data path.
     #[error("{0}")]
     Unsupported(String),
+    /// The relay's configuration does not check.
+    #[error(transparent)]
+    Config(#[from] crate::relay::config::ConfigError),
     /// The kernel refused to load or attach the program, or a map operation failed.
     #[error("{what}: {source}")]
     Kernel {

@@ -13,8 +13,8 @@
 //! independently impaired paths) and `frer` (the same with software 802.1CB relays at both
 //! ends, [`relay`]), built-in or from a TOML file ([`topology::Topology::from_toml`]).
 //! The stages' and relays' kernel fast paths share [`bpf`].
-//! Managed processes (impairment stages, FRER relays, [`managed`]) are started by `up` and
-//! stopped by `down`.
+//! Managed processes (impairment stages, FRER relays: [`processes`], sharing [`managed`])
+//! are started by `up` and stopped by `down`.
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
@@ -25,10 +25,12 @@ pub mod lifecycle;
 pub mod managed;
 pub mod naming;
 pub mod probe;
+pub mod processes;
 pub mod relay;
 pub mod shaper;
 pub mod status;
 pub mod topology;
+mod wait;
 
 pub use cmd::{Cmd, DryRun, Runner, SystemRunner};
 pub use lifecycle::{Lab, Owner};

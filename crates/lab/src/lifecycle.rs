@@ -12,6 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
+use engine::clock::RealClock;
+use model::clock::Clock;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -21,6 +23,7 @@ use crate::impair::stage::StageState;
 use crate::managed::{self, Liveness};
 use crate::naming;
 use crate::topology::Topology;
+use crate::wait::poll;
 use crate::LabError;
 
 /// A lab that is up.
@@ -50,6 +53,10 @@ const STAGE_START_TIMEOUT: Duration = Duration::from_secs(5);
 const CARRIER_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long `down` waits for processes to end after SIGTERM before it sends SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a wait for another process or the kernel looks again.
+const POLL_EVERY: Duration = Duration::from_millis(20);
+/// How often a wait for another process's lock looks again (and at `stop`).
+const LOCK_POLL_EVERY: Duration = Duration::from_millis(50);
 
 /// Whether process `pid` runs (a zombie left for its parent to reap does not).
 pub fn process_runs(pid: u32) -> bool {
@@ -158,12 +165,12 @@ fn lock(
         .open(dir.join(name))
         .map_err(failed)?;
     let mut said = false;
-    loop {
+    let locked = poll(&RealClock::new(), LOCK_POLL_EVERY, None, || {
         match f.try_lock() {
-            Ok(()) => return Ok(Some(f)),
+            Ok(()) => Some(Ok(())),
             Err(std::fs::TryLockError::WouldBlock) => {
                 if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-                    return Err(LabError::Interrupted);
+                    return Some(Err(LabError::Interrupted));
                 }
                 if !said {
                     tracing::warn!(
@@ -171,11 +178,15 @@ fn lock(
                     );
                     said = true;
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                None
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(failed(e)),
+            Err(std::fs::TryLockError::Error(e)) => Some(Err(failed(e))),
         }
-    }
+    });
+    // Without a timeout the wait ends only with an answer.
+    locked
+        .unwrap_or(Err(LabError::Interrupted))
+        .map(|()| Some(f))
 }
 
 fn tail(path: &Path) -> String {
@@ -261,12 +272,18 @@ impl Lab {
         if runner.is_dry() {
             return Ok(());
         }
-        let deadline = std::time::Instant::now() + CARRIER_TIMEOUT;
+        let clock = RealClock::new();
+        let deadline = clock.mono() + CARRIER_TIMEOUT;
         for ns in &lab.namespaces {
-            loop {
-                let text = runner.run(&Cmd::ip_json(Some(ns), &["link", "show"]))?;
+            let mut waiting: Vec<String> = Vec::new();
+            let left = deadline.saturating_sub(clock.mono());
+            let up = poll(&clock, POLL_EVERY, Some(left), || {
+                let text = match runner.run(&Cmd::ip_json(Some(ns), &["link", "show"])) {
+                    Ok(text) => text,
+                    Err(e) => return Some(Err(e)),
+                };
                 let links: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-                let waiting: Vec<&str> = links
+                waiting = links
                     .as_array()
                     .into_iter()
                     .flatten()
@@ -278,18 +295,18 @@ impl Lab {
                             .is_some_and(|f| f.iter().any(|x| x == "NO-CARRIER"));
                         l["operstate"] == "DOWN" || no_carrier
                     })
-                    .filter_map(|l| l["ifname"].as_str())
+                    .filter_map(|l| l["ifname"].as_str().map(str::to_owned))
                     .collect();
-                if waiting.is_empty() {
-                    break;
-                }
-                if std::time::Instant::now() > deadline {
+                waiting.is_empty().then_some(Ok(()))
+            });
+            match up {
+                Some(result) => result?,
+                None => {
                     return Err(LabError::Interface(format!(
                         "{ns}: {} still without carrier after {CARRIER_TIMEOUT:?}",
                         waiting.join(", ")
-                    )));
+                    )))
                 }
-                std::thread::sleep(Duration::from_millis(20));
             }
         }
         Ok(())
@@ -300,10 +317,11 @@ impl Lab {
         topo: &Topology,
         runner: &mut dyn Runner,
     ) -> Result<(), LabError> {
-        if topo.stages.is_empty() && topo.relays.is_empty() {
+        let processes = topo.processes(name);
+        if processes.is_empty() {
             return Ok(());
         }
-        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("wirebench"));
+        let exe = crate::processes::this_program();
         let dir = managed::run_dir(name);
         if !runner.is_dry() {
             std::fs::create_dir_all(&dir).map_err(|e| LabError::Command {
@@ -311,40 +329,38 @@ impl Lab {
                 detail: e.to_string(),
             })?;
         }
-        let mut wanted: Vec<(String, &str, (Cmd, PathBuf, PathBuf))> = Vec::new();
-        for s in &topo.stages {
-            let what = "the impairment stage";
-            wanted.push((s.node.clone(), what, Topology::stage_command(name, s, &exe)));
-        }
-        for r in &topo.relays {
-            let what = "the FRER relay";
-            wanted.push((r.node.clone(), what, Topology::relay_command(name, r, &exe)));
-        }
         let mut started = Vec::new();
-        for (node, what, (cmd, log, state)) in wanted {
-            let pid = runner.spawn(&cmd, &log)?;
-            started.push((node, what, cmd, log, state, pid));
+        for process in processes {
+            let cmd = process.command(&exe);
+            let pid = runner.spawn(&cmd, &process.log_file())?;
+            started.push((process, cmd, pid));
         }
         if runner.is_dry() {
             return Ok(());
         }
         // Wait until every process has opened its sockets and published its first state.
-        for (node, what, cmd, log, state, pid) in started {
-            let mut waited = Duration::ZERO;
-            loop {
+        let clock = RealClock::new();
+        for (process, cmd, pid) in started {
+            let state = process.state_file();
+            let started = poll(&clock, POLL_EVERY, Some(STAGE_START_TIMEOUT), || {
                 if managed::read_json::<Liveness>(&state)
                     .is_ok_and(|st| st.running && st.pid == pid)
                 {
-                    break;
+                    Some(true)
+                } else {
+                    (!process_runs(pid)).then_some(false)
                 }
-                if !process_runs(pid) || waited >= STAGE_START_TIMEOUT {
-                    return Err(LabError::Command {
-                        cmd: cmd.to_string(),
-                        detail: format!("{what} on {node} did not start: {}", tail(&log)),
-                    });
-                }
-                std::thread::sleep(Duration::from_millis(20));
-                waited += Duration::from_millis(20);
+            });
+            if started != Some(true) {
+                return Err(LabError::Command {
+                    cmd: cmd.to_string(),
+                    detail: format!(
+                        "{} on {} did not start: {}",
+                        process.what(),
+                        process.node,
+                        tail(&process.log_file())
+                    ),
+                });
             }
         }
         Ok(())
@@ -366,11 +382,8 @@ impl Lab {
         if runner.is_dry() {
             return Ok(());
         }
-        let mut waited = Duration::ZERO;
-        while pids.iter().any(|&p| process_runs(p)) && waited < STOP_TIMEOUT {
-            std::thread::sleep(Duration::from_millis(20));
-            waited += Duration::from_millis(20);
-        }
+        let ended = || (!pids.iter().any(|&p| process_runs(p))).then_some(());
+        let _ = poll(&RealClock::new(), POLL_EVERY, Some(STOP_TIMEOUT), ended);
         let left: Vec<u32> = pids.into_iter().filter(|&p| process_runs(p)).collect();
         if !left.is_empty() {
             let _ = runner.run(&Cmd::kill("KILL", &left));

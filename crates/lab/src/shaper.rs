@@ -97,18 +97,71 @@ pub struct ShaperSpec {
     pub default: Option<DefaultSpec>,
 }
 
-/// An IPv4 address with an optional prefix length, as `A.B.C.D/LEN` (32 without one).
-fn prefix(s: &str) -> Result<String, String> {
+/// A class list that does not parse or cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShaperError {
+    /// TOML syntax, an unknown key or a value of the wrong type; the text names the line.
+    #[error("{0}")]
+    Syntax(String),
+    /// No `[[class]]`.
+    #[error("the shaper needs at least one [[class]]")]
+    NoClasses,
+    /// More classes than the tree has ids for.
+    #[error("at most 99 classes")]
+    TooManyClasses,
+    /// A rate, ceil or burst that does not read.
+    #[error(transparent)]
+    Quantity(#[from] QuantityError),
+    /// A DSCP above 63.
+    #[error("class '{0}': dscp must be 0..=63")]
+    Dscp(String),
+    /// Ports to match without a protocol that has ports.
+    #[error("class '{0}': ports need protocol udp or tcp")]
+    PortsWithoutProtocol(String),
+    /// A source or destination that is not an IPv4 address or prefix.
+    #[error(
+        "class '{class}': {key} '{value}' is not an IPv4 address or prefix (e.g. 198.18.1.0/24)"
+    )]
+    NotAPrefix {
+        /// The class.
+        class: String,
+        /// `src` or `dst`.
+        key: &'static str,
+        /// The value as written.
+        value: String,
+    },
+}
+
+/// A rate or a size of a class list (or of an impairment) that does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuantityError {
+    /// Not a number with an optional SI suffix.
+    #[error("{what} '{value}' is not a number with an optional k/M/G suffix")]
+    NotANumber {
+        /// What the value is (`rate`, `ceil`, `burst`, `default rate`).
+        what: &'static str,
+        /// The value as written.
+        value: String,
+    },
+    /// Below 1.
+    #[error("{what} '{value}' must be positive")]
+    NotPositive {
+        /// What the value is.
+        what: &'static str,
+        /// The value as written.
+        value: String,
+    },
+}
+
+/// An IPv4 address with an optional prefix length, as `A.B.C.D/LEN` (32 without one);
+/// `None` when it is neither.
+fn prefix(s: &str) -> Option<String> {
     let (addr, len) = s.split_once('/').unwrap_or((s, "32"));
     let ok = addr.trim().parse::<std::net::Ipv4Addr>().is_ok()
         && len.trim().parse::<u8>().is_ok_and(|l| l <= 32);
-    if ok {
-        Ok(format!("{}/{}", addr.trim(), len.trim()))
-    } else {
-        Err(format!(
-            "'{s}' is not an IPv4 address or prefix (e.g. 198.18.1.0/24)"
-        ))
-    }
+    ok.then(|| format!("{}/{}", addr.trim(), len.trim()))
 }
 
 /// Default rate of unmatched traffic (effectively unshaped on veth).
@@ -116,31 +169,43 @@ const DEFAULT_RATE_BPS: u64 = 10_000_000_000;
 
 /// A rate (`base` 1000) or size (`base` 1024) of the class list, with the unit parser of
 /// every other wirebench input.
-pub(crate) fn si(s: &str, base: f64, what: &str) -> Result<u64, String> {
-    let r = model::units::si_number(s, base)
-        .ok_or_else(|| format!("{what} '{s}' is not a number with an optional k/M/G suffix"))?;
+pub(crate) fn si(s: &str, base: f64, what: &'static str) -> Result<u64, QuantityError> {
+    let r = model::units::si_number(s, base).ok_or_else(|| QuantityError::NotANumber {
+        what,
+        value: s.to_owned(),
+    })?;
     if r < 1.0 {
-        return Err(format!("{what} '{s}' must be positive"));
+        return Err(QuantityError::NotPositive {
+            what,
+            value: s.to_owned(),
+        });
     }
     Ok(r.round() as u64)
 }
 
 impl ShaperSpec {
     /// Parses and checks a TOML class list; errors name the field and, for syntax, the line.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let spec: ShaperSpec = toml::from_str(text).map_err(|e| e.to_string())?;
+    ///
+    /// # Errors
+    /// [`ShaperError::Syntax`], or what [`ShaperSpec::check`] refuses.
+    pub fn parse(text: &str) -> Result<Self, ShaperError> {
+        let spec: ShaperSpec =
+            toml::from_str(text).map_err(|e| ShaperError::Syntax(e.to_string()))?;
         spec.check()?;
         Ok(spec)
     }
 
     /// Checks the values of a class list read as part of a larger file.
-    pub fn check(&self) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// The first value that cannot be built, naming its class.
+    pub fn check(&self) -> Result<(), ShaperError> {
         let spec = self;
         if spec.class.is_empty() {
-            return Err("the shaper needs at least one [[class]]".into());
+            return Err(ShaperError::NoClasses);
         }
         if spec.class.len() > 99 {
-            return Err("at most 99 classes".into());
+            return Err(ShaperError::TooManyClasses);
         }
         for c in &spec.class {
             si(&c.rate, 1000.0, "rate")?;
@@ -151,18 +216,19 @@ impl ShaperSpec {
                 si(x, 1024.0, "burst")?;
             }
             if c.dscp.is_some_and(|d| d > 63) {
-                return Err(format!("class '{}': dscp must be 0..=63", c.name));
+                return Err(ShaperError::Dscp(c.name.clone()));
             }
             let any_ports = c.ports.is_some() || c.src_ports.is_some();
             if any_ports && !matches!(c.protocol, Some(Proto::Udp | Proto::Tcp)) {
-                return Err(format!(
-                    "class '{}': ports need protocol udp or tcp",
-                    c.name
-                ));
+                return Err(ShaperError::PortsWithoutProtocol(c.name.clone()));
             }
             for (key, v) in [("src", &c.src), ("dst", &c.dst)] {
                 if let Some(v) = v {
-                    prefix(v).map_err(|e| format!("class '{}': {key} {e}", c.name))?;
+                    prefix(v).ok_or_else(|| ShaperError::NotAPrefix {
+                        class: c.name.clone(),
+                        key,
+                        value: v.clone(),
+                    })?;
                 }
             }
         }
@@ -275,7 +341,7 @@ impl ShaperSpec {
                 ]);
             }
             for (key, v) in [("src", &c.src), ("dst", &c.dst)] {
-                if let Some(p) = v.as_deref().and_then(|v| prefix(v).ok()) {
+                if let Some(p) = v.as_deref().and_then(prefix) {
                     matches.extend([s("match"), s("ip"), s(key), p]);
                 }
             }
@@ -634,6 +700,7 @@ burst = "15k"
                 "[[class]]\nname = \"a\"\nrate = \"1M\"\n{extra}\n"
             ))
             .unwrap_err()
+            .to_string()
         };
         assert!(bad("src = \"10.0.0.300\"").contains("src '10.0.0.300' is not an IPv4"));
         assert!(bad("dst = \"1.2.3.4/33\"").contains("dst"));
@@ -642,14 +709,42 @@ burst = "15k"
 
     #[test]
     fn bad_class_lists_name_the_problem() {
-        let e =
-            ShaperSpec::parse("[[class]]\nname = \"a\"\nrate = \"10M\"\nbogus = 1\n").unwrap_err();
+        let e = ShaperSpec::parse("[[class]]\nname = \"a\"\nrate = \"10M\"\nbogus = 1\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bogus") && e.contains("line 4"), "{e}");
         let e = ShaperSpec::parse("[[class]]\nname = \"a\"\nrate = \"fast\"\n").unwrap_err();
-        assert!(e.contains("rate 'fast'"), "{e}");
+        assert_eq!(
+            e,
+            ShaperError::Quantity(QuantityError::NotANumber {
+                what: "rate",
+                value: "fast".into()
+            })
+        );
+        assert_eq!(
+            e.to_string(),
+            "rate 'fast' is not a number with an optional k/M/G suffix"
+        );
         let e =
             ShaperSpec::parse("[[class]]\nname = \"a\"\nports = [1]\nrate = \"1M\"\n").unwrap_err();
-        assert!(e.contains("ports need protocol"), "{e}");
-        assert!(ShaperSpec::parse("").unwrap_err().contains("class"));
+        assert_eq!(e, ShaperError::PortsWithoutProtocol("a".into()));
+        assert_eq!(e.to_string(), "class 'a': ports need protocol udp or tcp");
+        assert!(ShaperSpec::parse("")
+            .unwrap_err()
+            .to_string()
+            .contains("class"));
+        let none = ShaperSpec {
+            class: vec![],
+            default: None,
+        };
+        assert_eq!(none.check(), Err(ShaperError::NoClasses));
+        let e = ShaperSpec::parse("[[class]]\nname = \"a\"\nrate = \"1M\"\ndst = \"1.2.3.4/33\"\n")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "class 'a': dst '1.2.3.4/33' is not an IPv4 address or prefix (e.g. 198.18.1.0/24)"
+        );
+        let e = ShaperSpec::parse("[[class]]\nname = \"a\"\nrate = \"0.5\"\n").unwrap_err();
+        assert_eq!(e.to_string(), "rate '0.5' must be positive");
     }
 }

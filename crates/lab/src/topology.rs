@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use crate::cmd::Cmd;
 use crate::impair::spec::ImpairSpec;
 use crate::impair::stage::{Mode, RouterSide, StageConfig};
-use crate::managed;
 use crate::naming;
+use crate::processes::{ManagedProcess, Program};
 use crate::relay::config::RelayConfig;
 use crate::shaper::ShaperSpec;
 use crate::LabError;
@@ -123,22 +123,54 @@ impl Default for FrerLabOptions {
     }
 }
 
+/// Settings of the `frer` topology that do not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrerOptionsError {
+    /// An item without `=`.
+    #[error("'{0}' is not key=value")]
+    NotKeyValue(String),
+    /// A switch that is not on or off.
+    #[error("{key}: '{value}' is not on or off")]
+    NotOnOff {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A history length the relays do not take.
+    #[error("history: '{0}' is not 2..=2048")]
+    History(String),
+    /// A reset time that is not a number of milliseconds.
+    #[error("reset_ms: '{0}' is not a number of ms")]
+    ResetMs(String),
+    /// A mode other than `frer` and `plain`.
+    #[error("mode: '{0}' is not frer or plain")]
+    Mode(String),
+    /// A key the topology does not have.
+    #[error("unknown key '{0}' (history, reset_ms, elimination, mode, fast)")]
+    UnknownKey(String),
+}
+
 impl FrerLabOptions {
     /// `history=1024,reset_ms=2000,elimination=off,mode=plain,fast=off` (any subset).
     ///
     /// # Errors
     /// An unknown key or a bad value, named.
-    pub fn parse_inline(text: &str) -> Result<Self, String> {
+    pub fn parse_inline(text: &str) -> Result<Self, FrerOptionsError> {
         let mut o = Self::default();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = item
                 .split_once('=')
-                .ok_or_else(|| format!("'{item}' is not key=value"))?;
+                .ok_or_else(|| FrerOptionsError::NotKeyValue(item.to_owned()))?;
             let (k, v) = (k.trim(), v.trim());
             let flag = |v: &str| match v {
                 "on" | "true" | "yes" => Ok(true),
                 "off" | "false" | "no" => Ok(false),
-                _ => Err(format!("{k}: '{v}' is not on or off")),
+                _ => Err(FrerOptionsError::NotOnOff {
+                    key: k.to_owned(),
+                    value: v.to_owned(),
+                }),
             };
             match k {
                 "history" => {
@@ -146,13 +178,13 @@ impl FrerLabOptions {
                         .parse()
                         .ok()
                         .filter(|h| (2..=frer::recovery::MAX_HISTORY).contains(h))
-                        .ok_or_else(|| format!("history: '{v}' is not 2..=2048"))?;
+                        .ok_or_else(|| FrerOptionsError::History(v.to_owned()))?;
                 }
                 "reset_ms" | "reset" => {
                     o.reset_ms = v
                         .trim_end_matches("ms")
                         .parse()
-                        .map_err(|_| format!("reset_ms: '{v}' is not a number of ms"))?;
+                        .map_err(|_| FrerOptionsError::ResetMs(v.to_owned()))?;
                 }
                 "elimination" => o.elimination = flag(v)?,
                 "fast" => o.fast = flag(v)?,
@@ -160,14 +192,10 @@ impl FrerLabOptions {
                     o.plain = match v {
                         "plain" => true,
                         "frer" => false,
-                        _ => return Err(format!("mode: '{v}' is not frer or plain")),
+                        _ => return Err(FrerOptionsError::Mode(v.to_owned())),
                     }
                 }
-                _ => {
-                    return Err(format!(
-                        "unknown key '{k}' (history, reset_ms, elimination, mode, fast)"
-                    ))
-                }
+                _ => return Err(FrerOptionsError::UnknownKey(k.to_owned())),
             }
         }
         Ok(o)
@@ -746,54 +774,23 @@ impl Topology {
         out
     }
 
-    /// The command that starts `stage` of lab `lab` with program `exe`, its log file and
-    /// its state file.
-    pub fn stage_command(lab: &str, stage: &Stage, exe: &Path) -> (Cmd, PathBuf, PathBuf) {
-        let config = serde_json::to_string(&stage.config).unwrap_or_default();
-        Self::process_command(lab, &stage.node, "state", &["lab", "stage"], &config, exe)
-    }
-
-    /// The command that starts `relay` of lab `lab` with program `exe`, its log file and
-    /// its state file.
-    pub fn relay_command(lab: &str, relay: &Relay, exe: &Path) -> (Cmd, PathBuf, PathBuf) {
-        let config = serde_json::to_string(&relay.config).unwrap_or_default();
-        let (mut cmd, log, state) =
-            Self::process_command(lab, &relay.node, "relay", &["frer", "relay"], &config, exe);
-        if relay.fast {
-            cmd.args.push("--fast".into());
-        }
-        (cmd, log, state)
-    }
-
-    /// `exe SUBCOMMAND --netns-file … --state DIR/NODE.KIND.json --config-json CONFIG`
-    /// run in the node's namespace, logging to `DIR/NODE.KIND.log`.
-    fn process_command(
-        lab: &str,
-        node: &str,
-        kind: &str,
-        subcommand: &[&str],
-        config: &str,
-        exe: &Path,
-    ) -> (Cmd, PathBuf, PathBuf) {
-        let ns = naming::namespace(lab, node);
-        let dir = managed::run_dir(lab);
-        let state = dir.join(format!("{node}.{kind}.json"));
-        let mut argv = vec![exe.display().to_string()];
-        argv.extend(subcommand.iter().map(|s| (*s).to_owned()));
-        argv.extend([
-            "--netns-file".into(),
-            format!("/run/netns/{ns}"),
-            "--state".into(),
-            state.display().to_string(),
-            "--config-json".into(),
-            config.to_owned(),
-        ]);
-        let log = if kind == "state" {
-            dir.join(format!("{node}.log"))
-        } else {
-            dir.join(format!("{node}.{kind}.log"))
-        };
-        (Cmd::exec_in(&ns, &argv), log, state)
+    /// The processes lab `lab` of this topology runs: its impairment stages, then its
+    /// relays (started after [`Topology::build_commands`], by [`crate::Lab::up`]).
+    pub fn processes(&self, lab: &str) -> Vec<ManagedProcess> {
+        let stages = self.stages.iter().map(|s| ManagedProcess {
+            lab: lab.to_owned(),
+            node: s.node.clone(),
+            program: Program::Stage(s.config.clone()),
+        });
+        let relays = self.relays.iter().map(|r| ManagedProcess {
+            lab: lab.to_owned(),
+            node: r.node.clone(),
+            program: Program::Relay {
+                config: r.config.clone(),
+                fast: r.fast,
+            },
+        });
+        stages.chain(relays).collect()
     }
 }
 
@@ -836,7 +833,7 @@ fn impair_spec(arg: &str, flag: &str) -> Result<ImpairSpec, LabError> {
     let parsed = if path.is_file() {
         ImpairSpec::parse(&read(path)?).map_err(|e| format!("{arg}: {e}"))
     } else {
-        ImpairSpec::parse_inline(arg)
+        ImpairSpec::parse_inline(arg).map_err(|e| e.to_string())
     };
     parsed.map_err(|e| LabError::BadTopology(format!("{flag}: {e}")))
 }
@@ -1103,7 +1100,13 @@ mod test {
         assert_eq!(a.neighbour, t.links[0].a.mac);
         assert_eq!(b.neighbour, t.links[1].b.mac);
         assert_eq!(b.local, Ipv4Addr::new(198, 18, 2, 254));
-        let (cmd, log, _) = Topology::stage_command("i1", stage, Path::new("/usr/bin/wirebench"));
+        let [process] = &t.processes("i1")[..] else {
+            panic!("one process")
+        };
+        let (cmd, log) = (
+            process.command(Path::new("/usr/bin/wirebench")),
+            process.log_file(),
+        );
         let line = cmd.to_string();
         assert!(
             line.starts_with("ip netns exec wb-i1-dut /usr/bin/wirebench lab stage --netns-file /run/netns/wb-i1-dut --state /run/wirebench/labs/i1/dut.state.json --config-json '{"),
@@ -1168,6 +1171,29 @@ mod test {
         );
         assert_eq!(t.stages[1].config.spec.forward.delay_ns, 1_000_000);
         assert_ne!(t.stages[0].config.spec.seed, t.stages[1].config.spec.seed);
+        // The stages start first, then the relays, each with its own settings.
+        let processes = t.processes("f1");
+        let started: Vec<(&str, &str)> = processes
+            .iter()
+            .map(|p| (p.node.as_str(), p.what()))
+            .collect();
+        let (stage, relay) = ("the impairment stage", "the FRER relay");
+        assert_eq!(
+            started,
+            [
+                (t.stages[0].node.as_str(), stage),
+                (t.stages[1].node.as_str(), stage),
+                ("split", relay),
+                ("merge", relay)
+            ]
+        );
+        assert_eq!(
+            processes[2].program,
+            crate::processes::Program::Relay {
+                config: split.clone(),
+                fast: t.relays[0].fast
+            }
+        );
         // Paths with the same seed are made independent.
         let same = Topology::frer(
             ImpairSpec::default(),
@@ -1186,9 +1212,24 @@ mod test {
         );
         assert!(plain.relays.iter().all(|r| r.config.streams.is_empty()));
         assert_eq!(plain.relays[0].config.pass.get("eth0").unwrap(), "eth1");
-        for bad in ["history=1", "mode=x", "elimination=maybe", "x=1", "history"] {
-            assert!(FrerLabOptions::parse_inline(bad).is_err(), "{bad}");
+        for (bad, text) in [
+            ("history=1", "history: '1' is not 2..=2048"),
+            ("mode=x", "mode: 'x' is not frer or plain"),
+            ("elimination=maybe", "elimination: 'maybe' is not on or off"),
+            (
+                "x=1",
+                "unknown key 'x' (history, reset_ms, elimination, mode, fast)",
+            ),
+            ("history", "'history' is not key=value"),
+            ("reset_ms=soon", "reset_ms: 'soon' is not a number of ms"),
+        ] {
+            let e = FrerLabOptions::parse_inline(bad).unwrap_err();
+            assert_eq!(e.to_string(), text, "{bad}");
         }
+        assert_eq!(
+            FrerLabOptions::parse_inline("mode=x"),
+            Err(FrerOptionsError::Mode("x".into()))
+        );
         assert!(Topology::from_toml("topology = \"frer\"\n[impair]\nloss = \"1%\"\n").is_err());
     }
 

@@ -195,51 +195,151 @@ pub struct Profile {
     pub duration: f64,
 }
 
+/// A profile that does not parse or cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// TOML syntax, an unknown key or a value of the wrong type; the text names the line.
+    #[error("{0}")]
+    Syntax(String),
+    /// A duration outside (0, 86400] s.
+    #[error("line {line}: duration must be between 0 and 86400 s")]
+    Duration {
+        /// Its line.
+        line: usize,
+    },
+    /// A line rate that is not a bit rate above zero.
+    #[error("line {line}: line_rate '{value}' is not a bit rate (e.g. 1G)")]
+    LineRate {
+        /// Its line.
+        line: usize,
+        /// The value as written.
+        value: String,
+    },
+    /// No stream.
+    #[error("the profile has no [[stream]]")]
+    NoStreams,
+    /// More streams than a profile runs.
+    #[error("at most 250 streams")]
+    TooManyStreams,
+    /// Two streams of one name.
+    #[error("two streams are named '{0}'")]
+    SameName(String),
+    /// A stream with a value that cannot run.
+    #[error("stream '{stream}', line {line}: {problem}")]
+    Stream {
+        /// The stream's name.
+        stream: String,
+        /// The line of the value.
+        line: usize,
+        /// What is wrong with it.
+        problem: StreamProblem,
+    },
+}
+
+/// What is wrong with one value of a stream.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamProblem {
+    /// Not a protocol the generator writes.
+    #[error("protocol '{0}': use udp, tcp, icmp or an EtherType like 0x88b5")]
+    Protocol(String),
+    /// Not a size, a list of up to 64 sizes or `imix`.
+    #[error("size: a frame size, a list of up to 64 sizes, or \"imix\"")]
+    Size,
+    /// A frame size outside 64..=9018.
+    #[error("size {0}: frame sizes are 64..=9018 bytes with FCS")]
+    SizeOutOfRange(u64),
+    /// A load that is no frame rate.
+    #[error(
+        "load '{0}': use a % of line rate (\"50%\"), L2 bit/s (\"10M\") or frames/s (\"5kpps\")"
+    )]
+    Load(String),
+    /// A DSCP above 63.
+    #[error("dscp: 0..=63")]
+    Dscp,
+    /// A VLAN id above 4094.
+    #[error("vlan: 0..=4094")]
+    Vlan,
+    /// A priority above 7.
+    #[error("pcp: 0..=7")]
+    Pcp,
+    /// A priority without a VLAN tag to carry it.
+    #[error("pcp needs a vlan tag (vlan = ID)")]
+    PcpWithoutVlan,
+    /// Not an IP address.
+    #[error("dst_ip '{0}' is not an IP address")]
+    DstIp(String),
+    /// Not a MAC address.
+    #[error("dst_mac '{0}' is not a MAC address")]
+    DstMac(String),
+    /// Start and stop out of order or range.
+    #[error("start {start} s / stop {stop} s: need 0 <= start < stop")]
+    StartStop {
+        /// Start, s.
+        start: f64,
+        /// Stop, s.
+        stop: f64,
+    },
+    /// An expected rate that is no bit rate above zero.
+    #[error("expect '{0}' is not a bit rate (e.g. 10M)")]
+    Expect(String),
+    /// A tolerance that is no percentage below 100.
+    #[error("tolerance '{0}': a percentage like \"2%\"")]
+    Tolerance(String),
+    /// An empty source or destination (`source`, `destination`).
+    #[error("{0} is empty")]
+    Empty(&'static str),
+}
+
 fn line_of(text: &str, span: std::ops::Range<usize>) -> usize {
     text[..span.start.min(text.len())].matches('\n').count() + 1
 }
 
 impl Profile {
     /// Parses and checks a profile. Errors name the stream, the key and the line.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let p: ProfileToml = toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
+    ///
+    /// # Errors
+    /// The first value that does not parse or cannot run.
+    pub fn parse(text: &str) -> Result<Self, ProfileError> {
+        let p: ProfileToml = toml::from_str(text)
+            .map_err(|e| ProfileError::Syntax(e.to_string().trim().to_owned()))?;
         let at = |span: std::ops::Range<usize>| line_of(text, span);
         let duration = match &p.duration {
             Some(d)
                 if !(d.get_ref().is_finite() && *d.get_ref() > 0.0 && *d.get_ref() <= 86_400.0) =>
             {
-                return Err(format!(
-                    "line {}: duration must be between 0 and 86400 s",
-                    at(d.span())
-                ))
+                return Err(ProfileError::Duration { line: at(d.span()) })
             }
             Some(d) => *d.get_ref(),
             None => 10.0,
         };
-        let line_rate = match &p.line_rate {
-            Some(l) => LineRate(positive_rate_bps(l.get_ref()).ok_or_else(|| {
-                format!(
-                    "line {}: line_rate '{}' is not a bit rate (e.g. 1G)",
-                    at(l.span()),
-                    l.get_ref()
-                )
-            })? as u64),
-            None => LineRate(1_000_000_000),
-        };
+        let line_rate =
+            match &p.line_rate {
+                Some(l) => LineRate(positive_rate_bps(l.get_ref()).ok_or_else(|| {
+                    ProfileError::LineRate {
+                        line: at(l.span()),
+                        value: l.get_ref().clone(),
+                    }
+                })? as u64),
+                None => LineRate(1_000_000_000),
+            };
         if p.stream.is_empty() {
-            return Err("the profile has no [[stream]]".into());
+            return Err(ProfileError::NoStreams);
         }
         if p.stream.len() > 250 {
-            return Err("at most 250 streams".into());
+            return Err(ProfileError::TooManyStreams);
         }
         let mut streams = Vec::new();
         for s in p.stream {
             let name = s.name.clone();
-            let bad = |span: std::ops::Range<usize>, msg: String| {
-                format!("stream '{name}', line {}: {msg}", at(span))
+            let bad = |span: std::ops::Range<usize>, problem: StreamProblem| ProfileError::Stream {
+                stream: name.clone(),
+                line: at(span),
+                problem,
             };
             if streams.iter().any(|x: &StreamSpec| x.name == name) {
-                return Err(format!("two streams are named '{name}'"));
+                return Err(ProfileError::SameName(name));
             }
             let protocol = match s.protocol.as_ref() {
                 None => StreamProto::Udp,
@@ -252,12 +352,7 @@ impl Profile {
                         .and_then(|h| u16::from_str_radix(h, 16).ok())
                     {
                         Some(t) if t >= 0x0600 => StreamProto::EtherType(t),
-                        _ => {
-                            return Err(bad(
-                                p.span(),
-                                format!("protocol '{other}': use udp, tcp, icmp or an EtherType like 0x88b5"),
-                            ))
-                        }
+                        _ => return Err(bad(p.span(), StreamProblem::Protocol(other.to_owned()))),
                     },
                 },
             };
@@ -273,65 +368,42 @@ impl Profile {
                         .collect(),
                     "imix".into(),
                 ),
-                _ => {
-                    return Err(bad(
-                        s.size.span(),
-                        "size: a frame size, a list of up to 64 sizes, or \"imix\"".into(),
-                    ))
-                }
+                _ => return Err(bad(s.size.span(), StreamProblem::Size)),
             };
             if let Some(bad_len) = pattern.iter().find(|l| !(64..=9018).contains(*l)) {
-                return Err(bad(
-                    s.size.span(),
-                    format!("size {bad_len}: frame sizes are 64..=9018 bytes with FCS"),
-                ));
+                return Err(bad(s.size.span(), StreamProblem::SizeOutOfRange(*bad_len)));
             }
-            let load = frame_rate(s.load.get_ref()).map_err(|_| {
-                bad(
-                    s.load.span(),
-                    format!(
-                        "load '{}': use a % of line rate (\"50%\"), L2 bit/s (\"10M\") or frames/s (\"5kpps\")",
-                        s.load.get_ref()
-                    ),
-                )
-            })?;
+            let load = frame_rate(s.load.get_ref())
+                .map_err(|_| bad(s.load.span(), StreamProblem::Load(s.load.get_ref().clone())))?;
             let dscp = match &s.dscp {
-                Some(d) if *d.get_ref() > 63 => return Err(bad(d.span(), "dscp: 0..=63".into())),
+                Some(d) if *d.get_ref() > 63 => return Err(bad(d.span(), StreamProblem::Dscp)),
                 Some(d) => *d.get_ref(),
                 None => 0,
             };
             let vlan = match &s.vlan {
-                Some(v) if *v.get_ref() > 4094 => {
-                    return Err(bad(v.span(), "vlan: 0..=4094".into()))
-                }
+                Some(v) if *v.get_ref() > 4094 => return Err(bad(v.span(), StreamProblem::Vlan)),
                 v => v.as_ref().map(|v| *v.get_ref()),
             };
             let pcp = match &s.pcp {
-                Some(p) if *p.get_ref() > 7 => return Err(bad(p.span(), "pcp: 0..=7".into())),
+                Some(p) if *p.get_ref() > 7 => return Err(bad(p.span(), StreamProblem::Pcp)),
                 Some(p) if vlan.is_none() => {
-                    return Err(bad(p.span(), "pcp needs a vlan tag (vlan = ID)".into()))
+                    return Err(bad(p.span(), StreamProblem::PcpWithoutVlan))
                 }
                 p => p.as_ref().map_or(0, |p| *p.get_ref()),
             };
             let dst_ip = match &s.dst_ip {
-                Some(ip) => Some(ip.get_ref().parse().map_err(|_| {
-                    bad(
-                        ip.span(),
-                        format!("dst_ip '{}' is not an IP address", ip.get_ref()),
-                    )
-                })?),
+                Some(ip) => Some(
+                    ip.get_ref()
+                        .parse()
+                        .map_err(|_| bad(ip.span(), StreamProblem::DstIp(ip.get_ref().clone())))?,
+                ),
                 None => None,
             };
             let dst_mac = match &s.dst_mac {
                 Some(m) => Some(
                     wire::EthernetAddress::parse_str(m.get_ref())
                         .map(|a| a.0)
-                        .ok_or_else(|| {
-                            bad(
-                                m.span(),
-                                format!("dst_mac '{}' is not a MAC address", m.get_ref()),
-                            )
-                        })?,
+                        .ok_or_else(|| bad(m.span(), StreamProblem::DstMac(m.get_ref().clone())))?,
                 ),
                 None => None,
             };
@@ -344,18 +416,13 @@ impl Profile {
                     .or(s.start.as_ref())
                     .map(|x| x.span())
                     .unwrap_or(s.load.span());
-                return Err(bad(
-                    span,
-                    format!("start {start} s / stop {stop} s: need 0 <= start < stop"),
-                ));
+                return Err(bad(span, StreamProblem::StartStop { start, stop }));
             }
             let expect_bps = match &s.expect {
-                Some(e) => Some(positive_rate_bps(e.get_ref()).ok_or_else(|| {
-                    bad(
-                        e.span(),
-                        format!("expect '{}' is not a bit rate (e.g. 10M)", e.get_ref()),
-                    )
-                })?),
+                Some(e) => Some(
+                    positive_rate_bps(e.get_ref())
+                        .ok_or_else(|| bad(e.span(), StreamProblem::Expect(e.get_ref().clone())))?,
+                ),
                 None => None,
             };
             let tolerance = match &s.tolerance {
@@ -363,10 +430,7 @@ impl Profile {
                     percent(t.get_ref())
                         .filter(|v| (0.0..100.0).contains(v))
                         .ok_or_else(|| {
-                            bad(
-                                t.span(),
-                                format!("tolerance '{}': a percentage like \"2%\"", t.get_ref()),
-                            )
+                            bad(t.span(), StreamProblem::Tolerance(t.get_ref().clone()))
                         })?
                         / 100.0
                 }
@@ -374,7 +438,7 @@ impl Profile {
             };
             for (what, v) in [("source", &s.source), ("destination", &s.destination)] {
                 if v.get_ref().trim().is_empty() {
-                    return Err(bad(v.span(), format!("{what} is empty")));
+                    return Err(bad(v.span(), StreamProblem::Empty(what)));
                 }
             }
             streams.push(StreamSpec {
@@ -638,11 +702,37 @@ tolerance = "3%"
             ("duration = 5\n".to_owned(), "no [[stream]]"),
         ];
         for (text, needle) in cases {
-            let e = Profile::parse(&text).unwrap_err();
+            let e = Profile::parse(&text).unwrap_err().to_string();
             assert!(e.contains(needle), "want {needle:?} in: {e}");
         }
-        let e = Profile::parse(&TWO.replace("dscp = 10", "colour = 3")).unwrap_err();
+        let e = Profile::parse(&TWO.replace("dscp = 10", "colour = 3"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 21"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_stream_and_line_in_the_same_words() {
+        let e = Profile::parse(&TWO.replace("dscp = 10", "dscp = 99")).unwrap_err();
+        assert_eq!(
+            e,
+            ProfileError::Stream {
+                stream: "tcp".into(),
+                line: 21,
+                problem: StreamProblem::Dscp
+            }
+        );
+        assert_eq!(e.to_string(), "stream 'tcp', line 21: dscp: 0..=63");
+        let e = Profile::parse(&TWO.replace("stop = 4", "stop = 0.5")).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with(": start 1 s / stop 0.5 s: need 0 <= start < stop"),
+            "{e}"
+        );
+        assert_eq!(
+            Profile::parse("duration = 5\n"),
+            Err(ProfileError::NoStreams)
+        );
     }
 
     /// What a stream of `len`-byte frames (without FCS) sent and received in `secs`.

@@ -8,6 +8,71 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// A test request with a value that cannot run. The message names the field (or the
+/// flag a user gave it with) and the range it must be in.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// A congestion control name with characters no algorithm has, or too long.
+    #[error(
+        "congestion control '{0}' is not an algorithm name (letters, digits, '_', '-'; at most 15)"
+    )]
+    BadCongestion(String),
+    /// An MSS Linux does not take.
+    #[error(
+        "MSS {0} out of range {min}..={max} bytes",
+        min = TcpOptions::MIN_MSS,
+        max = TcpOptions::MAX_MSS
+    )]
+    MssOutOfRange(u32),
+    /// A test of no time.
+    #[error("duration must be greater than zero")]
+    ZeroDuration,
+    /// A test longer than [`TestSpec::MAX_DURATION`].
+    #[error("duration {} s is longer than a week", .0.as_secs_f64())]
+    DurationTooLong(Duration),
+    /// No stream at all.
+    #[error("streams must be at least 1")]
+    NoStreams,
+    /// More streams each way than a bidirectional test numbers.
+    #[error("{0} streams each way is too many for --bidir (at most 127)")]
+    TooManyBidirStreams(u8),
+    /// A UDP payload shorter than the test header or longer than a datagram.
+    #[error(
+        "len {0} out of range for UDP: {min}..={max} bytes (the test header takes {min})",
+        min = TestSpec::MIN_UDP_LEN,
+        max = TestSpec::MAX_UDP_LEN
+    )]
+    UdpLenOutOfRange(usize),
+    /// A TCP write size of zero or above [`TestSpec::MAX_TCP_LEN`].
+    #[error("len {0} out of range for TCP: 1..={max} bytes", max = TestSpec::MAX_TCP_LEN)]
+    TcpLenOutOfRange(usize),
+    /// A rate that is zero, negative or not finite.
+    #[error("rate must be a positive number, got {0}")]
+    RateNotPositive(f64),
+    /// A DSCP above 63.
+    #[error("dscp {0} out of range 0..=63")]
+    DscpOutOfRange(u8),
+    /// TCP options on a UDP test.
+    #[error("TCP options (-C, -M, -N, -Z) do not apply to a UDP test")]
+    TcpOptionsOnUdp,
+    /// A warm-up (`-O`) on a UDP test.
+    #[error("-O is for TCP (its slow start): a UDP test counts every datagram it sends; give -t for the time to measure")]
+    OmitOnUdp,
+    /// A warm-up (`-O`) with an amount to send (`-n`, `-k`).
+    #[error("-O and -n/-k do not go together: the amount counts from the start")]
+    OmitWithAmount,
+    /// A warm-up over an hour.
+    #[error("-O {} s is longer than an hour", .0.as_secs_f64())]
+    OmitTooLong(Duration),
+    /// An amount to send of zero.
+    #[error("the amount to send (-n, -k) must be more than 0")]
+    ZeroAmount,
+    /// An amount to send on a test where the server sends too.
+    #[error("-n and -k count what the client sends; with -R or --bidir the server sends too: give -t instead")]
+    AmountNotForward,
+}
+
 /// Transport protocol of a throughput test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -181,26 +246,23 @@ impl TcpOptions {
         *self == TcpOptions::default()
     }
 
-    /// Checks the options; the message names the bad one.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the options; the error names the bad one.
+    ///
+    /// # Errors
+    /// [`SpecError::BadCongestion`] or [`SpecError::MssOutOfRange`].
+    pub fn check(&self) -> Result<(), SpecError> {
         if let Some(c) = &self.congestion {
             let ok = !c.is_empty()
                 && c.len() < 16
                 && c.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
             if !ok {
-                return Err(format!(
-                    "congestion control '{c}' is not an algorithm name (letters, digits, '_', '-'; at most 15)"
-                ));
+                return Err(SpecError::BadCongestion(c.clone()));
             }
         }
         if let Some(m) = self.mss {
             if !(Self::MIN_MSS..=Self::MAX_MSS).contains(&m) {
-                return Err(format!(
-                    "MSS {m} out of range {}..={} bytes",
-                    Self::MIN_MSS,
-                    Self::MAX_MSS
-                ));
+                return Err(SpecError::MssOutOfRange(m));
             }
         }
         Ok(())
@@ -223,81 +285,75 @@ impl TestSpec {
     /// Default UDP rate when none is given, bit/s (iperf3's 1 Mbit/s).
     pub const DEFAULT_UDP_RATE: f64 = 1e6;
 
-    /// Checks the request for values that cannot run; the message names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the request for values that cannot run; the error names the field.
+    ///
+    /// # Errors
+    /// The first [`SpecError`] found, fields in declaration order.
+    pub fn check(&self) -> Result<(), SpecError> {
         if self.duration.is_zero() {
-            return Err("duration must be greater than zero".into());
+            return Err(SpecError::ZeroDuration);
         }
         if self.duration > Self::MAX_DURATION {
-            return Err(format!(
-                "duration {} s is longer than a week",
-                self.duration.as_secs_f64()
-            ));
+            return Err(SpecError::DurationTooLong(self.duration));
         }
         if self.streams == 0 {
-            return Err("streams must be at least 1".into());
+            return Err(SpecError::NoStreams);
         }
         if self.direction == Direction::Bidir && self.streams > 127 {
-            return Err(format!(
-                "{} streams each way is too many for --bidir (at most 127)",
-                self.streams
-            ));
+            return Err(SpecError::TooManyBidirStreams(self.streams));
         }
         match self.protocol {
             Protocol::Udp if self.len < Self::MIN_UDP_LEN || self.len > Self::MAX_UDP_LEN => {
-                return Err(format!(
-                    "len {} out of range for UDP: {}..={} bytes (the test header takes {})",
-                    self.len,
-                    Self::MIN_UDP_LEN,
-                    Self::MAX_UDP_LEN,
-                    Self::MIN_UDP_LEN
-                ))
+                return Err(SpecError::UdpLenOutOfRange(self.len))
             }
             Protocol::Tcp if self.len == 0 || self.len > Self::MAX_TCP_LEN => {
-                return Err(format!(
-                    "len {} out of range for TCP: 1..={} bytes",
-                    self.len,
-                    Self::MAX_TCP_LEN
-                ))
+                return Err(SpecError::TcpLenOutOfRange(self.len))
             }
             _ => {}
         }
         match self.rate {
             Rate::BitsPerSec(r) | Rate::PacketsPerSec(r) if !(r.is_finite() && r > 0.0) => {
-                return Err(format!("rate must be a positive number, got {r}"))
+                return Err(SpecError::RateNotPositive(r))
             }
             _ => {}
         }
         if let Some(d) = self.dscp {
             if d > 63 {
-                return Err(format!("dscp {d} out of range 0..=63"));
+                return Err(SpecError::DscpOutOfRange(d));
             }
         }
-        self.tcp.validate()?;
+        self.tcp.check()?;
         if self.protocol == Protocol::Udp && !self.tcp.is_default() {
-            return Err("TCP options (-C, -M, -N, -Z) do not apply to a UDP test".into());
+            return Err(SpecError::TcpOptionsOnUdp);
         }
         if let Some(o) = self.omit {
             if self.protocol == Protocol::Udp {
-                return Err("-O is for TCP (its slow start): a UDP test counts every datagram it sends; give -t for the time to measure".into());
+                return Err(SpecError::OmitOnUdp);
             }
             if self.bytes_per_stream.is_some() {
-                return Err(
-                    "-O and -n/-k do not go together: the amount counts from the start".into(),
-                );
+                return Err(SpecError::OmitWithAmount);
             }
             if o > Duration::from_secs(3600) {
-                return Err(format!("-O {} s is longer than an hour", o.as_secs_f64()));
+                return Err(SpecError::OmitTooLong(o));
             }
         }
         match self.bytes_per_stream {
-            Some(0) => return Err("the amount to send (-n, -k) must be more than 0".into()),
+            Some(0) => return Err(SpecError::ZeroAmount),
             Some(_) if self.direction != Direction::Forward => {
-                return Err("-n and -k count what the client sends; with -R or --bidir the server sends too: give -t instead".into())
+                return Err(SpecError::AmountNotForward)
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// [`TestSpec::check`] with the error as text, for callers that carry text (the
+    /// control protocol's refusals).
+    ///
+    /// # Errors
+    /// The message of [`TestSpec::check`]'s error.
+    pub fn validate(&self) -> Result<(), String> {
+        self.check().map_err(|e| e.to_string())
     }
 
     /// The whole time the test takes: the warm-up (`-O`) and the measured duration.
@@ -357,4 +413,83 @@ pub struct EchoSpec {
     pub max_len: usize,
     /// The server busy-polls its socket instead of sleeping in `recv`.
     pub spin: bool,
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn udp() -> TestSpec {
+        TestSpec {
+            protocol: Protocol::Udp,
+            duration: Duration::from_secs(10),
+            rate: Rate::BitsPerSec(1e6),
+            len: TestSpec::DEFAULT_UDP_LEN,
+            streams: 1,
+            direction: Direction::Forward,
+            udp_backend: UdpBackend::Auto,
+            synced_clocks: false,
+            dscp: None,
+            window: None,
+            server_cpu: None,
+            tcp: TcpOptions::default(),
+            bytes_per_stream: None,
+            omit: None,
+        }
+    }
+
+    #[test]
+    fn a_request_that_cannot_run_says_which_field_with_the_same_text() {
+        assert_eq!(udp().check(), Ok(()));
+        assert_eq!(udp().validate(), Ok(()));
+        let cases: Vec<(TestSpec, SpecError, &str)> = vec![
+            (
+                TestSpec {
+                    duration: Duration::ZERO,
+                    ..udp()
+                },
+                SpecError::ZeroDuration,
+                "duration must be greater than zero",
+            ),
+            (
+                TestSpec { len: 4, ..udp() },
+                SpecError::UdpLenOutOfRange(4),
+                "len 4 out of range for UDP: 18..=65507 bytes (the test header takes 18)",
+            ),
+            (
+                TestSpec {
+                    rate: Rate::BitsPerSec(0.0),
+                    ..udp()
+                },
+                SpecError::RateNotPositive(0.0),
+                "rate must be a positive number, got 0",
+            ),
+            (
+                TestSpec {
+                    protocol: Protocol::Tcp,
+                    len: 1000,
+                    tcp: TcpOptions {
+                        mss: Some(10),
+                        ..TcpOptions::default()
+                    },
+                    ..udp()
+                },
+                SpecError::MssOutOfRange(10),
+                "MSS 10 out of range 88..=32767 bytes",
+            ),
+            (
+                TestSpec {
+                    protocol: Protocol::Tcp,
+                    omit: Some(Duration::from_secs(7200)),
+                    ..udp()
+                },
+                SpecError::OmitTooLong(Duration::from_secs(7200)),
+                "-O 7200 s is longer than an hour",
+            ),
+        ];
+        for (spec, error, text) in cases {
+            assert_eq!(spec.check(), Err(error));
+            assert_eq!(spec.validate(), Err(text.to_owned()));
+        }
+    }
 }

@@ -28,12 +28,17 @@ fn verdict(class: &str, v: &Verdict) -> TestCase {
     tc
 }
 
+/// The XML writer failed (it does not on the documents a run writes; the message says why
+/// if it ever does).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct JunitError(#[from] quick_junit::SerializeError);
+
 /// The run's JUnit XML.
 ///
 /// # Errors
-/// The XML writer fails (it does not on these inputs; the message says why if it ever
-/// does).
-pub fn campaign(c: &Campaign) -> Result<String, String> {
+/// The XML writer fails.
+pub fn campaign(c: &Campaign) -> Result<String, JunitError> {
     let mut suite = TestSuite::new(format!("wirebench run: {}", c.title));
     for t in &c.tests {
         let status = match t.status {
@@ -65,5 +70,5 @@ pub fn campaign(c: &Campaign) -> Result<String, String> {
     }
     let mut report = Report::new("wirebench");
     report.add_test_suite(suite);
-    report.to_string().map_err(|e| e.to_string())
+    Ok(report.to_string()?)
 }

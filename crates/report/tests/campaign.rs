@@ -67,9 +67,29 @@ fn every_schema_version_loads() {
         (r#"{"tests":[]}"#, "no schema"),
         ("{", "not JSON"),
     ] {
-        let e = report::campaign::load(text).unwrap_err();
+        let e = report::campaign::load(text).unwrap_err().to_string();
         assert!(e.contains(want), "{text}: {e}");
     }
+    // The same words as ever, and the kind of refusal in the type.
+    let e = report::campaign::load(r#"{"schema":"wirebench.campaign/9"}"#).unwrap_err();
+    assert!(
+        matches!(e, report::campaign::LoadError::OtherSchema(ref s) if s == "wirebench.campaign/9")
+    );
+    assert_eq!(
+        e.to_string(),
+        "schema 'wirebench.campaign/9' is not one this version reads (wirebench.campaign/1)"
+    );
+    let e = report::campaign::load(r#"{"tests":[]}"#).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "no schema: not a wirebench campaign (results.json of `wirebench run`)"
+    );
+    let e = report::campaign::load_any(r#"{"schema":"wirebench.result/1"}"#).unwrap_err();
+    assert!(
+        matches!(e, report::campaign::LoadError::NotAResult(_)),
+        "{e}"
+    );
+    assert!(e.to_string().starts_with("not a result document: "), "{e}");
 }
 
 #[test]

@@ -104,7 +104,7 @@ impl Commands for ToyCommands {
             .position(|a| a == "--speed")
             .and_then(|i| argv.get(i + 1))
             .ok_or("no --speed")?;
-        let speed_bps = model::units::rate_bps(speed)?;
+        let speed_bps = model::units::rate_bps(speed).map_err(|e| e.to_string())?;
         Ok(TestRequest::new(&Toy, ToyRequest { host, speed_bps }))
     }
 

@@ -24,7 +24,98 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::Params;
-use crate::shaper::si;
+use crate::shaper::{si, QuantityError};
+
+/// An impairment that does not parse or is out of range. A key of one direction is
+/// named with its prefix (`forward.delay`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImpairError {
+    /// TOML syntax, an unknown key or a value of the wrong type; the text names the key
+    /// (and the line, in a file).
+    #[error("{0}")]
+    Syntax(String),
+    /// An inline item without `=`.
+    #[error("'{0}' is not key=value (e.g. loss=1%)")]
+    NotKeyValue(String),
+    /// An inline `DIR.key` whose `DIR` names a key that is not a table.
+    #[error("'{0}' is not forward or reverse")]
+    NotADirection(String),
+    /// A switch that is not on or off.
+    #[error("{key} '{value}' is not on or off")]
+    NotOnOff {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A percentage that does not read.
+    #[error("{key} '{value}' is not a percentage (e.g. \"1%\" or 0.5)")]
+    NotAPercentage {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A percentage outside 0..=`max`.
+    #[error("{key} must be between 0 and {max} %")]
+    PercentOutOfRange {
+        /// The key.
+        key: String,
+        /// The largest percentage the key takes.
+        max: f64,
+    },
+    /// A time given as a bare number.
+    #[error("{key} needs a unit: e.g. \"5ms\", \"200us\", \"1s\"")]
+    TimeWithoutUnit {
+        /// The key.
+        key: String,
+    },
+    /// A time string that does not end in a unit.
+    #[error("{key} '{value}' needs a unit: ns, us, ms or s")]
+    TimeUnitMissing {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A time with an unknown unit or no number.
+    #[error("{key} '{value}': unknown unit or not a number (ns, us, ms, s)")]
+    NotATime {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A time outside 0..=60 s.
+    #[error("{key} '{value}' must be between 0 and 60 s")]
+    TimeOutOfRange {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A rate that does not read.
+    #[error("{key}: {problem}")]
+    Rate {
+        /// The key.
+        key: String,
+        /// What is wrong with the rate.
+        problem: QuantityError,
+    },
+    /// A mean loss burst below one frame.
+    #[error("{key} must be at least 1 frame")]
+    LossBurst {
+        /// The key.
+        key: String,
+    },
+    /// A queue limit outside 1..=1000000 frames.
+    #[error("{key} must be 1..=1000000 frames")]
+    Limit {
+        /// The key.
+        key: String,
+    },
+}
 
 /// A percentage or duration as written: a number or a string with a unit.
 #[derive(Debug, Clone, Deserialize)]
@@ -43,13 +134,16 @@ enum Switch {
 }
 
 impl Switch {
-    fn get(&self, what: &str) -> Result<bool, String> {
+    fn get(&self, what: &str) -> Result<bool, ImpairError> {
         match self {
             Self::Bool(b) => Ok(*b),
             Self::Str(s) => match s.as_str() {
                 "on" | "true" | "yes" => Ok(true),
                 "off" | "false" | "no" => Ok(false),
-                _ => Err(format!("{what} '{s}' is not on or off")),
+                _ => Err(ImpairError::NotOnOff {
+                    key: what.to_owned(),
+                    value: s.clone(),
+                }),
             },
         }
     }
@@ -119,39 +213,43 @@ impl Default for ImpairSpec {
     }
 }
 
-fn percent(v: &Value, what: &str, max: f64) -> Result<f64, String> {
+fn percent(v: &Value, what: &str, max: f64) -> Result<f64, ImpairError> {
     let pct = match v {
         Value::Num(n) => *n,
-        Value::Str(s) => model::units::percent(s)
-            .ok_or_else(|| format!("{what} '{s}' is not a percentage (e.g. \"1%\" or 0.5)"))?,
+        Value::Str(s) => model::units::percent(s).ok_or_else(|| ImpairError::NotAPercentage {
+            key: what.to_owned(),
+            value: s.clone(),
+        })?,
     };
     if !(0.0..=max).contains(&pct) {
-        return Err(format!("{what} must be between 0 and {max} %"));
+        return Err(ImpairError::PercentOutOfRange {
+            key: what.to_owned(),
+            max,
+        });
     }
     Ok(pct / 100.0)
 }
 
-fn duration_ns(v: &Value, what: &str) -> Result<u64, String> {
+fn duration_ns(v: &Value, what: &str) -> Result<u64, ImpairError> {
+    let key = what.to_owned();
     let s = match v {
-        Value::Num(_) => {
-            return Err(format!(
-                "{what} needs a unit: e.g. \"5ms\", \"200us\", \"1s\""
-            ))
-        }
+        Value::Num(_) => return Err(ImpairError::TimeWithoutUnit { key }),
         Value::Str(s) => s.trim(),
     };
+    let value = s.to_owned();
     if !s.ends_with(|c: char| c.is_alphabetic()) {
-        return Err(format!("{what} '{s}' needs a unit: ns, us, ms or s"));
+        return Err(ImpairError::TimeUnitMissing { key, value });
     }
-    let ns = model::units::time_ns(s)
-        .ok_or_else(|| format!("{what} '{s}': unknown unit or not a number (ns, us, ms, s)"))?;
+    let Some(ns) = model::units::time_ns(s) else {
+        return Err(ImpairError::NotATime { key, value });
+    };
     if !(0.0..=60e9).contains(&ns) {
-        return Err(format!("{what} '{s}' must be between 0 and 60 s"));
+        return Err(ImpairError::TimeOutOfRange { key, value });
     }
     Ok(ns.round() as u64)
 }
 
-fn rate(v: &Value) -> Result<f64, String> {
+fn rate(v: &Value) -> Result<f64, QuantityError> {
     let s = match v {
         Value::Num(n) => n.to_string(),
         Value::Str(s) => s.clone(),
@@ -161,7 +259,7 @@ fn rate(v: &Value) -> Result<f64, String> {
 
 impl DirToml {
     /// `self` over `base`: a key set here wins.
-    fn apply(&self, base: &mut Params, side: &str) -> Result<(), String> {
+    fn apply(&self, base: &mut Params, side: &str) -> Result<(), ImpairError> {
         let name = |k: &str| {
             if side.is_empty() {
                 k.to_owned()
@@ -174,7 +272,9 @@ impl DirToml {
         }
         if let Some(b) = self.loss_burst {
             if !(1.0..=1e6).contains(&b) {
-                return Err(format!("{} must be at least 1 frame", name("loss_burst")));
+                return Err(ImpairError::LossBurst {
+                    key: name("loss_burst"),
+                });
             }
             base.loss_burst = b;
         }
@@ -191,11 +291,14 @@ impl DirToml {
             base.reorder = percent(v, &name("reorder"), 50.0)?;
         }
         if let Some(v) = &self.rate {
-            base.rate_bps = Some(rate(v).map_err(|e| format!("{}: {e}", name("rate")))?);
+            base.rate_bps = Some(rate(v).map_err(|problem| ImpairError::Rate {
+                key: name("rate"),
+                problem,
+            })?);
         }
         if let Some(l) = self.limit {
             if !(1..=1_000_000).contains(&l) {
-                return Err(format!("{} must be 1..=1000000 frames", name("limit")));
+                return Err(ImpairError::Limit { key: name("limit") });
             }
             base.limit = l;
         }
@@ -206,19 +309,25 @@ impl DirToml {
 impl ImpairSpec {
     /// Parses the TOML form; errors name the field (and the line, for syntax and unknown
     /// keys).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let t: ImpairToml = toml::from_str(text).map_err(|e| e.to_string())?;
+    ///
+    /// # Errors
+    /// [`ImpairError::Syntax`], or a value [`ImpairSpec::from_toml`] refuses.
+    pub fn parse(text: &str) -> Result<Self, ImpairError> {
+        let t: ImpairToml = toml::from_str(text).map_err(|e| ImpairError::Syntax(e.to_string()))?;
         Self::from_toml(t)
     }
 
     /// Parses the inline form `key=value,...` (keys as in the TOML, `forward.` /
     /// `reverse.` prefixes for one direction).
-    pub fn parse_inline(text: &str) -> Result<Self, String> {
+    ///
+    /// # Errors
+    /// An item that is not `key=value`, and what [`ImpairSpec::parse`] refuses.
+    pub fn parse_inline(text: &str) -> Result<Self, ImpairError> {
         let mut table = toml::Table::new();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = item
                 .split_once('=')
-                .ok_or_else(|| format!("'{item}' is not key=value (e.g. loss=1%)"))?;
+                .ok_or_else(|| ImpairError::NotKeyValue(item.to_owned()))?;
             let (k, v) = (k.trim(), v.trim());
             let value = if let Ok(i) = v.parse::<i64>() {
                 toml::Value::Integer(i)
@@ -234,7 +343,7 @@ impl ImpairSpec {
                         .or_insert_with(|| toml::Value::Table(toml::Table::new()));
                     match sub {
                         toml::Value::Table(t) => (t, key),
-                        _ => return Err(format!("'{dir}' is not forward or reverse")),
+                        _ => return Err(ImpairError::NotADirection(dir.to_owned())),
                     }
                 }
                 None => (&mut table, k),
@@ -243,12 +352,15 @@ impl ImpairSpec {
         }
         let t: ImpairToml = toml::Value::Table(table)
             .try_into()
-            .map_err(|e: toml::de::Error| e.to_string().trim().to_owned())?;
+            .map_err(|e: toml::de::Error| ImpairError::Syntax(e.to_string().trim().to_owned()))?;
         Self::from_toml(t)
     }
 
     /// Validates the TOML form.
-    pub fn from_toml(t: ImpairToml) -> Result<Self, String> {
+    ///
+    /// # Errors
+    /// The first value out of its unit or range, naming its key.
+    pub fn from_toml(t: ImpairToml) -> Result<Self, ImpairError> {
         let both = DirToml {
             loss: t.loss,
             loss_burst: t.loss_burst,
@@ -353,7 +465,14 @@ mod test {
         assert!(!off.fast);
         assert_eq!(off, ImpairSpec::parse("loss = 1\nfast = false\n").unwrap());
         let e = ImpairSpec::parse_inline("fast=maybe").unwrap_err();
-        assert!(e.contains("fast 'maybe' is not on or off"), "{e}");
+        assert_eq!(
+            e,
+            ImpairError::NotOnOff {
+                key: "fast".into(),
+                value: "maybe".into()
+            }
+        );
+        assert_eq!(e.to_string(), "fast 'maybe' is not on or off");
     }
 
     #[test]
@@ -368,14 +487,61 @@ mod test {
             ("lose = \"1%\"", "unknown field `lose`"),
             ("[sideways]\nloss = 1", "unknown field `sideways`"),
         ] {
-            let e = ImpairSpec::parse(text).unwrap_err();
+            let e = ImpairSpec::parse(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text:?}: {e}");
         }
-        let e = ImpairSpec::parse("lose = 1").unwrap_err();
+        let e = ImpairSpec::parse("lose = 1").unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
-        let e = ImpairSpec::parse_inline("loss").unwrap_err();
+        let e = ImpairSpec::parse_inline("loss").unwrap_err().to_string();
         assert!(e.contains("key=value"), "{e}");
-        let e = ImpairSpec::parse_inline("delay=5parsec").unwrap_err();
+        let e = ImpairSpec::parse_inline("delay=5parsec")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown unit"), "{e}");
+    }
+
+    #[test]
+    fn errors_keep_their_words() {
+        for (inline, text) in [
+            ("loss=110%", "loss must be between 0 and 100 %"),
+            ("reorder=60", "reorder must be between 0 and 50 %"),
+            (
+                "loss=lots",
+                "loss 'lots' is not a percentage (e.g. \"1%\" or 0.5)",
+            ),
+            (
+                "delay=5",
+                "delay needs a unit: e.g. \"5ms\", \"200us\", \"1s\"",
+            ),
+            (
+                "forward.delay=5x",
+                "forward.delay '5x': unknown unit or not a number (ns, us, ms, s)",
+            ),
+            ("jitter=61s", "jitter '61s' must be between 0 and 60 s"),
+            (
+                "reverse.rate=fast",
+                "reverse.rate: rate 'fast' is not a number with an optional k/M/G suffix",
+            ),
+            ("loss_burst=0.5", "loss_burst must be at least 1 frame"),
+            (
+                "forward.limit=0",
+                "forward.limit must be 1..=1000000 frames",
+            ),
+            ("loss", "'loss' is not key=value (e.g. loss=1%)"),
+            ("seed=1,seed.x=2", "'seed' is not forward or reverse"),
+        ] {
+            assert_eq!(
+                ImpairSpec::parse_inline(inline).unwrap_err().to_string(),
+                text,
+                "{inline}"
+            );
+        }
+        assert!(matches!(
+            ImpairSpec::parse_inline("rate=0"),
+            Err(ImpairError::Rate {
+                problem: QuantityError::NotPositive { .. },
+                ..
+            })
+        ));
     }
 }

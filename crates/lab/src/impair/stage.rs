@@ -34,6 +34,7 @@ use super::fast::{self, FastStage};
 use super::model::{Counters, Impairer};
 use super::spec::ImpairSpec;
 use crate::managed::send_all;
+use crate::wait::Every;
 
 /// Largest frame forwarded (jumbo 9000 MTU plus headers); longer ones are counted.
 const MAX_FRAME: usize = 9216;
@@ -239,7 +240,7 @@ pub fn run(
     let mut rx = RecvBatch::frames(BATCH, MAX_FRAME + 1);
     let mut tx = SendBatch::new(BATCH, MAX_FRAME);
     let mut pool: Vec<Vec<u8>> = Vec::new();
-    let mut last_publish = now_ns();
+    let mut publish_every = Every::new(PUBLISH_EVERY, clock.mono());
     let fds = [sides[0].sock.as_raw_fd(), sides[1].sock.as_raw_fd()];
     let mut logged_send_error = false;
     let stopped = loop {
@@ -337,8 +338,7 @@ pub fn run(
             }
         }
         pool.truncate(4 * BATCH);
-        if now.saturating_sub(last_publish) >= PUBLISH_EVERY.as_nanos() as u64 {
-            last_publish = now;
+        if publish_every.due(Duration::from_nanos(now)) {
             for s in &sides {
                 if let Ok((_, drops)) = s.sock.take_statistics() {
                     state.kernel_drops += u64::from(drops);
@@ -391,14 +391,14 @@ fn run_fast(
         }
     };
     publish(&mut state, &mut fast)?;
-    let mut last_publish = std::time::Instant::now();
+    let clock = RealClock::new();
+    let mut publish_every = Every::new(PUBLISH_EVERY, clock.mono());
     let stopped = loop {
         if stop.load(Ordering::Relaxed) {
             break "stopped".to_owned();
         }
         std::thread::sleep(PUBLISH_EVERY / 4);
-        if last_publish.elapsed() >= PUBLISH_EVERY {
-            last_publish = std::time::Instant::now();
+        if publish_every.due(clock.mono()) {
             publish(&mut state, &mut fast)?;
             if netns.is_some_and(|n| !n.exists()) {
                 break "its network namespace was removed".to_owned();

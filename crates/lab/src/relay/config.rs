@@ -27,6 +27,114 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+/// A relay configuration that does not parse or cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// TOML syntax, an unknown key or a value of the wrong type; the text names the line.
+    #[error("{0}")]
+    Syntax(String),
+    /// No stream and no pass-through: nothing to do.
+    #[error("the relay has no [[stream]] and no pass: nothing to do")]
+    Empty,
+    /// A stream without a name, by its position (from 1).
+    #[error("stream {0}: name is empty")]
+    Unnamed(usize),
+    /// A stream that cannot work.
+    #[error("stream '{stream}': {problem}")]
+    Stream {
+        /// The stream's name.
+        stream: String,
+        /// What is wrong with it.
+        problem: StreamProblem,
+    },
+    /// A pass-through entry whose ports are not interface names.
+    #[error("pass: '{from}' = '{to}' is not a pair of interface names")]
+    PassNotPorts {
+        /// The in-port as written.
+        from: String,
+        /// The out-port as written.
+        to: String,
+    },
+    /// A pass-through entry back out of its in-port.
+    #[error("pass: {0} cannot pass frames back out of itself")]
+    PassToItself(String),
+    /// More ports than the relay serves.
+    #[error("a relay has at most 64 ports")]
+    TooManyPorts,
+}
+
+/// What is wrong with one stream of a relay.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamProblem {
+    /// Another stream has the same name.
+    #[error("the name is used twice")]
+    NameTwice,
+    /// Its identification does not read.
+    #[error("match.{0}")]
+    Match(MatchError),
+    /// Neither replication nor elimination.
+    #[error("give replicate or eliminate (or both)")]
+    NoFunction,
+    /// A replication port that is not an interface name.
+    #[error("replicate names a port that is not an interface name")]
+    ReplicateNotAPort,
+    /// Replication onto no port.
+    #[error("replicate.to is empty")]
+    ReplicateToNothing,
+    /// Replication back out of the in-port.
+    #[error("replicate.to contains its own in-port {0}")]
+    ReplicateToItself(String),
+    /// Replication onto one port twice.
+    #[error("replicate.to names a port twice")]
+    ReplicateTwice,
+    /// An elimination port that is not an interface name.
+    #[error("eliminate names a port that is not an interface name")]
+    EliminateNotAPort,
+    /// Elimination from no port.
+    #[error("eliminate.from is empty")]
+    EliminateFromNothing,
+    /// Elimination from the out-port.
+    #[error("eliminate.from contains its own out-port {0}")]
+    EliminateFromItself(String),
+    /// Elimination from one port twice.
+    #[error("eliminate.from names a port twice")]
+    EliminateTwice,
+    /// A history length the recovery function does not take.
+    #[error("eliminate.history {0} is outside 2..={max}", max = frer::recovery::MAX_HISTORY)]
+    History(u16),
+    /// Latent error detection with individual recovery.
+    #[error(
+        "latent error detection needs sequence recovery, not individual recovery (802.1CB 7.4.4)"
+    )]
+    LatentWithIndividual,
+    /// Latent error detection with a count of paths or a period of 0.
+    #[error("latent paths and periods must be above 0")]
+    LatentZero,
+    /// One port both replicates and eliminates the stream.
+    #[error("a port cannot both replicate and eliminate the same stream")]
+    BothOnOnePort,
+}
+
+/// A stream identification (`match`) that does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MatchError {
+    /// Not a MAC address.
+    #[error("dst_mac '{0}' is not a MAC address (02:77:62:00:1f:02)")]
+    DstMac(String),
+    /// A VLAN id above 4094.
+    #[error("vlan {0} is outside 0..=4094")]
+    Vlan(u16),
+    /// Not a protocol name or number.
+    #[error("proto '{0}' is not udp, tcp, icmp or a number 0..=255")]
+    Proto(String),
+    /// One IPv4 and one IPv6 address.
+    #[error("src_ip and dst_ip are of different IP versions")]
+    MixedVersions,
+}
+
 /// A relay: its streams and where frames of no stream go.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -252,8 +360,9 @@ impl RelayConfig {
     /// # Errors
     /// Syntax errors and unknown keys (with their line), and everything [`Self::check`]
     /// refuses.
-    pub fn from_toml(text: &str) -> Result<Self, String> {
-        let c: Self = toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let c: Self = toml::from_str(text)
+            .map_err(|e| ConfigError::Syntax(e.to_string().trim().to_owned()))?;
         c.check()?;
         Ok(c)
     }
@@ -287,98 +396,99 @@ impl RelayConfig {
     ///
     /// # Errors
     /// The first problem found.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ConfigError> {
         if self.streams.is_empty() && self.pass.is_empty() {
-            return Err("the relay has no [[stream]] and no pass: nothing to do".into());
+            return Err(ConfigError::Empty);
         }
-        let port_ok = |p: &str| !p.is_empty() && p.len() < 16 && !p.contains(['/', ' ', ':', '\0']);
         for (i, s) in self.streams.iter().enumerate() {
-            let at = format!("stream '{}'", s.name);
             if s.name.trim().is_empty() {
-                return Err(format!("stream {}: name is empty", i + 1));
+                return Err(ConfigError::Unnamed(i + 1));
             }
             if self.streams[..i].iter().any(|o| o.name == s.name) {
-                return Err(format!("{at}: the name is used twice"));
+                return Err(ConfigError::Stream {
+                    stream: s.name.clone(),
+                    problem: StreamProblem::NameTwice,
+                });
             }
-            s.ident.check().map_err(|e| format!("{at}: match.{e}"))?;
-            if s.replicate.is_none() && s.eliminate.is_none() {
-                return Err(format!("{at}: give replicate or eliminate (or both)"));
-            }
-            let mut ins: Vec<&str> = Vec::new();
-            if let Some(r) = &s.replicate {
-                if !port_ok(&r.from) || r.to.iter().any(|p| !port_ok(p)) {
-                    return Err(format!(
-                        "{at}: replicate names a port that is not an interface name"
-                    ));
-                }
-                if r.to.is_empty() {
-                    return Err(format!("{at}: replicate.to is empty"));
-                }
-                if r.to.contains(&r.from) {
-                    return Err(format!(
-                        "{at}: replicate.to contains its own in-port {}",
-                        r.from
-                    ));
-                }
-                if (1..r.to.len()).any(|k| r.to[..k].contains(&r.to[k])) {
-                    return Err(format!("{at}: replicate.to names a port twice"));
-                }
-                ins.push(&r.from);
-            }
-            if let Some(e) = &s.eliminate {
-                if !port_ok(&e.to) || e.from.iter().any(|p| !port_ok(p)) {
-                    return Err(format!(
-                        "{at}: eliminate names a port that is not an interface name"
-                    ));
-                }
-                if e.from.is_empty() {
-                    return Err(format!("{at}: eliminate.from is empty"));
-                }
-                if e.from.contains(&e.to) {
-                    return Err(format!(
-                        "{at}: eliminate.from contains its own out-port {}",
-                        e.to
-                    ));
-                }
-                if (1..e.from.len()).any(|k| e.from[..k].contains(&e.from[k])) {
-                    return Err(format!("{at}: eliminate.from names a port twice"));
-                }
-                if !(2..=frer::recovery::MAX_HISTORY).contains(&e.history) {
-                    return Err(format!(
-                        "{at}: eliminate.history {} is outside 2..={}",
-                        e.history,
-                        frer::recovery::MAX_HISTORY
-                    ));
-                }
-                if let Some(l) = &e.latent {
-                    if e.individual {
-                        return Err(format!(
-                            "{at}: latent error detection needs sequence recovery, not individual recovery (802.1CB 7.4.4)"
-                        ));
-                    }
-                    if l.paths == Some(0) || l.period_ms == 0 || l.reset_period_ms == 0 {
-                        return Err(format!("{at}: latent paths and periods must be above 0"));
-                    }
-                }
-                if ins.iter().any(|p| e.from.iter().any(|q| q == p)) {
-                    return Err(format!(
-                        "{at}: a port cannot both replicate and eliminate the same stream"
-                    ));
-                }
-            }
+            s.check().map_err(|problem| ConfigError::Stream {
+                stream: s.name.clone(),
+                problem,
+            })?;
         }
         for (a, b) in &self.pass {
             if !port_ok(a) || !port_ok(b) {
-                return Err(format!(
-                    "pass: '{a}' = '{b}' is not a pair of interface names"
-                ));
+                return Err(ConfigError::PassNotPorts {
+                    from: a.clone(),
+                    to: b.clone(),
+                });
             }
             if a == b {
-                return Err(format!("pass: {a} cannot pass frames back out of itself"));
+                return Err(ConfigError::PassToItself(a.clone()));
             }
         }
         if self.ports().len() > 64 {
-            return Err("a relay has at most 64 ports".into());
+            return Err(ConfigError::TooManyPorts);
+        }
+        Ok(())
+    }
+}
+
+/// Whether `p` can be an interface name.
+fn port_ok(p: &str) -> bool {
+    !p.is_empty() && p.len() < 16 && !p.contains(['/', ' ', ':', '\0'])
+}
+
+impl StreamConfig {
+    /// What [`RelayConfig::check`] refuses in one stream, but for its name.
+    fn check(&self) -> Result<(), StreamProblem> {
+        use StreamProblem as P;
+        self.ident.check().map_err(P::Match)?;
+        if self.replicate.is_none() && self.eliminate.is_none() {
+            return Err(P::NoFunction);
+        }
+        let mut ins: Vec<&str> = Vec::new();
+        if let Some(r) = &self.replicate {
+            if !port_ok(&r.from) || r.to.iter().any(|p| !port_ok(p)) {
+                return Err(P::ReplicateNotAPort);
+            }
+            if r.to.is_empty() {
+                return Err(P::ReplicateToNothing);
+            }
+            if r.to.contains(&r.from) {
+                return Err(P::ReplicateToItself(r.from.clone()));
+            }
+            if (1..r.to.len()).any(|k| r.to[..k].contains(&r.to[k])) {
+                return Err(P::ReplicateTwice);
+            }
+            ins.push(&r.from);
+        }
+        if let Some(e) = &self.eliminate {
+            if !port_ok(&e.to) || e.from.iter().any(|p| !port_ok(p)) {
+                return Err(P::EliminateNotAPort);
+            }
+            if e.from.is_empty() {
+                return Err(P::EliminateFromNothing);
+            }
+            if e.from.contains(&e.to) {
+                return Err(P::EliminateFromItself(e.to.clone()));
+            }
+            if (1..e.from.len()).any(|k| e.from[..k].contains(&e.from[k])) {
+                return Err(P::EliminateTwice);
+            }
+            if !(2..=frer::recovery::MAX_HISTORY).contains(&e.history) {
+                return Err(P::History(e.history));
+            }
+            if let Some(l) = &e.latent {
+                if e.individual {
+                    return Err(P::LatentWithIndividual);
+                }
+                if l.paths == Some(0) || l.period_ms == 0 || l.reset_period_ms == 0 {
+                    return Err(P::LatentZero);
+                }
+            }
+            if ins.iter().any(|p| e.from.iter().any(|q| q == p)) {
+                return Err(P::BothOnOnePort);
+            }
         }
         Ok(())
     }
@@ -393,29 +503,25 @@ impl Identification {
         }
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), MatchError> {
         if let Some(m) = &self.dst_mac {
             if wire::ethernet::EthernetAddress::parse_str(m).is_none() {
-                return Err(format!(
-                    "dst_mac '{m}' is not a MAC address (02:77:62:00:1f:02)"
-                ));
+                return Err(MatchError::DstMac(m.clone()));
             }
         }
         if let Some(v) = self.vlan {
             if v > 4094 {
-                return Err(format!("vlan {v} is outside 0..=4094"));
+                return Err(MatchError::Vlan(v));
             }
         }
         if let Some(p) = &self.proto {
             if protocol_number(p).is_none() {
-                return Err(format!(
-                    "proto '{p}' is not udp, tcp, icmp or a number 0..=255"
-                ));
+                return Err(MatchError::Proto(p.clone()));
             }
         }
         if let (Some(a), Some(b)) = (self.src_ip, self.dst_ip) {
             if a.is_ipv4() != b.is_ipv4() {
-                return Err("src_ip and dst_ip are of different IP versions".into());
+                return Err(MatchError::MixedVersions);
             }
         }
         Ok(())
@@ -482,8 +588,43 @@ eliminate = { from = ["eth1", "eth2"], to = "eth0", history = 1024, latent = { d
             ("[[stream]]\nname = \"s\"\nreplicate = { from = \"a\", to = [\"b\"] }\neliminate = { from = [\"a\", \"b\"], to = \"c\" }\n", "both replicate and eliminate"),
         ];
         for (text, want) in cases {
-            let e = RelayConfig::from_toml(text).unwrap_err();
+            let e = RelayConfig::from_toml(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn errors_name_the_stream_and_keep_their_words() {
+        let e = RelayConfig::from_toml(
+            "[[stream]]\nname = \"s\"\nmatch = { vlan = 4095 }\nreplicate = { from = \"a\", to = [\"b\"] }\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            ConfigError::Stream {
+                stream: "s".into(),
+                problem: StreamProblem::Match(MatchError::Vlan(4095))
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "stream 's': match.vlan 4095 is outside 0..=4094"
+        );
+        let e = RelayConfig::from_toml(
+            "[[stream]]\nname = \"s\"\neliminate = { from = [\"a\", \"b\"], to = \"c\", history = 1 }\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "stream 's': eliminate.history 1 is outside 2..=2048"
+        );
+        let e = RelayConfig::from_toml("[[stream]]\nname = \" \"\n").unwrap_err();
+        assert_eq!(e, ConfigError::Unnamed(1));
+        assert_eq!(e.to_string(), "stream 1: name is empty");
+        let e = RelayConfig::from_toml("pass = { a = \"b/c\" }\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pass: 'a' = 'b/c' is not a pair of interface names"
+        );
     }
 }

@@ -24,7 +24,7 @@ pub use model::results::relay::{
     StreamCounters,
 };
 
-use super::config::{protocol_number, AlgorithmName, RelayConfig};
+use super::config::{protocol_number, AlgorithmName, ConfigError, RelayConfig};
 
 /// The largest frame the relay handles (a 9000-byte MTU plus headers); the R-TAG adds 6.
 pub const MAX_FRAME: usize = 9216;
@@ -178,7 +178,7 @@ impl Relay {
     ///
     /// # Errors
     /// The configuration does not pass [`RelayConfig::check`].
-    pub fn new(cfg: &RelayConfig, now_ms: u64) -> Result<Self, String> {
+    pub fn new(cfg: &RelayConfig, now_ms: u64) -> Result<Self, ConfigError> {
         cfg.check()?;
         let ports = cfg.ports();
         let idx = |p: &str| ports.iter().position(|q| q == p).unwrap_or(0);

@@ -238,7 +238,7 @@ impl FastRelay {
     /// [`FastError::Kernel`] when the kernel refuses the programs or maps (no BPF, no
     /// privileges, an older kernel).
     pub fn load(cfg: &RelayConfig, ifindex: &[u32]) -> Result<Self, FastError> {
-        cfg.check().map_err(FastError::Unsupported)?;
+        cfg.check()?;
         if let Some(why) = unsupported(cfg) {
             return Err(FastError::Unsupported(why));
         }

@@ -4,7 +4,57 @@
 
 use std::collections::BTreeMap;
 
-use super::config::{Eliminate, Identification, RelayConfig, Replicate, StreamConfig};
+use super::config::{ConfigError, Eliminate, Identification, RelayConfig, Replicate, StreamConfig};
+
+/// Relay flags that do not parse, or a relay that does not check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FlagsError {
+    /// `--match` does not parse.
+    #[error("--match: {0}")]
+    Match(MatchFlagError),
+    /// A flag that is not `LEFT=RIGHT`.
+    #[error("{flag} '{text}': write {form}")]
+    NotAPair {
+        /// The flag.
+        flag: &'static str,
+        /// Its value as written.
+        text: String,
+        /// How to write it (`IN=OUT,OUT`).
+        form: &'static str,
+    },
+    /// The relay the flags describe does not check.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// What is wrong with `--match`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MatchFlagError {
+    /// An item without `=`.
+    #[error("'{0}' is not key=value")]
+    NotKeyValue(String),
+    /// A VLAN id or port that is not a number.
+    #[error("{key} '{value}' is not a number 0..=65535")]
+    NotANumber {
+        /// `vlan`, `src_port` or `dst_port`.
+        key: &'static str,
+        /// The value as written.
+        value: String,
+    },
+    /// An address that is not one.
+    #[error("{key} '{value}' is not an IP address")]
+    NotAnAddress {
+        /// `src_ip` or `dst_ip`.
+        key: &'static str,
+        /// The value as written.
+        value: String,
+    },
+    /// A key the identification does not have.
+    #[error("unknown key '{0}' (dst_mac, vlan, src_ip, dst_ip, proto, src_port, dst_port)")]
+    UnknownKey(String),
+}
 
 /// The flags of one stream, as written.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,34 +73,34 @@ pub struct RelayFlags {
 }
 
 /// `dst_mac=02:..,vlan=10,proto=udp,dst_port=5201` (`-` and `_` alike in keys).
-fn identification(text: &str) -> Result<Identification, String> {
+fn identification(text: &str) -> Result<Identification, MatchFlagError> {
     let mut id = Identification::default();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (k, v) = item
             .split_once('=')
-            .ok_or_else(|| format!("'{item}' is not key=value"))?;
+            .ok_or_else(|| MatchFlagError::NotKeyValue(item.to_owned()))?;
         let (k, v) = (k.trim().replace('-', "_"), v.trim());
-        let num = |what: &str| -> Result<u16, String> {
-            v.parse()
-                .map_err(|_| format!("{what} '{v}' is not a number 0..=65535"))
+        let num = |key: &'static str| -> Result<u16, MatchFlagError> {
+            v.parse().map_err(|_| MatchFlagError::NotANumber {
+                key,
+                value: v.to_owned(),
+            })
         };
-        let ip = || -> Result<std::net::IpAddr, String> {
-            v.parse()
-                .map_err(|_| format!("{k} '{v}' is not an IP address"))
+        let ip = |key: &'static str| -> Result<std::net::IpAddr, MatchFlagError> {
+            v.parse().map_err(|_| MatchFlagError::NotAnAddress {
+                key,
+                value: v.to_owned(),
+            })
         };
         match k.as_str() {
             "dst_mac" => id.dst_mac = Some(v.to_owned()),
             "vlan" => id.vlan = Some(num("vlan")?),
-            "src_ip" => id.src_ip = Some(ip()?),
-            "dst_ip" => id.dst_ip = Some(ip()?),
+            "src_ip" => id.src_ip = Some(ip("src_ip")?),
+            "dst_ip" => id.dst_ip = Some(ip("dst_ip")?),
             "proto" => id.proto = Some(v.to_owned()),
             "src_port" => id.src_port = Some(num("src_port")?),
             "dst_port" => id.dst_port = Some(num("dst_port")?),
-            _ => {
-                return Err(format!(
-                    "unknown key '{k}' (dst_mac, vlan, src_ip, dst_ip, proto, src_port, dst_port)"
-                ))
-            }
+            _ => return Err(MatchFlagError::UnknownKey(k)),
         }
     }
     Ok(id)
@@ -65,11 +115,19 @@ fn ports(list: &str) -> Vec<String> {
         .collect()
 }
 
-/// `LEFT=RIGHT`, or `why` in an error naming `flag` and `text`.
-fn pair<'a>(flag: &str, text: &'a str, why: &str) -> Result<(&'a str, &'a str), String> {
+/// `LEFT=RIGHT`, or an error naming `flag`, `text` and the `form` to write.
+fn pair<'a>(
+    flag: &'static str,
+    text: &'a str,
+    form: &'static str,
+) -> Result<(&'a str, &'a str), FlagsError> {
     text.split_once('=')
         .map(|(a, b)| (a.trim(), b.trim()))
-        .ok_or_else(|| format!("{flag} '{text}': write {why}"))
+        .ok_or_else(|| FlagsError::NotAPair {
+            flag,
+            text: text.to_owned(),
+            form,
+        })
 }
 
 impl RelayConfig {
@@ -78,9 +136,9 @@ impl RelayConfig {
     ///
     /// # Errors
     /// A flag that does not parse, or a relay [`RelayConfig::check`] refuses (naming what).
-    pub fn from_flags(f: &RelayFlags) -> Result<Self, String> {
-        let ident = identification(f.matching.as_deref().unwrap_or(""))
-            .map_err(|e| format!("--match: {e}"))?;
+    pub fn from_flags(f: &RelayFlags) -> Result<Self, FlagsError> {
+        let ident =
+            identification(f.matching.as_deref().unwrap_or("")).map_err(FlagsError::Match)?;
         let replicate = match &f.replicate {
             Some(r) => {
                 let (from, to) = pair("--replicate", r, "IN=OUT,OUT")?;
@@ -171,8 +229,40 @@ mod test {
             (flags(Some("eth0=eth1"), None, Some("vlan=x")), "vlan 'x'"),
             (flags(None, None, None), "nothing to do"),
         ] {
-            let e = RelayConfig::from_flags(&f).unwrap_err();
+            let e = RelayConfig::from_flags(&f).unwrap_err().to_string();
             assert!(e.contains(want), "{f:?}: {e}");
         }
+    }
+
+    #[test]
+    fn flag_errors_keep_their_words() {
+        for (f, text) in [
+            (
+                flags(Some("eth0"), None, None),
+                "--replicate 'eth0': write IN=OUT,OUT",
+            ),
+            (
+                flags(Some("eth0=eth1"), None, Some("src-ip=x")),
+                "--match: src_ip 'x' is not an IP address",
+            ),
+            (
+                flags(Some("eth0=eth1"), None, Some("dst_port=70000")),
+                "--match: dst_port '70000' is not a number 0..=65535",
+            ),
+            (
+                flags(Some("eth0=eth1"), None, Some("vlan")),
+                "--match: 'vlan' is not key=value",
+            ),
+            (
+                flags(None, None, None),
+                "the relay has no [[stream]] and no pass: nothing to do",
+            ),
+        ] {
+            assert_eq!(RelayConfig::from_flags(&f).unwrap_err().to_string(), text);
+        }
+        assert_eq!(
+            RelayConfig::from_flags(&flags(None, None, None)),
+            Err(FlagsError::Config(ConfigError::Empty))
+        );
     }
 }

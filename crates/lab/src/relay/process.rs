@@ -10,16 +10,19 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use engine::clock::RealClock;
 use engine::frameio::PacketSocket;
 use engine::sys::{wait_readable, RecvBatch, SendBatch};
+use model::clock::Clock;
 use serde::{Deserialize, Serialize};
 
 use super::config::RelayConfig;
 use super::core::{Relay, RelayCounters, MAX_FRAME};
 use super::fast::{FastError, FastRelay};
 use crate::managed::{read_json, send_all, write_json_atomic};
+use crate::wait::Every;
 
 const BATCH: usize = 64;
 pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(200);
@@ -69,16 +72,16 @@ impl RelayState {
         })
     }
 
-    /// Takes `counters` and the time since `start`, and writes the state to
+    /// Takes `counters` and the time it has run, `uptime`, and writes the state to
     /// `state_file` (atomically) when there is one.
     fn publish(
         &mut self,
         counters: RelayCounters,
-        start: Instant,
+        uptime: Duration,
         state_file: Option<&Path>,
     ) -> io::Result<()> {
         self.counters = counters;
-        self.uptime_s = start.elapsed().as_secs_f64();
+        self.uptime_s = uptime.as_secs_f64();
         match state_file {
             Some(p) => write_json_atomic(p, self),
             None => Ok(()),
@@ -148,11 +151,13 @@ pub fn run(
         })
         .collect::<io::Result<_>>()?;
     let fds: Vec<_> = socks.iter().map(AsRawFd::as_raw_fd).collect();
-    let start = Instant::now();
-    let now_ms = || start.elapsed().as_millis() as u64;
+    // Its monotonic time is the time since the relay started.
+    let clock = RealClock::new();
+    let now_ms = || clock.mono().as_millis() as u64;
     let mut state = RelayState::starting(cfg, data_path, state_file)?;
-    let publish =
-        |state: &mut RelayState, relay: &Relay| state.publish(relay.counters(), start, state_file);
+    let publish = |state: &mut RelayState, relay: &Relay| {
+        state.publish(relay.counters(), clock.mono(), state_file)
+    };
     publish(&mut state, &relay)?;
     let mut rx = RecvBatch::frames(BATCH, MAX_FRAME + 1);
     let mut tx: Vec<SendBatch> = socks
@@ -163,7 +168,7 @@ pub fn run(
     let mut send_errors = vec![0u64; socks.len()];
     let mut link_down = vec![0u64; socks.len()];
     let mut logged = false;
-    let mut last_publish = Instant::now();
+    let mut publish_every = Every::new(PUBLISH_EVERY, clock.mono());
     let mut flush =
         |port: usize, tx: &mut [SendBatch], pending: &mut [usize], send_errors: &mut [u64]| {
             if let Some(e) = send_all(
@@ -226,12 +231,11 @@ pub fn run(
             eprintln!("latent error on stream {stream}: drift {drift}");
             state
                 .latent_alarms
-                .push((start.elapsed().as_secs_f64(), stream, drift));
+                .push((clock.mono().as_secs_f64(), stream, drift));
             let excess = state.latent_alarms.len().saturating_sub(100);
             state.latent_alarms.drain(..excess);
         }
-        if last_publish.elapsed() >= PUBLISH_EVERY {
-            last_publish = Instant::now();
+        if publish_every.due(clock.mono()) {
             socket_counters(&mut relay, &socks, &send_errors, &link_down);
             publish(&mut state, &relay)?;
             if netns.is_some_and(|n| !n.exists()) {
@@ -273,16 +277,17 @@ fn run_fast(
     netns: Option<&Path>,
     stop: &AtomicBool,
 ) -> io::Result<RelayState> {
-    let start = Instant::now();
+    // Its monotonic time is the time since the relay started.
+    let clock = RealClock::new();
     let mut state = RelayState::starting(cfg, "kernel".to_owned(), state_file)?;
     let publish = |state: &mut RelayState, fast: &FastRelay| {
         let counters = fast
             .counters()
             .map_err(|e| io::Error::other(e.to_string()))?;
-        state.publish(counters, start, state_file)
+        state.publish(counters, clock.mono(), state_file)
     };
     publish(&mut state, &fast)?;
-    let mut last_publish = Instant::now();
+    let mut publish_every = Every::new(PUBLISH_EVERY, clock.mono());
     let mut tick_warned = false;
     let stopped = loop {
         if stop.load(Ordering::Relaxed) {
@@ -296,8 +301,7 @@ fn run_fast(
                 tracing::warn!("FRER fast path: the reset timers did not run: {e}");
             }
         }
-        if last_publish.elapsed() >= PUBLISH_EVERY {
-            last_publish = Instant::now();
+        if publish_every.due(clock.mono()) {
             publish(&mut state, &fast)?;
             if netns.is_some_and(|n| !n.exists()) {
                 break "its network namespace was removed".to_owned();

@@ -7,7 +7,7 @@
 
 use super::{BlocksizeRow, LatencyUs, RunResult};
 use crate::stats::histogram::LatencySummary;
-use crate::units::block;
+use crate::units::{block, UnitError};
 
 /// A latency statistic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,19 +152,19 @@ impl Unit {
     ///
     /// # Errors
     /// A value not in the unit (`300` for a time, which needs `300us`).
-    pub fn parse(self, s: &str) -> Result<f64, String> {
+    pub fn parse(self, s: &str) -> Result<f64, UnitError> {
         match self {
             Unit::BitsPerSec => crate::units::rate_bps(s),
             Unit::Ratio => crate::units::percent_ratio(s),
             Unit::Micros => crate::units::time_us(s),
             Unit::Percent => crate::units::percent(s)
-                .ok_or_else(|| format!("'{s}' is not a percentage (e.g. 25%)")),
+                .ok_or_else(|| UnitError::NotASignedPercentage(s.to_owned())),
             Unit::MBytePerSec => s
                 .trim()
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| format!("'{s}' is not a number of MByte/s (e.g. 110)")),
+                .ok_or_else(|| UnitError::NotMBytesPerSec(s.to_owned())),
         }
     }
 
@@ -402,5 +402,27 @@ mod test {
             "{f:?}"
         );
         assert_eq!(f.len(), 6);
+    }
+
+    #[test]
+    fn bounds_read_in_their_unit_with_the_same_messages() {
+        assert_eq!(Unit::Micros.parse("300us"), Ok(300.0));
+        assert_eq!(Unit::Percent.parse("-25%"), Ok(-25.0));
+        let cases = [
+            (Unit::Percent, "x", "'x' is not a percentage (e.g. 25%)"),
+            (
+                Unit::MBytePerSec,
+                "-1",
+                "'-1' is not a number of MByte/s (e.g. 110)",
+            ),
+            (
+                Unit::Micros,
+                "300",
+                "'300' is not a time: give a unit, e.g. 300us, 1.5ms, 2s",
+            ),
+        ];
+        for (unit, typed, text) in cases {
+            assert_eq!(unit.parse(typed).unwrap_err().to_string(), text);
+        }
     }
 }

@@ -8,17 +8,17 @@
 //! above it only add the checks and the error text of their kind of value. [`show`] writes
 //! values back the way people read them.
 
+mod error;
 mod show;
 
+pub use error::{FeatureProblem, MtuProblem, UnitError};
 pub use show::{block, bps, bytes, pct, secs, us, Fixed};
 
 /// A bit rate: a number with an optional SI suffix `k`, `M`, `G`, `T` (powers of 1000).
-pub fn rate_bps(s: &str) -> Result<f64, String> {
-    let r = si_number(s, 1000.0).ok_or_else(|| {
-        format!("'{s}' is not a rate: use a number with an optional k/M/G suffix, e.g. 500M")
-    })?;
+pub fn rate_bps(s: &str) -> Result<f64, UnitError> {
+    let r = si_number(s, 1000.0).ok_or_else(|| UnitError::NotARate(s.to_owned()))?;
     if r < 0.0 {
-        return Err(format!("'{s}' is not a valid rate"));
+        return Err(UnitError::NegativeRate(s.to_owned()));
     }
     Ok(r)
 }
@@ -29,9 +29,8 @@ pub fn positive_rate_bps(s: &str) -> Option<f64> {
 }
 
 /// A byte size: a whole number with an optional suffix `k`, `M`, `G` (powers of 1024).
-pub fn size_bytes(s: &str) -> Result<usize, String> {
-    let err =
-        || format!("'{s}' is not a size: use bytes with an optional k/M suffix, e.g. 1472 or 32k");
+pub fn size_bytes(s: &str) -> Result<usize, UnitError> {
+    let err = || UnitError::NotASize(s.to_owned());
     let b = si_number(s, 1024.0).ok_or_else(err)?;
     if b < 0.0 || b.fract() != 0.0 || b > usize::MAX as f64 {
         return Err(err());
@@ -40,7 +39,7 @@ pub fn size_bytes(s: &str) -> Result<usize, String> {
 }
 
 /// A comma-separated list of sizes.
-pub fn size_list(s: &str) -> Result<Vec<usize>, String> {
+pub fn size_list(s: &str) -> Result<Vec<usize>, UnitError> {
     s.split(',')
         .filter(|p| !p.trim().is_empty())
         .map(size_bytes)
@@ -48,19 +47,19 @@ pub fn size_list(s: &str) -> Result<Vec<usize>, String> {
 }
 
 /// Seconds as a positive decimal number.
-pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
+pub fn seconds(s: &str) -> Result<std::time::Duration, UnitError> {
     let v: f64 = s
         .trim()
         .parse()
-        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+        .map_err(|_| UnitError::NotSeconds(s.to_owned()))?;
     if !v.is_finite() || v <= 0.0 || v > 86_400.0 * 365.0 {
-        return Err(format!("'{s}' seconds is out of range (must be > 0)"));
+        return Err(UnitError::SecondsOutOfRange(s.to_owned()));
     }
     Ok(std::time::Duration::from_secs_f64(v))
 }
 
 /// Seconds as a decimal number, 0 allowed (an interval of 0: none).
-pub fn seconds_or_zero(s: &str) -> Result<std::time::Duration, String> {
+pub fn seconds_or_zero(s: &str) -> Result<std::time::Duration, UnitError> {
     if s.trim().parse::<f64>() == Ok(0.0) {
         return Ok(std::time::Duration::ZERO);
     }
@@ -69,14 +68,17 @@ pub fn seconds_or_zero(s: &str) -> Result<std::time::Duration, String> {
 
 /// MTUs: `1500,9000`, or a sweep `1500..9000/500` (both ends included), or both mixed;
 /// each 68..=65535, at most 128, in the order given without repeats.
-pub fn mtu_list(s: &str) -> Result<Vec<u32>, String> {
-    let bad = |why: &str| format!("'{s}': {why} (e.g. 1500,9000 or 1500..9000/500)");
-    let one = |p: &str| -> Result<u32, String> {
-        let v: u32 = p.trim().parse().map_err(|_| bad("not an MTU"))?;
+pub fn mtu_list(s: &str) -> Result<Vec<u32>, UnitError> {
+    let bad = |problem| UnitError::Mtus {
+        input: s.to_owned(),
+        problem,
+    };
+    let one = |p: &str| -> Result<u32, UnitError> {
+        let v: u32 = p.trim().parse().map_err(|_| bad(MtuProblem::NotAnMtu))?;
         if (68..=65_535).contains(&v) {
             Ok(v)
         } else {
-            Err(bad("an MTU is 68..=65535"))
+            Err(bad(MtuProblem::OutOfRange))
         }
     };
     let mut out: Vec<u32> = Vec::new();
@@ -86,15 +88,15 @@ pub fn mtu_list(s: &str) -> Result<Vec<u32>, String> {
             Some((a, rest)) => {
                 let (b, step) = rest
                     .split_once('/')
-                    .ok_or_else(|| bad("a sweep needs /STEP"))?;
+                    .ok_or_else(|| bad(MtuProblem::NoStep))?;
                 let (a, b) = (one(a)?, one(b)?);
-                let step: u32 = step.trim().parse().map_err(|_| bad("not a step"))?;
+                let step: u32 = step.trim().parse().map_err(|_| bad(MtuProblem::NotAStep))?;
                 if step == 0 || a > b {
-                    return Err(bad("a sweep goes up in steps above 0"));
+                    return Err(bad(MtuProblem::NotUpward));
                 }
                 let n = (b - a) / step + 1;
                 if n > 128 {
-                    return Err(bad("more than 128 MTUs"));
+                    return Err(bad(MtuProblem::TooLong));
                 }
                 let mut v: Vec<u32> = (0..n).map(|i| a + i * step).collect();
                 if v.last() != Some(&b) {
@@ -110,15 +112,20 @@ pub fn mtu_list(s: &str) -> Result<Vec<u32>, String> {
         }
     }
     if out.is_empty() || out.len() > 128 {
-        return Err(bad("give 1 to 128 MTUs"));
+        return Err(bad(MtuProblem::Count));
     }
     Ok(out)
 }
 
 /// A feature and the states to set it to: `rx-checksum=on,off`.
-pub fn feature_states(s: &str) -> Result<(String, Vec<bool>), String> {
-    let bad = |why: &str| format!("'{s}': {why} (e.g. rx-checksum=on,off)");
-    let (name, states) = s.split_once('=').ok_or_else(|| bad("give NAME=on,off"))?;
+pub fn feature_states(s: &str) -> Result<(String, Vec<bool>), UnitError> {
+    let bad = |problem| UnitError::FeatureStates {
+        input: s.to_owned(),
+        problem,
+    };
+    let (name, states) = s
+        .split_once('=')
+        .ok_or_else(|| bad(FeatureProblem::NoStates))?;
     let name = name.trim();
     if name.is_empty()
         || name.len() > 31
@@ -126,14 +133,14 @@ pub fn feature_states(s: &str) -> Result<(String, Vec<bool>), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     {
-        return Err(bad("not a feature name"));
+        return Err(bad(FeatureProblem::NotAName));
     }
     let mut out = Vec::new();
     for st in states.split(',') {
         let on = match st.trim() {
             "on" => true,
             "off" => false,
-            _ => return Err(bad("states are on and off")),
+            _ => return Err(bad(FeatureProblem::NotAState)),
         };
         if !out.contains(&on) {
             out.push(on);
@@ -143,15 +150,15 @@ pub fn feature_states(s: &str) -> Result<(String, Vec<bool>), String> {
 }
 
 /// A MAC address as `02:77:62:00:01:02`.
-pub fn mac(s: &str) -> Result<[u8; 6], String> {
+pub fn mac(s: &str) -> Result<[u8; 6], UnitError> {
     wire::EthernetAddress::parse_str(s)
         .map(|m| m.0)
-        .ok_or_else(|| format!("'{s}' is not a MAC address (e.g. 02:77:62:00:01:02)"))
+        .ok_or_else(|| UnitError::NotAMac(s.to_owned()))
 }
 
 /// `N` or `N,M`: two CPU numbers, the second optional (`-A`: client and server CPU).
-pub fn cpu_pair(s: &str) -> Result<(u16, Option<u16>), String> {
-    let err = || format!("'{s}' is not N or N,M (CPU numbers)");
+pub fn cpu_pair(s: &str) -> Result<(u16, Option<u16>), UnitError> {
+    let err = || UnitError::NotACpuPair(s.to_owned());
     let cpu = |p: &str| p.trim().parse::<u16>().map_err(|_| err());
     match s.split(',').collect::<Vec<_>>()[..] {
         [a] => Ok((cpu(a)?, None)),
@@ -195,19 +202,13 @@ impl FrameRate {
 }
 
 /// Parses a [`FrameRate`].
-pub fn frame_rate(s: &str) -> Result<FrameRate, String> {
+pub fn frame_rate(s: &str) -> Result<FrameRate, UnitError> {
     let t = s.trim();
-    let err = || {
-        format!(
-            "'{s}' is not a frame rate: use e.g. 500kpps, 50% (of --line-rate) or 100M (L2 bit/s)"
-        )
-    };
+    let err = || UnitError::NotAFrameRate(s.to_owned());
     let r = if let Some(p) = t.strip_suffix('%') {
         let v: f64 = p.trim().parse().map_err(|_| err())?;
         if !(v > 0.0 && v <= 100.0) {
-            return Err(format!(
-                "'{s}': a percentage of line rate must be in (0, 100]"
-            ));
+            return Err(UnitError::LinePercentOutOfRange(s.to_owned()));
         }
         FrameRate::Percent(v)
     } else if let Some(p) = t.strip_suffix("pps") {
@@ -217,55 +218,46 @@ pub fn frame_rate(s: &str) -> Result<FrameRate, String> {
     };
     match r {
         FrameRate::Pps(v) | FrameRate::L2Bps(v) if !(v.is_finite() && v > 0.0) => {
-            Err(format!("'{s}': the rate must be positive"))
+            Err(UnitError::RateNotPositive(s.to_owned()))
         }
         r => Ok(r),
     }
 }
 
 /// Ethernet frame sizes as RFC 2544 counts them (FCS included): 64 up to 9018 (jumbo).
-pub fn frame_sizes(s: &str) -> Result<Vec<u64>, String> {
+pub fn frame_sizes(s: &str) -> Result<Vec<u64>, UnitError> {
     let mut out = Vec::new();
     for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let v: u64 = p
             .parse()
-            .map_err(|_| format!("'{p}' is not a frame size in bytes (e.g. 64,128,1518)"))?;
+            .map_err(|_| UnitError::NotAFrameSize(p.to_owned()))?;
         if !(64..=9018).contains(&v) {
-            return Err(format!(
-                "frame size {v} is out of range: 64..=9018 bytes, FCS included (RFC 2544 §9)"
-            ));
+            return Err(UnitError::FrameSizeOutOfRange(v));
         }
         out.push(v);
     }
     if out.is_empty() {
-        return Err("no frame sizes given".into());
+        return Err(UnitError::NoFrameSizes);
     }
     Ok(out)
 }
 
 /// Frame sizes as a list (`64,512,1518`) or a range with a step (`100..1500/100`), each
 /// checked as [`frame_sizes`] does.
-pub fn frame_size_range(s: &str) -> Result<Vec<u64>, String> {
+pub fn frame_size_range(s: &str) -> Result<Vec<u64>, UnitError> {
     let t = s.trim();
     let Some((range, step)) = t.split_once('/') else {
         return match t.split_once("..") {
-            Some(_) => Err(format!("'{s}': a range needs a step, e.g. 100..1500/100")),
+            Some(_) => Err(UnitError::RangeWithoutStep(s.to_owned())),
             None => frame_sizes(t),
         };
     };
-    let (a, b) = range
-        .split_once("..")
-        .ok_or_else(|| format!("'{s}' is not a range like 100..1500/100"))?;
-    let num = |x: &str| -> Result<u64, String> {
-        x.trim()
-            .parse()
-            .map_err(|_| format!("'{s}' is not a range like 100..1500/100"))
-    };
+    let not_a_range = || UnitError::NotARange(s.to_owned());
+    let (a, b) = range.split_once("..").ok_or_else(not_a_range)?;
+    let num = |x: &str| -> Result<u64, UnitError> { x.trim().parse().map_err(|_| not_a_range()) };
     let (a, b, step) = (num(a)?, num(b)?, num(step)?);
     if step == 0 || b < a || (b - a) / step > 1000 {
-        return Err(format!(
-            "'{s}': need from <= to and a step giving at most 1000 sizes"
-        ));
+        return Err(UnitError::RangeTooLong(s.to_owned()));
     }
     let list: Vec<String> = (0..=(b - a) / step)
         .map(|i| (a + i * step).to_string())
@@ -274,7 +266,7 @@ pub fn frame_size_range(s: &str) -> Result<Vec<u64>, String> {
 }
 
 /// A comma-separated list of bit rates (`100m,90m,64k`).
-pub fn rate_list(s: &str) -> Result<Vec<f64>, String> {
+pub fn rate_list(s: &str) -> Result<Vec<f64>, UnitError> {
     let v: Vec<f64> = s
         .split(',')
         .map(str::trim)
@@ -282,7 +274,7 @@ pub fn rate_list(s: &str) -> Result<Vec<f64>, String> {
         .map(rate_bps)
         .collect::<Result<_, _>>()?;
     if v.is_empty() || v.iter().any(|r| *r <= 0.0) {
-        return Err(format!("'{s}': give positive rates, e.g. 100m,10m,64k"));
+        return Err(UnitError::RatesNotPositive(s.to_owned()));
     }
     Ok(v)
 }
@@ -295,10 +287,10 @@ pub fn percent(s: &str) -> Option<f64> {
 }
 
 /// A percentage as a ratio: `0.001%` or `0.001` (percent either way).
-pub fn percent_ratio(s: &str) -> Result<f64, String> {
-    let v = percent(s).ok_or_else(|| format!("'{s}' is not a percentage (e.g. 0.001%)"))?;
+pub fn percent_ratio(s: &str) -> Result<f64, UnitError> {
+    let v = percent(s).ok_or_else(|| UnitError::NotAPercentage(s.to_owned()))?;
     if !(0.0..100.0).contains(&v) {
-        return Err(format!("'{s}': must be at least 0 and below 100 %"));
+        return Err(UnitError::PercentOutOfRange(s.to_owned()));
     }
     Ok(v / 100.0)
 }
@@ -321,22 +313,18 @@ pub fn time_ns(s: &str) -> Option<f64> {
 }
 
 /// A time with its unit (`300us`, `1.5ms`, `2s`, `800ns`) in microseconds.
-pub fn time_us(s: &str) -> Result<f64, String> {
-    let us = time_ns(s)
-        .ok_or_else(|| format!("'{s}' is not a time: give a unit, e.g. 300us, 1.5ms, 2s"))?
-        / 1e3;
+pub fn time_us(s: &str) -> Result<f64, UnitError> {
+    let us = time_ns(s).ok_or_else(|| UnitError::NotATime(s.to_owned()))? / 1e3;
     if us < 0.0 {
-        return Err(format!("'{s}' is not a valid time"));
+        return Err(UnitError::NegativeTime(s.to_owned()));
     }
     Ok(us)
 }
 
 /// A latency verdict threshold `pNN=VALUE` (`p99.9=300us`, `avg=50us`, `max=1ms`), as the
 /// percentile (0..=100; avg = -1) and microseconds.
-pub fn latency_limit(s: &str) -> Result<(f64, f64), String> {
-    let err = || {
-        format!("'{s}' is not a latency limit: use e.g. p99.9=300us, p50=20us, avg=50us, max=1ms")
-    };
+pub fn latency_limit(s: &str) -> Result<(f64, f64), UnitError> {
+    let err = || UnitError::NotALatencyLimit(s.to_owned());
     let (k, v) = s.split_once('=').ok_or_else(err)?;
     let q = match k.trim() {
         "avg" => -1.0,
@@ -436,7 +424,10 @@ mod test {
         assert_eq!(super::cpu_pair(" 0, 3"), Ok((0, Some(3))));
         for bad in ["", "a", "1,2,3", "-1", "1,"] {
             assert!(
-                super::cpu_pair(bad).unwrap_err().contains("CPU numbers"),
+                super::cpu_pair(bad)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("CPU numbers"),
                 "{bad}"
             );
         }
@@ -455,7 +446,7 @@ mod test {
         assert_eq!(rate_bps("1.5G").unwrap(), 1.5e9);
         assert_eq!(rate_bps("64k").unwrap(), 64e3);
         assert_eq!(rate_bps("0").unwrap(), 0.0);
-        assert!(rate_bps("fast").unwrap_err().contains("500M"));
+        assert!(rate_bps("fast").unwrap_err().to_string().contains("500M"));
         assert!(rate_bps("-5M").is_err());
         assert!(rate_bps("").is_err());
         assert!(rate_bps("5Mx").is_err());
@@ -485,7 +476,10 @@ mod test {
         let line = wire::linerate::LineRate(1_000_000_000);
         assert!((FrameRate::Percent(100.0).fps(64, line) - 1_488_095.238).abs() < 0.01);
         assert_eq!(frame_sizes("64, 1518").unwrap(), [64, 1518]);
-        assert!(frame_sizes("63").unwrap_err().contains("64..=9018"));
+        assert!(frame_sizes("63")
+            .unwrap_err()
+            .to_string()
+            .contains("64..=9018"));
         assert!(frame_sizes("").is_err());
         assert_eq!(percent_ratio("0.001%").unwrap(), 0.00001);
         assert!(percent_ratio("100").is_err());
@@ -495,9 +489,13 @@ mod test {
         assert!(latency_limit("q5=1us").is_err());
         assert_eq!(frame_size_range("100..500/200").unwrap(), [100, 300, 500]);
         assert_eq!(frame_size_range("64,1518").unwrap(), [64, 1518]);
-        assert!(frame_size_range("100..1500").unwrap_err().contains("step"));
+        assert!(frame_size_range("100..1500")
+            .unwrap_err()
+            .to_string()
+            .contains("step"));
         assert!(frame_size_range("10..100/10")
             .unwrap_err()
+            .to_string()
             .contains("64..=9018"));
         assert_eq!(rate_list("100m,64k").unwrap(), [100e6, 64e3]);
         assert!(rate_list("0").is_err());

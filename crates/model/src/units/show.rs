@@ -95,17 +95,13 @@ impl Fixed {
     ///
     /// # Errors
     /// Not one of `kmgtKMGT`.
-    pub fn parse(s: &str) -> Result<Fixed, String> {
+    pub fn parse(s: &str) -> Result<Fixed, super::UnitError> {
         let power = match s.to_ascii_lowercase().as_str() {
             "k" => 1,
             "m" => 2,
             "g" => 3,
             "t" => 4,
-            _ => {
-                return Err(format!(
-                    "'{s}' is not a format: k, m, g, t (bits/s) or K, M, G, T (bytes/s)"
-                ))
-            }
+            _ => return Err(super::UnitError::NotAFormat(s.to_owned())),
         };
         Ok(Fixed {
             power,

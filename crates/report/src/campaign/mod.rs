@@ -31,32 +31,47 @@ use model::results::RunResult;
 use crate::table::Table;
 use crate::tables;
 
+/// A document that is not a campaign (or result) this version reads.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// A schema of another kind or version.
+    #[error("schema '{0}' is not one this version reads ({SCHEMA})")]
+    OtherSchema(String),
+    /// No schema: not a wirebench document.
+    #[error("no schema: not a wirebench campaign (results.json of `wirebench run`)")]
+    NoSchema,
+    /// The campaign schema, but not its fields.
+    #[error("not a campaign document: {0}")]
+    NotACampaign(serde_json::Error),
+    /// The result schema, but not its fields.
+    #[error("not a result document: {0}")]
+    NotAResult(serde_json::Error),
+    /// A test id the reports cannot link (not `t` and digits).
+    #[error("test id '{0}' is not t1, t2, ...")]
+    TestId(String),
+}
+
 /// Reads a campaign document, checking its schema.
 ///
 /// # Errors
 /// Not JSON, not a campaign, or a schema this version does not read.
-pub fn load(text: &str) -> Result<Campaign, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+pub fn load(text: &str) -> Result<Campaign, LoadError> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(LoadError::NotJson)?;
     match v.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
-        Some(other) => {
-            return Err(format!(
-                "schema '{other}' is not one this version reads ({SCHEMA})"
-            ))
-        }
-        None => {
-            return Err(
-                "no schema: not a wirebench campaign (results.json of `wirebench run`)".into(),
-            )
-        }
+        Some(other) => return Err(LoadError::OtherSchema(other.to_owned())),
+        None => return Err(LoadError::NoSchema),
     }
-    let c: Campaign =
-        serde_json::from_value(v).map_err(|e| format!("not a campaign document: {e}"))?;
+    let c: Campaign = serde_json::from_value(v).map_err(LoadError::NotACampaign)?;
     // Ids become anchors and links in the reports: only `t` and digits.
     if let Some(t) = c.tests.iter().find(|t| {
         !(t.id.len() > 1 && t.id.starts_with('t') && t.id[1..].bytes().all(|b| b.is_ascii_digit()))
     }) {
-        return Err(format!("test id '{}' is not t1, t2, ...", t.id));
+        return Err(LoadError::TestId(t.id.clone()));
     }
     Ok(c)
 }
@@ -66,11 +81,10 @@ pub fn load(text: &str) -> Result<Campaign, String> {
 ///
 /// # Errors
 /// Neither kind of document.
-pub fn load_any(text: &str) -> Result<Campaign, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+pub fn load_any(text: &str) -> Result<Campaign, LoadError> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(LoadError::NotJson)?;
     if v.get("schema").and_then(|s| s.as_str()) == Some(model::results::SCHEMA) {
-        let r: RunResult =
-            serde_json::from_value(v).map_err(|e| format!("not a result document: {e}"))?;
+        let r: RunResult = serde_json::from_value(v).map_err(LoadError::NotAResult)?;
         return Ok(Campaign {
             schema: SCHEMA.into(),
             title: r.command.clone(),
