@@ -294,10 +294,15 @@ fn shaper_holds_the_udp_class_to_its_rate() {
         // The first second fills the class's queue, and the last one may also count the
         // queue draining after the sender stopped (1000 frames of 142 bytes are 113 ms at
         // 10 Mbit/s); the two between are the steady state.
+        // Above the rate is the shaper's fault: 2 % at most. Below it, the class lost
+        // tokens because the dut's softirq ran later than its 2 ms bucket on a loaded
+        // 2-core machine (clean CI runs read 9.54, 9.67, 9.75 and 9.76 Mbit/s; alone it
+        // reads 9.84-10.04): 5 % at most, until this test reads the shaper's own counters
+        // (the test-suite issue).
         for r in &rows[1..3] {
             let l2 = r["received_packets"].as_u64().unwrap() as f64 * (len + 42) as f64 * 8.0;
             assert!(
-                (l2 - 10e6).abs() <= 0.2e6,
+                (9.5e6..=10.2e6).contains(&l2),
                 "len {len}: {l2} bit/s of L2 in {r}"
             );
         }
