@@ -170,26 +170,18 @@ pub(crate) fn check_echo(spec: &EchoSpec, limits: &Limits) -> Result<(), LimitEr
 #[cfg(test)]
 pub(crate) mod test {
     use super::*;
-    use model::spec::{Direction, Protocol, Rate, UdpBackend};
+    use model::spec::{Direction, Protocol, Rate};
     use std::time::Duration;
 
     /// A UDP test of 2 streams each way at 100 Mbit/s, 1000-byte payloads, 10 s.
     pub(crate) fn spec() -> TestSpec {
         TestSpec {
-            protocol: Protocol::Udp,
             duration: Duration::from_secs(10),
             rate: Rate::BitsPerSec(100e6),
             len: 1000,
             streams: 2,
             direction: Direction::Bidir,
-            udp_backend: UdpBackend::Auto,
-            synced_clocks: false,
-            dscp: None,
-            window: None,
-            server_cpu: None,
-            tcp: Default::default(),
-            bytes_per_stream: None,
-            omit: None,
+            ..TestSpec::base(Protocol::Udp)
         }
     }
 

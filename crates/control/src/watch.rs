@@ -122,24 +122,14 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::spec::{Direction, Rate, UdpBackend};
+    use model::spec::Rate;
 
     fn spec(protocol: Protocol) -> TestSpec {
         TestSpec {
-            protocol,
             duration: Duration::from_secs(10),
             rate: Rate::BitsPerSec(1e6),
             len: 1000,
-            streams: 1,
-            direction: Direction::Forward,
-            udp_backend: UdpBackend::Auto,
-            synced_clocks: false,
-            dscp: None,
-            window: None,
-            server_cpu: None,
-            tcp: Default::default(),
-            bytes_per_stream: None,
-            omit: None,
+            ..TestSpec::base(protocol)
         }
     }
 

@@ -270,6 +270,27 @@ impl TcpOptions {
 }
 
 impl TestSpec {
+    /// One UDP or TCP stream, 1 s, unlimited, 1472 bytes, forward: a spec to be completed
+    /// by the caller (`TestSpec { rate, ..TestSpec::base(Protocol::Udp) }`).
+    pub fn base(protocol: Protocol) -> TestSpec {
+        TestSpec {
+            protocol,
+            duration: Duration::from_secs(1),
+            rate: Rate::Unlimited,
+            len: TestSpec::DEFAULT_UDP_LEN,
+            streams: 1,
+            direction: Direction::Forward,
+            udp_backend: UdpBackend::Auto,
+            synced_clocks: false,
+            dscp: None,
+            window: None,
+            server_cpu: None,
+            tcp: TcpOptions::default(),
+            bytes_per_stream: None,
+            omit: None,
+        }
+    }
+
     /// Smallest UDP payload: the wirebench test header.
     pub const MIN_UDP_LEN: usize = wire::testhdr::HEADER_LEN;
     /// Largest UDP payload over IPv4 (65535 − 20 − 8).
@@ -421,20 +442,9 @@ mod test {
 
     fn udp() -> TestSpec {
         TestSpec {
-            protocol: Protocol::Udp,
             duration: Duration::from_secs(10),
             rate: Rate::BitsPerSec(1e6),
-            len: TestSpec::DEFAULT_UDP_LEN,
-            streams: 1,
-            direction: Direction::Forward,
-            udp_backend: UdpBackend::Auto,
-            synced_clocks: false,
-            dscp: None,
-            window: None,
-            server_cpu: None,
-            tcp: TcpOptions::default(),
-            bytes_per_stream: None,
-            omit: None,
+            ..TestSpec::base(Protocol::Udp)
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use control::client::{ClientConfig, Session, TestOutcome};
 use method::{Load, Size, Trial, TrialData, TrialRequest};
 use model::results::Summary;
-use model::spec::{Direction, Protocol, Rate, TestSpec, UdpBackend};
+use model::spec::{Protocol, TestSpec};
 use model::stats::{Counters, LatencyHistogram};
 
 use crate::request::{Connect, IpFamily, Server};
@@ -80,22 +80,7 @@ pub fn client_config_with(server: &Server, connect: &Connect) -> Result<ClientCo
 /// A test spec of one UDP or TCP stream, 1 s, unlimited, 1472 bytes, forward, to be
 /// completed by the caller.
 pub fn base_spec(protocol: Protocol) -> TestSpec {
-    TestSpec {
-        protocol,
-        duration: Duration::from_secs(1),
-        rate: Rate::Unlimited,
-        len: TestSpec::DEFAULT_UDP_LEN,
-        streams: 1,
-        direction: Direction::Forward,
-        udp_backend: UdpBackend::Auto,
-        synced_clocks: false,
-        dscp: None,
-        window: None,
-        server_cpu: None,
-        tcp: Default::default(),
-        bytes_per_stream: None,
-        omit: None,
-    }
+    TestSpec::base(protocol)
 }
 
 /// What a test on a server gave a trial: the totals of its main direction (client to

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::trials::fakes::{summary, FakeServer};
+use model::spec::{Direction, Rate};
 
 /// A 1518-byte frame trial at 10 000 frames/s for 2 s, with latency.
 fn frames_req() -> TrialRequest {
