@@ -17,18 +17,6 @@ pub(crate) fn poll<T>(
     clock: &dyn Clock,
     every: Duration,
     timeout: Option<Duration>,
-    ready: impl FnMut() -> Option<T>,
-) -> Option<T> {
-    poll_with(clock, every, timeout, std::thread::sleep, ready)
-}
-
-/// [`poll`] with the pause given: the real one sleeps the thread; a test's moves a virtual
-/// clock.
-fn poll_with<T>(
-    clock: &dyn Clock,
-    every: Duration,
-    timeout: Option<Duration>,
-    mut pause: impl FnMut(Duration),
     mut ready: impl FnMut() -> Option<T>,
 ) -> Option<T> {
     let deadline = timeout.map(|t| clock.mono().saturating_add(t));
@@ -39,7 +27,8 @@ fn poll_with<T>(
         if deadline.is_some_and(|d| clock.mono() >= d) {
             return None;
         }
-        pause(every);
+        // The real clock sleeps the thread; a test's virtual clock moves on.
+        clock.sleep(every);
     }
 }
 
@@ -77,11 +66,10 @@ mod test {
     fn polling_asks_at_once_then_every_pause_until_ready() {
         let clock = VirtualClock::new(UnixNanos(0));
         let mut asked = Vec::new();
-        let got = poll_with(
+        let got = poll(
             &clock,
             Duration::from_millis(20),
             Some(Duration::from_secs(5)),
-            |d| clock.advance(d),
             || {
                 asked.push(clock.mono());
                 (asked.len() == 3).then_some("up")
@@ -96,11 +84,10 @@ mod test {
     fn polling_gives_up_after_its_timeout_on_the_clock() {
         let clock = VirtualClock::new(UnixNanos(0));
         let mut asks = 0;
-        let got: Option<()> = poll_with(
+        let got: Option<()> = poll(
             &clock,
             Duration::from_millis(20),
             Some(Duration::from_millis(100)),
-            |d| clock.advance(d),
             || {
                 asks += 1;
                 None
@@ -116,16 +103,10 @@ mod test {
     fn polling_without_a_timeout_waits_for_the_answer() {
         let clock = VirtualClock::new(UnixNanos(0));
         let mut asks = 0;
-        let got = poll_with(
-            &clock,
-            Duration::from_millis(50),
-            None,
-            |d| clock.advance(d),
-            || {
-                asks += 1;
-                (asks == 1000).then_some(asks)
-            },
-        );
+        let got = poll(&clock, Duration::from_millis(50), None, || {
+            asks += 1;
+            (asks == 1000).then_some(asks)
+        });
         assert_eq!(got, Some(1000));
         assert_eq!(clock.mono(), Duration::from_millis(50 * 999));
     }
