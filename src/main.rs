@@ -22,32 +22,23 @@ use command_line::{args as cli, requests};
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use campaign::methods::client::JsonFormat;
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
 
 use crate::output::{errln, Layout};
 use cli::{Command, FrerCommand};
 
 /// How a command writes its result (`-J`, `--json-format`, `--json-stream`).
-fn layout(c: &Command) -> Layout {
-    let json = match c {
-        Command::Client(a) if a.json_stream => return Layout::Iperf3Stream,
-        Command::Client(a) if a.target.json && a.json_format == cli::JsonFormat::Iperf3 => {
-            return Layout::Iperf3Json
+fn layout(c: &Command, matches: &ArgMatches) -> Layout {
+    if let Command::Client(a) = c {
+        if a.json_stream {
+            return Layout::Iperf3Stream;
         }
-        Command::Client(a) => a.target.json,
-        Command::Sweep(a) => a.target.json,
-        Command::Blocksize(a) => a.target.json,
-        Command::Latency(a) => a.target.json,
-        Command::Rrul(a) => a.target.json,
-        Command::Mesh(a) => a.json,
-        Command::Rfc2544(a) => a.json,
-        Command::Streams(a) => a.json,
-        Command::Shaping(a) => a.json,
-        Command::NicMatrix(a) => a.json,
-        Command::Frer(f) => matches!(&f.command, FrerCommand::Compare(a) if a.json),
-        _ => false,
-    };
-    if json {
+        if a.target.json && a.json_format == JsonFormat::Iperf3 {
+            return Layout::Iperf3Json;
+        }
+    }
+    if requests::json(matches).unwrap_or(false) {
         Layout::Json
     } else {
         Layout::Text
@@ -55,11 +46,11 @@ fn layout(c: &Command) -> Layout {
 }
 
 /// A command a plan can hold: its request, run and printed.
-fn test(c: &Command) -> anyhow::Result<()> {
-    match requests::test(c) {
+fn test(c: &Command, matches: &ArgMatches) -> anyhow::Result<()> {
+    match requests::test(matches) {
         Some(req) => {
             let req = req?;
-            let layout = layout(c);
+            let layout = layout(c, matches);
             let unit = match c {
                 Command::Client(a) => {
                     // -T and --timestamps decorate text; JSON carries the title inside.
@@ -79,7 +70,7 @@ fn test(c: &Command) -> anyhow::Result<()> {
     }
 }
 
-fn run(c: &Command) -> anyhow::Result<ExitCode> {
+fn run(c: &Command, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
     match c {
         Command::Server(a) => serve::server(a)?,
         Command::Exporter(a) => serve::exporter(a)?,
@@ -88,7 +79,7 @@ fn run(c: &Command) -> anyhow::Result<ExitCode> {
             FrerCommand::Relay(a) => serve::relay(a)?,
             FrerCommand::Stats(a) => measure::stats(a)?,
             FrerCommand::Analyze(a) => measure::analyze(a)?,
-            FrerCommand::Compare(_) => test(c)?,
+            FrerCommand::Compare(_) => test(c, matches)?,
         },
         Command::Demo(a) => campaigns::demo(a)?,
         Command::Run(a) => campaigns::run(a)?,
@@ -97,7 +88,7 @@ fn run(c: &Command) -> anyhow::Result<ExitCode> {
         Command::Lab(a) => return labs::lab(a),
         Command::Completions(a) => manuals::completions(a)?,
         Command::Man(a) => manuals::man(a)?,
-        _ => test(c)?,
+        _ => test(c, matches)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -108,7 +99,9 @@ fn main() -> ExitCode {
         errln!("wirebench: {m}");
         return ExitCode::from(2);
     }
-    let cli = cli::Cli::parse_from(argv);
+    // The matches too: a test method's request is built from its command's own matches.
+    let matches = cli::Cli::command().get_matches_from(argv);
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let filter = match cli.verbose {
         0 => "warn",
         1 => "info",
@@ -120,14 +113,14 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match run(&cli.command) {
+    match run(&cli.command, &matches) {
         Ok(code) => code,
         Err(e) => {
             errln!("wirebench: {e:#}");
             // A reader of -J output gets the failure on stdout too, as iperf3 prints it
             // (an interrupted test or a failed verdict has printed its document already).
             if !output::printed_document(&e) {
-                output::print_error(layout(&cli.command), &format!("{e:#}"));
+                output::print_error(layout(&cli.command, &matches), &format!("{e:#}"));
             }
             ExitCode::from(output::exit_code(&e))
         }

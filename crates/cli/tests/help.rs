@@ -13,7 +13,10 @@ fn collect(cmd: &mut clap::Command, path: &str, out: &mut String) {
         format!("{path} {}", cmd.get_name())
     };
     out.push_str(&format!("===== {path} -h\n{}\n", cmd.render_help()));
-    out.push_str(&format!("===== {path} --help\n{}\n", cmd.render_long_help()));
+    out.push_str(&format!(
+        "===== {path} --help\n{}\n",
+        cmd.render_long_help()
+    ));
     for sub in cmd.get_subcommands_mut() {
         collect(sub, &path, out);
     }

@@ -13,12 +13,24 @@ use super::method::{Method, ThresholdMetric};
 use super::shared;
 use crate::request::BlocksizeRequest;
 use crate::{Error, Watch};
+use clap::Args;
+
+use super::args::{server, sweep_request, SweepOptions, Target};
 
 /// The `blocksize` method.
 pub struct Blocksize;
 
 impl Method for Blocksize {
     type Request = BlocksizeRequest;
+    type Args = BlocksizeArgs;
+
+    fn request(&self, a: &BlocksizeArgs) -> Result<Self::Request, Error> {
+        blocksize(a)
+    }
+
+    fn json(&self, a: &BlocksizeArgs) -> bool {
+        a.target.json
+    }
 
     fn kind(&self) -> &'static str {
         "blocksize"
@@ -53,4 +65,20 @@ impl Method for Blocksize {
     fn figures(&self, r: &RunResult) -> Vec<Figure> {
         figures(r)
     }
+}
+
+/// `blocksize`'s command line.
+#[derive(Debug, Args)]
+pub struct BlocksizeArgs {
+    /// The server.
+    #[command(flatten)]
+    pub target: Target,
+    /// The block-size sweep.
+    #[command(flatten)]
+    pub sweep: SweepOptions,
+}
+
+/// `blocksize`.
+pub fn blocksize(a: &BlocksizeArgs) -> Result<BlocksizeRequest, Error> {
+    sweep_request(server(&a.target), &a.sweep)
 }

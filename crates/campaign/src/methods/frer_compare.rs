@@ -13,15 +13,30 @@ use super::method::{Argv, Method, OnSignal, ThresholdMetric};
 use super::shared;
 use crate::request::FrerCompareRequest;
 use crate::{Error, Watch};
+use clap::{Args, ValueEnum};
+use model::units;
 
 /// The `frer compare` method.
 pub struct FrerCompare;
 
 impl Method for FrerCompare {
     type Request = FrerCompareRequest;
+    type Args = FrerCompareArgs;
+
+    fn request(&self, a: &FrerCompareArgs) -> Result<Self::Request, Error> {
+        Ok(frer_compare(a))
+    }
+
+    fn json(&self, a: &FrerCompareArgs) -> bool {
+        a.json
+    }
 
     fn kind(&self) -> &'static str {
         "frer-compare"
+    }
+
+    fn command(&self) -> &'static str {
+        "frer compare"
     }
 
     fn needs_root(&self, _args: &[String]) -> bool {
@@ -56,5 +71,61 @@ impl Method for FrerCompare {
 
     fn figures(&self, r: &RunResult) -> Vec<Figure> {
         figures(r)
+    }
+}
+
+/// `frer compare`'s UDP throughput test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UdpMode {
+    /// As fast as the sender goes.
+    Unlimited,
+    /// Each group's zero-loss rate.
+    ZeroLoss,
+}
+
+/// `frer compare`'s command line.
+#[derive(Debug, Args)]
+pub struct FrerCompareArgs {
+    /// Impairment of path A in both groups (`loss=1%,delay=1ms`).
+    #[arg(long)]
+    pub path_a: Option<String>,
+    /// Impairment of path B in both groups.
+    #[arg(long)]
+    pub path_b: Option<String>,
+    /// Seconds per measurement.
+    #[arg(short = 't', long, default_value_t = 5.0)]
+    pub time: f64,
+    /// UDP payload bytes of the throughput test.
+    #[arg(short = 'l', long, default_value_t = 1472)]
+    pub length: u32,
+    /// Lab name prefix (the labs are PREFIXc and PREFIXf).
+    #[arg(long, default_value = "cmp")]
+    pub name: String,
+    /// State the throughputs against this line rate (bit/s, e.g. 1G: the links' nominal
+    /// speed, the FRER report's "theoretical" column).
+    #[arg(long, value_parser = units::rate_bps)]
+    pub line_rate: Option<f64>,
+    /// The UDP throughput test: unlimited (where the relays saturate) or zero-loss (each
+    /// group's highest rate without loss, found by an RFC 2544 search).
+    #[arg(long, value_enum, default_value_t = UdpMode::Unlimited)]
+    pub udp: UdpMode,
+    /// Print JSON.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+/// `frer compare`.
+pub fn frer_compare(a: &FrerCompareArgs) -> FrerCompareRequest {
+    FrerCompareRequest {
+        path_a: a.path_a.clone(),
+        path_b: a.path_b.clone(),
+        time: a.time,
+        length: a.length,
+        name: a.name.clone(),
+        line_rate: a.line_rate,
+        udp: match a.udp {
+            UdpMode::Unlimited => method::overhead::UdpLoad::Unlimited,
+            UdpMode::ZeroLoss => method::overhead::UdpLoad::ZeroLoss,
+        },
     }
 }

@@ -14,12 +14,27 @@ use super::method::{Method, ThresholdMetric};
 use super::shared;
 use crate::request::LatencyRequest;
 use crate::{Error, Watch};
+use std::time::Duration;
+
+use clap::Args;
+use model::units;
+
+use super::args::{server, Target};
 
 /// The `latency` method.
 pub struct Latency;
 
 impl Method for Latency {
     type Request = LatencyRequest;
+    type Args = LatencyArgs;
+
+    fn request(&self, a: &LatencyArgs) -> Result<Self::Request, Error> {
+        Ok(latency(a))
+    }
+
+    fn json(&self, a: &LatencyArgs) -> bool {
+        a.target.json
+    }
 
     fn kind(&self) -> &'static str {
         "latency"
@@ -58,5 +73,51 @@ impl Method for Latency {
 
     fn figures(&self, r: &RunResult) -> Vec<Figure> {
         figures(r)
+    }
+}
+
+/// `latency`'s command line.
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// The server.
+    #[command(flatten)]
+    pub target: Target,
+    /// Message sizes in bytes, comma-separated (minimum 18, the test header).
+    #[arg(short, long, value_parser = units::size_list, default_value = "64")]
+    pub length: std::vec::Vec<usize>,
+    /// Seconds per message size.
+    #[arg(short, long, value_parser = units::seconds, default_value = "5")]
+    pub time: Duration,
+    /// Busy-poll for answers instead of sleeping in recv (lower latency, one core busy).
+    #[arg(long)]
+    pub spin: bool,
+    /// Stamp answers when recv returns (user space, as sockperf does) instead of with the
+    /// kernel's receive timestamp; includes this host's wake-up time.
+    #[arg(long)]
+    pub user_timestamps: bool,
+    /// Round-trip verdict per message size, e.g. p99.9=300us (repeatable); exit code 3
+    /// when one fails.
+    #[arg(long, value_parser = units::latency_limit)]
+    pub latency_limit: Vec<(f64, f64)>,
+    /// A latency above this share of its limit that still holds it reads MARGINAL.
+    #[arg(long, value_parser = units::percent_ratio, requires = "latency_limit")]
+    pub marginal_band: Option<f64>,
+    /// Seconds between interval rows (messages, answers and round trips per interval);
+    /// 0 = none.
+    #[arg(short, long, value_parser = units::seconds_or_zero, default_value = "1")]
+    pub interval: Duration,
+}
+
+/// `latency`.
+pub fn latency(a: &LatencyArgs) -> LatencyRequest {
+    LatencyRequest {
+        server: server(&a.target),
+        sizes: a.length.clone(),
+        time: a.time,
+        spin: a.spin,
+        user_timestamps: a.user_timestamps,
+        latency_limits: a.latency_limit.clone(),
+        marginal_band: a.marginal_band,
+        interval: (!a.interval.is_zero()).then_some(a.interval),
     }
 }

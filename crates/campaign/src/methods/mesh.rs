@@ -14,6 +14,15 @@ use super::shared;
 use crate::hosts::PlanHost;
 use crate::request::MeshRequest;
 use crate::{Error, Watch};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use model::spec::{Protocol, Rate, TestSpec};
+use model::units;
+
+use super::args::usage;
+use crate::request::{MeshHost, Server};
 
 /// The `mesh` method.
 pub struct Mesh;
@@ -38,6 +47,15 @@ const THRESHOLDS: [ThresholdMetric; 2] =
 
 impl Method for Mesh {
     type Request = MeshRequest;
+    type Args = MeshArgs;
+
+    fn request(&self, a: &MeshArgs) -> Result<Self::Request, Error> {
+        mesh(a)
+    }
+
+    fn json(&self, a: &MeshArgs) -> bool {
+        a.json
+    }
 
     fn kind(&self) -> &'static str {
         "mesh"
@@ -107,4 +125,96 @@ impl Method for Mesh {
         }
         out
     }
+}
+
+/// `mesh`'s command line.
+#[derive(Debug, Args)]
+pub struct MeshArgs {
+    /// The hosts, at least two: [NAME=]HOST[:PORT] (an IPv6 address as [ADDR]:PORT; port
+    /// 5301 by default; without NAME=, the host is named as written). Each host reaches
+    /// the others at the address given here.
+    #[arg(required = true, num_args = 2.., value_name = "[NAME=]HOST[:PORT]")]
+    pub hosts: Vec<String>,
+    /// Pre-shared key file of the fleet: this controller proves it to every host, and each
+    /// source host proves its own (the same) key to its destination.
+    #[arg(long, required = true)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Most pairs tested at once; no host is in two at once, so N hosts allow N/2.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub pairs_at_once: u16,
+    /// UDP instead of TCP.
+    #[arg(short, long)]
+    pub udp: bool,
+    /// Seconds each pair sends.
+    #[arg(short, long, value_parser = units::seconds, default_value = "5")]
+    pub time: Duration,
+    /// Rate per stream in bits/s (k/M/G suffixes); 0 = unlimited. UDP default 1M, TCP
+    /// unlimited.
+    #[arg(short, long, value_parser = units::rate_bps)]
+    pub bitrate: Option<f64>,
+    /// Payload bytes per datagram (UDP, default 1472) or per write (TCP, default 128k).
+    #[arg(short, long, value_parser = units::size_bytes)]
+    pub length: Option<usize>,
+    /// Parallel streams of each pair's test.
+    #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=128))]
+    pub parallel: u8,
+    /// DSCP value for data packets (0-63).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub dscp: Option<u8>,
+    /// Print one JSON document instead of the matrix.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+/// A mesh host, `[NAME=]HOST[:PORT]` (`[ADDR]:PORT` for IPv6).
+pub fn mesh_host(text: &str, key_file: Option<&std::path::Path>) -> Result<MeshHost, Error> {
+    let (name, addr) = match text.split_once('=') {
+        Some((n, a)) if !n.is_empty() => (Some(n), a),
+        Some(_) => return Err(usage(format!("'{text}': the name before = is empty"))),
+        None => (None, text),
+    };
+    let (host, port) = crate::hosts::split_address(addr).map_err(usage)?;
+    Ok(MeshHost {
+        name: name.unwrap_or(addr).to_owned(),
+        server: Server {
+            host,
+            port,
+            key_file: key_file.map(std::path::Path::to_path_buf),
+            allow_unauthenticated: false,
+        },
+    })
+}
+
+/// `mesh`.
+pub fn mesh(a: &MeshArgs) -> Result<MeshRequest, Error> {
+    let hosts = a
+        .hosts
+        .iter()
+        .map(|h| mesh_host(h, a.auth_key_file.as_deref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
+    let rate = match a.bitrate {
+        Some(0.0) => Rate::Unlimited,
+        Some(b) => Rate::BitsPerSec(b),
+        None if a.udp => Rate::BitsPerSec(TestSpec::DEFAULT_UDP_RATE),
+        None => Rate::Unlimited,
+    };
+    let spec = TestSpec {
+        duration: a.time,
+        rate,
+        len: a.length.unwrap_or(if a.udp {
+            TestSpec::DEFAULT_UDP_LEN
+        } else {
+            TestSpec::DEFAULT_TCP_LEN
+        }),
+        streams: a.parallel,
+        dscp: a.dscp,
+        ..crate::trials::base_spec(protocol)
+    };
+    spec.check().map_err(|e| usage(e.to_string()))?;
+    Ok(MeshRequest {
+        hosts,
+        spec,
+        parallel: usize::from(a.pairs_at_once),
+    })
 }

@@ -53,8 +53,28 @@ pub trait Method: Sync + Send + 'static {
     /// What it is asked to do, typed.
     type Request: fmt::Debug + Clone + PartialEq + Send + Sync + 'static;
 
+    /// Its command-line arguments (clap's derive): syntax and per-value checks only. A
+    /// plan's test `args` are parsed by the same definition.
+    type Args: clap::Args + clap::FromArgMatches;
+
     /// Its name: a plan's `kind` and the command (`frer-compare` for `frer compare`).
     fn kind(&self) -> &'static str;
+
+    /// Its command's words on the command line: [`Method::kind`] unless it is a
+    /// subcommand of another (`frer compare`).
+    fn command(&self) -> &'static str {
+        self.kind()
+    }
+
+    /// The request its arguments ask for: defaults applied, values checked against each
+    /// other, files read.
+    ///
+    /// # Errors
+    /// A usage error naming what is wrong.
+    fn request(&self, args: &Self::Args) -> Result<Self::Request, Error>;
+
+    /// Whether its arguments ask for one JSON document (`-J`) instead of text.
+    fn json(&self, args: &Self::Args) -> bool;
 
     /// Whether it talks to a `wirebench server` (in a lab it then runs on the talker),
     /// given its flags as a plan writes them.
@@ -134,6 +154,15 @@ pub trait Method: Sync + Send + 'static {
 pub trait Registered: Sync + Send + 'static {
     /// [`Method::kind`].
     fn kind(&self) -> &'static str;
+    /// [`Method::command`].
+    fn command(&self) -> &'static str;
+    /// [`Method::request`] from the arguments of its command as clap matched them.
+    ///
+    /// # Errors
+    /// The method's usage errors.
+    fn request_from(&'static self, matches: &clap::ArgMatches) -> Result<TestRequest, Error>;
+    /// [`Method::json`] from the arguments of its command as clap matched them.
+    fn json_from(&self, matches: &clap::ArgMatches) -> bool;
     /// [`Method::needs_server`].
     fn needs_server(&self, args: &[String]) -> bool;
     /// [`Method::needs_root`].
@@ -169,6 +198,22 @@ pub trait Registered: Sync + Send + 'static {
 impl<M: Method> Registered for M {
     fn kind(&self) -> &'static str {
         Method::kind(self)
+    }
+    fn command(&self) -> &'static str {
+        Method::command(self)
+    }
+    fn request_from(&'static self, matches: &clap::ArgMatches) -> Result<TestRequest, Error> {
+        let args = <M::Args as clap::FromArgMatches>::from_arg_matches(matches)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let req = Method::request(self, &args)?;
+        Ok(TestRequest {
+            method: self,
+            request: Box::new(req),
+        })
+    }
+    fn json_from(&self, matches: &clap::ArgMatches) -> bool {
+        <M::Args as clap::FromArgMatches>::from_arg_matches(matches)
+            .is_ok_and(|a| Method::json(self, &a))
     }
     fn needs_server(&self, args: &[String]) -> bool {
         Method::needs_server(self, args)

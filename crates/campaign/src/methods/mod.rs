@@ -17,10 +17,14 @@
 //! A request is typed inside its method ([`Method::Request`]) and travels as a
 //! [`TestRequest`], which knows its method.
 //!
-//! What it does not do: parse command lines (the binary's clap definitions build the
-//! requests; a plan's `args` go through them too) or lay out the campaign report's
-//! sections (`report` does, from the results model).
+//! A method's command-line arguments are its [`Method::Args`], a clap struct in its module
+//! (the ones several share are in [`args`]); [`Method::request`] turns them into its
+//! request. The binary's command line and a plan's test `args` go through the same two.
+//!
+//! What it does not do: lay out the campaign report's sections (`report` does, from the
+//! results model).
 
+pub mod args;
 pub mod blocksize;
 pub mod client;
 pub mod frer_compare;

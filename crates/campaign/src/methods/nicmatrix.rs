@@ -14,12 +14,28 @@ use super::method::{Argv, Hosts, Method, OnSignal, ThresholdMetric};
 use super::shared;
 use crate::request::NicMatrixRequest;
 use crate::{Error, Watch};
+use std::path::PathBuf;
+
+use clap::Args;
+use model::units;
+
+use super::args::{sweep_request, SweepOptions};
+use crate::request::Server;
 
 /// The `nicmatrix` method.
 pub struct NicMatrix;
 
 impl Method for NicMatrix {
     type Request = Box<NicMatrixRequest>;
+    type Args = NicMatrixArgs;
+
+    fn request(&self, a: &NicMatrixArgs) -> Result<Self::Request, Error> {
+        nic_matrix(a).map(Box::new)
+    }
+
+    fn json(&self, a: &NicMatrixArgs) -> bool {
+        a.json
+    }
 
     fn kind(&self) -> &'static str {
         "nicmatrix"
@@ -72,4 +88,56 @@ impl Method for NicMatrix {
     fn figures(&self, r: &RunResult) -> Vec<Figure> {
         figures(r)
     }
+}
+
+/// `nicmatrix`'s command line.
+#[derive(Debug, Args)]
+pub struct NicMatrixArgs {
+    /// A wirebench server to sweep against; without it, a server of this run serves on
+    /// the last --end (NODE:IFACE of --lab) and the sweep runs from the first.
+    pub host: Option<String>,
+    /// Server control port (with HOST).
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
+    /// Pre-shared key file (with HOST).
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Interfaces to set: IFACE of this host or NODE:IFACE of --lab (comma-separated or
+    /// repeated).
+    #[arg(long = "end", value_delimiter = ',', required = true)]
+    pub ends: Vec<String>,
+    /// Lab whose nodes NODE:IFACE names.
+    #[arg(long, default_value = "lab")]
+    pub lab: String,
+    /// MTUs to set: 1500,9000 or a sweep 1500..9000/500 (default: left as they are).
+    #[arg(long, value_parser = units::mtu_list)]
+    pub mtu: Option<std::vec::Vec<u32>>,
+    /// A feature and its states, e.g. rx-checksum=on,off, lro=on,off, rx-vlan-hw=on,off
+    /// (kernel names or ethtool's; repeatable).
+    #[arg(long, value_parser = units::feature_states)]
+    pub offload: Vec<(String, std::vec::Vec<bool>)>,
+    /// The block-size sweep.
+    #[command(flatten)]
+    pub sweep: SweepOptions,
+    /// Print one JSON document.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+/// `nicmatrix`.
+pub fn nic_matrix(a: &NicMatrixArgs) -> Result<NicMatrixRequest, Error> {
+    let server = Server {
+        host: a.host.clone().unwrap_or_default(),
+        port: a.port,
+        key_file: a.auth_key_file.clone(),
+        allow_unauthenticated: false,
+    };
+    Ok(NicMatrixRequest {
+        sweep: sweep_request(server, &a.sweep)?,
+        remote: a.host.is_some(),
+        lab: a.lab.clone(),
+        ends: a.ends.clone(),
+        mtus: a.mtu.clone().unwrap_or_default(),
+        features: a.offload.clone(),
+    })
 }

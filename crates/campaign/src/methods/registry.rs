@@ -82,6 +82,34 @@ impl Methods {
         self.iter().find(|m| m.kind() == kind)
     }
 
+    /// The method whose command clap matched in `matches` (a whole command line's), with
+    /// the arguments of that command: `client ...`, or `frer compare ...` two levels down.
+    /// `None` for a command that is not a method (`server`, `lab up`).
+    pub fn matched(
+        self,
+        matches: &clap::ArgMatches,
+    ) -> Option<(&'static dyn Registered, &clap::ArgMatches)> {
+        self.iter().find_map(|m| {
+            let mut at = matches;
+            for word in m.command().split(' ') {
+                match at.subcommand() {
+                    Some((name, sub)) if name == word => at = sub,
+                    _ => return None,
+                }
+            }
+            Some((m, at))
+        })
+    }
+
+    /// The request of the method whose command clap matched in `matches` (see
+    /// [`Methods::matched`]); `None` for a command that is not a method.
+    ///
+    /// # Errors
+    /// The method's usage errors.
+    pub fn request(self, matches: &clap::ArgMatches) -> Option<Result<TestRequest, Error>> {
+        self.matched(matches).map(|(m, args)| m.request_from(args))
+    }
+
     /// The kinds a plan may name, for error messages: `client, sweep, ...`.
     pub fn kinds(self) -> String {
         let names: Vec<&str> = self.iter().map(|m| m.kind()).collect();

@@ -15,6 +15,12 @@ use super::method::{Method, OnSignal, ThresholdMetric};
 use super::shared;
 use crate::request::RrulRequest;
 use crate::{Error, Watch};
+use std::time::Duration;
+
+use clap::Args;
+use model::units;
+
+use super::args::{server, Target};
 
 /// The `rrul` method.
 pub struct Rrul;
@@ -57,6 +63,15 @@ const THRESHOLDS: [ThresholdMetric; 4] = [
 
 impl Method for Rrul {
     type Request = RrulRequest;
+    type Args = RrulArgs;
+
+    fn request(&self, a: &RrulArgs) -> Result<Self::Request, Error> {
+        Ok(rrul(a))
+    }
+
+    fn json(&self, a: &RrulArgs) -> bool {
+        a.target.json
+    }
 
     fn kind(&self) -> &'static str {
         "rrul"
@@ -99,5 +114,40 @@ impl Method for Rrul {
         out.extend(x.loaded.as_ref().map(|l| LOADED_P99_US.at("", l.p99)));
         out.extend(x.added_us.as_ref().map(|a| ADDED_P99_US.at("", a.p99)));
         out
+    }
+}
+
+/// `rrul`'s command line.
+#[derive(Debug, Args)]
+pub struct RrulArgs {
+    /// The server.
+    #[command(flatten)]
+    pub target: Target,
+    /// Seconds of load.
+    #[arg(short, long, value_parser = units::seconds, default_value = "10")]
+    pub time: Duration,
+    /// Seconds of idle baseline before the load, and again after it.
+    #[arg(long, value_parser = units::seconds, default_value = "2")]
+    pub idle: Duration,
+    /// TCP streams in each direction.
+    #[arg(short = 'P', long, default_value_t = 4)]
+    pub streams: u16,
+    /// Pings per second (1..=1000).
+    #[arg(long, default_value_t = 100.0)]
+    pub ping_rate: f64,
+    /// Seconds between throughput samples.
+    #[arg(short, long, value_parser = units::seconds, default_value = "0.5")]
+    pub interval: Duration,
+}
+
+/// `rrul`.
+pub fn rrul(a: &RrulArgs) -> RrulRequest {
+    RrulRequest {
+        server: server(&a.target),
+        time: a.time,
+        idle: a.idle,
+        streams: a.streams,
+        ping_hz: a.ping_rate,
+        interval: a.interval,
     }
 }

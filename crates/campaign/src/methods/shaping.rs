@@ -14,6 +14,13 @@ use super::method::{Method, OnSignal, ThresholdMetric};
 use super::shared;
 use crate::request::ShapingRequest;
 use crate::{Error, Watch};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use model::units;
+
+use super::args::{frame, FrameArgs};
 
 /// The `shaping` method.
 pub struct Shaping;
@@ -31,6 +38,15 @@ const THRESHOLDS: [ThresholdMetric; 1] = [shared::named(PASSED_OF_BANDWIDTH)];
 
 impl Method for Shaping {
     type Request = ShapingRequest;
+    type Args = ShapingArgs;
+
+    fn request(&self, a: &ShapingArgs) -> Result<Self::Request, Error> {
+        Ok(shaping(a))
+    }
+
+    fn json(&self, a: &ShapingArgs) -> bool {
+        a.json
+    }
 
     fn kind(&self) -> &'static str {
         "shaping"
@@ -78,5 +94,62 @@ impl Method for Shaping {
             }
         }
         out
+    }
+}
+
+/// `shaping`'s command line.
+#[derive(Debug, Args)]
+pub struct ShapingArgs {
+    /// Sending port: IFACE or NODE:IFACE of a lab, or HOST/IFACE: a port of the wirebench
+    /// server at HOST[:PORT] started with --raw-ports.
+    #[arg(long, default_value = "talker:eth0")]
+    pub tx: String,
+    /// Receiving port (after the shaper), as --tx.
+    #[arg(long, default_value = "listener:eth0")]
+    pub rx: String,
+    /// Frame sizes with FCS: a list or a range with a step, e.g. 100..1500/100.
+    #[arg(long, value_parser = units::frame_size_range, default_value = "128,512,1518")]
+    pub sizes: std::vec::Vec<u64>,
+    /// Bandwidths to configure, bit/s, e.g. 100m,90m,50m,10m,1m,64k.
+    #[arg(long, value_parser = units::rate_list)]
+    pub bandwidths: std::vec::Vec<f64>,
+    /// How to set a bandwidth on the device: a shell command with {bandwidth} (bit/s),
+    /// {bandwidth_k} (kbit/s) and {bandwidth_m} (Mbit/s) replaced; its exit status is
+    /// checked. Without it, the first class of the lab's shaper (dut eth1, class 1:10) is
+    /// changed directly.
+    #[arg(long)]
+    pub dut_cmd: Option<String>,
+    /// Seconds of traffic per cell.
+    #[arg(short = 't', long, value_parser = units::seconds, default_value = "2")]
+    pub duration: Duration,
+    /// How the test frames look.
+    #[command(flatten)]
+    pub frame: FrameArgs,
+    /// Pre-shared key file of the servers lending HOST/IFACE ports.
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Control port of those servers, unless a port says HOST:PORT/IFACE.
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
+    /// Print one JSON document.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+/// `shaping`.
+pub fn shaping(a: &ShapingArgs) -> ShapingRequest {
+    ShapingRequest {
+        tx: a.tx.clone(),
+        rx: a.rx.clone(),
+        sizes: a.sizes.clone(),
+        bandwidths: a.bandwidths.clone(),
+        dut_cmd: a.dut_cmd.clone(),
+        duration: a.duration,
+        frame: frame(&a.frame),
+        agents: crate::request::Agents {
+            port: a.port,
+            key_file: a.auth_key_file.clone(),
+            synced_clocks: false,
+        },
     }
 }

@@ -36,8 +36,35 @@ struct ToyRequest {
     speed_bps: f64,
 }
 
+/// The toy's command line: `toy HOST [-p N] --speed RATE`.
+#[derive(Debug, clap::Args)]
+struct ToyArgs {
+    host: String,
+    #[arg(short, long)]
+    port: Option<u16>,
+    #[arg(long, value_parser = model::units::rate_bps)]
+    speed: f64,
+    #[arg(short = 'J', long)]
+    json: bool,
+}
+
 impl Method for Toy {
     type Request = ToyRequest;
+    type Args = ToyArgs;
+
+    fn request(&self, a: &ToyArgs) -> Result<ToyRequest, Error> {
+        if a.speed <= 0.0 {
+            return Err(Error::Usage("--speed must be above 0".into()));
+        }
+        Ok(ToyRequest {
+            host: a.host.clone(),
+            speed_bps: a.speed,
+        })
+    }
+
+    fn json(&self, a: &ToyArgs) -> bool {
+        a.json
+    }
 
     fn kind(&self) -> &'static str {
         "toy"
@@ -90,22 +117,25 @@ fn with_toy() -> Methods {
 
 // ---- What the rest of the program does with it, through the registry alone. ----
 
-/// A plan's parser that knows the toy's flags (`toy HOST -p N --speed RATE`).
+/// A command line that has the toy's command, as the binary's has a variant for each
+/// method: its arguments come from the toy's own definition.
+fn toy_command_line() -> clap::Command {
+    use clap::Args as _;
+    clap::Command::new("wirebench").subcommand(ToyArgs::augment_args(clap::Command::new("toy")))
+}
+
+/// A plan's parser that knows the toy's flags, and finds its method through the registry.
 struct ToyCommands;
 
 impl Commands for ToyCommands {
     fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
-        if argv.get(1).map(String::as_str) != Some("toy") {
-            return Err(format!("not a toy: {argv:?}"));
+        let matches = toy_command_line()
+            .try_get_matches_from(argv)
+            .map_err(|e| e.to_string())?;
+        match with_toy().request(&matches) {
+            Some(r) => r.map_err(|e| e.to_string()),
+            None => Err(format!("not a method: {argv:?}")),
         }
-        let host = argv.get(2).cloned().ok_or("no host")?;
-        let speed = argv
-            .iter()
-            .position(|a| a == "--speed")
-            .and_then(|i| argv.get(i + 1))
-            .ok_or("no --speed")?;
-        let speed_bps = model::units::rate_bps(speed).map_err(|e| e.to_string())?;
-        Ok(TestRequest::new(&Toy, ToyRequest { host, speed_bps }))
     }
 
     fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, String> {
@@ -211,6 +241,21 @@ fn a_toy_method_needs_only_its_module_and_one_line() {
         let r = crate::methods::run(&req, &mut crate::Quiet, &stop).expect("the toy runs");
         results.push(r);
     }
+    // Its command line is its own definition, found through the registry: -J asks for
+    // JSON, and its request's own checks are usage errors.
+    let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+    let m = toy_command_line()
+        .try_get_matches_from(words("wirebench toy h --speed 1M -J"))
+        .expect("the toy's flags");
+    let (method, args) = with_toy().matched(&m).expect("the toy's command");
+    assert_eq!(method.kind(), "toy");
+    assert!(method.json_from(args));
+    assert!(Methods::STANDARD.matched(&m).is_none());
+    let e = ToyCommands
+        .test(&words("wirebench toy h --speed 0"))
+        .unwrap_err();
+    assert!(e.contains("above 0"), "{e}");
+
     let outcomes: Vec<Outcome<'_>> = plan
         .tests
         .iter()
