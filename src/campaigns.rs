@@ -194,14 +194,15 @@ pub fn report(a: &ReportArgs) -> Result<()> {
         .map_err(|e| usage(format!("cannot read {shown}: {e}")))?;
     let c = report::campaign::load(&text).map_err(|e| usage(format!("{shown}: {e}")))?;
     let t = templates(a.template.as_deref())?;
+    let methods = campaign::methods::Methods::STANDARD;
     let rendered = |r: Result<String, report::campaign::TemplateError>| {
         r.map_err(|e| anyhow::anyhow!("rendering the report: {e}"))
     };
     match (a.format.as_str(), &a.out) {
-        ("md", None) => out!("{}", rendered(t.markdown(&c))?),
-        ("html", None) => out!("{}", rendered(t.html(&c))?),
+        ("md", None) => out!("{}", rendered(t.markdown_with(&c, &methods))?),
+        ("html", None) => out!("{}", rendered(t.html_with(&c, &methods))?),
         ("csv", None) => {
-            for (name, csv) in report::campaign::csv_tables(&c) {
+            for (name, csv) in report::campaign::csv_tables_with(&c, &methods) {
                 outln!("# {name}.csv\n{csv}");
             }
         }

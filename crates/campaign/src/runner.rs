@@ -51,11 +51,19 @@ pub fn write_reports(
     let rendered = |r: Result<String, report::campaign::TemplateError>| {
         r.map_err(|e| Error::Failed(format!("rendering the report: {e}")))
     };
+    // The sections of methods the report does not know itself.
+    let methods = crate::methods::Methods::STANDARD;
     let mut files = vec![
-        ("report.md".to_owned(), rendered(templates.markdown(c))?),
-        ("report.html".to_owned(), rendered(templates.html(c))?),
+        (
+            "report.md".to_owned(),
+            rendered(templates.markdown_with(c, &methods))?,
+        ),
+        (
+            "report.html".to_owned(),
+            rendered(templates.html_with(c, &methods))?,
+        ),
     ];
-    for (name, csv) in report::campaign::csv_tables(c) {
+    for (name, csv) in report::campaign::csv_tables_with(c, &methods) {
         files.push((format!("{name}.csv"), csv));
     }
     let mut written = Vec::new();

@@ -12,6 +12,8 @@ use engine::frameio::Endpoint;
 use model::results::figures::Figure;
 use model::results::RunResult;
 use model::units::Fixed;
+use report::campaign::Chart as ReportChart;
+use report::table::Table;
 
 use crate::target::Context;
 use crate::{Error, Watch};
@@ -147,6 +149,26 @@ pub trait Method: Sync + Send + 'static {
     /// Its headline figures in a result, in document order: what thresholds check and
     /// `wirebench compare` puts side by side.
     fn figures(&self, r: &RunResult) -> Vec<Figure>;
+
+    /// Its own tables in the campaign report, over its tests' results as (test id,
+    /// result), each row led by the test id (`source`). The built-in methods' sections
+    /// are the report's own (`report::tables`); a method with a part of its own
+    /// (`RunResult::parts`) brings its tables here.
+    fn report_tables(&self, _tests: &[(&str, &RunResult)]) -> Vec<Table> {
+        Vec::new()
+    }
+
+    /// Its charts of one test's result in the campaign report (see
+    /// [`Method::report_tables`]).
+    fn report_charts(&self, _test_id: &str, _r: &RunResult) -> Vec<ReportChart> {
+        Vec::new()
+    }
+
+    /// What one test of it found, as phrases of its line in the report's findings
+    /// (measured figures only; see [`Method::report_tables`]).
+    fn findings(&self, _r: &RunResult) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A [`Method`] as the registry holds it: the same, with its request erased into a
@@ -193,6 +215,12 @@ pub trait Registered: Sync + Send + 'static {
     fn thresholds(&self) -> &'static [ThresholdMetric];
     /// [`Method::figures`].
     fn figures(&self, r: &RunResult) -> Vec<Figure>;
+    /// [`Method::report_tables`].
+    fn report_tables(&self, tests: &[(&str, &RunResult)]) -> Vec<Table>;
+    /// [`Method::report_charts`].
+    fn report_charts(&self, test_id: &str, r: &RunResult) -> Vec<ReportChart>;
+    /// [`Method::findings`].
+    fn findings(&self, r: &RunResult) -> Vec<String>;
 }
 
 impl<M: Method> Registered for M {
@@ -264,6 +292,15 @@ impl<M: Method> Registered for M {
     }
     fn figures(&self, r: &RunResult) -> Vec<Figure> {
         Method::figures(self, r)
+    }
+    fn report_tables(&self, tests: &[(&str, &RunResult)]) -> Vec<Table> {
+        Method::report_tables(self, tests)
+    }
+    fn report_charts(&self, test_id: &str, r: &RunResult) -> Vec<ReportChart> {
+        Method::report_charts(self, test_id, r)
+    }
+    fn findings(&self, r: &RunResult) -> Vec<String> {
+        Method::findings(self, r)
     }
 }
 

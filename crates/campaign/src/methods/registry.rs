@@ -6,8 +6,10 @@ use std::fmt;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use model::results::campaign::{Campaign, TestEntry};
 use model::results::figures::Figure;
 use model::results::RunResult;
+use report::table::Table;
 
 use super::method::{Registered, TestRequest, ThresholdMetric};
 use super::{
@@ -161,5 +163,38 @@ impl fmt::Debug for Methods {
         f.debug_list()
             .entries(self.iter().map(|m| m.kind()))
             .finish()
+    }
+}
+
+/// The campaign report's sections of methods it does not know itself: each method's
+/// [`Method::report_tables`](super::Method::report_tables) over its tests, its charts
+/// and findings per test.
+impl report::campaign::Extras for Methods {
+    fn tables(&self, c: &Campaign) -> Vec<Table> {
+        let mut out = Vec::new();
+        for m in self.iter() {
+            let tests: Vec<(&str, &RunResult)> = c
+                .tests
+                .iter()
+                .filter(|t| t.kind == m.kind())
+                .filter_map(|t| t.result.as_ref().map(|r| (t.id.as_str(), r)))
+                .collect();
+            if !tests.is_empty() {
+                out.extend(m.report_tables(&tests));
+            }
+        }
+        out
+    }
+
+    fn charts(&self, test: &TestEntry, r: &RunResult) -> Vec<report::campaign::Chart> {
+        self.find(&test.kind)
+            .map(|m| m.report_charts(&test.id, r))
+            .unwrap_or_default()
+    }
+
+    fn findings(&self, test: &TestEntry, r: &RunResult) -> Vec<String> {
+        self.find(&test.kind)
+            .map(|m| m.findings(r))
+            .unwrap_or_default()
     }
 }

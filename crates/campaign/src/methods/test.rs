@@ -30,6 +30,16 @@ const TOY_SPEED: Named = Named {
 
 const TOY_THRESHOLDS: [ThresholdMetric; 1] = [shared::named(TOY_SPEED)];
 
+/// The toy's own part of a result (`"toy": {...}` in the document).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct ToyResult {
+    speed_bps: f64,
+}
+
+/// The toy's section of the campaign report.
+#[rustfmt::skip]
+const TOY_SECTION: (&str, &str, &str) = ("toy", "Toy speeds", "source|speed Mbit/s>");
+
 #[derive(Debug, Clone, PartialEq)]
 struct ToyRequest {
     host: String,
@@ -87,12 +97,18 @@ impl Method for Toy {
             "t0".into(),
             Default::default(),
         );
-        r.notes.push(format!("speed {}", req.speed_bps));
+        let part = ToyResult {
+            speed_bps: req.speed_bps,
+        };
+        r.set_part("toy", &part)
+            .map_err(|e| Error::Failed(e.to_string()))?;
         Ok(r)
     }
 
     fn text(&self, _req: &ToyRequest, r: &RunResult, _unit: Option<Fixed>) -> String {
-        r.notes.join("\n")
+        toy(r)
+            .map(|t| format!("speed {}\n", t.speed_bps))
+            .unwrap_or_default()
     }
 
     fn thresholds(&self) -> &'static [ThresholdMetric] {
@@ -100,12 +116,58 @@ impl Method for Toy {
     }
 
     fn figures(&self, r: &RunResult) -> Vec<Figure> {
-        let speed = r
-            .notes
-            .iter()
-            .find_map(|n| n.strip_prefix("speed ")?.parse().ok());
-        speed.map(|v| TOY_SPEED.at("", v)).into_iter().collect()
+        toy(r)
+            .map(|t| TOY_SPEED.at("", t.speed_bps))
+            .into_iter()
+            .collect()
     }
+
+    fn report_tables(&self, tests: &[(&str, &RunResult)]) -> Vec<report::table::Table> {
+        let rows = tests
+            .iter()
+            .filter_map(|(id, r)| {
+                Some(vec![
+                    (*id).to_owned(),
+                    format!("{:.1}", toy(r)?.speed_bps / 1e6),
+                ])
+            })
+            .collect();
+        let (name, title, columns) = TOY_SECTION;
+        vec![report::table::Table {
+            name,
+            title,
+            intro: "What each toy test was asked for.".into(),
+            headers: report::table::columns(columns),
+            rows,
+        }]
+    }
+
+    fn report_charts(&self, id: &str, r: &RunResult) -> Vec<report::campaign::Chart> {
+        let Some(t) = toy(r) else { return Vec::new() };
+        let svg = report::svg::bars(
+            "Toy speed",
+            "Mbit/s",
+            &[id.to_owned()],
+            &[("speed".into(), vec![Some(t.speed_bps / 1e6)])],
+        );
+        vec![report::campaign::Chart {
+            section: Some(TOY_SECTION.0),
+            caption: format!("{id}: toy speed"),
+            svg,
+        }]
+    }
+
+    fn findings(&self, r: &RunResult) -> Vec<String> {
+        toy(r)
+            .map(|t| format!("toy speed {:.0} Mbit/s", t.speed_bps / 1e6))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// The toy's part of a result.
+fn toy(r: &RunResult) -> Option<ToyResult> {
+    r.part("toy")?.ok()
 }
 
 /// The standard methods and the toy: the one line that registers it.
@@ -282,6 +344,32 @@ fn a_toy_method_needs_only_its_module_and_one_line() {
     assert_eq!(rows[0][1..4], ["speed", "Mbit/s", "800.00"], "{rows:?}");
     // Without the toy registered, nothing knows its figure.
     assert!(report::campaign::compare_rows_with(&a, &b, &figures).is_empty());
+
+    // Its result is a member of the document under its name, and the campaign report
+    // shows its own table, chart and finding, in every format.
+    let doc = serde_json::to_value(&results[0]).unwrap();
+    assert_eq!(doc["toy"]["speed_bps"], 8e8, "{doc}");
+    let both = campaign(vec![
+        entry("t1", "fast toy", "toy", results[0].clone()),
+        entry("t2", "slow toy", "toy", results[1].clone()),
+    ]);
+    let md = report::campaign::markdown_with(&both, &methods);
+    assert!(md.contains("Toy speeds"), "{md}");
+    assert!(md.contains("| [t2](#t2) | 300.0 |"), "{md}");
+    assert!(md.contains("toy speed 800 Mbit/s"), "{md}");
+    let html = report::campaign::html_with(&both, &methods);
+    assert!(
+        html.contains("t1: toy speed") && html.contains("<svg"),
+        "chart missing"
+    );
+    let csv = report::campaign::csv_tables_with(&both, &methods);
+    assert!(
+        csv.iter()
+            .any(|(name, text)| name == "toy" && text.contains("t1,800.0")),
+        "{csv:?}"
+    );
+    // The standard methods do not know it: the report leaves it out.
+    assert!(!report::campaign::markdown(&both).contains("Toy speeds"));
 }
 
 /// One result of each standard method, as small as its figures allow.

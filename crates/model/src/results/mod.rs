@@ -109,6 +109,12 @@ pub struct RunResult {
     /// The test was stopped early (Ctrl-C, SIGTERM): the figures cover the time it ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// A method's own results when the parts above do not fit them, each under the
+    /// method's name and written at the top level beside the others (`"y1564": {...}`);
+    /// typed through [`RunResult::part`] and [`RunResult::set_part`]. A reader of an older
+    /// or newer document keeps the members it does not know here, so nothing is lost.
+    #[serde(flatten)]
+    pub parts: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 impl RunResult {
@@ -154,7 +160,36 @@ impl RunResult {
             activity: Vec::new(),
             verdicts: Vec::new(),
             notes: Vec::new(),
+            parts: Default::default(),
         }
+    }
+
+    /// The method's own part `name`, typed; `None` when the result has none.
+    ///
+    /// # Errors
+    /// The part is not a `T` (another version's, or another method's).
+    pub fn part<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Option<Result<T, serde_json::Error>> {
+        self.parts
+            .get(name)
+            .map(|v| serde_json::from_value(v.clone()))
+    }
+
+    /// Stores `part` as the method's own part `name` (see [`RunResult::parts`]); `name`
+    /// is the method's kind, never a member the document already has (`summary`).
+    ///
+    /// # Errors
+    /// `part` does not serialise to JSON (a map with non-string keys).
+    pub fn set_part<T: Serialize>(
+        &mut self,
+        name: &str,
+        part: &T,
+    ) -> Result<(), serde_json::Error> {
+        self.parts
+            .insert(name.to_owned(), serde_json::to_value(part)?);
+        Ok(())
     }
 }
 
@@ -686,3 +721,38 @@ pub mod lab;
 pub mod nic;
 
 pub mod campaign;
+
+#[cfg(test)]
+mod parts_test {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Toy {
+        rows: Vec<u32>,
+        max_bps: f64,
+    }
+
+    /// A method's own part sits at the top level of the document, reads back typed, and a
+    /// member this version does not know survives a read and a write.
+    #[test]
+    fn a_method_s_part_is_a_top_level_member_that_round_trips() {
+        let mut r = RunResult::new("toy", serde_json::json!({}), "t".into(), Default::default());
+        let toy = Toy {
+            rows: vec![1, 2],
+            max_bps: 5e8,
+        };
+        r.set_part("toy", &toy).unwrap();
+        let doc = serde_json::to_value(&r).unwrap();
+        assert_eq!(doc["toy"]["max_bps"], 5e8);
+        assert_eq!(doc["schema"], SCHEMA);
+        let mut text = serde_json::to_string(&r).unwrap();
+        text.insert_str(1, r#""future": {"x": 1},"#);
+        let back: RunResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.part::<Toy>("toy").unwrap().unwrap(), toy);
+        assert!(back.part::<Toy>("other").is_none());
+        assert!(back.part::<Toy>("future").unwrap().is_err());
+        assert_eq!(serde_json::to_value(&back).unwrap()["future"]["x"], 1);
+        // The known members stay typed, not parts.
+        assert!(!back.parts.contains_key("schema") && !back.parts.contains_key("command"));
+    }
+}

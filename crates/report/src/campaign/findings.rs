@@ -7,6 +7,7 @@ use model::results::RunResult;
 use model::units::bps;
 use wire::linerate::LineRate;
 
+use super::Extras;
 use crate::tables::blocksize::{Units, WAYS};
 
 /// A mesh in words: pairs measured, and its lowest and highest pair.
@@ -41,7 +42,7 @@ fn mesh(m: &model::results::mesh::MeshReport) -> String {
 }
 
 /// One line per test: what it found, in words and measured figures only.
-pub(super) fn findings(c: &Campaign) -> Vec<String> {
+pub(super) fn findings(c: &Campaign, extras: &dyn Extras) -> Vec<String> {
     let mut out = Vec::new();
     for t in &c.tests {
         let link = format!("[{}](#{})", t.id, t.id);
@@ -152,6 +153,7 @@ pub(super) fn findings(c: &Campaign) -> Vec<String> {
                 ));
             }
         }
+        parts.extend(extras.findings(t, r));
         let limited = r.summary.as_ref().is_some_and(|s| s.generator_limited)
             || r.notes.iter().any(|n| n.contains("generator"));
         if limited {

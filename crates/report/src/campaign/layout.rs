@@ -4,12 +4,17 @@
 
 use model::results::campaign::Campaign;
 
-use super::tables;
 use super::template::{TemplateError, Templates};
+use super::{tables_with, Extras, NoExtras};
 
 /// The report as Markdown (the built-in template).
 pub fn markdown(c: &Campaign) -> String {
-    rendered(Templates::builtin().markdown(c))
+    markdown_with(c, &NoExtras)
+}
+
+/// The report as Markdown (the built-in template), with the sections of `extras`.
+pub fn markdown_with(c: &Campaign, extras: &dyn Extras) -> String {
+    rendered(Templates::builtin().markdown_with(c, extras))
 }
 
 /// A built-in template's output; it renders every campaign (tested), so an error here is
@@ -20,7 +25,12 @@ fn rendered(r: Result<String, TemplateError>) -> String {
 
 /// One CSV per table, as (file stem, text).
 pub fn csv_tables(c: &Campaign) -> Vec<(String, String)> {
-    tables(c)
+    csv_tables_with(c, &NoExtras)
+}
+
+/// One CSV per table, as (file stem, text), with the tables of `extras`.
+pub fn csv_tables_with(c: &Campaign, extras: &dyn Extras) -> Vec<(String, String)> {
+    tables_with(c, extras)
         .into_iter()
         .map(|t| (t.name.to_owned(), t.csv()))
         .collect()
@@ -39,5 +49,10 @@ figure{margin:1em 0}code{font-size:12px}\
 /// The report as one self-contained HTML file (inline style and SVG, no scripts, nothing
 /// fetched; the built-in template).
 pub fn html(c: &Campaign) -> String {
-    rendered(Templates::builtin().html(c))
+    html_with(c, &NoExtras)
+}
+
+/// The report as one self-contained HTML file, with the sections and charts of `extras`.
+pub fn html_with(c: &Campaign, extras: &dyn Extras) -> String {
+    rendered(Templates::builtin().html_with(c, extras))
 }

@@ -13,6 +13,7 @@
 mod banner;
 mod charts;
 mod compare;
+mod extras;
 mod findings;
 mod layout;
 mod template;
@@ -22,7 +23,8 @@ pub use compare::{
     compare_markdown, compare_markdown_with, compare_rows, compare_rows_with,
     interface_differences, Figures,
 };
-pub use layout::{csv_tables, html, markdown};
+pub use extras::{Chart, Extras, NoExtras};
+pub use layout::{csv_tables, csv_tables_with, html, html_with, markdown, markdown_with};
 pub use template::{TemplateError, Templates};
 
 use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
@@ -117,6 +119,12 @@ pub fn load_any(text: &str) -> Result<Campaign, LoadError> {
 
 /// Every table the campaign's results fill, in report order.
 pub fn tables(c: &Campaign) -> Vec<Table> {
+    tables_with(c, &NoExtras)
+}
+
+/// Every table the campaign's results fill, in report order, with the tables of the
+/// methods in `extras` after the built-in methods' sections.
+pub fn tables_with(c: &Campaign, extras: &dyn Extras) -> Vec<Table> {
     let mut out = vec![tables::campaign::tests(c)];
     out.extend(
         [
@@ -138,6 +146,7 @@ pub fn tables(c: &Campaign) -> Vec<Table> {
         .into_iter()
         .flatten(),
     );
+    out.extend(extras.tables(c));
     out.push(tables::campaign::compliance(c));
     out.push(tables::campaign::interfaces(c));
     out.extend(tables::nic::interfaces_report(c));

@@ -30,9 +30,10 @@ use model::results::campaign::Campaign;
 use super::banner::banner;
 use super::charts::{charts, section};
 use super::findings::findings;
-use super::tables;
+use super::{tables_with, Extras, NoExtras};
 use crate::table::{html_escape, md_escape};
 use crate::tables::campaign::status;
+use crate::tables::done;
 
 /// The templates a report is rendered with, by file name.
 pub(crate) const MARKDOWN: &str = "report.md";
@@ -138,7 +139,19 @@ impl Templates {
     /// # Errors
     /// The template fails while rendering (e.g. a filter given the wrong value).
     pub fn markdown(&self, c: &Campaign) -> Result<String, TemplateError> {
-        self.render(MARKDOWN, c)
+        self.render(MARKDOWN, c, &NoExtras)
+    }
+
+    /// The report as Markdown, with the sections of `extras`.
+    ///
+    /// # Errors
+    /// See [`Templates::markdown`].
+    pub fn markdown_with(
+        &self,
+        c: &Campaign,
+        extras: &dyn Extras,
+    ) -> Result<String, TemplateError> {
+        self.render(MARKDOWN, c, extras)
     }
 
     /// The report as one HTML file.
@@ -146,12 +159,25 @@ impl Templates {
     /// # Errors
     /// See [`Templates::markdown`].
     pub fn html(&self, c: &Campaign) -> Result<String, TemplateError> {
-        self.render(HTML, c)
+        self.render(HTML, c, &NoExtras)
     }
 
-    fn render(&self, name: &str, c: &Campaign) -> Result<String, TemplateError> {
+    /// The report as one HTML file, with the sections and charts of `extras`.
+    ///
+    /// # Errors
+    /// See [`Templates::markdown`].
+    pub fn html_with(&self, c: &Campaign, extras: &dyn Extras) -> Result<String, TemplateError> {
+        self.render(HTML, c, extras)
+    }
+
+    fn render(
+        &self,
+        name: &str,
+        c: &Campaign,
+        extras: &dyn Extras,
+    ) -> Result<String, TemplateError> {
         let t = self.env.get_template(name)?;
-        Ok(t.render(minijinja::value::Serde(context(c)))?)
+        Ok(t.render(minijinja::value::Serde(context(c, extras)))?)
     }
 }
 
@@ -242,9 +268,9 @@ fn line(s: &str) -> Value {
     Value::from_safe_string(s.strip_suffix('\n').unwrap_or(s).to_owned())
 }
 
-fn context(c: &Campaign) -> Context {
+fn context(c: &Campaign, extras: &dyn Extras) -> Context {
     let b = banner(c);
-    let found = findings(c);
+    let found = findings(c, extras);
     // Findings link tests as [tN](#tN); in HTML as anchors.
     let findings_html = found
         .iter()
@@ -260,19 +286,27 @@ fn context(c: &Campaign) -> Context {
         })
         .collect();
     // Each chart sits right after the table it illustrates; the others after the tables.
-    let mut all: Vec<Option<(String, String)>> = charts(c).into_iter().map(Some).collect();
-    let chart = |(caption, svg): (String, String)| Chart {
+    let mut all: Vec<Option<(Option<&str>, String, String)>> = charts(c)
+        .into_iter()
+        .map(|(caption, svg)| Some((section(&caption), caption, svg)))
+        .chain(
+            done(c)
+                .flat_map(|(t, r)| extras.charts(t, r))
+                .map(|x| Some((x.section, x.caption, x.svg))),
+        )
+        .collect();
+    let chart = |(_, caption, svg): (Option<&str>, String, String)| Chart {
         caption,
         svg: Value::from_safe_string(svg),
     };
-    let sections = tables(c)
+    let sections = tables_with(c, extras)
         .into_iter()
         .map(|t| {
             let empty = t.rows.is_empty();
             let mut mine = Vec::new();
             if !empty {
                 for slot in all.iter_mut() {
-                    if slot.as_ref().and_then(|(title, _)| section(title)) == Some(t.name) {
+                    if slot.as_ref().and_then(|(section, _, _)| *section) == Some(t.name) {
                         mine.extend(slot.take().map(chart));
                     }
                 }
