@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use campaign::methods::TestRequest;
-use campaign::plan::Commands;
+use campaign::plan::{CommandError, Commands};
 use campaign::request::{
     AnalyzeRequest, BlocksizeRequest, ClientRequest, Connect, FrameBackend, FrameProto,
     FrameRequest, FrerCompareRequest, GenRequest, IpFamily, LatencyRequest, MeshHost, MeshRequest,
@@ -93,7 +93,7 @@ pub fn client(a: &cli::ClientArgs) -> Result<ClientRequest, Error> {
         bytes_per_stream: amount.map(|b| b.div_ceil(u64::from(a.parallel.max(1)))),
         omit: a.omit.filter(|o| !o.is_zero()),
     };
-    spec.check().map_err(|e| usage(e.to_string()))?;
+    spec.check()?;
     if !a.interval.is_finite() || !(0.0..=86_400.0).contains(&a.interval) {
         return Err(usage(format!(
             "-i must be 0 or a number of seconds up to 86400, got {}",
@@ -138,7 +138,7 @@ pub fn mesh_host(text: &str, key_file: Option<&std::path::Path>) -> Result<MeshH
         Some(_) => return Err(usage(format!("'{text}': the name before = is empty"))),
         None => (None, text),
     };
-    let (host, port) = campaign::hosts::split_address(addr).map_err(usage)?;
+    let (host, port) = campaign::hosts::split_address(addr)?;
     Ok(MeshHost {
         name: name.unwrap_or(addr).to_owned(),
         server: Server {
@@ -176,7 +176,7 @@ pub fn mesh(a: &cli::MeshArgs) -> Result<MeshRequest, Error> {
         dscp: a.dscp,
         ..campaign::trials::base_spec(protocol)
     };
-    spec.check().map_err(|e| usage(e.to_string()))?;
+    spec.check()?;
     Ok(MeshRequest {
         hosts,
         spec,
@@ -200,7 +200,7 @@ pub fn sweep(a: &cli::SweepArgs) -> Result<SweepRequest, Error> {
         .and_then(|p| p.repeat(a.repeat))
         .and_then(|p| p.levels(levels))
         .and_then(|p| p.safety_margin(a.safety_margin))
-        .map_err(|e| usage(e.to_string()))?;
+        .map_err(Error::from)?;
     Ok(SweepRequest {
         server: server(&a.target),
         plan,
@@ -220,8 +220,7 @@ fn sweep_request(server: Server, o: &cli::SweepOptions) -> Result<BlocksizeReque
         .iter()
         .map(|&s| if netio && s == 32 * 1024 { 32_767 } else { s })
         .collect();
-    let plan = method::blocksize::BlocksizePlan::new(sizes.clone(), o.time)
-        .map_err(|e| usage(e.to_string()))?;
+    let plan = method::blocksize::BlocksizePlan::new(sizes.clone(), o.time).map_err(Error::from)?;
     Ok(BlocksizeRequest {
         server,
         plan,
@@ -548,27 +547,27 @@ fn first_line(e: &clap::Error) -> String {
 pub struct Parser;
 
 impl Commands for Parser {
-    fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
-        let cli = Cli::try_parse_from(argv).map_err(|e| first_line(&e))?;
+    fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError> {
+        let cli = Cli::try_parse_from(argv).map_err(|e| CommandError::Refused(first_line(&e)))?;
         match test(&cli.command) {
-            Some(r) => r.map_err(|e| e.to_string()),
-            None => Err(format!("`{}` is not a test", argv.join(" "))),
+            Some(r) => r.map_err(CommandError::from),
+            None => Err(CommandError::NotATest(argv.join(" "))),
         }
     }
 
-    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, String> {
+    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, CommandError> {
         let mut argv: Vec<String> = ["wirebench", "lab", "up", topology, "--dry-run"]
             .map(String::from)
             .to_vec();
         argv.extend(args.iter().cloned());
         match Cli::try_parse_from(&argv)
-            .map_err(|e| first_line(&e))?
+            .map_err(|e| CommandError::Refused(first_line(&e)))?
             .command
         {
             Command::Lab(cli::LabArgs {
                 command: cli::LabCommand::Up(a),
             }) => Ok(lab_up(&a)),
-            _ => Err("not `lab up`".into()),
+            _ => Err(CommandError::NotLabUp),
         }
     }
 }

@@ -11,7 +11,7 @@ use model::units::Fixed;
 use serde_json::json;
 
 use super::*;
-use crate::plan::{Commands, Plan};
+use crate::plan::{CommandError, Commands, Plan};
 use crate::verdicts::{evaluate, Outcome};
 use crate::{Error, Watch};
 
@@ -94,22 +94,23 @@ fn with_toy() -> Methods {
 struct ToyCommands;
 
 impl Commands for ToyCommands {
-    fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
+    fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError> {
+        let refused = |m: &str| CommandError::Refused(m.into());
         if argv.get(1).map(String::as_str) != Some("toy") {
-            return Err(format!("not a toy: {argv:?}"));
+            return Err(refused(&format!("not a toy: {argv:?}")));
         }
-        let host = argv.get(2).cloned().ok_or("no host")?;
+        let host = argv.get(2).cloned().ok_or_else(|| refused("no host"))?;
         let speed = argv
             .iter()
             .position(|a| a == "--speed")
             .and_then(|i| argv.get(i + 1))
-            .ok_or("no --speed")?;
-        let speed_bps = model::units::rate_bps(speed).map_err(|e| e.to_string())?;
+            .ok_or_else(|| refused("no --speed"))?;
+        let speed_bps = model::units::rate_bps(speed).map_err(|e| refused(&e.to_string()))?;
         Ok(TestRequest::new(&Toy, ToyRequest { host, speed_bps }))
     }
 
-    fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, String> {
-        Err("no labs".into())
+    fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, CommandError> {
+        Err(CommandError::Refused("no labs".into()))
     }
 
     fn methods(&self) -> Methods {
@@ -121,12 +122,12 @@ impl Commands for ToyCommands {
 struct Standard;
 
 impl Commands for Standard {
-    fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
+    fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError> {
         ToyCommands.test(argv)
     }
 
-    fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, String> {
-        Err("no labs".into())
+    fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, CommandError> {
+        Err(CommandError::Refused("no labs".into()))
     }
 }
 
@@ -200,7 +201,7 @@ fn a_toy_method_needs_only_its_module_and_one_line() {
     );
 
     // The standard list does not know it.
-    let e = Plan::parse(TOY_PLAN, &Standard).unwrap_err();
+    let e = Plan::parse(TOY_PLAN, &Standard).unwrap_err().to_string();
     assert!(e.contains("unknown kind 'toy'"), "{e}");
 
     let stop = Arc::new(AtomicBool::new(false));
