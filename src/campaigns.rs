@@ -51,7 +51,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let text =
         std::fs::read_to_string(&a.plan).map_err(|e| usage(format!("cannot read {shown}: {e}")))?;
     let commands = crate::requests::Parser;
-    let plan = Plan::parse(&text, &commands).map_err(|e| usage(format!("{shown}: {e}")))?;
+    let plan =
+        Plan::parse(&text, &commands).map_err(|e| campaign::Error::from(e).context(&shown))?;
     let mut run = Run {
         plan_file: shown.to_string(),
         out: a.out.clone(),

@@ -149,11 +149,15 @@ pub fn lab_error(e: lab::LabError) -> anyhow::Error {
     campaign::Error::from(e).into()
 }
 
-/// The exit code of an error: 2 for usage, 3 for a failed verdict, 1 for the rest.
+/// The exit code of an error: 3 for a failed verdict, 2 for what the campaign's error
+/// classes as usage ([`campaign::Error::is_usage`]), 1 for the rest.
 pub fn exit_code(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<VerdictFailed>().is_some() {
         3
-    } else if let Some(campaign::Error::Usage(_)) = e.downcast_ref::<campaign::Error>() {
+    } else if e
+        .downcast_ref::<campaign::Error>()
+        .is_some_and(campaign::Error::is_usage)
+    {
         2
     } else {
         1

@@ -269,7 +269,7 @@ pub fn ask(
 
 /// A request parsed from an [`Ask`], its rate checked against `max_rate`.
 fn request(ask: &Ask, cmds: &dyn Commands, max_rate: Option<f64>) -> Result<TestRequest, String> {
-    let req = cmds.test(&ask.argv)?;
+    let req = cmds.test(&ask.argv).map_err(|e| e.to_string())?;
     if let (Some(max), Some(c)) = (max_rate, req.get::<ClientRequest>()) {
         let total = c
             .spec
@@ -505,6 +505,7 @@ fn help(cfg: &Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::CommandError;
 
     fn cfg() -> Config {
         Config {
@@ -621,11 +622,14 @@ mod tests {
     struct NoCommands;
 
     impl Commands for NoCommands {
-        fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
-            Err(format!("not parsed here: {}", argv.join(" ")))
+        fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError> {
+            Err(CommandError::Refused(format!(
+                "not parsed here: {}",
+                argv.join(" ")
+            )))
         }
-        fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, String> {
-            Err("no labs".into())
+        fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, CommandError> {
+            Err(CommandError::Refused("no labs".into()))
         }
     }
 

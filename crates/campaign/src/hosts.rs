@@ -8,6 +8,43 @@
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
+/// Why a plan's hosts do not read or resolve. The message names the value as written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// A host name with a character tables and command lines cannot take, or empty.
+    #[error("host name '{0}': letters, digits and . - _ : [ ] only, not starting with -")]
+    BadName(String),
+    /// An address that is not `HOST[:PORT]` or `[IPV6]:PORT`.
+    #[error("'{0}' is not HOST[:PORT] (IPv6: [ADDR]:PORT)")]
+    BadAddress(String),
+    /// A `hosts_from` of another scheme than `dns:`.
+    #[error("hosts_from = '{0}': give dns:NAME[:PORT] (e.g. the DNS name of a Kubernetes headless Service)")]
+    NotDns(String),
+    /// A `hosts_from = "dns:..."` whose name and port do not read (the text after `dns:`).
+    #[error("hosts_from: '{0}' is not HOST[:PORT] (IPv6: [ADDR]:PORT)")]
+    BadDnsAddress(String),
+    /// The name of `hosts_from` does not resolve when the run starts.
+    #[error("hosts_from dns:{name}: {error}")]
+    Resolve {
+        /// The DNS name.
+        name: String,
+        /// What the resolver said.
+        error: std::io::Error,
+    },
+    /// The name of `hosts_from` resolves to no address.
+    #[error("hosts_from dns:{0}: no address")]
+    NoAddress(String),
+}
+
+impl HostError {
+    /// Whether the plan is at fault (a usage error) rather than the network at the time
+    /// of the run (DNS).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, Self::Resolve { .. } | Self::NoAddress(_))
+    }
+}
+
 /// One host of a plan: a wirebench server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanHost {
@@ -41,13 +78,11 @@ pub enum HostSource {
 /// starting with `-` (an address is a name).
 ///
 /// # Errors
-/// An empty name or one with another character.
-pub fn check_name(name: &str) -> Result<(), String> {
+/// [`HostError::BadName`]: an empty name or one with another character.
+pub fn check_name(name: &str) -> Result<(), HostError> {
     let ok = |c: char| c.is_ascii_alphanumeric() || ".-_:[]".contains(c);
     if name.is_empty() || name.starts_with('-') || !name.chars().all(ok) {
-        return Err(format!(
-            "host name '{name}': letters, digits and . - _ : [ ] only, not starting with -"
-        ));
+        return Err(HostError::BadName(name.to_owned()));
     }
     Ok(())
 }
@@ -64,9 +99,10 @@ pub(crate) fn address(host: &str, port: u16) -> String {
 /// `HOST[:PORT]`, `[IPV6]:PORT` or a bare IPv6 address; the port is 5301 when not given.
 ///
 /// # Errors
-/// An empty host, a port that is not a number, an unclosed bracket.
-pub fn split_address(text: &str) -> Result<(String, u16), String> {
-    let bad = || format!("'{text}' is not HOST[:PORT] (IPv6: [ADDR]:PORT)");
+/// [`HostError::BadAddress`]: an empty host, a port that is not a number, an unclosed
+/// bracket.
+pub fn split_address(text: &str) -> Result<(String, u16), HostError> {
+    let bad = || HostError::BadAddress(text.to_owned());
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
         let (h, tail) = rest.split_once(']').ok_or_else(bad)?;
         let port = match tail.strip_prefix(':') {
@@ -117,14 +153,14 @@ impl HostSource {
     /// `hosts_from`'s value: `dns:NAME[:PORT]`.
     ///
     /// # Errors
-    /// Another scheme, or a bad name or port.
-    pub fn parse_from(text: &str, key_file: Option<PathBuf>) -> Result<Self, String> {
+    /// [`HostError::NotDns`]: another scheme; [`HostError::BadDnsAddress`]: a bad name or
+    /// port.
+    pub fn parse_from(text: &str, key_file: Option<PathBuf>) -> Result<Self, HostError> {
         let Some(rest) = text.strip_prefix("dns:") else {
-            return Err(format!(
-                "hosts_from = '{text}': give dns:NAME[:PORT] (e.g. the DNS name of a Kubernetes headless Service)"
-            ));
+            return Err(HostError::NotDns(text.to_owned()));
         };
-        let (name, port) = split_address(rest).map_err(|e| format!("hosts_from: {e}"))?;
+        let (name, port) =
+            split_address(rest).map_err(|_| HostError::BadDnsAddress(rest.to_owned()))?;
         Ok(Self::Dns {
             name,
             port,
@@ -148,8 +184,9 @@ impl HostSource {
     /// The hosts now: the listed ones, or every address DNS gives for the name.
     ///
     /// # Errors
-    /// The name does not resolve, or to no address.
-    pub fn resolve(&self) -> Result<Vec<PlanHost>, String> {
+    /// [`HostError::Resolve`]: the name does not resolve; [`HostError::NoAddress`]: to no
+    /// address.
+    pub fn resolve(&self) -> Result<Vec<PlanHost>, HostError> {
         match self {
             Self::Listed(h) => Ok(h.clone()),
             Self::Dns {
@@ -157,12 +194,15 @@ impl HostSource {
                 port,
                 key_file,
             } => {
-                let addrs = (name.as_str(), *port)
-                    .to_socket_addrs()
-                    .map_err(|e| format!("hosts_from dns:{name}: {e}"))?;
+                let addrs = (name.as_str(), *port).to_socket_addrs().map_err(|error| {
+                    HostError::Resolve {
+                        name: name.clone(),
+                        error,
+                    }
+                })?;
                 let hosts = from_addresses(addrs, key_file.as_ref());
                 if hosts.is_empty() {
-                    return Err(format!("hosts_from dns:{name}: no address"));
+                    return Err(HostError::NoAddress(name.clone()));
                 }
                 Ok(hosts)
             }
@@ -248,14 +288,59 @@ mod test {
             }
         );
         let e = HostSource::parse_from("srv:agents", None).unwrap_err();
-        assert!(e.contains("dns:NAME"), "{e}");
-        assert!(HostSource::parse_from("dns:", None).is_err());
+        assert!(e.to_string().contains("dns:NAME"), "{e}");
+        assert!(
+            matches!(e, HostError::NotDns(ref t) if t == "srv:agents"),
+            "{e:?}"
+        );
+        assert!(matches!(
+            HostSource::parse_from("dns:", None),
+            Err(HostError::BadDnsAddress(ref t)) if t.is_empty()
+        ));
         // Before the run, DNS hosts are two stand-ins with the port and key.
         let s = HostSource::parse_from("dns:x:9", Some("/k".into()))
             .unwrap()
             .stand_in();
         assert_eq!(s.len(), 2);
         assert!(s.iter().all(|h| h.port == 9 && h.key_file.is_some()));
+    }
+
+    #[test]
+    fn each_problem_is_its_own_variant_with_the_message_and_class_it_had() {
+        let e = check_name("a b").unwrap_err();
+        assert!(
+            matches!(e, HostError::BadName(ref n) if n == "a b"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "host name 'a b': letters, digits and . - _ : [ ] only, not starting with -"
+        );
+        let e = split_address("h:port").unwrap_err();
+        assert!(
+            matches!(e, HostError::BadAddress(ref a) if a == "h:port"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "'h:port' is not HOST[:PORT] (IPv6: [ADDR]:PORT)"
+        );
+        let e = HostSource::parse_from("dns:h:x", None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "hosts_from: 'h:x' is not HOST[:PORT] (IPv6: [ADDR]:PORT)"
+        );
+        assert!(e.is_usage());
+        // DNS at the time of the run is no fault of the plan.
+        let e = HostError::NoAddress("agents.wb".into());
+        assert_eq!(e.to_string(), "hosts_from dns:agents.wb: no address");
+        assert!(!e.is_usage());
+        let e = HostError::Resolve {
+            name: "agents.wb".into(),
+            error: std::io::Error::other("lookup failed"),
+        };
+        assert_eq!(e.to_string(), "hosts_from dns:agents.wb: lookup failed");
+        assert!(!e.is_usage());
     }
 
     #[test]

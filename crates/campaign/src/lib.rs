@@ -11,6 +11,8 @@
 //!   `method` over the runners of [`trials`], labs through `lab`; a result document back;
 //! - [`frames`]: the frames of the raw-frame jobs from what the interfaces say;
 //! - [`plan`]: plans (TOML) checked as a whole before anything runs;
+//! - [`error`]: [`Error`], what a job or a run ends with (its class gives the binary's
+//!   exit code), and the errors of a plan and of a plan's command lines;
 //! - [`limits`]: a test's own latency limits as verdicts;
 //! - [`verdicts`]: thresholds against the one figure extractor of the results model;
 //! - [`target`]: what a plan runs against: a server of its own on loopback, a host, or a
@@ -26,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod demo;
+pub mod error;
 pub mod exporter;
 pub mod frames;
 pub mod hosts;
@@ -39,65 +42,8 @@ pub mod target;
 pub mod trials;
 pub mod verdicts;
 
+pub use error::Error;
 use model::results::IntervalRow;
-
-/// Why a job or a run did not give a result.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// What was asked cannot be done as asked: a bad value, a missing interface or lab,
-    /// no root where root is needed (the binary's exit code 2).
-    #[error("{0}")]
-    Usage(String),
-    /// The test could not run: a connection, the server, a socket, a lab command (exit
-    /// code 1).
-    #[error("{0}")]
-    Failed(String),
-    /// It was asked to stop (Ctrl-C) before it ended.
-    #[error("interrupted")]
-    Interrupted,
-}
-
-impl Error {
-    /// The same error with `what` in front of its message.
-    pub fn context(self, what: impl std::fmt::Display) -> Self {
-        match self {
-            Error::Usage(m) => Error::Usage(format!("{what}: {m}")),
-            Error::Failed(m) => Error::Failed(format!("{what}: {m}")),
-            Error::Interrupted => Error::Interrupted,
-        }
-    }
-}
-
-impl From<control::ProtoError> for Error {
-    fn from(e: control::ProtoError) -> Self {
-        match e {
-            control::ProtoError::Interrupted => Error::Interrupted,
-            e => Error::Failed(e.to_string()),
-        }
-    }
-}
-
-impl From<lab::LabError> for Error {
-    fn from(e: lab::LabError) -> Self {
-        match e {
-            lab::LabError::Command { .. } => Error::Failed(e.to_string()),
-            other => Error::Usage(other.to_string()),
-        }
-    }
-}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::Failed(e.to_string())
-    }
-}
-
-impl From<method::PlanError> for Error {
-    fn from(e: method::PlanError) -> Self {
-        Error::Usage(e.to_string())
-    }
-}
 
 /// A usage error.
 pub(crate) fn usage(msg: impl Into<String>) -> Error {

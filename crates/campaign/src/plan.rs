@@ -43,6 +43,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use crate::error::{CommandError, PlanError, PlanErrorKind};
 use crate::hosts::{HostSource, PlanHost};
 use crate::methods::{Argv, Hosts, Methods, Registered, TestRequest};
 use crate::target::{Context, Target};
@@ -54,14 +55,15 @@ pub trait Commands {
     /// A test's whole command line (`wirebench client HOST -p N -t 2 -J`) as its request.
     ///
     /// # Errors
-    /// The first line of what the parser says about it.
-    fn test(&self, argv: &[String]) -> Result<TestRequest, String>;
+    /// [`CommandError::Refused`] with the first line of what the parser says about it, or
+    /// why the request it makes cannot run.
+    fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError>;
 
     /// `lab up TOPOLOGY ARGS` as what it builds.
     ///
     /// # Errors
-    /// The first line of what the parser says about it.
-    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, String>;
+    /// [`CommandError::Refused`] with the first line of what the parser says about it.
+    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, CommandError>;
 
     /// The methods whose kinds tests may name: the standard ones.
     fn methods(&self) -> Methods {
@@ -243,29 +245,27 @@ fn line_of(text: &str, span: Range<usize>) -> usize {
 }
 
 /// `lab up` flags, checked by the lab command's own parser.
-fn own_lab(topology: &str, text: Option<&str>, cmds: &dyn Commands) -> Result<OwnLab, String> {
-    let args = shlex::split(text.unwrap_or("")).ok_or("lab_args has an unclosed quote")?;
-    let request = cmds
-        .lab(topology, &args)
-        .map_err(|e| format!("lab_args: {e}"))?;
+fn own_lab(
+    topology: &str,
+    text: Option<&str>,
+    cmds: &dyn Commands,
+) -> Result<OwnLab, PlanErrorKind> {
+    let args = shlex::split(text.unwrap_or("")).ok_or(PlanErrorKind::LabArgsUnclosed)?;
+    let request = cmds.lab(topology, &args).map_err(PlanErrorKind::LabArgs)?;
     Ok(OwnLab { request, args })
 }
 
-fn target(t: TargetToml, tline: usize, cmds: &dyn Commands) -> Result<Target, String> {
+/// The `[target]` table (the error without its line).
+fn target(t: TargetToml, cmds: &dyn Commands) -> Result<Target, PlanErrorKind> {
     let given = [t.lab.is_some(), t.host.is_some(), t.loopback == Some(true)];
     if given.iter().filter(|g| **g).count() != 1 {
-        return Err(format!(
-            "line {tline}: [target] needs exactly one of lab, host or loopback = true"
-        ));
+        return Err(PlanErrorKind::TargetNotOne);
     }
     if let Some(topology) = t.lab {
         if t.tx.is_some() || t.rx.is_some() || t.port.is_some() {
-            return Err(format!(
-                "line {tline}: [target] tx, rx and port belong to a host target; a lab has its own"
-            ));
+            return Err(PlanErrorKind::HostFieldsOnLab);
         }
-        let own = own_lab(&topology, t.lab_args.as_deref(), cmds)
-            .map_err(|e| format!("line {tline}: {e}"))?;
+        let own = own_lab(&topology, t.lab_args.as_deref(), cmds)?;
         return Ok(Target::Lab {
             request: own.request,
             args: own.args,
@@ -273,10 +273,10 @@ fn target(t: TargetToml, tline: usize, cmds: &dyn Commands) -> Result<Target, St
     }
     if let Some(host) = t.host {
         if t.lab_args.is_some() {
-            return Err(format!("line {tline}: lab_args belongs to a lab target"));
+            return Err(PlanErrorKind::LabArgsOnHost);
         }
         if t.tx.is_some() != t.rx.is_some() {
-            return Err(format!("line {tline}: give both tx and rx, or neither"));
+            return Err(PlanErrorKind::TxWithoutRx);
         }
         return Ok(Target::Host {
             host,
@@ -286,9 +286,7 @@ fn target(t: TargetToml, tline: usize, cmds: &dyn Commands) -> Result<Target, St
         });
     }
     if t.lab_args.is_some() || t.tx.is_some() || t.rx.is_some() {
-        return Err(format!(
-            "line {tline}: a loopback target takes no lab_args, tx or rx"
-        ));
+        return Err(PlanErrorKind::LoopbackFields);
     }
     Ok(Target::Loopback)
 }
@@ -299,20 +297,18 @@ fn host_source(
     key_file: Option<String>,
     listed: Vec<Spanned<HostToml>>,
     at: &dyn Fn(Range<usize>) -> usize,
-) -> Result<Option<HostSource>, String> {
+) -> Result<Option<HostSource>, PlanError> {
     if let Some(from) = from {
         let line = at(from.span());
         if !listed.is_empty() {
-            return Err(format!(
-                "line {line}: give hosts_from or [[host]] entries, not both"
-            ));
+            return Err(PlanError::at(line, PlanErrorKind::HostsTwice));
         }
         return HostSource::parse_from(from.get_ref(), key_file.map(Into::into))
             .map(Some)
-            .map_err(|e| format!("line {line}: {e}"));
+            .map_err(|e| PlanError::at(line, PlanErrorKind::Host(e)));
     }
     if key_file.is_some() {
-        return Err("hosts_key_file belongs to hosts_from; a [[host]] has its own key_file".into());
+        return Err(PlanErrorKind::KeyFileWithoutHostsFrom.into());
     }
     if listed.is_empty() {
         return Ok(None);
@@ -321,17 +317,22 @@ fn host_source(
     for h in listed {
         let line = at(h.span());
         let h = h.into_inner();
-        crate::hosts::check_name(&h.name).map_err(|e| format!("line {line}: {e}"))?;
+        let at_line = |kind| PlanError::at(line, kind);
+        crate::hosts::check_name(&h.name).map_err(|e| at_line(PlanErrorKind::Host(e)))?;
         if hosts.iter().any(|o| o.name == h.name) {
-            return Err(format!("line {line}: two hosts are named '{}'", h.name));
+            return Err(at_line(PlanErrorKind::DuplicateHost(h.name)));
         }
-        let (host, port) = crate::hosts::split_address(&h.address)
-            .map_err(|e| format!("line {line}: host '{}': address {e}", h.name))?;
+        let (host, port) = crate::hosts::split_address(&h.address).map_err(|error| {
+            at_line(PlanErrorKind::HostAddress {
+                host: h.name.clone(),
+                error,
+            })
+        })?;
         if let Some(o) = hosts.iter().find(|o| o.host == host && o.port == port) {
-            return Err(format!(
-                "line {line}: hosts '{}' and '{}' have one address",
-                o.name, h.name
-            ));
+            return Err(at_line(PlanErrorKind::SharedAddress {
+                first: o.name.clone(),
+                second: h.name,
+            }));
         }
         hosts.push(PlanHost {
             name: h.name,
@@ -347,63 +348,67 @@ impl Plan {
     /// Parses and checks a plan; `cmds` reads each test's flags and each `lab_args`.
     ///
     /// # Errors
-    /// The first problem, with its line: TOML syntax, an unknown key, an unknown test kind
-    /// or metric, a flag the command refuses, a value in the wrong unit, a missing target.
-    pub fn parse(text: &str, cmds: &dyn Commands) -> Result<Self, String> {
-        let p: PlanToml = toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
+    /// The first problem, with its line ([`PlanError::line`]): TOML syntax, an unknown key,
+    /// an unknown test kind or metric, a flag the command refuses, a value in the wrong
+    /// unit, a missing target.
+    pub fn parse(text: &str, cmds: &dyn Commands) -> Result<Self, PlanError> {
+        let p: PlanToml = toml::from_str(text).map_err(PlanErrorKind::Toml)?;
         let at = |span: Range<usize>| line_of(text, span);
         let header = p.plan.unwrap_or_default();
         let hosts = host_source(p.hosts_from, p.hosts_key_file, p.host, &at)?;
         let target = match p.target {
             Some(t) => {
                 let tline = at(t.span());
-                target(t.into_inner(), tline, cmds)?
+                target(t.into_inner(), cmds).map_err(|e| PlanError::at(tline, e))?
             }
             None if hosts.is_some() => Target::Hosts,
-            None => return Err(
-                "the plan has no [target]: give lab = \"TOPOLOGY\", host = \"ADDRESS\" or loopback = true (or [[host]] entries that every test names)"
-                    .into(),
-            ),
+            None => return Err(PlanErrorKind::NoTarget.into()),
         };
         if p.test.is_empty() {
-            return Err("the plan has no [[test]]".into());
+            return Err(PlanErrorKind::NoTests.into());
         }
         let stand_in_hosts = hosts.as_ref().map(HostSource::stand_in).unwrap_or_default();
         let mut tests: Vec<PlanTest> = Vec::new();
         for (i, tt) in p.test.into_iter().enumerate() {
             let line = at(tt.kind.span());
             let kind = Kind::parse(tt.kind.get_ref(), cmds.methods()).ok_or_else(|| {
-                format!(
-                    "line {line}: test {}: unknown kind '{}' (kinds: {})",
-                    i + 1,
-                    tt.kind.get_ref(),
-                    cmds.methods().kinds()
+                PlanError::at(
+                    line,
+                    PlanErrorKind::UnknownKind {
+                        number: i + 1,
+                        kind: tt.kind.get_ref().clone(),
+                        kinds: cmds.methods().kinds(),
+                    },
                 )
             })?;
             let name = tt
                 .name
                 .unwrap_or_else(|| format!("{} {}", kind.name(), i + 1));
             if tests.iter().any(|o| o.name == name) {
-                return Err(format!("line {line}: two tests are named '{name}'"));
+                return Err(PlanError::at(line, PlanErrorKind::DuplicateTest(name)));
             }
             let (args, aline) = match &tt.args {
                 Some(a) => {
                     let aline = at(a.span());
                     let args = shlex::split(a.get_ref()).ok_or_else(|| {
-                        format!("line {aline}: test '{name}': args has an unclosed quote")
+                        PlanError::in_test(aline, &name, PlanErrorKind::ArgsUnclosed)
                     })?;
                     (args, aline)
                 }
                 None => (vec![], line),
             };
             if tt.lab_args.is_some() && tt.lab.is_none() {
-                return Err(format!("line {line}: test '{name}': lab_args without lab"));
+                return Err(PlanError::in_test(
+                    line,
+                    name,
+                    PlanErrorKind::LabArgsWithoutLab,
+                ));
             }
             let lab = tt
                 .lab
                 .map(|topology| own_lab(&topology, tt.lab_args.as_deref(), cmds))
                 .transpose()
-                .map_err(|e| format!("line {line}: test '{name}': {e}"))?;
+                .map_err(|e| PlanError::in_test(line, &name, e))?;
             let test = PlanTest {
                 name,
                 kind,
@@ -414,22 +419,24 @@ impl Plan {
                 line,
             };
             test.check_hosts(hosts.as_ref(), &target)
-                .map_err(|e| format!("line {line}: test '{}': {e}", test.name))?;
+                .map_err(|e| PlanError::in_test(line, &test.name, e))?;
             // The command's own parser checks the flags, with a stand-in target.
             let stand_in = test.target(&target);
             let mut ctx = Context::stand_in(&stand_in);
             ctx.hosts.clone_from(&stand_in_hosts);
             cmds.test(&test.argv(&ctx))
-                .map_err(|e| format!("line {aline}: test '{}': {e}", test.name))?;
+                .map_err(|e| PlanError::in_test(aline, &test.name, PlanErrorKind::Command(e)))?;
             let own_target = test.hosts.is_none() || test.kind.hosts(&test.args) == Hosts::Many;
             if own_target
                 && matches!(stand_in, Target::Loopback)
                 && test.kind.needs_root(&test.args)
             {
-                return Err(format!(
-                    "line {line}: test '{}': {} needs raw ports or a lab, not a loopback target",
+                return Err(PlanError::in_test(
+                    line,
                     test.name,
-                    test.kind.name()
+                    PlanErrorKind::NeedsRawPorts {
+                        kind: test.kind.name(),
+                    },
                 ));
             }
             tests.push(test);
@@ -438,29 +445,31 @@ impl Plan {
         for th in p.threshold {
             let line = at(th.metric.span());
             let metric = Metric::parse(th.metric.get_ref(), cmds.methods()).ok_or_else(|| {
-                format!(
-                    "line {line}: unknown metric '{}' (metrics: {})",
-                    th.metric.get_ref(),
-                    cmds.methods().threshold_names()
+                PlanError::at(
+                    line,
+                    PlanErrorKind::UnknownMetric {
+                        metric: th.metric.get_ref().clone(),
+                        metrics: cmds.methods().threshold_names(),
+                    },
                 )
             })?;
             if let Some(name) = &th.test {
                 if !tests.iter().any(|t| &t.name == name) {
-                    return Err(format!("line {line}: threshold names no test '{name}'"));
+                    return Err(PlanError::at(line, PlanErrorKind::NoSuchTest(name.clone())));
                 }
             }
-            let bound = |b: &Option<Spanned<String>>, key: &str| {
+            let bound = |b: &Option<Spanned<String>>, key: &'static str| {
                 b.as_ref()
                     .map(|v| {
-                        metric
-                            .value(v.get_ref())
-                            .map_err(|e| format!("line {}: threshold {key}: {e}", at(v.span())))
+                        metric.value(v.get_ref()).map_err(|error| {
+                            PlanError::at(at(v.span()), PlanErrorKind::Bound { key, error })
+                        })
                     })
                     .transpose()
             };
             let (min, max) = (bound(&th.min, "min")?, bound(&th.max, "max")?);
             if min.is_none() && max.is_none() {
-                return Err(format!("line {line}: a threshold needs min or max"));
+                return Err(PlanError::at(line, PlanErrorKind::NoBound));
             }
             thresholds.push(Threshold {
                 test: th.test,
@@ -497,26 +506,22 @@ impl Plan {
 impl PlanTest {
     /// Checks the hosts the test names against the plan's (and `parallel`): a server test
     /// names one, a mesh two or more (or takes them all) that share one key file.
-    fn check_hosts(&self, plan: Option<&HostSource>, target: &Target) -> Result<(), String> {
+    fn check_hosts(&self, plan: Option<&HostSource>, target: &Target) -> Result<(), PlanErrorKind> {
         let mesh = self.kind.hosts(&self.args) == Hosts::Many;
         if self.parallel.is_some() && !mesh {
-            return Err("parallel belongs to a mesh".into());
+            return Err(PlanErrorKind::ParallelNotMesh);
         }
         if self.parallel == Some(0) {
-            return Err("parallel = 0: a mesh runs at least one pair at a time".into());
+            return Err(PlanErrorKind::ParallelZero);
         }
         let listed = match plan {
             Some(HostSource::Listed(h)) => Some(h.as_slice()),
             _ => None,
         };
         let chosen: Vec<&PlanHost> = match (&self.hosts, plan) {
-            (Some(_), _) if self.lab.is_some() => {
-                return Err("a test with a lab of its own names no hosts".into())
-            }
-            (Some(_), None) => return Err("hosts: the plan has no [[host]]".into()),
-            (Some(_), Some(HostSource::Dns { .. })) => {
-                return Err("hosts: hosts from DNS have no names before the run; a mesh takes them all (give no hosts)".into())
-            }
+            (Some(_), _) if self.lab.is_some() => return Err(PlanErrorKind::HostsWithOwnLab),
+            (Some(_), None) => return Err(PlanErrorKind::NoPlanHosts),
+            (Some(_), Some(HostSource::Dns { .. })) => return Err(PlanErrorKind::NamedDnsHosts),
             (Some(names), Some(_)) => {
                 let all = listed.unwrap_or_default();
                 let mut chosen = Vec::new();
@@ -524,17 +529,15 @@ impl PlanTest {
                     let h = all
                         .iter()
                         .find(|h| &h.name == n)
-                        .ok_or_else(|| format!("hosts: the plan has no host '{n}'"))?;
+                        .ok_or_else(|| PlanErrorKind::UnknownHost(n.clone()))?;
                     if chosen.iter().any(|c: &&PlanHost| c.name == *n) {
-                        return Err(format!("hosts: '{n}' twice"));
+                        return Err(PlanErrorKind::HostNamedTwice(n.clone()));
                     }
                     chosen.push(h);
                 }
                 chosen
             }
-            (None, _) if mesh && plan.is_none() => {
-                return Err("a mesh needs the plan's hosts ([[host]] entries or hosts_from)".into())
-            }
+            (None, _) if mesh && plan.is_none() => return Err(PlanErrorKind::MeshWithoutPlanHosts),
             (None, _) if mesh => listed.unwrap_or_default().iter().collect(),
             // Without a target, a test that talks to a server names one; the others use
             // their own ports or labs.
@@ -543,21 +546,16 @@ impl PlanTest {
                     && self.lab.is_none()
                     && self.kind.hosts(&self.args) == Hosts::One =>
             {
-                return Err(
-                    "the plan has no [target]: name the host it runs against (hosts = [\"NAME\"])"
-                        .into(),
-                )
+                return Err(PlanErrorKind::NoHostNamed)
             }
             (None, _) => return Ok(()),
         };
         if mesh {
             if self.lab.is_some() {
-                return Err(
-                    "a mesh runs between the plan's hosts: it has no lab of its own".into(),
-                );
+                return Err(PlanErrorKind::MeshWithOwnLab);
             }
             if listed.is_some() && chosen.len() < 2 {
-                return Err("a mesh needs at least two hosts".into());
+                return Err(PlanErrorKind::MeshTooFewHosts);
             }
             // Servers that run third-party tests have a key, and prove it to each other.
             let keyless = match plan {
@@ -565,22 +563,23 @@ impl PlanTest {
                 _ => chosen.iter().any(|h| h.key_file.is_none()),
             };
             if keyless {
-                return Err("a mesh needs the hosts' key (key_file, or hosts_key_file with hosts_from): servers run tests toward each other only with --auth-key-file".into());
+                return Err(PlanErrorKind::MeshKeyless);
             }
             if chosen.windows(2).any(|w| w[0].key_file != w[1].key_file) {
-                return Err("the hosts of a mesh need one key_file: each source authenticates to its destination with its own key".into());
+                return Err(PlanErrorKind::MeshKeysDiffer);
             }
             return Ok(());
         }
         if self.kind.hosts(&self.args) != Hosts::One {
-            return Err(format!("a {} test names no hosts", self.kind.name()));
+            return Err(PlanErrorKind::NamesNoHosts {
+                kind: self.kind.name(),
+            });
         }
         if chosen.len() != 1 {
-            return Err(format!(
-                "hosts: a {} test runs against one host, not {}",
-                self.kind.name(),
-                chosen.len()
-            ));
+            return Err(PlanErrorKind::NotOneHost {
+                kind: self.kind.name(),
+                count: chosen.len(),
+            });
         }
         Ok(())
     }

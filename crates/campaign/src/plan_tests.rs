@@ -10,9 +10,9 @@ use model::results::{RunResult, Summary};
 struct Fake;
 
 impl Commands for Fake {
-    fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
+    fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError> {
         if let Some(bad) = argv.iter().find(|a| a.as_str() == "fast") {
-            return Err(format!("invalid value '{bad}'"));
+            return Err(CommandError::Refused(format!("invalid value '{bad}'")));
         }
         let client = &crate::methods::client::Client;
         Ok(TestRequest::new(
@@ -36,11 +36,11 @@ impl Commands for Fake {
         ))
     }
 
-    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, String> {
+    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, CommandError> {
         match args {
             [] => {}
             [flag, _] if flag == "--path-a" => {}
-            _ => return Err(format!("unexpected {args:?}")),
+            _ => return Err(CommandError::Refused(format!("unexpected {args:?}"))),
         }
         Ok(lab::topology::Request {
             topology: topology.into(),
@@ -169,7 +169,7 @@ fn bad_plans_name_the_field_and_line() {
         ),
     ];
     for (text, want) in cases {
-        let e = Plan::parse(text, &Fake).unwrap_err();
+        let e = Plan::parse(text, &Fake).unwrap_err().to_string();
         assert!(e.contains(want), "{text:?}: {e}");
     }
 }
@@ -347,7 +347,7 @@ fn bad_hosts_name_the_test_and_line() {
         ),
     ];
     for (text, want) in &cases {
-        let e = Plan::parse(text, &Fake).unwrap_err();
+        let e = Plan::parse(text, &Fake).unwrap_err().to_string();
         assert!(e.contains(want), "{text:?}: {e}");
     }
 }
@@ -401,4 +401,62 @@ fn thresholds_become_verdicts_and_missing_figures_fail() {
     );
     assert_eq!(v[0].name, "latency_p999 (line 25)");
     assert!(!v[0].passed && v[0].detail.starts_with("no test measured it"));
+}
+
+#[test]
+fn a_plan_error_is_typed_with_its_line_and_test() {
+    let parse = |text: &str| Plan::parse(text, &Fake).unwrap_err();
+    let e = parse("[target]\nloopback = true\n[[test]]\nkind = \"client\"\nargs = \"-b fast\"\n");
+    assert_eq!((e.line(), e.test()), (Some(5), Some("client 1")));
+    assert!(
+        matches!(e.kind(), PlanErrorKind::Command(CommandError::Refused(m)) if m == "invalid value 'fast'"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 5: test 'client 1': invalid value 'fast'"
+    );
+    let e = parse("[target]\nloopback = true\n[[test]]\nkind = \"iperf\"\n");
+    assert_eq!((e.line(), e.test()), (Some(4), None));
+    assert!(
+        matches!(e.kind(), PlanErrorKind::UnknownKind { number: 1, kind, .. } if kind == "iperf"),
+        "{e:?}"
+    );
+    let e = parse("[target]\nloopback = true\n[[test]]\nkind = \"client\"\n[[threshold]]\nmetric = \"latency_p999\"\nmax = \"300\"\n");
+    assert!(
+        matches!(
+            e.kind(),
+            PlanErrorKind::Bound {
+                key: "max",
+                error: model::units::UnitError::NotATime(_)
+            }
+        ),
+        "{e:?}"
+    );
+    let e = parse("[target]\nloopback = true\n");
+    assert!(matches!(e.kind(), PlanErrorKind::NoTests), "{e:?}");
+    assert_eq!(e.line(), None);
+    let e = parse("[target]\nloopback = true\n[[test]]\nkind = \"client\"\ncolour = 1\n");
+    assert!(matches!(e.kind(), PlanErrorKind::Toml(_)), "{e:?}");
+    // A host's bad name and address keep the host error.
+    let e = parse("[[host]]\nname = \"a b\"\naddress = \"x\"\n[[test]]\nkind = \"mesh\"\n");
+    assert!(
+        matches!(e.kind(), PlanErrorKind::Host(crate::hosts::HostError::BadName(n)) if n == "a b"),
+        "{e:?}"
+    );
+    let e = parse("[[host]]\nname = \"a\"\naddress = \"x:y\"\n[[test]]\nkind = \"mesh\"\n");
+    assert!(
+        matches!(
+            e.kind(),
+            PlanErrorKind::HostAddress { host, error: crate::hosts::HostError::BadAddress(a) }
+                if host == "a" && a == "x:y"
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 1: host 'a': address 'x:y' is not HOST[:PORT] (IPv6: [ADDR]:PORT)"
+    );
+    // Every plan error is a usage error (exit code 2).
+    assert!(crate::Error::from(e).is_usage());
 }

@@ -185,7 +185,7 @@ impl Run<'_> {
                 campaign.stopped = Some(format!("the plan's hosts could not be found: {e}"));
                 campaign.finished_at = Some(engine::env::now_rfc3339());
                 write_results(&self.out, &campaign)?;
-                return Err(Error::Failed(e));
+                return Err(e.into());
             }
         };
         let setup = match Setup::new(&plan.target, &self.lab_name) {
@@ -270,11 +270,15 @@ impl Run<'_> {
         let started = engine::clock::RealClock::new();
         let ns = on_talker.then(|| setup.client_ns()).flatten();
         let stop = &self.stop;
-        let outcome = self.commands.test(&argv).map_err(usage).and_then(|req| {
-            engine::frameio::in_netns(ns.as_deref(), || {
-                crate::methods::run(&req, &mut Quiet, stop)
-            })?
-        });
+        let outcome = self
+            .commands
+            .test(&argv)
+            .map_err(Error::from)
+            .and_then(|req| {
+                engine::frameio::in_netns(ns.as_deref(), || {
+                    crate::methods::run(&req, &mut Quiet, stop)
+                })?
+            });
         entry.duration_s = started.mono().as_secs_f64();
         if let (Some(before), Some(lab)) = (&before, setup.lab()) {
             if let Some(after) = relays_settled(lab) {

@@ -5,6 +5,7 @@
 
 use model::results::figures::Unit;
 use model::results::{RunResult, Verdict};
+use model::units::UnitError;
 
 use crate::methods::Methods;
 
@@ -41,8 +42,8 @@ impl Metric {
     ///
     /// # Errors
     /// A value not in the unit (`300` for a latency, which needs `300us`).
-    pub fn value(self, s: &str) -> Result<f64, String> {
-        self.unit.parse(s).map_err(|e| e.to_string())
+    pub fn value(self, s: &str) -> Result<f64, UnitError> {
+        self.unit.parse(s)
     }
 
     fn show(self, v: f64) -> String {

@@ -6,7 +6,7 @@
 
 use campaign::methods::args::{backend, frame};
 use campaign::methods::{Methods, TestRequest};
-use campaign::plan::Commands;
+use campaign::plan::{CommandError, Commands};
 use campaign::request::{AnalyzeRequest, GenRequest};
 use campaign::Error;
 use clap::{CommandFactory as _, Parser as _};
@@ -120,29 +120,29 @@ fn first_line(e: &clap::Error) -> String {
 pub struct Parser;
 
 impl Commands for Parser {
-    fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
+    fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError> {
         let matches = Cli::command()
             .try_get_matches_from(argv)
-            .map_err(|e| first_line(&e))?;
+            .map_err(|e| CommandError::Refused(first_line(&e)))?;
         match test(&matches) {
-            Some(r) => r.map_err(|e| e.to_string()),
-            None => Err(format!("`{}` is not a test", argv.join(" "))),
+            Some(r) => r.map_err(CommandError::from),
+            None => Err(CommandError::NotATest(argv.join(" "))),
         }
     }
 
-    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, String> {
+    fn lab(&self, topology: &str, args: &[String]) -> Result<lab::topology::Request, CommandError> {
         let mut argv: Vec<String> = ["wirebench", "lab", "up", topology, "--dry-run"]
             .map(String::from)
             .to_vec();
         argv.extend(args.iter().cloned());
         match Cli::try_parse_from(&argv)
-            .map_err(|e| first_line(&e))?
+            .map_err(|e| CommandError::Refused(first_line(&e)))?
             .command
         {
             Command::Lab(cli::LabArgs {
                 command: cli::LabCommand::Up(a),
             }) => Ok(lab_up(&a)),
-            _ => Err("not `lab up`".into()),
+            _ => Err(CommandError::NotLabUp),
         }
     }
 }
@@ -179,7 +179,10 @@ mod test {
         );
         let req = Parser.test(&argv("wirebench frer compare -t 1")).unwrap();
         assert_eq!(req.kind(), "frer-compare");
-        let e = Parser.test(&argv("wirebench lab status")).unwrap_err();
+        let e = Parser
+            .test(&argv("wirebench lab status"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is not a test"), "{e}");
         let m = Cli::command()
             .try_get_matches_from(argv("wirebench sweep h --from 1M --to 2M --step 1M -J"))

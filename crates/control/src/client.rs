@@ -272,9 +272,9 @@ impl Session {
         interval: Option<Duration>,
         mut on_interval: impl FnMut(&IntervalSample),
     ) -> Result<TestOutcome, ProtoError> {
-        spec.validate().map_err(|m| ProtoError::Refused {
+        spec.check().map_err(|e| ProtoError::Refused {
             code: crate::messages::ErrorCode::BadRequest,
-            message: m,
+            message: e.to_string(),
         })?;
         let one_way = (self.same_host || spec.synced_clocks) && !self.force_round_trip;
         let interval_ms = interval

@@ -6,7 +6,7 @@
 //! Pure: no socket, no clock, no counters. Whether the server has room for a test now
 //! (tests running, per address, memory in use) is [`crate::session`]'s.
 
-use model::spec::{EchoSpec, TestSpec};
+use model::spec::{EchoSpec, SpecError, TestSpec};
 
 use crate::messages::Limits;
 use crate::streams;
@@ -30,7 +30,7 @@ pub fn test_memory(spec: &TestSpec) -> u64 {
 pub enum LimitError {
     /// The request itself is invalid (the spec's own check).
     #[error("{0}")]
-    Invalid(String),
+    Invalid(SpecError),
     /// Longer than `--max-duration` (warm-up included), seconds.
     #[error("duration {secs:.1} s exceeds this server's --max-duration of {max:.1} s")]
     Duration {
@@ -108,7 +108,7 @@ pub enum LimitError {
 /// # Errors
 /// The first limit the request exceeds, or why it is invalid.
 pub fn check_limits(spec: &TestSpec, limits: &Limits) -> Result<(), LimitError> {
-    spec.validate().map_err(LimitError::Invalid)?;
+    spec.check().map_err(LimitError::Invalid)?;
     let secs = spec.total_duration().as_secs_f64();
     if secs > limits.max_duration_s {
         return Err(LimitError::Duration {

@@ -333,7 +333,7 @@ fn is_timeout(e: &io::Error) -> bool {
 }
 
 fn emit_header(h: &TestHeaderRepr, buf: &mut [u8]) {
-    // The buffer is always at least HEADER_LEN long (checked by TestSpec::validate).
+    // The buffer is always at least HEADER_LEN long (checked by TestSpec::check).
     let mut view = testhdr::TestHeader::new_unchecked(&mut buf[..testhdr::HEADER_LEN]);
     h.emit(&mut view);
 }

@@ -121,7 +121,7 @@ pub fn mesh(
         return Err(usage("a mesh needs at least two hosts"));
     }
     for (i, h) in req.hosts.iter().enumerate() {
-        crate::hosts::check_name(&h.name).map_err(usage)?;
+        crate::hosts::check_name(&h.name)?;
         if req.hosts[..i].iter().any(|o| o.name == h.name) {
             return Err(usage(format!(
                 "two hosts of the mesh are named '{}'",
@@ -138,7 +138,7 @@ pub fn mesh(
             )));
         }
     }
-    req.spec.validate().map_err(usage)?;
+    req.spec.check()?;
     let mut schedule = MeshSchedule::new(n, req.parallel);
     let mut cells: Vec<Option<MeshCell>> = vec![None; n * n];
     let mut boot_ids: Vec<Option<String>> = vec![None; n];

@@ -68,7 +68,7 @@ pub fn rrul(
         len: TestSpec::DEFAULT_TCP_LEN,
         ..base_spec(Protocol::Tcp)
     };
-    spec.validate().map_err(usage)?;
+    spec.check()?;
     let mut cfg = client_config(&req.server)?;
     cfg.stop = Some(Arc::clone(stop));
     let server = cfg.server;

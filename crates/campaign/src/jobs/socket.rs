@@ -42,7 +42,7 @@ pub fn client(
     cfg.force_round_trip = req.round_trip;
     cfg.stop = Some(Arc::clone(stop));
     let spec = &req.spec;
-    spec.validate().map_err(usage)?;
+    spec.check()?;
     if req.iperf3 {
         return iperf3_client(req, &cfg, watch, stop, false);
     }
@@ -54,8 +54,9 @@ pub fn client(
                 cfg.server
             ));
             return iperf3_client(req, &cfg, watch, stop, true).map_err(|e| match e {
-                Error::Failed(m) => Error::Failed(format!(
-                    "{m} (an `iperf3 -s -1` spends its one test on the dialect probe: give --iperf3)"
+                Error::Interrupted => e,
+                e if !e.is_usage() => Error::Failed(format!(
+                    "{e} (an `iperf3 -s -1` spends its one test on the dialect probe: give --iperf3)"
                 )),
                 other => other,
             });
@@ -177,7 +178,7 @@ pub fn sweep(
         len: plan.payload_len(),
         ..base_spec(Protocol::Udp)
     };
-    probe.validate().map_err(usage)?;
+    probe.check()?;
     let mut cfg = client_config(&req.server)?;
     cfg.stop = Some(Arc::clone(stop));
     let server = cfg.server.to_string();

@@ -201,8 +201,7 @@ pub fn sweep_request(server: Server, o: &SweepOptions) -> Result<BlocksizeReques
         .iter()
         .map(|&s| if netio && s == 32 * 1024 { 32_767 } else { s })
         .collect();
-    let plan = method::blocksize::BlocksizePlan::new(sizes.clone(), o.time)
-        .map_err(|e| usage(e.to_string()))?;
+    let plan = method::blocksize::BlocksizePlan::new(sizes.clone(), o.time).map_err(Error::from)?;
     Ok(BlocksizeRequest {
         server,
         plan,

@@ -287,7 +287,7 @@ pub fn client(a: &ClientArgs) -> Result<ClientRequest, Error> {
         bytes_per_stream: amount.map(|b| b.div_ceil(u64::from(a.parallel.max(1)))),
         omit: a.omit.filter(|o| !o.is_zero()),
     };
-    spec.check().map_err(|e| usage(e.to_string()))?;
+    spec.check()?;
     if !a.interval.is_finite() || !(0.0..=86_400.0).contains(&a.interval) {
         return Err(usage(format!(
             "-i must be 0 or a number of seconds up to 86400, got {}",

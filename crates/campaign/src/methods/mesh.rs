@@ -173,7 +173,7 @@ pub fn mesh_host(text: &str, key_file: Option<&std::path::Path>) -> Result<MeshH
         Some(_) => return Err(usage(format!("'{text}': the name before = is empty"))),
         None => (None, text),
     };
-    let (host, port) = crate::hosts::split_address(addr).map_err(usage)?;
+    let (host, port) = crate::hosts::split_address(addr)?;
     Ok(MeshHost {
         name: name.unwrap_or(addr).to_owned(),
         server: Server {
@@ -211,7 +211,7 @@ pub fn mesh(a: &MeshArgs) -> Result<MeshRequest, Error> {
         dscp: a.dscp,
         ..crate::trials::base_spec(protocol)
     };
-    spec.check().map_err(|e| usage(e.to_string()))?;
+    spec.check()?;
     Ok(MeshRequest {
         hosts,
         spec,

@@ -19,7 +19,7 @@ use clap::Args;
 use model::spec::Direction;
 use model::units;
 
-use super::args::{server, usage, Target};
+use super::args::{server, Target};
 
 /// The `sweep` method.
 pub struct Sweep;
@@ -131,7 +131,7 @@ pub fn sweep(a: &SweepArgs) -> Result<SweepRequest, Error> {
         .and_then(|p| p.repeat(a.repeat))
         .and_then(|p| p.levels(levels))
         .and_then(|p| p.safety_margin(a.safety_margin))
-        .map_err(|e| usage(e.to_string()))?;
+        .map_err(Error::from)?;
     Ok(SweepRequest {
         server: server(&a.target),
         plan,

@@ -11,7 +11,7 @@ use model::units::Fixed;
 use serde_json::json;
 
 use super::*;
-use crate::plan::{Commands, Plan};
+use crate::plan::{CommandError, Commands, Plan};
 use crate::verdicts::{evaluate, Outcome};
 use crate::{Error, Watch};
 
@@ -190,18 +190,18 @@ fn toy_command_line() -> clap::Command {
 struct ToyCommands;
 
 impl Commands for ToyCommands {
-    fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
+    fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError> {
         let matches = toy_command_line()
             .try_get_matches_from(argv)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| CommandError::Refused(e.to_string()))?;
         match with_toy().request(&matches) {
-            Some(r) => r.map_err(|e| e.to_string()),
-            None => Err(format!("not a method: {argv:?}")),
+            Some(r) => r.map_err(CommandError::from),
+            None => Err(CommandError::NotATest(argv.join(" "))),
         }
     }
 
-    fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, String> {
-        Err("no labs".into())
+    fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, CommandError> {
+        Err(CommandError::Refused("no labs".into()))
     }
 
     fn methods(&self) -> Methods {
@@ -213,12 +213,12 @@ impl Commands for ToyCommands {
 struct Standard;
 
 impl Commands for Standard {
-    fn test(&self, argv: &[String]) -> Result<TestRequest, String> {
+    fn test(&self, argv: &[String]) -> Result<TestRequest, CommandError> {
         ToyCommands.test(argv)
     }
 
-    fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, String> {
-        Err("no labs".into())
+    fn lab(&self, _: &str, _: &[String]) -> Result<lab::topology::Request, CommandError> {
+        Err(CommandError::Refused("no labs".into()))
     }
 }
 
@@ -292,7 +292,7 @@ fn a_toy_method_needs_only_its_module_and_one_line() {
     );
 
     // The standard list does not know it.
-    let e = Plan::parse(TOY_PLAN, &Standard).unwrap_err();
+    let e = Plan::parse(TOY_PLAN, &Standard).unwrap_err().to_string();
     assert!(e.contains("unknown kind 'toy'"), "{e}");
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -315,7 +315,8 @@ fn a_toy_method_needs_only_its_module_and_one_line() {
     assert!(Methods::STANDARD.matched(&m).is_none());
     let e = ToyCommands
         .test(&words("wirebench toy h --speed 0"))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("above 0"), "{e}");
 
     let outcomes: Vec<Outcome<'_>> = plan

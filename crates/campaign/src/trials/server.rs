@@ -232,7 +232,7 @@ impl<S: TestServer> Trial for ServerTrial<S> {
     fn run(&mut self, req: &TrialRequest) -> Result<TrialData, Error> {
         let spec = self.spec_for(req)?;
         // A trial the method asked for that the server would refuse is a failed run.
-        spec.validate()
+        spec.check()
             .map_err(|e| Error::Failed(format!("test with {} failed: {e}", self.cfg.server())))?;
         let mut outcome = self.cfg.run_test(&spec)?;
         // A trial cut short by a stop measured part of its time: it is no result.
