@@ -144,12 +144,25 @@ fn split_target(t: &str) -> Result<(String, Option<String>), String> {
     }
 }
 
+/// A probe's query that cannot be run (answered with HTTP 400): what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadQuery(pub String);
+
 /// Reads a probe's query: every parameter known and given once, `secs` within the limit
 /// and (with [`SET_UP_S`]) within `scrape_timeout`.
 ///
 /// # Errors
 /// What is wrong, for a 400.
 pub fn ask(
+    query: &[(String, String)],
+    cfg: &Config,
+    scrape_timeout: Option<f64>,
+) -> Result<Ask, BadQuery> {
+    read_query(query, cfg, scrape_timeout).map_err(BadQuery)
+}
+
+fn read_query(
     query: &[(String, String)],
     cfg: &Config,
     scrape_timeout: Option<f64>,
@@ -411,7 +424,7 @@ impl Exporter {
             .and_then(|t| t.parse::<f64>().ok());
         let ask = match ask(&req.query, &self.cfg, timeout) {
             Ok(a) => a,
-            Err(why) => return self.refuse(400, "bad_request", &why),
+            Err(why) => return self.refuse(400, "bad_request", &why.0),
         };
         let test = match request(&ask, self.cmds.as_ref(), self.cfg.max_rate) {
             Ok(t) => t,
@@ -603,7 +616,7 @@ mod tests {
             ("target=h&streams=17", None, "streams=17: 1 to 16"),
         ] {
             let e = ask(&q(query), &cfg(), timeout).unwrap_err();
-            assert!(e.contains(needle), "{query}: {e}");
+            assert!(e.0.contains(needle), "{query}: {e}");
         }
         // Within the scrape timeout with the set-up.
         assert!(ask(&q("target=h&secs=4"), &cfg(), Some(5.0)).is_ok());
@@ -615,7 +628,7 @@ mod tests {
         assert!(ask(&q("target=198.18.0.2:5301"), &only, None).is_ok());
         assert!(ask(&q("target=lab-b:5301"), &only, None).is_ok());
         let e = ask(&q("target=lab-b:7"), &only, None).unwrap_err();
-        assert!(e.contains("--allow-target"), "{e}");
+        assert!(e.0.contains("--allow-target"), "{e}");
     }
 
     /// Parses nothing: these tests never run a probe.
