@@ -8,6 +8,8 @@
   followed to the file that defines the module; a cycle is a strongly connected set of two
   or more files.
 - No file over 1,000 lines in those crates.
+- No public function of a library crate (crates/*/src) returns `Result<_, String>`: errors
+  are typed.
 
 `python3 .ci/structure.py -v` also prints each file's imports.
 """
@@ -162,9 +164,32 @@ def cycles(edges):
     return out
 
 
+PUB_FN = re.compile(r"\bpub\s+fn\s+(\w+)[^{;]*?->\s*([^{;]*)[{;]", re.S)
+
+
+def string_errors(root):
+    """(file, line, function) of every `pub fn` returning `Result<_, String>`."""
+    out = []
+    for crate in sorted(os.listdir(os.path.join(root, "crates"))):
+        src = os.path.join(root, "crates", crate, "src")
+        for path, text in sorted(read_crate(src).items()):
+            text = without_comments(text)
+            for m in PUB_FN.finditer(text):
+                ret = re.sub(r"\s+", " ", m.group(2))
+                if re.search(r"Result<.*, ?String>\s*$", ret.strip()):
+                    line = text[: m.start()].count("\n") + 1
+                    out.append((f"crates/{crate}/src/{path}", line, m.group(1)))
+    return out
+
+
 def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     findings = 0
+    stringly = string_errors(root)
+    for path, line, name in stringly:
+        print(f"{path}:{line}: pub fn {name} returns Result<_, String> (use a typed error)")
+    findings += len(stringly)
+    print(f"crates/*/src: {len(stringly)} public functions returning Result<_, String>")
     for crate in CRATES:
         files = read_crate(os.path.join(root, crate))
         edges = imports(files)
