@@ -3,11 +3,10 @@
 //! through its method ([`run`]).
 
 use std::fmt;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use model::results::figures::Figure;
 use model::results::RunResult;
+use model::stop::Stop;
 
 use super::method::{Registered, TestRequest, ThresholdMetric};
 use super::{
@@ -47,11 +46,7 @@ pub fn figures(r: &RunResult) -> Vec<Figure> {
 ///
 /// # Errors
 /// The method's.
-pub fn run(
-    req: &TestRequest,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
+pub fn run(req: &TestRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     let method = req.method();
     crate::jobs::recorded(method.sides(req), || method.run(req, watch, stop))
 }
