@@ -65,7 +65,7 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
         outln!();
     }
     print_as(&r, layout, |r| method.text(req, r, unit));
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+    if stop.is_raised() {
         // What finished is printed above; the exit status says it is not all.
         return Err(Interrupted.into());
     }

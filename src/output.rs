@@ -1,13 +1,13 @@
 //! What every command shares on the way out: printing a result document (`-J`, or its
 //! text layout from `report`), a [`Watch`] that prints interval rows and progress, the
-//! stop flag Ctrl-C sets, and the exit codes.
+//! stop token Ctrl-C raises, and the exit codes.
 
 use std::io::Write as _;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use campaign::Watch;
 use model::results::{IntervalRow, RunResult};
+use model::stop::Stop;
 
 /// Where standard output goes and how its lines start (`--logfile`, `-T`, `--timestamps`).
 struct Sink {
@@ -274,18 +274,18 @@ impl Watch for Printer {
     }
 }
 
-/// A stop flag nothing sets: the command ends when its test does (Ctrl-C ends the
+/// A stop token nothing raises: the command ends when its test does (Ctrl-C ends the
 /// process).
-pub fn never() -> Arc<AtomicBool> {
-    Arc::new(AtomicBool::new(false))
+pub fn never() -> Stop {
+    Stop::new()
 }
 
-/// A flag that SIGINT and SIGTERM set, so a run or a managed process ends its loop and
+/// A stop token that SIGINT and SIGTERM raise, so a run or a managed process ends its loop and
 /// writes what it has instead of dying mid-write.
-pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+pub fn stop_on_signals() -> anyhow::Result<Stop> {
     let stop = never();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+        signal_hook::flag::register(sig, stop.shared_flag())?;
     }
     Ok(stop)
 }
@@ -293,11 +293,11 @@ pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
 /// [`stop_on_signals`] for a command with nothing to put back: a second signal, while the
 /// first one's stop is under way (a server that does not answer), ends the process at once
 /// (exit code 130, as a shell reports an interrupt).
-pub fn stop_on_signals_twice_exits() -> anyhow::Result<Arc<AtomicBool>> {
+pub fn stop_on_signals_twice_exits() -> anyhow::Result<Stop> {
     let stop = never();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.shared_flag())?;
+        signal_hook::flag::register(sig, stop.shared_flag())?;
     }
     Ok(stop)
 }

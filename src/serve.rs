@@ -4,7 +4,6 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use lab::relay::config::RelayConfig;
 use crate::cli::{ExporterArgs, FrerRelayArgs, ServerArgs};
 use crate::output::errln;
 use crate::output::{print, stop_on_signals, usage};
+use model::stop::Stop;
 
 /// The host has no IPv6 (disabled, or not built in).
 fn no_ipv6(e: &std::io::Error) -> bool {
@@ -26,11 +26,11 @@ fn no_ipv6(e: &std::io::Error) -> bool {
 }
 
 /// Sets `stop` after `d`.
-fn stop_after(stop: &Arc<AtomicBool>, d: Duration) {
-    let stop = Arc::clone(stop);
+fn stop_after(stop: &Stop, d: Duration) {
+    let stop = stop.clone();
     std::thread::spawn(move || {
         std::thread::sleep(d);
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
     });
 }
 
@@ -93,8 +93,8 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         ));
     }
     // With -1 the first test that ends stops the server.
-    let stop = Arc::new(AtomicBool::new(false));
-    let finished = a.one_off.then(|| Arc::clone(&stop));
+    let stop = Stop::new();
+    let finished = a.one_off.then(|| stop.clone());
     let limits = Limits {
         max_tests: if a.one_off { 1 } else { limits.max_tests },
         ..limits
@@ -105,7 +105,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             let listener = std::net::TcpListener::bind(addr)
                 .with_context(|| format!("--metrics {addr}: cannot listen"))?;
             let m = Arc::new(control::metrics::ServerMetrics::new());
-            let (m2, s2) = (Arc::clone(&m), Arc::clone(&stop));
+            let (m2, s2) = (Arc::clone(&m), stop.clone());
             std::thread::Builder::new()
                 .name("wb-metrics".into())
                 .spawn(move || control::metrics::serve_http(listener, m2, &s2))?;
@@ -222,8 +222,8 @@ fn iperf3(
     ip: IpAddr,
     limits: Limits,
     auth: bool,
-    stop: &Arc<AtomicBool>,
-    finished: Option<Arc<AtomicBool>>,
+    stop: &Stop,
+    finished: Option<Stop>,
 ) -> Result<Option<String>> {
     let cfg = control::iperf3::server::Iperf3ServerConfig {
         bind: SocketAddr::new(ip, a.iperf3_port),
@@ -241,7 +241,7 @@ fn iperf3(
             )));
         }
     };
-    let stop = Arc::clone(stop);
+    let stop = stop.clone();
     let deny = cfg.deny;
     std::thread::Builder::new()
         .name("wb-iperf3-accept".into())

@@ -5,8 +5,8 @@
 
 use std::net::UdpSocket;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+
+use model::stop::Stop;
 
 use crate::lab::root_or_skip;
 use crate::util::*;
@@ -20,7 +20,7 @@ const FLEET: &str = "agents.mesh.test";
 struct Star {
     tag: String,
     hosts: usize,
-    dns_stop: Arc<AtomicBool>,
+    dns_stop: Stop,
 }
 
 fn ip(args: &[&str]) {
@@ -38,7 +38,7 @@ impl Star {
         let star = Star {
             tag,
             hosts,
-            dns_stop: Arc::new(AtomicBool::new(false)),
+            dns_stop: Stop::new(),
         };
         let hub = star.ns("hub");
         ip(&["netns", "add", &hub]);
@@ -87,10 +87,10 @@ impl Star {
             .expect("bind 127.0.0.1:53 in the hub");
         sock.set_read_timeout(Some(std::time::Duration::from_millis(100)))
             .unwrap();
-        let stop = Arc::clone(&self.dns_stop);
+        let stop = self.dns_stop.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 512];
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.is_raised() {
                 let Ok((n, from)) = sock.recv_from(&mut buf) else {
                     continue;
                 };
@@ -138,7 +138,7 @@ impl Star {
 
 impl Drop for Star {
     fn drop(&mut self) {
-        self.dns_stop.store(true, Ordering::Relaxed);
+        self.dns_stop.raise();
         for i in 1..=self.hosts {
             let _ = Command::new("ip")
                 .args(["netns", "del", &self.ns(&format!("h{i}"))])

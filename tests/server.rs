@@ -224,16 +224,14 @@ fn a_flood_from_one_address_does_not_keep_an_honest_client_out() {
     // The flood's handshakes stay open all along (none expires and makes room).
     let srv = ServerProc::start(&["--handshake-timeout", "120"]);
     let target: std::net::SocketAddr = format!("127.0.0.1:{}", srv.port).parse().unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = model::stop::Stop::new();
     let flood = {
         let stop = stop.clone();
         std::thread::spawn(move || {
             let mut held = std::collections::VecDeque::new();
             let (mut opened, mut turned_away) = (0u32, 0u32);
             let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-            while !stop.load(std::sync::atomic::Ordering::Relaxed)
-                && std::time::Instant::now() < until
-            {
+            while !stop.is_raised() && std::time::Instant::now() < until {
                 let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
                     .unwrap();
                 s.bind(
@@ -271,7 +269,7 @@ fn a_flood_from_one_address_does_not_keep_an_honest_client_out() {
         let v = srv.json("client", "-u -b 1M -t 0.5");
         assert!(u64_at(&v, "/summary/sent_packets") > 0, "test {k}");
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    stop.raise();
     let (opened, turned_away) = flood.join().unwrap();
     // All but the first four of the flood's connections were turned away at once.
     assert!(opened > 10, "the flood opened {opened}");

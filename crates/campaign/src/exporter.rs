@@ -15,13 +15,13 @@
 //! [`control::http::serve`]) or keep results between scrapes.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use control::http::{Request, Response};
 use model::clock::Clock;
+use model::stop::Stop;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -464,16 +464,16 @@ impl Exporter {
 /// Runs `test`, stopping it [`GRACE`] after its `secs` (and the set-up): the result and
 /// `true` when it ran to its end, else nothing and `false`, with the reason logged.
 fn run_bounded(test: &TestRequest, secs: f64) -> (Option<model::results::RunResult>, bool) {
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Stop::new();
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = {
-        let stop = Arc::clone(&stop);
+        let stop = stop.clone();
         let limit = Duration::from_secs_f64(secs + SET_UP_S) + GRACE;
         std::thread::Builder::new()
             .name("wb-probe-limit".into())
             .spawn(move || {
                 if done_rx.recv_timeout(limit) == Err(mpsc::RecvTimeoutError::Timeout) {
-                    stop.store(true, Ordering::Relaxed);
+                    stop.raise();
                 }
             })
     };
@@ -482,7 +482,7 @@ fn run_bounded(test: &TestRequest, secs: f64) -> (Option<model::results::RunResu
     if let Ok(w) = watchdog {
         let _ = w.join();
     }
-    if stop.load(Ordering::Relaxed) {
+    if stop.is_raised() {
         // A test cut short: its partial figures are not the probe's.
         tracing::warn!("probe: stopped {GRACE:?} after its {secs} s");
         return (None, false);

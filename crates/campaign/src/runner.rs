@@ -4,13 +4,12 @@
 //! finished and says where it stopped), evaluate the thresholds, and render the reports.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use lab::relay::state::{frer_paths, Snapshot};
 use model::clock::Clock;
 use model::results::campaign::{Campaign, TestEntry, TestStatus, SCHEMA};
 use model::results::Verdict;
+use model::stop::Stop;
 use report::campaign::Templates;
 
 use crate::hosts::{HostSource, PlanHost};
@@ -119,7 +118,7 @@ pub struct Run<'a> {
     /// Reads each test's command line into its request.
     pub commands: &'a dyn Commands,
     /// Set by Ctrl-C: the running test is interrupted and the run stops.
-    pub stop: Arc<AtomicBool>,
+    pub stop: Stop,
     /// What report.md and report.html are rendered with.
     pub templates: Templates,
 }
@@ -205,7 +204,7 @@ impl Run<'_> {
         campaign.interfaces = setup.interfaces();
         write_results(&self.out, &campaign)?;
         for (i, t) in plan.tests.iter().enumerate() {
-            if self.stop.load(Ordering::Relaxed) {
+            if self.stop.is_raised() {
                 let id = &campaign.tests[i].id;
                 campaign.stopped = Some(format!("interrupted before test {id} ({})", t.name));
                 break;
@@ -309,7 +308,7 @@ impl Run<'_> {
                 entry.error = Some(e.to_string());
             }
         }
-        if self.stop.load(Ordering::Relaxed) && entry.status != TestStatus::Done {
+        if self.stop.is_raised() && entry.status != TestStatus::Done {
             entry.error.get_or_insert_with(|| "interrupted".into());
             campaign.stopped = Some(format!("interrupted during test {} ({})", entry.id, t.name));
         }

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -18,6 +17,7 @@ use engine::{tcp, udp};
 use model::clock::Clock;
 use model::results::ConnectionFacts;
 use model::spec::{EchoSpec, Protocol, TestSpec};
+use model::stop::Stop;
 
 use crate::conn::{keep_alive, spawn_reader};
 use crate::frame::{read_msg_within, write_msg};
@@ -56,7 +56,7 @@ pub struct ClientConfig {
     pub force_round_trip: bool,
     /// When set (e.g. by Ctrl-C), a running throughput test ends early with the figures so
     /// far ([`TestOutcome::interrupted`]); ping-pong ends with [`ProtoError::Interrupted`].
-    pub stop: Option<Arc<AtomicBool>>,
+    pub stop: Option<Stop>,
     /// With a key: go on with a server that does not ask for it (by default such a server
     /// is refused: it could be an impostor, and the test would run unauthenticated).
     pub allow_unauthenticated_server: bool,
@@ -78,7 +78,7 @@ pub struct Session {
     pub limits: Limits,
     cpu: Option<usize>,
     force_round_trip: bool,
-    pub(crate) stop: Option<Arc<AtomicBool>>,
+    pub(crate) stop: Option<Stop>,
 }
 
 /// Interval samples of both sides, paired by index as both arrive.
@@ -368,13 +368,7 @@ impl Session {
             }
             // A stop (Ctrl-C) ends the test early but cleanly: this side's senders stop,
             // the server is told to stop its own, and both sides' figures so far come in.
-            if !stopped
-                && !finished
-                && self
-                    .stop
-                    .as_ref()
-                    .is_some_and(|s| s.load(Ordering::Relaxed))
-            {
+            if !stopped && !finished && self.stop.as_ref().is_some_and(Stop::is_raised) {
                 stopped = true;
                 side.stop_senders();
                 // The server has as long to answer as after a test's end.
@@ -591,11 +585,7 @@ impl Session {
         let sock = self.open_echo(spec)?;
         let kernel_ts = kernel_timestamps && engine::sys::enable_rx_timestamps(&sock).is_ok();
         let mut out = Vec::new();
-        let stopped = || {
-            self.stop
-                .as_ref()
-                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
-        };
+        let stopped = || self.stop.as_ref().is_some_and(Stop::is_raised);
         for &size in sizes {
             // A stop ends the test between message sizes.
             if stopped() {
@@ -655,7 +645,7 @@ impl Session {
         every: Duration,
         duration: Duration,
         wait: Duration,
-        end: &std::sync::atomic::AtomicBool,
+        end: &Stop,
     ) -> Result<udp::PacedPings, ProtoError> {
         let sock = self.open_echo(&EchoSpec {
             duration: duration + wait,
@@ -663,8 +653,8 @@ impl Session {
             spin: false,
         })?;
         let _ = engine::sys::enable_rx_timestamps(&sock);
-        let never = std::sync::atomic::AtomicBool::new(false);
-        let stop = self.stop.as_deref().unwrap_or(&never);
+        let never = Stop::new();
+        let stop = self.stop.as_ref().unwrap_or(&never);
         let out = udp::run_paced_pings(&sock, size, every, duration, wait, stop, end)
             .map_err(ProtoError::Io)?;
         self.end_echo();

@@ -9,16 +9,16 @@
 //! and the services.
 
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use engine::flag::SetOnDrop;
 use model::clock::Clock;
+use model::stop::{RaiseOnDrop, Stop};
 
 use crate::frame::read_msg;
-use crate::wait::{self, Poll};
 use crate::ProtoError;
+use engine::clock::{RealClock, RealPauses};
+use model::wait::{Poll, Wait};
 
 /// TCP keepalive (first probe after 3 s idle, then every second, 3 unanswered end it) and
 /// a 10 s user timeout (unacknowledged data): a control connection to a host that
@@ -62,17 +62,17 @@ where
 /// passing on `clock` sets `stop` alone.
 pub(crate) fn watch_controller(
     ctrl: &TcpStream,
-    done: &AtomicBool,
-    stop: &AtomicBool,
-    gone: &AtomicBool,
+    done: &Stop,
+    stop: &Stop,
+    gone: &Stop,
     wait: Duration,
     clock: &dyn Clock,
 ) {
     let _ = ctrl.set_read_timeout(Some(Duration::from_millis(100)));
     let mut byte = [0u8; 1];
     // Each peek waits up to its read timeout: a quiet controller is polled again at once.
-    let watched = wait::poll_until(clock, wait, || {
-        if done.load(Ordering::Acquire) {
+    let watched = Wait::on(&RealPauses(clock)).at_most(wait).poll(|| {
+        if done.is_raised() {
             return Poll::Ready(false);
         }
         match ctrl.peek(&mut byte) {
@@ -88,15 +88,15 @@ pub(crate) fn watch_controller(
             _ => Poll::Ready(true),
         }
     });
-    match watched {
+    match watched.ready() {
         Some(true) => {
-            gone.store(true, Ordering::Relaxed);
-            stop.store(true, Ordering::Relaxed);
+            gone.raise();
+            stop.raise();
         }
         Some(false) => {}
         // Out of time, unless the work ended just then.
-        None if done.load(Ordering::Acquire) => {}
-        None => stop.store(true, Ordering::Relaxed),
+        None if done.is_raised() => {}
+        None => stop.raise(),
     }
 }
 
@@ -105,18 +105,15 @@ pub(crate) fn watch_controller(
 /// when the stop came.
 pub(crate) fn closing_on_stop<T>(
     ctrl: &TcpStream,
-    stop: Option<&AtomicBool>,
+    stop: Option<&Stop>,
     work: impl FnOnce() -> Result<T, ProtoError>,
 ) -> Result<T, ProtoError> {
     let Some(stop) = stop else { return work() };
-    let done = AtomicBool::new(false);
+    let done = Stop::new();
     let r = std::thread::scope(|s| {
         s.spawn(|| {
-            wait::poll(|| {
-                if done.load(Ordering::Acquire) {
-                    return Poll::Ready(());
-                }
-                if stop.load(Ordering::Relaxed) {
+            Wait::on(&RealClock::new()).or_stop(&done).poll(|| {
+                if stop.is_raised() {
                     let _ = ctrl.shutdown(std::net::Shutdown::Both);
                     return Poll::Ready(());
                 }
@@ -124,10 +121,10 @@ pub(crate) fn closing_on_stop<T>(
             })
         });
         // The watcher ends however the work ends (a panic too).
-        let _done = SetOnDrop::new(&done);
+        let _done = RaiseOnDrop::new(&done);
         work()
     });
-    if stop.load(Ordering::Relaxed) {
+    if stop.is_raised() {
         return Err(ProtoError::Interrupted);
     }
     r

@@ -13,14 +13,15 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use engine::clock::RealClock;
 use model::clock::Clock;
+use model::stop::Stop;
 
-use crate::wait::{self, Poll};
+use model::wait::{Poll, Wait};
 
 /// Longest a request may take to arrive.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
@@ -211,53 +212,53 @@ impl Drop for Open {
     }
 }
 
-/// Serves `listener` until `stop` is set (checked every 50 ms): each connection on its own
+/// Serves `listener` until `stop` is raised (checked every 50 ms): each connection on its own
 /// thread, at most `max_open` at once (one more is answered 503 at once and closed).
 ///
 /// # Errors
 /// The listener cannot be made non-blocking.
 pub fn serve(
     listener: TcpListener,
-    stop: &AtomicBool,
+    stop: &Stop,
     max_open: usize,
     handler: Arc<Handler>,
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let open = Arc::new(AtomicUsize::new(0));
     let clock = RealClock::new();
-    wait::poll(|| {
-        if stop.load(Ordering::Relaxed) {
-            return Poll::Ready(());
-        }
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if open.load(Ordering::Relaxed) >= max_open {
-                    busy(stream, max_open);
-                    return Poll::Again;
+    Wait::on(&RealClock::new())
+        .or_stop(stop)
+        .poll(|| -> Poll<()> {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if open.load(Ordering::Relaxed) >= max_open {
+                        busy(stream, max_open);
+                        return Poll::Again;
+                    }
+                    open.fetch_add(1, Ordering::Relaxed);
+                    let guard = Open(Arc::clone(&open));
+                    let handler = Arc::clone(&handler);
+                    let spawned =
+                        std::thread::Builder::new()
+                            .name("wb-http".into())
+                            .spawn(move || {
+                                let _guard = guard;
+                                answer(stream, handler.as_ref(), &clock);
+                            });
+                    if let Err(e) = spawned {
+                        tracing::warn!("http: no thread for a connection: {e}");
+                    }
+                    Poll::Again
                 }
-                open.fetch_add(1, Ordering::Relaxed);
-                let guard = Open(Arc::clone(&open));
-                let handler = Arc::clone(&handler);
-                let spawned = std::thread::Builder::new()
-                    .name("wb-http".into())
-                    .spawn(move || {
-                        let _guard = guard;
-                        answer(stream, handler.as_ref(), &clock);
-                    });
-                if let Err(e) = spawned {
-                    tracing::warn!("http: no thread for a connection: {e}");
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    Poll::Wait(Duration::from_millis(50))
                 }
-                Poll::Again
+                Err(e) => {
+                    tracing::warn!("http accept: {e}");
+                    Poll::Wait(Duration::from_millis(50))
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                Poll::Wait(Duration::from_millis(50))
-            }
-            Err(e) => {
-                tracing::warn!("http accept: {e}");
-                Poll::Wait(Duration::from_millis(50))
-            }
-        }
-    });
+        });
     Ok(())
 }
 
@@ -316,7 +317,7 @@ mod tests {
     fn connections_beyond_the_cap_are_answered_busy_and_the_rest_served() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new();
         // The handler holds its connection until released.
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let release_rx = std::sync::Mutex::new(release_rx);
@@ -326,7 +327,7 @@ mod tests {
             }
             Response::text(200, format!("{}\n", r.path))
         });
-        let s2 = Arc::clone(&stop);
+        let s2 = stop.clone();
         let t = std::thread::spawn(move || serve(listener, &s2, 1, handler));
         let send = |path: &str| {
             let mut c = TcpStream::connect(addr).unwrap();
@@ -345,7 +346,7 @@ mod tests {
         let clock = RealClock::new();
         let answered = |path: &str, status: &str| {
             let mut last = String::new();
-            let got = wait::poll_until(&clock, Duration::from_secs(5), || {
+            let got = Wait::on(&clock).at_most(Duration::from_secs(5)).poll(|| {
                 last = read(send(path));
                 if last.starts_with(status) {
                     Poll::Ready(())
@@ -353,7 +354,10 @@ mod tests {
                     Poll::Wait(Duration::from_millis(20))
                 }
             });
-            assert!(got.is_some(), "{path} never answered {status}: {last}");
+            assert!(
+                got.ready().is_some(),
+                "{path} never answered {status}: {last}"
+            );
             last
         };
         answered("/other", "HTTP/1.1 503");
@@ -361,7 +365,7 @@ mod tests {
         assert!(read(held).ends_with("/hold\n"));
         let out = answered("/after", "HTTP/1.1 200");
         assert!(out.ends_with("/after\n"), "{out}");
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         t.join().unwrap().unwrap();
     }
 }

@@ -18,8 +18,7 @@
 //!   [`gate`] (per-address admission), `limits` (a request against the server's limits),
 //!   `handshake` (the server's hello, authentication and deadline), `watch` (a running
 //!   test's silence, rate and time), `timing` (interval ends, the tail's grace);
-//! - session I/O both sides use: [`frame`], `wait` (the one poll loop, its deadline on a
-//!   clock), `conn` (keepalive, the reader thread, the watchers), `streams` (the data
+//! - session I/O both sides use: [`frame`], `conn` (keepalive, the reader thread, the watchers), `streams` (the data
 //!   streams of one side), `outcome` (what a test gave);
 //! - the server's sessions: `session` (the context, admission and refusals every service
 //!   shares);
@@ -56,7 +55,6 @@ mod streams;
 pub mod third_party;
 mod timing;
 pub mod tuning;
-mod wait;
 mod watch;
 
 use std::io;

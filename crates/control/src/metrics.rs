@@ -16,13 +16,14 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use engine::clock::RealClock;
 use engine::live::LiveCounters;
 use model::clock::Clock;
+use model::stop::Stop;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -384,7 +385,7 @@ impl Drop for RunningTest {
 /// Connections the metrics endpoint serves at once.
 const MAX_OPEN: usize = 8;
 
-/// Answers `GET /metrics` on `listener` until `stop` is set: 200 with the metrics, 404 for
+/// Answers `GET /metrics` on `listener` until `stop` is raised: 200 with the metrics, 404 for
 /// another path, 405 for another method, 400 for what is not a request ([`http::serve`]).
 ///
 /// # Errors
@@ -392,7 +393,7 @@ const MAX_OPEN: usize = 8;
 pub fn serve_http(
     listener: TcpListener,
     metrics: Arc<ServerMetrics>,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> std::io::Result<()> {
     let handler: Arc<Handler> =
         Arc::new(
@@ -576,8 +577,8 @@ mod tests {
         let m = Arc::new(ServerMetrics::new());
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (m2, s2) = (Arc::clone(&m), Arc::clone(&stop));
+        let stop = Stop::new();
+        let (m2, s2) = (Arc::clone(&m), stop.clone());
         let t = std::thread::spawn(move || serve_http(listener, m2, &s2));
         let ask = |req: &str| {
             let mut c = TcpStream::connect(addr).unwrap();
@@ -611,7 +612,7 @@ mod tests {
         assert!(ask("GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
         assert!(ask("POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
         assert!(ask("\u{0}\u{1}garbage\r\n\r\n").starts_with("HTTP/1.1 400"));
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         t.join().unwrap().unwrap();
     }
 }

@@ -25,13 +25,14 @@ mod echo;
 mod throughput;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use engine::clock::RealClock;
 use engine::tcp;
 use model::clock::Clock;
+use model::stop::Stop;
 
 use crate::conn::keep_alive;
 use crate::frame::{read_msg_within, write_msg};
@@ -40,8 +41,8 @@ use crate::messages::{ClientMsg, ErrorCode};
 use crate::session::admit::{self, reserve, Handshake, Slot};
 use crate::session::ctx::{refusal, send_refusal};
 use crate::session::{refuse, Ctx};
-use crate::wait::{self, Poll};
 use crate::{auth, ProtoError};
+use model::wait::{Poll, Wait};
 
 pub use crate::limits::{check_limits, test_memory, LimitError, MAX_TEST_BUFFER_BYTES};
 pub use crate::session::ctx::{default_max_memory, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT};
@@ -103,7 +104,7 @@ pub struct Server {
 /// A server running on a background thread (used by `demo` and tests).
 pub struct ServerHandle {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -116,7 +117,7 @@ impl ServerHandle {
 
 impl Drop for ServerHandle {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.raise();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -145,88 +146,88 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Accepts connections until `stop` is set (checked every 50 ms).
-    pub fn serve(self, stop: &AtomicBool) -> std::io::Result<()> {
+    /// Accepts connections until `stop` is raised (checked every 50 ms).
+    pub fn serve(self, stop: &Stop) -> std::io::Result<()> {
         self.listener.set_nonblocking(true)?;
         let max_conns = usize::from(self.ctx.limits.max_tests) * 2 + 16;
-        wait::poll(|| {
-            if stop.load(Ordering::Relaxed) {
-                return Poll::Ready(());
-            }
-            match self.listener.accept() {
-                Ok((stream, peer)) => {
-                    if let Some(m) = &self.ctx.metrics {
-                        m.connection();
-                    }
-                    let ctx = self.ctx.clone();
-                    // The gate decides before a thread is started.
-                    let ip = peer.ip();
-                    let id = match admit::enter(&ctx, ip, &stream, ctx.clock.mono()) {
-                        Ok(id) => id,
-                        Err((code, message)) => {
-                            ctx.refused(code);
-                            turn_away(&ctx, stream, code, message);
-                            return Poll::Again;
+        Wait::on(&RealClock::new())
+            .or_stop(stop)
+            .poll(|| -> Poll<()> {
+                match self.listener.accept() {
+                    Ok((stream, peer)) => {
+                        if let Some(m) = &self.ctx.metrics {
+                            m.connection();
                         }
-                    };
-                    let _ = stream.set_nonblocking(false);
-                    let spawned =
-                        std::thread::Builder::new()
-                            .name("wb-conn".into())
-                            .spawn(move || {
-                                let place = Handshake { ctx: &ctx, ip, id };
-                                let Some(_slot) = Slot::take(&ctx.connections, max_conns) else {
-                                    ctx.refused(ErrorCode::Busy);
-                                    let mut s = stream;
-                                    let _ = write_msg(
-                                        &mut s,
-                                        &refusal(ErrorCode::Busy, "too many connections"),
-                                    );
-                                    return;
-                                };
-                                keep_alive(&stream);
-                                let closer = stream.try_clone().ok();
-                                let started = std::cell::Cell::new(false);
-                                let result = handle_connection(stream, &ctx, place, &started);
-                                // Refusals before a test started; a started one ends in
-                                // the metrics as completed, aborted or failed.
-                                if let (Err(ProtoError::Refused { code, .. }), false) =
-                                    (&result, started.get())
-                                {
-                                    ctx.refused(*code);
-                                }
-                                // Ends the control reader thread with the connection.
-                                if let Some(c) = closer {
-                                    let _ = c.shutdown(std::net::Shutdown::Both);
-                                }
-                                match result {
-                                    Ok(()) => tracing::info!("{peer}: done"),
-                                    Err(e) => tracing::warn!("{peer}: {e}"),
-                                }
-                            });
-                    if let Err(e) = spawned {
-                        // The closure never ran: its handshake leaves the gate here.
-                        admit::leave(&self.ctx, ip, id);
-                        tracing::error!("cannot start a connection thread: {e}");
+                        let ctx = self.ctx.clone();
+                        // The gate decides before a thread is started.
+                        let ip = peer.ip();
+                        let id = match admit::enter(&ctx, ip, &stream, ctx.clock.mono()) {
+                            Ok(id) => id,
+                            Err((code, message)) => {
+                                ctx.refused(code);
+                                turn_away(&ctx, stream, code, message);
+                                return Poll::Again;
+                            }
+                        };
+                        let _ = stream.set_nonblocking(false);
+                        let spawned =
+                            std::thread::Builder::new()
+                                .name("wb-conn".into())
+                                .spawn(move || {
+                                    let place = Handshake { ctx: &ctx, ip, id };
+                                    let Some(_slot) = Slot::take(&ctx.connections, max_conns)
+                                    else {
+                                        ctx.refused(ErrorCode::Busy);
+                                        let mut s = stream;
+                                        let _ = write_msg(
+                                            &mut s,
+                                            &refusal(ErrorCode::Busy, "too many connections"),
+                                        );
+                                        return;
+                                    };
+                                    keep_alive(&stream);
+                                    let closer = stream.try_clone().ok();
+                                    let started = std::cell::Cell::new(false);
+                                    let result = handle_connection(stream, &ctx, place, &started);
+                                    // Refusals before a test started; a started one ends in
+                                    // the metrics as completed, aborted or failed.
+                                    if let (Err(ProtoError::Refused { code, .. }), false) =
+                                        (&result, started.get())
+                                    {
+                                        ctx.refused(*code);
+                                    }
+                                    // Ends the control reader thread with the connection.
+                                    if let Some(c) = closer {
+                                        let _ = c.shutdown(std::net::Shutdown::Both);
+                                    }
+                                    match result {
+                                        Ok(()) => tracing::info!("{peer}: done"),
+                                        Err(e) => tracing::warn!("{peer}: {e}"),
+                                    }
+                                });
+                        if let Err(e) = spawned {
+                            // The closure never ran: its handshake leaves the gate here.
+                            admit::leave(&self.ctx, ip, id);
+                            tracing::error!("cannot start a connection thread: {e}");
+                        }
+                        Poll::Again
                     }
-                    Poll::Again
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        Poll::Wait(Duration::from_millis(50))
+                    }
+                    Err(e) => {
+                        tracing::warn!("accept: {e}");
+                        Poll::Wait(Duration::from_millis(50))
+                    }
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    Poll::Wait(Duration::from_millis(50))
-                }
-                Err(e) => {
-                    tracing::warn!("accept: {e}");
-                    Poll::Wait(Duration::from_millis(50))
-                }
-            }
-        });
+            });
         Ok(())
     }
 
     /// Runs the server on a background thread until the handle is dropped.
     pub fn spawn(self) -> std::io::Result<ServerHandle> {
         let addr = self.local_addr()?;
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new();
         let s = stop.clone();
         let thread = std::thread::Builder::new()
             .name("wb-server".into())
@@ -444,14 +445,14 @@ mod tests {
             duration: Duration::from_secs(10),
             ..spec()
         };
-        let done = AtomicBool::new(false);
+        let done = Stop::new();
         let real = RealClock::new();
         let r = std::thread::scope(|s| {
             // Once the test runs, the server's time passes 25 times faster than the
             // client's (half a second every 20 ms): the idle timeout (5 s) is reached in
             // 200 ms of the client's time, its first `Alive` due after a second.
             s.spawn(|| {
-                let running = wait::poll_until(&real, Duration::from_secs(10), || {
+                let running = Wait::on(&real).at_most(Duration::from_secs(10)).poll(|| {
                     if metrics
                         .render()
                         .contains("wirebench_server_tests_running 1")
@@ -461,17 +462,16 @@ mod tests {
                         Poll::Wait(Duration::from_millis(5))
                     }
                 });
-                wait::poll(|| {
-                    if running.is_none() || done.load(Ordering::Acquire) {
-                        return Poll::Ready(());
-                    }
-                    clock.advance(Duration::from_millis(500));
-                    Poll::Wait(Duration::from_millis(20))
-                })
+                if running.ready().is_some() {
+                    Wait::on(&real).or_stop(&done).poll(|| -> Poll<()> {
+                        clock.advance(Duration::from_millis(500));
+                        Poll::Wait(Duration::from_millis(20))
+                    });
+                }
             });
             let session = crate::client::Session::connect(&client(srv.addr(), None)).unwrap();
             let r = session.run_test(&reverse, None, |_| {});
-            done.store(true, Ordering::Release);
+            done.raise();
             r
         });
         match r {

@@ -8,7 +8,6 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -17,9 +16,11 @@ use engine::live::{LiveCounters, LiveSnapshot};
 use engine::{tcp, udp};
 use model::clock::Clock;
 use model::spec::{Direction, TestSpec};
+use model::stop::Stop;
 
 use crate::messages::StreamReport;
-use crate::wait::{self, Poll};
+use engine::clock::RealPauses;
+use model::wait::{Poll, Wait};
 
 /// Who sends a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,8 +210,8 @@ enum Pending {
 
 /// The data-plane threads of one side of one test.
 pub(crate) struct SideRun {
-    sender_stop: Arc<AtomicBool>,
-    receiver_stop: Arc<AtomicBool>,
+    sender_stop: Stop,
+    receiver_stop: Stop,
     senders: Vec<Running>,
     receivers: Vec<Running>,
     pending: Vec<Pending>,
@@ -224,8 +225,8 @@ impl SideRun {
     /// A side whose data-plane threads pin themselves to `cpu`, if given.
     pub(crate) fn new(cpu: Option<usize>) -> Self {
         Self {
-            sender_stop: Arc::new(AtomicBool::new(false)),
-            receiver_stop: Arc::new(AtomicBool::new(false)),
+            sender_stop: Stop::new(),
+            receiver_stop: Stop::new(),
             senders: Vec::new(),
             receivers: Vec::new(),
             pending: Vec::new(),
@@ -271,7 +272,7 @@ impl SideRun {
         id: u8,
         is_sender: bool,
         name: &str,
-        f: impl FnOnce(&LiveCounters, &AtomicBool) -> StreamReport + Send + 'static,
+        f: impl FnOnce(&LiveCounters, &Stop) -> StreamReport + Send + 'static,
     ) -> std::io::Result<()> {
         let live = Arc::new(LiveCounters::default());
         let stop = if is_sender {
@@ -382,7 +383,7 @@ impl SideRun {
 
     /// Ends the senders now, before their deadline (an early finish); receivers go on.
     pub(crate) fn stop_senders(&self) {
-        self.sender_stop.store(true, Ordering::Relaxed);
+        self.sender_stop.raise();
     }
 
     pub(crate) fn senders_done(&self) -> bool {
@@ -412,7 +413,7 @@ impl SideRun {
     ) -> Vec<StreamReport> {
         let mut last = self.receiver_totals();
         let mut last_change = clock.mono();
-        let _ = wait::poll_until(clock, cap, || {
+        let _ = Wait::on(&RealPauses(clock)).at_most(cap).poll(|| {
             if self.receivers.iter().all(|r| r.handle.is_finished()) {
                 return Poll::Ready(());
             }
@@ -433,7 +434,7 @@ impl SideRun {
             }
             Poll::Wait(Duration::from_millis(2))
         });
-        self.receiver_stop.store(true, Ordering::Relaxed);
+        self.receiver_stop.raise();
         self.receivers
             .drain(..)
             .filter_map(|r| r.handle.join().ok())
@@ -449,8 +450,8 @@ impl SideRun {
 
     /// Stops everything now and waits for the threads.
     pub(crate) fn abort(&mut self) {
-        self.sender_stop.store(true, Ordering::Relaxed);
-        self.receiver_stop.store(true, Ordering::Relaxed);
+        self.sender_stop.raise();
+        self.receiver_stop.raise();
         for r in self.senders.drain(..).chain(self.receivers.drain(..)) {
             let _ = r.handle.join();
         }

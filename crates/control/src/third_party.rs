@@ -11,11 +11,11 @@
 //! protocol, as for any client.
 
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use model::spec::TestSpec;
+use model::stop::{RaiseOnDrop, Stop};
 
 use crate::client::{ClientConfig, Session};
 use crate::conn::{closing_on_stop, watch_controller};
@@ -152,12 +152,12 @@ pub(crate) fn serve(
         return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string()));
     }
     let _admitted = admit(&mut ctrl, ctx, test_memory(spec))?;
-    let _ended = ctx.finished.as_deref().map(engine::flag::SetOnDrop::new);
+    let _ended = ctx.finished.as_ref().map(RaiseOnDrop::new);
     let controller = ctrl.peer_addr().map_err(ProtoError::Io)?.ip();
     let server = resolve(to)
         .and_then(|a| allowed(a.ip(), controller, &ctx.third_party_peers).map(|()| a))
         .map_err(|e| refuse(&mut ctrl, ErrorCode::BadRequest, e.to_string()))?;
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Stop::new();
     let cfg = ClientConfig {
         server,
         key: Some(key),
@@ -166,21 +166,21 @@ pub(crate) fn serve(
         cport: None,
         cpu: None,
         force_round_trip: false,
-        stop: Some(Arc::clone(&stop)),
+        stop: Some(stop.clone()),
         // A server of the fleet that asks for no key is not one of it.
         allow_unauthenticated_server: false,
     };
-    let (done, gone) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (done, gone) = (Stop::new(), Stop::new());
     let watch = ctrl.try_clone().map_err(ProtoError::Io)?;
     let wait = spec.total_duration() + SLACK;
     let outcome = std::thread::scope(|s| {
         s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait, &*ctx.clock));
         let r = Session::connect_with_clock(&cfg, Arc::clone(&ctx.clock))
             .and_then(|session| session.run_test(spec, None, |_| {}));
-        done.store(true, Ordering::Release);
+        done.raise();
         r
     });
-    if gone.load(Ordering::Relaxed) {
+    if gone.is_raised() {
         // The controller aborted or went away: nobody wants the result.
         return Ok(());
     }
@@ -256,7 +256,7 @@ impl Session {
         let wait = spec.total_duration() + SLACK + CONNECT_TIMEOUT + RESULTS_WAIT;
         // A stop (Ctrl-C) closes the connection: the server stops the test.
         let stop = self.stop.clone();
-        let answer = closing_on_stop(&self.ctrl, stop.as_deref(), || {
+        let answer = closing_on_stop(&self.ctrl, stop.as_ref(), || {
             read_msg_within::<ServerMsg>(&self.ctrl, wait, &*self.clock)
         });
         match answer? {

@@ -47,6 +47,33 @@ impl Clock for RealClock {
     }
 }
 
+/// Another clock's time with real pauses: for a wait on sockets and threads (which move in
+/// real time) whose deadline runs on a clock that may be virtual (a server's, in a test).
+/// [`Clock::mono`] and [`Clock::wall`] are the given clock's; [`Clock::sleep`] sleeps the
+/// thread, as the real clock does.
+#[derive(Clone, Copy)]
+pub struct RealPauses<'a>(pub &'a dyn Clock);
+
+impl std::fmt::Debug for RealPauses<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RealPauses").finish_non_exhaustive()
+    }
+}
+
+impl Clock for RealPauses<'_> {
+    fn mono(&self) -> std::time::Duration {
+        self.0.mono()
+    }
+
+    fn wall(&self) -> UnixNanos {
+        self.0.wall()
+    }
+
+    fn sleep(&self, d: std::time::Duration) {
+        std::thread::sleep(d);
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;

@@ -8,7 +8,6 @@
 
 use std::io;
 use std::net::UdpSocket;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use model::clock::Clock;
@@ -16,6 +15,7 @@ use model::pacing::{PaceAction, Pacer, Schedule};
 use model::spec::Rate;
 use model::stats::receiver::{RxSnapshot, StreamReceiver};
 use model::stats::seq::SeqTracker;
+use model::stop::Stop;
 use wire::iperf3::Iperf3Header;
 
 use crate::clock::RealClock;
@@ -57,12 +57,12 @@ pub struct Iperf3SendReport {
     pub cpu_time: Duration,
 }
 
-/// Sends paced datagrams until the duration has passed or `stop` is set.
+/// Sends paced datagrams until the duration has passed or `stop` is raised.
 pub fn run_sender(
     sock: &UdpSocket,
     cfg: &Iperf3SendConfig,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> Iperf3SendReport {
     let clock = RealClock::new();
     let len = cfg.len.max(Iperf3Header::len(cfg.counters_64bit));
@@ -131,7 +131,7 @@ pub struct Iperf3RecvReport {
     pub wall_time: Duration,
 }
 
-/// Receives until `duration` plus a drain has passed or `stop` is set. `same_host`: the
+/// Receives until `duration` plus a drain has passed or `stop` is raised. `same_host`: the
 /// sender is an iperf3 on this host, whose stamps are this host's `CLOCK_MONOTONIC` (iperf3
 /// stamps with it): arrivals are taken on that clock too and one-way latency is recorded.
 pub fn run_receiver(
@@ -141,14 +141,14 @@ pub fn run_receiver(
     duration: Duration,
     same_host: bool,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> Iperf3RecvReport {
     let clock = RealClock::new();
     let mut rx = StreamReceiver::with_tracker(SeqTracker::with_origin(WINDOW, 1));
     let mut buf = vec![0u8; max_len.clamp(64, 65_536)];
     let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
     let end = duration + DRAIN;
-    while !stop.load(Ordering::Relaxed) && clock.mono() < end {
+    while !stop.is_raised() && clock.mono() < end {
         let Ok(n) = sock.recv(&mut buf) else { continue };
         let Some(h) = Iperf3Header::parse(&buf[..n], counters_64bit) else {
             continue;

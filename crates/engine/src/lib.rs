@@ -3,7 +3,6 @@
 //!
 //! - [`clock`]: the real clock (the `Clock` trait and a virtual clock are `model::clock`);
 //! - [`env`]: the machine a result was measured on, and the time;
-//! - [`flag`]: a guard that raises a stop flag however a thread ends;
 //!
 //! Each data-plane part runs on a dedicated OS thread (no async on the hot path):
 //! - [`udp`]: paced UDP sender (`sendmmsg` or GSO) and accounting receiver with kernel timestamps;
@@ -14,14 +13,13 @@
 //! - [`sys`]: the only module with `unsafe` (batch syscalls, cmsg, socket options).
 //!
 //! The engine does not know about the control protocol, clients or servers: callers hand
-//! it connected sockets and a stop flag.
+//! it connected sockets and a stop token (`model::stop::Stop`).
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
 
 pub mod clock;
 pub mod env;
 pub mod files;
-pub mod flag;
 pub mod frameio;
 pub mod iperf3_udp;
 pub mod live;

@@ -7,14 +7,13 @@
 //! each a complete frame whose sequence number and transmit time are patched in.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use wire::frame::FrameLayout;
 
 use crate::clock::RealClock;
-use crate::flag::SetOnDrop;
 use crate::frameio::{FrameRx, FrameTx};
 use crate::live::{LiveCounters, LiveSnapshot};
 use crate::pace::{self, Step};
@@ -24,6 +23,8 @@ use model::stats::intervals::{StreamTotals, Tick};
 use model::stats::slots::TxSlots;
 use model::stats::table::StreamTable;
 use model::stats::Counters;
+use model::stop::{RaiseOnDrop, Stop};
+use model::wait::{Poll, Wait};
 
 /// The longest a receiver waits for residual frames after the generators finished (RFC
 /// 2544 §23 waits 2 s).
@@ -86,13 +87,13 @@ pub struct StreamSent {
     pub slots: TxSlots,
 }
 
-/// Sends `streams` on `tx` until each has reached its stop offset (or `stop` is set).
+/// Sends `streams` on `tx` until each has reached its stop offset (or `stop` is raised).
 pub fn generate(
     tx: &mut dyn FrameTx,
     streams: &[StreamTx],
     clock: &RealClock,
     t0: Duration,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<Vec<StreamSent>> {
     let batch = tx.batch_max();
     let mut pacers: Vec<Pacer> = streams
@@ -315,7 +316,7 @@ pub fn receive(
     expected: Option<&AtomicU64>,
     drain: Duration,
     clock: &RealClock,
-    stop: &AtomicBool,
+    stop: &Stop,
     mut ticker: Option<&mut Ticker>,
 ) -> io::Result<u64> {
     let _ = rx.take_drops();
@@ -342,7 +343,7 @@ pub fn receive(
                 break;
             }
         }
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_raised() {
             break;
         }
         let before = table.total_received();
@@ -378,7 +379,7 @@ pub fn capture(
     receivers: Vec<&mut dyn FrameRx>,
     duration: Duration,
     limit: usize,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<Vec<Capture>> {
     let clock = RealClock::new();
     let end = clock.mono() + duration;
@@ -396,7 +397,7 @@ pub fn capture(
                         kernel_drops: 0,
                         truncated: false,
                     };
-                    while clock.mono() < end && !stop.load(Ordering::Relaxed) {
+                    while clock.mono() < end && !stop.is_raised() {
                         rx.recv_frames(Duration::from_millis(10), &mut |frame, ts| {
                             // Handshake datagrams (CONTROL) carry a test header too, with
                             // sequence number 0: they are not part of the stream.
@@ -457,7 +458,7 @@ pub fn run(
     receivers: Vec<(&mut dyn FrameRx, StreamTable)>,
     drain: Duration,
     interval: Option<Duration>,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<MultiReport> {
     run_with_remote(groups, Vec::new(), receivers, drain, interval, stop)
 }
@@ -465,9 +466,9 @@ pub fn run(
 /// A sender elsewhere (a server's lent port): runs its streams when called, and returns
 /// what each sent. It starts when its server has the request: up to a round trip and the
 /// time to build its frames after the local t0.
-/// It is given the run's halt flag: set when the user stops the run or another sender
+/// It is given the run's halt: raised when the user stops the run or another sender
 /// failed, it should stop (and fail with [`io::ErrorKind::Interrupted`]).
-pub type RemoteSender<'a> = Box<dyn FnOnce(&AtomicBool) -> io::Result<Vec<StreamSent>> + Send + 'a>;
+pub type RemoteSender<'a> = Box<dyn FnOnce(&Stop) -> io::Result<Vec<StreamSent>> + Send + 'a>;
 
 /// Counts a sender out of `left` when dropped: however it ends (a panic too), the
 /// receivers stop waiting for it.
@@ -489,7 +490,7 @@ pub fn run_with_remote(
     receivers: Vec<(&mut dyn FrameRx, StreamTable)>,
     drain: Duration,
     interval: Option<Duration>,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<MultiReport> {
     let clock = RealClock::new();
     let left = AtomicUsize::new(groups.len() + remote.len());
@@ -504,22 +505,24 @@ pub fn run_with_remote(
         .flat_map(|(_, streams)| streams.iter().map(|s| (s.stream_id, Arc::clone(&s.live))))
         .collect();
     // With remote senders, the local ones stop on `stop` or on a remote failure.
-    let (halt, ended) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (halt, ended) = (Stop::new(), Stop::new());
     let has_remote = !remote.is_empty();
     let user_stop = stop;
-    let stop: &AtomicBool = if has_remote { &halt } else { user_stop };
+    let stop: &Stop = if has_remote { &halt } else { user_stop };
     std::thread::scope(|s| {
         // The watcher below ends with the scope (a panic too).
-        let _ended = SetOnDrop::new(&ended);
+        let _ended = RaiseOnDrop::new(&ended);
         if has_remote {
-            let (halt, ended, outer) = (&halt, &ended, user_stop);
+            let (halt, ended, outer, clock) = (&halt, &ended, user_stop, &clock);
             s.spawn(move || {
-                while !ended.load(Ordering::Acquire) {
-                    if outer.load(Ordering::Relaxed) {
-                        halt.store(true, Ordering::Relaxed);
+                Wait::on(clock).or_stop(ended).poll(|| {
+                    if outer.is_raised() {
+                        halt.raise();
+                        Poll::Ready(())
+                    } else {
+                        Poll::Wait(Duration::from_millis(5))
                     }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
+                })
             });
         }
         let rx_handles: Vec<_> = receivers
@@ -532,7 +535,7 @@ pub fn run_with_remote(
                     // With remote senders, a local sender or receiver that fails or panics
                     // halts the others too, as a failing remote sender does (without them
                     // nothing reads `halt`).
-                    let mut failing = SetOnDrop::new(halt);
+                    let mut failing = RaiseOnDrop::new(halt);
                     let drops = receive(
                         rx,
                         &mut table,
@@ -555,7 +558,7 @@ pub fn run_with_remote(
                 let (left, clock, halt) = (&left, &clock, &halt);
                 s.spawn(move || {
                     let _leaving = Leaving(left);
-                    let mut failing = SetOnDrop::new(halt);
+                    let mut failing = RaiseOnDrop::new(halt);
                     let r = generate(tx, &streams, clock, t0, stop);
                     if r.is_ok() {
                         failing.disarm();
@@ -570,7 +573,7 @@ pub fn run_with_remote(
                 let (left, halt) = (&left, &halt);
                 s.spawn(move || {
                     let _leaving = Leaving(left);
-                    let mut failing = SetOnDrop::new(halt);
+                    let mut failing = RaiseOnDrop::new(halt);
                     let r = send(halt);
                     if r.is_ok() {
                         failing.disarm();
@@ -620,6 +623,7 @@ pub fn run_with_remote(
 #[cfg(test)]
 mod test {
     use super::*;
+    use model::wait::Polled;
 
     /// A port that fails its first receive (a link gone down).
     struct Broken;
@@ -640,16 +644,17 @@ mod test {
         }
     }
 
-    /// A remote sender that runs until the run's halt flag is set (bounded: 10 s), and
+    /// A remote sender that runs until the run's halt is raised (bounded: 10 s), and
     /// records whether it was.
-    fn until_halted(halted: &AtomicBool) -> RemoteSender<'_> {
-        Box::new(move |halt: &AtomicBool| {
-            for _ in 0..10_000 {
-                if halt.load(Ordering::Relaxed) {
-                    halted.store(true, Ordering::Relaxed);
-                    return Err(io::Error::new(io::ErrorKind::Interrupted, "halted"));
-                }
-                std::thread::sleep(Duration::from_millis(1));
+    fn until_halted(halted: &Stop) -> RemoteSender<'_> {
+        Box::new(move |halt: &Stop| {
+            let waited = Wait::on(&RealClock::new())
+                .at_most(Duration::from_secs(10))
+                .or_stop(halt)
+                .poll(|| Poll::<()>::Wait(Duration::from_millis(1)));
+            if waited == Polled::Stopped {
+                halted.raise();
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "halted"));
             }
             Ok(Vec::new())
         })
@@ -662,13 +667,16 @@ mod test {
         receivers: Vec<(&mut dyn FrameRx, StreamTable)>,
         user_stop: bool,
     ) -> (io::Error, bool) {
-        let (stop, halted) = (AtomicBool::new(user_stop), AtomicBool::new(false));
+        let (stop, halted) = (Stop::new(), Stop::new());
+        if user_stop {
+            stop.raise();
+        }
         let mut remote = vec![until_halted(&halted)];
         remote.extend(fails);
         let e = run_with_remote(Vec::new(), remote, receivers, Duration::ZERO, None, &stop)
             .err()
             .expect("the run fails");
-        (e, halted.load(Ordering::Relaxed))
+        (e, halted.is_raised())
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! A sender decides what to do now ([`Step`]): send what its `model::pacing::Pacer` says is
 //! due and go again, wait until its next deadline, or stop. The driver owns everything
-//! around that: timer slack, reading the clock, the end of the test, the stop flag, and
+//! around that: timer slack, reading the clock, the end of the test, the stop, and
 //! the wait itself, which sleeps for long gaps and spins for the last
 //! [`DEFAULT_SPIN_THRESHOLD`] before a deadline (DEPENDENCIES.md §2d: sleeps wake 30–70 µs
 //! late), never past the end and never so long that `stop` goes unseen.
@@ -10,11 +10,11 @@
 //! What it does not do: decide when packets are due (the pure `Pacer` does) or send them
 //! (the sender's step does).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use model::clock::Clock;
 use model::pacing::{wait_plan, PaceAction, WaitPlan, DEFAULT_SPIN_THRESHOLD};
+use model::stop::Stop;
 
 use crate::clock::RealClock;
 use crate::sys;
@@ -45,18 +45,18 @@ impl Step {
 }
 
 /// Calls `step(elapsed)` until it returns [`Step::Done`], `end` has passed (both measured
-/// from `t0` on `clock`'s monotonic face) or `stop` is set; waits between steps as asked.
+/// from `t0` on `clock`'s monotonic face) or `stop` is raised; waits between steps as asked.
 /// Returns the elapsed time at the last step.
 pub fn drive(
     clock: &RealClock,
     t0: Duration,
     end: Duration,
-    stop: &AtomicBool,
+    stop: &Stop,
     mut step: impl FnMut(Duration) -> Step,
 ) -> Duration {
     sys::set_timer_slack_1ns();
     let mut elapsed = Duration::ZERO;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_raised() {
         elapsed = clock.mono().saturating_sub(t0);
         if elapsed >= end {
             break;
@@ -86,7 +86,7 @@ mod test {
     #[test]
     fn a_paced_sender_sends_on_schedule_and_stops_at_the_end() {
         let clock = RealClock::new();
-        let stop = AtomicBool::new(false);
+        let stop = Stop::new();
         // 1000 packets/s for 50 ms: never more than the 51 due by the end (packet 0 at t0).
         let mut pacer = Pacer::new(Schedule::per_second(1000.0), 8, None);
         let mut sent = 0u64;
@@ -108,14 +108,14 @@ mod test {
     #[test]
     fn stop_and_done_end_the_loop() {
         let clock = RealClock::new();
-        let stop = AtomicBool::new(true);
+        let stop = Stop::raised();
         let mut calls = 0;
         drive(&clock, clock.mono(), Duration::from_secs(60), &stop, |_| {
             calls += 1;
             Step::Again
         });
-        assert_eq!(calls, 0, "a set stop flag ends it before the first step");
-        let stop = AtomicBool::new(false);
+        assert_eq!(calls, 0, "a raised stop ends it before the first step");
+        let stop = Stop::new();
         drive(&clock, clock.mono(), Duration::from_secs(60), &stop, |_| {
             calls += 1;
             if calls == 3 {

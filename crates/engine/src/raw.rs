@@ -11,7 +11,7 @@
 //! stamp; one host, one clock).
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +31,7 @@ use model::stats::intervals::Tick;
 use model::stats::slots::{slot_width, TxSlots};
 use model::stats::table::StreamTable;
 use model::stats::Counters;
+use model::stop::Stop;
 
 /// What to send.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -135,7 +136,7 @@ pub fn run_trial(
     tx: &mut dyn FrameTx,
     rx: Option<&mut dyn FrameRx>,
     spec: &RawTrialSpec,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<RawTrialReport> {
     run_trial_threads(&mut [tx], rx, spec, stop)
 }
@@ -182,7 +183,7 @@ pub fn run_trial_threads(
     txs: &mut [&mut dyn FrameTx],
     rx: Option<&mut dyn FrameRx>,
     spec: &RawTrialSpec,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<RawTrialReport> {
     let n = txs.len();
     if n == 0 || n > 255 {
@@ -471,7 +472,7 @@ pub fn receive_trial(
     drain: Duration,
     generating: &AtomicUsize,
     expected: &AtomicU64,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<Reception> {
     let clock = RealClock::new();
     let mut table = StreamTable::new(test_id, ids.to_vec());
@@ -516,7 +517,7 @@ fn generate(
     spec: &RawTrialSpec,
     template: &[u8],
     layout: &FrameLayout,
-    stop: &AtomicBool,
+    stop: &Stop,
     clock: &RealClock,
     live: Option<&LiveCounters>,
     slots: &mut TxSlots,
@@ -676,12 +677,12 @@ pub fn reflect(
     rx: &mut dyn FrameRx,
     tx: &mut dyn FrameTx,
     test_id: u16,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<Reflected> {
     let mut out = Reflected::default();
     let _ = rx.take_drops();
     let mut frames: Vec<Vec<u8>> = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_raised() {
         let mut used = 0usize;
         rx.recv_frames(Duration::from_millis(10), &mut |frame, _| {
             if used == frames.len() {

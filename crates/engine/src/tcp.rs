@@ -4,11 +4,10 @@
 //! Tx and Rx are measured separately: the sender counts what the kernel accepted, the
 //! receiver what it read. The sender reads `TCP_INFO` for retransmits, window and RTT.
 //! Neither decides the test's length beyond its own deadline (warm-up and duration) or
-//! amount; the receiver stops at end of stream or when its stop flag is set.
+//! amount; the receiver stops at end of stream or when its stop is raised.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +19,7 @@ use crate::sys;
 use model::clock::Clock;
 use model::pacing::{self, PaceAction, Pacer, Schedule};
 use model::spec::{Rate, TcpOptions};
+use model::stop::Stop;
 
 /// How often the sender refreshes its retransmit counter from TCP_INFO.
 const TCP_INFO_EVERY: Duration = Duration::from_millis(100);
@@ -186,12 +186,12 @@ pub fn listen(addr: SocketAddr, mss: Option<u32>) -> io::Result<TcpListener> {
 }
 
 /// Writes blocks for the warm-up (`-O`, not counted) and then the duration, until the amount
-/// (`-n`) is sent or `stop` is set; then shuts the write side.
+/// (`-n`) is sent or `stop` is raised; then shuts the write side.
 pub fn run_sender(
     mut stream: &TcpStream,
     cfg: &TcpSendConfig,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> TcpSenderReport {
     let clock = RealClock::new();
     let block = vec![0x5au8; cfg.block_len.max(1)];
@@ -309,7 +309,7 @@ pub fn run_receiver(
     stream_id: u8,
     omit: Duration,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> TcpReceiverReport {
     let clock = RealClock::new();
     // With a warm-up (`-O`), the rate is timed from its end, on this side's clock from the
@@ -324,7 +324,7 @@ pub fn run_receiver(
     // this thread looked, and its time is unknown.
     let mut first: Option<(Duration, u64)> = None;
     let mut last = Duration::ZERO;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_raised() {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {

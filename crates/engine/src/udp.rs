@@ -9,11 +9,10 @@
 //! The receiver reads `recvmmsg` batches with kernel receive timestamps, ignores datagrams
 //! of other tests, echoes what it is asked to, and feeds everything else into the exact
 //! per-stream accounting of [`model::stats`]. It does not decide when a test ends: the
-//! caller sets the stop flag.
+//! caller raises the stop token.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +31,8 @@ use model::stats::receiver::StreamReceiver;
 use model::stats::seq::{SeqTracker, DEFAULT_WINDOW};
 use model::stats::slots::TxSlots;
 use model::stats::Counters;
+use model::stop::Stop;
+use model::wait::{Poll, Wait};
 
 /// Datagrams per `sendmmsg` / `recvmmsg` call.
 pub const BATCH: usize = 64;
@@ -45,7 +46,7 @@ const PROBES_PER_SEC: f64 = 1000.0;
 const ECHO_DRAIN: Duration = Duration::from_millis(50);
 /// Longest time a stopped receiver keeps draining its socket.
 const MAX_DRAIN: Duration = Duration::from_millis(200);
-/// Receive timeout: how quickly a receiver notices its stop flag.
+/// Receive timeout: how quickly a receiver notices its stop.
 const RECV_TIMEOUT: Duration = Duration::from_millis(20);
 
 /// What a UDP sender does.
@@ -339,12 +340,12 @@ fn emit_header(h: &TestHeaderRepr, buf: &mut [u8]) {
 }
 
 /// Runs a paced UDP sender on a connected socket until `cfg.duration` has passed or
-/// `stop` is set.
+/// `stop` is raised.
 pub fn run_sender(
     sock: &UdpSocket,
     cfg: &UdpSendConfig,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> UdpSenderReport {
     let clock = RealClock::new();
     let len = cfg.payload_len.max(testhdr::HEADER_LEN);
@@ -471,11 +472,12 @@ pub fn run_sender(
     } else {
         0.0
     };
-    let drain_until = clock.mono() + ECHO_DRAIN;
-    while probe_every > 0 && clock.mono() < drain_until {
-        echo.poll(sock, &clock, Duration::MAX);
-        echo.publish(live);
-        std::thread::sleep(Duration::from_millis(1));
+    if probe_every > 0 {
+        Wait::on(&clock).at_most(ECHO_DRAIN).poll(|| {
+            echo.poll(sock, &clock, Duration::MAX);
+            echo.publish(live);
+            Poll::<()>::Wait(Duration::from_millis(1))
+        });
     }
     UdpSenderReport {
         stream_id: cfg.stream_id,
@@ -749,12 +751,12 @@ impl<'a> Counting<'a> {
     }
 }
 
-/// Runs a receiver on a connected socket until `stop` is set.
+/// Runs a receiver on a connected socket until `stop` is raised.
 pub fn run_receiver(
     sock: &UdpSocket,
     cfg: &UdpRecvConfig,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> UdpReceiverReport {
     let clock = RealClock::new();
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
@@ -765,7 +767,7 @@ pub fn run_receiver(
     // at most MAX_DRAIN (a peer that keeps sending cannot keep it alive).
     let mut drain_until: Option<Duration> = None;
     loop {
-        if drain_until.is_none() && stop.load(Ordering::Relaxed) {
+        if drain_until.is_none() && stop.is_raised() {
             drain_until = Some(clock.mono() + MAX_DRAIN);
         }
         if drain_until.is_some_and(|d| clock.mono() >= d) {
@@ -798,7 +800,7 @@ pub fn run_receiver(
 }
 
 /// Runs a receiver whose datagrams arrive through AF_XDP (`xdp`, filtered on the socket's
-/// port) until `stop` is set: only datagrams from the socket's peer count, as on the
+/// port) until `stop` is raised: only datagrams from the socket's peer count, as on the
 /// connected socket, which still sends the answers. Each is stamped by the XDP program on
 /// arrival; the kernel's UDP stack never sees them.
 pub fn run_receiver_xdp(
@@ -806,7 +808,7 @@ pub fn run_receiver_xdp(
     xdp: &mut dyn crate::frameio::FrameRx,
     cfg: &UdpRecvConfig,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> UdpReceiverReport {
     let clock = RealClock::new();
     let mut counting = Counting::new(cfg);
@@ -821,7 +823,7 @@ pub fn run_receiver_xdp(
     let mut drain_until: Option<Duration> = None;
     let mut not_udp = 0u64;
     loop {
-        if drain_until.is_none() && stop.load(Ordering::Relaxed) {
+        if drain_until.is_none() && stop.is_raised() {
             drain_until = Some(clock.mono() + MAX_DRAIN);
         }
         if drain_until.is_some_and(|d| clock.mono() >= d) {
@@ -901,7 +903,7 @@ pub struct EchoEnd {
 }
 
 /// Echoes test messages from `peer_ip` back to their sender (flagged as replies) until
-/// `stop` is set, or until nothing came for `idle` (the client fell silent). Datagrams
+/// `stop` is raised, or until nothing came for `idle` (the client fell silent). Datagrams
 /// that are already answers, or come from anyone else, are dropped, so two echo sockets
 /// cannot be made to bounce a datagram between them.
 ///
@@ -915,7 +917,7 @@ pub fn run_echo(
     max_len: usize,
     mut spin: Option<&mut dyn FnMut(Duration) -> bool>,
     idle: Duration,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> EchoEnd {
     let _ = sock.set_read_timeout(Some(RECV_TIMEOUT));
     let mut spinning = spin.is_some();
@@ -929,7 +931,7 @@ pub fn run_echo(
     let clock = RealClock::new();
     let mut last = clock.mono();
     let mut charged = last;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_raised() {
         if spinning {
             let now = clock.mono();
             let spent = now.saturating_sub(charged);
@@ -1169,7 +1171,7 @@ pub struct PacedPings {
     pub kernel_timestamps: bool,
 }
 
-/// Sends a `size`-byte ping every `every` for `duration` (or until `stop` or `end` is set)
+/// Sends a `size`-byte ping every `every` for `duration` (or until `stop` or `end` is raised)
 /// on a connected socket to an echo server, without waiting for answers between pings, so
 /// a queue that holds the answers for seconds (bufferbloat) delays them rather than losing
 /// them; then waits up to `wait` for the last answers. Each answer carries its ping's
@@ -1181,8 +1183,8 @@ pub fn run_paced_pings(
     every: Duration,
     duration: Duration,
     wait: Duration,
-    stop: &AtomicBool,
-    end: &AtomicBool,
+    stop: &Stop,
+    end: &Stop,
 ) -> io::Result<PacedPings> {
     let clock = RealClock::new();
     let size = size.max(testhdr::HEADER_LEN);
@@ -1198,7 +1200,7 @@ pub fn run_paced_pings(
     let mut last_answers: Option<Duration> = None;
     loop {
         let now = clock.mono().saturating_sub(t0);
-        let over = now >= duration || stop.load(Ordering::Relaxed) || end.load(Ordering::Relaxed);
+        let over = now >= duration || stop.is_raised() || end.is_raised();
         if over && last_answers.is_none() {
             last_answers = Some(now + wait);
         }
@@ -1275,15 +1277,15 @@ mod test {
         h.to_bytes()
     }
 
-    /// A receiver for stream 1 of test 7 on its own thread: (stop flag, counters, handle).
+    /// A receiver for stream 1 of test 7 on its own thread: (stop, counters, handle).
     fn spawn_receiver(
         sock: UdpSocket,
     ) -> (
-        Arc<AtomicBool>,
+        Stop,
         Arc<LiveCounters>,
         std::thread::JoinHandle<UdpReceiverReport>,
     ) {
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new();
         let live = Arc::new(LiveCounters::default());
         let (s2, l2) = (stop.clone(), live.clone());
         let rx = std::thread::spawn(move || run_receiver(&sock, &recv_cfg(1), &l2, &s2));
@@ -1335,10 +1337,14 @@ mod test {
         for seq in 0..3 {
             client.send(&data(7, 1, seq)).unwrap();
         }
-        while live.snapshot().counters.received < 3 {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        stop.store(true, Ordering::Relaxed);
+        Wait::on(&RealClock::new()).poll(|| {
+            if live.snapshot().counters.received < 3 {
+                Poll::Wait(Duration::from_millis(5))
+            } else {
+                Poll::Ready(())
+            }
+        });
+        stop.raise();
         let r = rx.join().unwrap();
         assert_eq!(
             (r.counters.received, r.counters.duplicates, r.counters.lost),
@@ -1387,7 +1393,7 @@ mod test {
         client.send(&control_datagram(7, 1, TOKEN, true)).unwrap();
         let e = client.recv(&mut buf).unwrap_err();
         assert!(is_timeout(&e), "an answer is not answered: {e}");
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         let r = rx.join().unwrap();
         assert_eq!(r.counters.received, 0, "handshakes are not data");
     }
@@ -1403,10 +1409,14 @@ mod test {
         }
         client.send(&data(8, 1, 6)).unwrap();
         client.send(b"GET / HTTP/1.1\r\n\r\n").unwrap();
-        while live.snapshot().counters.received < 5 {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        stop.store(true, Ordering::Relaxed);
+        Wait::on(&RealClock::new()).poll(|| {
+            if live.snapshot().counters.received < 5 {
+                Poll::Wait(Duration::from_millis(5))
+            } else {
+                Poll::Ready(())
+            }
+        });
+        stop.raise();
         let r = rx.join().unwrap();
         assert_eq!(r.counters.received, 5, "{r:?}");
         assert_eq!(r.counters.duplicates, 1);
@@ -1418,13 +1428,13 @@ mod test {
     #[test]
     fn paced_pings_keep_their_schedule_and_time_each_answer() {
         let (echo, client) = pair();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new();
         let peer = client.local_addr().unwrap().ip();
         let s2 = stop.clone();
         let echoer = std::thread::spawn(move || {
             run_echo(&echo, peer, 64, None, Duration::from_secs(60), &s2).echoed
         });
-        let never = AtomicBool::new(false);
+        let never = Stop::new();
         let out = run_paced_pings(
             &client,
             64,
@@ -1435,7 +1445,7 @@ mod test {
             &never,
         )
         .unwrap();
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         let echoed = echoer.join().unwrap();
         // 30 pings at 100 Hz (the schedule catches up after a stall), each answered once.
         assert!((25..=31).contains(&out.sent), "{}", out.sent);
@@ -1449,7 +1459,7 @@ mod test {
     #[test]
     fn a_spinning_echo_whose_budget_runs_out_sleeps_and_still_answers() {
         let (echo, client) = pair();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new();
         let peer = client.local_addr().unwrap().ip();
         let s2 = stop.clone();
         let charged = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -1471,7 +1481,7 @@ mod test {
                 &s2,
             )
         });
-        let never = AtomicBool::new(false);
+        let never = Stop::new();
         let out = run_paced_pings(
             &client,
             64,
@@ -1482,7 +1492,7 @@ mod test {
             &never,
         )
         .unwrap();
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         let end = echoer.join().unwrap();
         assert!(end.spin_refused, "{end:?}");
         assert!(!end.went_idle);

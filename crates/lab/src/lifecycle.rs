@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 
 use engine::clock::RealClock;
 use model::clock::Clock;
+use model::stop::Stop;
+use model::wait::Wait;
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::cmd::{Cmd, Runner};
@@ -23,7 +24,6 @@ use crate::impair::stage::StageState;
 use crate::managed::{self, Liveness};
 use crate::naming;
 use crate::topology::Topology;
-use crate::wait::poll;
 use crate::LabError;
 
 /// A lab that is up.
@@ -142,12 +142,12 @@ impl Owner {
 }
 
 /// The lock of lab name `name`, held until dropped (none for a dry run). While another
-/// process holds it, this waits, looking every 50 ms whether `stop` was set (Ctrl-C then
+/// process holds it, this waits, looking every 50 ms whether `stop` was raised (Ctrl-C then
 /// ends the wait: a blocking `flock` would not see it).
 fn lock(
     name: &str,
     runner: &dyn Runner,
-    stop: Option<&AtomicBool>,
+    stop: Option<&Stop>,
 ) -> Result<Option<std::fs::File>, LabError> {
     if runner.is_dry() {
         return Ok(None);
@@ -165,26 +165,23 @@ fn lock(
         .open(dir.join(name))
         .map_err(failed)?;
     let mut said = false;
-    let locked = poll(&RealClock::new(), LOCK_POLL_EVERY, None, || {
-        match f.try_lock() {
-            Ok(()) => Some(Ok(())),
-            Err(std::fs::TryLockError::WouldBlock) => {
-                if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-                    return Some(Err(LabError::Interrupted));
-                }
-                if !said {
-                    tracing::warn!(
-                        "lab {name} is being built or removed by another process: waiting"
-                    );
-                    said = true;
-                }
-                None
+    let locked = Wait::on(&RealClock::new()).poll_every(LOCK_POLL_EVERY, || match f.try_lock() {
+        Ok(()) => Some(Ok(())),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            if stop.is_some_and(Stop::is_raised) {
+                return Some(Err(LabError::Interrupted));
             }
-            Err(std::fs::TryLockError::Error(e)) => Some(Err(failed(e))),
+            if !said {
+                tracing::warn!("lab {name} is being built or removed by another process: waiting");
+                said = true;
+            }
+            None
         }
+        Err(std::fs::TryLockError::Error(e)) => Some(Err(failed(e))),
     });
     // Without a timeout the wait ends only with an answer.
     locked
+        .ready()
         .unwrap_or(Err(LabError::Interrupted))
         .map(|()| Some(f))
 }
@@ -203,7 +200,7 @@ impl Lab {
 
     /// Builds `topo` as lab `name`: all or nothing, under the name's lock. A lab of that
     /// name must not exist, unless it is stale (then it is removed first). If any command
-    /// fails, a managed process does not start, or `stop` is set (Ctrl-C, SIGTERM),
+    /// fails, a managed process does not start, or `stop` is raised (Ctrl-C, SIGTERM),
     /// everything this call created is removed again. The lab is recorded as owned by
     /// this process, `persistent` if it is to outlive it.
     pub fn up_owned(
@@ -211,7 +208,7 @@ impl Lab {
         topo: &Topology,
         runner: &mut dyn Runner,
         persistent: bool,
-        stop: Option<&AtomicBool>,
+        stop: Option<&Stop>,
     ) -> Result<Lab, LabError> {
         naming::check(name)?;
         let _lock = lock(name, runner, stop)?;
@@ -244,7 +241,7 @@ impl Lab {
             Owner::this_process(false).record(name)?;
         }
         let stopped = || {
-            stop.is_some_and(|s| s.load(Ordering::Relaxed))
+            stop.is_some_and(Stop::is_raised)
                 .then_some(())
                 .map_or(Ok(()), |()| Err(LabError::Interrupted))
         };
@@ -276,8 +273,7 @@ impl Lab {
         let deadline = clock.mono() + CARRIER_TIMEOUT;
         for ns in &lab.namespaces {
             let mut waiting: Vec<String> = Vec::new();
-            let left = deadline.saturating_sub(clock.mono());
-            let up = poll(&clock, POLL_EVERY, Some(left), || {
+            let up = Wait::on(&clock).until(deadline).poll_every(POLL_EVERY, || {
                 let text = match runner.run(&Cmd::ip_json(Some(ns), &["link", "show"])) {
                     Ok(text) => text,
                     Err(e) => return Some(Err(e)),
@@ -299,7 +295,7 @@ impl Lab {
                     .collect();
                 waiting.is_empty().then_some(Ok(()))
             });
-            match up {
+            match up.ready() {
                 Some(result) => result?,
                 None => {
                     return Err(LabError::Interface(format!(
@@ -342,16 +338,19 @@ impl Lab {
         let clock = RealClock::new();
         for (process, cmd, pid) in started {
             let state = process.state_file();
-            let started = poll(&clock, POLL_EVERY, Some(STAGE_START_TIMEOUT), || {
-                if managed::read_json::<Liveness>(&state)
-                    .is_ok_and(|st| st.running && st.pid == pid)
-                {
-                    Some(true)
-                } else {
-                    (!process_runs(pid)).then_some(false)
-                }
-            });
-            if started != Some(true) {
+            let started =
+                Wait::on(&clock)
+                    .at_most(STAGE_START_TIMEOUT)
+                    .poll_every(POLL_EVERY, || {
+                        if managed::read_json::<Liveness>(&state)
+                            .is_ok_and(|st| st.running && st.pid == pid)
+                        {
+                            Some(true)
+                        } else {
+                            (!process_runs(pid)).then_some(false)
+                        }
+                    });
+            if started.ready() != Some(true) {
                 return Err(LabError::Command {
                     cmd: cmd.to_string(),
                     detail: format!(
@@ -383,7 +382,9 @@ impl Lab {
             return Ok(());
         }
         let ended = || (!pids.iter().any(|&p| process_runs(p))).then_some(());
-        let _ = poll(&RealClock::new(), POLL_EVERY, Some(STOP_TIMEOUT), ended);
+        let _ = Wait::on(&RealClock::new())
+            .at_most(STOP_TIMEOUT)
+            .poll_every(POLL_EVERY, ended);
         let left: Vec<u32> = pids.into_iter().filter(|&p| process_runs(p)).collect();
         if !left.is_empty() {
             let _ = runner.run(&Cmd::kill("KILL", &left));

@@ -14,11 +14,14 @@
 //! `wall` and `mono` of the real clock are read separately and may step apart (NTP slews or steps
 //! `CLOCK_REALTIME`, never `mono`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::stop::Stop;
+use crate::wait::{Poll, Polled, Wait};
 
 /// A realtime timestamp: nanoseconds since the Unix epoch (`CLOCK_REALTIME`).
 ///
@@ -92,7 +95,7 @@ pub trait Clock: Send + Sync {
 pub enum Waited {
     /// The clock reached the time waited for.
     Reached,
-    /// The stop flag was raised first.
+    /// The stop was raised first.
     Stopped,
 }
 
@@ -100,18 +103,19 @@ pub enum Waited {
 pub const WAIT_STEP: Duration = Duration::from_millis(20);
 
 /// Waits until `clock`'s monotonic time reaches `until` (a time already reached is
-/// reached, stop or not), or until `stop` is raised, in sleeps of at most [`WAIT_STEP`]: the one waiting loop of the program, for a start
-/// time, a deadline between retries, a phase of a test.
-pub fn wait_until(clock: &dyn Clock, until: Duration, stop: &AtomicBool) -> Waited {
-    loop {
-        let now = clock.mono();
-        if now >= until {
-            return Waited::Reached;
-        }
-        if stop.load(Ordering::Relaxed) {
-            return Waited::Stopped;
-        }
-        clock.sleep((until - now).min(WAIT_STEP));
+/// reached, stop or not), or until `stop` is raised, in pauses of at most [`WAIT_STEP`]: a
+/// [`Wait`] for a time, for a start time, a deadline between retries, a phase of a test.
+pub fn wait_until(clock: &dyn Clock, until: Duration, stop: &Stop) -> Waited {
+    if clock.mono() >= until {
+        return Waited::Reached;
+    }
+    let waited = Wait::on(clock)
+        .until(until)
+        .or_stop(stop)
+        .poll(|| Poll::<()>::Wait(WAIT_STEP));
+    match waited {
+        Polled::Stopped => Waited::Stopped,
+        Polled::Ready(()) | Polled::TimedOut => Waited::Reached,
     }
 }
 
@@ -293,14 +297,14 @@ mod tests {
     #[test]
     fn waiting_ends_at_its_time_or_at_a_stop() {
         let clock = VirtualClock::new(UnixNanos(0));
-        let stop = AtomicBool::new(false);
+        let stop = Stop::new();
         let until = Duration::from_millis(250);
         assert_eq!(wait_until(&clock, until, &stop), Waited::Reached);
         assert_eq!(clock.mono(), until, "no later than asked");
         // Already past: no sleep at all.
         assert_eq!(wait_until(&clock, Duration::ZERO, &stop), Waited::Reached);
         assert_eq!(clock.mono(), until);
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         assert_eq!(wait_until(&clock, until * 10, &stop), Waited::Stopped);
         assert_eq!(clock.mono(), until, "a raised stop ends the wait at once");
         // A time already reached is reached, stop or not.

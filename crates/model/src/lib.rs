@@ -9,6 +9,8 @@
 //!   embed), RFC 3550 jitter, HDR latency histograms and their V2 + deflate encoding;
 //! - [`pacing`]: absolute packet schedules and the sans-I/O pacer;
 //! - [`clock`]: the `Clock` trait, realtime timestamps and a virtual clock for tests;
+//! - [`stop`]: the stop token passed down to everything that should end on a stop;
+//! - [`wait`]: the one waiting loop (poll, pause on a clock, until a deadline or a stop);
 //! - [`time`]: RFC 3339 formatting.
 //!
 //! What it does not do: no sockets, no files, no clock reads, no threads (STYLE §1: time and
@@ -22,5 +24,7 @@ pub mod pacing;
 pub mod results;
 pub mod spec;
 pub mod stats;
+pub mod stop;
 pub mod time;
 pub mod units;
+pub mod wait;

@@ -2,14 +2,13 @@
 //! redundant network (`frer analyze`).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use engine::frameio::{Endpoint, FrameRx, FrameTx};
 use engine::raw::{RawLoad, RawTrialSpec};
 use model::results::frames::{FrerAnalysis, GenReceived, GenTable};
 use model::results::RunResult;
+use model::stop::Stop;
 use wire::linerate::LineRate;
 
 use crate::frames::{self, test_id, Port};
@@ -22,7 +21,7 @@ use crate::{usage, Error, Watch};
 ///
 /// # Errors
 /// No root, a port that cannot be used, a frame size too small for the headers.
-pub fn gen(req: &GenRequest, stop: &Arc<AtomicBool>) -> Result<RunResult, Error> {
+pub fn gen(req: &GenRequest, stop: &Stop) -> Result<RunResult, Error> {
     let lab = &req.frame.lab;
     let tx_port = frames::any_port(&req.port, lab)?;
     let rx_port = req
@@ -58,7 +57,7 @@ pub fn gen(req: &GenRequest, stop: &Arc<AtomicBool>) -> Result<RunResult, Error>
 /// at the receiving port, totals only.
 fn send_through_agents(
     req: &GenRequest,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
     tx: &Port,
     rx: Option<&Port>,
 ) -> Result<RunResult, Error> {
@@ -78,7 +77,7 @@ fn send_through_agents(
         &req.agents,
         false,
         req.size,
-        Arc::clone(stop),
+        stop.clone(),
     )?;
     frames::check_sizes(&frame, &[req.size])?;
     let line = LineRate(req.frame.line_rate as u64);
@@ -115,7 +114,7 @@ fn send_through_agents(
 /// `gen` on its ports.
 fn send(
     req: &GenRequest,
-    stop: &AtomicBool,
+    stop: &Stop,
     tx_ep: &Endpoint,
     rx_ep: Option<&Endpoint>,
 ) -> Result<RunResult, Error> {
@@ -245,7 +244,7 @@ const CAPTURE_LIMIT: usize = 5_000_000;
 pub fn analyze(
     req: &AnalyzeRequest,
     watch: &mut dyn Watch,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> Result<RunResult, Error> {
     if !(req.time.is_finite() && req.time > 0.0 && req.time <= 3600.0) {
         return Err(usage(format!("-t {}: give 0 < seconds <= 3600", req.time)));

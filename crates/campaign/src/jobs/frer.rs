@@ -1,13 +1,12 @@
 //! FRER (IEEE 802.1CB): what it costs against a control group (`frer compare`), and the
 //! counters of running relays (`frer stats`).
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use method::overhead::{Group, Groups, UdpLoad};
 use model::results::RunResult;
 use model::spec::{Direction, Protocol, Rate};
+use model::stop::Stop;
 
 use crate::request::{ClientRequest, FrerCompareRequest, LatencyRequest, Server};
 use crate::target::{Setup, Target};
@@ -19,7 +18,7 @@ use crate::{usage, Error, Quiet, Watch};
 struct FrerLabs<'a> {
     req: &'a FrerCompareRequest,
     watch: &'a mut dyn Watch,
-    stop: &'a Arc<AtomicBool>,
+    stop: &'a Stop,
 }
 
 impl FrerLabs<'_> {
@@ -28,11 +27,11 @@ impl FrerLabs<'_> {
     /// without loss, then the test at that rate.
     fn zero_loss(
         req: &FrerCompareRequest,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
         udp: &ClientRequest,
     ) -> Result<RunResult, Error> {
         let mut cfg = crate::trials::client_config(&udp.server)?;
-        cfg.stop = Some(Arc::clone(stop));
+        cfg.stop = Some(stop.clone());
         let mut trial = crate::trials::ServerTrial {
             cfg,
             base: base_spec(Protocol::Udp),
@@ -188,7 +187,7 @@ impl Groups for FrerLabs<'_> {
 pub fn frer_compare(
     a: &FrerCompareRequest,
     watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
 ) -> Result<RunResult, Error> {
     if !(a.time.is_finite() && a.time >= 1.0 && a.time <= 600.0) {
         return Err(usage(format!("-t {}: give 1..=600 seconds", a.time)));

@@ -4,8 +4,7 @@
 //! reached, or a pair whose test fails, is a failed cell with its reason; the rest of the
 //! mesh goes on.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 
 use control::client::Session;
 use method::mesh::{MeshSchedule, Pair};
@@ -13,6 +12,7 @@ use model::clock::Clock;
 use model::results::mesh::{MeshCell, MeshHost as HostOut, MeshReport};
 use model::results::RunResult;
 use model::spec::Protocol;
+use model::stop::Stop;
 use model::units::bps;
 
 use crate::hosts::address;
@@ -25,7 +25,7 @@ use crate::{usage, Error, Watch};
 fn pair(
     req: &MeshRequest,
     (from, to): (&MeshHost, &MeshHost),
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
 ) -> (MeshCell, Option<String>) {
     // Its clock starts now: its mono() is the pair's time so far.
     let started = engine::clock::RealClock::new();
@@ -34,7 +34,7 @@ fn pair(
     let result = crate::trials::client_config_with(&from.server, &Connect::default())
         .map_err(|e| e.to_string())
         .and_then(|mut cfg| {
-            cfg.stop = Some(Arc::clone(stop));
+            cfg.stop = Some(stop.clone());
             Session::connect(&cfg)
                 .map_err(|e| format!("cannot reach {} at {reached}: {e}", from.name))
         })
@@ -111,11 +111,7 @@ fn progress(c: &MeshCell) -> String {
 /// # Errors
 /// Fewer than two hosts, two with one name, or a test the spec refuses. A pair that fails
 /// is a failed cell, not an error.
-pub fn mesh(
-    req: &MeshRequest,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
+pub fn mesh(req: &MeshRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     let n = req.hosts.len();
     if n < 2 {
         return Err(usage("a mesh needs at least two hosts"));
@@ -147,7 +143,7 @@ pub fn mesh(
         loop {
             // Ctrl-C: the pairs that run finish (each within its test's time); no more
             // start.
-            if !stop.load(Ordering::Relaxed) {
+            if !stop.is_raised() {
                 while let Some(p) = schedule.start() {
                     let tx = tx.clone();
                     let (from, to) = (&req.hosts[p.0], &req.hosts[p.1]);
@@ -186,7 +182,7 @@ pub fn mesh(
             cells[p.0 * n + p.1] = Some(cell);
         }
     });
-    let interrupted = stop.load(Ordering::Relaxed) && !schedule.pending().is_empty();
+    let interrupted = stop.is_raised() && !schedule.pending().is_empty();
     let mut out = Vec::with_capacity(n * (n - 1));
     for (i, c) in cells.into_iter().enumerate() {
         let (a, b) = (i / n, i % n);

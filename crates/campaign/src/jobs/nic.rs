@@ -7,8 +7,6 @@
 //! (`control::tuning`, a server started with `--allow-tuning`).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use engine::frameio::{in_netns, Endpoint};
 use engine::nic::{self, ActivityProbe};
@@ -16,6 +14,7 @@ use method::nicmatrix::{best_mtu, combinations, Combination};
 use model::results::nic::{NicCell, NicMatrix};
 use model::results::RunResult;
 use model::spec::Protocol;
+use model::stop::Stop;
 
 use crate::request::{NicMatrixRequest, Server};
 use crate::trials::{base_spec, client_config, ServerTrial};
@@ -157,7 +156,7 @@ pub(crate) fn virtual_note(ifaces: &[model::results::nic::InterfaceState]) -> Op
 pub fn nic_matrix(
     req: &NicMatrixRequest,
     watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
 ) -> Result<RunResult, Error> {
     crate::need_root("nicmatrix sets MTUs and features: run it with sudo")?;
     if req.ends.is_empty() {
@@ -232,7 +231,7 @@ pub fn nic_matrix(
     let mut cells = Vec::new();
     let mut notes = Vec::new();
     for (n, c) in combos.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_raised() {
             notes.push(format!(
                 "stopped: {} of {} combinations ran",
                 n,
@@ -260,7 +259,7 @@ pub fn nic_matrix(
         let sweep = in_netns(client_ns.as_deref(), || sweep(req, &server, stop))?;
         match sweep {
             Ok(rows) => cell.rows = rows,
-            Err(_) if stop.load(Ordering::Relaxed) => {
+            Err(_) if stop.is_raised() => {
                 notes.push(format!(
                     "stopped during {}: that combination has no sweep",
                     cell.label
@@ -303,10 +302,10 @@ pub fn nic_matrix(
 fn sweep(
     req: &NicMatrixRequest,
     server: &Server,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
 ) -> Result<Vec<model::results::BlocksizeRow>, Error> {
     let mut cfg = client_config(server)?;
-    cfg.stop = Some(Arc::clone(stop));
+    cfg.stop = Some(stop.clone());
     let mut trial = ServerTrial {
         cfg,
         base: model::spec::TestSpec {

@@ -1,8 +1,6 @@
 //! RFC 2544 per frame size, over two raw ports of this host or as UDP through a wirebench
 //! server, with the latency limits as verdicts.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use method::rfc2544 as m;
@@ -11,6 +9,7 @@ use model::results::rfc2544::Rfc2544Report;
 use model::results::{RunResult, Verdict};
 use model::spec::Protocol;
 use model::stats::LatencyHistogram;
+use model::stop::Stop;
 
 use crate::frames;
 use crate::request::{Rfc2544Path, Rfc2544Request, Rfc2544Test};
@@ -105,11 +104,7 @@ fn latency_verdicts(rep: &Rfc2544Report, limits: &[(f64, f64)], band: Option<f64
 /// # Errors
 /// A combination that cannot run (latency without throughput, bursts through a socket),
 /// ports or a server that cannot be used, a trial that fails.
-pub fn rfc2544(
-    a: &Rfc2544Request,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
+pub fn rfc2544(a: &Rfc2544Request, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     if a.tests.contains(&Rfc2544Test::Latency) && !a.tests.contains(&Rfc2544Test::Throughput) {
         return Err(usage(
             "the latency test runs at the throughput rate: include throughput in --tests",
@@ -125,7 +120,7 @@ pub fn rfc2544(
     let (rep, backend, endpoints) = match &a.path {
         Rfc2544Path::Server(server) => {
             let mut cfg = client_config(server)?;
-            cfg.stop = Some(Arc::clone(stop));
+            cfg.stop = Some(stop.clone());
             let addr = cfg.server.to_string();
             let mut trial = ServerTrial {
                 cfg,
@@ -152,7 +147,7 @@ pub fn rfc2544(
             let max_len = a.sizes.iter().copied().max().unwrap_or(64);
             let ports = (&tx_port, &rx_port);
             let (mut trial, spec) =
-                RawTrial::open_ports(&a.frame, ports, agents, *reflect, max_len, Arc::clone(stop))?;
+                RawTrial::open_ports(&a.frame, ports, agents, *reflect, max_len, stop.clone())?;
             if let Some(far) = trial.reflected_at() {
                 reflected = Some(far.to_owned());
             }

@@ -3,8 +3,6 @@
 //! streams each way at once (a bidirectional test); a second idle phase follows. The pure
 //! split into idle and loaded pings is [`method::rrul`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use control::client::{IntervalSample, Session};
@@ -13,6 +11,7 @@ use model::clock::{wait_until, Clock, UnixNanos};
 use model::results::rrul::RrulResult;
 use model::results::{IntervalRow, LatencyKind, LatencyUs, RunResult};
 use model::spec::{Direction, Protocol, TestSpec};
+use model::stop::Stop;
 
 use crate::request::RrulRequest;
 use crate::trials::{base_spec, client_config};
@@ -29,8 +28,8 @@ const MAX_LOAD: Duration = Duration::from_secs(3600);
 /// Most pings a result keeps for its plot (every k-th beyond; the figures use them all).
 const MAX_STORED_PINGS: usize = 10_000;
 
-/// Sleeps `d`, or less when `stop` is set.
-fn idle(d: Duration, stop: &AtomicBool) {
+/// Sleeps `d`, or less when `stop` is raised.
+fn idle(d: Duration, stop: &Stop) {
     let clock = engine::clock::RealClock::new();
     wait_until(&clock, d, stop);
 }
@@ -38,13 +37,9 @@ fn idle(d: Duration, stop: &AtomicBool) {
 /// Runs the test; interval rows of the load go to `watch`.
 ///
 /// # Errors
-/// Bad parameters, a server that cannot be reached or refuses, or `stop` set before the
+/// Bad parameters, a server that cannot be reached or refuses, or `stop` raised before the
 /// load ended.
-pub fn rrul(
-    req: &RrulRequest,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
+pub fn rrul(req: &RrulRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     if req.time > MAX_LOAD || req.idle > MAX_LOAD {
         return Err(usage(format!(
             "-t / --idle: at most {} s each",
@@ -70,7 +65,7 @@ pub fn rrul(
     };
     spec.check()?;
     let mut cfg = client_config(&req.server)?;
-    cfg.stop = Some(Arc::clone(stop));
+    cfg.stop = Some(stop.clone());
     let server = cfg.server;
     let clock = engine::clock::RealClock::new();
     let connect = |what: &str| {
@@ -82,9 +77,9 @@ pub fn rrul(
     let every = Duration::from_secs_f64(1.0 / req.ping_hz);
     // The pings run until the second idle phase is over (`end`), at most this long.
     let ping_time = req.idle * 2 + req.time + SETUP_SLACK;
-    let end = Arc::new(AtomicBool::new(false));
+    let end = Stop::new();
     let origin = clock.wall();
-    let ping_end = Arc::clone(&end);
+    let ping_end = end.clone();
     let pings = std::thread::Builder::new()
         .name("rrul-ping".into())
         .spawn(move || pinger.run_paced_echo(PING_LEN, every, ping_time, LAST_ANSWERS, &ping_end))
@@ -122,7 +117,7 @@ pub fn rrul(
         idle(req.idle, stop);
     }
     // The pings end after the second idle phase, or with the load's failure.
-    end.store(true, Ordering::Relaxed);
+    end.raise();
     let pings = pings
         .join()
         .map_err(|_| Error::Failed("the ping thread failed".into()))?
@@ -153,7 +148,7 @@ pub fn rrul(
         origin,
         (load_from, load_to),
     ));
-    if stop.load(Ordering::Relaxed) {
+    if stop.is_raised() {
         r.interrupted = true;
     }
     if let Some(note) = note(r.rrul.as_ref()) {

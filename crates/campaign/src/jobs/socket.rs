@@ -1,13 +1,11 @@
 //! The tests against a wirebench server: throughput (`client`), the zero-loss sweep, the
 //! block-size sweep and ping-pong latency.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use control::client::{IntervalSample, Session};
 use model::results::{LatencyKind, LatencyRow, LatencyUs, RunResult};
 use model::spec::{EchoSpec, Protocol, TestSpec};
 use model::stats::LatencyHistogram;
+use model::stop::Stop;
 
 use crate::request::{BlocksizeRequest, ClientRequest, LatencyRequest, SweepRequest};
 use crate::trials::client_config;
@@ -31,16 +29,12 @@ fn client_params(req: &ClientRequest, cfg: &control::client::ClientConfig) -> se
 /// A throughput test; its interval rows go to `watch` as both sides' figures come in.
 ///
 /// # Errors
-/// The server cannot be reached or refuses, the test fails, or `stop` was set.
-pub fn client(
-    req: &ClientRequest,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
+/// The server cannot be reached or refuses, the test fails, or `stop` was raised.
+pub fn client(req: &ClientRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     let mut cfg = crate::trials::client_config_with(&req.server, &req.connect)?;
     cfg.cpu = req.cpu;
     cfg.force_round_trip = req.round_trip;
-    cfg.stop = Some(Arc::clone(stop));
+    cfg.stop = Some(stop.clone());
     let spec = &req.spec;
     spec.check()?;
     if req.iperf3 {
@@ -90,13 +84,13 @@ fn iperf3_client(
     req: &ClientRequest,
     cfg: &control::client::ClientConfig,
     watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
     after_probe: bool,
 ) -> Result<RunResult, Error> {
     let c = control::iperf3::client::Iperf3Client {
         server: cfg.server,
         spec: req.spec.clone(),
-        stop: Some(Arc::clone(stop)),
+        stop: Some(stop.clone()),
         interval: req.interval,
         bind: cfg.bind,
         cport: cfg.cport,
@@ -165,11 +159,7 @@ fn iperf3_client(
 ///
 /// # Errors
 /// A trial that could not run.
-pub fn sweep(
-    req: &SweepRequest,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
+pub fn sweep(req: &SweepRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     let plan = &req.plan;
     let targets = plan.targets();
     let probe = TestSpec {
@@ -180,7 +170,7 @@ pub fn sweep(
     };
     probe.check()?;
     let mut cfg = client_config(&req.server)?;
-    cfg.stop = Some(Arc::clone(stop));
+    cfg.stop = Some(stop.clone());
     let server = cfg.server.to_string();
     let mut trial = Traced::new(ServerTrial {
         cfg,
@@ -248,10 +238,10 @@ impl<T: method::Trial> method::Trial for Traced<T> {
 pub fn blocksize(
     req: &BlocksizeRequest,
     watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
 ) -> Result<RunResult, Error> {
     let mut cfg = client_config(&req.server)?;
-    cfg.stop = Some(Arc::clone(stop));
+    cfg.stop = Some(stop.clone());
     let server = cfg.server.to_string();
     let mut trial = ServerTrial {
         cfg,
@@ -281,7 +271,7 @@ pub fn blocksize(
 ///
 /// # Errors
 /// Sizes out of range, or the test could not run.
-pub fn latency(req: &LatencyRequest, stop: &Arc<AtomicBool>) -> Result<RunResult, Error> {
+pub fn latency(req: &LatencyRequest, stop: &Stop) -> Result<RunResult, Error> {
     let sizes = &req.sizes;
     if sizes.is_empty() {
         return Err(usage("give at least one message size with -l"));
@@ -295,7 +285,7 @@ pub fn latency(req: &LatencyRequest, stop: &Arc<AtomicBool>) -> Result<RunResult
         )));
     }
     let mut cfg = client_config(&req.server)?;
-    cfg.stop = Some(Arc::clone(stop));
+    cfg.stop = Some(stop.clone());
     let total = req.time * u32::try_from(sizes.len()).unwrap_or(u32::MAX);
     let max_len = sizes.iter().copied().max().unwrap_or(64);
     let session = Session::connect(&cfg)

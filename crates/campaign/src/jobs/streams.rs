@@ -1,11 +1,9 @@
 //! Raw frames on the engine's multi-stream path: a multi-stream profile (`streams`) and the
 //! shaper accuracy matrix (`shaping`).
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use method::shaping::ShapingPlan;
 use model::results::RunResult;
+use model::stop::Stop;
 use wire::linerate::LineRate;
 
 use crate::frames;
@@ -21,7 +19,7 @@ use crate::{usage, Error, Watch};
 pub fn streams(
     req: &StreamsRequest,
     watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
 ) -> Result<RunResult, Error> {
     let profile = &req.profile;
     // Root for a raw port of this host; a profile whose ends are all servers' ports (or
@@ -37,7 +35,7 @@ pub fn streams(
     let mut run = StreamsRun {
         lab: req.lab.clone(),
         backend: req.backend,
-        stop: Arc::clone(stop),
+        stop: stop.clone(),
         interval: req.interval,
         agents: req.agents.clone(),
     };
@@ -64,11 +62,7 @@ pub fn streams(
 ///
 /// # Errors
 /// No root, no device to shape, ports that cannot be used, a rate that cannot be set.
-pub fn shaping(
-    a: &ShapingRequest,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
+pub fn shaping(a: &ShapingRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     let lab = &a.frame.lab;
     let tx = frames::any_port(&a.tx, lab)?;
     let rx = frames::any_port(&a.rx, lab)?;
@@ -95,7 +89,7 @@ pub fn shaping(
         &a.agents,
         false,
         max_len,
-        Arc::clone(stop),
+        stop.clone(),
     )?;
     frames::check_sizes(&spec, &a.sizes)?;
     let mut dut = match &a.dut_cmd {

@@ -1,12 +1,10 @@
 //! `blocksize`: a netio-style TCP block-size sweep against a wirebench server. The run
 //! itself is [`crate::jobs::blocksize`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use engine::frameio::Endpoint;
 use model::results::figures::{figures, Figure};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Method, ThresholdMetric};
@@ -44,7 +42,7 @@ impl Method for Blocksize {
         &self,
         req: &BlocksizeRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::blocksize(req, watch, stop)
     }

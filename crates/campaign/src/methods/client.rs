@@ -1,12 +1,10 @@
 //! `client`: a TCP or UDP throughput test against a wirebench server (or a stock iperf3
 //! with `--iperf3`), as iperf3 runs it. The run itself is [`crate::jobs::client`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use engine::frameio::Endpoint;
 use model::results::figures::{figures, Figure};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Method, OnSignal, ThresholdMetric};
@@ -50,7 +48,7 @@ impl Method for Client {
         &self,
         req: &ClientRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::client(req, watch, stop)
     }

@@ -2,11 +2,9 @@
 //! network and through the same network forwarding plainly, and what FRER costs. The run
 //! itself is [`crate::jobs::frer_compare`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use model::results::figures::{figures, Figure};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Argv, Method, OnSignal, ThresholdMetric};
@@ -52,7 +50,7 @@ impl Method for FrerCompare {
         &self,
         req: &FrerCompareRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::frer_compare(req, watch, stop)
     }

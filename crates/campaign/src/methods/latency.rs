@@ -2,12 +2,10 @@
 //! sockperf measures them, with the test's own latency limits as verdicts. The run itself
 //! is [`crate::jobs::latency`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use engine::frameio::Endpoint;
 use model::results::figures::{figures, Figure};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Method, ThresholdMetric};
@@ -48,7 +46,7 @@ impl Method for Latency {
         &self,
         req: &LatencyRequest,
         _watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::latency(req, stop)
     }

@@ -2,11 +2,9 @@
 //! server toward the destination's. Its figures are its own: each pair's received rate
 //! (and loss, for UDP). The run itself is [`crate::jobs::mesh`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use model::results::figures::{figures, Figure, Named, Unit};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Argv, Hosts, Method, OnSignal, ThresholdMetric};
@@ -94,7 +92,7 @@ impl Method for Mesh {
         &self,
         req: &MeshRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::mesh(req, watch, stop)
     }

@@ -5,12 +5,11 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use engine::frameio::Endpoint;
 use model::results::figures::Figure;
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 use report::campaign::Chart as ReportChart;
 use report::table::Table;
@@ -120,7 +119,7 @@ pub trait Method: Sync + Send + 'static {
         &self,
         req: &Self::Request,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error>;
 
     /// The interfaces it uses, as (role, port), whose state and activity the result
@@ -201,7 +200,7 @@ pub trait Registered: Sync + Send + 'static {
         &self,
         req: &TestRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error>;
     /// [`Method::sides`].
     fn sides(&self, req: &TestRequest) -> Vec<(String, Endpoint)>;
@@ -259,7 +258,7 @@ impl<M: Method> Registered for M {
         &self,
         req: &TestRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         let req = req.get::<M::Request>().ok_or_else(|| {
             Error::Failed(format!(

@@ -3,11 +3,9 @@
 //! lab it runs its own server on the listener; otherwise against the target's server. The
 //! run itself is [`crate::jobs::nic_matrix`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use model::results::figures::{figures, Figure};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Argv, Hosts, Method, OnSignal, ThresholdMetric};
@@ -66,7 +64,7 @@ impl Method for NicMatrix {
         &self,
         req: &Box<NicMatrixRequest>,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::nic_matrix(req, watch, stop)
     }

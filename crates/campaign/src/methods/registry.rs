@@ -3,12 +3,11 @@
 //! through its method ([`run`]).
 
 use std::fmt;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use model::results::campaign::{Campaign, TestEntry};
 use model::results::figures::Figure;
 use model::results::RunResult;
+use model::stop::Stop;
 use report::table::Table;
 
 use super::method::{Registered, TestRequest, ThresholdMetric};
@@ -49,11 +48,7 @@ pub fn figures(r: &RunResult) -> Vec<Figure> {
 ///
 /// # Errors
 /// The method's.
-pub fn run(
-    req: &TestRequest,
-    watch: &mut dyn Watch,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Error> {
+pub fn run(req: &TestRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     let method = req.method();
     crate::jobs::recorded(method.sides(req), || method.run(req, watch, stop))
 }

@@ -2,12 +2,10 @@
 //! §26, MLRsearch RFC 9971 or binary search), over raw ports (`--tx`/`--rx`) or a
 //! wirebench server. The run itself is [`crate::jobs::rfc2544`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use engine::frameio::Endpoint;
 use model::results::figures::{figures, Figure};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Argv, Method, ThresholdMetric};
@@ -72,7 +70,7 @@ impl Method for Rfc2544 {
         &self,
         req: &Box<Rfc2544Request>,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::rfc2544(req, watch, stop)
     }

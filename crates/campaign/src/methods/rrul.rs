@@ -3,12 +3,10 @@
 //! way, and the round trips under load and what the load added to them. The run itself
 //! is [`crate::jobs::rrul`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use engine::frameio::Endpoint;
 use model::results::figures::{figures, Figure, Named, Unit};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Method, OnSignal, ThresholdMetric};
@@ -85,7 +83,7 @@ impl Method for Rrul {
         &self,
         req: &RrulRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::rrul(req, watch, stop)
     }

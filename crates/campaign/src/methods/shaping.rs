@@ -3,11 +3,9 @@
 //! each cell passed, as a share of the configured bandwidth. The run itself is
 //! [`crate::jobs::shaping`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use model::results::figures::{figures, Figure, Named, Unit};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Method, OnSignal, ThresholdMetric};
@@ -60,7 +58,7 @@ impl Method for Shaping {
         &self,
         req: &ShapingRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::shaping(req, watch, stop)
     }

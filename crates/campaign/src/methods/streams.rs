@@ -2,11 +2,9 @@
 //! ports, with per-stream loss, rate and latency, as a SmartBits profile runs. The run
 //! itself is [`crate::jobs::streams`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use model::results::figures::{figures, Figure};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Method, OnSignal, ThresholdMetric};
@@ -48,7 +46,7 @@ impl Method for Streams {
         &self,
         req: &Box<StreamsRequest>,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::streams(req, watch, stop)
     }

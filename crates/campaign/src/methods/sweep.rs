@@ -1,12 +1,10 @@
 //! `sweep`: a zero-loss UDP rate staircase against a wirebench server. The run itself is
 //! [`crate::jobs::sweep`].
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use engine::frameio::Endpoint;
 use model::results::figures::{figures, Figure};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 
 use super::method::{Method, ThresholdMetric};
@@ -48,7 +46,7 @@ impl Method for Sweep {
         &self,
         req: &SweepRequest,
         watch: &mut dyn Watch,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RunResult, Error> {
         crate::jobs::sweep(req, watch, stop)
     }

@@ -1,12 +1,10 @@
 //! The registry's promises: a new method is its module and one line in a list, and every
 //! registered method can be checked by thresholds and compared.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
 use model::results::campaign::{Campaign, TestEntry, TestStatus};
 use model::results::figures::{Figure, Named, Unit};
 use model::results::RunResult;
+use model::stop::Stop;
 use model::units::Fixed;
 use serde_json::json;
 
@@ -88,7 +86,7 @@ impl Method for Toy {
         &self,
         req: &ToyRequest,
         watch: &mut dyn Watch,
-        _stop: &Arc<AtomicBool>,
+        _stop: &Stop,
     ) -> Result<RunResult, Error> {
         watch.progress(&format!("toy toward {}", req.host));
         let mut r = RunResult::new(
@@ -295,7 +293,7 @@ fn a_toy_method_needs_only_its_module_and_one_line() {
     let e = Plan::parse(TOY_PLAN, &Standard).unwrap_err().to_string();
     assert!(e.contains("unknown kind 'toy'"), "{e}");
 
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Stop::new();
     let mut results = Vec::new();
     for t in &plan.tests {
         let req = ToyCommands.test(&t.argv(&ctx)).expect("request");

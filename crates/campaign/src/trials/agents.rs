@@ -5,13 +5,12 @@
 //! It does not run trials (the raw and streams runners do) nor speak the protocol itself
 //! (`control::rawport` does).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use control::rawport::{RawAgent, RawOpenRequest};
 use engine::raw::{RawTrialSpec, Reception, Reflected, Sending};
-use model::clock::Clock;
+use model::stop::Stop;
+use model::wait::{Poll, Polled, Wait};
 
 use crate::request::{Agents, FrameBackend, Server};
 use crate::trials::server::client_config;
@@ -23,7 +22,7 @@ impl Agents {
         &self,
         (host, port, iface): (&str, Option<u16>, &str),
         req: RawOpenRequest,
-        stop: &Arc<AtomicBool>,
+        stop: &Stop,
     ) -> Result<RawAgent, Error> {
         let label = port_label(host, port, iface);
         let server = Server {
@@ -33,7 +32,7 @@ impl Agents {
             allow_unauthenticated: false,
         };
         let mut cfg = client_config(&server)?;
-        cfg.stop = Some(Arc::clone(stop));
+        cfg.stop = Some(stop.clone());
         let req = RawOpenRequest {
             port: iface.to_owned(),
             ..req
@@ -42,17 +41,29 @@ impl Agents {
         // its session winds down on the server: a busy port is asked again for 3 s.
         let clock = engine::clock::RealClock::new();
         let deadline = Duration::from_secs(3);
-        loop {
-            match RawAgent::open(&cfg, &label, &req) {
-                Err(control::ProtoError::Refused {
-                    code: control::messages::ErrorCode::Busy,
-                    ..
-                }) if clock.mono() < deadline && !stop.load(Ordering::Relaxed) => {
-                    clock.sleep(Duration::from_millis(100));
-                }
-                r => return r.map_err(|e| Error::from(e).context(&label)),
-            }
-        }
+        let mut busy = None;
+        let opened =
+            Wait::on(&clock)
+                .until(deadline)
+                .poll(|| match RawAgent::open(&cfg, &label, &req) {
+                    Err(
+                        e @ control::ProtoError::Refused {
+                            code: control::messages::ErrorCode::Busy,
+                            ..
+                        },
+                    ) if !stop.is_raised() => {
+                        busy = Some(e);
+                        Poll::Wait(Duration::from_millis(100))
+                    }
+                    r => Poll::Ready(r),
+                });
+        // Out of time: the last answer, busy.
+        let r = match (opened, busy) {
+            (Polled::Ready(r), _) => r,
+            (_, Some(e)) => Err(e),
+            (_, None) => Err(control::ProtoError::Timeout),
+        };
+        r.map_err(|e| Error::from(e).context(&label))
     }
 }
 

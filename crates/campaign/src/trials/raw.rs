@@ -9,8 +9,7 @@
 //! clock. It does not choose loads (the methods do) nor move frames itself (the engine's
 //! backends and the servers' ports do: `FrameTx`, `FrameRx` and [`LentPort`] are its seams).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use control::rawport::{RawAgent, RawOpenRequest};
@@ -25,6 +24,7 @@ use crate::request::Agents;
 use crate::request::{FrameBackend, FrameRequest};
 use crate::trials::agents::{agent_addresses, backend_name, LentPort};
 use crate::{usage, Error};
+use model::stop::Stop;
 
 /// Where a trial's frames leave: a port of this host or one a server lends.
 pub(crate) enum TxSide {
@@ -50,7 +50,7 @@ pub struct RawTrial {
     line: LineRate,
     test_id: u16,
     stream: u8,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
     /// Why one-way latency is not reported (the ports do not share a clock).
     no_latency: Option<String>,
     /// The far end that turns the frames around (`--reflect`): they come back to the
@@ -78,7 +78,7 @@ fn open_sender(
     dst_ip: std::net::IpAddr,
     agents: &Agents,
     max_len: u64,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
 ) -> Result<(TxSide, lab::probe::Addresses, String, [u8; 6]), Error> {
     let vlan = frame.vlan.is_some();
     match tx {
@@ -121,7 +121,7 @@ fn open_receiver(
     rx: &frames::Port,
     agents: &Agents,
     max_len: u64,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
 ) -> Result<(RxSide, lab::probe::Addresses, String), Error> {
     let vlan = frame.vlan.is_some();
     match rx {
@@ -170,7 +170,7 @@ impl RawTrial {
         spec: FrameSpec,
         (tx, rx): (&Endpoint, &Endpoint),
         max_len: u64,
-        stop: Arc<AtomicBool>,
+        stop: Stop,
     ) -> Result<Self, Error> {
         for ep in [tx, rx] {
             frames::fits_mtu(ep, max_len, frame.vlan.is_some())?;
@@ -199,7 +199,7 @@ impl RawTrial {
         agents: &Agents,
         reflect: bool,
         max_len: u64,
-        stop: Arc<AtomicBool>,
+        stop: Stop,
     ) -> Result<(Self, FrameSpec), Error> {
         use frames::Port;
         if reflect {
@@ -238,7 +238,7 @@ impl RawTrial {
         (tx, rx): (&frames::Port, &frames::Port),
         agents: &Agents,
         max_len: u64,
-        stop: Arc<AtomicBool>,
+        stop: Stop,
     ) -> Result<(Self, FrameSpec), Error> {
         use frames::Port;
         let Port::Agent { host, port, iface } = rx else {
@@ -286,7 +286,7 @@ impl RawTrial {
         frame: &FrameRequest,
         (tx, rx): (TxSide, RxSide),
         spec: FrameSpec,
-        stop: Arc<AtomicBool>,
+        stop: Stop,
         no_latency: Option<String>,
         reflector: Option<Box<dyn LentPort>>,
     ) -> Self {
@@ -368,7 +368,7 @@ impl RawTrial {
             }
             _ => self.run_split(&spec)?,
         };
-        if self.stop.load(Ordering::Relaxed) {
+        if self.stop.is_raised() {
             return Err(Error::Interrupted);
         }
         Ok(r)
@@ -466,7 +466,7 @@ fn send_and_count(
     (tx, rx): (&mut TxSide, &mut RxSide),
     spec: &RawTrialSpec,
     frame: &[u8],
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> Result<(RawTrialReport, u64), Error> {
     let ids = [spec.stream_id];
     let generating = AtomicUsize::new(1);

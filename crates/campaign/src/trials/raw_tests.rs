@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use engine::raw::{Reflected, Sending};
 use model::spec::Rate;
+use model::stop::Stop;
 
 use super::*;
 use crate::trials::fakes::{FakeLent, FakeRx, FakeTx, FakeWire};
@@ -42,7 +43,7 @@ fn trial(
         &req,
         sides,
         frame_spec(),
-        Arc::new(AtomicBool::new(false)),
+        Stop::new(),
         no_latency.map(str::to_owned),
         reflector,
     )
@@ -262,7 +263,7 @@ fn the_reflector_stops_even_when_the_trial_fails() {
 #[test]
 fn a_stopped_trial_is_no_result() {
     let mut t = trial(local(|t| t, false), None, None);
-    t.stop.store(true, Ordering::Relaxed);
+    t.stop.raise();
     assert!(matches!(t.run(&req()), Err(Error::Interrupted)));
 }
 

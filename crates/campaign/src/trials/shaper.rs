@@ -12,6 +12,7 @@ use lab::shaper::ClassStats;
 use lab::{Cmd, LabError, Runner};
 use method::Dut;
 use model::clock::Clock;
+use model::wait::{Poll, Polled, Wait};
 
 use crate::{usage, Error};
 
@@ -100,13 +101,20 @@ impl ShaperDut {
         run(runner, &open, || {
             "opening the shaper to empty its queue".into()
         })?;
-        while queued(runner)? > 0 {
-            if clock.mono() - start > DRAIN_LIMIT {
+        let drained = Wait::on(clock)
+            .until(start + DRAIN_LIMIT)
+            .poll(|| match queued(runner) {
+                Ok(0) => Poll::Ready(Ok(())),
+                Ok(_) => Poll::Wait(poll),
+                Err(e) => Poll::Ready(Err(e)),
+            });
+        match drained {
+            Polled::Ready(r) => r?,
+            Polled::TimedOut | Polled::Stopped => {
                 return Err(Error::Failed(format!(
                     "the shaper of lab '{lab}' still holds frames after {DRAIN_LIMIT:?}"
-                )));
+                )))
             }
-            clock.sleep(poll);
         }
         Ok(Some(clock.mono() - start))
     }
@@ -307,8 +315,8 @@ mod test {
         );
         assert_eq!(
             clock.mono(),
-            Duration::from_secs(31),
-            "gave up at the first poll past 30 s"
+            Duration::from_secs(30),
+            "gave up after the read at 30 s, none past it"
         );
     }
 }

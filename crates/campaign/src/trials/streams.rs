@@ -10,12 +10,12 @@
 //! judge the streams against their expectations (`method::streams` does).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use control::rawport::RawStream;
+use engine::clock::RealClock;
 use engine::frameio::{FrameRx, FrameTx};
 use engine::multi::{MultiReport, RemoteSender, StreamSent, StreamTx};
 use method::streams::{Profile, StreamSpec};
@@ -24,6 +24,8 @@ use model::clock::{wait_until, UnixNanos, Waited};
 use model::spec::Protocol;
 use model::stats::table::StreamTable;
 use model::stats::{Counters, LatencyHistogram};
+use model::stop::Stop;
+use model::wait::{Poll, Wait};
 use wire::linerate::LineRate;
 
 use crate::frames::{self, test_id};
@@ -321,8 +323,8 @@ fn start_far_receivers(
 }
 
 /// Starts the streams through wirebench servers, each a UDP test on a thread of its own;
-/// they stop when `halt` is set.
-fn spawn_server_streams(profile: &Profile, halt: &Arc<AtomicBool>) -> ServerRuns {
+/// they stop when `halt` is raised.
+fn spawn_server_streams(profile: &Profile, halt: &Stop) -> ServerRuns {
     let line = profile.line_rate;
     profile
         .streams
@@ -330,7 +332,7 @@ fn spawn_server_streams(profile: &Profile, halt: &Arc<AtomicBool>) -> ServerRuns
         .enumerate()
         .filter_map(|(i, s)| server_of(&s.source).map(|srv| (i, s.clone(), srv.to_owned())))
         .map(|(i, s, srv)| {
-            let stop = Arc::clone(halt);
+            let stop = halt.clone();
             (
                 i,
                 std::thread::spawn(move || server_stream(&s, &srv, line, stop)),
@@ -350,7 +352,7 @@ fn far_senders(
         .iter_mut()
         .zip(wires)
         .map(|(r, wire)| {
-            let send = move |halt: &AtomicBool| {
+            let send = move |halt: &Stop| {
                 let sent = r.agent.send_streams(id, wire, Some(halt)).map_err(|e| {
                     let kind = match e {
                         control::ProtoError::Interrupted => std::io::ErrorKind::Interrupted,
@@ -374,15 +376,18 @@ fn far_senders(
 fn join_server_streams(
     runs: ServerRuns,
     raw_failed: bool,
-    stop: &AtomicBool,
-    halt: &AtomicBool,
+    stop: &Stop,
+    halt: &Stop,
 ) -> (BTreeMap<usize, TrialData>, Option<Error>) {
-    while runs.iter().any(|(_, h)| !h.is_finished()) {
-        if raw_failed || stop.load(Ordering::Relaxed) {
-            halt.store(true, Ordering::Relaxed);
+    Wait::on(&RealClock::new()).poll(|| {
+        if runs.iter().all(|(_, h)| h.is_finished()) {
+            return Poll::Ready(());
         }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        if raw_failed || stop.is_raised() {
+            halt.raise();
+        }
+        Poll::Wait(Duration::from_millis(10))
+    });
     let mut by_server = BTreeMap::new();
     let mut failed = None;
     for (i, h) in runs {
@@ -406,7 +411,7 @@ fn server_stream(
     s: &StreamSpec,
     server: &str,
     line: LineRate,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
 ) -> Result<TrialData, Error> {
     let (host, port) = server_address(server);
     let mut cfg = client_config(&Server {
@@ -429,7 +434,7 @@ fn server_address(server: &str) -> (String, u16) {
 }
 
 /// Waits `start_s` seconds, or until a stop.
-fn wait_for_start(start_s: f64, stop: &AtomicBool) -> Result<(), Error> {
+fn wait_for_start(start_s: f64, stop: &Stop) -> Result<(), Error> {
     let clock = engine::clock::RealClock::new();
     match wait_until(&clock, Duration::from_secs_f64(start_s), stop) {
         Waited::Reached => Ok(()),
@@ -644,7 +649,7 @@ impl StreamsTrial for StreamsRun {
         // Streams through a wirebench server run as UDP tests of the control protocol, at
         // the same time as the raw streams; they stop on Ctrl-C or when the raw streams
         // failed.
-        let halt_servers = Arc::new(AtomicBool::new(false));
+        let halt_servers = Stop::new();
         let server_runs = spawn_server_streams(profile, &halt_servers);
         for r in &ends.remote {
             backends.push(format!("{}: {}", r.source, r.agent.facts.backend));
@@ -666,7 +671,7 @@ impl StreamsTrial for StreamsRun {
         let (by_server, failed) =
             join_server_streams(server_runs, r.is_err(), &self.stop, &halt_servers);
         // Stopped (Ctrl-C) with a server's port still sending: its session was closed.
-        if r.is_err() && self.stop.load(Ordering::Relaxed) {
+        if r.is_err() && self.stop.is_raised() {
             return Err(Error::Interrupted);
         }
         let r = r?;

@@ -3,8 +3,6 @@
 //! stream's frame request. The run itself is in `streams.rs`, the ends it uses in
 //! `streams_ends.rs`.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use method::streams::{StreamProto, StreamSpec};
@@ -12,6 +10,7 @@ use wire::linerate::LineRate;
 
 use crate::request::{Agents, FrameBackend, FrameRequest};
 use crate::{usage, Error};
+use model::stop::Stop;
 
 /// Every stream of a profile at once on the raw-frame engine: one generator per source
 /// interleaving its streams on their own schedules, one receiver per destination; streams
@@ -23,7 +22,7 @@ pub struct StreamsRun {
     /// Frame I/O backend of every sender.
     pub backend: FrameBackend,
     /// Ends the run early.
-    pub stop: Arc<AtomicBool>,
+    pub stop: Stop,
     /// Interval rows every this long (`None`: none).
     pub interval: Option<Duration>,
     /// Servers whose ports are ends of streams (`HOST/IFACE`).

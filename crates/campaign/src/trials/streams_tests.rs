@@ -5,6 +5,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use model::spec::Rate;
+use model::stop::Stop;
 
 use super::*;
 use crate::request::{Agents, FrameBackend};
@@ -65,7 +66,7 @@ fn run() -> StreamsRun {
     StreamsRun {
         lab: "s2".into(),
         backend: FrameBackend::Ring,
-        stop: Arc::new(AtomicBool::new(false)),
+        stop: Stop::new(),
         interval: None,
         agents: Agents::default(),
     }
@@ -289,12 +290,12 @@ fn a_servers_address_has_its_port_or_the_default() {
 
 #[test]
 fn a_stop_ends_the_wait_for_a_start_offset() {
-    let stop = AtomicBool::new(true);
+    let stop = Stop::raised();
     assert!(matches!(
         wait_for_start(3600.0, &stop),
         Err(Error::Interrupted)
     ));
-    assert!(wait_for_start(0.0, &AtomicBool::new(false)).is_ok());
+    assert!(wait_for_start(0.0, &Stop::new()).is_ok());
 }
 
 #[test]

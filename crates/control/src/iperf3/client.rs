@@ -6,7 +6,6 @@
 //! server's own results as it sent them.
 
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -17,6 +16,7 @@ use engine::live::LiveCounters;
 use engine::tcp::{self, TcpReceiverReport, TcpSendConfig, TcpSenderReport};
 use model::clock::Clock;
 use model::spec::{Direction, Protocol, TestSpec};
+use model::stop::Stop;
 
 use super::{
     cookie, is_udp_reply, read_json, read_state, state, stream_id, write_json, write_state, Params,
@@ -27,9 +27,9 @@ use crate::messages::StreamReport;
 use crate::outcome::{add_stream, IntervalSample, TestOutcome};
 use crate::streams::stream_local;
 use crate::timing::tick_end;
-use crate::wait::{self, Poll};
 use crate::ProtoError;
 use model::results::{ConnectionFacts, CpuUse};
+use model::wait::{Poll, Wait};
 
 /// Longest wait for the server between states.
 const STEP: Duration = Duration::from_secs(30);
@@ -43,7 +43,7 @@ pub struct Iperf3Client {
     /// window).
     pub spec: TestSpec,
     /// Stop early (Ctrl-C): the test ends now, with the figures so far.
-    pub stop: Option<Arc<AtomicBool>>,
+    pub stop: Option<Stop>,
     /// Interval length (`-i`); `None` for none.
     pub interval: Option<Duration>,
     /// Local address (`-B`) and first data port (`--cport`).
@@ -195,8 +195,8 @@ impl Iperf3Client {
         expect(&mut ctrl, state::TEST_RUNNING)?;
         let cpu = engine::env::ProcessCpu::start();
         // Senders stop at their duration or at a user's stop; receivers at the server's end.
-        let send_stop = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
+        let send_stop = Stop::new();
+        let stop = Stop::new();
         let user_stop = self.stop.clone();
         let lives: Vec<Arc<LiveCounters>> = (0..data.len()).map(|_| Arc::default()).collect();
         let same_host = self.same_host();
@@ -204,7 +204,7 @@ impl Iperf3Client {
             .into_iter()
             .enumerate()
             .map(|(i, d)| {
-                let stop = Arc::clone(if sends(i) { &send_stop } else { &stop });
+                let stop = if sends(i) { &send_stop } else { &stop }.clone();
                 let spec = self.spec.clone();
                 let live = Arc::clone(&lives[i]);
                 (
@@ -223,7 +223,7 @@ impl Iperf3Client {
         let mut interrupted = false;
         let mut ran_for = self.spec.duration;
         let interval = self.interval;
-        wait::poll(|| {
+        Wait::on(&RealClock::new()).poll(|| {
             let now = clock.mono().saturating_sub(start);
             // Ticks that are due; the one at the end waits until the streams are done.
             while let Some(t) = tick_end(interval, ran_for, samples.len() as u32) {
@@ -242,14 +242,11 @@ impl Iperf3Client {
                 ran_for = now;
                 return Poll::Ready(());
             }
-            if user_stop
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::Relaxed))
-            {
+            if user_stop.as_ref().is_some_and(Stop::is_raised) {
                 // A stop ends the test early but cleanly: iperf3 takes TEST_END at any time.
                 interrupted = true;
                 ran_for = now;
-                send_stop.store(true, Ordering::Relaxed);
+                send_stop.raise();
                 return Poll::Ready(());
             }
             Poll::Wait(
@@ -285,10 +282,10 @@ impl Iperf3Client {
         }
         write_state(&mut ctrl, state::TEST_END)?;
         let watchdog = {
-            let stop = Arc::clone(&stop);
+            let stop = stop.clone();
             thread::spawn(move || {
                 thread::sleep(Duration::from_secs(5));
-                stop.store(true, Ordering::Relaxed);
+                stop.raise();
             })
         };
         for (i, t) in receivers {
@@ -591,7 +588,7 @@ fn run_stream(
     spec: &TestSpec,
     same_host: bool,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> Report {
     match d {
         Data::TcpTx(s) => Report::TcpTx(tcp::run_sender(

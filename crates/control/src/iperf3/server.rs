@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -23,6 +23,7 @@ use engine::live::LiveCounters;
 use engine::tcp::{self, TcpSendConfig};
 use model::clock::Clock;
 use model::spec::{Direction, Protocol, Rate, TcpOptions, TestSpec};
+use model::stop::{RaiseOnDrop, Stop};
 use serde_json::Value;
 
 use super::{read_json, read_state, state, stream_id, write_json, write_state};
@@ -31,8 +32,9 @@ use crate::conn::keep_alive;
 use crate::limits::check_limits;
 use crate::messages::Limits;
 use crate::session::Slot;
-use crate::wait::{self, Poll};
 use crate::ProtoError;
+use engine::clock::RealPauses;
+use model::wait::{Poll, Wait};
 
 /// Time a client has for each step of the set-up.
 const STEP: Duration = Duration::from_secs(10);
@@ -49,7 +51,7 @@ pub struct Iperf3ServerConfig {
     /// Refuse every iperf3 client with access-denied (a server that requires a key).
     pub deny: bool,
     /// Set when a test the server accepted has ended (`--one-off` stops on it).
-    pub finished: Option<Arc<AtomicBool>>,
+    pub finished: Option<Stop>,
     /// End a running test whose data streams move nothing for this long (stretched for
     /// slow paced streams, see [`silent_after`]): an iperf3 client says nothing while a
     /// test runs, so a stopped one shows only in its streams.
@@ -93,15 +95,11 @@ pub fn bind(cfg: &Iperf3ServerConfig) -> std::io::Result<TcpListener> {
     engine::tcp::listen(cfg.bind, None)
 }
 
-/// Serves iperf3 clients on `listener` (from [`bind`]) until `stop` is set.
+/// Serves iperf3 clients on `listener` (from [`bind`]) until `stop` is raised.
 ///
 /// # Errors
 /// The listener cannot be made non-blocking.
-pub fn serve(
-    listener: TcpListener,
-    cfg: Iperf3ServerConfig,
-    stop: &AtomicBool,
-) -> std::io::Result<()> {
+pub fn serve(listener: TcpListener, cfg: Iperf3ServerConfig, stop: &Stop) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let shared = Arc::new(Shared {
         cfg,
@@ -111,33 +109,32 @@ pub fn serve(
         udp_setup: Mutex::new(()),
     });
     let mut accepted = 0u64;
-    wait::poll(|| {
-        if stop.load(Ordering::Relaxed) {
-            return Poll::Ready(());
-        }
-        match listener.accept() {
-            Ok((s, peer)) => {
-                let _ = s.set_nonblocking(false);
-                let shared = Arc::clone(&shared);
-                accepted += 1;
-                let order = accepted;
-                let _ = thread::Builder::new()
-                    .name("wb-iperf3".into())
-                    .spawn(move || match connection(s, order, peer, &shared) {
-                        Ok(()) => {}
-                        Err(e) => tracing::warn!("iperf3 client {peer}: {e}"),
-                    });
-                Poll::Again
+    Wait::on(&RealClock::new())
+        .or_stop(stop)
+        .poll(|| -> Poll<()> {
+            match listener.accept() {
+                Ok((s, peer)) => {
+                    let _ = s.set_nonblocking(false);
+                    let shared = Arc::clone(&shared);
+                    accepted += 1;
+                    let order = accepted;
+                    let _ = thread::Builder::new()
+                        .name("wb-iperf3".into())
+                        .spawn(move || match connection(s, order, peer, &shared) {
+                            Ok(()) => {}
+                            Err(e) => tracing::warn!("iperf3 client {peer}: {e}"),
+                        });
+                    Poll::Again
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    Poll::Wait(Duration::from_millis(20))
+                }
+                Err(e) => {
+                    tracing::warn!("iperf3 accept: {e}");
+                    Poll::Wait(Duration::from_millis(50))
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                Poll::Wait(Duration::from_millis(20))
-            }
-            Err(e) => {
-                tracing::warn!("iperf3 accept: {e}");
-                Poll::Wait(Duration::from_millis(50))
-            }
-        }
-    });
+        });
     Ok(())
 }
 
@@ -166,7 +163,7 @@ fn connection(
     let Some(_slot) = Slot::take(&sh.tests, usize::from(sh.cfg.limits.max_tests)) else {
         return write_state(&mut s, state::ACCESS_DENIED);
     };
-    let _ended = sh.cfg.finished.as_deref().map(engine::flag::SetOnDrop::new);
+    let _ended = sh.cfg.finished.as_ref().map(RaiseOnDrop::new);
     let (tx, rx) = mpsc::channel();
     if let Ok(mut w) = sh.waiting.lock() {
         w.insert(cookie, tx);
@@ -329,14 +326,14 @@ fn test(
         Direction::Reverse => false,
         Direction::Bidir => i < p.parallel,
     };
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Stop::new();
     let lives: Vec<Arc<LiveCounters>> = (0..streams.len()).map(|_| Arc::default()).collect();
     let threads: Vec<_> = streams
         .into_iter()
         .zip(&lives)
         .enumerate()
         .map(|(i, (s, live))| {
-            let (stop, live) = (Arc::clone(&stop), Arc::clone(live));
+            let (stop, live) = (stop.clone(), Arc::clone(live));
             let (spec, p) = (spec.clone(), p.clone());
             let rx = receives(i);
             thread::spawn(move || run(s, rx, &spec, &p, &live, &stop))
@@ -354,7 +351,7 @@ fn test(
     // The client stopped sending before it said so; what it sent is still in the socket
     // buffers: read it before counting (iperf3's own server stops at once and leaves it).
     thread::sleep(DRAIN);
-    stop.store(true, Ordering::Relaxed);
+    stop.raise();
     let ours: Vec<StreamResult> = threads
         .into_iter()
         .enumerate()
@@ -484,7 +481,7 @@ fn wait_for_end(
     let (mut last, mut since) = (moved(), clock.mono());
     // Each read waits up to 250 ms itself.
     let limit = spec.total_duration() + Duration::from_secs(30);
-    let end = wait::poll_until(clock, limit, || {
+    let end = Wait::on(&RealPauses(clock)).at_most(limit).poll(|| {
         let mut b = [0u8; 1];
         match ctrl.read(&mut b) {
             Ok(1) => return Poll::Ready(Ok(i8::from_be_bytes(b))),
@@ -507,7 +504,7 @@ fn wait_for_end(
         }
         Poll::Again
     });
-    end.unwrap_or(Err(ProtoError::Timeout))
+    end.ready().unwrap_or(Err(ProtoError::Timeout))
 }
 
 fn run(
@@ -516,7 +513,7 @@ fn run(
     spec: &TestSpec,
     p: &Params,
     live: &LiveCounters,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> StreamResult {
     // A sender sends for the test's duration, from TEST_RUNNING: it ends just before the
     // client's own timer, so every byte it sent arrives while the client still counts (as

@@ -6,12 +6,12 @@
 //! campaign's runners do).
 
 use std::net::{IpAddr, TcpStream};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use engine::raw::{RawTrialSpec, Reception, Sending};
 use model::clock::Clock;
+use model::stop::Stop;
 
 use super::check::SLACK;
 use crate::client::{ClientConfig, Session};
@@ -60,7 +60,7 @@ pub struct RawAgent {
     /// The server shares this host's clock (equal boot ids).
     pub same_host: bool,
     /// Set by Ctrl-C: a send is cut short by closing the session.
-    stop: Option<std::sync::Arc<AtomicBool>>,
+    stop: Option<Stop>,
 }
 
 /// What a controller asks of a port.
@@ -243,7 +243,7 @@ impl RawAgent {
         let wait = self.longest();
         let stop = self.stop.clone();
         let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
-        let answer = closing_on_stop(&ctrl, stop.as_deref(), || self.ask(&msg, wait))?;
+        let answer = closing_on_stop(&ctrl, stop.as_ref(), || self.ask(&msg, wait))?;
         match answer {
             ServerMsg::RawSent { sent } => Ok(sent.into()),
             other => Err(unexpected("raw_sent", &other)),
@@ -260,13 +260,13 @@ impl RawAgent {
         &mut self,
         test_id: u16,
         streams: Vec<RawStream>,
-        halt: Option<&AtomicBool>,
+        halt: Option<&Stop>,
     ) -> Result<Vec<RawStreamSent>, ProtoError> {
         // The last stream's stop, and time to build the frames and answer.
         let last = streams.iter().map(|s| s.stop_s).fold(0.0, f64::max);
         let wait = Duration::from_secs_f64(last.clamp(0.0, self.max_s)) + SLACK;
         let stop = self.stop.clone();
-        let halt = halt.or(stop.as_deref());
+        let halt = halt.or(stop.as_ref());
         let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
         let answer = closing_on_stop(&ctrl, halt, || {
             self.ask(&ClientMsg::RawStreams { test_id, streams }, wait)

@@ -7,12 +7,13 @@
 //! received against sent and reads latency.
 
 use std::net::{IpAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use engine::frameio::{Backend, Endpoint, FrameRx, FrameTx};
 use engine::raw::Reception;
 use model::clock::Clock;
+use model::stop::Stop;
 
 use super::check::{send_spec, stream_specs, MAX_LEN, SLACK};
 use crate::conn::watch_controller;
@@ -319,25 +320,25 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
     }
 }
 
-/// Runs `send` (given a stop flag) while watching the control connection: an abort, the
+/// Runs `send` (given a stop) while watching the control connection: an abort, the
 /// connection closing, or the sending running past `wait` on `clock` stops it (`None` for
 /// the first two).
 fn send_watched<T>(
     ctrl: &TcpStream,
     wait: Duration,
     clock: &dyn Clock,
-    send: impl FnOnce(&AtomicBool) -> std::io::Result<T>,
+    send: impl FnOnce(&Stop) -> std::io::Result<T>,
 ) -> std::io::Result<Option<T>> {
-    let stop = AtomicBool::new(false);
-    let done = AtomicBool::new(false);
-    let gone = AtomicBool::new(false);
+    let stop = Stop::new();
+    let done = Stop::new();
+    let gone = Stop::new();
     let watch = ctrl.try_clone()?;
     std::thread::scope(|s| {
         s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait, clock));
         let r = send(&stop);
-        done.store(true, Ordering::Release);
+        done.raise();
         let r = r?;
-        Ok((!gone.load(Ordering::Relaxed)).then_some(r))
+        Ok((!gone.is_raised()).then_some(r))
     })
 }
 
@@ -385,7 +386,7 @@ fn count(
 ) -> Result<Option<Reception>, ProtoError> {
     let generating = AtomicUsize::new(1);
     let expected = AtomicU64::new(u64::MAX);
-    let stop = AtomicBool::new(false);
+    let stop = Stop::new();
     std::thread::scope(|s| {
         let counting = s.spawn(|| {
             engine::raw::receive_trial(rx, test_id, streams, drain, &generating, &expected, &stop)
@@ -395,7 +396,7 @@ fn count(
             expected.store(sent, Ordering::Release);
             generating.store(0, Ordering::Release);
         } else {
-            stop.store(true, Ordering::Relaxed);
+            stop.raise();
         }
         let counted = counting.join();
         outcome(ctrl, heard, counted, "receiver")
@@ -432,14 +433,14 @@ fn reflect(
     test_id: u16,
     wait: (Duration, &dyn Clock),
 ) -> Result<Option<engine::raw::Reflected>, ProtoError> {
-    let stop = AtomicBool::new(false);
+    let stop = Stop::new();
     std::thread::scope(|s| {
         let running = s.spawn(|| engine::raw::reflect(rx, tx, test_id, &stop));
         let heard = write_msg(ctrl, &ServerMsg::RawReflecting).and_then(|()| told(ctrl, wait));
         if matches!(heard, Ok(Told::Done(_))) {
             std::thread::sleep(REFLECT_DRAIN);
         }
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         let done = running.join();
         outcome(ctrl, heard, done, "reflector")
     })

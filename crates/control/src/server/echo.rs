@@ -6,14 +6,13 @@
 //! The dispatcher ([`crate::server`]) calls [`serve`]; this module imports nothing of it.
 
 use std::net::{TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 
-use engine::flag::SetOnDrop;
 use engine::udp;
 use model::spec::EchoSpec;
+use model::stop::RaiseOnDrop;
+use model::stop::Stop;
 
 use crate::conn::spawn_reader;
 use crate::frame::write_msg;
@@ -21,9 +20,10 @@ use crate::limits::check_echo;
 use crate::messages::{ClientMsg, ErrorCode, ServerMsg};
 use crate::session::admit::source_test;
 use crate::session::{refuse, Ctx, Slot};
-use crate::wait::{self, Poll};
 use crate::watch::FINISH_SLACK;
 use crate::ProtoError;
+use engine::clock::RealPauses;
+use model::wait::{Poll, Wait};
 
 /// Serves a [`ClientMsg::Echo`].
 pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<(), ProtoError> {
@@ -43,14 +43,14 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<()
     let sock = UdpSocket::bind((local_ip, 0)).map_err(ProtoError::Io)?;
     let _ = engine::sys::enable_rx_timestamps(&sock);
     let port = sock.local_addr().map_err(ProtoError::Io)?.port();
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Stop::new();
     let (max_len, idle) = (spec.max_len, ctx.idle_timeout);
     // Spinning is charged to the client's address (`--max-spin-per-source`).
     let clock = &*ctx.clock;
     let mut charge = |spent: Duration| ctx.gate().charge_spin(peer_ip, spent, clock.mono());
     let (res, end) = std::thread::scope(|scope| {
         // However this ends, the echo thread is told to stop before the scope waits for it.
-        let _stop = SetOnDrop::new(&stop);
+        let _stop = RaiseOnDrop::new(&stop);
         let echo = std::thread::Builder::new()
             .name("wb-echo".into())
             .spawn_scoped(scope, || {
@@ -66,18 +66,23 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, spec: EchoSpec) -> Result<()
         // The client's finish, its going away, or the echo falling idle (no message for
         // the idle timeout), whichever comes first; at the latest the session's limit. Each
         // wait for a message takes up to 50 ms itself.
-        let res = wait::poll_until(clock, limit, || {
-            if echo.is_finished() {
-                return Poll::Ready(Err(ProtoError::Timeout));
-            }
-            match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(m) => Poll::Ready(m),
-                Err(mpsc::RecvTimeoutError::Disconnected) => Poll::Ready(Err(ProtoError::Closed)),
-                Err(mpsc::RecvTimeoutError::Timeout) => Poll::Again,
-            }
-        })
-        .unwrap_or(Err(ProtoError::Timeout));
-        stop.store(true, Ordering::Relaxed);
+        let res = Wait::on(&RealPauses(clock))
+            .at_most(limit)
+            .poll(|| {
+                if echo.is_finished() {
+                    return Poll::Ready(Err(ProtoError::Timeout));
+                }
+                match rx.recv_timeout(Duration::from_millis(50)) {
+                    Ok(m) => Poll::Ready(m),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        Poll::Ready(Err(ProtoError::Closed))
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => Poll::Again,
+                }
+            })
+            .ready()
+            .unwrap_or(Err(ProtoError::Timeout));
+        stop.raise();
         let end = echo.join().unwrap_or(udp::EchoEnd {
             echoed: 0,
             went_idle: false,

@@ -12,10 +12,10 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use engine::flag::SetOnDrop;
 use engine::{tcp, udp};
 use model::clock::Clock;
 use model::spec::{Protocol, TestSpec};
+use model::stop::RaiseOnDrop;
 
 use crate::auth;
 use crate::conn::spawn_reader;
@@ -27,9 +27,10 @@ use crate::streams::{
     self, tcp_send_config, udp_recv_config, udp_send_config, Sender, SideRun, TestKey,
 };
 use crate::timing::{grace, sent_counts, tick_end};
-use crate::wait::{self, Poll};
 use crate::watch::{Watch, FINISH_SLACK};
 use crate::ProtoError;
+use engine::clock::RealPauses;
+use model::wait::{Poll, Wait};
 
 /// Time the client has to connect its data streams after `Accepted`.
 const STREAM_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -52,7 +53,7 @@ pub(crate) fn serve(
     }
     let _admitted = admit(&mut ctrl, ctx, test_memory(&spec))?;
     // A test has ended, however it ended.
-    let _ended = ctx.finished.as_deref().map(SetOnDrop::new);
+    let _ended = ctx.finished.as_ref().map(RaiseOnDrop::new);
     let test_id = ctx.next_test_id.fetch_add(1, Ordering::Relaxed);
     let Ok(nonce) = auth::nonce() else {
         return Err(refuse(
@@ -306,30 +307,32 @@ fn setup_tcp(
     let peer_ip = ctrl.peer_addr()?.ip();
     let mut conns: Vec<Option<TcpStream>> = (0..plan.len()).map(|_| None).collect();
     let all_in = |conns: &[Option<TcpStream>]| conns.iter().all(Option::is_some);
-    let arrived = wait::poll_until(clock, STREAM_SETUP_TIMEOUT, || {
-        if all_in(&conns) {
-            return Poll::Ready(Ok(()));
-        }
-        match listener.accept() {
-            // Only the control connection's peer may connect data streams.
-            Ok((s, from)) if from.ip() != peer_ip => drop(s),
-            Ok((s, _)) => {
-                if let Err(e) = place_stream(s, spec, (test_id, token), plan, &mut conns) {
-                    return Poll::Ready(Err(e));
+    let arrived = Wait::on(&RealPauses(clock))
+        .at_most(STREAM_SETUP_TIMEOUT)
+        .poll(|| {
+            if all_in(&conns) {
+                return Poll::Ready(Ok(()));
+            }
+            match listener.accept() {
+                // Only the control connection's peer may connect data streams.
+                Ok((s, from)) if from.ip() != peer_ip => drop(s),
+                Ok((s, _)) => {
+                    if let Err(e) = place_stream(s, spec, (test_id, token), plan, &mut conns) {
+                        return Poll::Ready(Err(e));
+                    }
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return Poll::Wait(Duration::from_millis(2))
+                }
+                Err(e) => return Poll::Ready(Err(e)),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                return Poll::Wait(Duration::from_millis(2))
+            if all_in(&conns) {
+                Poll::Ready(Ok(()))
+            } else {
+                Poll::Again
             }
-            Err(e) => return Poll::Ready(Err(e)),
-        }
-        if all_in(&conns) {
-            Poll::Ready(Ok(()))
-        } else {
-            Poll::Again
-        }
-    });
-    arrived.unwrap_or_else(|| {
+        });
+    arrived.ready().unwrap_or_else(|| {
         Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             "not all TCP data connections arrived",

@@ -9,11 +9,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use model::clock::Clock;
+use model::stop::Stop;
 
 use crate::frame::write_msg;
 use crate::gate::{Gate, GateConfig, HandshakeId};
@@ -42,7 +43,7 @@ pub struct ServerConfig {
     /// connection arrived on (`--allow-tuning`; needs a key and CAP_NET_ADMIN).
     pub allow_tuning: bool,
     /// Set when a test the server accepted has ended (`--one-off` stops on it).
-    pub finished: Option<Arc<AtomicBool>>,
+    pub finished: Option<Stop>,
     /// Counted for `--metrics` when given.
     pub metrics: Option<Arc<ServerMetrics>>,
     /// Per-address shares of handshakes and tests.
@@ -83,7 +84,7 @@ pub(crate) struct Ctx {
     pub(crate) connections: AtomicUsize,
     pub(crate) next_test_id: AtomicU16,
     pub(crate) allow_tuning: bool,
-    pub(crate) finished: Option<Arc<AtomicBool>>,
+    pub(crate) finished: Option<Stop>,
     /// A tuning session is running (one at a time).
     pub(crate) tuning: AtomicUsize,
     pub(crate) metrics: Option<Arc<ServerMetrics>>,

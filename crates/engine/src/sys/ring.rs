@@ -11,7 +11,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::clock::RealClock;
 use model::clock::UnixNanos;
+use model::wait::{Poll, Wait};
 
 use super::{cvt, setsockopt_int};
 
@@ -264,20 +266,21 @@ impl TxRing {
     pub fn flush(&mut self, timeout: Duration) -> io::Result<()> {
         self.kick(true)?;
         let step = Duration::from_micros(100);
-        let mut waited = Duration::ZERO;
-        loop {
+        let flushed = Wait::on(&RealClock::new()).at_most(timeout).poll(|| {
             let busy = (0..self.frames).any(|i| {
                 self.map.status(i * self.frame_size).load(Ordering::Acquire)
                     & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING)
                     != 0
             });
-            if !busy || waited >= timeout {
-                return Ok(());
+            if !busy {
+                return Poll::Ready(Ok(()));
             }
-            self.kick(false)?;
-            std::thread::sleep(step);
-            waited += step;
-        }
+            match self.kick(false) {
+                Ok(()) => Poll::Wait(step),
+                Err(e) => Poll::Ready(Err(e)),
+            }
+        });
+        flushed.ready().unwrap_or(Ok(()))
     }
 }
 

@@ -17,6 +17,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::clock::RealClock;
+use model::wait::{Poll, Wait};
+
 use super::ring::Mapping;
 use super::{cvt, setsockopt_int};
 
@@ -309,14 +312,17 @@ impl XdpTx {
     /// Waits (up to `timeout`) until the kernel has sent every queued frame.
     pub fn flush(&mut self, timeout: Duration) -> io::Result<()> {
         let step = Duration::from_micros(50);
-        let mut waited = Duration::ZERO;
-        while self.outstanding > 0 && waited < timeout {
-            self.kick()?;
-            std::thread::sleep(step);
-            waited += step;
+        let flushed = Wait::on(&RealClock::new()).at_most(timeout).poll(|| {
             self.reap();
-        }
-        Ok(())
+            if self.outstanding == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            match self.kick() {
+                Ok(()) => Poll::Wait(step),
+                Err(e) => Poll::Ready(Err(e)),
+            }
+        });
+        flushed.ready().unwrap_or(Ok(()))
     }
 }
 

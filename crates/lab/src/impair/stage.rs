@@ -21,13 +21,14 @@
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use engine::clock::RealClock;
 use engine::frameio::PacketSocket;
 use engine::sys::{wait_readable, RecvBatch, SendBatch};
 use model::clock::Clock;
+use model::stop::Stop;
+use model::wait::{Poll, Wait};
 use serde::{Deserialize, Serialize};
 
 use super::fast::{self, FastStage};
@@ -192,7 +193,7 @@ struct Side {
     out: Impairer<Vec<u8>>,
 }
 
-/// Runs the stage until `stop` is set, or the namespace file `netns` (e.g.
+/// Runs the stage until `stop` is raised, or the namespace file `netns` (e.g.
 /// `/run/netns/wb-lab-dut`) disappears; publishes to `state_file` when given. The kernel
 /// fast path forwards when the settings ask for it (`fast`, the default) and allow it (no
 /// delay, jitter or reorder) and the kernel takes it; otherwise this process does, and the
@@ -204,7 +205,7 @@ pub fn run(
     cfg: &StageConfig,
     state_file: Option<&Path>,
     netns: Option<&Path>,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<StageState> {
     fast::remove_stale_rate_queues(cfg);
     let data_path = if cfg.spec.fast {
@@ -244,7 +245,7 @@ pub fn run(
     let fds = [sides[0].sock.as_raw_fd(), sides[1].sock.as_raw_fd()];
     let mut logged_send_error = false;
     let stopped = loop {
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_raised() {
             break "stopped".to_owned();
         }
         let now = now_ns();
@@ -372,7 +373,7 @@ fn run_fast(
     cfg: &StageConfig,
     state_file: Option<&Path>,
     netns: Option<&Path>,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<StageState> {
     let mut state = StageState::starting(cfg, "kernel".to_owned(), state_file)?;
     let publish = |state: &mut StageState, fast: &mut FastStage| -> io::Result<()> {
@@ -393,18 +394,21 @@ fn run_fast(
     publish(&mut state, &mut fast)?;
     let clock = RealClock::new();
     let mut publish_every = Every::new(PUBLISH_EVERY, clock.mono());
-    let stopped = loop {
-        if stop.load(Ordering::Relaxed) {
-            break "stopped".to_owned();
-        }
-        std::thread::sleep(PUBLISH_EVERY / 4);
+    let ran = Wait::on(&clock).or_stop(stop).poll(|| {
         if publish_every.due(clock.mono()) {
-            publish(&mut state, &mut fast)?;
+            if let Err(e) = publish(&mut state, &mut fast) {
+                return Poll::Ready(Err(e));
+            }
             if netns.is_some_and(|n| !n.exists()) {
-                break "its network namespace was removed".to_owned();
+                return Poll::Ready(Ok("its network namespace was removed".to_owned()));
             }
         }
-    };
+        Poll::Wait(PUBLISH_EVERY / 4)
+    });
+    let stopped = ran
+        .ready()
+        .transpose()?
+        .unwrap_or_else(|| "stopped".to_owned());
     state.running = false;
     state.stopped = Some(stopped);
     publish(&mut state, &mut fast)?;

@@ -9,13 +9,14 @@
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use engine::clock::RealClock;
 use engine::frameio::PacketSocket;
 use engine::sys::{wait_readable, RecvBatch, SendBatch};
 use model::clock::Clock;
+use model::stop::Stop;
+use model::wait::{Poll, Wait};
 use serde::{Deserialize, Serialize};
 
 use super::config::RelayConfig;
@@ -114,7 +115,7 @@ fn socket_counters(
     }
 }
 
-/// Runs the relay until `stop` is set or the namespace file `netns` disappears; publishes
+/// Runs the relay until `stop` is raised or the namespace file `netns` disappears; publishes
 /// to `state_file` when given, and returns the final state. With `fast` the kernel fast
 /// path ([`super::fast`]) forwards the frames when the kernel and the configuration allow;
 /// otherwise (and without `fast`) the userspace loop does, and the state says why.
@@ -126,7 +127,7 @@ pub fn run(
     cfg: &RelayConfig,
     state_file: Option<&Path>,
     netns: Option<&Path>,
-    stop: &AtomicBool,
+    stop: &Stop,
     fast: bool,
 ) -> io::Result<RelayState> {
     let mut relay =
@@ -185,7 +186,7 @@ pub fn run(
             pending[port] = 0;
         };
     let stopped = loop {
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_raised() {
             break "stopped".to_owned();
         }
         let ready = wait_readable(&fds, TICK)?;
@@ -275,7 +276,7 @@ fn run_fast(
     cfg: &RelayConfig,
     state_file: Option<&Path>,
     netns: Option<&Path>,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<RelayState> {
     // Its monotonic time is the time since the relay started.
     let clock = RealClock::new();
@@ -289,11 +290,7 @@ fn run_fast(
     publish(&mut state, &fast)?;
     let mut publish_every = Every::new(PUBLISH_EVERY, clock.mono());
     let mut tick_warned = false;
-    let stopped = loop {
-        if stop.load(Ordering::Relaxed) {
-            break "stopped".to_owned();
-        }
-        std::thread::sleep(TICK);
+    let ran = Wait::on(&clock).or_stop(stop).poll(|| {
         // A refused timer run is retried at the next tick (the frames keep flowing).
         if let Err(e) = fast.tick() {
             if !tick_warned {
@@ -302,12 +299,19 @@ fn run_fast(
             }
         }
         if publish_every.due(clock.mono()) {
-            publish(&mut state, &fast)?;
+            if let Err(e) = publish(&mut state, &fast) {
+                return Poll::Ready(Err(e));
+            }
             if netns.is_some_and(|n| !n.exists()) {
-                break "its network namespace was removed".to_owned();
+                return Poll::Ready(Ok("its network namespace was removed".to_owned()));
             }
         }
-    };
+        Poll::Wait(TICK)
+    });
+    let stopped = ran
+        .ready()
+        .transpose()?
+        .unwrap_or_else(|| "stopped".to_owned());
     state.running = false;
     state.stopped = Some(stopped);
     publish(&mut state, &fast)?;
