@@ -8,6 +8,7 @@ mod bad_input;
 mod cli;
 mod client;
 mod frer;
+mod hostile;
 mod iperf3;
 mod lab;
 mod mesh;

@@ -53,6 +53,9 @@ pub struct Iperf3SendReport {
     pub elapsed: Duration,
     /// Send errors (datagrams the kernel refused).
     pub errors: u64,
+    /// Sending stopped because the receiver's port is closed: the kernel reported a port
+    /// unreachable for an earlier datagram (`ECONNREFUSED` on the connected socket).
+    pub receiver_gone: bool,
     /// CPU time of the sending thread.
     pub cpu_time: Duration,
 }
@@ -96,7 +99,14 @@ pub fn run_sender(
                 pacer.sent(1, elapsed);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // A full buffer or a refused datagram: counted, the schedule goes on.
+            // Nothing listens at the receiver's port any more: sending on would send to a
+            // closed port (or to whoever binds it next) for the rest of the test.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                r.errors += 1;
+                r.receiver_gone = true;
+                return Step::Done;
+            }
+            // A full buffer: counted, the schedule goes on.
             Err(_) => {
                 r.errors += 1;
                 pacer.sent(1, elapsed);

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -290,7 +290,7 @@ fn test(
         write_state(&mut ctrl, state::CREATE_STREAMS)?;
         for i in 0..total {
             let Some(w) = waiting.take() else { break };
-            let (stream, from) = udp_hello(w)?;
+            let (stream, from) = udp_hello(w, peer.ip(), &sh.clock)?;
             if i + 1 < total {
                 waiting = Some(udp_socket(local)?);
             }
@@ -419,13 +419,38 @@ fn udp_socket(local: SocketAddr) -> Result<UdpSocket, ProtoError> {
     Ok(sock)
 }
 
-/// One UDP stream: `sock` connected to whoever says hello first (answered by the caller
-/// once the next socket waits).
-fn udp_hello(sock: UdpSocket) -> Result<(UdpSocket, SocketAddr), ProtoError> {
+/// One UDP stream: `sock` connected to the client's first hello (answered by the caller
+/// once the next socket waits). Only a hello from the control connection's address
+/// (`client`, compared in canonical form: `::ffff:127.0.0.1` is 127.0.0.1) is the
+/// client's; one from elsewhere is dropped, or anyone who could send one datagram could
+/// make this server send a test's datagrams to a third host. The whole wait is [`STEP`].
+fn udp_hello(
+    sock: UdpSocket,
+    client: IpAddr,
+    clock: &dyn Clock,
+) -> Result<(UdpSocket, SocketAddr), ProtoError> {
+    let deadline = clock.mono() + STEP;
     let mut b = [0u8; 64];
-    let (_, from) = sock.recv_from(&mut b).map_err(ProtoError::from_io)?;
-    sock.connect(from).map_err(ProtoError::Io)?;
-    Ok((sock, from))
+    let mut foreign = 0u64;
+    loop {
+        let left = deadline
+            .checked_sub(clock.mono())
+            .filter(|l| !l.is_zero())
+            .ok_or(ProtoError::Timeout)?;
+        sock.set_read_timeout(Some(left)).map_err(ProtoError::Io)?;
+        let (_, from) = sock.recv_from(&mut b).map_err(ProtoError::from_io)?;
+        if from.ip().to_canonical() == client.to_canonical() {
+            sock.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
+            sock.connect(from).map_err(ProtoError::Io)?;
+            return Ok((sock, from));
+        }
+        foreign += 1;
+        if foreign == 1 {
+            tracing::warn!(
+                "iperf3 client {client}: a UDP hello from {from} ignored (not the client's address)"
+            );
+        }
+    }
 }
 
 /// What this server saw, as text for a client that asked (`--get-server-output`): one
@@ -564,6 +589,11 @@ fn run(
                     .then(|| p.num.div_ceil((p.parallel.max(1) * p.len.max(1)) as u64)),
             };
             let r = iperf3_udp::run_sender(&s, &cfg, live, stop);
+            if r.receiver_gone {
+                // iperf3 ends a test whose datagrams are refused; so does this server.
+                tracing::warn!("iperf3 UDP test: the client's port is closed (port unreachable): the test ends");
+                stop.raise();
+            }
             StreamResult {
                 bytes: r.bytes,
                 packets: r.packets,

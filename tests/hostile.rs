@@ -1,0 +1,132 @@
+//! Attacks on a `wirebench server`, each as a bounded loopback test: what a hostile client
+//! can make the server do, and what it must not. Every probe here sends to loopback only,
+//! for a few seconds at most.
+//!
+//! The iperf3 port is spoken to byte by byte (cookie, states, length-prefixed JSON, the
+//! UDP hello), as a stock iperf3 client would, so that a test can lie where iperf3 does
+//! not: a UDP hello from another address, a receiver that goes away.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use crate::util::{free_port, ServerProc};
+
+/// iperf3's states (its `iperf_api.h`) and UDP hello.
+const PARAM_EXCHANGE: i8 = 9;
+const CREATE_STREAMS: i8 = 10;
+const TEST_START: i8 = 1;
+const UDP_HELLO: &[u8; 4] = b"9876";
+const UDP_REPLY: &[u8; 4] = b"6789";
+
+/// An iperf3-dialect control connection that has asked for `params` and been told to
+/// create its streams.
+fn iperf3_test(port: u16, params: serde_json::Value) -> TcpStream {
+    let mut ctrl = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    ctrl.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut cookie = [b'a'; 37];
+    cookie[36] = 0;
+    ctrl.write_all(&cookie).unwrap();
+    assert_eq!(state(&mut ctrl), PARAM_EXCHANGE);
+    let json = params.to_string();
+    ctrl.write_all(&(json.len() as u32).to_be_bytes()).unwrap();
+    ctrl.write_all(json.as_bytes()).unwrap();
+    assert_eq!(state(&mut ctrl), CREATE_STREAMS);
+    ctrl
+}
+
+fn state(ctrl: &mut TcpStream) -> i8 {
+    let mut b = [0u8; 1];
+    ctrl.read_exact(&mut b).expect("a state byte");
+    b[0] as i8
+}
+
+/// Datagrams that reach `sock` within `within`.
+fn datagrams(sock: &UdpSocket, within: Duration) -> u64 {
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut b = [0u8; 2048];
+    let mut n = 0;
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if sock.recv(&mut b).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A reverse UDP test whose hello comes from another address than its control
+/// connection (127.0.0.5, spoofable by anyone on the path): the server must not send the
+/// test's datagrams there. A wirebench server's own protocol checks the address; its
+/// iperf3 port must too. The honest hello, from the control connection's address, is
+/// served.
+#[test]
+fn the_iperf3_port_sends_udp_only_to_the_control_connection_s_address() {
+    let port = free_port();
+    let _srv = ServerProc::start(&["--iperf3-port", &port.to_string()]);
+    let params = serde_json::json!({
+        "udp": true, "reverse": true, "time": 3, "parallel": 1, "len": 1000,
+        "bandwidth": 10_000_000u64,
+    });
+    let mut ctrl = iperf3_test(port, params);
+    let victim = UdpSocket::bind("127.0.0.5:0").expect("bind 127.0.0.5");
+    victim.send_to(UDP_HELLO, ("127.0.0.1", port)).unwrap();
+    let reached = datagrams(&victim, Duration::from_millis(1500));
+    assert_eq!(
+        reached, 0,
+        "the server sent {reached} datagrams to 127.0.0.5, which its client is not"
+    );
+    // The client itself is still served: its hello is answered and its test starts.
+    let me = UdpSocket::bind("127.0.0.1:0").unwrap();
+    me.connect(("127.0.0.1", port)).unwrap();
+    me.send(UDP_HELLO).unwrap();
+    me.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut b = [0u8; 2048];
+    let n = me
+        .recv(&mut b)
+        .expect("the server answers the client's own hello");
+    assert_eq!(&b[..n], UDP_REPLY);
+    assert_eq!(state(&mut ctrl), TEST_START);
+    assert!(
+        datagrams(&me, Duration::from_millis(500)) > 0,
+        "no test data"
+    );
+}
+
+/// A reverse UDP test whose receiver goes away (its port closed: the kernel answers the
+/// server's datagrams with port unreachable): the server stops sending at once instead
+/// of sending to a closed port for the rest of the test (an hour, if the client asked).
+/// A socket that takes the port over a second later receives nothing.
+#[test]
+fn the_iperf3_port_stops_sending_to_a_receiver_that_went_away() {
+    let port = free_port();
+    let _srv = ServerProc::start(&["--iperf3-port", &port.to_string()]);
+    let params = serde_json::json!({
+        "udp": true, "reverse": true, "time": 30, "parallel": 1, "len": 1000,
+        "bandwidth": 10_000_000u64,
+    });
+    let mut ctrl = iperf3_test(port, params);
+    let me = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mine = me.local_addr().unwrap();
+    me.connect(("127.0.0.1", port)).unwrap();
+    me.send(UDP_HELLO).unwrap();
+    me.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut b = [0u8; 2048];
+    let n = me.recv(&mut b).expect("the hello is answered");
+    assert_eq!(&b[..n], UDP_REPLY);
+    assert_eq!(state(&mut ctrl), TEST_START);
+    assert!(
+        datagrams(&me, Duration::from_millis(500)) > 0,
+        "no test data"
+    );
+    drop(me);
+    std::thread::sleep(Duration::from_secs(1));
+    // The same address and port again, as a later program on this host would get it.
+    let again = UdpSocket::bind(mine).expect("the port is free again");
+    let reached = datagrams(&again, Duration::from_secs(2));
+    assert_eq!(
+        reached, 0,
+        "the server still sent {reached} datagrams to the closed receiver's port"
+    );
+}
