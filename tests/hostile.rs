@@ -130,3 +130,75 @@ fn the_iperf3_port_stops_sending_to_a_receiver_that_went_away() {
         "the server still sent {reached} datagrams to the closed receiver's port"
     );
 }
+
+/// 48 silent control connections from 12 addresses (4 each, the per-address share),
+/// each closed and opened again at 9.5 s, before the handshake deadline could penalise
+/// it: an honest client from another address still completes 3 tests in a row while
+/// they keep at it.
+#[test]
+fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let srv = ServerProc::start(&[]);
+    let port = srv.port;
+    let done = Arc::new(AtomicBool::new(false));
+    let attackers: Vec<_> = (0..12u8)
+        .map(|a| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let from = std::net::SocketAddr::from(([127, 0, 1, 10 + a], 0));
+                let open = || -> Vec<TcpStream> {
+                    (0..4)
+                        .filter_map(|_| {
+                            let s = socket2::Socket::new(
+                                socket2::Domain::IPV4,
+                                socket2::Type::STREAM,
+                                None,
+                            )
+                            .ok()?;
+                            s.bind(&from.into()).ok()?;
+                            let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                            s.connect_timeout(&to.into(), Duration::from_secs(1)).ok()?;
+                            Some(s.into())
+                        })
+                        .collect()
+                };
+                // Bounded: the honest client's three tests take seconds.
+                let end = Instant::now() + Duration::from_secs(60);
+                let mut held = open();
+                let mut opened = Instant::now();
+                while !done.load(Ordering::Relaxed) && Instant::now() < end {
+                    if opened.elapsed() >= Duration::from_millis(9500) {
+                        drop(std::mem::take(&mut held));
+                        held = open();
+                        opened = Instant::now();
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })
+        })
+        .collect();
+    // Every attacker holds its connections before the honest client comes; its second
+    // and third tests come right after the attackers opened theirs again (at 9.5 s).
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let p = port.to_string();
+    for n in 1..=3 {
+        if n == 2 {
+            std::thread::sleep(Duration::from_secs(10).saturating_sub(start.elapsed()));
+        }
+        let out = crate::util::run_within(
+            &["client", "127.0.0.1", "-p", &p, "-t", "1", "-J"],
+            Duration::from_secs(30),
+        );
+        assert!(
+            out.status.success(),
+            "honest test {n} of 3 failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    done.store(true, Ordering::Relaxed);
+    for a in attackers {
+        a.join().unwrap();
+    }
+}

@@ -149,7 +149,6 @@ impl Server {
     /// Accepts connections until `stop` is raised (checked every 50 ms).
     pub fn serve(self, stop: &Stop) -> std::io::Result<()> {
         self.listener.set_nonblocking(true)?;
-        let max_conns = usize::from(self.ctx.limits.max_tests) * 2 + 16;
         Wait::on(&RealClock::new())
             .or_stop(stop)
             .poll(|| -> Poll<()> {
@@ -174,17 +173,10 @@ impl Server {
                             std::thread::Builder::new()
                                 .name("wb-conn".into())
                                 .spawn(move || {
+                                    // Its handshake is bounded by the gate (which evicts
+                                    // for newcomers); a connection slot is taken once it
+                                    // is over (`handle_connection`).
                                     let place = Handshake { ctx: &ctx, ip, id };
-                                    let Some(_slot) = Slot::take(&ctx.connections, max_conns)
-                                    else {
-                                        ctx.refused(ErrorCode::Busy);
-                                        let mut s = stream;
-                                        let _ = write_msg(
-                                            &mut s,
-                                            &refusal(ErrorCode::Busy, "too many connections"),
-                                        );
-                                        return;
-                                    };
                                     keep_alive(&stream);
                                     let closer = stream.try_clone().ok();
                                     let started = std::cell::Cell::new(false);
@@ -298,6 +290,17 @@ fn handle_connection(
     // standing.
     drop(place);
     ctx.gate().succeeded(ip);
+    // Connections past their handshake: tests, sessions, their data connections. Silent
+    // connections that never finish a handshake hold none of these (the gate bounds them
+    // and evicts them for newcomers), so they cannot lock honest clients out.
+    let max_conns = usize::from(ctx.limits.max_tests) * 2 + 16;
+    let Some(_slot) = Slot::take(&ctx.connections, max_conns) else {
+        return Err(refuse(
+            &mut ctrl,
+            ErrorCode::Busy,
+            "too many connections".into(),
+        ));
+    };
     ctrl.set_write_timeout(Some(HANDSHAKE_TIMEOUT))
         .map_err(ProtoError::Io)?;
     match request {
