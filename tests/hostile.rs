@@ -202,3 +202,45 @@ fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
         a.join().unwrap();
     }
 }
+
+/// Two servers on one host with the default dual-stack listener (an IPv4 peer is seen as
+/// `::ffff:127.0.0.1`), both `--allow-third-party`: a mesh between them runs both ways,
+/// because a controller at `::ffff:127.0.0.1` is on this host; and a third-party test
+/// aimed at a loopback address written as IPv4-mapped IPv6 from a controller that is not
+/// (checked in `third_party`'s unit test) is refused like its IPv4 form.
+#[test]
+fn a_mesh_on_one_host_works_with_the_dual_stack_listener() {
+    let dir = crate::util::fresh_path("hostile-mesh");
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("k");
+    crate::util::key_file(&key, "0123456789abcdef0123456789abcdef");
+    let k = key.to_string_lossy().into_owned();
+    let args = ["--auth-key-file", k.as_str(), "--allow-third-party"];
+    let a = ServerProc::start_on(None, &args);
+    let b = ServerProc::start_on(None, &args);
+    let (ha, hb) = (
+        format!("a=127.0.0.1:{}", a.port),
+        format!("b=127.0.0.1:{}", b.port),
+    );
+    let out = crate::util::run_within(
+        &["mesh", &ha, &hb, "--auth-key-file", &k, "-t", "0.5", "-J"],
+        Duration::from_secs(60),
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let cells = r["mesh"]["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 2, "{r}");
+    for c in cells {
+        assert!(
+            c["summary"]["received_bps"]
+                .as_f64()
+                .is_some_and(|b| b > 0.0),
+            "{} -> {}: {}",
+            c["from"],
+            c["to"],
+            c["error"]
+        );
+    }
+    assert!(out.status.success(), "{out:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

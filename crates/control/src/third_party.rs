@@ -99,7 +99,7 @@ pub fn parse_cidr(s: &str) -> Result<(IpAddr, u8), CidrError> {
 
 /// Whether `ip` is in block `(net, len)`.
 fn in_block(ip: IpAddr, (net, len): (IpAddr, u8)) -> bool {
-    let (a, b, bits) = match (ip, net) {
+    let (a, b, bits) = match (ip.to_canonical(), net) {
         (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b)), 32),
         (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128),
         _ => return false,
@@ -112,7 +112,11 @@ fn in_block(ip: IpAddr, (net, len): (IpAddr, u8)) -> bool {
 /// toward an unspecified, multicast, broadcast or link-local address (cloud metadata
 /// services live there); toward loopback only for a controller on this host; and, with
 /// `--third-party-peers`, only inside those blocks.
+///
+/// Both addresses are compared in canonical form: `::ffff:127.0.0.1` is 127.0.0.1, so an
+/// IPv4-mapped IPv6 address cannot slip past a check written for IPv4.
 fn allowed(to: IpAddr, controller: IpAddr, peers: &[(IpAddr, u8)]) -> Result<(), PeerError> {
+    let (to, controller) = (to.to_canonical(), controller.to_canonical());
     let special = match to {
         IpAddr::V4(a) => {
             a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.is_link_local()
@@ -337,6 +341,18 @@ mod test {
                 .to_string(),
             "169.254.169.254: not toward an unspecified, multicast, broadcast or link-local address"
         );
+        // IPv4-mapped IPv6 addresses are their IPv4 addresses, for the target and for the
+        // controller (a dual-stack listener sees IPv4 peers so).
+        for to in [
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "::ffff:0.0.0.0",
+        ] {
+            assert!(allowed(ip(to), far, &[]).is_err(), "{to}");
+        }
+        assert!(allowed(ip("127.0.0.1"), ip("::ffff:127.0.0.1"), &[]).is_ok());
+        assert!(allowed(ip("::ffff:198.18.40.9"), far, &peers).is_ok());
+        assert!(allowed(ip("::ffff:10.0.0.1"), far, &peers).is_err());
         assert_eq!(
             resolve("nowhere").unwrap_err().to_string(),
             "cannot resolve 'nowhere' (HOST:PORT): invalid socket address"
