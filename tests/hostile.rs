@@ -244,3 +244,56 @@ fn a_mesh_on_one_host_works_with_the_dual_stack_listener() {
     assert!(out.status.success(), "{out:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// 16 connections to the metrics endpoint that never send a request, opened again as soon
+/// as the server closes them: scrapes are still answered (200), not turned away as busy.
+#[test]
+fn idle_connections_do_not_turn_scrapes_away() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let metrics = free_port();
+    let addr = format!("127.0.0.1:{metrics}");
+    let _srv = ServerProc::start(&["--metrics", &addr]);
+    let done = Arc::new(AtomicBool::new(false));
+    let idle = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let open = || TcpStream::connect(("127.0.0.1", metrics)).ok();
+            let mut held: Vec<TcpStream> = (0..16).filter_map(|_| open()).collect();
+            // Bounded: the scrapes below take a few seconds.
+            let end = Instant::now() + Duration::from_secs(30);
+            while !done.load(Ordering::Relaxed) && Instant::now() < end {
+                // Any the server closed is opened again at once.
+                held.retain(|s| {
+                    s.set_nonblocking(true).unwrap();
+                    let mut b = [0u8; 64];
+                    (&*s).read(&mut b).is_err()
+                });
+                while held.len() < 16 {
+                    match open() {
+                        Some(s) => held.push(s),
+                        None => break,
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    for n in 1..=5 {
+        let mut s = TcpStream::connect(("127.0.0.1", metrics)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "scrape {n}: {}",
+            answer.lines().next().unwrap_or("(nothing)")
+        );
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    done.store(true, Ordering::Relaxed);
+    idle.join().unwrap();
+}

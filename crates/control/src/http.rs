@@ -4,8 +4,10 @@
 //! What it does: [`serve`] accepts on a listener until told to stop, reads each request
 //! within [`REQUEST_DEADLINE`] and [`MAX_REQUEST`] bytes on its own thread, hands it to a
 //! handler and writes the handler's [`Response`] with `Connection: close`. At most
-//! `max_open` connections are served at once; one more is answered 503 at once, so a
-//! slow client or a long probe never blocks the scrapes behind it. The deadline runs on
+//! `max_open` connections are served at once; when all are open, the oldest that has not
+//! sent its request yet is closed for a newcomer (idle connections cannot hold every
+//! place), and only when every one is being answered is one more answered 503 at once,
+//! so a slow client or a long probe never blocks the scrapes behind it. The deadline runs on
 //! the real clock, read through [`Clock`]; the accept loop waits with [`crate::wait`].
 //!
 //! What it does not: keep connections alive, read request bodies, chunk, or speak TLS.
@@ -13,8 +15,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engine::clock::RealClock;
@@ -174,14 +175,17 @@ fn read_request(s: &mut TcpStream, clock: &dyn Clock) -> Result<Vec<u8>, Respons
     Ok(buf)
 }
 
-/// Answers one connection.
-fn answer(mut s: TcpStream, handler: &Handler, clock: &dyn Clock) {
+/// Answers one connection; `got_request` is called once its request has arrived.
+fn answer(mut s: TcpStream, handler: &Handler, clock: &dyn Clock, got_request: impl FnOnce()) {
     let _ = s.set_nonblocking(false);
     let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
     let response = match read_request(&mut s, clock) {
         Err(r) => r,
         Ok(bytes) => match Request::parse(&bytes) {
-            Ok(req) => handler(&req),
+            Ok(req) => {
+                got_request();
+                handler(&req)
+            }
             Err(why) => Response::text(400, format!("{why}\n")),
         },
     };
@@ -203,17 +207,71 @@ fn busy(mut s: TcpStream, max_open: usize) {
     let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
-/// Counts one open connection while it lives.
-struct Open(Arc<AtomicUsize>);
+/// The connections open now: which still wait for their request (and may be closed for
+/// a newcomer) and which are being answered.
+#[derive(Default)]
+struct Table {
+    next: u64,
+    open: Vec<Open>,
+}
 
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+struct Open {
+    id: u64,
+    /// Still reading its request: no request yet, so closing it loses nothing asked.
+    reading: bool,
+    /// A handle to close it with.
+    stream: Option<TcpStream>,
+}
+
+impl Table {
+    /// Room for a newcomer among at most `max_open`: when all are taken, the oldest
+    /// connection that has not sent its request yet is closed for it (idle connections
+    /// cannot hold every place); `None` when every open connection is being answered.
+    fn admit(&mut self, max_open: usize, stream: &TcpStream) -> Option<u64> {
+        if self.open.len() >= max_open {
+            let oldest = self.open.iter().position(|o| o.reading)?;
+            let o = self.open.remove(oldest);
+            if let Some(s) = o.stream {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        let id = self.next;
+        self.next += 1;
+        self.open.push(Open {
+            id,
+            reading: true,
+            stream: stream.try_clone().ok(),
+        });
+        Some(id)
+    }
+
+    /// Connection `id` has its request: it is answered, and no longer closed for others.
+    fn answering(&mut self, id: u64) {
+        if let Some(o) = self.open.iter_mut().find(|o| o.id == id) {
+            o.reading = false;
+        }
+    }
+
+    fn close(&mut self, id: u64) {
+        self.open.retain(|o| o.id != id);
     }
 }
 
-/// Serves `listener` until `stop` is raised (checked every 50 ms): each connection on its own
-/// thread, at most `max_open` at once (one more is answered 503 at once and closed).
+/// Takes its connection out of the table when it ends.
+struct Leave(Arc<Mutex<Table>>, u64);
+
+impl Drop for Leave {
+    fn drop(&mut self) {
+        if let Ok(mut t) = self.0.lock() {
+            t.close(self.1);
+        }
+    }
+}
+
+/// Serves `listener` until `stop` is raised (checked every 50 ms): each connection on its
+/// own thread, at most `max_open` at once. When all are open, the oldest connection that
+/// has not sent its request yet is closed for the newcomer; only when every open one is
+/// being answered is the newcomer answered 503 at once and closed.
 ///
 /// # Errors
 /// The listener cannot be made non-blocking.
@@ -224,26 +282,34 @@ pub fn serve(
     handler: Arc<Handler>,
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
-    let open = Arc::new(AtomicUsize::new(0));
+    let table = Arc::new(Mutex::new(Table::default()));
     let clock = RealClock::new();
     Wait::on(&RealClock::new())
         .or_stop(stop)
         .poll(|| -> Poll<()> {
             match listener.accept() {
                 Ok((stream, _)) => {
-                    if open.load(Ordering::Relaxed) >= max_open {
+                    let admitted = table
+                        .lock()
+                        .ok()
+                        .and_then(|mut t| t.admit(max_open, &stream));
+                    let Some(id) = admitted else {
                         busy(stream, max_open);
                         return Poll::Again;
-                    }
-                    open.fetch_add(1, Ordering::Relaxed);
-                    let guard = Open(Arc::clone(&open));
+                    };
+                    let leave = Leave(Arc::clone(&table), id);
                     let handler = Arc::clone(&handler);
+                    let table = Arc::clone(&table);
                     let spawned =
                         std::thread::Builder::new()
                             .name("wb-http".into())
                             .spawn(move || {
-                                let _guard = guard;
-                                answer(stream, handler.as_ref(), &clock);
+                                let _leave = leave;
+                                answer(stream, handler.as_ref(), &clock, || {
+                                    if let Ok(mut t) = table.lock() {
+                                        t.answering(id);
+                                    }
+                                });
                             });
                     if let Err(e) = spawned {
                         tracing::warn!("http: no thread for a connection: {e}");
@@ -321,8 +387,11 @@ mod tests {
         // The handler holds its connection until released.
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let release_rx = std::sync::Mutex::new(release_rx);
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+        let held_tx = std::sync::Mutex::new(held_tx);
         let handler: Arc<Handler> = Arc::new(move |r: &Request| {
             if r.path == "/hold" {
+                let _ = held_tx.lock().unwrap().send(());
                 let _ = release_rx.lock().unwrap().recv();
             }
             Response::text(200, format!("{}\n", r.path))
@@ -341,8 +410,11 @@ mod tests {
             out
         };
         let held = send("/hold");
-        // Until the held request is being served, a second one may still get in: wait for
-        // the answer to be busy.
+        // Once the held request is being answered, its place cannot be taken: a second
+        // request is busy (before, it would have closed the idle connection instead).
+        held_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the held request is answered");
         let clock = RealClock::new();
         let answered = |path: &str, status: &str| {
             let mut last = String::new();
@@ -367,5 +439,40 @@ mod tests {
         assert!(out.ends_with("/after\n"), "{out}");
         stop.raise();
         t.join().unwrap().unwrap();
+    }
+
+    /// When every place is open, a newcomer closes the oldest connection that has no
+    /// request yet; one being answered is never closed, and with all being answered the
+    /// newcomer is turned away.
+    #[test]
+    fn a_newcomer_takes_the_place_of_the_oldest_idle_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let pair = || {
+            let client = TcpStream::connect(addr).unwrap();
+            let (server, _) = listener.accept().unwrap();
+            (client, server)
+        };
+        let closed = |mut c: &TcpStream| {
+            c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut b = [0u8; 8];
+            matches!(c.read(&mut b), Ok(0))
+        };
+        let mut t = Table::default();
+        let (ca, a) = pair();
+        let (cb, b) = pair();
+        let ida = t.admit(2, &a).unwrap();
+        let idb = t.admit(2, &b).unwrap();
+        assert_ne!(ida, idb);
+        t.answering(idb);
+        let (_cc, c) = pair();
+        let idc = t.admit(2, &c).unwrap();
+        assert!(closed(&ca), "the oldest idle connection is closed");
+        t.answering(idc);
+        let (_cd, d) = pair();
+        assert_eq!(t.admit(2, &d), None, "both are being answered");
+        t.close(idb);
+        assert!(t.admit(2, &d).is_some());
+        drop(cb);
     }
 }
