@@ -31,13 +31,23 @@ pub fn configure(
     timestamps: bool,
 ) -> anyhow::Result<()> {
     let file = match logfile {
-        Some(p) => Some(
+        // Appended to, as iperf3 does; never through a symbolic link (refused).
+        Some(p) => Some({
+            use std::os::unix::fs::OpenOptionsExt;
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(p)
-                .map_err(|e| usage(format!("--logfile {}: {e}", p.display())))?,
-        ),
+                .map_err(|e| {
+                    let why = if e.raw_os_error() == Some(libc::ELOOP) {
+                        "is a symbolic link (not followed)".to_owned()
+                    } else {
+                        e.to_string()
+                    };
+                    usage(format!("--logfile {}: {why}", p.display()))
+                })?
+        }),
         None => None,
     };
     if file.is_none() && title.is_none() && !timestamps {

@@ -297,3 +297,54 @@ fn idle_connections_do_not_turn_scrapes_away() {
     done.store(true, Ordering::Relaxed);
     idle.join().unwrap();
 }
+
+/// Files the product writes are never written through a symbolic link planted where they
+/// go: `--junit` at a dangling link does not create the link's target (the report
+/// replaces the link when the run ends), and `--logfile` at a link is refused, leaving
+/// its target as it was.
+#[test]
+fn planted_symbolic_links_are_not_written_through() {
+    let dir = crate::util::fresh_path("hostile-links");
+    std::fs::create_dir_all(&dir).unwrap();
+    let victim = dir.join("victim");
+    // --junit at a dangling link; the run's one test fails fast (nothing listens on port 1).
+    let junit = dir.join("junit.xml");
+    std::os::unix::fs::symlink(&victim, &junit).unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nhost = \"127.0.0.1\"\nport = 1\n\n[[test]]\nname = \"t\"\nkind = \"client\"\nargs = \"-t 1\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (p, o, j) = (
+        plan.to_string_lossy().into_owned(),
+        out.to_string_lossy().into_owned(),
+        junit.to_string_lossy().into_owned(),
+    );
+    let run = crate::util::run_within(
+        &["run", &p, "--out", &o, "--junit", &j],
+        Duration::from_secs(60),
+    );
+    assert!(
+        !victim.exists(),
+        "--junit created the link's target: {run:?}"
+    );
+    assert!(
+        std::fs::symlink_metadata(&junit).is_ok_and(|m| m.is_file()),
+        "the JUnit file replaced the link: {run:?}"
+    );
+    // --logfile at a link to an existing file: refused, the file untouched.
+    std::fs::write(&victim, "keep").unwrap();
+    let log = dir.join("client.log");
+    std::os::unix::fs::symlink(&victim, &log).unwrap();
+    let l = log.to_string_lossy().into_owned();
+    let out = crate::util::run(&["client", "127.0.0.1", "-p", "1", "--logfile", &l]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("symbolic link"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let _ = std::fs::remove_dir_all(&dir);
+}
