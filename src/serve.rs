@@ -125,6 +125,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             per_source_handshakes: usize::from(a.max_handshakes_per_source),
             per_source_tests: usize::from(a.max_tests_per_source),
             spin_burst: a.max_spin_per_source,
+            ipv6_prefix: a.ipv6_source_prefix,
             ..control::gate::GateConfig::default()
         },
         idle_timeout: a.idle_timeout,

@@ -646,6 +646,11 @@ pub struct ServerArgs {
     /// most gives up its oldest).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_handshakes_per_source: u16,
+    /// How an IPv6 client address is counted for the per-address limits: by this many
+    /// leading bits (128: each address, as OpenSSH counts them; 64: a whole /64 as one,
+    /// for clients that hop between addresses of their subnet). IPv4 is counted by /32.
+    #[arg(long, value_name = "BITS", default_value_t = 128, value_parser = clap::value_parser!(u8).range(1..=128))]
+    pub ipv6_source_prefix: u8,
     /// Core time one client address may busy-poll in a row in latency sessions with
     /// `--spin`, seconds; it is given back at a quarter of a core. Beyond it the server
     /// answers from `recv` (slower, nothing lost) and logs it.

@@ -13,7 +13,8 @@
 //! may spin `spin_burst` of core time in a row, refilled at [`SPIN_SHARE`] of one core;
 //! beyond that its sessions sleep in `recv` like any other (slower answers, no lost ones).
 //!
-//! An IPv6 client is counted by its /64 (one host usually holds a whole /64).
+//! An IPv6 client is counted by its address (`ipv6_prefix` 128, the default), or by a
+//! shorter prefix when configured (64: a whole subnet, for clients that hop within it).
 //!
 //! What it does not do: I/O or clocks. Time comes in as an argument (sans-I/O), `now` on
 //! the monotonic axis of the server's [`Clock`](model::clock::Clock) (`mono()`); the
@@ -34,6 +35,10 @@ pub struct GateConfig {
     pub per_source_tests: usize,
     /// Core time one address may busy-poll in a row (echo sessions with `spin`).
     pub spin_burst: Duration,
+    /// An IPv6 client is counted by this many leading bits of its address: 128 (each
+    /// address on its own, as OpenSSH counts them) or less (64: a whole subnet as one,
+    /// for clients that hop between addresses of their /64). IPv4 is counted by /32.
+    pub ipv6_prefix: u8,
 }
 
 impl Default for GateConfig {
@@ -43,6 +48,7 @@ impl Default for GateConfig {
             max_handshakes: 64,
             per_source_tests: 4,
             spin_burst: Duration::from_secs(60),
+            ipv6_prefix: 128,
         }
     }
 }
@@ -117,14 +123,16 @@ pub struct Gate {
     open: usize,
 }
 
-/// The address a client is counted by: itself for IPv4, its /64 for IPv6.
-fn source(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
-        },
+/// The address a client is counted by: itself for IPv4 (also written as IPv4-mapped
+/// IPv6), its first `ipv6_prefix` bits for IPv6.
+fn source(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => {
+            let keep = u32::from(ipv6_prefix.clamp(1, 128));
+            let mask = u128::MAX.checked_shl(128 - keep).unwrap_or(0);
+            IpAddr::V6((u128::from(v6) & mask).into())
+        }
     }
 }
 
@@ -151,7 +159,7 @@ impl Gate {
 
     /// A new connection from `ip` at `now`.
     pub fn admit(&mut self, ip: IpAddr, now: Duration) -> Admit {
-        let ip = source(ip);
+        let ip = source(ip, self.cfg.ipv6_prefix);
         // Forget addresses with nothing open and no penalty left (the map stays small).
         if self.sources.len() > 4 * self.cfg.max_handshakes {
             let burst = self.cfg.spin_burst;
@@ -205,7 +213,7 @@ impl Gate {
     /// Handshake `id` of `ip` ended (a test request read, refused or closed); `false` if
     /// it was evicted before.
     pub fn handshake_done(&mut self, ip: IpAddr, id: HandshakeId) -> bool {
-        let ip = source(ip);
+        let ip = source(ip, self.cfg.ipv6_prefix);
         let Some(s) = self.sources.get_mut(&ip) else {
             return false;
         };
@@ -221,7 +229,7 @@ impl Gate {
     /// `ip` failed to authenticate, or let its handshake run out of time: from the third
     /// failure in a row penalised for 1 s, doubling after each one, up to 64 s.
     pub fn failed(&mut self, ip: IpAddr, now: Duration) {
-        let ip = source(ip);
+        let ip = source(ip, self.cfg.ipv6_prefix);
         let s = self.sources.entry(ip).or_default();
         s.failures = s.failures.saturating_add(1);
         if s.failures > FREE_FAILURES {
@@ -233,7 +241,7 @@ impl Gate {
     /// `ip` authenticated (or finished a handshake on a server without a key): its
     /// failures are forgiven.
     pub fn succeeded(&mut self, ip: IpAddr) {
-        let ip = source(ip);
+        let ip = source(ip, self.cfg.ipv6_prefix);
         if let Some(s) = self.sources.get_mut(&ip) {
             s.failures = 0;
             s.penalised_until = None;
@@ -242,7 +250,7 @@ impl Gate {
 
     /// Whether `ip` may start another test; counted until [`Gate::end_test`].
     pub fn start_test(&mut self, ip: IpAddr) -> bool {
-        let ip = source(ip);
+        let ip = source(ip, self.cfg.ipv6_prefix);
         let s = self.sources.entry(ip).or_default();
         if s.tests >= self.cfg.per_source_tests {
             return false;
@@ -253,7 +261,7 @@ impl Gate {
 
     /// A test of `ip` ended.
     pub fn end_test(&mut self, ip: IpAddr) {
-        let ip = source(ip);
+        let ip = source(ip, self.cfg.ipv6_prefix);
         if let Some(s) = self.sources.get_mut(&ip) {
             s.tests = s.tests.saturating_sub(1);
         }
@@ -262,7 +270,7 @@ impl Gate {
     /// `ip` busy-polled for `spent` up to `now`: whether it may go on spinning (its
     /// budget is not used up).
     pub fn charge_spin(&mut self, ip: IpAddr, spent: Duration, now: Duration) -> bool {
-        let ip = source(ip);
+        let ip = source(ip, self.cfg.ipv6_prefix);
         let s = self.sources.entry(ip).or_default();
         let left = s
             .spin_budget(now, self.cfg.spin_burst)
@@ -286,6 +294,7 @@ mod tests {
             max_handshakes: max,
             per_source_tests: 2,
             spin_burst: Duration::from_secs(60),
+            ipv6_prefix: 128,
         })
     }
 
@@ -366,15 +375,26 @@ mod tests {
         yes(g.admit(ip(1), t0));
     }
 
+    /// Two IPv6 addresses of one /64 are two clients by default (one host cannot lock out
+    /// its LAN); with a /64 prefix configured they count as one.
     #[test]
-    fn an_ipv6_client_is_counted_by_its_64() {
-        let mut g = gate(4, 64);
+    fn an_ipv6_client_is_counted_by_its_address_or_a_configured_prefix() {
         let a = |last: u16| IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, last]);
-        for k in 0..4 {
-            yes(g.admit(a(k), Duration::ZERO));
+        let mut g = gate(4, 64);
+        for _ in 0..4 {
+            yes(g.admit(a(1), Duration::ZERO));
         }
-        assert_eq!(g.admit(a(99), Duration::ZERO), Admit::Full);
-        yes(g.admit(
+        assert_eq!(g.admit(a(1), Duration::ZERO), Admit::Full);
+        yes(g.admit(a(2), Duration::ZERO));
+        let mut by_64 = Gate::new(GateConfig {
+            ipv6_prefix: 64,
+            ..GateConfig::default()
+        });
+        for k in 0..4 {
+            yes(by_64.admit(a(k), Duration::ZERO));
+        }
+        assert_eq!(by_64.admit(a(99), Duration::ZERO), Admit::Full);
+        yes(by_64.admit(
             IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]),
             Duration::ZERO,
         ));
