@@ -348,3 +348,66 @@ fn planted_symbolic_links_are_not_written_through() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An iperf3-dialect client that asks for 1 Mbit/s and sends 80 Mbit/s to a server with
+/// `--max-rate 2M`: the server meters what it receives and ends the test within 2 s (its
+/// control connection is closed), as it does for its own protocol.
+#[test]
+fn an_iperf3_client_above_max_rate_is_stopped() {
+    let port = free_port();
+    let _srv = ServerProc::start(&["--iperf3-port", &port.to_string(), "--max-rate", "2M"]);
+    let params = serde_json::json!({
+        "udp": true, "time": 10, "parallel": 1, "len": 1000, "bandwidth": 1_000_000u64,
+    });
+    let mut ctrl = iperf3_test(port, params);
+    let me = UdpSocket::bind("127.0.0.1:0").unwrap();
+    me.connect(("127.0.0.1", port)).unwrap();
+    me.send(UDP_HELLO).unwrap();
+    me.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut b = [0u8; 64];
+    let n = me.recv(&mut b).expect("the hello is answered");
+    assert_eq!(&b[..n], UDP_REPLY);
+    assert_eq!(state(&mut ctrl), TEST_START);
+    // 80 Mbit/s: 10,000 datagrams of 1000 bytes a second, for at most 4 s, until the
+    // server closes the control connection.
+    let flood = {
+        let me = me.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut d = [0u8; 1000];
+            let start = Instant::now();
+            let mut count = 0u32;
+            while start.elapsed() < Duration::from_secs(4) {
+                count += 1;
+                d[8..12].copy_from_slice(&count.to_be_bytes());
+                let _ = me.send(&d);
+                if count.is_multiple_of(100) {
+                    let due = Duration::from_micros(100 * u64::from(count));
+                    std::thread::sleep(due.saturating_sub(start.elapsed()));
+                }
+            }
+        })
+    };
+    let started = Instant::now();
+    ctrl.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut ended = None;
+    while started.elapsed() < Duration::from_secs(4) {
+        let mut b = [0u8; 64];
+        match ctrl.read(&mut b) {
+            Ok(0) => {
+                ended = Some(started.elapsed());
+                break;
+            }
+            // TEST_RUNNING and any state the server sends while it runs.
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => {
+                ended = Some(started.elapsed());
+                break;
+            }
+        }
+    }
+    flood.join().unwrap();
+    let ended = ended.expect("the test still ran after 4 s at 40x --max-rate");
+    assert!(ended <= Duration::from_secs(2), "ended after {ended:?}");
+}

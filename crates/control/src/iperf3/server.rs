@@ -341,9 +341,19 @@ fn test(
         .collect();
     // The client ends the test (TEST_END); a client that vanishes, or whose streams stop
     // moving (a stopped process), ends it too.
+    let received: Vec<Arc<LiveCounters>> = lives
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| receives(*i))
+        .map(|(_, l)| Arc::clone(l))
+        .collect();
     let end = wait_for_end(
         &mut ctrl,
         (&spec, &lives),
+        Meter {
+            received: &received,
+            max_rate: sh.cfg.limits.max_rate_bps,
+        },
         sh.cfg.idle_timeout,
         peer,
         &sh.clock,
@@ -484,13 +494,31 @@ fn server_text(streams: &[StreamResult], receives: &dyn Fn(usize) -> bool) -> St
 /// Reads the client's next state while the test (`spec`, its streams' `lives`) runs; ends
 /// the test with [`ProtoError::Timeout`] when the streams move nothing for
 /// [`silent_after`], or after the test's time and 30 s more (both on `clock`).
+/// What the server meters while a test runs: the bytes its receiving streams read (every
+/// datagram that reached a stream's socket, counted or not), against `--max-rate`.
+struct Meter<'a> {
+    received: &'a [Arc<LiveCounters>],
+    max_rate: Option<f64>,
+}
+
 fn wait_for_end(
     ctrl: &mut TcpStream,
     (spec, lives): (&TestSpec, &[Arc<LiveCounters>]),
+    meter: Meter<'_>,
     idle: Duration,
     peer: SocketAddr,
     clock: &dyn Clock,
 ) -> Result<i8, ProtoError> {
+    let received = || -> u64 { meter.received.iter().map(|l| l.raw_bytes()).sum() };
+    // The same watch as the server's own tests (`crate::watch`): more than 10 % above
+    // --max-rate over a second ends the test; only its meter is used here.
+    let mut watch = crate::watch::Watch::new(
+        spec,
+        meter.received.len(),
+        meter.max_rate,
+        idle,
+        clock.mono(),
+    );
     let moved = || -> u64 {
         lives
             .iter()
@@ -516,6 +544,19 @@ fn wait_for_end(
             Err(e) => return Poll::Ready(Err(ProtoError::from_io(e))),
         }
         let now = clock.mono();
+        if watch.meter_due(now) {
+            if let Err((bps, max)) = watch.metered(now, received()) {
+                tracing::warn!(
+                    "iperf3 client {peer}: sends {:.1} Mbit/s, above --max-rate {:.1} Mbit/s: test ended",
+                    bps / 1e6,
+                    max / 1e6
+                );
+                return Poll::Ready(Err(ProtoError::Unexpected(format!(
+                    "the client sent {:.1} Mbit/s, above --max-rate",
+                    bps / 1e6
+                ))));
+            }
+        }
         let m = moved();
         if m != last {
             (last, since) = (m, now);
