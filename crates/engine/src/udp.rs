@@ -641,6 +641,8 @@ pub fn spin_receiver_for(pps: Option<f64>) -> bool {
 struct Counting<'a> {
     cfg: &'a UdpRecvConfig,
     rx: StreamReceiver,
+    /// Bytes of every datagram read, counted or not (what the server meters).
+    read_bytes: u64,
     foreign: u64,
     echoed: u64,
     stamped: bool,
@@ -652,6 +654,7 @@ impl<'a> Counting<'a> {
             cfg,
             rx: StreamReceiver::with_tracker(SeqTracker::with_origin(DEFAULT_WINDOW, 0))
                 .with_slots(cfg.slot_ns),
+            read_bytes: 0,
             foreign: 0,
             echoed: 0,
             stamped: false,
@@ -667,6 +670,7 @@ impl<'a> Counting<'a> {
         clock: &RealClock,
     ) {
         let cfg = self.cfg;
+        self.read_bytes += data.len() as u64;
         let Some(h) = testhdr::parse_fast(data) else {
             self.foreign += 1;
             return;
@@ -720,6 +724,7 @@ impl<'a> Counting<'a> {
             jitter_ns: (s.jitter_us * 1000.0) as u64,
             ..Default::default()
         });
+        live.publish_raw_bytes(self.read_bytes);
         let (buckets, touched) = self.rx.take_latency_changes();
         live.publish_latency(buckets, &touched);
     }
@@ -1302,6 +1307,38 @@ mod test {
             token: TOKEN,
             slot_ns: 1_000_000,
         }
+    }
+
+    /// What the server meters (`raw_bytes`) is every byte its stream's socket read:
+    /// another stream's datagrams, garbage and duplicates too, not only the datagrams it
+    /// counts (a client could otherwise exceed --max-rate with datagrams that are not
+    /// counted).
+    #[test]
+    fn every_datagram_read_is_metered_counted_or_not() {
+        let (server, client) = pair();
+        let (stop, live, rx) = spawn_receiver(server);
+        for seq in 0..10 {
+            client.send(&data(7, 1, seq)).unwrap();
+            client.send(&data(7, 1, seq)).unwrap(); // a duplicate
+            client.send(&data(7, 2, seq)).unwrap(); // another stream's
+            client.send(&data(9, 1, seq)).unwrap(); // another test's
+            client.send(&[0xee; 40]).unwrap(); // not a test datagram
+        }
+        let clock = RealClock::new();
+        let all = 10 * (4 * testhdr::HEADER_LEN as u64 + 40);
+        let got = Wait::on(&clock)
+            .at_most(Duration::from_secs(5))
+            .poll_every(Duration::from_millis(10), || {
+                (live.raw_bytes() >= all).then_some(())
+            });
+        assert!(
+            got.ready().is_some(),
+            "metered {} of {all} bytes",
+            live.raw_bytes()
+        );
+        stop.raise();
+        let r = rx.join().unwrap();
+        assert_eq!(r.counters.received, 10, "only the stream's own are counted");
     }
 
     #[test]
