@@ -69,18 +69,19 @@ pub fn run(a: &RunArgs) -> Result<()> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| usage(format!("--junit {}: {e}", path.display())))?;
         }
-        // Opened without following a symbolic link: one planted there is not followed
-        // (its target not created); the file written at the end replaces the link.
-        let planted_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
-        if !planted_link {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .map_err(|e| usage(format!("--junit {}: {e}", path.display())))?;
+        // Opened without following a symbolic link: one planted there (ELOOP) is left
+        // alone, its target not created; the file written at the end replaces the link.
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path);
+        if let Err(e) = opened {
+            if e.raw_os_error() != Some(libc::ELOOP) {
+                return Err(usage(format!("--junit {}: {e}", path.display())));
+            }
         }
     }
     run.stop = stop_on_signals()?;

@@ -137,11 +137,9 @@ fn the_iperf3_port_stops_sending_to_a_receiver_that_went_away() {
 /// they keep at it.
 #[test]
 fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     let srv = ServerProc::start(&[]);
     let port = srv.port;
-    let done = Arc::new(AtomicBool::new(false));
+    let done = model::stop::Stop::new();
     let attackers: Vec<_> = (0..12u8)
         .map(|a| {
             let done = done.clone();
@@ -167,7 +165,7 @@ fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
                 let end = Instant::now() + Duration::from_secs(60);
                 let mut held = open();
                 let mut opened = Instant::now();
-                while !done.load(Ordering::Relaxed) && Instant::now() < end {
+                while !done.is_raised() && Instant::now() < end {
                     if opened.elapsed() >= Duration::from_millis(9500) {
                         drop(std::mem::take(&mut held));
                         held = open();
@@ -197,7 +195,7 @@ fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    done.store(true, Ordering::Relaxed);
+    done.raise();
     for a in attackers {
         a.join().unwrap();
     }
@@ -249,12 +247,10 @@ fn a_mesh_on_one_host_works_with_the_dual_stack_listener() {
 /// as the server closes them: scrapes are still answered (200), not turned away as busy.
 #[test]
 fn idle_connections_do_not_turn_scrapes_away() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     let metrics = free_port();
     let addr = format!("127.0.0.1:{metrics}");
     let _srv = ServerProc::start(&["--metrics", &addr]);
-    let done = Arc::new(AtomicBool::new(false));
+    let done = model::stop::Stop::new();
     let idle = {
         let done = done.clone();
         std::thread::spawn(move || {
@@ -262,7 +258,7 @@ fn idle_connections_do_not_turn_scrapes_away() {
             let mut held: Vec<TcpStream> = (0..16).filter_map(|_| open()).collect();
             // Bounded: the scrapes below take a few seconds.
             let end = Instant::now() + Duration::from_secs(30);
-            while !done.load(Ordering::Relaxed) && Instant::now() < end {
+            while !done.is_raised() && Instant::now() < end {
                 // Any the server closed is opened again at once.
                 held.retain(|s| {
                     s.set_nonblocking(true).unwrap();
@@ -294,7 +290,7 @@ fn idle_connections_do_not_turn_scrapes_away() {
         );
         std::thread::sleep(Duration::from_millis(700));
     }
-    done.store(true, Ordering::Relaxed);
+    done.raise();
     idle.join().unwrap();
 }
 

@@ -167,16 +167,10 @@ fn tcp_three_streams_and_bidir_against_iperf3() {
 }
 
 /// The kernel's count of UDP datagrams dropped because a receiving socket's buffer was
-/// full (`RcvbufErrors` of `/proc/net/snmp`), in the network namespace `cat` runs in:
-/// loss that a receiver too slow to read (iperf3 on a busy 2-core machine) caused, not
-/// the sender or the path.
-fn udp_rcvbuf_drops(mut cat: Command) -> f64 {
-    let out = cat
-        .args(["cat", "/proc/net/snmp"])
-        .output()
-        .expect("cat /proc/net/snmp");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
+/// full (`RcvbufErrors` of `/proc/net/snmp`, whose text is `snmp`): loss that a receiver
+/// too slow to read (iperf3 on a busy 2-core machine) caused, not the sender or the path.
+fn udp_rcvbuf_drops(snmp: &str) -> f64 {
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
     let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
     names
         .split_whitespace()
@@ -186,9 +180,18 @@ fn udp_rcvbuf_drops(mut cat: Command) -> f64 {
         .expect("Udp RcvbufErrors in /proc/net/snmp")
 }
 
-/// This host's namespace (for [`udp_rcvbuf_drops`]).
-fn here() -> Command {
-    Command::new("env")
+/// [`udp_rcvbuf_drops`] of this host's network namespace.
+fn drops_here() -> f64 {
+    udp_rcvbuf_drops(&std::fs::read_to_string("/proc/net/snmp").expect("/proc/net/snmp"))
+}
+
+/// [`udp_rcvbuf_drops`] of a lab node's network namespace.
+fn drops_in(lab: &crate::lab::LabGuard, node: &str) -> f64 {
+    let out = in_node(lab, node)
+        .args(["cat", "/proc/net/snmp"])
+        .output()
+        .expect("cat /proc/net/snmp");
+    udp_rcvbuf_drops(&String::from_utf8_lossy(&out.stdout))
 }
 
 #[test]
@@ -201,10 +204,10 @@ fn udp_at_100_mbits_against_iperf3_both_ways() {
         let Some(s) = Iperf3Server::start(test) else {
             return;
         };
-        let drops_before = udp_rcvbuf_drops(here());
+        let drops_before = drops_here();
         let v = ours(&s, &args);
         let d = s.document();
-        let dropped = udp_rcvbuf_drops(here()) - drops_before;
+        let dropped = drops_here() - drops_before;
         // iperf3 files a UDP test's totals under the receiving side's sum.
         if we_send {
             // iperf3 accounts for exactly the datagrams we sent: received + lost. (A
@@ -785,9 +788,9 @@ fn across_a_direct_lab_with_iperf3_on_either_side() {
     {
         let _daemon = iperf3_daemon_in(&lab, "listener", "198.18.0.2");
         for args in cases {
-            let drops_before = udp_rcvbuf_drops(in_node(&lab, "listener"));
+            let drops_before = drops_in(&lab, "listener");
             let v = ours_from_talker(&lab, "198.18.0.2", args);
-            let dropped = udp_rcvbuf_drops(in_node(&lab, "listener")) - drops_before;
+            let dropped = drops_in(&lab, "listener") - drops_before;
             let s = &v["summary"];
             let (sent, got) = (f(s, "/sent_bytes"), f(s, "/received_bytes"));
             let udp = args.contains(&"-u");

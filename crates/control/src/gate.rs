@@ -129,8 +129,7 @@ fn source(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V4(v4) => IpAddr::V4(v4),
         IpAddr::V6(v6) => {
-            let keep = u32::from(ipv6_prefix.clamp(1, 128));
-            let mask = u128::MAX.checked_shl(128 - keep).unwrap_or(0);
+            let mask = u128::MAX << (128 - u32::from(ipv6_prefix.clamp(1, 128)));
             IpAddr::V6((u128::from(v6) & mask).into())
         }
     }

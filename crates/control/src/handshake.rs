@@ -29,6 +29,11 @@ impl Deadline {
     pub(crate) fn left(&self, now: Duration) -> Duration {
         self.0.saturating_sub(now).max(Duration::from_millis(1))
     }
+
+    /// Whether the deadline has passed at `now`.
+    pub(crate) fn passed(&self, now: Duration) -> bool {
+        now >= self.0
+    }
 }
 
 fn refused(code: ErrorCode, message: String) -> ProtoError {
@@ -143,6 +148,8 @@ mod tests {
             d.left(t0 + Duration::from_secs(60)),
             Duration::from_millis(1)
         );
+        assert!(!d.passed(t0 + Duration::from_millis(9_999)));
+        assert!(d.passed(t0 + Duration::from_secs(10)));
     }
 
     #[test]

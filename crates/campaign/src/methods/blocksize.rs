@@ -77,6 +77,6 @@ pub struct BlocksizeArgs {
 }
 
 /// `blocksize`.
-pub fn blocksize(a: &BlocksizeArgs) -> Result<BlocksizeRequest, Error> {
+fn blocksize(a: &BlocksizeArgs) -> Result<BlocksizeRequest, Error> {
     sweep_request(server(&a.target), &a.sweep)
 }

@@ -227,7 +227,7 @@ pub enum JsonFormat {
 }
 
 /// `client`: iperf3's defaults (UDP 1472 bytes at 1 Mbit/s, TCP 128 KiB unlimited).
-pub fn client(a: &ClientArgs) -> Result<ClientRequest, Error> {
+fn client(a: &ClientArgs) -> Result<ClientRequest, Error> {
     let len = a.length.unwrap_or(if a.udp {
         TestSpec::DEFAULT_UDP_LEN
     } else {

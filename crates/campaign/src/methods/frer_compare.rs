@@ -113,7 +113,7 @@ pub struct FrerCompareArgs {
 }
 
 /// `frer compare`.
-pub fn frer_compare(a: &FrerCompareArgs) -> FrerCompareRequest {
+fn frer_compare(a: &FrerCompareArgs) -> FrerCompareRequest {
     FrerCompareRequest {
         path_a: a.path_a.clone(),
         path_b: a.path_b.clone(),

@@ -107,7 +107,7 @@ pub struct LatencyArgs {
 }
 
 /// `latency`.
-pub fn latency(a: &LatencyArgs) -> LatencyRequest {
+fn latency(a: &LatencyArgs) -> LatencyRequest {
     LatencyRequest {
         server: server(&a.target),
         sizes: a.length.clone(),

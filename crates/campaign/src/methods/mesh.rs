@@ -165,7 +165,7 @@ pub struct MeshArgs {
 }
 
 /// A mesh host, `[NAME=]HOST[:PORT]` (`[ADDR]:PORT` for IPv6).
-pub fn mesh_host(text: &str, key_file: Option<&std::path::Path>) -> Result<MeshHost, Error> {
+fn mesh_host(text: &str, key_file: Option<&std::path::Path>) -> Result<MeshHost, Error> {
     let (name, addr) = match text.split_once('=') {
         Some((n, a)) if !n.is_empty() => (Some(n), a),
         Some(_) => return Err(usage(format!("'{text}': the name before = is empty"))),
@@ -184,7 +184,7 @@ pub fn mesh_host(text: &str, key_file: Option<&std::path::Path>) -> Result<MeshH
 }
 
 /// `mesh`.
-pub fn mesh(a: &MeshArgs) -> Result<MeshRequest, Error> {
+fn mesh(a: &MeshArgs) -> Result<MeshRequest, Error> {
     let hosts = a
         .hosts
         .iter()

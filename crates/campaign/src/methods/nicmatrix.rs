@@ -123,7 +123,7 @@ pub struct NicMatrixArgs {
 }
 
 /// `nicmatrix`.
-pub fn nic_matrix(a: &NicMatrixArgs) -> Result<NicMatrixRequest, Error> {
+fn nic_matrix(a: &NicMatrixArgs) -> Result<NicMatrixRequest, Error> {
     let server = Server {
         host: a.host.clone().unwrap_or_default(),
         port: a.port,

@@ -223,7 +223,7 @@ pub struct Rfc2544Args {
 }
 
 /// `rfc2544`: over UDP to HOST, or between `--tx` and `--rx`.
-pub fn rfc2544(a: &Rfc2544Args) -> Result<Rfc2544Request, Error> {
+fn rfc2544(a: &Rfc2544Args) -> Result<Rfc2544Request, Error> {
     let path = match (&a.host, &a.tx, &a.rx) {
         (Some(host), _, _) => Rfc2544Path::Server(Server {
             host: host.clone(),

@@ -139,7 +139,7 @@ pub struct RrulArgs {
 }
 
 /// `rrul`.
-pub fn rrul(a: &RrulArgs) -> RrulRequest {
+fn rrul(a: &RrulArgs) -> RrulRequest {
     RrulRequest {
         server: server(&a.target),
         time: a.time,

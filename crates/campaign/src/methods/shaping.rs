@@ -135,7 +135,7 @@ pub struct ShapingArgs {
 }
 
 /// `shaping`.
-pub fn shaping(a: &ShapingArgs) -> ShapingRequest {
+fn shaping(a: &ShapingArgs) -> ShapingRequest {
     ShapingRequest {
         tx: a.tx.clone(),
         rx: a.rx.clone(),

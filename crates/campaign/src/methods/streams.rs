@@ -102,7 +102,7 @@ pub struct StreamsArgs {
 }
 
 /// `streams`: the profile read and checked.
-pub fn streams(a: &StreamsArgs) -> Result<StreamsRequest, Error> {
+fn streams(a: &StreamsArgs) -> Result<StreamsRequest, Error> {
     let file = a.profile.display().to_string();
     let text = std::fs::read_to_string(&a.profile)
         .map_err(|e| usage(format!("cannot read {file}: {e}")))?;

@@ -114,7 +114,7 @@ pub struct SweepArgs {
 }
 
 /// `sweep`.
-pub fn sweep(a: &SweepArgs) -> Result<SweepRequest, Error> {
+fn sweep(a: &SweepArgs) -> Result<SweepRequest, Error> {
     let direction = if a.reverse {
         Direction::Reverse
     } else {

@@ -29,6 +29,7 @@ use serde_json::Value;
 use super::{read_json, read_state, state, stream_id, write_json, write_state};
 use super::{Params, Results, StreamResult, COOKIE_SIZE, UDP_REPLY};
 use crate::conn::keep_alive;
+use crate::handshake::Deadline;
 use crate::limits::check_limits;
 use crate::messages::Limits;
 use crate::session::Slot;
@@ -439,15 +440,17 @@ fn udp_hello(
     client: IpAddr,
     clock: &dyn Clock,
 ) -> Result<(UdpSocket, SocketAddr), ProtoError> {
-    let deadline = clock.mono() + STEP;
+    let deadline = Deadline::new(clock.mono(), STEP);
     let mut b = [0u8; 64];
     let mut foreign = 0u64;
     loop {
-        let left = deadline
-            .checked_sub(clock.mono())
-            .filter(|l| !l.is_zero())
-            .ok_or(ProtoError::Timeout)?;
-        sock.set_read_timeout(Some(left)).map_err(ProtoError::Io)?;
+        // Checked before each read: a stream of foreign hellos cannot extend the wait.
+        let now = clock.mono();
+        if deadline.passed(now) {
+            return Err(ProtoError::Timeout);
+        }
+        sock.set_read_timeout(Some(deadline.left(now)))
+            .map_err(ProtoError::Io)?;
         let (_, from) = sock.recv_from(&mut b).map_err(ProtoError::from_io)?;
         if from.ip().to_canonical() == client.to_canonical() {
             sock.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
