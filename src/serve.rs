@@ -153,7 +153,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
     let iperf3_line = if a.no_iperf3 {
         None
     } else {
-        iperf3(a, ip, limits, auth, &stop, finished)?
+        Some(iperf3(a, ip, auth, &server, &stop)?)
     };
     errln!(
         "wirebench server listening on {} ({}{})",
@@ -216,50 +216,35 @@ pub fn exporter(a: &ExporterArgs) -> Result<()> {
     Ok(())
 }
 
-/// The iperf3 side: its own port, the same limits; a port already taken (a running
-/// `iperf3 -s`) is said, not fatal.
-fn iperf3(
-    a: &ServerArgs,
-    ip: IpAddr,
-    limits: Limits,
-    auth: bool,
-    stop: &Stop,
-    finished: Option<Stop>,
-) -> Result<Option<String>> {
-    let cfg = control::iperf3::server::Iperf3ServerConfig {
-        bind: SocketAddr::new(ip, a.iperf3_port),
-        limits,
-        deny: auth && !a.iperf3_open,
-        finished,
-        idle_timeout: a.idle_timeout,
-    };
-    let listener = match control::iperf3::server::bind(&cfg) {
+/// The iperf3 side: its own port under `server`'s admission; a port already taken (a
+/// running `iperf3 -s`) is said, not fatal. A server with a key opens it only with
+/// `--iperf3-open` (iperf3 clients cannot authenticate).
+fn iperf3(a: &ServerArgs, ip: IpAddr, auth: bool, server: &Server, stop: &Stop) -> Result<String> {
+    if auth && !a.iperf3_open {
+        return Ok(format!(
+            "no iperf3 clients: this server requires a key, which iperf3 cannot give (--iperf3-open serves them without one on port {})",
+            a.iperf3_port
+        ));
+    }
+    let listener = match control::iperf3::server::bind(SocketAddr::new(ip, a.iperf3_port)) {
         Ok(l) => l,
         Err(e) => {
-            return Ok(Some(format!(
+            return Ok(format!(
                 "wirebench server: no iperf3 clients on port {}: {e} (--iperf3-port N, or --no-iperf3)",
                 a.iperf3_port
-            )));
+            ));
         }
     };
-    let stop = stop.clone();
-    let deny = cfg.deny;
-    std::thread::Builder::new()
-        .name("wb-iperf3-accept".into())
-        .spawn(move || {
-            if let Err(e) = control::iperf3::server::serve(listener, cfg, &stop) {
-                errln!("wirebench server: iperf3 clients: {e}");
-            }
-        })?;
-    Ok(Some(format!(
+    server.serve_iperf3(listener, stop)?;
+    Ok(format!(
         "serving iperf3 clients on port {}{}",
         a.iperf3_port,
-        if deny {
-            " (access denied: this server requires a key; --iperf3-open)"
+        if auth {
+            " (without a key: --iperf3-open)"
         } else {
             ""
         }
-    )))
+    ))
 }
 
 /// The relay's configuration: a TOML file, the JSON a lab hands over, or the flags.

@@ -35,6 +35,26 @@ fn iperf3_test(port: u16, params: serde_json::Value) -> TcpStream {
     ctrl
 }
 
+/// A TCP connection to 127.0.0.1:`port` from the loopback address `from` (another
+/// host, as far as the server can tell).
+fn connect_from(from: [u8; 4], port: u16) -> Option<TcpStream> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+    s.bind(&std::net::SocketAddr::from((from, 0)).into()).ok()?;
+    let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    s.connect_timeout(&to.into(), Duration::from_secs(1)).ok()?;
+    Some(s.into())
+}
+
+/// Threads of process `pid` now.
+fn threads(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 fn state(ctrl: &mut TcpStream) -> i8 {
     let mut b = [0u8; 1];
     ctrl.read_exact(&mut b).expect("a state byte");
@@ -144,21 +164,9 @@ fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
         .map(|a| {
             let done = done.clone();
             std::thread::spawn(move || {
-                let from = std::net::SocketAddr::from(([127, 0, 1, 10 + a], 0));
                 let open = || -> Vec<TcpStream> {
                     (0..4)
-                        .filter_map(|_| {
-                            let s = socket2::Socket::new(
-                                socket2::Domain::IPV4,
-                                socket2::Type::STREAM,
-                                None,
-                            )
-                            .ok()?;
-                            s.bind(&from.into()).ok()?;
-                            let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-                            s.connect_timeout(&to.into(), Duration::from_secs(1)).ok()?;
-                            Some(s.into())
-                        })
+                        .filter_map(|_| connect_from([127, 0, 1, 10 + a], port))
                         .collect()
                 };
                 // Bounded: the honest client's three tests take seconds.
@@ -406,4 +414,207 @@ fn an_iperf3_client_above_max_rate_is_stopped() {
     flood.join().unwrap();
     let ended = ended.expect("the test still ran after 4 s at 40x --max-rate");
     assert!(ended <= Duration::from_secs(2), "ended after {ended:?}");
+}
+
+/// 400 silent connections to the iperf3 port from 8 addresses (50 each), held open, while
+/// honest clients of both protocols run: the server starts no thread per connection (it
+/// once started one each, 1,409 for 2,000 connections), turns the addresses' surplus away,
+/// and serves the honest ones.
+#[test]
+fn a_connection_flood_on_the_iperf3_port_starts_no_thread_per_connection() {
+    let iperf3 = free_port();
+    let srv = ServerProc::start(&["--iperf3-port", &iperf3.to_string()]);
+    let idle = threads(srv.pid());
+    let mut held = Vec::new();
+    for a in 0..8u8 {
+        held.extend((0..50).filter_map(|_| connect_from([127, 0, 2, 10 + a], iperf3)));
+    }
+    assert!(held.len() >= 350, "only {} connections opened", held.len());
+    // The honest clients run while the flood is held (within the first 10 s, before the
+    // cookie deadline would have closed the flood's connections anyway).
+    let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let done = model::stop::Stop::new();
+    let sampler = {
+        let (most, done, pid) = (most.clone(), done.clone(), srv.pid());
+        std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(20);
+            while !done.is_raised() && Instant::now() < end {
+                most.fetch_max(threads(pid), std::sync::atomic::Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let (p, i) = (srv.port.to_string(), iperf3.to_string());
+    for args in [
+        vec!["client", "127.0.0.1", "--iperf3", "-p", &i, "-t", "1", "-J"],
+        vec!["client", "127.0.0.1", "-p", &p, "-t", "1", "-J"],
+    ] {
+        let out = crate::util::run_within(&args, Duration::from_secs(30));
+        assert!(
+            out.status.success(),
+            "{args:?} failed during the flood: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    done.raise();
+    sampler.join().unwrap();
+    let most = most.load(std::sync::atomic::Ordering::Relaxed);
+    // The accept threads, at most 16 turning connections away, and the honest tests'
+    // threads; far from one per connection.
+    assert!(
+        most <= idle + 40,
+        "{most} threads for {} connections ({idle} idle)",
+        held.len()
+    );
+    drop(held);
+}
+
+/// Connections that drip their iperf3 cookie, or their parameters, one byte every 2 s
+/// are closed at one deadline for the whole step (10 s), not kept while each byte comes
+/// within a per-read timeout (16 such held every iperf3 slot).
+#[test]
+fn drip_fed_iperf3_set_ups_are_cut_off_at_one_deadline() {
+    let iperf3 = free_port();
+    let _srv = ServerProc::start(&["--iperf3-port", &iperf3.to_string()]);
+    let drippers: Vec<_> = (0..4u8)
+        .map(|a| {
+            std::thread::spawn(move || -> Option<Duration> {
+                let mut s = connect_from([127, 0, 3, 10 + a], iperf3).expect("connect");
+                let start = Instant::now();
+                let mut bytes: Vec<u8> = Vec::new();
+                if a % 2 == 1 {
+                    // A whole cookie, then the parameters drip.
+                    let mut cookie = [b'd'; 37];
+                    cookie[0] = b'0' + a;
+                    cookie[36] = 0;
+                    s.write_all(&cookie).ok()?;
+                    let mut st = [0u8; 1];
+                    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+                    s.read_exact(&mut st).ok()?;
+                    assert_eq!(st[0] as i8, PARAM_EXCHANGE);
+                    bytes.extend(b"\0\0\0\x40{\"tcp\":true,\"time\":1}");
+                } else {
+                    bytes.extend([b'c'; 36]);
+                }
+                s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
+                // Bounded: 16 s of dripping at most.
+                for b in bytes.iter().cycle().take(8) {
+                    if s.write_all(&[*b]).is_err() {
+                        return Some(start.elapsed());
+                    }
+                    let next = Instant::now() + Duration::from_secs(2);
+                    while Instant::now() < next {
+                        let mut sink = [0u8; 16];
+                        match s.read(&mut sink) {
+                            Ok(0) => return Some(start.elapsed()),
+                            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                                return Some(start.elapsed())
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                None
+            })
+        })
+        .collect();
+    for (a, d) in drippers.into_iter().enumerate() {
+        let what = if a % 2 == 1 { "parameters" } else { "cookie" };
+        let closed = d
+            .join()
+            .unwrap()
+            .unwrap_or_else(|| panic!("a dripped {what} was still open after 16 s"));
+        assert!(
+            closed <= Duration::from_secs(12),
+            "a dripped {what}: closed after {closed:?}"
+        );
+    }
+}
+
+/// An address whose connections close before their handshake ends is penalised from the
+/// third time in a row (OpenSSH's noauth penalty), on either port, and the penalty is
+/// the server's, not the port's: closing on the iperf3 port bars the control port too.
+/// Another address is not held up.
+#[test]
+fn connections_closed_before_their_handshake_are_penalised_on_every_port() {
+    let iperf3 = free_port();
+    let srv = ServerProc::start(&["--iperf3-port", &iperf3.to_string()]);
+    let hello_or_refusal = |from: [u8; 4]| -> serde_json::Value {
+        let mut s = connect_from(from, srv.port).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let hello = format!(
+            r#"{{"type":"hello","magic":"wirebench","version":{}}}"#,
+            control::VERSION
+        );
+        let mut b = (hello.len() as u32).to_be_bytes().to_vec();
+        b.extend(hello.as_bytes());
+        let _ = s.write_all(&b);
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).expect("an answer");
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).expect("its body");
+        serde_json::from_slice(&body).expect("JSON")
+    };
+    for (from, port) in [([127, 0, 4, 1], srv.port), ([127, 0, 4, 2], iperf3)] {
+        for _ in 0..3 {
+            let s = connect_from(from, port).expect("connect");
+            // Until the server has it in its handshakes, then gone.
+            std::thread::sleep(Duration::from_millis(100));
+            drop(s);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let v = hello_or_refusal(from);
+        assert_eq!(v["type"], "error", "{from:?} through port {port}: {v}");
+        assert!(
+            v["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("try again in"),
+            "{v}"
+        );
+    }
+    // Another address is served.
+    let v = hello_or_refusal([127, 0, 4, 3]);
+    assert_eq!(v["type"], "hello", "{v}");
+}
+
+/// `--max-tests` counts the tests of both protocols together: with one allowed and a
+/// wirebench test running, an iperf3 client is told access denied (iperf3's "busy"); the
+/// iperf3 port used to count its own tests beside `--max-tests`.
+#[test]
+fn one_test_count_is_shared_by_both_protocols() {
+    let iperf3 = free_port();
+    let srv = ServerProc::start(&["--iperf3-port", &iperf3.to_string(), "--max-tests", "1"]);
+    let p = srv.port.to_string();
+    let running = std::thread::spawn(move || {
+        crate::util::run_within(
+            &[
+                "client",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-t",
+                "3",
+                "-b",
+                "10M",
+                "-J",
+            ],
+            Duration::from_secs(30),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut ctrl = TcpStream::connect(("127.0.0.1", iperf3)).expect("connect");
+    ctrl.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    ctrl.write_all(&[b's'; 37]).unwrap();
+    assert_eq!(
+        state(&mut ctrl),
+        -1,
+        "access denied while the other test runs"
+    );
+    let out = running.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -224,6 +224,11 @@ impl ServerProc {
         Self { child, port, log }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Log lines so far containing `needle`.
     pub fn log_count(&self, needle: &str) -> usize {
         self.log

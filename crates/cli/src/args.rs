@@ -677,14 +677,17 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::seconds)]
     pub run_for: Option<Duration>,
     /// Port for stock iperf3 clients (`iperf3 -c HOST`), TCP and UDP; several at once,
-    /// under the same limits.
+    /// under the same admission as wirebench's clients: --max-tests and
+    /// --max-tests-per-source shared by both, the same limits, memory and per-address
+    /// penalties.
     #[arg(long, default_value_t = control::iperf3::DEFAULT_PORT)]
     pub iperf3_port: u16,
     /// Serve no iperf3 clients.
     #[arg(long)]
     pub no_iperf3: bool,
-    /// With --auth-key-file, serve iperf3 clients anyway (iperf3 cannot prove it holds the
-    /// key; without this they get iperf3's access denied).
+    /// With --auth-key-file, serve iperf3 clients anyway, without a key (iperf3 cannot
+    /// prove it holds one); without this flag a server with a key does not open the
+    /// iperf3 port at all.
     #[arg(long)]
     pub iperf3_open: bool,
     /// Let authenticated clients set the MTU and features of the interface they arrive on

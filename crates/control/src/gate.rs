@@ -5,9 +5,10 @@
 //! most `per_source_handshakes` at once per address, `max_handshakes` in all; when all
 //! are taken, the oldest handshake of the address holding the most is evicted for a
 //! newcomer from an address holding fewer); whether an address may start another test
-//! (`per_source_tests`); and penalties: from the third failed authentication or
-//! handshake that ran out of time in a row, an address is refused for 1 s, then 2, 4, ...
-//! up to 64 s, until it authenticates (two mistakes cost nothing).
+//! (`per_source_tests`); and penalties: from the third failed authentication, handshake
+//! that ran out of time, or connection closed before its handshake ended, in a row (on
+//! any port the server guards: the control port, iperf3's), an address is refused for
+//! 1 s, then 2, 4, ... up to 64 s, until it authenticates (two mistakes cost nothing).
 //!
 //! Busy-polling (an echo session with `spin`) is charged to its address: each address
 //! may spin `spin_burst` of core time in a row, refilled at [`SPIN_SHARE`] of one core;

@@ -25,7 +25,6 @@ mod echo;
 mod throughput;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,7 +37,7 @@ use crate::conn::keep_alive;
 use crate::frame::{read_msg_within, write_msg};
 use crate::handshake::{self, Deadline};
 use crate::messages::{ClientMsg, ErrorCode};
-use crate::session::admit::{self, reserve, Handshake, Slot};
+use crate::session::admit::{self, turn_away, Handshake, Slot};
 use crate::session::ctx::{refusal, send_refusal};
 use crate::session::{refuse, Ctx};
 use crate::{auth, ProtoError};
@@ -46,54 +45,6 @@ use model::wait::{Poll, Wait};
 
 pub use crate::limits::{check_limits, test_memory, LimitError, MAX_TEST_BUFFER_BYTES};
 pub use crate::session::ctx::{default_max_memory, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT};
-
-/// Refuses a connection without holding up the accept thread: the refusal is written
-/// at once (it fits the socket's buffer); then, on a short-lived thread (at most
-/// [`MAX_TURNING`] at once), what the client sends for up to 200 ms is read and dropped,
-/// so that closing does not reset the connection before the client has read the refusal.
-fn turn_away(ctx: &Arc<Ctx>, stream: TcpStream, code: ErrorCode, message: String) {
-    use std::io::Read;
-    let mut s = stream;
-    let _ = s.set_nonblocking(true);
-    let _ = write_msg(&mut s, &refusal(code, message));
-    let _ = s.shutdown(std::net::Shutdown::Write);
-    let Some(slot) = OwnedSlot::take(ctx, MAX_TURNING) else {
-        return;
-    };
-    let _ = std::thread::Builder::new()
-        .name("wb-turn-away".into())
-        .spawn(move || {
-            let slot = slot;
-            let _ = s.set_nonblocking(false);
-            let clock = &slot.0.clock;
-            let until = clock.mono() + Duration::from_millis(200);
-            let mut sink = [0u8; 4096];
-            while let Some(left) = until.checked_sub(clock.mono()) {
-                let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(1))));
-                if !matches!(s.read(&mut sink), Ok(n) if n > 0) {
-                    break;
-                }
-            }
-        });
-}
-
-/// Connections being turned away at once, each on its own short thread.
-const MAX_TURNING: usize = 16;
-
-/// A slot in a shared counter, released on drop (movable to another thread).
-struct OwnedSlot(Arc<Ctx>);
-
-impl OwnedSlot {
-    fn take(ctx: &Arc<Ctx>, max: usize) -> Option<Self> {
-        reserve(&ctx.turning, max).then(|| OwnedSlot(Arc::clone(ctx)))
-    }
-}
-
-impl Drop for OwnedSlot {
-    fn drop(&mut self) {
-        self.0.turning.fetch_sub(1, Ordering::AcqRel);
-    }
-}
 
 /// A bound server, ready to serve.
 pub struct Server {
@@ -146,6 +97,22 @@ impl Server {
         self.listener.local_addr()
     }
 
+    /// Serves stock iperf3 clients on `listener` (from [`crate::iperf3::server::bind`]), on
+    /// a thread of its own until `stop` is raised, under this server's admission: the
+    /// same gate (per-address places, penalties), `--max-tests`, per-source shares,
+    /// `--max-memory`, limits and metrics as its own clients.
+    ///
+    /// # Errors
+    /// The thread cannot be started, or the listener made non-blocking.
+    pub fn serve_iperf3(&self, listener: TcpListener, stop: &Stop) -> std::io::Result<()> {
+        listener.set_nonblocking(true)?;
+        let (ctx, stop) = (Arc::clone(&self.ctx), stop.clone());
+        std::thread::Builder::new()
+            .name("wb-iperf3-accept".into())
+            .spawn(move || crate::iperf3::server::serve(&listener, &ctx, &stop))?;
+        Ok(())
+    }
+
     /// Accepts connections until `stop` is raised (checked every 50 ms).
     pub fn serve(self, stop: &Stop) -> std::io::Result<()> {
         self.listener.set_nonblocking(true)?;
@@ -164,7 +131,9 @@ impl Server {
                             Ok(id) => id,
                             Err((code, message)) => {
                                 ctx.refused(code);
-                                turn_away(&ctx, stream, code, message);
+                                let mut reply = Vec::new();
+                                let _ = write_msg(&mut reply, &refusal(code, message));
+                                turn_away(&ctx, stream, &reply);
                                 return Poll::Again;
                             }
                         };
@@ -237,19 +206,25 @@ impl Server {
 /// Serves one control connection; `started` is set once a test has started (its end is
 /// counted in the metrics, not as a refusal). The handshake, from hello to the request,
 /// has one deadline; it leaves the gate when the request is read. A failed
-/// authentication or a handshake out of time penalises the address.
+/// authentication, a handshake out of time or a connection closed before its handshake
+/// ended penalises the address (not one the gate evicted).
 fn handle_connection(
     mut ctrl: TcpStream,
     ctx: &Ctx,
     place: Handshake<'_>,
     started: &std::cell::Cell<bool>,
 ) -> Result<(), ProtoError> {
-    let ip = place.ip;
+    let (ip, id) = (place.ip, place.id);
     let clock = &*ctx.clock;
     let deadline = Deadline::new(clock.mono(), ctx.handshake_timeout);
     let left = || deadline.left(clock.mono());
+    // A failed authentication, a handshake out of time, and a peer that closed before its
+    // handshake ended count against the address (OpenSSH's noauth penalty); one the gate
+    // closed for a newcomer (no longer among the open handshakes) does not.
     let failed = |e: ProtoError| {
-        if handshake::penalises(&e) {
+        let went_away = matches!(e, ProtoError::Closed | ProtoError::Io(_))
+            && ctx.handshakes().contains_key(&id);
+        if handshake::penalises(&e) || went_away {
             ctx.gate().failed(ip, clock.mono());
         }
         e
@@ -274,11 +249,11 @@ fn handle_connection(
         ),
     )?;
     if let (Some(key), Some(ns)) = (&ctx.key, challenge) {
-        // A peer that goes away (or is evicted) is not penalised; one that answers
-        // wrongly, or not in time, is.
+        // One that goes away is penalised (unless evicted), as is one that answers
+        // wrongly or not in time.
         let msg: ClientMsg = match read_msg_within(&ctrl, left(), clock) {
             Ok(m) => m,
-            Err(e @ (ProtoError::Closed | ProtoError::Io(_))) => return Err(e),
+            Err(e @ (ProtoError::Closed | ProtoError::Io(_))) => return Err(failed(e)),
             Err(e) => return Err(failed(refuse(&mut ctrl, ErrorCode::Auth, e.to_string()))),
         };
         let proof = handshake::check_auth(key, &ns, &msg, ctx.host_id.clone(), ctx.limits)

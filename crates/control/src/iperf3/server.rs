@@ -1,23 +1,30 @@
 //! Serving stock iperf3 clients (`iperf3 -c`) on iperf3's port, several at once (iperf3's
 //! own server runs one test at a time): the server's half of the dialect around
-//! wirebench's data plane, under the same limits as wirebench's own tests.
+//! wirebench's data plane, under the same admission and limits as wirebench's own tests.
 //!
 //! iperf3 brings its data streams to the control port: a TCP data connection is told apart
-//! from a new test by its cookie (that of a test waiting for its streams); a UDP stream
-//! starts with a 4-byte hello and carries no cookie, so UDP stream set-up is one test at a
-//! time. A server that requires a key answers iperf3 clients with iperf3's access-denied
-//! state unless it was told to serve them openly.
+//! from a new test by its cookie (that of a test waiting for its streams, from the same
+//! address); a UDP stream starts with a 4-byte hello and carries no cookie, so UDP stream
+//! set-up is one test at a time, and only a hello from the client's address is taken.
+//!
+//! Admission is the server's own (`session::admit`): one accept thread reads every new
+//! connection's cookie itself, without a thread per connection, each within one deadline
+//! ([`STEP`]) and holding a place at the server's gate (per-address shares, eviction of the
+//! oldest for newcomers, penalties for connections that close or stall before their
+//! cookie); extra places are given only to the data streams a waiting test of the same
+//! address still expects. A new test's thread starts only with one of `--max-tests`
+//! (shared with wirebench's clients), then takes its address's share and its memory;
+//! whatever is refused gets iperf3's access-denied state. Whether the port is served at
+//! all on a server with a key (`--iperf3-open`) is the caller's choice.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::Duration;
 
-use engine::clock::RealClock;
 use engine::iperf3_udp::{self, Iperf3SendConfig};
 use engine::live::LiveCounters;
 use engine::tcp::{self, TcpSendConfig};
@@ -29,35 +36,22 @@ use serde_json::Value;
 use super::{read_json, read_state, state, stream_id, write_json, write_state};
 use super::{Params, Results, StreamResult, COOKIE_SIZE, UDP_REPLY};
 use crate::conn::keep_alive;
+use crate::frame::DeadlineReader;
+use crate::gate::HandshakeId;
 use crate::handshake::Deadline;
-use crate::limits::check_limits;
-use crate::messages::Limits;
-use crate::session::Slot;
+use crate::limits::{check_limits, test_memory};
+use crate::messages::{ErrorCode, Limits};
+use crate::session::admit::{self, turn_away, OwnedSlot};
+use crate::session::Ctx;
 use crate::ProtoError;
 use engine::clock::RealPauses;
 use model::wait::{Poll, Wait};
 
-/// Time a client has for each step of the set-up.
+/// Time a client has for each step of the set-up: its cookie, its parameters, each of
+/// its streams.
 const STEP: Duration = Duration::from_secs(10);
 /// How long receivers go on reading after the client's end.
 const DRAIN: Duration = Duration::from_millis(250);
-
-/// What the iperf3 side of a server does.
-#[derive(Debug, Clone)]
-pub struct Iperf3ServerConfig {
-    /// Address to listen on (TCP and UDP).
-    pub bind: SocketAddr,
-    /// Limits, as for wirebench clients.
-    pub limits: Limits,
-    /// Refuse every iperf3 client with access-denied (a server that requires a key).
-    pub deny: bool,
-    /// Set when a test the server accepted has ended (`--one-off` stops on it).
-    pub finished: Option<Stop>,
-    /// End a running test whose data streams move nothing for this long (stretched for
-    /// slow paced streams, see [`silent_after`]): an iperf3 client says nothing while a
-    /// test runs, so a stopped one shows only in its streams.
-    pub idle_timeout: Duration,
-}
 
 /// How long a test's streams may move nothing before the test is ended: `idle`, or four
 /// packet gaps of a paced stream if that is longer (`-u -b 1k` sends a datagram every
@@ -75,104 +69,294 @@ pub fn silent_after(spec: &TestSpec, idle: Duration) -> Duration {
 /// A data stream and its place in the accept order.
 type Ordered = (u64, TcpStream);
 
+/// A test waiting for its TCP data streams.
+struct Waiting {
+    /// Its client's address (canonical): streams come from there.
+    client: IpAddr,
+    /// Streams it still expects (0 until its parameters are read).
+    expects: usize,
+    streams: Sender<Ordered>,
+}
+
+/// What the iperf3 side's accept thread and its tests share.
 struct Shared {
-    cfg: Iperf3ServerConfig,
-    /// Where the tests' deadlines read time.
-    clock: RealClock,
-    tests: AtomicUsize,
+    ctx: Arc<Ctx>,
     /// Tests waiting for their TCP data streams, by cookie; each stream with its place in
     /// the accept order (a client connects its streams one after the other, and their
     /// order says which direction each one runs).
-    waiting: Mutex<HashMap<[u8; COOKIE_SIZE], Sender<Ordered>>>,
+    waiting: Mutex<HashMap<[u8; COOKIE_SIZE], Waiting>>,
     /// UDP stream set-up, one test at a time.
     udp_setup: Mutex<()>,
+}
+
+impl Shared {
+    fn waiting(&self) -> MutexGuard<'_, HashMap<[u8; COOKIE_SIZE], Waiting>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Streams the tests of `ip` still expect.
+    fn expected_from(&self, ip: IpAddr) -> usize {
+        let ip = ip.to_canonical();
+        self.waiting()
+            .values()
+            .filter(|w| w.client == ip)
+            .map(|w| w.expects)
+            .sum()
+    }
 }
 
 /// Binds iperf3's port (TCP; UDP streams are bound as they come).
 ///
 /// # Errors
 /// The port is taken or not allowed.
-pub fn bind(cfg: &Iperf3ServerConfig) -> std::io::Result<TcpListener> {
-    engine::tcp::listen(cfg.bind, None)
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    engine::tcp::listen(addr, None)
 }
 
-/// Serves iperf3 clients on `listener` (from [`bind`]) until `stop` is raised.
-///
-/// # Errors
-/// The listener cannot be made non-blocking.
-pub fn serve(listener: TcpListener, cfg: Iperf3ServerConfig, stop: &Stop) -> std::io::Result<()> {
-    listener.set_nonblocking(true)?;
-    let shared = Arc::new(Shared {
-        cfg,
-        clock: RealClock::new(),
-        tests: AtomicUsize::new(0),
+/// A connection whose cookie is being read by the accept thread.
+struct Pending {
+    stream: TcpStream,
+    peer: SocketAddr,
+    order: u64,
+    cookie: [u8; COOKIE_SIZE],
+    got: usize,
+    /// Its place at the gate; `None` for a data stream let in beyond the address's share
+    /// because one of its tests expects it.
+    place: Option<HandshakeId>,
+    deadline: Deadline,
+}
+
+/// What became of a pending connection after a read.
+enum Read37 {
+    Waiting,
+    Cookie,
+    /// Closed or failed before its cookie.
+    Gone,
+}
+
+impl Pending {
+    fn read(&mut self) -> Read37 {
+        match self.stream.read(&mut self.cookie[self.got..]) {
+            Ok(0) => Read37::Gone,
+            Ok(n) => {
+                self.got += n;
+                if self.got == COOKIE_SIZE {
+                    Read37::Cookie
+                } else {
+                    Read37::Waiting
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                Read37::Waiting
+            }
+            Err(_) => Read37::Gone,
+        }
+    }
+}
+
+/// Connections accepted in one go before their cookies are read.
+const ACCEPT_BATCH: usize = 64;
+
+/// Serves iperf3 clients on `listener` (non-blocking) under `ctx`'s admission until
+/// `stop` is raised: the port's one accept thread (see the module's doc).
+pub(crate) fn serve(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &Stop) {
+    let sh = Arc::new(Shared {
+        ctx: Arc::clone(ctx),
         waiting: Mutex::new(HashMap::new()),
         udp_setup: Mutex::new(()),
     });
+    let clock = Arc::clone(&ctx.clock);
+    let mut pending: Vec<Pending> = Vec::new();
     let mut accepted = 0u64;
-    Wait::on(&RealClock::new())
+    Wait::on(&RealPauses(&*clock))
         .or_stop(stop)
         .poll(|| -> Poll<()> {
-            match listener.accept() {
-                Ok((s, peer)) => {
-                    let _ = s.set_nonblocking(false);
-                    let shared = Arc::clone(&shared);
-                    accepted += 1;
-                    let order = accepted;
-                    let _ = thread::Builder::new()
-                        .name("wb-iperf3".into())
-                        .spawn(move || match connection(s, order, peer, &shared) {
-                            Ok(()) => {}
-                            Err(e) => tracing::warn!("iperf3 client {peer}: {e}"),
-                        });
-                    Poll::Again
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    Poll::Wait(Duration::from_millis(20))
-                }
-                Err(e) => {
-                    tracing::warn!("iperf3 accept: {e}");
-                    Poll::Wait(Duration::from_millis(50))
+            let mut busy = false;
+            for _ in 0..ACCEPT_BATCH {
+                match listener.accept() {
+                    Ok((s, peer)) => {
+                        busy = true;
+                        accepted += 1;
+                        if let Some(p) = enter(&sh, s, peer, accepted) {
+                            pending.push(p);
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        tracing::warn!("iperf3 accept: {e}");
+                        break;
+                    }
                 }
             }
+            let now = clock.mono();
+            let mut i = 0;
+            while i < pending.len() {
+                let p = &mut pending[i];
+                let read = p.read();
+                if matches!(read, Read37::Waiting) && !p.deadline.passed(now) {
+                    i += 1;
+                    continue;
+                }
+                busy = true;
+                let p = pending.swap_remove(i);
+                // Out of the gate; an evicted one was closed by the gate's newcomer.
+                let evicted = p.place.is_some_and(|id| {
+                    let counted = ctx.gate().handshake_done(p.peer.ip(), id);
+                    ctx.handshakes().remove(&id);
+                    !counted
+                });
+                match read {
+                    Read37::Cookie => {
+                        ctx.gate().succeeded(p.peer.ip());
+                        cookie_read(&sh, p);
+                    }
+                    // Closed, failed or out of time before its cookie: penalised (from
+                    // the third time in a row), unless the gate closed it for a newcomer.
+                    _ if evicted => {}
+                    _ => {
+                        ctx.gate().failed(p.peer.ip(), now);
+                        tracing::debug!("iperf3 client {}: no cookie", p.peer);
+                    }
+                }
+            }
+            if busy {
+                Poll::Again
+            } else if pending.is_empty() {
+                Poll::Wait(Duration::from_millis(20))
+            } else {
+                Poll::Wait(Duration::from_millis(2))
+            }
         });
-    Ok(())
+    for p in pending {
+        if let Some(id) = p.place {
+            admit::leave(ctx, p.peer.ip(), id);
+        }
+    }
 }
 
-/// A new connection: a data stream of a waiting test, or a new test.
+/// A new connection: its place at the gate (or beyond its address's share, when a test of
+/// that address expects more streams than are on their way), or turned away.
+fn enter(sh: &Shared, s: TcpStream, peer: SocketAddr, order: u64) -> Option<Pending> {
+    let ctx = &sh.ctx;
+    if let Some(m) = &ctx.metrics {
+        m.connection();
+    }
+    let ip = peer.ip();
+    let now = ctx.clock.mono();
+    let place = match admit::enter(ctx, ip, &s, now) {
+        Ok(id) => Some(id),
+        Err(_) if sh.expected_from(ip) > 0 => None,
+        Err((code, message)) => {
+            tracing::debug!("iperf3 client {peer}: turned away: {message}");
+            ctx.refused(code);
+            turn_away(ctx, s, &[state::ACCESS_DENIED.to_be_bytes()[0]]);
+            return None;
+        }
+    };
+    if place.is_none() {
+        // Counted against what its tests expect until it is handed over.
+        let ip = ip.to_canonical();
+        if let Some(w) = sh
+            .waiting()
+            .values_mut()
+            .find(|w| w.client == ip && w.expects > 0)
+        {
+            w.expects -= 1;
+        }
+    }
+    let _ = s.set_nonblocking(true);
+    Some(Pending {
+        stream: s,
+        peer,
+        order,
+        cookie: [0; COOKIE_SIZE],
+        got: 0,
+        place,
+        deadline: Deadline::new(now, STEP),
+    })
+}
+
+/// A connection whose cookie is read: a data stream of a waiting test from the same
+/// address, or a new test on a thread of its own with one of `--max-tests`.
+fn cookie_read(sh: &Arc<Shared>, p: Pending) {
+    let Pending {
+        stream: s,
+        peer,
+        order,
+        cookie,
+        place,
+        ..
+    } = p;
+    let _ = s.set_nonblocking(false);
+    {
+        let mut waiting = sh.waiting();
+        if let Some(w) = waiting.get_mut(&cookie) {
+            if w.client == peer.ip().to_canonical() {
+                // (One let in beyond its address's share was counted when it came.)
+                if place.is_some() {
+                    w.expects = w.expects.saturating_sub(1);
+                }
+                let _ = w.streams.send((order, s));
+                return;
+            }
+        }
+    }
+    let ctx = &sh.ctx;
+    let slot = match OwnedSlot::test(ctx) {
+        Ok(slot) => slot,
+        Err(e) => {
+            tracing::info!("iperf3 client {peer}: refused: {e}");
+            ctx.refused(ErrorCode::Busy);
+            turn_away(ctx, s, &[state::ACCESS_DENIED.to_be_bytes()[0]]);
+            return;
+        }
+    };
+    let sh = Arc::clone(sh);
+    let spawned = thread::Builder::new()
+        .name("wb-iperf3".into())
+        .spawn(move || {
+            if let Err(e) = connection(s, peer, cookie, &sh, slot) {
+                tracing::warn!("iperf3 client {peer}: {e}");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start an iperf3 test thread: {e}");
+    }
+}
+
+/// A new test, holding one of `--max-tests` (`_slot`): its address's share, then the test.
 fn connection(
     mut s: TcpStream,
-    order: u64,
     peer: SocketAddr,
+    cookie: [u8; COOKIE_SIZE],
     sh: &Shared,
+    _slot: OwnedSlot,
 ) -> Result<(), ProtoError> {
-    s.set_read_timeout(Some(STEP)).map_err(ProtoError::Io)?;
-    let mut cookie = [0u8; COOKIE_SIZE];
-    std::io::Read::read_exact(&mut s, &mut cookie).map_err(ProtoError::from_io)?;
-    let waiting = sh.waiting.lock().ok().and_then(|w| w.get(&cookie).cloned());
-    if let Some(tx) = waiting {
-        let _ = tx.send((order, s));
-        return Ok(());
-    }
+    let ctx = &*sh.ctx;
     s.set_nodelay(true).map_err(ProtoError::Io)?;
     // A vanished client ends its test within about 10 s.
     keep_alive(&s);
-    if sh.cfg.deny {
-        tracing::info!("iperf3 client {peer}: denied (this server requires a key)");
-        return write_state(&mut s, state::ACCESS_DENIED);
-    }
-    let Some(_slot) = Slot::take(&sh.tests, usize::from(sh.cfg.limits.max_tests)) else {
-        return write_state(&mut s, state::ACCESS_DENIED);
+    s.set_write_timeout(Some(STEP)).map_err(ProtoError::Io)?;
+    let _source = match ctx.source_test(peer.ip()) {
+        Ok(source) => source,
+        Err(e) => {
+            tracing::info!("iperf3 client {peer}: refused: {e}");
+            ctx.refused(ErrorCode::Busy);
+            return write_state(&mut s, state::ACCESS_DENIED);
+        }
     };
-    let _ended = sh.cfg.finished.as_ref().map(RaiseOnDrop::new);
+    let _ended = ctx.finished.as_ref().map(RaiseOnDrop::new);
     let (tx, rx) = mpsc::channel();
-    if let Ok(mut w) = sh.waiting.lock() {
-        w.insert(cookie, tx);
-    }
-    let result = test(s, peer, sh, &rx);
-    if let Ok(mut w) = sh.waiting.lock() {
-        w.remove(&cookie);
-    }
+    sh.waiting().insert(
+        cookie,
+        Waiting {
+            client: peer.ip().to_canonical(),
+            expects: 0,
+            streams: tx,
+        },
+    );
+    let result = test(s, peer, cookie, sh, &rx);
+    sh.waiting().remove(&cookie);
     result
 }
 
@@ -264,22 +448,52 @@ fn server_error(ctrl: &mut TcpStream, code: i32) -> ProtoError {
     ProtoError::Unexpected(format!("refused with iperf3 error {code}"))
 }
 
+/// One test of a client whose cookie was read, from the parameter exchange to the
+/// results; its data streams come through `data`.
 fn test(
     mut ctrl: TcpStream,
     peer: SocketAddr,
+    cookie: [u8; COOKIE_SIZE],
     sh: &Shared,
     data: &Receiver<Ordered>,
 ) -> Result<(), ProtoError> {
+    let ctx = &*sh.ctx;
+    let clock = &*ctx.clock;
     write_state(&mut ctrl, state::PARAM_EXCHANGE)?;
-    let p = params(&read_json(&mut ctrl)?);
-    let spec = spec_of(&p, &sh.cfg.limits);
-    if let Err(m) = check_limits(&spec, &sh.cfg.limits) {
+    // The parameters within one deadline, however they drip in.
+    let p = match read_json(&mut DeadlineReader::new(&ctrl, STEP, clock)) {
+        Ok(v) => params(&v),
+        Err(e) => {
+            if !matches!(e, ProtoError::Closed) {
+                ctx.gate().failed(peer.ip(), clock.mono());
+            }
+            return Err(e);
+        }
+    };
+    let spec = spec_of(&p, &ctx.limits);
+    if let Err(m) = check_limits(&spec, &ctx.limits) {
         tracing::info!("iperf3 client {peer}: refused: {m}");
+        ctx.refused(ErrorCode::Limit);
         // iperf3's IEBADFORMAT-class "bad parameter" (100 + the limit's kind is not in its
         // table; 1 is "parameter error").
         return Err(server_error(&mut ctrl, 1));
     }
+    // Its buffers from the server's --max-memory, shared with wirebench's clients.
+    let _memory = match ctx.reserve_memory(test_memory(&spec)) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::info!("iperf3 client {peer}: refused: {e}");
+            ctx.refused(ErrorCode::Busy);
+            write_state(&mut ctrl, state::ACCESS_DENIED)?;
+            return Err(e);
+        }
+    };
     let total = if p.bidir { 2 * p.parallel } else { p.parallel };
+    if !p.udp {
+        if let Some(w) = sh.waiting().get_mut(&cookie) {
+            w.expects = total;
+        }
+    }
     let local = ctrl.local_addr().map_err(ProtoError::Io)?;
     let mut streams = Vec::with_capacity(total);
     if p.udp {
@@ -291,7 +505,7 @@ fn test(
         write_state(&mut ctrl, state::CREATE_STREAMS)?;
         for i in 0..total {
             let Some(w) = waiting.take() else { break };
-            let (stream, from) = udp_hello(w, peer.ip(), &sh.clock)?;
+            let (stream, from) = udp_hello(w, peer.ip(), clock)?;
             if i + 1 < total {
                 waiting = Some(udp_socket(local)?);
             }
@@ -348,17 +562,36 @@ fn test(
         .filter(|(i, _)| receives(*i))
         .map(|(_, l)| Arc::clone(l))
         .collect();
+    // Scrapes read this test's streams until it ends, however it ends.
+    let _watched = ctx.metrics.as_ref().map(|m| {
+        let id = ctx
+            .next_test_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let streams = lives
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (!receives(i), Arc::clone(l)))
+            .collect();
+        m.start_test(id, spec.protocol.as_str(), peer.ip(), streams)
+    });
     let end = wait_for_end(
         &mut ctrl,
         (&spec, &lives),
         Meter {
             received: &received,
-            max_rate: sh.cfg.limits.max_rate_bps,
+            max_rate: ctx.limits.max_rate_bps,
         },
-        sh.cfg.idle_timeout,
+        ctx.idle_timeout,
         peer,
-        &sh.clock,
+        clock,
     );
+    if let Some(m) = &ctx.metrics {
+        m.ended(match &end {
+            Ok(state::TEST_END) => "completed",
+            Ok(state::CLIENT_TERMINATE) => "aborted",
+            _ => "failed",
+        });
+    }
     // The client stopped sending before it said so; what it sent is still in the socket
     // buffers: read it before counting (iperf3's own server stops at once and leaves it).
     thread::sleep(DRAIN);

@@ -10,6 +10,7 @@
 
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::ctx::{send_refusal, Ctx};
@@ -40,6 +41,74 @@ impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// A place in one of the context's counters that moves with its owner to another thread
+/// (a test's thread started by an accept loop), given back when dropped.
+pub(crate) struct OwnedSlot {
+    ctx: Arc<Ctx>,
+    counter: fn(&Ctx) -> &AtomicUsize,
+}
+
+impl OwnedSlot {
+    /// One more in `counter` of `ctx` if it is below `max`.
+    pub(crate) fn take(
+        ctx: &Arc<Ctx>,
+        counter: fn(&Ctx) -> &AtomicUsize,
+        max: usize,
+    ) -> Option<Self> {
+        reserve(counter(ctx), max).then(|| OwnedSlot {
+            ctx: Arc::clone(ctx),
+            counter,
+        })
+    }
+
+    /// One of `--max-tests`, or the refusal (the place of a test whose thread is yet to
+    /// start).
+    pub(crate) fn test(ctx: &Arc<Ctx>) -> Result<Self, ProtoError> {
+        Self::take(ctx, |c| &c.active_tests, usize::from(ctx.limits.max_tests))
+            .ok_or_else(|| busy(max_tests_message(ctx)))
+    }
+}
+
+impl Drop for OwnedSlot {
+    fn drop(&mut self) {
+        (self.counter)(&self.ctx).fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Connections being turned away at once, each on its own short thread.
+const MAX_TURNING: usize = 16;
+
+/// Refuses a connection without holding up the accept thread: `reply` (the refusal in
+/// the port's protocol) is written at once (it fits the socket's buffer); then, on a
+/// short-lived thread (at most [`MAX_TURNING`] at once, shared by every port), what the
+/// client sends for up to 200 ms is read and dropped, so that closing does not reset the
+/// connection before the client has read the refusal.
+pub(crate) fn turn_away(ctx: &Arc<Ctx>, stream: TcpStream, reply: &[u8]) {
+    use std::io::{Read, Write};
+    let mut s = stream;
+    let _ = s.set_nonblocking(true);
+    let _ = s.write(reply);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let Some(slot) = OwnedSlot::take(ctx, |c| &c.turning, MAX_TURNING) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("wb-turn-away".into())
+        .spawn(move || {
+            let _ = s.set_nonblocking(false);
+            let clock = &slot.ctx.clock;
+            let until = clock.mono() + Duration::from_millis(200);
+            let mut sink = [0u8; 4096];
+            while let Some(left) = until.checked_sub(clock.mono()) {
+                let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(1))));
+                if !matches!(s.read(&mut sink), Ok(n) if n > 0) {
+                    break;
+                }
+            }
+            drop(slot);
+        });
 }
 
 /// A handshake let in by the gate: leaves it when dropped, however the handshake ended.
@@ -125,6 +194,13 @@ impl Drop for Reserved<'_> {
     }
 }
 
+fn max_tests_message(ctx: &Ctx) -> String {
+    format!(
+        "the server is running its maximum of {} tests (--max-tests)",
+        ctx.limits.max_tests
+    )
+}
+
 fn busy(message: String) -> ProtoError {
     ProtoError::Refused {
         code: ErrorCode::Busy,
@@ -135,12 +211,8 @@ fn busy(message: String) -> ProtoError {
 impl Ctx {
     /// One of `--max-tests`, or the refusal.
     pub(crate) fn test_slot(&self) -> Result<Slot<'_>, ProtoError> {
-        Slot::take(&self.active_tests, usize::from(self.limits.max_tests)).ok_or_else(|| {
-            busy(format!(
-                "the server is running its maximum of {} tests (--max-tests)",
-                self.limits.max_tests
-            ))
-        })
+        Slot::take(&self.active_tests, usize::from(self.limits.max_tests))
+            .ok_or_else(|| busy(max_tests_message(self)))
     }
 
     /// One of `ip`'s share of tests, or the refusal.
