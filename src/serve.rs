@@ -92,8 +92,9 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             "--allow-tuning needs root (CAP_NET_ADMIN) to set MTUs and features",
         ));
     }
-    // With -1 the first test that ends stops the server.
-    let stop = Stop::new();
+    // With -1 the first test that ends stops the server; so do SIGINT and SIGTERM, after
+    // a tuned interface is put back.
+    let stop = stop_on_signals()?;
     let finished = a.one_off.then(|| stop.clone());
     let limits = Limits {
         max_tests: if a.one_off { 1 } else { limits.max_tests },

@@ -344,6 +344,85 @@ fn tuning_server(
     child
 }
 
+/// The pid of the `wirebench server` process (not the `lab exec` that started it) whose
+/// command line contains every one of `words`.
+fn pid_with(words: &[&str]) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd);
+            let args: Vec<&str> = cmd.split('\0').collect();
+            let line = args.join(" ");
+            args.get(1) == Some(&"server") && words.iter().all(|w| line.contains(w))
+        })
+}
+
+/// A `--allow-tuning` server stopped by SIGTERM while a client has its interface at MTU
+/// 9000 puts the interface back before it exits, as it does when the client goes away
+/// (it once died with the MTU left as the client set it).
+#[test]
+fn a_tuning_server_stopped_by_sigterm_puts_its_interface_back() {
+    if !root_or_skip("a_tuning_server_stopped_by_sigterm_puts_its_interface_back") {
+        return;
+    }
+    let lab = LabGuard::up("direct", "nt");
+    let key = key_file("t");
+    let before = settings(&lab.0, "listener");
+    let mut server = tuning_server(&lab, &key, true, "5303");
+    let mut client = Command::new(bin())
+        .args([
+            "nicmatrix",
+            "198.18.0.2",
+            "-p",
+            "5303",
+            "--auth-key-file",
+            key.to_str().unwrap(),
+            "--lab",
+            &lab.0,
+            "--end",
+            "talker:eth0",
+            "--mtu",
+            "9000",
+            "--sizes",
+            "1k,2k,4k,8k",
+            "-t",
+            "2",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while settings(&lab.0, "listener").0 != Some(9000) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never set");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = pid_with(&["-p 5303", "--allow-tuning"]).expect("the server's pid");
+    // SAFETY: a plain kill(2) of a process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let t1 = Instant::now();
+    while pid_with(&["-p 5303", "--allow-tuning"]).is_some() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(15),
+            "the server did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        settings(&lab.0, "listener"),
+        before,
+        "the interface as it was before the client set it"
+    );
+    let _ = client.kill();
+    let _ = client.wait();
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_file(key);
+}
+
 fn key_file(tag: &str) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("wb-nic-key-{tag}-{}", std::process::id()));
     crate::util::key_file(&p, "a key of more than sixteen bytes\n");

@@ -46,6 +46,9 @@ use model::wait::{Poll, Wait};
 pub use crate::limits::{check_limits, test_memory, LimitError, MAX_TEST_BUFFER_BYTES};
 pub use crate::session::ctx::{default_max_memory, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT};
 
+/// Longest a stopping server waits for a tuning session to put its interface back.
+const PUT_BACK: Duration = Duration::from_secs(10);
+
 /// A bound server, ready to serve.
 pub struct Server {
     listener: TcpListener,
@@ -182,7 +185,30 @@ impl Server {
                     }
                 }
             });
+        self.put_back();
         Ok(())
+    }
+
+    /// What a stopping server puts back before it returns: a tuning session's interface
+    /// (its connection is closed, and the session restores as for a client that went
+    /// away), waited for up to [`PUT_BACK`].
+    fn put_back(&self) {
+        let Some(conn) = self.ctx.tuning_conn().take() else {
+            return;
+        };
+        tracing::info!("stopping: putting the tuned interface back");
+        let _ = conn.shutdown(std::net::Shutdown::Both);
+        let tuning = &self.ctx.tuning;
+        let done = Wait::on(&RealClock::new()).at_most(PUT_BACK).poll(|| {
+            if tuning.load(std::sync::atomic::Ordering::Acquire) == 0 {
+                Poll::Ready(())
+            } else {
+                Poll::Wait(Duration::from_millis(20))
+            }
+        });
+        if done.ready().is_none() {
+            tracing::warn!("stopping: the tuned interface was not put back within {PUT_BACK:?}");
+        }
     }
 
     /// Runs the server on a background thread until the handle is dropped.

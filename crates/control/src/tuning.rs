@@ -2,7 +2,8 @@
 //! client of a server started with `--allow-tuning` asks for an MTU and features on the
 //! interface its control connection arrived on. The server saves that interface's
 //! settings first and puts them back on [`ClientMsg::Restore`] or when the connection
-//! ends, however it ends; one session at a time.
+//! ends, however it ends (the server closes it when it is stopped, SIGTERM or Ctrl-C, and
+//! waits for the session to put everything back); one session at a time.
 //!
 //! The settings themselves go through `engine::nic` (the kernel's interfaces).
 
@@ -59,6 +60,15 @@ impl Drop for Saved {
                 tracing::warn!("tuning: not restored: {e}");
             }
         }
+    }
+}
+
+/// Forgets the session's connection when the session ends.
+struct Forget<'a>(&'a Ctx);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        *self.0.tuning_conn() = None;
     }
 }
 
@@ -119,6 +129,9 @@ pub(crate) fn serve(
         state,
         restored: false,
     };
+    // A stopping server closes it, and this session restores before the process ends.
+    *ctx.tuning_conn() = ctrl.try_clone().ok();
+    let _forget = Forget(ctx);
     let mut request = (mtu, features);
     loop {
         let refused = apply(&iface, request.0, &request.1).err();

@@ -87,6 +87,9 @@ pub(crate) struct Ctx {
     pub(crate) finished: Option<Stop>,
     /// A tuning session is running (one at a time).
     pub(crate) tuning: AtomicUsize,
+    /// The running tuning session's control connection: closed when the server stops, so
+    /// that the session puts its interface back before the process ends.
+    pub(crate) tuning_conn: Mutex<Option<TcpStream>>,
     pub(crate) metrics: Option<Arc<ServerMetrics>>,
     gate: Mutex<Gate>,
     /// Open handshakes' sockets, to close one the gate evicts.
@@ -122,6 +125,7 @@ impl Ctx {
             next_test_id: AtomicU16::new(1),
             allow_tuning: cfg.allow_tuning && cfg.key.is_some(),
             tuning: AtomicUsize::new(0),
+            tuning_conn: Mutex::new(None),
             finished: cfg.finished.clone(),
             metrics: cfg.metrics.clone(),
             gate: Mutex::new(Gate::new(cfg.gate)),
@@ -151,6 +155,13 @@ impl Ctx {
     /// The open handshakes' sockets.
     pub(crate) fn handshakes(&self) -> MutexGuard<'_, HashMap<HandshakeId, TcpStream>> {
         self.handshakes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The running tuning session's connection.
+    pub(crate) fn tuning_conn(&self) -> MutexGuard<'_, Option<TcpStream>> {
+        self.tuning_conn
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
