@@ -614,10 +614,10 @@ pub struct ServerArgs {
     /// host has no IPv6).
     #[arg(long)]
     pub bind: Option<IpAddr>,
-    /// Serve metrics for Prometheus at http://ADDR/metrics, e.g. 127.0.0.1:9464: wirebench
-    /// tests running, ended and refused, connections, failed authentications, bytes and
-    /// packets, and each running test's rate and loss (echo sessions and iperf3 clients are
-    /// not counted as tests).
+    /// Serve metrics for Prometheus at http://ADDR/metrics, e.g. 127.0.0.1:9464: tests
+    /// running, ended and refused (wirebench's and iperf3 clients'), connections,
+    /// failed authentications, bytes and packets, and each running test's rate and loss
+    /// (echo sessions are not counted as tests).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
     /// Run one test (wirebench's or an iperf3 client's), then exit.
@@ -635,14 +635,15 @@ pub struct ServerArgs {
     /// Most streams per test (both directions together).
     #[arg(long, default_value_t = 128)]
     pub max_streams: u16,
-    /// Most tests running at once.
+    /// Most tests running at once, wirebench's and iperf3 clients' together.
     #[arg(long, default_value_t = 16)]
     pub max_tests: u16,
     /// Most tests (and latency sessions) one client address may run at once.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_tests_per_source: u16,
-    /// Most handshakes one client address may have open at once; more connections from
-    /// it are turned away at once (64 in all; when all are taken, the address holding the
+    /// Most handshakes one client address may have open at once (on the control port and
+    /// iperf3's together; an iperf3 connection's is its cookie); more connections from it
+    /// are turned away at once (64 in all; when all are taken, the address holding the
     /// most gives up its oldest).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_handshakes_per_source: u16,
@@ -670,7 +671,9 @@ pub struct ServerArgs {
     #[arg(long)]
     pub auth_key_file: Option<PathBuf>,
     /// Seconds a client has for its whole handshake (hello, authentication, request)
-    /// before it is disconnected; three failures in a row from an address are penalised.
+    /// before it is disconnected; from the third failure in a row (a wrong key, a handshake
+    /// out of time, a connection closed before its handshake ended) an address waits 1 s,
+    /// then 2, 4, ... 64 s.
     #[arg(long, value_parser = units::seconds, default_value = "10")]
     pub handshake_timeout: Duration,
     /// Serve only this long, then exit (seconds). Runs until killed if absent.
