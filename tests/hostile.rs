@@ -580,11 +580,19 @@ fn connections_closed_before_their_handshake_are_penalised_on_every_port() {
 
 /// `--max-tests` counts the tests of both protocols together: with one allowed and a
 /// wirebench test running, an iperf3 client is told access denied (iperf3's "busy"); the
-/// iperf3 port used to count its own tests beside `--max-tests`.
+/// iperf3 port used to count its own tests beside `--max-tests`. The metrics count the
+/// refusal and the iperf3 test that runs afterwards.
 #[test]
 fn one_test_count_is_shared_by_both_protocols() {
-    let iperf3 = free_port();
-    let srv = ServerProc::start(&["--iperf3-port", &iperf3.to_string(), "--max-tests", "1"]);
+    let (iperf3, metrics) = (free_port(), free_port());
+    let srv = ServerProc::start(&[
+        "--iperf3-port",
+        &iperf3.to_string(),
+        "--max-tests",
+        "1",
+        "--metrics",
+        &format!("127.0.0.1:{metrics}"),
+    ]);
     let p = srv.port.to_string();
     let running = std::thread::spawn(move || {
         crate::util::run_within(
@@ -617,4 +625,31 @@ fn one_test_count_is_shared_by_both_protocols() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let i = iperf3.to_string();
+    let out = crate::util::run_within(
+        &["client", "127.0.0.1", "--iperf3", "-p", &i, "-t", "1", "-J"],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut scrape = String::new();
+    let mut s = TcpStream::connect(("127.0.0.1", metrics)).expect("metrics");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    s.read_to_string(&mut scrape).unwrap();
+    let value = |name: &str| -> f64 {
+        scrape
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {scrape}"))
+    };
+    assert_eq!(
+        value("wirebench_server_tests_ended_total{outcome=\"completed\"}"),
+        2.0,
+        "the wirebench test and the iperf3 one"
+    );
+    assert!(value("wirebench_server_tests_refused_total{reason=\"busy\"}") >= 1.0);
 }
