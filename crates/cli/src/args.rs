@@ -118,10 +118,7 @@ const NOT_TAKEN: &[(&[&str], &str)] = &[
         &["--cntl-ka"],
         "control connection keepalives are not configurable",
     ),
-    (
-        &["--rcv-timeout", "--snd-timeout", "--idle-timeout"],
-        "not configurable",
-    ),
+    (&["--rcv-timeout", "--snd-timeout"], "not configurable"),
     (&["--server-bitrate-limit"], "use server --max-rate"),
     (
         &["--time-skew-threshold"],
@@ -796,6 +793,9 @@ mod test {
         // Taken options, and other commands' own flags, pass.
         assert_eq!(refused("wirebench -c h -u -b 10M -Z -C reno"), None);
         assert_eq!(refused("wirebench rfc2544 -S x"), None);
+        // The server's own --idle-timeout (iperf3's restarts an idle server) passes.
+        assert_eq!(refused("wirebench server --idle-timeout 2"), None);
+        assert_eq!(refused("wirebench -s --idle-timeout=2"), None);
     }
 
     /// The lab starts its stages and relays with command lines it spells itself
