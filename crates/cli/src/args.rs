@@ -704,7 +704,7 @@ pub struct ServerArgs {
     pub allow_third_party: bool,
     /// With --allow-third-party: only toward these address blocks (ADDR/LEN or ADDR,
     /// comma-separated, e.g. 10.0.0.0/8,fd00::/8).
-    #[arg(long, value_delimiter = ',', value_name = "CIDR,...", value_parser = control::third_party::parse_cidr)]
+    #[arg(long, value_delimiter = ',', value_name = "CIDR,...", value_parser = control::cidr::parse_cidr)]
     pub third_party_peers: Vec<(std::net::IpAddr, u8)>,
     /// How UDP tests' datagrams from clients are received: socket (the kernel's UDP
     /// stack) or xdp (AF_XDP: an XDP program hands the test's datagrams to the server

@@ -14,7 +14,7 @@
 //! The modules stack without a circle, each importing only those above it in this list:
 //!
 //! - decided without I/O (time comes in as `now`): [`messages`] (data only, of the
-//!   protocol's own types), [`auth`],
+//!   protocol's own types), [`auth`], [`cidr`] (address blocks),
 //!   [`gate`] (per-address admission), `limits` (a request against the server's limits),
 //!   `handshake` (the server's hello, authentication and deadline), `watch` (a running
 //!   test's silence, rate and time), `timing` (interval ends, the tail's grace);
@@ -37,6 +37,7 @@
 
 pub mod assemble;
 pub mod auth;
+pub mod cidr;
 pub mod client;
 mod conn;
 pub mod frame;
