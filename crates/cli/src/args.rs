@@ -694,6 +694,24 @@ pub struct ServerArgs {
     /// receives its frames here. Needs root and --auth-key-file.
     #[arg(long, value_delimiter = ',', value_name = "IFACE,...")]
     pub raw_ports: Vec<String>,
+    /// Largest rate one lent port sends, all its streams together, L2 bits/s of frames
+    /// with FCS (e.g. 10G): a trial asking more is refused, and a sender found above it
+    /// (10 % over) is stopped. The default is a gigabit port's line rate.
+    #[arg(long, value_name = "RATE", value_parser = units::rate_bps, default_value = "1G")]
+    pub raw_max_rate: f64,
+    /// Let lent ports send frames with any source MAC and IP address, and TCP segments
+    /// with SYN or RST set. By default a port sends from its own MAC and addresses only.
+    #[arg(long)]
+    pub raw_allow_spoof: bool,
+    /// Let lent ports send to broadcast and multicast MAC and IP addresses. By default they
+    /// send to unicast destinations only.
+    #[arg(long)]
+    pub raw_allow_broadcast: bool,
+    /// Address blocks lent ports may send to besides their own subnets and the
+    /// benchmarking blocks 198.18.0.0/15 and 2001:2::/48 (ADDR/LEN or ADDR,
+    /// comma-separated; 0.0.0.0/0,::/0 for any).
+    #[arg(long, value_delimiter = ',', value_name = "CIDR,...", value_parser = control::cidr::parse_cidr)]
+    pub raw_destinations: Vec<(std::net::IpAddr, u8)>,
     /// Let authenticated controllers have this server run client tests toward other
     /// wirebench servers (`mesh`: every host of a fleet tests every other). It
     /// authenticates to them with its own key, so the fleet shares one; the tests count

@@ -45,7 +45,9 @@ use crate::{auth, ProtoError};
 use model::wait::{Poll, Wait};
 
 pub use crate::limits::{check_limits, test_memory, LimitError, MAX_TEST_BUFFER_BYTES};
-pub use crate::session::ctx::{default_max_memory, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT};
+pub use crate::session::ctx::{
+    default_max_memory, RawPortPolicy, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT,
+};
 
 /// Refuses a connection without holding up the accept thread: the refusal is written
 /// at once (it fits the socket's buffer); then, on a short-lived thread (at most
@@ -361,6 +363,7 @@ mod tests {
             allow_tuning: false,
             rx_xdp: false,
             raw_ports: Vec::new(),
+            raw_policy: RawPortPolicy::default(),
             third_party: false,
             third_party_peers: Vec::new(),
             finished: None,
