@@ -77,6 +77,9 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             }
         }
     }
+    if !(a.raw_max_rate.is_finite() && a.raw_max_rate > 0.0) {
+        return Err(usage("--raw-max-rate must be above 0"));
+    }
     if !a.third_party_peers.is_empty() && !a.allow_third_party {
         return Err(usage(
             "--third-party-peers limits --allow-third-party: give both",
@@ -135,6 +138,12 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             .map_or_else(control::server::default_max_memory, |m| m as u64),
         rx_xdp: a.rx_backend == crate::cli::RxBackend::Xdp,
         raw_ports: a.raw_ports.clone(),
+        raw_policy: control::server::RawPortPolicy {
+            max_rate_bps: a.raw_max_rate,
+            allow_spoof: a.raw_allow_spoof,
+            allow_broadcast: a.raw_allow_broadcast,
+            destinations: a.raw_destinations.clone(),
+        },
         third_party: a.allow_third_party,
         third_party_peers: a.third_party_peers.clone(),
     };

@@ -8,31 +8,42 @@ use crate::util::*;
 /// `wirebench server --raw-ports eth0` with `key` in namespace `wb-LAB-NODE`, bound to
 /// `addr`; stopped on drop (and by itself after 15 minutes).
 fn agent(lab: &LabGuard, node: &str, addr: &str, key: &std::path::Path) -> ServerProc {
-    let ns = format!("wb-{}-{node}", lab.0);
-    ServerProc::start_program(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &ns,
-            bin(),
-            "server",
-            "--bind",
-            addr,
-            "-p",
-            "0",
-            "--raw-ports",
-            "eth0",
-            "--auth-key-file",
-            &key.to_string_lossy(),
-            "--run-for",
-            "900",
-        ],
-    )
+    agent_with(lab, node, addr, key, &[])
 }
 
-/// `wirebench ARGS -J` run on `node` of the lab (the controller), as JSON.
-fn on_node(lab: &LabGuard, node: &str, args: &[&str]) -> std::process::Output {
+/// As [`agent`], with more server options.
+pub(crate) fn agent_with(
+    lab: &LabGuard,
+    node: &str,
+    addr: &str,
+    key: &std::path::Path,
+    extra: &[&str],
+) -> ServerProc {
+    let ns = format!("wb-{}-{node}", lab.0);
+    let key = key.to_string_lossy();
+    let mut argv = vec![
+        "netns",
+        "exec",
+        &ns,
+        bin(),
+        "server",
+        "--bind",
+        addr,
+        "-p",
+        "0",
+        "--raw-ports",
+        "eth0",
+        "--auth-key-file",
+        &key,
+        "--run-for",
+        "900",
+    ];
+    argv.extend(extra);
+    ServerProc::start_program("ip", &argv)
+}
+
+/// `wirebench ARGS` run on `node` of the lab (the controller).
+pub(crate) fn on_node(lab: &LabGuard, node: &str, args: &[&str]) -> std::process::Output {
     let ns = format!("wb-{}-{node}", lab.0);
     let mut argv = vec!["netns", "exec", &ns, bin()];
     argv.extend(args);

@@ -1,6 +1,6 @@
-//! Attacks on a `wirebench server`, each as a bounded loopback test: what a hostile client
-//! can make the server do, and what it must not. Every probe here sends to loopback only,
-//! for a few seconds at most.
+//! Attacks on a `wirebench server`, each as a bounded test: what a hostile client can make
+//! the server do, and what it must not. Every probe here sends to loopback only, or (the
+//! lent raw ports) inside a lab of the project's own namespaces, for seconds at most.
 //!
 //! The iperf3 port is spoken to byte by byte (cookie, states, length-prefixed JSON, the
 //! UDP hello), as a stock iperf3 client would, so that a test can lie where iperf3 does
@@ -652,4 +652,200 @@ fn one_test_count_is_shared_by_both_protocols() {
         "the wirebench test and the iperf3 one"
     );
     assert!(value("wirebench_server_tests_refused_total{reason=\"busy\"}") >= 1.0);
+/// A `direct` lab (talker 198.18.0.1 - listener 198.18.0.2) whose talker lends its eth0
+/// (`server --raw-ports eth0` with `extra`), and the controller's side of it: the key
+/// file and the port as `HOST:PORT/eth0`. The lab goes down when the guard drops.
+struct LentTalker {
+    server: ServerProc,
+    port: String,
+    key: String,
+    dir: std::path::PathBuf,
+    lab: crate::lab::LabGuard,
+}
+
+impl LentTalker {
+    fn up(tag: &str, extra: &[&str]) -> Self {
+        let dir = std::env::temp_dir().join(format!("wb-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = dir.join("key");
+        crate::util::key_file(&key, "0123456789abcdef0123456789abcdef");
+        let lab = crate::lab::LabGuard::up("direct", tag);
+        let server = crate::agents::agent_with(&lab, "talker", "198.18.0.1", &key, extra);
+        Self {
+            port: format!("198.18.0.1:{}/eth0", server.port),
+            key: key.to_string_lossy().into_owned(),
+            server,
+            dir,
+            lab,
+        }
+    }
+
+    /// `gen` from the lent port to the listener's eth0, run on the listener.
+    fn gen(&self, args: &[&str]) -> std::process::Output {
+        let mut argv = vec![
+            "gen",
+            &self.port,
+            "--rx",
+            "eth0",
+            "--auth-key-file",
+            &self.key,
+            "-s",
+            "128",
+        ];
+        argv.extend(args);
+        crate::agents::on_node(&self.lab, "listener", &argv)
+    }
+
+    /// Frames the listener's eth0 has received so far.
+    fn listener_rx_packets(&self) -> u64 {
+        let ns = format!("wb-{}-listener", self.lab.0);
+        let out = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ns,
+                "cat",
+                "/sys/class/net/eth0/statistics/rx_packets",
+            ])
+            .output()
+            .expect("ip netns exec cat");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("rx_packets: {out:?}"))
+    }
+}
+
+impl Drop for LentTalker {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Issue 33: a lent raw port sends by default only frames from its own MAC and addresses,
+/// to unicast MACs, to its own subnet or the benchmarking blocks, at most at
+/// `--raw-max-rate`: a controller holding the key that asks for a spoofed source MAC or
+/// IP, a broadcast or multicast MAC, another destination or a faster rate is refused
+/// with the flag that would allow it, before anything is sent; the honest request runs.
+/// With `--raw-allow-spoof` and `--raw-allow-broadcast` the same frames are sent.
+#[test]
+fn raw_ports_refuse_spoofed_and_broadcast_frames_by_default() {
+    if !crate::lab::root_or_skip("raw_ports_refuse_spoofed_and_broadcast_frames_by_default") {
+        return;
+    }
+    let lent = LentTalker::up("hsp", &[]);
+    let honest = lent.gen(&["-r", "1kpps", "-n", "200", "-J"]);
+    assert!(honest.status.success(), "{honest:?}");
+    let v: serde_json::Value = serde_json::from_slice(&honest.stdout).expect("JSON");
+    assert_eq!(crate::util::u64_at(&v, "/gen/sent"), 200, "{v}");
+    let refused = |args: &[&str], flag: &str| {
+        let mut argv = vec!["-r", "1kpps", "-n", "200"];
+        argv.extend(args);
+        let out = lent.gen(&argv);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(flag),
+            "{args:?} was not refused naming {flag}: {out:?}"
+        );
+    };
+    refused(&["--src-mac", "02:00:00:00:00:99"], "--raw-allow-spoof");
+    refused(&["--src-ip", "198.18.0.99"], "--raw-allow-spoof");
+    refused(&["--dst-mac", "ff:ff:ff:ff:ff:ff"], "--raw-allow-broadcast");
+    refused(&["--dst-mac", "01:00:5e:00:00:01"], "--raw-allow-broadcast");
+    refused(
+        &["--dst-ip", "192.0.2.1", "--dst-mac", "02:00:00:00:00:02"],
+        "--raw-destinations",
+    );
+    // 2 Gbit/s of 128-byte frames against the default cap of 1 Gbit/s.
+    let out = lent.gen(&["-r", "2G", "-n", "200"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--raw-max-rate"),
+        "{out:?}"
+    );
+    drop(lent);
+    let open = LentTalker::up("hso", &["--raw-allow-spoof", "--raw-allow-broadcast"]);
+    for args in [
+        ["--src-mac", "02:00:00:00:00:99"],
+        ["--dst-mac", "ff:ff:ff:ff:ff:ff"],
+    ] {
+        let mut argv = vec!["-r", "1kpps", "-n", "200", "-J"];
+        argv.extend(args);
+        let out = open.gen(&argv);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(crate::util::u64_at(&v, "/gen/sent"), 200, "{args:?}: {v}");
+    }
+}
+
+/// A child process killed (SIGKILL, which ends a stopped one too) when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Issue 33: a controller frozen (SIGSTOP) while a lent port sends for it stops saying
+/// it is there: the server ends the send within its idle timeout (the default 5 s) and
+/// the heartbeat period, instead of sending for the 30 s asked.
+#[test]
+fn a_frozen_raw_controller_s_stream_stops_within_the_idle_timeout() {
+    if !crate::lab::root_or_skip("a_frozen_raw_controller_s_stream_stops_within_the_idle_timeout") {
+        return;
+    }
+    let lent = LentTalker::up("hfz", &[]);
+    let ns = format!("wb-{}-listener", lent.lab.0);
+    let controller = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns,
+            crate::util::bin(),
+            "gen",
+            &lent.port,
+            "--rx",
+            "eth0",
+            "--auth-key-file",
+            &lent.key,
+            "-s",
+            "128",
+            "-r",
+            "2kpps",
+            "-t",
+            "30",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("gen");
+    let controller = KillOnDrop(controller);
+    // The stream runs: the listener receives its frames.
+    let before = lent.listener_rx_packets();
+    let until = Instant::now() + Duration::from_secs(15);
+    while lent.listener_rx_packets() < before + 2000 {
+        assert!(Instant::now() < until, "the stream did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) on our own child's pid (`ip` execs wirebench in place).
+    unsafe { libc::kill(controller.0.id() as libc::pid_t, libc::SIGSTOP) };
+    // Silent for the idle timeout after its last word (at most a heartbeat earlier).
+    std::thread::sleep(Duration::from_millis(6500));
+    let a = lent.listener_rx_packets();
+    std::thread::sleep(Duration::from_secs(1));
+    let b = lent.listener_rx_packets();
+    assert!(
+        b - a < 50,
+        "the server still sent {} frames/s to the frozen controller's listener 6.5 s after it stopped",
+        b - a
+    );
+    assert!(
+        lent.server
+            .log_line("said nothing", Duration::from_secs(1))
+            .is_some(),
+        "the server did not say why it stopped"
+    );
+    drop(controller);
 }

@@ -128,6 +128,7 @@ pub(crate) fn serve(bind: std::net::SocketAddr) -> std::io::Result<ServerHandle>
         max_memory: control::server::default_max_memory(),
         rx_xdp: false,
         raw_ports: Vec::new(),
+        raw_policy: control::server::RawPortPolicy::default(),
         third_party: false,
         third_party_peers: Vec::new(),
     })?

@@ -118,10 +118,7 @@ const NOT_TAKEN: &[(&[&str], &str)] = &[
         &["--cntl-ka"],
         "control connection keepalives are not configurable",
     ),
-    (
-        &["--rcv-timeout", "--snd-timeout", "--idle-timeout"],
-        "not configurable",
-    ),
+    (&["--rcv-timeout", "--snd-timeout"], "not configurable"),
     (&["--server-bitrate-limit"], "use server --max-rate"),
     (
         &["--time-skew-threshold"],
@@ -703,6 +700,24 @@ pub struct ServerArgs {
     /// receives its frames here. Needs root and --auth-key-file.
     #[arg(long, value_delimiter = ',', value_name = "IFACE,...")]
     pub raw_ports: Vec<String>,
+    /// Largest rate one lent port sends, all its streams together, L2 bits/s of frames
+    /// with FCS (e.g. 10G): a trial asking more is refused, and a sender found above it
+    /// (10 % over) is stopped. The default is a gigabit port's line rate.
+    #[arg(long, value_name = "RATE", value_parser = units::rate_bps, default_value = "1G")]
+    pub raw_max_rate: f64,
+    /// Let lent ports send frames with any source MAC and IP address, and TCP segments
+    /// with SYN or RST set. By default a port sends from its own MAC and addresses only.
+    #[arg(long)]
+    pub raw_allow_spoof: bool,
+    /// Let lent ports send to broadcast and multicast MAC and IP addresses. By default they
+    /// send to unicast destinations only.
+    #[arg(long)]
+    pub raw_allow_broadcast: bool,
+    /// Address blocks lent ports may send to besides their own subnets and the
+    /// benchmarking blocks 198.18.0.0/15 and 2001:2::/48 (ADDR/LEN or ADDR,
+    /// comma-separated; 0.0.0.0/0,::/0 for any).
+    #[arg(long, value_delimiter = ',', value_name = "CIDR,...", value_parser = control::cidr::parse_cidr)]
+    pub raw_destinations: Vec<(std::net::IpAddr, u8)>,
     /// Let authenticated controllers have this server run client tests toward other
     /// wirebench servers (`mesh`: every host of a fleet tests every other). It
     /// authenticates to them with its own key, so the fleet shares one; the tests count
@@ -713,7 +728,7 @@ pub struct ServerArgs {
     pub allow_third_party: bool,
     /// With --allow-third-party: only toward these address blocks (ADDR/LEN or ADDR,
     /// comma-separated, e.g. 10.0.0.0/8,fd00::/8).
-    #[arg(long, value_delimiter = ',', value_name = "CIDR,...", value_parser = control::third_party::parse_cidr)]
+    #[arg(long, value_delimiter = ',', value_name = "CIDR,...", value_parser = control::cidr::parse_cidr)]
     pub third_party_peers: Vec<(std::net::IpAddr, u8)>,
     /// How UDP tests' datagrams from clients are received: socket (the kernel's UDP
     /// stack) or xdp (AF_XDP: an XDP program hands the test's datagrams to the server
@@ -802,6 +817,9 @@ mod test {
         // Taken options, and other commands' own flags, pass.
         assert_eq!(refused("wirebench -c h -u -b 10M -Z -C reno"), None);
         assert_eq!(refused("wirebench rfc2544 -S x"), None);
+        // The server's own --idle-timeout (iperf3's restarts an idle server) passes.
+        assert_eq!(refused("wirebench server --idle-timeout 2"), None);
+        assert_eq!(refused("wirebench -s --idle-timeout=2"), None);
     }
 
     /// The lab starts its stages and relays with command lines it spells itself

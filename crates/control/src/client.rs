@@ -19,7 +19,7 @@ use model::results::ConnectionFacts;
 use model::spec::{EchoSpec, Protocol, TestSpec};
 use model::stop::Stop;
 
-use crate::conn::{keep_alive, spawn_reader};
+use crate::conn::{keep_alive, spawn_reader, ALIVE_EVERY};
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::{ClientMsg, Limits, ServerMsg};
 use crate::outcome::add_stream;
@@ -34,8 +34,6 @@ use crate::{auth, ProtoError, MAGIC, VERSION};
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the client waits for the server's results after finishing.
 const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
-/// How often a client running a test tells the server it is there.
-const ALIVE_EVERY: Duration = Duration::from_secs(1);
 
 /// How to reach and talk to a server.
 #[derive(Debug, Clone)]

@@ -15,10 +15,15 @@ use std::time::Duration;
 use model::clock::Clock;
 use model::stop::{RaiseOnDrop, Stop};
 
-use crate::frame::read_msg;
+use crate::frame::{read_msg, write_msg};
+use crate::messages::ClientMsg;
 use crate::ProtoError;
 use engine::clock::{RealClock, RealPauses};
 use model::wait::{Poll, Wait};
+
+/// How often a client tells the server it is there ([`ClientMsg::Alive`]) while a test
+/// or a lent port's send runs for it.
+pub(crate) const ALIVE_EVERY: Duration = Duration::from_secs(1);
 
 /// TCP keepalive (first probe after 3 s idle, then every second, 3 unanswered end it) and
 /// a 10 s user timeout (unacknowledged data): a control connection to a host that
@@ -57,6 +62,33 @@ where
     Ok(rx)
 }
 
+/// What a look at a controller's connection found.
+pub(crate) enum Peeked {
+    /// Nothing within the socket's read timeout.
+    Quiet,
+    /// A message has begun.
+    Readable,
+    /// Closed or broken.
+    Gone,
+}
+
+/// Waits up to `ctrl`'s read timeout for something to read, and reads nothing.
+pub(crate) fn peek(ctrl: &TcpStream) -> Peeked {
+    let mut byte = [0u8; 1];
+    match ctrl.peek(&mut byte) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Peeked::Quiet
+        }
+        Ok(n) if n > 0 => Peeked::Readable,
+        _ => Peeked::Gone,
+    }
+}
+
 /// Watches a controller that says nothing while its work runs, until `done`: anything
 /// readable (an abort) or the end of its connection sets `stop` and `gone`; `wait`
 /// passing on `clock` sets `stop` alone.
@@ -69,23 +101,15 @@ pub(crate) fn watch_controller(
     clock: &dyn Clock,
 ) {
     let _ = ctrl.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut byte = [0u8; 1];
     // Each peek waits up to its read timeout: a quiet controller is polled again at once.
     let watched = Wait::on(&RealPauses(clock)).at_most(wait).poll(|| {
         if done.is_raised() {
             return Poll::Ready(false);
         }
-        match ctrl.peek(&mut byte) {
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                Poll::Again
-            }
+        match peek(ctrl) {
+            Peeked::Quiet => Poll::Again,
             // Readable, closed or broken: the controller is done with us.
-            _ => Poll::Ready(true),
+            Peeked::Readable | Peeked::Gone => Poll::Ready(true),
         }
     });
     match watched.ready() {
@@ -128,4 +152,38 @@ pub(crate) fn closing_on_stop<T>(
         return Err(ProtoError::Interrupted);
     }
     r
+}
+
+/// Runs `work` (which waits on `ctrl` for a long answer, and writes nothing) while a
+/// helper says [`ClientMsg::Alive`] on `ctrl` every [`ALIVE_EVERY`] on `clock`, so that
+/// the server goes on with what it runs for this client only as long as the client is
+/// there (a frozen or vanished one falls silent). The helper ends with the work; a
+/// failed write ends it early (the work's read fails then too).
+pub(crate) fn saying_alive<T>(
+    ctrl: &TcpStream,
+    clock: &dyn Clock,
+    work: impl FnOnce() -> Result<T, ProtoError>,
+) -> Result<T, ProtoError> {
+    let done = Stop::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut w = ctrl;
+            let pauses = RealPauses(clock);
+            let mut next = clock.mono() + ALIVE_EVERY;
+            Wait::on(&pauses).or_stop(&done).poll(|| {
+                let now = clock.mono();
+                if now < next {
+                    return Poll::Wait(next - now);
+                }
+                next = now + ALIVE_EVERY;
+                match write_msg(&mut w, &ClientMsg::Alive) {
+                    Ok(()) => Poll::Wait(ALIVE_EVERY),
+                    Err(_) => Poll::Ready(()),
+                }
+            })
+        });
+        // The helper ends however the work ends (a panic too).
+        let _done = RaiseOnDrop::new(&done);
+        work()
+    })
 }

@@ -14,7 +14,7 @@
 //! The modules stack without a circle, each importing only those above it in this list:
 //!
 //! - decided without I/O (time comes in as `now`): [`messages`] (data only, of the
-//!   protocol's own types), [`auth`],
+//!   protocol's own types), [`auth`], [`cidr`] (address blocks),
 //!   [`gate`] (per-address admission), `limits` (a request against the server's limits),
 //!   `handshake` (the server's hello, authentication and deadline), `watch` (a running
 //!   test's silence, rate and time), `timing` (interval ends, the tail's grace);
@@ -37,6 +37,7 @@
 
 pub mod assemble;
 pub mod auth;
+pub mod cidr;
 pub mod client;
 mod conn;
 pub mod frame;
@@ -75,7 +76,10 @@ pub const MAGIC: &str = "wirebench";
 /// Version 8: messages are built of the protocol's own types ([`messages::report`],
 /// [`messages::raw`]) instead of the engine's, their JSON pinned by golden tests; the JSON
 /// is version 7's, but a peer of version 7 could still change with its engine.
-pub const VERSION: u32 = 8;
+/// Version 9: a controller says it is `Alive` every second while a lent raw port sends for
+/// it, and the server stops a silent one's send (a version 8 server took any message then
+/// as the controller leaving; a version 8 controller says nothing and would be stopped).
+pub const VERSION: u32 = 9;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

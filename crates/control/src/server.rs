@@ -44,7 +44,9 @@ use crate::{auth, ProtoError};
 use model::wait::{Poll, Wait};
 
 pub use crate::limits::{check_limits, test_memory, LimitError, MAX_TEST_BUFFER_BYTES};
-pub use crate::session::ctx::{default_max_memory, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT};
+pub use crate::session::ctx::{
+    default_max_memory, RawPortPolicy, ServerConfig, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT,
+};
 
 /// Longest a stopping server waits for a tuning session to put its interface back.
 const PUT_BACK: Duration = Duration::from_secs(10);
@@ -362,6 +364,7 @@ mod tests {
             allow_tuning: false,
             rx_xdp: false,
             raw_ports: Vec::new(),
+            raw_policy: RawPortPolicy::default(),
             third_party: false,
             third_party_peers: Vec::new(),
             finished: None,

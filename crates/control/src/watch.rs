@@ -2,7 +2,9 @@
 //! silent (no message and no data for the idle timeout), one that sends more than
 //! `--max-rate` allows (10 % over, beyond a paced sender's first burst), and a test that
 //! did not finish in time. The test's loop tells it what it heard and counted, with `now`,
-//! and asks what is due.
+//! and asks what is due. A lent raw port's send is watched the same way
+//! ([`Watch::raw_send`]): its controller's heartbeats, and the port's own frames against
+//! `--raw-max-rate`.
 //!
 //! It does not read sockets, counters or clocks; the server's test loop does (`now` is on
 //! the monotonic axis of the server's clock), and ends the test with the refusal these
@@ -28,6 +30,9 @@ pub(crate) struct Watch {
     max_rate: Option<f64>,
     /// The client sends streams (they are metered).
     metered_streams: bool,
+    /// More bytes metered are a sign of the client's life (they are its own data, not a
+    /// lent port's frames sent for it).
+    traffic_is_life: bool,
     /// What a client at the limit may be ahead of it: a first block per stream sent at
     /// once (pacers start with one), and a quarter second at the limit, bits.
     burst_bits: f64,
@@ -62,8 +67,33 @@ impl Watch {
             idle,
             max_rate,
             metered_streams: client_streams > 0,
+            traffic_is_life: true,
             burst_bits,
             limit: spec.total_duration() + FINISH_SLACK,
+            start,
+            heard: start,
+            metered: (0, start),
+        }
+    }
+
+    /// The watch over a lent raw port's send started at `start` that may take `limit`: its
+    /// controller, which says it is there every second, may be silent for `idle`; the
+    /// port's frames (metered as sent, FCS included) may come to `max_rate` bits/s, 10 %
+    /// over beyond `burst_bits` (a sender's first batch) and a quarter second at the rate.
+    pub(crate) fn raw_send(
+        max_rate: f64,
+        burst_bits: f64,
+        idle: Duration,
+        limit: Duration,
+        start: Duration,
+    ) -> Watch {
+        Watch {
+            idle,
+            max_rate: Some(max_rate),
+            metered_streams: true,
+            traffic_is_life: false,
+            burst_bits: burst_bits + max_rate * 0.25,
+            limit,
             start,
             heard: start,
             metered: (0, start),
@@ -87,9 +117,10 @@ impl Watch {
 
     /// The client's streams had brought `bytes` by `now` (a warm-up's too): more than
     /// before is a sign of life (its `Alive` messages may wait behind the data on a
-    /// saturated path). `Err((average bits/s, the limit))` when it sends above the limit.
+    /// saturated path), but not a lent port's own frames. `Err((average bits/s, the
+    /// limit))` when it sends above the limit.
     pub(crate) fn metered(&mut self, now: Duration, bytes: u64) -> Result<(), (f64, f64)> {
-        if bytes > self.metered.0 {
+        if self.traffic_is_life && bytes > self.metered.0 {
             self.heard = now;
         }
         self.metered = (bytes, now);
@@ -207,5 +238,31 @@ mod tests {
         let w = Watch::new(&spec(Protocol::Udp), 1, None, ms(5000), t0);
         assert!(!w.overdue(t0 + ms(19_999)));
         assert!(w.overdue(t0 + ms(20_000)));
+    }
+
+    /// A lent port's send: its frames are no sign of the controller's life (a frozen
+    /// controller is silent after the idle timeout however much the port sends), and a
+    /// port above its cap is noticed within a second.
+    #[test]
+    fn a_raw_send_is_watched_for_its_controller_and_its_rate() {
+        let t0 = Duration::from_secs(1_000);
+        let batch = 64.0 * 1518.0 * 8.0;
+        let mut w = Watch::raw_send(10e6, batch, ms(2000), ms(60_000), t0);
+        let bytes_at = |bps: f64, t: Duration| (bps / 8.0 * t.as_secs_f64()) as u64;
+        for k in 1..=12 {
+            let t = ms(250 * k);
+            assert!(w.metered(t0 + t, bytes_at(10e6, t)).is_ok(), "at {t:?}");
+        }
+        assert!(w.silent(t0 + ms(3000)), "the port's frames kept it alive");
+        w.heard(t0 + ms(2500));
+        assert!(!w.silent(t0 + ms(4000)));
+        let mut fast = Watch::raw_send(10e6, batch, ms(2000), ms(60_000), t0);
+        let over = (1..=4).find(|k| {
+            let t = ms(250 * k);
+            fast.metered(t0 + t, bytes_at(30e6, t)).is_err()
+        });
+        assert!(over.is_some(), "3 times the cap ran a second");
+        assert!(!fast.overdue(t0 + ms(59_999)));
+        assert!(fast.overdue(t0 + ms(60_000)));
     }
 }

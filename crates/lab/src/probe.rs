@@ -56,12 +56,7 @@ impl Addresses {
 /// # Errors
 /// No such interface, not an Ethernet interface, or `ip` failed.
 pub fn addresses(runner: &mut dyn Runner, ep: &Endpoint) -> Result<Addresses, LabError> {
-    let v = ip_json(
-        runner,
-        ep.netns.as_deref(),
-        &["addr", "show", "dev", &ep.iface],
-    )
-    .map_err(|e| bad(ep, e))?;
+    let v = addr_show(runner, ep)?;
     let link = v.get(0).ok_or_else(|| bad(ep, "no such interface"))?;
     let mac = link["address"]
         .as_str()
@@ -85,6 +80,36 @@ pub fn addresses(runner: &mut dyn Runner, ep: &Endpoint) -> Result<Addresses, La
             _ => None,
         },
     })
+}
+
+/// `ip -j addr show dev IFACE` of `ep`.
+fn addr_show(runner: &mut dyn Runner, ep: &Endpoint) -> Result<Value, LabError> {
+    ip_json(
+        runner,
+        ep.netns.as_deref(),
+        &["addr", "show", "dev", &ep.iface],
+    )
+    .map_err(|e| bad(ep, e))
+}
+
+/// Every address of `ep` (IPv4 and IPv6, link-local ones too) with its prefix length: the
+/// interface's own addresses and the subnets it is on.
+///
+/// # Errors
+/// No such interface, or `ip` failed.
+pub fn networks(runner: &mut dyn Runner, ep: &Endpoint) -> Result<Vec<(IpAddr, u8)>, LabError> {
+    let v = addr_show(runner, ep)?;
+    let link = v.get(0).ok_or_else(|| bad(ep, "no such interface"))?;
+    Ok(link["addr_info"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| {
+            let ip: IpAddr = x["local"].as_str()?.parse().ok()?;
+            let len = u8::try_from(x["prefixlen"].as_u64()?).ok()?;
+            Some((ip, len))
+        })
+        .collect())
 }
 
 /// The interface this namespace (`ns`, or the calling thread's) sends to `dst` through,
@@ -206,4 +231,41 @@ pub fn interfaces(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A runner that answers every command with the same output.
+    struct Canned(&'static str);
+
+    impl Runner for Canned {
+        fn run(&mut self, _: &Cmd) -> Result<String, LabError> {
+            Ok(self.0.to_owned())
+        }
+    }
+
+    #[test]
+    fn an_interface_s_networks_are_its_addresses_with_their_prefixes() {
+        let mut ip = Canned(
+            r#"[{"ifname":"eth0","address":"02:77:62:00:00:01","addr_info":[
+            {"family":"inet","local":"198.18.0.1","prefixlen":24,"scope":"global"},
+            {"family":"inet6","local":"2001:2::1","prefixlen":64,"scope":"global"},
+            {"family":"inet6","local":"fe80::77:62ff:fe00:1","prefixlen":64,"scope":"link"},
+            {"family":"inet","local":"not an address","prefixlen":24}]}]"#,
+        );
+        let ep = Endpoint {
+            netns: None,
+            iface: "eth0".into(),
+        };
+        let nets = networks(&mut ip, &ep).unwrap();
+        let want: Vec<(IpAddr, u8)> = vec![
+            ("198.18.0.1".parse().unwrap(), 24),
+            ("2001:2::1".parse().unwrap(), 64),
+            ("fe80::77:62ff:fe00:1".parse().unwrap(), 64),
+        ];
+        assert_eq!(nets, want);
+        assert!(networks(&mut Canned("[]"), &ep).is_err());
+    }
 }

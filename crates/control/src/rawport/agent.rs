@@ -2,6 +2,10 @@
 //! with a server that holds the port open for the controller's trials ([`RawAgent::send`],
 //! [`RawAgent::start_receive`] ... [`RawAgent::finish_receive`], reflection, streams).
 //!
+//! While a port sends for it, the agent says it is there every second
+//! ([`ClientMsg::Alive`]): a controller that is frozen or gone falls silent and the server
+//! stops the port within its idle timeout.
+//!
 //! It does not serve ports ([`super::serve`] does) or decide what a trial means (the
 //! campaign's runners do).
 
@@ -15,7 +19,7 @@ use model::stop::Stop;
 
 use super::check::SLACK;
 use crate::client::{ClientConfig, Session};
-use crate::conn::closing_on_stop;
+use crate::conn::{closing_on_stop, saying_alive};
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::raw::{RawStream, RawStreamSent};
 use crate::messages::{ClientMsg, ServerMsg};
@@ -89,13 +93,39 @@ impl RawAgent {
     /// Sends `msg` and reads the answer within `wait`; a failure leaves the session
     /// unusable (a late answer must not pass for the next one).
     fn ask(&mut self, msg: &ClientMsg, wait: Duration) -> Result<ServerMsg, ProtoError> {
+        self.ask_with(msg, wait, false)
+    }
+
+    /// As [`RawAgent::ask`], for a request the port sends for: the agent says it is there
+    /// every second until the answer comes (the server stops sending for a silent one).
+    fn ask_saying_alive(
+        &mut self,
+        msg: &ClientMsg,
+        wait: Duration,
+    ) -> Result<ServerMsg, ProtoError> {
+        self.ask_with(msg, wait, true)
+    }
+
+    fn ask_with(
+        &mut self,
+        msg: &ClientMsg,
+        wait: Duration,
+        alive: bool,
+    ) -> Result<ServerMsg, ProtoError> {
         if let Some(why) = &self.broken {
             return Err(ProtoError::Unexpected(format!(
                 "the session failed earlier: {why}"
             )));
         }
-        let r =
-            write_msg(&mut self.ctrl, msg).and_then(|()| answer(&self.ctrl, wait, &*self.clock));
+        // The request goes first: the heartbeats never interleave with it.
+        let r = write_msg(&mut self.ctrl, msg).and_then(|()| {
+            let read = || answer(&self.ctrl, wait, &*self.clock);
+            if alive {
+                saying_alive(&self.ctrl, &*self.clock, read)
+            } else {
+                read()
+            }
+        });
         if let Err(e) = &r {
             self.broken = Some(e.to_string());
         }
@@ -243,7 +273,7 @@ impl RawAgent {
         let wait = self.longest();
         let stop = self.stop.clone();
         let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
-        let answer = closing_on_stop(&ctrl, stop.as_ref(), || self.ask(&msg, wait))?;
+        let answer = closing_on_stop(&ctrl, stop.as_ref(), || self.ask_saying_alive(&msg, wait))?;
         match answer {
             ServerMsg::RawSent { sent } => Ok(sent.into()),
             other => Err(unexpected("raw_sent", &other)),
@@ -269,7 +299,7 @@ impl RawAgent {
         let halt = halt.or(stop.as_ref());
         let ctrl = self.ctrl.try_clone().map_err(ProtoError::Io)?;
         let answer = closing_on_stop(&ctrl, halt, || {
-            self.ask(&ClientMsg::RawStreams { test_id, streams }, wait)
+            self.ask_saying_alive(&ClientMsg::RawStreams { test_id, streams }, wait)
         })?;
         match answer {
             ServerMsg::RawStreamsSent { sent } => Ok(sent),

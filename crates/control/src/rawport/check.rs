@@ -3,15 +3,27 @@
 //! limits and the largest frame a port was opened for, and the waits both sides bound a
 //! trial by.
 //!
-//! Pure: no socket, no clock; the serving side ([`super::serve`]) refuses what these say.
+//! Every frame is also held to the port's policy ([`RawPortPolicy`](crate::server::RawPortPolicy), issue 33): by default
+//! a port sends from its own MAC and addresses ([`PortRules`]), to unicast MACs and
+//! addresses on its own subnets or in the benchmarking blocks, no TCP SYN or RST, and at
+//! most `--raw-max-rate` in all. The port's frames are built here from the example's
+//! headers, and the engine only writes sequence numbers and stamps into them, so checking
+//! the headers once checks every frame sent; a reflector's frames are the ones it
+//! receives turned around and are not checked here.
+//!
+//! Pure: no socket, no clock; the serving side ([`super::serve`]) refuses what these say
+//! and meters what a sender actually sends.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use engine::raw::RawTrialSpec;
 
 use crate::auth;
+use crate::cidr::in_block;
 use crate::messages::raw::{RawSendLoad, RawStream};
 use crate::messages::Limits;
+use crate::session::ctx::RawPortPolicy;
 
 /// Beyond a trial's duration: the longest wait for its end.
 pub(super) const SLACK: Duration = Duration::from_secs(30);
@@ -25,6 +37,25 @@ pub(super) const MAX_LEN: u64 = 9216 + 4;
 const MAX_SIZES: usize = 64;
 const MAX_PATTERN: usize = 4096;
 const MAX_TEMPLATE_BYTES: u64 = 16 << 20;
+
+/// The address blocks set aside for benchmarking (RFC 2544 appendix C as RFC 6890 lists
+/// it, and RFC 5180 for IPv6): a lent port may always send to them.
+const BENCHMARKING: [(IpAddr, u8); 2] = [
+    (IpAddr::V4(Ipv4Addr::new(198, 18, 0, 0)), 15),
+    (IpAddr::V6(Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 0)), 48),
+];
+
+/// One lent port as the checks see it: its own MAC and addresses (with their prefix
+/// lengths: the subnets it is on), and the server's policy.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PortRules<'a> {
+    /// The port's MAC.
+    pub(super) mac: [u8; 6],
+    /// The port's addresses and prefix lengths.
+    pub(super) networks: &'a [(IpAddr, u8)],
+    /// The server's policy.
+    pub(super) policy: &'a RawPortPolicy,
+}
 
 /// Why a raw-port request is refused (the message is the controller's refusal).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -109,6 +140,39 @@ pub(crate) enum RawRequestError {
         /// `--max-duration`, s.
         max_s: f64,
     },
+    /// A source MAC that is not the port's own.
+    #[error("source MAC {mac} is not the port's own ({own}): this server sends other source MACs only when started with --raw-allow-spoof")]
+    SpoofedMac {
+        /// The frame's source MAC.
+        mac: wire::EthernetAddress,
+        /// The port's.
+        own: wire::EthernetAddress,
+    },
+    /// A source address that is not one of the port's own.
+    #[error("source address {0} is not one of the port's own: this server sends from other addresses only when started with --raw-allow-spoof")]
+    SpoofedIp(IpAddr),
+    /// A TCP segment with SYN or RST set (a flood of them opens or tears down
+    /// connections at the receiver).
+    #[error("TCP segments with SYN or RST set: this server sends them only when started with --raw-allow-spoof")]
+    TcpControl,
+    /// A broadcast or multicast destination MAC.
+    #[error("destination MAC {0} is broadcast or multicast: this server sends to those only when started with --raw-allow-broadcast")]
+    BroadcastMac(wire::EthernetAddress),
+    /// A broadcast or multicast destination address.
+    #[error("destination address {0} is broadcast or multicast: this server sends to those only when started with --raw-allow-broadcast")]
+    BroadcastIp(IpAddr),
+    /// A destination neither on the port's subnets, in the benchmarking blocks nor in
+    /// `--raw-destinations`.
+    #[error("destination {0} is not on the port's subnets nor in 198.18.0.0/15 or 2001:2::/48: this server sends elsewhere only to the blocks given with --raw-destinations")]
+    Destination(IpAddr),
+    /// More than `--raw-max-rate` from one port.
+    #[error("{} from one port: this server's ports send at most {} (--raw-max-rate)", model::units::bps(*.bps), model::units::bps(*.max))]
+    PortRateTooHigh {
+        /// What the port would send, bits/s (all its streams together).
+        bps: f64,
+        /// `--raw-max-rate`, bits/s.
+        max: f64,
+    },
     /// What is wrong with one stream of several.
     #[error("stream {id}: {error}")]
     InStream {
@@ -139,6 +203,90 @@ fn example_spec(hex: &str) -> Result<wire::frame::FrameSpec, RawRequestError> {
         .ok_or(RawRequestError::NoHeaders)
 }
 
+/// Whether the port may send frames of `spec`'s headers under its policy: its own source
+/// MAC and address, no TCP SYN or RST (unless `--raw-allow-spoof`), a unicast destination
+/// (unless `--raw-allow-broadcast`) on its subnets, in the benchmarking blocks or in
+/// `--raw-destinations`.
+///
+/// Why SYN and RST: with the destinations held nearby and the rate capped, a key holder
+/// cannot aim a SYN flood at arbitrary hosts, but could still open or tear down
+/// connections of hosts next to the port; wirebench's own TCP test frames carry ACK.
+fn frames_allowed(spec: &wire::frame::FrameSpec, port: &PortRules) -> Result<(), RawRequestError> {
+    let policy = port.policy;
+    let (src, dst) = (
+        IpAddr::from(spec.ip.src_addr()),
+        IpAddr::from(spec.ip.dst_addr()),
+    );
+    if !policy.allow_spoof {
+        let own = wire::EthernetAddress(port.mac);
+        if spec.eth.src_addr != own {
+            return Err(RawRequestError::SpoofedMac {
+                mac: spec.eth.src_addr,
+                own,
+            });
+        }
+        if !port.networks.iter().any(|(ip, _)| *ip == src) {
+            return Err(RawRequestError::SpoofedIp(src));
+        }
+        if let wire::frame::L4Spec::Tcp(t) = &spec.l4 {
+            use wire::tcp::TcpFlags;
+            if t.flags.contains(TcpFlags::SYN) || t.flags.contains(TcpFlags::RST) {
+                return Err(RawRequestError::TcpControl);
+            }
+        }
+    }
+    let group = is_broadcast_or_multicast(dst, port.networks);
+    if !policy.allow_broadcast {
+        if spec.eth.dst_addr.is_multicast() {
+            return Err(RawRequestError::BroadcastMac(spec.eth.dst_addr));
+        }
+        if group {
+            return Err(RawRequestError::BroadcastIp(dst));
+        }
+    }
+    // A group address allowed above is no one host's: the blocks are for unicast ones.
+    let nearby = group
+        || port
+            .networks
+            .iter()
+            .chain(&BENCHMARKING)
+            .chain(&policy.destinations)
+            .any(|block| in_block(dst, *block));
+    if !nearby {
+        return Err(RawRequestError::Destination(dst));
+    }
+    Ok(())
+}
+
+/// Whether `ip` is a multicast address, IPv4's limited broadcast, or the broadcast
+/// address of one of the IPv4 subnets in `networks` (those with room for one: /30 and
+/// wider).
+fn is_broadcast_or_multicast(ip: IpAddr, networks: &[(IpAddr, u8)]) -> bool {
+    match ip.to_canonical() {
+        IpAddr::V4(a) => {
+            a.is_multicast()
+                || a.is_broadcast()
+                || networks.iter().any(|(net, len)| match net {
+                    IpAddr::V4(n) if *len <= 30 => {
+                        let host = u32::MAX >> len;
+                        u32::from(a) & !host == u32::from(*n) & !host && u32::from(a) & host == host
+                    }
+                    _ => false,
+                })
+        }
+        IpAddr::V6(a) => a.is_multicast(),
+    }
+}
+
+/// Whether `bps` (bits/s of frames with FCS) is within the port's `--raw-max-rate`.
+fn port_rate_allowed(bps: f64, port: &PortRules) -> Result<(), RawRequestError> {
+    let max = port.policy.max_rate_bps;
+    if bps > max {
+        return Err(RawRequestError::PortRateTooHigh { bps, max });
+    }
+    Ok(())
+}
+
 /// Whether frames of `len` bytes (with FCS) fit `spec`'s headers and this port.
 fn fits_len(spec: &wire::frame::FrameSpec, len: u64) -> Result<(), RawRequestError> {
     if !(64..=MAX_LEN).contains(&len) || (len as usize) < spec.min_frame_len() {
@@ -149,13 +297,15 @@ fn fits_len(spec: &wire::frame::FrameSpec, len: u64) -> Result<(), RawRequestErr
 
 /// The streams a [`ClientMsg::RawStreams`](crate::messages::ClientMsg::RawStreams) asks
 /// for, built by this port from the example frames' headers, within the server's limits
-/// (streams per test, longest test, most bits/s in all), the largest frame the port was
-/// opened for, and 16 MiB of frames.
+/// (streams per test, longest test, most bits/s in all), the port's policy (its frames,
+/// `--raw-max-rate` for all streams together), the largest frame the port was opened for,
+/// and 16 MiB of frames.
 pub(super) fn stream_specs(
     test_id: u16,
     streams: &[RawStream],
     max_len: u64,
     limits: &Limits,
+    port: &PortRules,
 ) -> Result<Vec<engine::multi::StreamTx>, RawRequestError> {
     let most = usize::from(limits.max_streams).clamp(1, 255);
     if streams.is_empty() || streams.len() > most {
@@ -195,6 +345,7 @@ pub(super) fn stream_specs(
             }));
         }
         let spec = example_spec(&s.frame).map_err(bad)?;
+        frames_allowed(&spec, port).map_err(bad)?;
         let hdr = wire::testhdr::TestHeaderRepr::template(test_id, s.stream_id);
         let mut templates = Vec::with_capacity(s.sizes.len());
         for len in &s.sizes {
@@ -241,21 +392,24 @@ pub(super) fn stream_specs(
     if let Some(max) = limits.max_rate_bps.filter(|m| bits > *m) {
         return Err(RawRequestError::AllTooFast { bps: bits, max });
     }
+    port_rate_allowed(bits, port)?;
     Ok(out)
 }
 
 /// The trial a [`ClientMsg::RawSend`](crate::messages::ClientMsg::RawSend) asks for,
-/// within the server's limits (longest test, most bits/s).
+/// within the server's limits (longest test, most bits/s) and the port's policy (its
+/// frames; `--raw-max-rate` for the rate, or a burst's line rate).
 pub(super) fn send_spec(
     frame: &str,
     frame_len: u64,
-    test_id: u16,
-    stream_id: u8,
+    (test_id, stream_id): (u16, u8),
     load: RawSendLoad,
     limits: &Limits,
+    port: &PortRules,
 ) -> Result<RawTrialSpec, RawRequestError> {
     let spec = example_spec(frame)?;
     fits_len(&spec, frame_len)?;
+    frames_allowed(&spec, port)?;
     let max_s = limits.max_duration_s;
     let bits = |pps: f64| pps * frame_len as f64 * 8.0;
     match load {
@@ -275,6 +429,7 @@ pub(super) fn send_spec(
                     max,
                 });
             }
+            port_rate_allowed(bits(pps), port)?;
         }
         RawSendLoad::Burst { target_pps, .. } if !(target_pps.is_finite() && target_pps > 0.0) => {
             return Err(RawRequestError::BurstRate(target_pps))
@@ -286,7 +441,8 @@ pub(super) fn send_spec(
                 max_s,
             })
         }
-        RawSendLoad::Burst { .. } => {}
+        // Back to back at the line rate it names: that is what the port would send.
+        RawSendLoad::Burst { target_pps, .. } => port_rate_allowed(bits(target_pps), port)?,
     }
     Ok(RawTrialSpec {
         frame: spec,
@@ -303,10 +459,11 @@ pub(super) fn send_spec(
 mod test {
     use super::*;
 
-    /// A UDP frame of the headers a controller sends (a built test frame).
-    fn frame() -> Vec<u8> {
-        use wire::frame::{FrameSpec, L4Spec};
-        let spec = FrameSpec {
+    use wire::frame::{FrameSpec, L4Spec};
+
+    /// The headers of a UDP test frame from the port of [`port_rules`] to its neighbour.
+    fn spec() -> FrameSpec {
+        FrameSpec {
             eth: wire::ethernet::EthernetRepr {
                 src_addr: wire::EthernetAddress([2, 0, 0, 0, 0, 1]),
                 dst_addr: wire::EthernetAddress([2, 0, 0, 0, 0, 2]),
@@ -328,13 +485,36 @@ mod test {
                 src_port: 1,
                 dst_port: 2,
             },
-        };
+        }
+    }
+
+    /// A 128-byte frame of `spec` (as a controller sends it: a built test frame).
+    fn frame_of(spec: &FrameSpec) -> Vec<u8> {
         let hdr = wire::testhdr::TestHeaderRepr::template(7, 1);
         let mut buf = vec![0u8; 128];
         let n = spec.build(128, &hdr, &mut buf).unwrap();
         buf.truncate(n);
         buf
     }
+
+    /// A frame of [`spec`].
+    fn frame() -> Vec<u8> {
+        frame_of(&spec())
+    }
+
+    /// The port [`frame`] comes from: its MAC and 198.18.0.1/24, under `policy`.
+    fn port_rules(policy: &RawPortPolicy) -> PortRules<'_> {
+        PortRules {
+            mac: [2, 0, 0, 0, 0, 1],
+            networks: NETWORKS,
+            policy,
+        }
+    }
+
+    const NETWORKS: &[(IpAddr, u8)] = &[
+        (IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1)), 24),
+        (IpAddr::V6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1)), 64),
+    ];
 
     fn rate(pps: f64, secs: u64) -> RawSendLoad {
         RawSendLoad::Rate {
@@ -352,11 +532,13 @@ mod test {
             max_rate_bps: Some(1e9),
             ..Default::default()
         };
-        let ok = send_spec(&hex, 128, 7, 1, rate(1000.0, 2), &limits).unwrap();
+        let policy = RawPortPolicy::default();
+        let rules = port_rules(&policy);
+        let ok = send_spec(&hex, 128, (7, 1), rate(1000.0, 2), &limits, &rules).unwrap();
         assert_eq!((ok.frame_len, ok.test_id, ok.stream_id), (128, 7, 1));
         assert_eq!(ok.frame.eth.dst_addr.0, [2, 0, 0, 0, 0, 2]);
         let refused = |frame: &str, len: u64, load: RawSendLoad| {
-            send_spec(frame, len, 7, 1, load, &limits)
+            send_spec(frame, len, (7, 1), load, &limits, &rules)
                 .unwrap_err()
                 .to_string()
         };
@@ -376,7 +558,7 @@ mod test {
         assert!(refused(&hex, 128, burst(u64::MAX, 1.0)).contains("longer than"));
         assert!(refused(&hex, 128, burst(61_000, 1000.0)).contains("longer than"));
         assert!(refused(&hex, 128, burst(10, 0.0)).contains("above 0"));
-        assert!(send_spec(&hex, 128, 7, 1, burst(59_000, 1000.0), &limits).is_ok());
+        assert!(send_spec(&hex, 128, (7, 1), burst(59_000, 1000.0), &limits, &rules).is_ok());
     }
 
     #[test]
@@ -388,6 +570,8 @@ mod test {
             max_streams: 128,
             ..Default::default()
         };
+        let policy = RawPortPolicy::default();
+        let rules = port_rules(&policy);
         let stream = |id: u8, pps: f64, (start_s, stop_s): (f64, f64)| RawStream {
             stream_id: id,
             frame: hex.clone(),
@@ -402,6 +586,7 @@ mod test {
             &[stream(1, 1000.0, (0.0, 2.0)), stream(2, 10.0, (0.5, 1.0))],
             1518,
             &limits,
+            &rules,
         )
         .unwrap();
         assert_eq!(ok.len(), 2);
@@ -413,7 +598,7 @@ mod test {
         let parsed = wire::frame::parse_frame(&ok[1].templates[1].0).unwrap();
         assert_eq!(parsed.test.map(|t| (t.test_id, t.stream_id)), Some((9, 2)));
         let refused = |streams: &[RawStream], max_len: u64| match stream_specs(
-            9, streams, max_len, &limits,
+            9, streams, max_len, &limits, &rules,
         ) {
             Ok(_) => panic!("accepted"),
             Err(e) => e.to_string(),
@@ -442,7 +627,7 @@ mod test {
             })
             .collect();
         assert_eq!(
-            stream_specs(9, &jumbo, 9220, &limits).err(),
+            stream_specs(9, &jumbo, 9220, &limits, &rules).err(),
             Some(RawRequestError::TooManyFrameBytes)
         );
         assert!(refused(&[stream(1, f64::NAN, (0.0, 1.0))], 1518).contains("frames/s"));
@@ -455,5 +640,182 @@ mod test {
         // Two streams of 500M frames/s, mean 213 bytes: 1.7 Tbit/s in all.
         let both = [stream(1, 5e8, (0.0, 1.0)), stream(2, 5e8, (0.0, 1.0))];
         assert!(refused(&both, 1518).contains("in all: this server allows"));
+    }
+
+    /// [`spec`] with its IPv4 addresses changed by `f`.
+    fn with_ipv4(f: impl FnOnce(&mut wire::ipv4::Ipv4Repr)) -> FrameSpec {
+        let mut s = spec();
+        if let wire::IpRepr::V4(ip) = &mut s.ip {
+            f(ip);
+        }
+        s
+    }
+
+    /// Issue 33: by default a port sends only from its own MAC and addresses, to unicast
+    /// MACs and addresses on its subnets or in the benchmarking blocks, and no TCP SYN or
+    /// RST; the request is refused naming the flag that would allow it, and each flag
+    /// lets its frames through. Several streams are held to the same rules, each.
+    #[test]
+    fn spoofed_broadcast_and_far_frames_are_refused_unless_allowed() {
+        let limits = Limits {
+            max_duration_s: 60.0,
+            ..Default::default()
+        };
+        let strict = RawPortPolicy::default();
+        let open = RawPortPolicy {
+            allow_spoof: true,
+            allow_broadcast: true,
+            destinations: vec![(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 0)), 24)],
+            ..RawPortPolicy::default()
+        };
+        let check = |s: &FrameSpec, policy: &RawPortPolicy| {
+            let hex = auth::to_hex(&frame_of(s));
+            send_spec(
+                &hex,
+                128,
+                (7, 1),
+                rate(1000.0, 1),
+                &limits,
+                &port_rules(policy),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(check(&spec(), &strict), Ok(()));
+        // Off the port's subnet but in the benchmarking block (through a router).
+        let bench = with_ipv4(|ip| ip.dst_addr = wire::Ipv4Address([198, 19, 7, 1]));
+        assert_eq!(check(&bench, &strict), Ok(()));
+        let mut mac = spec();
+        mac.eth.src_addr = wire::EthernetAddress([2, 0, 0, 0, 0, 0x99]);
+        let mut broadcast = spec();
+        broadcast.eth.dst_addr = wire::EthernetAddress::BROADCAST;
+        let mut multicast = spec();
+        multicast.eth.dst_addr = wire::EthernetAddress([1, 0, 0x5e, 0, 0, 1]);
+        let mut syn = spec();
+        syn.l4 = L4Spec::Tcp(wire::tcp::TcpRepr {
+            src_port: 1,
+            dst_port: 80,
+            seq: 0,
+            ack: 0,
+            flags: wire::tcp::TcpFlags::SYN,
+            window: 1024,
+        });
+        let mut rst = syn;
+        if let L4Spec::Tcp(t) = &mut rst.l4 {
+            t.flags = wire::tcp::TcpFlags::RST;
+        }
+        let to = |octets| with_ipv4(|ip| ip.dst_addr = wire::Ipv4Address(octets));
+        let refused = [
+            (mac, "source MAC 02:00:00:00:00:99", "--raw-allow-spoof"),
+            (
+                with_ipv4(|ip| ip.src_addr = wire::Ipv4Address([198, 18, 0, 99])),
+                "source address 198.18.0.99",
+                "--raw-allow-spoof",
+            ),
+            (syn, "SYN", "--raw-allow-spoof"),
+            (rst, "RST", "--raw-allow-spoof"),
+            (broadcast, "ff:ff:ff:ff:ff:ff", "--raw-allow-broadcast"),
+            (multicast, "01:00:5e:00:00:01", "--raw-allow-broadcast"),
+            (
+                to([255, 255, 255, 255]),
+                "255.255.255.255",
+                "--raw-allow-broadcast",
+            ),
+            (
+                to([198, 18, 0, 255]),
+                "198.18.0.255",
+                "--raw-allow-broadcast",
+            ),
+            (to([224, 0, 0, 1]), "224.0.0.1", "--raw-allow-broadcast"),
+            (to([192, 0, 2, 1]), "192.0.2.1", "--raw-destinations"),
+        ];
+        for (s, what, flag) in refused {
+            let e = check(&s, &strict).expect_err(what);
+            assert!(e.contains(what) && e.contains(flag), "{what}: {e}");
+            assert_eq!(check(&s, &open), Ok(()), "{what} with {flag}");
+        }
+        // Only the blocks given: 192.0.3.1 is still refused.
+        assert!(check(&to([192, 0, 3, 1]), &open).is_err_and(|e| e.contains("--raw-destinations")));
+        // The same rules for each of several streams.
+        let stream = |frame: &FrameSpec| RawStream {
+            stream_id: 3,
+            frame: auth::to_hex(&frame_of(frame)),
+            sizes: vec![128],
+            pattern: vec![0],
+            pps: 10.0,
+            start_s: 0.0,
+            stop_s: 1.0,
+        };
+        let rules = port_rules(&strict);
+        assert!(stream_specs(9, &[stream(&spec())], 1518, &limits, &rules).is_ok());
+        let e = stream_specs(9, &[stream(&mac)], 1518, &limits, &rules)
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref().is_some_and(
+                |e| e.starts_with("stream 3: source MAC") && e.contains("--raw-allow-spoof")
+            ),
+            "{e:?}"
+        );
+    }
+
+    /// Issue 33: a port sends at most `--raw-max-rate` (1 Gbit/s unless given), even on a
+    /// server without `--max-rate`: a rate, a burst's line rate or streams together above
+    /// it are refused naming the flag.
+    #[test]
+    fn rates_above_the_port_cap_are_refused() {
+        let hex = auth::to_hex(&frame());
+        let limits = Limits {
+            max_duration_s: 60.0,
+            max_rate_bps: None,
+            ..Default::default()
+        };
+        let send = |load: RawSendLoad, policy: &RawPortPolicy| {
+            send_spec(&hex, 128, (7, 1), load, &limits, &port_rules(policy))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let capped = RawPortPolicy {
+            max_rate_bps: 10e6,
+            ..RawPortPolicy::default()
+        };
+        // 128-byte frames: 9,765 frames/s are 9.9994 Mbit/s, 9,766 are 10.0004.
+        assert_eq!(send(rate(9_765.0, 1), &capped), Ok(()));
+        let e = send(rate(9_766.0, 1), &capped).unwrap_err();
+        assert!(
+            e.contains("10.00 Mbit/s from one port")
+                && e.contains("at most 10.00 Mbit/s (--raw-max-rate)"),
+            "{e}"
+        );
+        let burst = |target_pps| RawSendLoad::Burst {
+            frames: 1000,
+            target_pps,
+        };
+        assert_eq!(send(burst(9_000.0), &capped), Ok(()));
+        assert!(send(burst(10_000.0), &capped).is_err_and(|e| e.contains("--raw-max-rate")));
+        // The default: 1 Gbit/s; 1M frames/s of 128 bytes are 1.024 Gbit/s.
+        assert_eq!(RawPortPolicy::default().max_rate_bps, 1e9);
+        assert!(send(rate(1e6, 1), &RawPortPolicy::default())
+            .is_err_and(|e| e.contains("--raw-max-rate")));
+        assert_eq!(send(rate(9e5, 1), &RawPortPolicy::default()), Ok(()));
+        // Streams are added up: two of 6 Mbit/s each are 12.
+        let stream = |id| RawStream {
+            stream_id: id,
+            frame: hex.clone(),
+            sizes: vec![128],
+            pattern: vec![0],
+            pps: 6e6 / 1024.0,
+            start_s: 0.0,
+            stop_s: 1.0,
+        };
+        let rules = port_rules(&capped);
+        assert!(stream_specs(9, &[stream(1)], 1518, &limits, &rules).is_ok());
+        let e = stream_specs(9, &[stream(1), stream(2)], 1518, &limits, &rules)
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref().is_some_and(|e| e.contains("--raw-max-rate")),
+            "{e:?}"
+        );
     }
 }

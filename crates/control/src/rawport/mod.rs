@@ -19,6 +19,10 @@
 //! [`ClientMsg::RawSend`]: crate::messages::ClientMsg::RawSend
 //! [`ClientMsg::RawReflect`]: crate::messages::ClientMsg::RawReflect
 //!
+//! What a lent port may send is the server's [`RawPortPolicy`](crate::server::RawPortPolicy) (issue 33: its own source
+//! MAC and addresses, unicast destinations nearby, at most `--raw-max-rate`), checked in
+//! `check` before a send and metered while it runs.
+//!
 //! The request checks are in `check` (pure), the server's side in `server`, the
 //! controller's in `agent`; the stream payloads are message types
 //! ([`crate::messages::raw`]). This module holds no code of its own.

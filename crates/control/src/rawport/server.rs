@@ -1,7 +1,12 @@
 //! The server's side of a lent raw port: [`serve`] opens the port a controller asks for
 //! (within the server's admission, one sender and one receiver per port at a time) and
-//! runs its trials, each one checked by [`super::check`] first, until the controller
-//! closes the session.
+//! runs its trials, each one checked by [`super::check`] first (the server's limits and
+//! the port's policy), until the controller closes the session.
+//!
+//! While the port sends, the server watches the controller ([`send_watched`]): it says it
+//! is there every second, and a silent one (frozen, or its host gone) has its send
+//! stopped after `--idle-timeout`; the port's frames are metered as they leave, and a
+//! sender found above `--raw-max-rate` is stopped too.
 //!
 //! It does not decide what a trial means: the controller ([`super::RawAgent`]) settles
 //! received against sent and reads latency.
@@ -10,17 +15,20 @@ use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use engine::clock::RealPauses;
 use engine::frameio::{Backend, Endpoint, FrameRx, FrameTx};
 use engine::raw::Reception;
 use model::clock::Clock;
 use model::stop::Stop;
+use model::wait::{Poll, Wait};
 
-use super::check::{send_spec, stream_specs, MAX_LEN, SLACK};
-use crate::conn::watch_controller;
+use super::check::{send_spec, stream_specs, PortRules, MAX_LEN, SLACK};
+use crate::conn::{peek, Peeked};
 use crate::frame::{read_msg_within, write_msg};
 use crate::messages::raw::RawStreamSent;
 use crate::messages::{ClientMsg, ErrorCode, ServerMsg};
 use crate::session::{admit, refuse, Ctx};
+use crate::watch::Watch;
 use crate::ProtoError;
 
 /// Longest wait for a session's next request (a search's trials come one after another).
@@ -159,6 +167,15 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
         Ok(a) => a,
         Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Internal, e.to_string())),
     };
+    let networks = match lab::probe::networks(runner, &ep) {
+        Ok(n) => n,
+        Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Internal, e.to_string())),
+    };
+    let rules = PortRules {
+        mac: addrs.mac,
+        networks: &networks,
+        policy: &ctx.raw_policy,
+    };
     let next_hop_mac = match resolve {
         Some(ip) => match lab::probe::next_hop_mac(runner, &ep, ip) {
             Ok(m) => Some(m),
@@ -206,6 +223,12 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
     let limits = ctx.limits;
     let wait = Duration::from_secs_f64(limits.max_duration_s) + SLACK;
     let clock = &*ctx.clock;
+    let watching = Watching {
+        wait,
+        idle: ctx.idle_timeout,
+        max_rate: ctx.raw_policy.max_rate_bps,
+        clock,
+    };
     loop {
         let msg = match read_msg_within(&ctrl, IDLE, clock) {
             Ok(m) => m,
@@ -213,6 +236,8 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
             Err(e) => return Err(e),
         };
         match msg {
+            // A heartbeat the agent wrote as the last send ended.
+            ClientMsg::Alive => {}
             ClientMsg::RawSend {
                 frame,
                 frame_len,
@@ -229,17 +254,20 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                         format!("frames of {frame_len} bytes on a port opened for {max_len}"),
                     );
                 }
-                let spec = match send_spec(&frame, frame_len, test_id, stream_id, load, &limits) {
+                let ids = (test_id, stream_id);
+                let spec = match send_spec(&frame, frame_len, ids, load, &limits, &rules) {
                     Ok(s) => s,
                     Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string())),
                 };
-                let sent = send_watched(&ctrl, wait, clock, |stop| {
+                let burst_bits = (tx.batch_max() as u64 * frame_len * 8) as f64;
+                let sent = send_watched(&ctrl, tx, burst_bits, &watching, |tx, stop| {
                     engine::raw::run_trial(tx, None, &spec, stop)
                 });
                 let report = match sent {
-                    Ok(Some(r)) => r,
+                    Ok(Watched::Sent(r)) => r,
                     // Aborted, or the controller went away: the sender stopped.
-                    Ok(None) => return Ok(()),
+                    Ok(Watched::Gone) => return Ok(()),
+                    Ok(Watched::Cut(code, why)) => return Err(refuse(&mut ctrl, code, why)),
                     Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Internal, e.to_string())),
                 };
                 write_msg(
@@ -253,18 +281,21 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
                 let Some(tx) = tx.as_deref_mut() else {
                     return bad(&mut ctrl, "this session did not open a sender".into());
                 };
-                let specs = match stream_specs(test_id, &streams, max_len, &limits) {
+                let specs = match stream_specs(test_id, &streams, max_len, &limits, &rules) {
                     Ok(s) => s,
                     Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Limit, e.to_string())),
                 };
-                let sent = send_watched(&ctrl, wait, clock, |stop| {
+                // A first batch of the largest frames from each stream at once.
+                let burst_bits = (streams.len() * tx.batch_max()) as f64 * max_len as f64 * 8.0;
+                let sent = send_watched(&ctrl, tx, burst_bits, &watching, |tx, stop| {
                     let r =
                         engine::multi::run(vec![(tx, specs)], vec![], Duration::ZERO, None, stop)?;
                     Ok(r.sent.into_iter().flatten().collect::<Vec<_>>())
                 });
                 let sent = match sent {
-                    Ok(Some(s)) => s,
-                    Ok(None) => return Ok(()),
+                    Ok(Watched::Sent(s)) => s,
+                    Ok(Watched::Gone) => return Ok(()),
+                    Ok(Watched::Cut(code, why)) => return Err(refuse(&mut ctrl, code, why)),
                     Err(e) => return Err(refuse(&mut ctrl, ErrorCode::Internal, e.to_string())),
                 };
                 let sent = sent.into_iter().map(RawStreamSent::from).collect();
@@ -320,26 +351,195 @@ pub(crate) fn serve(mut ctrl: TcpStream, ctx: &Ctx, open: ClientMsg) -> Result<(
     }
 }
 
-/// Runs `send` (given a stop) while watching the control connection: an abort, the
-/// connection closing, or the sending running past `wait` on `clock` stops it (`None` for
-/// the first two).
+/// What a send is watched with: the longest it may take, how long its controller may be
+/// silent, the port's `--raw-max-rate` (bits/s), and the server's clock.
+struct Watching<'a> {
+    wait: Duration,
+    idle: Duration,
+    max_rate: f64,
+    clock: &'a dyn Clock,
+}
+
+/// How a watched send ended.
+enum Watched<T> {
+    /// It ran its course (or its time ran out), with what it sent.
+    Sent(T),
+    /// The controller aborted or went away: the session ends.
+    Gone,
+    /// The server stopped it: the refusal to send (the session ends).
+    Cut(ErrorCode, String),
+}
+
+/// A lent port's sender that counts the bytes of the frames it hands over, FCS included
+/// (as `--raw-max-rate` counts them), for the watch to meter.
+struct MeteredTx<'a> {
+    inner: &'a mut dyn FrameTx,
+    bytes: &'a AtomicU64,
+    /// The lengths of the current batch's frames.
+    lens: Vec<usize>,
+}
+
+impl FrameTx for MeteredTx<'_> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn batch_max(&self) -> usize {
+        self.inner.batch_max()
+    }
+
+    fn send_frames(
+        &mut self,
+        n: usize,
+        len: usize,
+        fill: &mut dyn FnMut(usize, &mut [u8]) -> usize,
+    ) -> std::io::Result<usize> {
+        self.lens.clear();
+        self.lens.resize(n, 0);
+        let lens = &mut self.lens;
+        let taken = self.inner.send_frames(n, len, &mut |i, buf| {
+            let l = fill(i, buf);
+            if let Some(slot) = lens.get_mut(i) {
+                *slot = l;
+            }
+            l
+        })?;
+        let bytes: usize = self.lens.iter().take(taken).map(|l| l + 4).sum();
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Runs `send` on `tx` (metered; given a stop) while watching the controller and the
+/// port: an abort or the connection closing stops it ([`Watched::Gone`]); so do the
+/// controller falling silent for the idle timeout, or the port's frames exceeding
+/// `--raw-max-rate` (10 % over, beyond `burst_bits` and a quarter second at the rate),
+/// each [`Watched::Cut`] with the refusal; the send running past its wait is stopped and
+/// answered with what it sent.
 fn send_watched<T>(
     ctrl: &TcpStream,
-    wait: Duration,
-    clock: &dyn Clock,
-    send: impl FnOnce(&Stop) -> std::io::Result<T>,
-) -> std::io::Result<Option<T>> {
+    tx: &mut dyn FrameTx,
+    burst_bits: f64,
+    watching: &Watching,
+    send: impl FnOnce(&mut dyn FrameTx, &Stop) -> std::io::Result<T>,
+) -> std::io::Result<Watched<T>> {
     let stop = Stop::new();
     let done = Stop::new();
-    let gone = Stop::new();
-    let watch = ctrl.try_clone()?;
+    let bytes = AtomicU64::new(0);
+    let clock = watching.clock;
+    let mut watch = Watch::raw_send(
+        watching.max_rate,
+        burst_bits,
+        watching.idle,
+        watching.wait,
+        clock.mono(),
+    );
+    let watch_ctrl = ctrl.try_clone()?;
+    let mut metered = MeteredTx {
+        inner: tx,
+        bytes: &bytes,
+        lens: Vec::new(),
+    };
     std::thread::scope(|s| {
-        s.spawn(|| watch_controller(&watch, &done, &stop, &gone, wait, clock));
-        let r = send(&stop);
+        let watcher = s.spawn(|| {
+            let cut = watch_send(&watch_ctrl, &done, &mut watch, &bytes, clock);
+            if cut.is_some() {
+                stop.raise();
+            }
+            cut
+        });
+        let r = send(&mut metered, &stop);
         done.raise();
+        let cut = watcher
+            .join()
+            .map_err(|_| std::io::Error::other("the send's watcher panicked"))?;
         let r = r?;
-        Ok((!gone.is_raised()).then_some(r))
+        Ok(match cut {
+            None | Some(Cut::Overdue) => Watched::Sent(r),
+            Some(Cut::Gone) => Watched::Gone,
+            Some(Cut::Silent(idle)) => Watched::Cut(
+                ErrorCode::Timeout,
+                format!(
+                    "the controller said nothing for {} s (--idle-timeout): the port stopped sending",
+                    idle.as_secs_f64()
+                ),
+            ),
+            Some(Cut::OverRate(bps, max)) => Watched::Cut(
+                ErrorCode::Limit,
+                format!(
+                    "the port sent {} on average, more than this server's --raw-max-rate of {} (+10 %): it stopped sending",
+                    model::units::bps(bps),
+                    model::units::bps(max)
+                ),
+            ),
+            Some(Cut::Unexpected(kind)) => Watched::Cut(
+                ErrorCode::Protocol,
+                format!("expected alive or abort while the port sends, got {kind}"),
+            ),
+        })
     })
+}
+
+/// Why the watch stopped a send.
+enum Cut {
+    /// The controller aborted, closed or broke the connection.
+    Gone,
+    /// The controller said nothing for this long.
+    Silent(Duration),
+    /// The port sent this many bits/s on average, above this cap.
+    OverRate(f64, f64),
+    /// The send ran past its wait.
+    Overdue,
+    /// The controller sent a message of this kind during the send.
+    Unexpected(&'static str),
+}
+
+/// Watches a send until `done`: reads the controller's heartbeats (and an abort) off
+/// `ctrl` and meters `bytes` sent, deciding with `watch` on `clock`; what stopped it, if
+/// anything did.
+fn watch_send(
+    ctrl: &TcpStream,
+    done: &Stop,
+    watch: &mut Watch,
+    bytes: &AtomicU64,
+    clock: &dyn Clock,
+) -> Option<Cut> {
+    let pauses = RealPauses(clock);
+    // Each peek waits up to its read timeout: a quiet controller is polled again at once.
+    let watched = Wait::on(&pauses).or_stop(done).poll(|| {
+        let now = clock.mono();
+        if watch.overdue(now) {
+            return Poll::Ready(Cut::Overdue);
+        }
+        if watch.meter_due(now) {
+            if let Err((bps, max)) = watch.metered(now, bytes.load(Ordering::Relaxed)) {
+                return Poll::Ready(Cut::OverRate(bps, max));
+            }
+        }
+        if watch.silent(now) {
+            return Poll::Ready(Cut::Silent(watch.idle()));
+        }
+        let _ = ctrl.set_read_timeout(Some(Duration::from_millis(100)));
+        match peek(ctrl) {
+            Peeked::Quiet => return Poll::Again,
+            Peeked::Readable => {}
+            Peeked::Gone => return Poll::Ready(Cut::Gone),
+        }
+        // A message has begun: all of it within a second.
+        match read_msg_within::<ClientMsg>(ctrl, Duration::from_secs(1), clock) {
+            Ok(ClientMsg::Alive) => {
+                watch.heard(clock.mono());
+                Poll::Again
+            }
+            Ok(ClientMsg::Abort { .. }) | Err(_) => Poll::Ready(Cut::Gone),
+            Ok(other) => Poll::Ready(Cut::Unexpected(other.kind())),
+        }
+    });
+    watched.ready()
 }
 
 /// What the controller said while a receiver or a reflector ran.

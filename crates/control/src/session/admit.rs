@@ -314,6 +314,7 @@ mod tests {
                 max_memory,
                 rx_xdp: false,
                 raw_ports: vec!["eth1".into()],
+                raw_policy: crate::session::ctx::RawPortPolicy::default(),
                 third_party: true,
                 third_party_peers: Vec::new(),
             },

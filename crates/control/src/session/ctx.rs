@@ -28,6 +28,38 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// second) before the test is ended.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The default `--raw-max-rate`, bits/s of frames with FCS: a gigabit port's line rate,
+/// which a trial at the methods' default `--line-rate 1G` stays under at every frame size.
+const DEFAULT_RAW_MAX_RATE_BPS: f64 = 1e9;
+
+/// What a server's lent ports may send (`--raw-max-rate`, `--raw-allow-spoof`,
+/// `--raw-allow-broadcast`, `--raw-destinations`). The default is the safe one: 1 Gbit/s
+/// per port, from the port's own MAC and addresses, to unicast destinations on its own
+/// subnets or in the benchmarking blocks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawPortPolicy {
+    /// Most bits/s of frames (FCS included) one port sends, all its streams together.
+    pub max_rate_bps: f64,
+    /// Frames may carry any source MAC and IP address, and TCP SYN or RST.
+    pub allow_spoof: bool,
+    /// Frames may go to broadcast and multicast MAC and IP addresses.
+    pub allow_broadcast: bool,
+    /// Address blocks frames may go to besides the port's subnets and the benchmarking
+    /// blocks.
+    pub destinations: Vec<(IpAddr, u8)>,
+}
+
+impl Default for RawPortPolicy {
+    fn default() -> Self {
+        Self {
+            max_rate_bps: DEFAULT_RAW_MAX_RATE_BPS,
+            allow_spoof: false,
+            allow_broadcast: false,
+            destinations: Vec::new(),
+        }
+    }
+}
+
 /// How a server runs.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -58,6 +90,9 @@ pub struct ServerConfig {
     /// Interfaces an authenticated client may send and receive raw frames on
     /// (`--raw-ports`; needs a key).
     pub raw_ports: Vec<String>,
+    /// What the lent ports may send (`--raw-max-rate`, `--raw-allow-spoof`,
+    /// `--raw-allow-broadcast`, `--raw-destinations`).
+    pub raw_policy: RawPortPolicy,
     /// Authenticated controllers may have this server run client tests toward other
     /// wirebench servers (`--allow-third-party`; needs a key, which it authenticates with).
     pub third_party: bool,
@@ -102,6 +137,7 @@ pub(crate) struct Ctx {
     pub(crate) turning: AtomicUsize,
     pub(crate) rx_xdp: bool,
     pub(crate) raw_ports: Vec<String>,
+    pub(crate) raw_policy: RawPortPolicy,
     /// Lent ports in use: (interface, sending), one session each.
     pub(crate) raw_busy: Mutex<HashSet<(String, bool)>>,
     /// Runs client tests toward other servers for authenticated controllers.
@@ -141,6 +177,7 @@ impl Ctx {
             } else {
                 Vec::new()
             },
+            raw_policy: cfg.raw_policy.clone(),
             raw_busy: Mutex::default(),
             third_party: cfg.third_party && cfg.key.is_some(),
             third_party_peers: cfg.third_party_peers.clone(),
