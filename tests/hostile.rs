@@ -614,6 +614,12 @@ fn one_test_count_is_shared_by_both_protocols() {
     let mut ctrl = TcpStream::connect(("127.0.0.1", iperf3)).expect("connect");
     ctrl.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     ctrl.write_all(&[b's'; 37]).unwrap();
+    // Its set-up (cookie and parameters) is read first, as a handshake is; then the test
+    // finds no place.
+    assert_eq!(state(&mut ctrl), PARAM_EXCHANGE);
+    let json = r#"{"tcp":true,"time":1}"#;
+    ctrl.write_all(&(json.len() as u32).to_be_bytes()).unwrap();
+    ctrl.write_all(json.as_bytes()).unwrap();
     assert_eq!(
         state(&mut ctrl),
         -1,
@@ -652,6 +658,8 @@ fn one_test_count_is_shared_by_both_protocols() {
         "the wirebench test and the iperf3 one"
     );
     assert!(value("wirebench_server_tests_refused_total{reason=\"busy\"}") >= 1.0);
+}
+
 /// A `direct` lab (talker 198.18.0.1 - listener 198.18.0.2) whose talker lends its eth0
 /// (`server --raw-ports eth0` with `extra`), and the controller's side of it: the key
 /// file and the port as `HOST:PORT/eth0`. The lab goes down when the guard drops.

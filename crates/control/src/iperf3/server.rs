@@ -8,14 +8,15 @@
 //! set-up is one test at a time, and only a hello from the client's address is taken.
 //!
 //! Admission is the server's own (`session::admit`): one accept thread reads every new
-//! connection's cookie itself, without a thread per connection, each within one deadline
-//! ([`STEP`]) and holding a place at the server's gate (per-address shares, eviction of the
-//! oldest for newcomers, penalties for connections that close or stall before their
-//! cookie); extra places are given only to the data streams a waiting test of the same
-//! address still expects. A new test's thread starts only with one of `--max-tests`
-//! (shared with wirebench's clients), then takes its address's share and its memory;
-//! whatever is refused gets iperf3's access-denied state. Whether the port is served at
-//! all on a server with a key (`--iperf3-open`) is the caller's choice.
+//! connection's set-up itself, without a thread per connection: its cookie, and for a new
+//! test its parameters, all within one deadline ([`STEP`]), holding a place at the
+//! server's gate (per-address shares, eviction of the oldest for newcomers, penalties for
+//! connections that close or stall before their set-up ends), as a control connection's
+//! handshake does; extra places are given only to the data streams a waiting test of the
+//! same address still expects. Only then does a new test get a thread, with one of
+//! `--max-tests` (shared with wirebench's clients); it takes its address's share and its
+//! memory; whatever is refused gets iperf3's access-denied state. Whether the port is
+//! served at all on a server with a key (`--iperf3-open`) is the caller's choice.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read};
@@ -36,7 +37,6 @@ use serde_json::Value;
 use super::{read_json, read_state, state, stream_id, write_json, write_state};
 use super::{Params, Results, StreamResult, COOKIE_SIZE, UDP_REPLY};
 use crate::conn::keep_alive;
-use crate::frame::DeadlineReader;
 use crate::gate::HandshakeId;
 use crate::handshake::Deadline;
 use crate::limits::{check_limits, test_memory};
@@ -113,48 +113,97 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     engine::tcp::listen(addr, None)
 }
 
-/// A connection whose cookie is being read by the accept thread.
+/// Largest parameter object read during a set-up (iperf3's is a few hundred bytes).
+const MAX_PARAMS: usize = 64 << 10;
+
+/// What a pending connection is reading.
+enum Phase {
+    /// Its 37-byte cookie.
+    Cookie,
+    /// A new test's parameters (told PARAM_EXCHANGE): a 4-byte length, then JSON.
+    Params(Vec<u8>),
+}
+
+/// A connection in its set-up, read by the accept thread: the cookie, and for a new test
+/// its parameters, all within one deadline.
 struct Pending {
     stream: TcpStream,
     peer: SocketAddr,
     order: u64,
     cookie: [u8; COOKIE_SIZE],
     got: usize,
+    phase: Phase,
     /// Its place at the gate; `None` for a data stream let in beyond the address's share
     /// because one of its tests expects it.
     place: Option<HandshakeId>,
     deadline: Deadline,
 }
 
-/// What became of a pending connection after a read.
-enum Read37 {
+/// What a read of a pending connection came to.
+enum Step {
+    /// Nothing complete yet.
     Waiting,
+    /// Its cookie is complete.
     Cookie,
-    /// Closed or failed before its cookie.
+    /// A new test's parameters are complete.
+    Params(Value),
+    /// Parameters that cannot be a test's (too long, not JSON): turned away.
+    Bad(String),
+    /// Closed or failed before its set-up ended.
     Gone,
 }
 
 impl Pending {
-    fn read(&mut self) -> Read37 {
-        match self.stream.read(&mut self.cookie[self.got..]) {
-            Ok(0) => Read37::Gone,
-            Ok(n) => {
+    fn read(&mut self) -> Step {
+        let mut chunk = [0u8; 4096];
+        let buf: &mut [u8] = match &self.phase {
+            Phase::Cookie => &mut self.cookie[self.got..],
+            Phase::Params(_) => &mut chunk,
+        };
+        let n = match self.stream.read(buf) {
+            Ok(0) => return Step::Gone,
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                return Step::Waiting
+            }
+            Err(_) => return Step::Gone,
+        };
+        match &mut self.phase {
+            Phase::Cookie => {
                 self.got += n;
                 if self.got == COOKIE_SIZE {
-                    Read37::Cookie
+                    Step::Cookie
                 } else {
-                    Read37::Waiting
+                    Step::Waiting
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                Read37::Waiting
+            Phase::Params(b) => {
+                b.extend_from_slice(&chunk[..n]);
+                params_of(b)
             }
-            Err(_) => Read37::Gone,
         }
     }
 }
 
-/// Connections accepted in one go before their cookies are read.
+/// The parameter object in `b` (its length, then its JSON) once all of it came.
+fn params_of(b: &[u8]) -> Step {
+    let Some(len) = b.get(..4) else {
+        return Step::Waiting;
+    };
+    let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    if len > MAX_PARAMS {
+        return Step::Bad(format!("{len} bytes of parameters (at most {MAX_PARAMS})"));
+    }
+    match b.get(4..) {
+        Some(body) if body.len() >= len => match serde_json::from_slice(&body[..len]) {
+            Ok(v) => Step::Params(v),
+            Err(e) => Step::Bad(format!("parameters that do not parse: {e}")),
+        },
+        _ => Step::Waiting,
+    }
+}
+
+/// Connections accepted in one go before their set-ups are read.
 const ACCEPT_BATCH: usize = 64;
 
 /// Serves iperf3 clients on `listener` (non-blocking) under `ctx`'s admission until
@@ -191,11 +240,23 @@ pub(crate) fn serve(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &Stop) {
             let now = clock.mono();
             let mut i = 0;
             while i < pending.len() {
-                let p = &mut pending[i];
-                let read = p.read();
-                if matches!(read, Read37::Waiting) && !p.deadline.passed(now) {
-                    i += 1;
-                    continue;
+                let step = pending[i].read();
+                match step {
+                    Step::Waiting if !pending[i].deadline.passed(now) => {
+                        i += 1;
+                        continue;
+                    }
+                    Step::Cookie => {
+                        busy = true;
+                        let p = pending.swap_remove(i);
+                        if let Some(p) = cookie_read(&sh, p) {
+                            // A new test: its parameters are read next, at once if they
+                            // came with the cookie.
+                            pending.push(p);
+                        }
+                        continue;
+                    }
+                    _ => {}
                 }
                 busy = true;
                 let p = pending.swap_remove(i);
@@ -205,17 +266,22 @@ pub(crate) fn serve(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &Stop) {
                     ctx.handshakes().remove(&id);
                     !counted
                 });
-                match read {
-                    Read37::Cookie => {
+                match step {
+                    Step::Params(v) => {
                         ctx.gate().succeeded(p.peer.ip());
-                        cookie_read(&sh, p);
+                        start_test(&sh, p, &v);
                     }
-                    // Closed, failed or out of time before its cookie: penalised (from
-                    // the third time in a row), unless the gate closed it for a newcomer.
+                    Step::Bad(why) => {
+                        tracing::info!("iperf3 client {}: {why}", p.peer);
+                        ctx.refused(ErrorCode::Protocol);
+                    }
+                    // Closed, failed or out of time before its set-up ended: penalised
+                    // (from the third time in a row), unless the gate closed it for a
+                    // newcomer.
                     _ if evicted => {}
                     _ => {
                         ctx.gate().failed(p.peer.ip(), now);
-                        tracing::debug!("iperf3 client {}: no cookie", p.peer);
+                        tracing::debug!("iperf3 client {}: set-up not finished", p.peer);
                     }
                 }
             }
@@ -271,36 +337,57 @@ fn enter(sh: &Shared, s: TcpStream, peer: SocketAddr, order: u64) -> Option<Pend
         order,
         cookie: [0; COOKIE_SIZE],
         got: 0,
+        phase: Phase::Cookie,
         place,
         deadline: Deadline::new(now, STEP),
     })
 }
 
 /// A connection whose cookie is read: a data stream of a waiting test from the same
-/// address, or a new test on a thread of its own with one of `--max-tests`.
-fn cookie_read(sh: &Arc<Shared>, p: Pending) {
-    let Pending {
-        stream: s,
-        peer,
-        order,
-        cookie,
-        place,
-        ..
-    } = p;
-    let _ = s.set_nonblocking(false);
+/// address is handed to it (and leaves the gate); a new test is asked for its
+/// parameters and stays pending (returned).
+fn cookie_read(sh: &Arc<Shared>, mut p: Pending) -> Option<Pending> {
     {
         let mut waiting = sh.waiting();
-        if let Some(w) = waiting.get_mut(&cookie) {
-            if w.client == peer.ip().to_canonical() {
+        if let Some(w) = waiting.get_mut(&p.cookie) {
+            if w.client == p.peer.ip().to_canonical() {
                 // (One let in beyond its address's share was counted when it came.)
-                if place.is_some() {
+                if p.place.is_some() {
                     w.expects = w.expects.saturating_sub(1);
                 }
-                let _ = w.streams.send((order, s));
-                return;
+                drop(waiting);
+                if let Some(id) = p.place {
+                    admit::leave(&sh.ctx, p.peer.ip(), id);
+                }
+                let _ = p.stream.set_nonblocking(false);
+                let sent = sh.waiting().get(&p.cookie).map(|w| w.streams.clone());
+                if let Some(tx) = sent {
+                    let _ = tx.send((p.order, p.stream));
+                }
+                return None;
             }
         }
     }
+    // One byte into an empty send buffer.
+    if write_state(&mut p.stream, state::PARAM_EXCHANGE).is_err() {
+        if let Some(id) = p.place {
+            admit::leave(&sh.ctx, p.peer.ip(), id);
+        }
+        return None;
+    }
+    p.phase = Phase::Params(Vec::new());
+    Some(p)
+}
+
+/// A new test whose parameters are read (out of the gate): on a thread of its own with
+/// one of `--max-tests`, or turned away with access denied.
+fn start_test(sh: &Arc<Shared>, p: Pending, v: &Value) {
+    let Pending {
+        stream: s,
+        peer,
+        cookie,
+        ..
+    } = p;
     let ctx = &sh.ctx;
     let slot = match OwnedSlot::test(ctx) {
         Ok(slot) => slot,
@@ -311,11 +398,12 @@ fn cookie_read(sh: &Arc<Shared>, p: Pending) {
             return;
         }
     };
-    let sh = Arc::clone(sh);
+    let _ = s.set_nonblocking(false);
+    let (sh, p) = (Arc::clone(sh), params(v));
     let spawned = thread::Builder::new()
         .name("wb-iperf3".into())
         .spawn(move || {
-            if let Err(e) = connection(s, peer, cookie, &sh, slot) {
+            if let Err(e) = connection(s, peer, cookie, &p, &sh, slot) {
                 tracing::warn!("iperf3 client {peer}: {e}");
             }
         });
@@ -329,6 +417,7 @@ fn connection(
     mut s: TcpStream,
     peer: SocketAddr,
     cookie: [u8; COOKIE_SIZE],
+    p: &Params,
     sh: &Shared,
     _slot: OwnedSlot,
 ) -> Result<(), ProtoError> {
@@ -355,7 +444,7 @@ fn connection(
             streams: tx,
         },
     );
-    let result = test(s, peer, cookie, sh, &rx);
+    let result = test(s, peer, cookie, p, sh, &rx);
     sh.waiting().remove(&cookie);
     result
 }
@@ -448,29 +537,19 @@ fn server_error(ctrl: &mut TcpStream, code: i32) -> ProtoError {
     ProtoError::Unexpected(format!("refused with iperf3 error {code}"))
 }
 
-/// One test of a client whose cookie was read, from the parameter exchange to the
+/// One test of a client whose parameters (`p`) were read, from the limits to the
 /// results; its data streams come through `data`.
 fn test(
     mut ctrl: TcpStream,
     peer: SocketAddr,
     cookie: [u8; COOKIE_SIZE],
+    p: &Params,
     sh: &Shared,
     data: &Receiver<Ordered>,
 ) -> Result<(), ProtoError> {
     let ctx = &*sh.ctx;
     let clock = &*ctx.clock;
-    write_state(&mut ctrl, state::PARAM_EXCHANGE)?;
-    // The parameters within one deadline, however they drip in.
-    let p = match read_json(&mut DeadlineReader::new(&ctrl, STEP, clock)) {
-        Ok(v) => params(&v),
-        Err(e) => {
-            if !matches!(e, ProtoError::Closed) {
-                ctx.gate().failed(peer.ip(), clock.mono());
-            }
-            return Err(e);
-        }
-    };
-    let spec = spec_of(&p, &ctx.limits);
+    let spec = spec_of(p, &ctx.limits);
     if let Err(m) = check_limits(&spec, &ctx.limits) {
         tracing::info!("iperf3 client {peer}: refused: {m}");
         ctx.refused(ErrorCode::Limit);
