@@ -625,9 +625,14 @@ def main():
         attackers = [n for n in attackers if n not in skipped]
     metrics_port = free_port()
     srv = subprocess.Popen(
-        # Every client here comes from 127.0.0.1: the per-address shares are the fleet's.
-        [a.wirebench, "server", "--bind", "127.0.0.1", "-p", "0", "--max-tests", "16",
-         "--max-tests-per-source", "16", "--max-handshakes-per-source", "16",
+        # Every client here comes from 127.0.0.1: the per-address shares are the fleet's,
+        # sized for the client loops plus the reflection attacker, which must share their
+        # address (its control connection is the client's) and whose tests count in
+        # --max-tests with theirs (one count for both protocols); iperf3 clients' data
+        # connections hold a handshake place each while their cookie is read.
+        [a.wirebench, "server", "--bind", "127.0.0.1", "-p", "0",
+         "--max-tests", str(a.clients + 8), "--max-tests-per-source", str(a.clients + 4),
+         "--max-handshakes-per-source", str(a.clients + 8),
          "--metrics", "127.0.0.1:%d" % metrics_port]
         + (["--iperf3-port", str(iperf3_port)] if iperf3_port else ["--no-iperf3"]),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
