@@ -639,9 +639,10 @@ pub struct ServerArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_tests_per_source: u16,
     /// Most handshakes one client address may have open at once (on the control port and
-    /// iperf3's together; an iperf3 connection's is its cookie); more connections from it
-    /// are turned away at once (64 in all; when all are taken, the address holding the
-    /// most gives up its oldest).
+    /// iperf3's together; an iperf3 connection's is its cookie and parameters); more
+    /// connections from it are turned away at once (64 in all; when all are taken, a
+    /// newcomer takes the place of the oldest handshake of the addresses holding at least
+    /// two more than its own).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_handshakes_per_source: u16,
     /// How an IPv6 client address is counted for the per-address limits: by this many

@@ -3,8 +3,9 @@
 //!
 //! What it decides: whether a new connection from an address may start a handshake (at
 //! most `per_source_handshakes` at once per address, `max_handshakes` in all; when all
-//! are taken, the oldest handshake of the address holding the most is evicted for a
-//! newcomer from an address holding fewer); whether an address may start another test
+//! are taken, the oldest handshake of the addresses holding at least two more than the
+//! newcomer's is evicted for it, so stalled handshakes go before honest ones under way);
+//! whether an address may start another test
 //! (`per_source_tests`); and penalties: from the third failed authentication, handshake
 //! that ran out of time, or connection closed before its handshake ended, in a row (on
 //! any port the server guards: the control port, iperf3's), an address is refused for
@@ -176,27 +177,22 @@ impl Gate {
         let mine = src.handshakes.len();
         let mut evict = None;
         if self.open >= cfg.max_handshakes {
-            // The oldest handshake of the address holding the most, if it holds more.
+            // The oldest handshake of the addresses holding more than the newcomer would:
+            // a stalled one (seconds old) goes before an honest one under way (a few
+            // milliseconds), even when the honest ones share a busy address.
             let victim = self
                 .sources
                 .iter()
                 .filter(|(_, s)| s.handshakes.len() > mine + 1)
-                .max_by_key(|(_, s)| s.handshakes.len())
-                .map(|(a, _)| *a);
-            let Some(victim) = victim else {
+                .flat_map(|(a, s)| s.handshakes.iter().map(move |(id, at)| (*at, *id, *a)))
+                .min();
+            let Some((_, victim, address)) = victim else {
                 return Admit::Full;
             };
-            if let Some(s) = self.sources.get_mut(&victim) {
-                if let Some(pos) = s
-                    .handshakes
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|(_, h)| h.1)
-                    .map(|(i, _)| i)
-                {
-                    evict = Some(s.handshakes.remove(pos).0);
-                    self.open -= 1;
-                }
+            if let Some(s) = self.sources.get_mut(&address) {
+                s.handshakes.retain(|(id, _)| *id != victim);
+                evict = Some(victim);
+                self.open -= 1;
             }
         }
         let id = self.next;
@@ -339,6 +335,29 @@ mod tests {
         assert_eq!(g.open_handshakes(), 8);
         // Address 2 itself cannot take from the others: it holds the most.
         assert_eq!(g.admit(ip(2), t0), Admit::Full);
+    }
+
+    /// Many honest clients on one busy address, their handshakes a few milliseconds old,
+    /// and silent attackers from other addresses, theirs seconds old: a newcomer evicts
+    /// the oldest (an attacker's), not one of the busiest address's young handshakes.
+    #[test]
+    fn when_all_are_taken_the_oldest_handshake_of_a_bigger_holder_goes() {
+        let t0 = Duration::from_secs(1_000);
+        let mut g = gate(16, 12);
+        let mut attackers = Vec::new();
+        for a in 10..14 {
+            for _ in 0..2 {
+                attackers.push(yes(g.admit(ip(a), t0)).0);
+            }
+        }
+        let later = t0 + Duration::from_secs(5);
+        for k in 0..4 {
+            yes(g.admit(ip(1), later + Duration::from_millis(k)));
+        }
+        // Address 1 holds the most (4), but its handshakes are young.
+        let (_, evict) = yes(g.admit(ip(20), later + Duration::from_millis(5)));
+        assert_eq!(evict, Some(attackers[0]));
+        assert!(!g.handshake_done(ip(10), attackers[0]), "already gone");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! Prometheus and curl need none of these for `GET`.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -217,6 +217,8 @@ struct Table {
 
 struct Open {
     id: u64,
+    /// Its client's address (canonical).
+    ip: IpAddr,
     /// Still reading its request: no request yet, so closing it loses nothing asked.
     reading: bool,
     /// A handle to close it with.
@@ -224,13 +226,22 @@ struct Open {
 }
 
 impl Table {
-    /// Room for a newcomer among at most `max_open`: when all are taken, the oldest
+    /// Room for a newcomer from `ip` among at most `max_open`: when all are taken, a
     /// connection that has not sent its request yet is closed for it (idle connections
-    /// cannot hold every place); `None` when every open connection is being answered.
-    fn admit(&mut self, max_open: usize, stream: &TcpStream) -> Option<u64> {
+    /// cannot hold every place): the oldest of the address holding the most, so that idle
+    /// connections from one address cannot push out a scraper from another; `None` when
+    /// every open connection is being answered.
+    fn admit(&mut self, max_open: usize, stream: &TcpStream, ip: IpAddr) -> Option<u64> {
         if self.open.len() >= max_open {
-            let oldest = self.open.iter().position(|o| o.reading)?;
-            let o = self.open.remove(oldest);
+            let held = |ip: IpAddr| self.open.iter().filter(|o| o.ip == ip).count();
+            let victim = self
+                .open
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.reading)
+                .max_by_key(|(i, o)| (held(o.ip), std::cmp::Reverse(*i)))
+                .map(|(i, _)| i)?;
+            let o = self.open.remove(victim);
             if let Some(s) = o.stream {
                 let _ = s.shutdown(std::net::Shutdown::Both);
             }
@@ -239,6 +250,7 @@ impl Table {
         self.next += 1;
         self.open.push(Open {
             id,
+            ip: ip.to_canonical(),
             reading: true,
             stream: stream.try_clone().ok(),
         });
@@ -288,11 +300,11 @@ pub fn serve(
         .or_stop(stop)
         .poll(|| -> Poll<()> {
             match listener.accept() {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     let admitted = table
                         .lock()
                         .ok()
-                        .and_then(|mut t| t.admit(max_open, &stream));
+                        .and_then(|mut t| t.admit(max_open, &stream, peer.ip()));
                     let Some(id) = admitted else {
                         busy(stream, max_open);
                         return Poll::Again;
@@ -458,21 +470,51 @@ mod tests {
             let mut b = [0u8; 8];
             matches!(c.read(&mut b), Ok(0))
         };
+        let one = IpAddr::from([127, 0, 0, 1]);
         let mut t = Table::default();
         let (ca, a) = pair();
         let (cb, b) = pair();
-        let ida = t.admit(2, &a).unwrap();
-        let idb = t.admit(2, &b).unwrap();
+        let ida = t.admit(2, &a, one).unwrap();
+        let idb = t.admit(2, &b, one).unwrap();
         assert_ne!(ida, idb);
         t.answering(idb);
         let (_cc, c) = pair();
-        let idc = t.admit(2, &c).unwrap();
+        let idc = t.admit(2, &c, one).unwrap();
         assert!(closed(&ca), "the oldest idle connection is closed");
         t.answering(idc);
         let (_cd, d) = pair();
-        assert_eq!(t.admit(2, &d), None, "both are being answered");
+        assert_eq!(t.admit(2, &d, one), None, "both are being answered");
         t.close(idb);
-        assert!(t.admit(2, &d).is_some());
+        assert!(t.admit(2, &d, one).is_some());
         drop(cb);
+    }
+
+    /// A scraper's connection, not yet read, is not the one closed when idle connections
+    /// from another address come in, though it is older than theirs: the address holding
+    /// the most gives up its oldest.
+    #[test]
+    fn idle_connections_from_one_address_do_not_push_out_another() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let pair = || {
+            let client = TcpStream::connect(addr).unwrap();
+            let (server, _) = listener.accept().unwrap();
+            (client, server)
+        };
+        let (scraper, attacker) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
+        let mut t = Table::default();
+        let (_cs, s) = pair();
+        let ids = t.admit(3, &s, scraper).unwrap();
+        let mut held = Vec::new();
+        for _ in 0..5 {
+            let (c, sv) = pair();
+            t.admit(3, &sv, attacker).unwrap();
+            held.push((c, sv));
+        }
+        assert!(
+            t.open.iter().any(|o| o.id == ids),
+            "the scraper's connection is still open"
+        );
+        assert_eq!(t.open.len(), 3);
     }
 }
