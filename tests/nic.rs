@@ -135,11 +135,7 @@ fn a_stop_in_the_middle_of_the_matrix_puts_every_setting_back() {
         .spawn()
         .unwrap();
     // Wait until the first combination is set (MTU 9000, rx-checksum off), then stop.
-    let t0 = Instant::now();
-    while settings(&lab.0, "listener").0 != Some(9000) {
-        assert!(t0.elapsed() < Duration::from_secs(20), "never set");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    listener_at_mtu_9000(&lab);
     std::thread::sleep(Duration::from_millis(1500));
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -344,6 +340,39 @@ fn tuning_server(
     child
 }
 
+/// Waits (up to 20 s) until the listener of `lab` has MTU 9000.
+fn listener_at_mtu_9000(lab: &LabGuard) {
+    let t0 = Instant::now();
+    while settings(&lab.0, "listener").0 != Some(9000) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never set");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A `nicmatrix` client of the tuning server at 198.18.0.2 in `lab` (with `key` and
+/// `extra`, which sets MTU 9000 first), returned once the listener's MTU is 9000.
+fn client_at_mtu_9000(lab: &LabGuard, key: &str, extra: &[&str]) -> std::process::Child {
+    let mut args = vec![
+        "nicmatrix",
+        "198.18.0.2",
+        "--auth-key-file",
+        key,
+        "--lab",
+        &lab.0,
+        "--end",
+        "talker:eth0",
+    ];
+    args.extend(extra);
+    let child = Command::new(bin())
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    listener_at_mtu_9000(lab);
+    child
+}
+
 /// The pid of the `wirebench server` process (not the `lab exec` that started it) whose
 /// command line contains every one of `words`.
 fn pid_with(words: &[&str]) -> Option<i32> {
@@ -372,34 +401,20 @@ fn a_tuning_server_stopped_by_sigterm_puts_its_interface_back() {
     let key = key_file("t");
     let before = settings(&lab.0, "listener");
     let mut server = tuning_server(&lab, &key, true, "5303");
-    let mut client = Command::new(bin())
-        .args([
-            "nicmatrix",
-            "198.18.0.2",
+    let mut client = client_at_mtu_9000(
+        &lab,
+        key.to_str().unwrap(),
+        &[
             "-p",
             "5303",
-            "--auth-key-file",
-            key.to_str().unwrap(),
-            "--lab",
-            &lab.0,
-            "--end",
-            "talker:eth0",
             "--mtu",
             "9000",
             "--sizes",
             "1k,2k,4k,8k",
             "-t",
             "2",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while settings(&lab.0, "listener").0 != Some(9000) {
-        assert!(t0.elapsed() < Duration::from_secs(20), "never set");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        ],
+    );
     let pid = pid_with(&["-p 5303", "--allow-tuning"]).expect("the server's pid");
     // SAFETY: a plain kill(2) of a process this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
@@ -474,32 +489,11 @@ fn a_server_started_with_allow_tuning_has_its_interface_set_and_put_back() {
     assert_eq!(settings(&lab.0, "listener"), before);
 
     // A client that dies in the middle: the server puts its interface back by itself.
-    let mut child = Command::new(bin())
-        .args([
-            "nicmatrix",
-            "198.18.0.2",
-            "--auth-key-file",
-            key_arg,
-            "--lab",
-            &lab.0,
-            "--end",
-            "talker:eth0",
-            "--mtu",
-            "9000,4000",
-            "--sizes",
-            "1k,2k,4k",
-            "-t",
-            "1",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while settings(&lab.0, "listener").0 != Some(9000) {
-        assert!(t0.elapsed() < Duration::from_secs(20), "never set");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = client_at_mtu_9000(
+        &lab,
+        key_arg,
+        &["--mtu", "9000,4000", "--sizes", "1k,2k,4k", "-t", "1"],
+    );
     let _ = child.kill();
     let _ = child.wait();
     let t1 = Instant::now();

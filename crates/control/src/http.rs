@@ -453,18 +453,20 @@ mod tests {
         t.join().unwrap().unwrap();
     }
 
+    /// A connection to `listener`: the client's end and the server's.
+    fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (client, server)
+    }
+
     /// When every place is open, a newcomer closes the oldest connection that has no
     /// request yet; one being answered is never closed, and with all being answered the
     /// newcomer is turned away.
     #[test]
     fn a_newcomer_takes_the_place_of_the_oldest_idle_connection() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let pair = || {
-            let client = TcpStream::connect(addr).unwrap();
-            let (server, _) = listener.accept().unwrap();
-            (client, server)
-        };
+        let pair = || pair(&listener);
         let closed = |mut c: &TcpStream| {
             c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
             let mut b = [0u8; 8];
@@ -495,12 +497,7 @@ mod tests {
     #[test]
     fn idle_connections_from_one_address_do_not_push_out_another() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let pair = || {
-            let client = TcpStream::connect(addr).unwrap();
-            let (server, _) = listener.accept().unwrap();
-            (client, server)
-        };
+        let pair = || pair(&listener);
         let (scraper, attacker) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
         let mut t = Table::default();
         let (_cs, s) = pair();
