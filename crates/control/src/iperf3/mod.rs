@@ -12,6 +12,7 @@
 
 pub mod client;
 pub mod server;
+mod setup;
 
 use std::io::{Read, Write};
 

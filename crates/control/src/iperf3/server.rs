@@ -34,10 +34,10 @@ use model::spec::{Direction, Protocol, Rate, TcpOptions, TestSpec};
 use model::stop::{RaiseOnDrop, Stop};
 use serde_json::Value;
 
+use super::setup::{Pending, Phase, Step};
 use super::{read_json, read_state, state, stream_id, write_json, write_state};
 use super::{Params, Results, StreamResult, COOKIE_SIZE, UDP_REPLY};
 use crate::conn::keep_alive;
-use crate::gate::HandshakeId;
 use crate::handshake::Deadline;
 use crate::limits::{check_limits, test_memory};
 use crate::messages::{ErrorCode, Limits};
@@ -111,96 +111,6 @@ impl Shared {
 /// The port is taken or not allowed.
 pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     engine::tcp::listen(addr, None)
-}
-
-/// Largest parameter object read during a set-up (iperf3's is a few hundred bytes).
-const MAX_PARAMS: usize = 64 << 10;
-
-/// What a pending connection is reading.
-enum Phase {
-    /// Its 37-byte cookie.
-    Cookie,
-    /// A new test's parameters (told PARAM_EXCHANGE): a 4-byte length, then JSON.
-    Params(Vec<u8>),
-}
-
-/// A connection in its set-up, read by the accept thread: the cookie, and for a new test
-/// its parameters, all within one deadline.
-struct Pending {
-    stream: TcpStream,
-    peer: SocketAddr,
-    order: u64,
-    cookie: [u8; COOKIE_SIZE],
-    got: usize,
-    phase: Phase,
-    /// Its place at the gate; `None` for a data stream let in beyond the address's share
-    /// because one of its tests expects it.
-    place: Option<HandshakeId>,
-    deadline: Deadline,
-}
-
-/// What a read of a pending connection came to.
-enum Step {
-    /// Nothing complete yet.
-    Waiting,
-    /// Its cookie is complete.
-    Cookie,
-    /// A new test's parameters are complete.
-    Params(Value),
-    /// Parameters that cannot be a test's (too long, not JSON): turned away.
-    Bad(String),
-    /// Closed or failed before its set-up ended.
-    Gone,
-}
-
-impl Pending {
-    fn read(&mut self) -> Step {
-        let mut chunk = [0u8; 4096];
-        let buf: &mut [u8] = match &self.phase {
-            Phase::Cookie => &mut self.cookie[self.got..],
-            Phase::Params(_) => &mut chunk,
-        };
-        let n = match self.stream.read(buf) {
-            Ok(0) => return Step::Gone,
-            Ok(n) => n,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                return Step::Waiting
-            }
-            Err(_) => return Step::Gone,
-        };
-        match &mut self.phase {
-            Phase::Cookie => {
-                self.got += n;
-                if self.got == COOKIE_SIZE {
-                    Step::Cookie
-                } else {
-                    Step::Waiting
-                }
-            }
-            Phase::Params(b) => {
-                b.extend_from_slice(&chunk[..n]);
-                params_of(b)
-            }
-        }
-    }
-}
-
-/// The parameter object in `b` (its length, then its JSON) once all of it came.
-fn params_of(b: &[u8]) -> Step {
-    let Some(len) = b.get(..4) else {
-        return Step::Waiting;
-    };
-    let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
-    if len > MAX_PARAMS {
-        return Step::Bad(format!("{len} bytes of parameters (at most {MAX_PARAMS})"));
-    }
-    match b.get(4..) {
-        Some(body) if body.len() >= len => match serde_json::from_slice(&body[..len]) {
-            Ok(v) => Step::Params(v),
-            Err(e) => Step::Bad(format!("parameters that do not parse: {e}")),
-        },
-        _ => Step::Waiting,
-    }
 }
 
 /// Connections accepted in one go before their set-ups are read.
