@@ -50,6 +50,8 @@ use model::wait::{Poll, Wait};
 /// Time a client has for each step of the set-up: its cookie, its parameters, each of
 /// its streams.
 const STEP: Duration = Duration::from_secs(10);
+/// iperf3's access-denied state as bytes on the wire (what a refused client reads).
+const DENIED: [u8; 1] = state::ACCESS_DENIED.to_be_bytes();
 /// How long receivers go on reading after the client's end.
 const DRAIN: Duration = Duration::from_millis(250);
 
@@ -171,11 +173,9 @@ pub(crate) fn serve(listener: &TcpListener, ctx: &Arc<Ctx>, stop: &Stop) {
                 busy = true;
                 let p = pending.swap_remove(i);
                 // Out of the gate; an evicted one was closed by the gate's newcomer.
-                let evicted = p.place.is_some_and(|id| {
-                    let counted = ctx.gate().handshake_done(p.peer.ip(), id);
-                    ctx.handshakes().remove(&id);
-                    !counted
-                });
+                let evicted = p
+                    .place
+                    .is_some_and(|id| !admit::leave(ctx, p.peer.ip(), id));
                 match step {
                     Step::Params(v) => {
                         ctx.gate().succeeded(p.peer.ip());
@@ -225,7 +225,7 @@ fn enter(sh: &Shared, s: TcpStream, peer: SocketAddr, order: u64) -> Option<Pend
         Err((code, message)) => {
             tracing::debug!("iperf3 client {peer}: turned away: {message}");
             ctx.refused(code);
-            turn_away(ctx, s, &[state::ACCESS_DENIED.to_be_bytes()[0]]);
+            turn_away(ctx, s, &DENIED);
             return None;
         }
     };
@@ -257,32 +257,33 @@ fn enter(sh: &Shared, s: TcpStream, peer: SocketAddr, order: u64) -> Option<Pend
 /// address is handed to it (and leaves the gate); a new test is asked for its
 /// parameters and stays pending (returned).
 fn cookie_read(sh: &Arc<Shared>, mut p: Pending) -> Option<Pending> {
-    {
-        let mut waiting = sh.waiting();
-        if let Some(w) = waiting.get_mut(&p.cookie) {
-            if w.client == p.peer.ip().to_canonical() {
-                // (One let in beyond its address's share was counted when it came.)
-                if p.place.is_some() {
-                    w.expects = w.expects.saturating_sub(1);
-                }
-                drop(waiting);
-                if let Some(id) = p.place {
-                    admit::leave(&sh.ctx, p.peer.ip(), id);
-                }
-                let _ = p.stream.set_nonblocking(false);
-                let sent = sh.waiting().get(&p.cookie).map(|w| w.streams.clone());
-                if let Some(tx) = sent {
-                    let _ = tx.send((p.order, p.stream));
-                }
-                return None;
+    let client = p.peer.ip().to_canonical();
+    let stream_of = sh
+        .waiting()
+        .get_mut(&p.cookie)
+        .filter(|w| w.client == client)
+        .map(|w| {
+            // (One let in beyond its address's share was counted when it came.)
+            if p.place.is_some() {
+                w.expects = w.expects.saturating_sub(1);
             }
+            w.streams.clone()
+        });
+    let to_test = stream_of.is_some();
+    // A data stream leaves the gate here, and so does a test that cannot be asked for its
+    // parameters; one being asked keeps its place.
+    let asked = !to_test && write_state(&mut p.stream, state::PARAM_EXCHANGE).is_ok();
+    if !asked {
+        if let Some(id) = p.place {
+            let _ = admit::leave(&sh.ctx, p.peer.ip(), id);
         }
     }
-    // One byte into an empty send buffer.
-    if write_state(&mut p.stream, state::PARAM_EXCHANGE).is_err() {
-        if let Some(id) = p.place {
-            admit::leave(&sh.ctx, p.peer.ip(), id);
-        }
+    if let Some(tx) = stream_of {
+        let _ = p.stream.set_nonblocking(false);
+        let _ = tx.send((p.order, p.stream));
+        return None;
+    }
+    if !asked {
         return None;
     }
     p.phase = Phase::Params(Vec::new());
@@ -304,7 +305,7 @@ fn start_test(sh: &Arc<Shared>, p: Pending, v: &Value) {
         Err(e) => {
             tracing::info!("iperf3 client {peer}: refused: {e}");
             ctx.refused(ErrorCode::Busy);
-            turn_away(ctx, s, &[state::ACCESS_DENIED.to_be_bytes()[0]]);
+            turn_away(ctx, s, &DENIED);
             return;
         }
     };

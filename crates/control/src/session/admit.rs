@@ -120,14 +120,16 @@ pub(crate) struct Handshake<'a> {
 
 impl Drop for Handshake<'_> {
     fn drop(&mut self) {
-        leave(self.ctx, self.ip, self.id);
+        let _ = leave(self.ctx, self.ip, self.id);
     }
 }
 
-/// Takes handshake `id` of `ip` out of the gate and the open handshakes.
-pub(crate) fn leave(ctx: &Ctx, ip: IpAddr, id: HandshakeId) {
-    ctx.gate().handshake_done(ip, id);
+/// Takes handshake `id` of `ip` out of the gate and the open handshakes; `false` if the
+/// gate had evicted it for a newcomer already.
+pub(crate) fn leave(ctx: &Ctx, ip: IpAddr, id: HandshakeId) -> bool {
+    let counted = ctx.gate().handshake_done(ip, id);
     ctx.handshakes().remove(&id);
+    counted
 }
 
 /// Lets a new connection from `ip` start its handshake at `now` (the server clock's
