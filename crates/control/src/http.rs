@@ -225,12 +225,30 @@ struct Open {
     stream: Option<TcpStream>,
 }
 
+impl Open {
+    /// Bytes of its request wait in the socket, not yet read by its thread (on a busy
+    /// machine the thread may not have run yet): it is not idle. False for one its client
+    /// closed, which may go first.
+    fn has_spoken(&self) -> bool {
+        let Some(s) = &self.stream else {
+            return false;
+        };
+        let mut one = [std::mem::MaybeUninit::<u8>::uninit()];
+        // Look without taking, and without waiting.
+        matches!(
+            socket2::SockRef::from(s).recv_with_flags(&mut one, libc::MSG_PEEK | libc::MSG_DONTWAIT),
+            Ok(n) if n > 0
+        )
+    }
+}
+
 impl Table {
     /// Room for a newcomer from `ip` among at most `max_open`: when all are taken, a
     /// connection that has not sent its request yet is closed for it (idle connections
     /// cannot hold every place): the oldest of the address holding the most, so that idle
-    /// connections from one address cannot push out a scraper from another; `None` when
-    /// every open connection is being answered.
+    /// connections from one address cannot push out a scraper from another, and never one
+    /// whose request has arrived ([`Open::has_spoken`]); `None` when every open connection
+    /// is being answered or has spoken.
     fn admit(&mut self, max_open: usize, stream: &TcpStream, ip: IpAddr) -> Option<u64> {
         if self.open.len() >= max_open {
             let held = |ip: IpAddr| self.open.iter().filter(|o| o.ip == ip).count();
@@ -238,7 +256,7 @@ impl Table {
                 .open
                 .iter()
                 .enumerate()
-                .filter(|(_, o)| o.reading)
+                .filter(|(_, o)| o.reading && !o.has_spoken())
                 .max_by_key(|(i, o)| (held(o.ip), std::cmp::Reverse(*i)))
                 .map(|(i, _)| i)?;
             let o = self.open.remove(victim);
@@ -513,5 +531,34 @@ mod tests {
             "the scraper's connection is still open"
         );
         assert_eq!(t.open.len(), 3);
+    }
+
+    /// A connection whose request has arrived but whose thread has not read it yet (a
+    /// busy machine) is not closed for a newcomer, though it is the oldest of the address
+    /// holding the most: it has spoken. Idle connections from the same address go instead.
+    #[test]
+    fn a_connection_whose_request_arrived_is_not_closed_before_it_is_read() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let pair = || pair(&listener);
+        let one = IpAddr::from([127, 0, 0, 1]);
+        let mut t = Table::default();
+        let (mut cs, s) = pair();
+        cs.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+        let ids = t.admit(2, &s, one).unwrap();
+        let mut held = Vec::new();
+        // Wait until the bytes are in the server side's buffer.
+        let mut b = [0u8; 1];
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        assert_eq!(s.peek(&mut b).unwrap(), 1);
+        for _ in 0..5 {
+            let (c, sv) = pair();
+            t.admit(2, &sv, one).unwrap();
+            held.push((c, sv));
+        }
+        assert!(
+            t.open.iter().any(|o| o.id == ids),
+            "the connection with its request waiting was closed"
+        );
+        assert_eq!(t.open.len(), 2);
     }
 }
