@@ -2,7 +2,7 @@
 //! controller in a namespace of its own drives the talker's and the listener's ports
 //! through the agents that run there (root: namespaces and AF_PACKET).
 
-use crate::lab::{root_or_skip, LabGuard};
+use crate::lab::LabGuard;
 use crate::util::*;
 
 /// `wirebench server --raw-ports eth0` with `key` in namespace `wb-LAB-NODE`, bound to
@@ -84,7 +84,6 @@ fn json_of(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
-#[test]
 fn raw_ports_need_a_key() {
     let out = run(&["server", "--raw-ports", "eth0", "-p", "0"]);
     assert_fails(&out, 2, "--auth-key-file");
@@ -92,18 +91,12 @@ fn raw_ports_need_a_key() {
 
 /// RFC 2544 between the talker's and the listener's ports of a shaper lab (one class of
 /// 20 Mbit/s: the queue of 100 frames absorbs 60 ms of a generator's scheduling
-/// bursts), run by a
-/// controller on the dut through the agents on the talker and the listener, finds what
-/// the same test finds run locally; latency is there (the namespaces share a clock);
+/// bursts), run by a controller on the dut through the agents on the talker and the
+/// listener, finds the class's rate; latency is there (the namespaces share a clock);
 /// `gen` between the agents' ports counts every frame; ports not lent, servers that lend
-/// none and wrong keys are refused; the listener's
-/// port reflecting the frames back to the talker gives the same throughput and a
-/// round-trip latency.
-#[test]
-fn rfc2544_through_agents_finds_what_local_ports_find() {
-    if !root_or_skip("rfc2544_through_agents_finds_what_local_ports_find") {
-        return;
-    }
+/// none and wrong keys are refused; the listener's port reflecting the frames back to the
+/// talker finds the class's rate too, with a round-trip latency.
+fn rfc2544_through_agents_finds_the_class_rate() {
     let dir = std::env::temp_dir().join(format!("wb-agents-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let shape = dir.join("s.toml");
@@ -120,32 +113,34 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
     let tx = format!("198.18.1.1:{}/eth0", talker.port);
     let rx = format!("198.18.2.1:{}/eth0", listener.port);
     let key_s = key.to_string_lossy().to_string();
+    // One UDP class of 20 Mbit/s with a 100-frame queue: HTB counts 1514 bytes of each
+    // 1518-byte frame, so the class passes 20e6 / (1514 x 8) = 1,651 frames/s, and a 1-s
+    // trial can pass the queue's 100 frames more. The zero-loss rate found through the
+    // agents lies in that band: 10 % below it allows for the search's width and a trial
+    // that lost frames to the busy machine (which only ever lowers the result); the
+    // line rate (8,127 frames/s) or the generator would be far outside. (The same search
+    // on local ports, against the same class: `raw::rfc2544_throughput_on_the_shaper_...`.)
+    let class_fps = 20e6 / (1514.0 * 8.0);
+    let in_band = |what: &str, v: &serde_json::Value| {
+        let t = &v["rfc2544"]["throughput"][0];
+        let fps = t["fps"].as_f64().unwrap_or_else(|| panic!("{v}"));
+        assert!(
+            fps >= class_fps * 0.9 && fps <= (class_fps + 100.0) * 1.03,
+            "{what}: {fps} frames/s, the class passes {class_fps:.0} (+100 queued): {t}"
+        );
+        fps
+    };
     let search = [
         "--sizes",
         "1518",
         "-t",
-        "2",
+        "1",
         "--tests",
         "throughput,latency",
         "--latency-trials",
         "1",
         "-J",
     ];
-    let fps = |v: &serde_json::Value| {
-        v["rfc2544"]["throughput"][0]["fps"]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{v}"))
-    };
-    let mut local_argv = vec![
-        "rfc2544",
-        "--lab",
-        &lab.0,
-        "--tx",
-        "talker:eth0",
-        "--rx",
-        "listener:eth0",
-    ];
-    local_argv.extend(search);
     let mut remote_argv = vec![
         "rfc2544",
         "--tx",
@@ -156,20 +151,8 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
         &key_s,
     ];
     remote_argv.extend(search);
-    let local = run_json(&local_argv);
     let remote = json_of(&on_node(&lab, "dut", &remote_argv));
-    let (mut l, mut r) = (fps(&local), fps(&remote));
-    // A busy two-core machine can make a trial lose frames below the class rate, which
-    // only ever lowers a zero-loss result: when the two differ, the better of two runs
-    // on each side is compared.
-    if (l - r).abs() > l * 0.01 {
-        l = l.max(fps(&run_json(&local_argv)));
-        r = r.max(fps(&json_of(&on_node(&lab, "dut", &remote_argv))));
-    }
-    assert!(
-        (l - r).abs() <= l * 0.01,
-        "through agents {r} frames/s, locally {l} frames/s"
-    );
+    in_band("through agents", &remote);
     let backend = str_at(&remote, "/backend");
     assert!(
         backend.contains(&format!("at {tx}")) && backend.contains(&format!("at {rx}")),
@@ -267,7 +250,7 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
             "--sizes",
             "1518",
             "-t",
-            "2",
+            "1",
             "--tests",
             "throughput,latency",
             "--latency-trials",
@@ -275,11 +258,7 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
             "-J",
         ],
     ));
-    let f = fps(&reflected);
-    assert!(
-        (f - l).abs() <= l * 0.03,
-        "reflected {f} frames/s, locally {l}"
-    );
+    in_band("reflected", &reflected);
     let lat = &reflected["rfc2544"]["latency"][0];
     assert!(u64_at(lat, "/summary/count") > 1000, "{lat}");
     let notes = reflected["notes"].to_string();
@@ -347,11 +326,7 @@ fn rfc2544_through_agents_finds_what_local_ports_find() {
 /// rates are the loads' L2 rates: 2 % of a 1 Gbit/s line at 512 B is 4,699 frames/s,
 /// 19.25 Mbit/s of frames with FCS; 1 % alternating 128 and 1024 B is 2,097 frames/s,
 /// 9.66 Mbit/s; 1 % at 256 B is 4,529 frames/s, 9.28 Mbit/s.
-#[test]
 fn streams_with_ends_on_two_agents() {
-    if !root_or_skip("streams_with_ends_on_two_agents") {
-        return;
-    }
     let dir = std::env::temp_dir().join(format!("wb-agents-streams-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let key = dir.join("key");
@@ -463,4 +438,14 @@ fn streams_with_ends_on_two_agents() {
         "{status:?}: {err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::Root;
+    vec![
+        crate::harness::case!(raw_ports_need_a_key),
+        crate::harness::case!(rfc2544_through_agents_finds_the_class_rate, Root),
+        crate::harness::case!(streams_with_ends_on_two_agents, Root),
+    ]
 }

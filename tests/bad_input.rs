@@ -35,7 +35,6 @@ fn error_reply(bytes: &[u8]) -> serde_json::Value {
     v
 }
 
-#[test]
 fn server_survives_garbage_oversize_truncation_versions_and_silence() {
     let mut srv = ServerProc::start(&["--handshake-timeout", "1"]);
     let port = srv.port;
@@ -142,7 +141,6 @@ fn server_survives_garbage_oversize_truncation_versions_and_silence() {
     );
 }
 
-#[test]
 fn a_client_that_never_connects_its_streams_frees_its_slot() {
     let mut srv = ServerProc::start(&["--max-tests", "1"]);
     let port = srv.port;
@@ -183,4 +181,12 @@ fn a_client_that_never_connects_its_streams_frees_its_slot() {
     assert!(srv.alive());
     assert!(u64_at(&v, "/summary/sent_packets") > 0);
     drop(s);
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    vec![
+        crate::harness::case!(server_survives_garbage_oversize_truncation_versions_and_silence),
+        crate::harness::case!(a_client_that_never_connects_its_streams_frees_its_slot),
+    ]
 }

@@ -12,7 +12,6 @@ fn fails_with(args: &[&str], needle: &str) {
     );
 }
 
-#[test]
 fn bad_values_name_the_problem() {
     fails_with(&["client", "127.0.0.1", "-u", "-b", "fast"], "500M");
     fails_with(
@@ -63,7 +62,6 @@ fn bad_values_name_the_problem() {
     );
 }
 
-#[test]
 fn unreachable_server_is_exit_1_with_the_address() {
     // A port nothing listens on: bind one, note it, close it.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -77,7 +75,6 @@ fn unreachable_server_is_exit_1_with_the_address() {
     assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
 }
 
-#[test]
 fn help_lists_the_commands_and_exit_codes() {
     let out = run(&["--help"]);
     let s = String::from_utf8_lossy(&out.stdout);
@@ -96,7 +93,6 @@ fn help_lists_the_commands_and_exit_codes() {
 
 /// Every output ends cleanly when its reader has gone away (`wirebench report F | head`):
 /// no panic, no message, exit 0.
-#[test]
 fn a_reader_that_went_away_ends_the_output_quietly() {
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/campaign-v1.json");
     let cases: [&[&str]; 5] = [
@@ -123,7 +119,6 @@ fn a_reader_that_went_away_ends_the_output_quietly() {
 
 /// A user's templates render the report (`--template DIR`): text escaped in HTML, a file
 /// the directory lacks stays built in, and a broken template is named with its line.
-#[test]
 fn report_templates_from_a_directory() {
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/campaign-v1.json");
     let dir = std::env::temp_dir().join(format!("wb-templates-{}", std::process::id()));
@@ -180,7 +175,6 @@ fn report_templates_from_a_directory() {
 
 /// Completion scripts come from the clap definitions and load in their shells; bash's
 /// registers wirebench.
-#[test]
 fn completion_scripts_load_in_their_shells() {
     for (shell, needle) in [
         ("bash", "_wirebench"),
@@ -219,7 +213,6 @@ fn completion_scripts_load_in_their_shells() {
 }
 
 /// `man DIR` writes a page per command from the same definitions; `man -l` renders them.
-#[test]
 fn man_pages_render() {
     let dir = std::env::temp_dir().join(format!("wb-man-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -262,7 +255,6 @@ fn man_pages_render() {
 /// The server's arguments in the container image and in the package's
 /// /etc/default/wirebench-server are ones the server takes, and the image publishes the
 /// ports the server listens on by default.
-#[test]
 fn the_deployed_server_arguments_are_taken() {
     let root = env!("CARGO_MANIFEST_DIR");
     let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
@@ -311,4 +303,18 @@ fn the_deployed_server_arguments_are_taken() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    vec![
+        crate::harness::case!(bad_values_name_the_problem),
+        crate::harness::case!(unreachable_server_is_exit_1_with_the_address),
+        crate::harness::case!(help_lists_the_commands_and_exit_codes),
+        crate::harness::case!(a_reader_that_went_away_ends_the_output_quietly),
+        crate::harness::case!(report_templates_from_a_directory),
+        crate::harness::case!(completion_scripts_load_in_their_shells),
+        crate::harness::case!(man_pages_render),
+        crate::harness::case!(the_deployed_server_arguments_are_taken),
+    ]
 }

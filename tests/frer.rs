@@ -7,8 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::lab::{
-    bpf_programs_of, client_across, loaded_programs, root_or_skip, unloaded_within_5s,
-    within_binomial, LabGuard,
+    bpf_programs_of, client_across, loaded_programs, unloaded_within_5s, within_binomial, LabGuard,
 };
 use crate::util::*;
 use engine::frameio::Backend;
@@ -99,20 +98,15 @@ fn assert_data_path(lab: &LabGuard, fast: bool) {
     }
 }
 
-#[test]
 fn five_percent_loss_per_path_leaves_a_quarter_percent_end_to_end() {
     five_percent_loss(true);
 }
 
-#[test]
 fn five_percent_loss_per_path_userspace_relays() {
     five_percent_loss(false);
 }
 
 fn five_percent_loss(fast: bool) {
-    if !root_or_skip(&format!("five_percent_loss {}", frer_opts(fast))) {
-        return;
-    }
     let lab = LabGuard::up_with(
         "frer",
         if fast { "fl" } else { "fu" },
@@ -184,11 +178,7 @@ fn five_percent_loss(fast: bool) {
     );
 }
 
-#[test]
 fn a_cut_path_costs_nothing() {
-    if !root_or_skip("a_cut_path_costs_nothing") {
-        return;
-    }
     let lab = LabGuard::up_with("frer", "fc", &["--path-a", "loss=100%"]);
     // Half-way through, path A's link goes down as well (cut at the path node).
     let ns = format!("wb-{}-patha", lab.0);
@@ -214,20 +204,15 @@ fn a_cut_path_costs_nothing() {
     assert!(e["paths"][1]["passed"].as_u64().unwrap() >= sent);
 }
 
-#[test]
 fn without_elimination_every_frame_arrives_twice() {
     without_elimination(true);
 }
 
-#[test]
 fn without_elimination_every_frame_arrives_twice_userspace_relays() {
     without_elimination(false);
 }
 
 fn without_elimination(fast: bool) {
-    if !root_or_skip(&format!("without_elimination {}", frer_opts(fast))) {
-        return;
-    }
     let opts = format!("elimination=off,{}", frer_opts(fast));
     let lab = LabGuard::up_with("frer", if fast { "fo" } else { "fp" }, &["--frer", &opts]);
     assert_data_path(&lab, fast);
@@ -253,11 +238,7 @@ fn without_elimination(fast: bool) {
 /// The kernel fast path forwards a test's frames with the programs of the two relays,
 /// and once the lab is down none of those programs exists any more (nothing attached to
 /// anything: the kernel's program list).
-#[test]
 fn the_fast_path_forwards_and_nothing_stays_attached() {
-    if !root_or_skip("the_fast_path_forwards_and_nothing_stays_attached") {
-        return;
-    }
     let lab = LabGuard::up_with("frer", "fk", &[]);
     assert_data_path(&lab, true);
     let v = client_across(
@@ -336,11 +317,7 @@ fn count_tagged(rx: &mut dyn engine::frameio::FrameRx) -> (u64, u64) {
 /// userspace relays get the tag back from the packet socket's auxiliary data. Every frame
 /// arrives once, with its tag (captures on the listener's port with recvmmsg and with the
 /// ring say so), and neither relay counts one as malformed.
-#[test]
 fn vlan_tagged_frames_cross_both_data_paths() {
-    if !root_or_skip("vlan_tagged_frames_cross_both_data_paths") {
-        return;
-    }
     for fast in [true, false] {
         let lab = LabGuard::up_with(
             "frer",
@@ -393,7 +370,6 @@ fn vlan_tagged_frames_cross_both_data_paths() {
     }
 }
 
-#[test]
 fn frer_lab_settings_are_checked_before_anything_is_built() {
     for (args, want) in [
         (&["lab", "up", "frer", "--frer", "history=1"][..], "history"),
@@ -425,11 +401,7 @@ fn frer_lab_settings_are_checked_before_anything_is_built() {
     }
 }
 
-#[test]
 fn compare_measures_both_groups_and_removes_its_labs() {
-    if !root_or_skip("compare_measures_both_groups_and_removes_its_labs") {
-        return;
-    }
     let name = format!("k{:x}", std::process::id() & 0xfff);
     let v = run_json(&["frer", "compare", "-t", "1", "--name", &name, "-J"]);
     let rows = v["frer"]["rows"].as_array().expect("rows");
@@ -494,7 +466,6 @@ fn compare_measures_both_groups_and_removes_its_labs() {
     );
 }
 
-#[test]
 fn stats_without_relays_and_bad_relay_flags_are_usage_errors() {
     let out = run(&["frer", "stats", "--lab", "nosuchlab"]);
     assert_fails(&out, 2, "runs no FRER relay");
@@ -509,4 +480,27 @@ fn stats_without_relays_and_bad_relay_flags_are_usage_errors() {
     assert_fails(&out, 2, "history 4000");
     let out = run(&["frer", "analyze", "--rx", "eth0", "-t", "0"]);
     assert_fails(&out, 2, "-t 0");
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::Root;
+    vec![
+        crate::harness::case!(
+            five_percent_loss_per_path_leaves_a_quarter_percent_end_to_end,
+            Root
+        ),
+        crate::harness::case!(five_percent_loss_per_path_userspace_relays, Root),
+        crate::harness::case!(a_cut_path_costs_nothing, Root),
+        crate::harness::case!(without_elimination_every_frame_arrives_twice, Root),
+        crate::harness::case!(
+            without_elimination_every_frame_arrives_twice_userspace_relays,
+            Root
+        ),
+        crate::harness::case!(the_fast_path_forwards_and_nothing_stays_attached, Root),
+        crate::harness::case!(vlan_tagged_frames_cross_both_data_paths, Root),
+        crate::harness::case!(frer_lab_settings_are_checked_before_anything_is_built),
+        crate::harness::case!(compare_measures_both_groups_and_removes_its_labs, Root),
+        crate::harness::case!(stats_without_relays_and_bad_relay_flags_are_usage_errors),
+    ]
 }

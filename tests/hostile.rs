@@ -81,7 +81,6 @@ fn datagrams(sock: &UdpSocket, within: Duration) -> u64 {
 /// test's datagrams there. A wirebench server's own protocol checks the address; its
 /// iperf3 port must too. The honest hello, from the control connection's address, is
 /// served.
-#[test]
 fn the_iperf3_port_sends_udp_only_to_the_control_connection_s_address() {
     let port = free_port();
     let _srv = ServerProc::start(&["--iperf3-port", &port.to_string()]);
@@ -118,7 +117,6 @@ fn the_iperf3_port_sends_udp_only_to_the_control_connection_s_address() {
 /// server's datagrams with port unreachable): the server stops sending at once instead
 /// of sending to a closed port for the rest of the test (an hour, if the client asked).
 /// A socket that takes the port over a second later receives nothing.
-#[test]
 fn the_iperf3_port_stops_sending_to_a_receiver_that_went_away() {
     let port = free_port();
     let _srv = ServerProc::start(&["--iperf3-port", &port.to_string()]);
@@ -155,7 +153,6 @@ fn the_iperf3_port_stops_sending_to_a_receiver_that_went_away() {
 /// each closed and opened again at 9.5 s, before the handshake deadline could penalise
 /// it: an honest client from another address still completes 3 tests in a row while
 /// they keep at it.
-#[test]
 fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
     let srv = ServerProc::start(&[]);
     let port = srv.port;
@@ -214,7 +211,6 @@ fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
 /// because a controller at `::ffff:127.0.0.1` is on this host; and a third-party test
 /// aimed at a loopback address written as IPv4-mapped IPv6 from a controller that is not
 /// (checked in `third_party`'s unit test) is refused like its IPv4 form.
-#[test]
 fn a_mesh_on_one_host_works_with_the_dual_stack_listener() {
     let dir = crate::util::fresh_path("hostile-mesh");
     std::fs::create_dir_all(&dir).unwrap();
@@ -253,7 +249,6 @@ fn a_mesh_on_one_host_works_with_the_dual_stack_listener() {
 
 /// 16 connections to the metrics endpoint that never send a request, opened again as soon
 /// as the server closes them: scrapes are still answered (200), not turned away as busy.
-#[test]
 fn idle_connections_do_not_turn_scrapes_away() {
     let metrics = free_port();
     let addr = format!("127.0.0.1:{metrics}");
@@ -306,7 +301,6 @@ fn idle_connections_do_not_turn_scrapes_away() {
 /// go: `--junit` at a dangling link does not create the link's target (the report
 /// replaces the link when the run ends), and `--logfile` at a link is refused, leaving
 /// its target as it was.
-#[test]
 fn planted_symbolic_links_are_not_written_through() {
     let dir = crate::util::fresh_path("hostile-links");
     std::fs::create_dir_all(&dir).unwrap();
@@ -356,7 +350,6 @@ fn planted_symbolic_links_are_not_written_through() {
 /// An iperf3-dialect client that asks for 1 Mbit/s and sends 80 Mbit/s to a server with
 /// `--max-rate 2M`: the server meters what it receives and ends the test within 2 s (its
 /// control connection is closed), as it does for its own protocol.
-#[test]
 fn an_iperf3_client_above_max_rate_is_stopped() {
     let port = free_port();
     let _srv = ServerProc::start(&["--iperf3-port", &port.to_string(), "--max-rate", "2M"]);
@@ -420,7 +413,6 @@ fn an_iperf3_client_above_max_rate_is_stopped() {
 /// honest clients of both protocols run: the server starts no thread per connection (it
 /// once started one each, 1,409 for 2,000 connections), turns the addresses' surplus away,
 /// and serves the honest ones.
-#[test]
 fn a_connection_flood_on_the_iperf3_port_starts_no_thread_per_connection() {
     let iperf3 = free_port();
     let srv = ServerProc::start(&["--iperf3-port", &iperf3.to_string()]);
@@ -472,7 +464,6 @@ fn a_connection_flood_on_the_iperf3_port_starts_no_thread_per_connection() {
 /// Connections that drip their iperf3 cookie, or their parameters, one byte every 2 s
 /// are closed at one deadline for the whole step (10 s), not kept while each byte comes
 /// within a per-read timeout (16 such held every iperf3 slot).
-#[test]
 fn drip_fed_iperf3_set_ups_are_cut_off_at_one_deadline() {
     let iperf3 = free_port();
     let _srv = ServerProc::start(&["--iperf3-port", &iperf3.to_string()]);
@@ -535,7 +526,6 @@ fn drip_fed_iperf3_set_ups_are_cut_off_at_one_deadline() {
 /// third time in a row (OpenSSH's noauth penalty), on either port, and the penalty is
 /// the server's, not the port's: closing on the iperf3 port bars the control port too.
 /// Another address is not held up.
-#[test]
 fn connections_closed_before_their_handshake_are_penalised_on_every_port() {
     let iperf3 = free_port();
     let srv = ServerProc::start(&["--iperf3-port", &iperf3.to_string()]);
@@ -584,7 +574,6 @@ fn connections_closed_before_their_handshake_are_penalised_on_every_port() {
 /// wirebench test running, an iperf3 client is told access denied (iperf3's "busy"); the
 /// iperf3 port used to count its own tests beside `--max-tests`. The metrics count the
 /// refusal and the iperf3 test that runs afterwards.
-#[test]
 fn one_test_count_is_shared_by_both_protocols() {
     let (iperf3, metrics) = (free_port(), free_port());
     let srv = ServerProc::start(&[
@@ -738,11 +727,7 @@ impl Drop for LentTalker {
 /// IP, a broadcast or multicast MAC, another destination or a faster rate is refused
 /// with the flag that would allow it, before anything is sent; the honest request runs.
 /// With `--raw-allow-spoof` and `--raw-allow-broadcast` the same frames are sent.
-#[test]
 fn raw_ports_refuse_spoofed_and_broadcast_frames_by_default() {
-    if !crate::lab::root_or_skip("raw_ports_refuse_spoofed_and_broadcast_frames_by_default") {
-        return;
-    }
     let lent = LentTalker::up("hsp", &[]);
     let honest = lent.gen(&["-r", "1kpps", "-n", "200", "-J"]);
     assert!(honest.status.success(), "{honest:?}");
@@ -801,11 +786,7 @@ impl Drop for KillOnDrop {
 /// Issue 33: a controller frozen (SIGSTOP) while a lent port sends for it stops saying
 /// it is there: the server ends the send within its idle timeout (the default 5 s) and
 /// the heartbeat period, instead of sending for the 30 s asked.
-#[test]
 fn a_frozen_raw_controller_s_stream_stops_within_the_idle_timeout() {
-    if !crate::lab::root_or_skip("a_frozen_raw_controller_s_stream_stops_within_the_idle_timeout") {
-        return;
-    }
     let lent = LentTalker::up("hfz", &[]);
     let ns = format!("wb-{}-listener", lent.lab.0);
     let controller = std::process::Command::new("ip")
@@ -858,4 +839,36 @@ fn a_frozen_raw_controller_s_stream_stops_within_the_idle_timeout() {
         "the server did not say why it stopped"
     );
     drop(controller);
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::Root;
+    vec![
+        crate::harness::case!(the_iperf3_port_sends_udp_only_to_the_control_connection_s_address),
+        crate::harness::case!(the_iperf3_port_stops_sending_to_a_receiver_that_went_away),
+        crate::harness::case!(
+            silent_connections_from_many_addresses_do_not_starve_the_control_port
+        ),
+        crate::harness::case!(a_mesh_on_one_host_works_with_the_dual_stack_listener),
+        crate::harness::case!(idle_connections_do_not_turn_scrapes_away),
+        crate::harness::case!(planted_symbolic_links_are_not_written_through),
+        crate::harness::case!(an_iperf3_client_above_max_rate_is_stopped),
+        crate::harness::case!(
+            a_connection_flood_on_the_iperf3_port_starts_no_thread_per_connection
+        ),
+        crate::harness::case!(drip_fed_iperf3_set_ups_are_cut_off_at_one_deadline),
+        crate::harness::case!(
+            connections_closed_before_their_handshake_are_penalised_on_every_port
+        ),
+        crate::harness::case!(one_test_count_is_shared_by_both_protocols),
+        crate::harness::case!(
+            raw_ports_refuse_spoofed_and_broadcast_frames_by_default,
+            Root
+        ),
+        crate::harness::case!(
+            a_frozen_raw_controller_s_stream_stops_within_the_idle_timeout,
+            Root
+        ),
+    ]
 }

@@ -14,11 +14,7 @@ struct Iperf3Server {
 }
 
 impl Iperf3Server {
-    fn start(test: &str) -> Option<Self> {
-        if Command::new("iperf3").arg("--version").output().is_err() {
-            eprintln!("SKIPPED {test}: iperf3 is not installed (apt install iperf3)");
-            return None;
-        }
+    fn start() -> Self {
         // A port the kernel says is free now (tests run in parallel).
         let port = free_port();
         let child = Command::new("timeout")
@@ -26,9 +22,9 @@ impl Iperf3Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .ok()?;
+            .expect("iperf3 (the harness checked it is on PATH)");
         wait_listening(port, || Command::new("ss"));
-        Some(Self { child, port })
+        Self { child, port }
     }
 
     /// The server's -J document, once its one test is over.
@@ -74,13 +70,9 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs())
 }
 
-#[test]
 fn tcp_both_ways_against_iperf3_counts_the_same_bytes() {
-    let test = "tcp_both_ways_against_iperf3_counts_the_same_bytes";
     for (args, we_send) in [(vec!["-t", "2"], true), (vec!["-t", "2", "-R"], false)] {
-        let Some(s) = Iperf3Server::start(test) else {
-            return;
-        };
+        let s = Iperf3Server::start();
         let v = ours(&s, &args);
         let d = s.document();
         // Forward: iperf3 received what we sent; reverse: we received what iperf3 sent.
@@ -120,12 +112,8 @@ fn tcp_both_ways_against_iperf3_counts_the_same_bytes() {
     }
 }
 
-#[test]
 fn tcp_three_streams_and_bidir_against_iperf3() {
-    let test = "tcp_three_streams_and_bidir_against_iperf3";
-    let Some(s) = Iperf3Server::start(test) else {
-        return;
-    };
+    let s = Iperf3Server::start();
     let v = ours(&s, &["-t", "1", "-P", "3"]);
     let d = s.document();
     assert_eq!(d["end"]["streams"].as_array().unwrap().len(), 3);
@@ -143,9 +131,7 @@ fn tcp_three_streams_and_bidir_against_iperf3() {
         "{}",
         v["streams"]
     );
-    let Some(s) = Iperf3Server::start(test) else {
-        return;
-    };
+    let s = Iperf3Server::start();
     let v = ours(&s, &["-t", "1", "--bidir"]);
     let d = s.document();
     // The client's senders first (iperf3's order): our forward is its receive side. Both
@@ -194,16 +180,12 @@ fn drops_in(lab: &crate::lab::LabGuard, node: &str) -> f64 {
     udp_rcvbuf_drops(&String::from_utf8_lossy(&out.stdout))
 }
 
-#[test]
 fn udp_at_100_mbits_against_iperf3_both_ways() {
-    let test = "udp_at_100_mbits_against_iperf3_both_ways";
     for (args, we_send) in [
         (vec!["-u", "-b", "100M", "-t", "2"], true),
         (vec!["-u", "-b", "100M", "-t", "2", "-R"], false),
     ] {
-        let Some(s) = Iperf3Server::start(test) else {
-            return;
-        };
+        let s = Iperf3Server::start();
         let drops_before = drops_here();
         let v = ours(&s, &args);
         let d = s.document();
@@ -252,25 +234,26 @@ fn udp_at_100_mbits_against_iperf3_both_ways() {
     }
 }
 
-#[test]
 fn a_busy_or_absent_iperf3_server_is_a_clear_error() {
     let out = crate::util::run(&["client", "127.0.0.1", "--iperf3", "-p", "1", "-t", "1"]);
     crate::util::assert_fails(&out, 1, "iperf3 test with 127.0.0.1:1 failed");
 }
 
-/// What can be in flight when an iperf3 side's timer stops its count: the socket buffers,
-/// which autotuning grows to tens of MB on a fast, loaded loopback (8 MiB, or 5 % of what
-/// was sent in the test's second, whichever is more).
+/// What can be in flight when an iperf3 side's timer stops its count: at most what the
+/// kernel lets a connection's buffers hold, the receiver's (`tcp_rmem`'s maximum, which
+/// autotuning reaches on a fast, loaded loopback: 11 MB were seen in one 1-s `--bidir`
+/// beside two busy loops) and the sender's (`tcp_wmem`'s); or 5 % of what was sent in the
+/// test's second, whichever is more.
 fn in_flight(sent: f64) -> f64 {
-    (8.0 * 1024.0 * 1024.0f64).max(0.05 * sent)
-}
-
-fn have_iperf3(test: &str) -> bool {
-    let ok = Command::new("iperf3").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("SKIPPED {test}: iperf3 is not installed (apt install iperf3)");
-    }
-    ok
+    let max_of = |sysctl: &str| -> f64 {
+        let text = std::fs::read_to_string(format!("/proc/sys/net/ipv4/{sysctl}"))
+            .unwrap_or_else(|e| panic!("{sysctl}: {e}"));
+        text.split_whitespace()
+            .nth(2)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{sysctl}: {text}"))
+    };
+    (max_of("tcp_rmem") + max_of("tcp_wmem")).max(0.05 * sent)
 }
 
 /// `iperf3 -c 127.0.0.1 -p PORT ARGS -J`: its document.
@@ -292,12 +275,7 @@ fn iperf3_client(port: u16, args: &[&str]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("iperf3 -c: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-#[test]
 fn stock_iperf3_clients_are_served_in_every_mode() {
-    let test = "stock_iperf3_clients_are_served_in_every_mode";
-    if !have_iperf3(test) {
-        return;
-    }
     let port = free_port();
     let _server = crate::util::ServerProc::start(&["--iperf3-port", &port.to_string()]);
     for args in [
@@ -311,7 +289,11 @@ fn stock_iperf3_clients_are_served_in_every_mode() {
         vec!["-n", "20M"],
         vec!["-n", "20M", "-R"],
     ] {
+        let drops_before = drops_here();
         let d = iperf3_client(port, &args);
+        // What this host's UDP receive buffers dropped meanwhile (a loaded machine drops a
+        // few at iperf3's socket: real loss, counted by the kernel, not the server's).
+        let dropped = drops_here() - drops_before;
         if args.contains(&"-n") {
             assert_eq!(
                 f(&d["end"], "/sum_sent/bytes"),
@@ -324,9 +306,18 @@ fn stock_iperf3_clients_are_served_in_every_mode() {
         // Both sides' byte counts: the sender's and what the receiver reported back.
         let (sent, received) = (f(end, "/sum_sent/bytes"), f(end, "/sum_received/bytes"));
         assert!(sent > 0.0, "{args:?}: {end}");
+        // A datagram's size (UDP; TCP has no packets).
+        let len = sent / end["sum_sent"]["packets"].as_f64().unwrap_or(1.0).max(1.0);
         if args.contains(&"-R") && args.contains(&"-u") {
-            // The last datagram or two can arrive after iperf3's client timer.
-            assert!(received <= sent && sent - received <= 0.01 * sent, "{end}");
+            // What arrives after iperf3's client timer is sent but not counted: the two
+            // sides' timers are apart by the scheduling delay of a busy machine, up to
+            // 50 ms of the test's rate (seen: 3 datagrams of 32 KB, 8 ms, beside two busy
+            // loops); the rest of any difference the kernel dropped at iperf3's socket.
+            let skew = 100e6 / 8.0 * 0.05;
+            assert!(
+                received <= sent && sent - received <= skew + dropped * len,
+                "{end}; the kernel dropped {dropped} at full receive buffers"
+            );
         } else if args.contains(&"-R") {
             // iperf3's client stops counting at its own timer: what is still in flight then
             // is sent but not counted, against iperf3's own server too (measured here:
@@ -335,6 +326,11 @@ fn stock_iperf3_clients_are_served_in_every_mode() {
                 received <= sent && sent - received <= in_flight(sent),
                 "{end}"
             );
+        } else if args.contains(&"-u") {
+            // Every datagram accounted for: received, or counted lost (the loss itself
+            // is bounded below).
+            let lost = f(end, "/sum_received/lost_packets");
+            assert_eq!(sent, received + lost * len, "{args:?}: {end}");
         } else {
             assert_eq!(sent, received, "{args:?}: {end}");
         }
@@ -343,9 +339,17 @@ fn stock_iperf3_clients_are_served_in_every_mode() {
                 f(end, "/sum_received/lost_packets"),
                 f(end, "/sum_received/packets"),
             );
-            assert!(lost <= 0.005 * packets, "{args:?}: {end}");
+            assert!(
+                lost - dropped <= 0.005 * packets,
+                "{args:?}: {end}; the kernel dropped {dropped} at full receive buffers"
+            );
+            // The rate received, give or take what the receive buffer dropped.
+            let dropped_bps = dropped * len * 8.0 / f(end, "/sum_received/seconds").max(1.0);
             let rate = f(end, "/sum_received/bits_per_second");
-            assert!(close(rate, 100e6, 0.01), "{args:?}: {rate}");
+            assert!(
+                close(rate + dropped_bps, 100e6, 0.01),
+                "{args:?}: {rate}, {dropped} dropped at full receive buffers"
+            );
         }
         if args.contains(&"--bidir") {
             // The server-to-client half: in flight at the client's timer, as with -R.
@@ -359,12 +363,7 @@ fn stock_iperf3_clients_are_served_in_every_mode() {
     }
 }
 
-#[test]
 fn four_iperf3_clients_at_once_all_complete() {
-    let test = "four_iperf3_clients_at_once_all_complete";
-    if !have_iperf3(test) {
-        return;
-    }
     let port = free_port();
     let _server = crate::util::ServerProc::start(&["--iperf3-port", &port.to_string()]);
     // iperf3's own server would refuse all but one ("the server is busy").
@@ -387,12 +386,7 @@ fn four_iperf3_clients_at_once_all_complete() {
 /// A stock iperf3 client that is stopped (SIGSTOP) says nothing, and its kernel keeps
 /// the connections up: the server sees its streams stop moving and ends the test within
 /// the idle timeout, both when it receives and when it sends (`-R`).
-#[test]
 fn a_stopped_iperf3_client_is_ended_by_the_idle_timeout() {
-    let test = "a_stopped_iperf3_client_is_ended_by_the_idle_timeout";
-    if !have_iperf3(test) {
-        return;
-    }
     let port = free_port();
     let srv = crate::util::ServerProc::start(&["--iperf3-port", &port.to_string()]);
     for (n, reverse) in [false, true].into_iter().enumerate() {
@@ -431,12 +425,7 @@ fn a_stopped_iperf3_client_is_ended_by_the_idle_timeout() {
     }
 }
 
-#[test]
 fn a_server_with_a_key_opens_no_iperf3_port_unless_told_otherwise() {
-    let test = "a_server_with_a_key_opens_no_iperf3_port_unless_told_otherwise";
-    if !have_iperf3(test) {
-        return;
-    }
     let key = std::env::temp_dir().join(format!("wb-i3-key-{}", std::process::id()));
     crate::util::key_file(&key, "a key of more than sixteen bytes\n");
     let k = key.to_str().unwrap();
@@ -526,12 +515,7 @@ impl Drop for Iperf3Daemon {
     }
 }
 
-#[test]
 fn json_format_iperf3_has_every_key_path_of_iperf3s_document() {
-    let test = "json_format_iperf3_has_every_key_path_of_iperf3s_document";
-    if !have_iperf3(test) {
-        return;
-    }
     let daemon = Iperf3Daemon::on_loopback(120);
     let wb = crate::util::ServerProc::start(&["--no-iperf3"]);
     let cases: [&[&str]; 6] = [
@@ -593,12 +577,7 @@ fn json_format_iperf3_has_every_key_path_of_iperf3s_document() {
     }
 }
 
-#[test]
 fn iperf3_flags_reach_a_stock_iperf3_server() {
-    let test = "iperf3_flags_reach_a_stock_iperf3_server";
-    if !have_iperf3(test) {
-        return;
-    }
     let daemon = Iperf3Daemon::on_loopback(60);
     let p = daemon.1.to_string();
     // Without --iperf3: the server answers as iperf3, and the test runs in its dialect.
@@ -689,12 +668,7 @@ fn iperf3_flags_reach_a_stock_iperf3_server() {
     );
 }
 
-#[test]
 fn stock_iperf3_client_options_reach_a_wirebench_server_that_serves_one_test() {
-    let test = "stock_iperf3_client_options_reach_a_wirebench_server_that_serves_one_test";
-    if !have_iperf3(test) {
-        return;
-    }
     let port = free_port();
     let mut srv = crate::util::ServerProc::start(&["-1", "--iperf3-port", &port.to_string()]);
     let v = iperf3_client(
@@ -774,12 +748,7 @@ fn iperf3_from_talker(lab: &crate::lab::LabGuard, addr: &str, args: &[&str]) -> 
         .unwrap_or_else(|e| panic!("iperf3 -c: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-#[test]
 fn across_a_direct_lab_with_iperf3_on_either_side() {
-    let test = "across_a_direct_lab_with_iperf3_on_either_side";
-    if !crate::lab::root_or_skip(test) || !have_iperf3(test) {
-        return;
-    }
     let lab = crate::lab::LabGuard::up("direct", "i3d");
     let cases: [&[&str]; 5] = [
         &["-t", "2"],
@@ -870,12 +839,7 @@ fn across_a_direct_lab_with_iperf3_on_either_side() {
     let _ = server.wait();
 }
 
-#[test]
 fn through_five_percent_loss_both_loss_figures_hold() {
-    let test = "through_five_percent_loss_both_loss_figures_hold";
-    if !crate::lab::root_or_skip(test) || !have_iperf3(test) {
-        return;
-    }
     let lab = crate::lab::LabGuard::up_with("impair", "i3l", &["--impair", "loss=5%,seed=11"]);
     let _daemon = iperf3_daemon_in(&lab, "listener", "198.18.2.1");
     // 20 Mbit/s of 1000-byte datagrams for 3 s: 7,500 datagrams each way.
@@ -899,4 +863,37 @@ fn through_five_percent_loss_both_loss_figures_hold() {
         "wirebench's loss {lost}/{sent} is not 5 % within its binomial interval"
     );
     assert_eq!(f(s, "/duplicate_packets"), 0.0, "{s}");
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::{Iperf3, Root};
+    vec![
+        crate::harness::case!(tcp_both_ways_against_iperf3_counts_the_same_bytes, Iperf3),
+        crate::harness::case!(tcp_three_streams_and_bidir_against_iperf3, Iperf3),
+        crate::harness::case!(udp_at_100_mbits_against_iperf3_both_ways, Iperf3),
+        crate::harness::case!(a_busy_or_absent_iperf3_server_is_a_clear_error),
+        crate::harness::case!(stock_iperf3_clients_are_served_in_every_mode, Iperf3),
+        crate::harness::case!(four_iperf3_clients_at_once_all_complete, Iperf3),
+        crate::harness::case!(a_stopped_iperf3_client_is_ended_by_the_idle_timeout, Iperf3),
+        crate::harness::case!(
+            a_server_with_a_key_opens_no_iperf3_port_unless_told_otherwise,
+            Iperf3
+        ),
+        crate::harness::case!(
+            json_format_iperf3_has_every_key_path_of_iperf3s_document,
+            Iperf3
+        ),
+        crate::harness::case!(iperf3_flags_reach_a_stock_iperf3_server, Iperf3),
+        crate::harness::case!(
+            stock_iperf3_client_options_reach_a_wirebench_server_that_serves_one_test,
+            Iperf3
+        ),
+        crate::harness::case!(across_a_direct_lab_with_iperf3_on_either_side, Root, Iperf3),
+        crate::harness::case!(
+            through_five_percent_loss_both_loss_figures_hold,
+            Root,
+            Iperf3
+        ),
+    ]
 }

@@ -8,7 +8,6 @@ use std::process::Command;
 
 use model::stop::Stop;
 
-use crate::lab::root_or_skip;
 use crate::util::*;
 
 /// The fleet's DNS name, as a headless Service's would be.
@@ -227,11 +226,7 @@ fn cells(r: &serde_json::Value) -> Vec<(String, String, Option<f64>, Option<Stri
         .collect()
 }
 
-#[test]
 fn a_mesh_of_four_agents_and_a_fleet_from_dns_with_one_host_down() {
-    if !root_or_skip("mesh::a_mesh_of_four_agents_and_a_fleet_from_dns_with_one_host_down") {
-        return;
-    }
     // Five hosts; the fifth has an address but no agent (down).
     let star = Star::up(5);
     let dir = tempdir("mesh");
@@ -374,7 +369,6 @@ fn a_mesh_of_four_agents_and_a_fleet_from_dns_with_one_host_down() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
 fn third_party_tests_need_the_servers_consent_and_a_key() {
     // On loopback: no root needed.
     let dir = tempdir("mesh-consent");
@@ -419,4 +413,16 @@ fn third_party_tests_need_the_servers_consent_and_a_key() {
         assert_eq!(out.status.code(), Some(2), "{hosts:?}: {out:?}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::Root;
+    vec![
+        crate::harness::case!(
+            a_mesh_of_four_agents_and_a_fleet_from_dns_with_one_host_down,
+            Root
+        ),
+        crate::harness::case!(third_party_tests_need_the_servers_consent_and_a_key),
+    ]
 }

@@ -2,7 +2,6 @@
 
 use crate::util::*;
 
-#[test]
 fn sweep_classifies_each_step() {
     let srv = ServerProc::start(&[]);
     let v = srv.json("sweep", "--from 10M --to 30M --step 10M -t 1");
@@ -28,7 +27,6 @@ fn sweep_classifies_each_step() {
     }
 }
 
-#[test]
 fn blocksize_measures_both_directions() {
     let srv = ServerProc::start(&[]);
     let v = srv.json("blocksize", "--sizes 1k,32k -t 1");
@@ -44,7 +42,6 @@ fn blocksize_measures_both_directions() {
     }
 }
 
-#[test]
 fn latency_gives_percentiles_per_size() {
     let srv = ServerProc::start(&[]);
     let v = srv.json("latency", "-l 64,1024 -t 1");
@@ -74,7 +71,6 @@ fn latency_gives_percentiles_per_size() {
 /// Latency limits per message size with a marginal band: a limit far above the
 /// measurement passes, one whose band starts below it reads MARGINAL (still exit 0), one
 /// below it fails with exit code 3.
-#[test]
 fn latency_limits_pass_read_marginal_or_fail() {
     let srv = ServerProc::start(&[]);
     let v = srv.json(
@@ -117,7 +113,6 @@ fn latency_limits_pass_read_marginal_or_fail() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("latency p50 at 64 bytes: FAIL"));
 }
 
-#[test]
 fn rfc2544_over_udp_through_a_server() {
     // At a nominal 10 Mbit/s line rate loopback forwards everything: each size's
     // throughput is the line rate, found by the first trial; latency comes from the
@@ -173,7 +168,6 @@ fn rfc2544_over_udp_through_a_server() {
     );
 }
 
-#[test]
 fn a_profile_stream_can_go_through_a_wirebench_server() {
     // No root needed: the stream is a UDP test of the control protocol. 2,000 frames/s of
     // 512 bytes are 8.192 Mbit/s of L2 frames.
@@ -206,4 +200,16 @@ fn a_profile_stream_can_go_through_a_wirebench_server() {
     .unwrap();
     assert_fails(&run(&["streams", &p.to_string_lossy()]), 2, "is UDP");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    vec![
+        crate::harness::case!(sweep_classifies_each_step),
+        crate::harness::case!(blocksize_measures_both_directions),
+        crate::harness::case!(latency_gives_percentiles_per_size),
+        crate::harness::case!(latency_limits_pass_read_marginal_or_fail),
+        crate::harness::case!(rfc2544_over_udp_through_a_server),
+        crate::harness::case!(a_profile_stream_can_go_through_a_wirebench_server),
+    ]
 }

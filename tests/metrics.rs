@@ -103,17 +103,8 @@ fn query(port: u16, q: &str) -> f64 {
     }
 }
 
-#[test]
 fn prometheus_scrapes_the_server_during_a_test() {
-    let (Ok(prometheus), Ok(promtool)) = (which("prometheus"), which("promtool")) else {
-        // CI installs it: there a missing Prometheus is a failure, not a skip.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI without prometheus (.ci/run installs it)"
-        );
-        eprintln!("SKIP prometheus_scrapes_the_server_during_a_test: Debian's prometheus is not installed (apt install prometheus; .ci/run does)");
-        return;
-    };
+    let (prometheus, promtool) = (which("prometheus"), which("promtool"));
     let metrics_port = free_port();
     let addr = format!("127.0.0.1:{metrics_port}");
     let srv = ServerProc::start(&["--metrics", &addr]);
@@ -207,7 +198,6 @@ fn prometheus_scrapes_the_server_during_a_test() {
     promtool_accepts(&promtool, &get(exporter.port, &probe).expect("probe"));
 }
 
-#[test]
 fn the_exporter_probes_and_refuses_what_it_must() {
     let srv = ServerProc::start(&[]);
     let exporter = ServerProc::start_command(&[
@@ -351,15 +341,24 @@ fn the_exporter_probes_and_refuses_what_it_must() {
     }
 }
 
-fn which(name: &str) -> Result<String, ()> {
+fn which(name: &str) -> String {
     let out = Command::new("sh")
         .args(["-c", &format!("command -v {name}")])
         .output()
-        .map_err(|_| ())?;
+        .expect("sh");
     let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if out.status.success() && !path.is_empty() {
-        Ok(path)
-    } else {
-        Err(())
-    }
+    assert!(
+        out.status.success() && !path.is_empty(),
+        "{name} is not on PATH (the harness checked it is)"
+    );
+    path
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::Prometheus;
+    vec![
+        crate::harness::case!(prometheus_scrapes_the_server_during_a_test, Prometheus),
+        crate::harness::case!(the_exporter_probes_and_refuses_what_it_must),
+    ]
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::lab::{root_or_skip, LabGuard};
+use crate::lab::LabGuard;
 use crate::util::{assert_fails, bin, run, run_json, run_within, ServerProc};
 
 /// MTU and every feature of `node:eth0` of `lab`, read through the kernel.
@@ -31,11 +31,7 @@ fn matrix_args<'a>(lab: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     a
 }
 
-#[test]
 fn the_matrix_runs_every_combination_and_puts_every_setting_back() {
-    if !root_or_skip("the_matrix_runs_every_combination_and_puts_every_setting_back") {
-        return;
-    }
     let lab = LabGuard::up("direct", "nm");
     let before = [settings(&lab.0, "talker"), settings(&lab.0, "listener")];
     let args = matrix_args(
@@ -108,11 +104,7 @@ fn the_matrix_runs_every_combination_and_puts_every_setting_back() {
     assert_eq!(after[0].0, Some(1500));
 }
 
-#[test]
 fn a_stop_in_the_middle_of_the_matrix_puts_every_setting_back() {
-    if !root_or_skip("a_stop_in_the_middle_of_the_matrix_puts_every_setting_back") {
-        return;
-    }
     let lab = LabGuard::up("direct", "ns");
     let before = [settings(&lab.0, "talker"), settings(&lab.0, "listener")];
     let args = matrix_args(
@@ -159,12 +151,7 @@ fn a_stop_in_the_middle_of_the_matrix_puts_every_setting_back() {
     assert_eq!(before, after, "{err}");
 }
 
-#[test]
 fn jumbo_frames_cross_a_lab_built_with_mtu_9000_and_oversize_frames_are_refused() {
-    if !root_or_skip("jumbo_frames_cross_a_lab_built_with_mtu_9000_and_oversize_frames_are_refused")
-    {
-        return;
-    }
     let lab = LabGuard::up_with("direct", "nj", &["--mtu", "9000"]);
     let v = run_json(&[
         "gen",
@@ -219,7 +206,6 @@ fn jumbo_frames_cross_a_lab_built_with_mtu_9000_and_oversize_frames_are_refused(
     assert_fails(&out, 2, "needs an MTU of 9000");
 }
 
-#[test]
 fn blocksize_takes_connections_and_writes_netio_units() {
     let server = ServerProc::start(&[]);
     let port = server.port_arg();
@@ -277,7 +263,6 @@ fn blocksize_takes_connections_and_writes_netio_units() {
     assert!(text.contains("powers of 2"), "{text}");
 }
 
-#[test]
 fn nicmatrix_refuses_what_it_cannot_do() {
     for (args, code, needle) in [
         (vec!["nicmatrix", "--end", "lo", "--mtu", "67"], 2, "67"),
@@ -289,9 +274,6 @@ fn nicmatrix_refuses_what_it_cannot_do() {
         (vec!["nicmatrix", "--mtu", "1500"], 2, "--end"),
     ] {
         assert_fails(&run(&args), code, needle);
-    }
-    if !root_or_skip("nicmatrix_refuses_what_it_cannot_do") {
-        return;
     }
     // Without HOST both ends must be lab ports.
     assert_fails(
@@ -392,11 +374,7 @@ fn pid_with(words: &[&str]) -> Option<i32> {
 /// A `--allow-tuning` server stopped by SIGTERM while a client has its interface at MTU
 /// 9000 puts the interface back before it exits, as it does when the client goes away
 /// (it once died with the MTU left as the client set it).
-#[test]
 fn a_tuning_server_stopped_by_sigterm_puts_its_interface_back() {
-    if !root_or_skip("a_tuning_server_stopped_by_sigterm_puts_its_interface_back") {
-        return;
-    }
     let lab = LabGuard::up("direct", "nt");
     let key = key_file("t");
     let before = settings(&lab.0, "listener");
@@ -444,11 +422,7 @@ fn key_file(tag: &str) -> std::path::PathBuf {
     p
 }
 
-#[test]
 fn a_server_started_with_allow_tuning_has_its_interface_set_and_put_back() {
-    if !root_or_skip("a_server_started_with_allow_tuning_has_its_interface_set_and_put_back") {
-        return;
-    }
     let lab = LabGuard::up("direct", "nr");
     let key = key_file("r");
     let before = settings(&lab.0, "listener");
@@ -537,4 +511,33 @@ fn a_server_started_with_allow_tuning_has_its_interface_set_and_put_back() {
     let _ = plain.kill();
     let _ = plain.wait();
     let _ = std::fs::remove_file(key);
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::Root;
+    vec![
+        crate::harness::case!(
+            the_matrix_runs_every_combination_and_puts_every_setting_back,
+            Root
+        ),
+        crate::harness::case!(
+            a_stop_in_the_middle_of_the_matrix_puts_every_setting_back,
+            Root
+        ),
+        crate::harness::case!(
+            jumbo_frames_cross_a_lab_built_with_mtu_9000_and_oversize_frames_are_refused,
+            Root
+        ),
+        crate::harness::case!(blocksize_takes_connections_and_writes_netio_units),
+        crate::harness::case!(nicmatrix_refuses_what_it_cannot_do, Root),
+        crate::harness::case!(
+            a_tuning_server_stopped_by_sigterm_puts_its_interface_back,
+            Root
+        ),
+        crate::harness::case!(
+            a_server_started_with_allow_tuning_has_its_interface_set_and_put_back,
+            Root
+        ),
+    ]
 }

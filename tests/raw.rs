@@ -1,6 +1,6 @@
 //! Raw frames (`gen`, `rfc2544`) across lab topologies (root: namespaces and AF_PACKET).
 
-use crate::lab::{root_or_skip, xdp_attached, LabGuard};
+use crate::lab::{xdp_attached, LabGuard};
 use crate::util::*;
 
 /// `wirebench gen talker:eth0 --rx listener:eth0 ARGS` in `lab`.
@@ -24,11 +24,7 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-#[test]
 fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
-    if !root_or_skip("every_frame_size_and_protocol_crosses_the_direct_lab_without_loss") {
-        return;
-    }
     let lab = LabGuard::up("direct", "r");
     for size in ["64", "128", "256", "512", "1024", "1280", "1518"] {
         for proto in ["udp", "tcp", "icmp"] {
@@ -165,11 +161,7 @@ fn shaper_lab_100m(tag: &str) -> LabGuard {
     lab
 }
 
-#[test]
 fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
-    if !root_or_skip("rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate") {
-        return;
-    }
     // One UDP class of 100 Mbit/s with a 100-packet queue: HTB counts 1514 bytes of each
     // 1518-byte frame, so the class passes 100e6 / (1514 x 8) = 8,256 frames/s.
     let lab = shaper_lab_100m("s");
@@ -223,13 +215,7 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
     );
 }
 
-#[test]
 fn raw_commands_refuse_bad_input() {
-    if !root_or_skip("raw_commands_refuse_bad_input") {
-        // Without root the refusal is about root itself.
-        assert_fails(&run(&["gen", "lo", "-n", "1"]), 2, "root");
-        return;
-    }
     for (args, needle) in [
         (vec!["gen", "lo", "-r", "150%"], "(0, 100]"),
         (vec!["gen", "lo", "-s", "63"], "63"),
@@ -278,11 +264,7 @@ fn raw_commands_refuse_bad_input() {
     }
 }
 
-#[test]
 fn tshark_finds_every_checksum_of_generated_frames_correct() {
-    if !root_or_skip("tshark_finds_every_checksum_of_generated_frames_correct") {
-        return;
-    }
     if std::process::Command::new("tshark")
         .arg("--version")
         .output()
@@ -453,20 +435,12 @@ fn check_classes(v: &serde_json::Value, want: &[(&str, f64)]) {
     assert!((total - sum).abs() <= sum * 0.02, "total {total} vs {sum}");
 }
 
-#[test]
 fn streams_reproduce_the_rtx2000_two_class_scenario() {
-    if !root_or_skip("streams_reproduce_the_rtx2000_two_class_scenario") {
-        return;
-    }
     let v = rtx2000("two-classes", "x", "2");
     check_classes(&v, &[("udp", 10.0), ("tcp", 40.0)]);
 }
 
-#[test]
 fn streams_reproduce_the_rtx2000_three_class_scenario() {
-    if !root_or_skip("streams_reproduce_the_rtx2000_three_class_scenario") {
-        return;
-    }
     let v = rtx2000("three-classes", "y", "3");
     check_classes(&v, &[("udp", 5.0), ("icmp", 30.0), ("tcp", 15.0)]);
 }
@@ -475,11 +449,7 @@ fn streams_reproduce_the_rtx2000_three_class_scenario() {
 /// one 100 Mbit/s egress with one FIFO: the egress carries its rate, both streams lose a
 /// large share and neither is protected (the reference: both lose about equally). An
 /// ingress port carries no more than its rate.
-#[test]
 fn streams_reproduce_the_rtx2000_baseline() {
-    if !root_or_skip("streams_reproduce_the_rtx2000_baseline") {
-        return;
-    }
     let dir = env!("CARGO_MANIFEST_DIR");
     let profile = format!("{dir}/examples/streams-baseline.toml");
     let ports = ["--egress", "100M", "--ingress", "2", "--port-rate", "100M"];
@@ -550,7 +520,6 @@ fn port_counters(lab: &str) -> (u64, u64) {
     (num(1), num(6))
 }
 
-#[test]
 fn streams_refuse_bad_profiles_before_sending() {
     let dir = std::env::temp_dir().join(format!("wb-prof-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -577,11 +546,7 @@ fn streams_refuse_bad_profiles_before_sending() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
 fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
-    if !root_or_skip("shaping_matrix_is_monotone_and_accurate_for_large_frames") {
-        return;
-    }
     let lab = shaper_lab_100m("m");
     // The bandwidth is set through --dut-cmd, as for any device, with the template's
     // placeholder replaced. Line rate is a 200 Mbit/s port (5x the largest bandwidth):
@@ -650,11 +615,7 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
     );
 }
 
-#[test]
 fn streams_of_every_kind_interleave_on_one_port() {
-    if !root_or_skip("streams_of_every_kind_interleave_on_one_port") {
-        return;
-    }
     let lab = LabGuard::up("direct", "q");
     let dir = std::env::temp_dir().join(format!("wb-mix-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -723,11 +684,7 @@ fn streams_of_every_kind_interleave_on_one_port() {
 /// (one-way latency present and plausible), the program gone from the port afterwards;
 /// a port whose MTU a receive chunk cannot hold is refused when xdp is asked for, and
 /// `auto` falls back to the ring there, saying so in the backend it records.
-#[test]
 fn xdp_receiver_counts_and_stamps_every_frame_and_detaches() {
-    if !root_or_skip("xdp_receiver_counts_and_stamps_every_frame_and_detaches") {
-        return;
-    }
     let lab = LabGuard::up("direct", "x");
     for size in ["64", "1518"] {
         let argv = gen_across(
@@ -780,11 +737,7 @@ fn xdp_receiver_counts_and_stamps_every_frame_and_detaches() {
 /// of the rate and count (an odd count too); the receiver counts every stream, and the
 /// totals add up with nothing lost or reordered. AF_XDP binds one transmit queue per
 /// thread: more threads than the lab's veths have queues is refused, naming the queue.
-#[test]
 fn gen_threads_share_the_load_and_the_totals_add_up() {
-    if !root_or_skip("gen_threads_share_the_load_and_the_totals_add_up") {
-        return;
-    }
     let lab = LabGuard::up("direct", "g");
     for backend in ["packet", "auto"] {
         let argv = gen_across(
@@ -822,4 +775,39 @@ fn gen_threads_share_the_load_and_the_totals_add_up() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("queue {queues}")), "{err}");
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::{Root, Tshark};
+    vec![
+        crate::harness::case!(
+            every_frame_size_and_protocol_crosses_the_direct_lab_without_loss,
+            Root
+        ),
+        crate::harness::case!(
+            rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate,
+            Root
+        ),
+        crate::harness::case!(raw_commands_refuse_bad_input, Root),
+        crate::harness::case!(
+            tshark_finds_every_checksum_of_generated_frames_correct,
+            Root,
+            Tshark
+        ),
+        crate::harness::case!(streams_reproduce_the_rtx2000_two_class_scenario, Root),
+        crate::harness::case!(streams_reproduce_the_rtx2000_three_class_scenario, Root),
+        crate::harness::case!(streams_reproduce_the_rtx2000_baseline, Root),
+        crate::harness::case!(streams_refuse_bad_profiles_before_sending),
+        crate::harness::case!(
+            shaping_matrix_is_monotone_and_accurate_for_large_frames,
+            Root
+        ),
+        crate::harness::case!(streams_of_every_kind_interleave_on_one_port, Root),
+        crate::harness::case!(
+            xdp_receiver_counts_and_stamps_every_frame_and_detaches,
+            Root
+        ),
+        crate::harness::case!(gen_threads_share_the_load_and_the_totals_add_up, Root),
+    ]
 }

@@ -160,7 +160,6 @@ for c in cases:
     (n[0], n[1], n[2], n[3], lines.map(str::to_owned).collect())
 }
 
-#[test]
 fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
     let dir = out_dir("ok");
     let plan = write_plan(&dir, SHORT_PLAN);
@@ -312,17 +311,17 @@ fn numbers_come_from_results(md: &str, results: &serde_json::Value) {
 }
 
 fn chromium_renders(html: &Path, png: &Path) {
-    let Some(browser) = ["chromium", "chromium-browser"].into_iter().find(|b| {
-        Command::new(b)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    }) else {
-        eprintln!("SKIPPED the Chromium check: chromium is not installed (.ci/run installs it)");
-        return;
-    };
+    let browser = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .expect("chromium (the harness checked it is on PATH)");
     let out = Command::new(browser)
         .args([
             "--headless=new",
@@ -345,7 +344,6 @@ fn chromium_renders(html: &Path, png: &Path) {
     assert!(size > 10_000, "screenshot of {size} bytes");
 }
 
-#[test]
 fn an_interrupted_run_keeps_what_it_finished() {
     let dir = out_dir("int");
     let plan = write_plan(
@@ -406,7 +404,6 @@ fn an_interrupted_run_keeps_what_it_finished() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
 fn bad_plans_fail_before_anything_runs() {
     let dir = out_dir("bad");
     for (text, want) in [
@@ -430,7 +427,6 @@ fn bad_plans_fail_before_anything_runs() {
 /// iperf3 or ping on PATH): as root the whole story (FRER lab with path loss, shaper
 /// profile, FRER overhead), otherwise on loopback; every section and chart of its kind is
 /// there and every number traces back to results.json.
-#[test]
 fn demo_writes_the_whole_report() {
     let dir = out_dir("demo");
     let root = lab::cmd::is_root();
@@ -536,7 +532,6 @@ fn interfaces_come_from_the_kernel(results: &serde_json::Value) {
 /// repository's root, it passes its gate on loopback and writes a JUnit file with a
 /// testcase per test and per threshold, none failed. Each example is valid YAML (where
 /// python3-yaml is installed) and runs the same command.
-#[test]
 fn the_ci_example_gate_runs_as_its_jobs_run_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let command = "wirebench run examples/ci/plan.toml --out run --junit run/junit.xml";
@@ -584,4 +579,19 @@ fn the_ci_example_gate_runs_as_its_jobs_run_it() {
         "{failed:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::Chromium;
+    vec![
+        crate::harness::case!(
+            a_plan_runs_and_every_reported_number_comes_from_the_results,
+            Chromium
+        ),
+        crate::harness::case!(an_interrupted_run_keeps_what_it_finished),
+        crate::harness::case!(bad_plans_fail_before_anything_runs),
+        crate::harness::case!(demo_writes_the_whole_report, Chromium),
+        crate::harness::case!(the_ci_example_gate_runs_as_its_jobs_run_it),
+    ]
 }

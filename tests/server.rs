@@ -2,7 +2,6 @@
 
 use crate::util::*;
 
-#[test]
 fn serves_several_tests_at_once() {
     let srv = ServerProc::start(&[]);
     let p = srv.port_arg();
@@ -27,7 +26,6 @@ fn serves_several_tests_at_once() {
     }
 }
 
-#[test]
 fn limits_are_enforced_with_a_clear_message() {
     let srv = ServerProc::start(&[
         "--max-duration",
@@ -47,7 +45,6 @@ fn limits_are_enforced_with_a_clear_message() {
     );
 }
 
-#[test]
 fn authentication_refuses_missing_and_wrong_keys() {
     let dir = std::env::temp_dir().join(format!("wb-it-auth-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -67,7 +64,6 @@ fn authentication_refuses_missing_and_wrong_keys() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
 fn max_tests_turns_away_the_extra_client() {
     let srv = ServerProc::start(&["--max-tests", "1"]);
     std::thread::scope(|scope| {
@@ -83,7 +79,6 @@ fn max_tests_turns_away_the_extra_client() {
 }
 
 /// A key file others can read is refused with the fix, on the server and the client.
-#[test]
 fn a_key_readable_by_others_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let key = std::env::temp_dir().join(format!("wb-it-key644-{}", std::process::id()));
@@ -101,7 +96,6 @@ fn a_key_readable_by_others_is_refused() {
 
 /// A client given a key does not run its test with a server that does not ask for it
 /// (it may be an impostor), unless told to go on.
-#[test]
 fn a_client_with_a_key_refuses_a_server_that_does_not_ask() {
     let key = std::env::temp_dir().join(format!("wb-it-keydown-{}", std::process::id()));
     key_file(&key, "a key of more than sixteen bytes\n");
@@ -118,7 +112,6 @@ fn a_client_with_a_key_refuses_a_server_that_does_not_ask() {
 
 /// Wrong keys from an address: two cost nothing, the third and later make it wait
 /// (1 s, then 2 s, ...), and the right key works again once the wait is over.
-#[test]
 fn repeated_wrong_keys_make_the_address_wait() {
     let dir = std::env::temp_dir().join(format!("wb-it-penalty-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -158,7 +151,6 @@ fn repeated_wrong_keys_make_the_address_wait() {
 
 /// A client stopped with SIGSTOP, and one killed with SIGKILL, each free their test's
 /// slot within 10 s (the stopped one falls silent: the server's idle timeout ends it).
-#[test]
 fn a_stopped_or_killed_client_frees_its_slot() {
     let srv = ServerProc::start(&["--max-tests", "1"]);
     let port = srv.port_arg();
@@ -218,7 +210,6 @@ fn a_stopped_or_killed_client_frees_its_slot() {
 /// Connections from 127.0.0.2, opened one after another and held without a word, neither take
 /// more than their share of handshakes (the rest are turned away at once) nor keep an
 /// honest client on 127.0.0.1 from running five tests in a row.
-#[test]
 fn a_flood_from_one_address_does_not_keep_an_honest_client_out() {
     use std::io::Read;
     // The flood's handshakes stay open all along (none expires and makes room).
@@ -281,7 +272,6 @@ fn a_flood_from_one_address_does_not_keep_an_honest_client_out() {
 
 /// A latency client that busy-polls the server beyond its address's spin budget is
 /// answered from `recv` from then on: every ping still answered, the server says why.
-#[test]
 fn a_spinning_latency_client_is_held_to_its_spin_budget() {
     let srv = ServerProc::start(&["--max-spin-per-source", "0.2"]);
     let v = srv.json("latency", "--spin -t 1.5");
@@ -299,7 +289,6 @@ fn a_spinning_latency_client_is_held_to_its_spin_budget() {
 
 /// An address beyond its share of tests is refused, and the server goes on serving (the
 /// refusal once left the gate locked).
-#[test]
 fn an_address_beyond_its_share_of_tests_is_refused_and_the_server_goes_on() {
     let srv = ServerProc::start(&["--max-tests-per-source", "1"]);
     std::thread::scope(|scope| {
@@ -315,4 +304,23 @@ fn an_address_beyond_its_share_of_tests_is_refused_and_the_server_goes_on() {
         let v = srv.json("client", "-u -b 1M -t 0.3");
         assert!(u64_at(&v, "/summary/sent_packets") > 0);
     }
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    vec![
+        crate::harness::case!(serves_several_tests_at_once),
+        crate::harness::case!(limits_are_enforced_with_a_clear_message),
+        crate::harness::case!(authentication_refuses_missing_and_wrong_keys),
+        crate::harness::case!(max_tests_turns_away_the_extra_client),
+        crate::harness::case!(a_key_readable_by_others_is_refused),
+        crate::harness::case!(a_client_with_a_key_refuses_a_server_that_does_not_ask),
+        crate::harness::case!(repeated_wrong_keys_make_the_address_wait),
+        crate::harness::case!(a_stopped_or_killed_client_frees_its_slot),
+        crate::harness::case!(a_flood_from_one_address_does_not_keep_an_honest_client_out),
+        crate::harness::case!(a_spinning_latency_client_is_held_to_its_spin_budget),
+        crate::harness::case!(
+            an_address_beyond_its_share_of_tests_is_refused_and_the_server_goes_on
+        ),
+    ]
 }

@@ -1,6 +1,9 @@
 //! Integration tests: they run the real `wirebench` binary as server and client on
-//! loopback. One test binary (`autotests = false`), one module per area.
+//! loopback and in labs. One test binary (`autotests = false`), one module per area, run
+//! by the harness of `harness.rs`: each module lists its tests and what each needs from
+//! the machine in its `cases()`; what cannot run here is reported skipped, with its reason.
 
+mod harness;
 mod util;
 
 mod agents;
@@ -18,3 +21,28 @@ mod nic;
 mod raw;
 mod run;
 mod server;
+
+fn main() -> std::process::ExitCode {
+    harness::main(
+        [
+            agents::cases(),
+            bad_input::cases(),
+            cli::cases(),
+            client::cases(),
+            frer::cases(),
+            hostile::cases(),
+            iperf3::cases(),
+            lab::cases(),
+            mesh::cases(),
+            methods::cases(),
+            metrics::cases(),
+            nic::cases(),
+            raw::cases(),
+            run::cases(),
+            server::cases(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    )
+}
