@@ -315,6 +315,12 @@ pub trait Runner {
     fn is_dry(&self) -> bool {
         false
     }
+    /// Whether it acts on this machine, so that building or removing a lab takes the
+    /// lab name's lock (a file under `/run`); test doubles that only record commands
+    /// (the default) take none.
+    fn acts_on_this_machine(&self) -> bool {
+        false
+    }
     /// Starts `cmd` in the background, detached from this process and its terminal
     /// (its own process group, so Ctrl-C here does not reach it), with its output in
     /// `log`; returns its pid. The default runs it to completion (for test doubles).
@@ -329,6 +335,10 @@ pub trait Runner {
 pub struct SystemRunner;
 
 impl Runner for SystemRunner {
+    fn acts_on_this_machine(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
         if let Some(k) = &cmd.kernel {
             k.apply().map_err(|e| cmd.failed(e))?;

@@ -141,7 +141,8 @@ impl Owner {
     }
 }
 
-/// The lock of lab name `name`, held until dropped (none for a dry run). While another
+/// The lock of lab name `name`, held until dropped (none for a dry run or a test double
+/// that does not act on this machine). While another
 /// process holds it, this waits, looking every 50 ms whether `stop` was raised (Ctrl-C then
 /// ends the wait: a blocking `flock` would not see it).
 fn lock(
@@ -149,7 +150,7 @@ fn lock(
     runner: &dyn Runner,
     stop: Option<&Stop>,
 ) -> Result<Option<std::fs::File>, LabError> {
-    if runner.is_dry() {
+    if runner.is_dry() || !runner.acts_on_this_machine() {
         return Ok(None);
     }
     let failed = |e: std::io::Error| LabError::Command {
