@@ -80,7 +80,7 @@ fn throughput_over_a_server_asks_udp_tests_of_each_frames_payload_at_the_rates_i
         .collect();
     assert_eq!(found.len(), 2);
     for (len, fps) in found {
-        assert!(fps <= 50_000.0 && fps >= 50_000.0 * 0.99, "{len}: {fps}");
+        assert!((50_000.0 * 0.99..=50_000.0).contains(&fps), "{len}: {fps}");
     }
     assert_eq!(doc.params["server"], "192.0.2.1:5201", "{}", doc.params);
 }
@@ -212,7 +212,7 @@ impl method::Trial for Buffer {
     type Error = Error;
 
     fn run(&mut self, req: &TrialRequest) -> Result<TrialData, Error> {
-        self.asked.push(req.clone());
+        self.asked.push(*req);
         let sent = match req.load {
             Load::Burst(n) => n,
             Load::Rate(r, d) => (r.packets_per_sec(64).unwrap_or(0.0) * d.as_secs_f64()) as u64,
