@@ -155,3 +155,7 @@ pub fn evaluate(thresholds: &[Threshold], tests: &[Outcome<'_>]) -> Vec<Verdict>
     }
     out
 }
+
+#[cfg(test)]
+#[path = "verdicts_tests.rs"]
+mod test;

@@ -328,3 +328,7 @@ pub fn analyze(
     });
     Ok(doc)
 }
+
+#[cfg(test)]
+#[path = "frames_tests.rs"]
+mod test;

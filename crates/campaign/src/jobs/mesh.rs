@@ -135,6 +135,21 @@ pub fn mesh(req: &MeshRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<Run
         }
     }
     req.spec.check()?;
+    mesh_over(req, watch, stop, &|from, to| pair(req, (from, to), stop))
+}
+
+/// What runs the test of one pair (`from`, `to`): its cell and the source's boot id.
+type RunPair<'a> = dyn Fn(&MeshHost, &MeshHost) -> (MeshCell, Option<String>) + Sync + 'a;
+
+/// [`mesh`] with each pair's test run by `run_pair` (a third-party test through the
+/// source's server, or a fake in tests), once the request is checked.
+fn mesh_over(
+    req: &MeshRequest,
+    watch: &mut dyn Watch,
+    stop: &Stop,
+    run_pair: &RunPair<'_>,
+) -> Result<RunResult, Error> {
+    let n = req.hosts.len();
     let mut schedule = MeshSchedule::new(n, req.parallel);
     let mut cells: Vec<Option<MeshCell>> = vec![None; n * n];
     let mut boot_ids: Vec<Option<String>> = vec![None; n];
@@ -151,7 +166,7 @@ pub fn mesh(req: &MeshRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<Run
                         // A pair whose thread panics is a failed cell, not a mesh that
                         // waits for it forever.
                         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            pair(req, (from, to), stop)
+                            run_pair(from, to)
                         }))
                         .unwrap_or_else(|_| {
                             let failed = MeshCell {
@@ -249,30 +264,5 @@ pub fn mesh(req: &MeshRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<Run
 }
 
 #[cfg(test)]
-mod test {
-    use super::*;
-
-    #[test]
-    fn hosts_of_one_machine_are_named() {
-        let host = |name: &str| MeshHost {
-            name: name.into(),
-            server: crate::request::Server {
-                host: name.into(),
-                port: 1,
-                key_file: None,
-                allow_unauthenticated: false,
-            },
-        };
-        let hosts = ["a", "b", "c", "d", "e"].map(host);
-        let id = |s: &str| Some(s.to_owned());
-        assert_eq!(
-            shared_machines(&hosts, &[id("1"), id("2"), id("3"), None, None]),
-            None
-        );
-        let note = shared_machines(&hosts, &[id("1"), id("2"), id("1"), id("2"), None]).unwrap();
-        assert!(
-            note.starts_with("hosts on one machine (one boot id): a, c; b, d;"),
-            "{note}"
-        );
-    }
-}
+#[path = "mesh_tests.rs"]
+mod test;

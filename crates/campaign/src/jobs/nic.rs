@@ -315,3 +315,27 @@ fn sweep(
     };
     req.sweep.plan.run(&mut trial, |_| {})
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use model::results::nic::InterfaceState;
+
+    fn iface(name: &str, driver: Option<&str>) -> InterfaceState {
+        InterfaceState {
+            name: name.into(),
+            driver: driver.map(str::to_owned),
+            ..InterfaceState::default()
+        }
+    }
+
+    #[test]
+    fn rates_over_only_virtual_interfaces_are_said_to_measure_the_host() {
+        let virtual_only = [iface("lo", None), iface("veth1", Some("veth"))];
+        assert!(virtual_note(&virtual_only)
+            .is_some_and(|n| n.starts_with("every interface is virtual")));
+        let with_nic = [iface("lo", None), iface("eth0", Some("ixgbe"))];
+        assert_eq!(virtual_note(&with_nic), None);
+        assert_eq!(virtual_note(&[]), None, "nothing read, nothing said");
+    }
+}

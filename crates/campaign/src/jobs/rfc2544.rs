@@ -14,7 +14,7 @@ use model::stop::Stop;
 use crate::frames;
 use crate::request::{Rfc2544Path, Rfc2544Request, Rfc2544Test};
 use crate::trials::client_config;
-use crate::trials::{base_spec, RawTrial, ServerTrial, UDP_FRAME_OVERHEAD};
+use crate::trials::{base_spec, RawTrial, ServerTrial, TestServer, UDP_FRAME_OVERHEAD};
 use crate::{usage, Error, Watch};
 
 /// Runs the asked benchmarks per frame size over `trial`.
@@ -121,14 +121,7 @@ pub fn rfc2544(a: &Rfc2544Request, watch: &mut dyn Watch, stop: &Stop) -> Result
         Rfc2544Path::Server(server) => {
             let mut cfg = client_config(server)?;
             cfg.stop = Some(stop.clone());
-            let addr = cfg.server.to_string();
-            let mut trial = ServerTrial {
-                cfg,
-                base: base_spec(Protocol::Udp),
-            };
-            let rep = benchmarks(&mut trial, a, watch)?;
-            let backend = "udp (frames as UDP datagrams through the host's stack)".to_owned();
-            (rep, backend, serde_json::json!({ "server": addr }))
+            return over_server(a, cfg, watch);
         }
         Rfc2544Path::Ports {
             tx,
@@ -168,6 +161,46 @@ pub fn rfc2544(a: &Rfc2544Request, watch: &mut dyn Watch, stop: &Stop) -> Result
             )
         }
     };
+    let notes = [absent, reflector_lost, reflected.map(|far| format!(
+        "frames turned around at {far} and counted back at the sending port: latency is round-trip (both ways through the path, on one clock)"
+    ))];
+    Ok(document(
+        a,
+        rep,
+        backend,
+        endpoints,
+        notes.into_iter().flatten().collect(),
+    ))
+}
+
+/// The benchmarks of `a` as UDP through the wirebench server `server` reaches (its
+/// session, or a fake in tests), and their document.
+fn over_server<S: TestServer>(
+    a: &Rfc2544Request,
+    server: S,
+    watch: &mut dyn Watch,
+) -> Result<RunResult, Error> {
+    let addr = server.server().to_string();
+    let mut trial = ServerTrial {
+        cfg: server,
+        base: base_spec(Protocol::Udp),
+    };
+    let rep = benchmarks(&mut trial, a, watch)?;
+    let backend = "udp (frames as UDP datagrams through the host's stack)".to_owned();
+    let endpoints = serde_json::json!({ "server": addr });
+    Ok(document(a, rep, backend, endpoints, Vec::new()))
+}
+
+/// The document of report `rep`: the request's parameters, what the figures mean (the
+/// path's own `path_notes` after the general ones), the latency limits as verdicts.
+fn document(
+    a: &Rfc2544Request,
+    rep: Rfc2544Report,
+    backend: String,
+    endpoints: serde_json::Value,
+    path_notes: Vec<String>,
+) -> RunResult {
+    let over_udp = matches!(a.path, Rfc2544Path::Server(_));
     let cfg = &a.config;
     let tests: Vec<String> = a
         .tests
@@ -200,17 +233,7 @@ pub fn rfc2544(a: &Rfc2544Request, watch: &mut dyn Watch, stop: &Stop) -> Result
             model::units::secs(cfg.duration.as_secs_f64())
         ));
     }
-    if let Some(why) = absent {
-        doc.notes.push(why);
-    }
-    if let Some(lost) = reflector_lost {
-        doc.notes.push(lost);
-    }
-    if let Some(far) = reflected {
-        doc.notes.push(format!(
-            "frames turned around at {far} and counted back at the sending port: latency is round-trip (both ways through the path, on one clock)"
-        ));
-    }
+    doc.notes.extend(path_notes);
     if a.search == m::Search::Mlr && rep.throughput.iter().any(|t| t.fps.is_some()) {
         doc.notes.push("throughput is RFC 9971's conditional throughput: the forwarding rate at the relevant lower bound (both bounds in the table)".into());
     }
@@ -225,5 +248,9 @@ pub fn rfc2544(a: &Rfc2544Request, watch: &mut dyn Watch, stop: &Stop) -> Result
     }
     doc.verdicts = latency_verdicts(&rep, &a.latency_limits, a.marginal_band);
     doc.rfc2544 = Some(rep);
-    Ok(doc)
+    doc
 }
+
+#[cfg(test)]
+#[path = "rfc2544_tests.rs"]
+mod test;

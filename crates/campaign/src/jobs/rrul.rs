@@ -271,3 +271,7 @@ fn note(r: Option<&RrulResult>) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+#[path = "rrul_tests.rs"]
+mod test;

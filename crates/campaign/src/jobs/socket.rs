@@ -9,7 +9,7 @@ use model::stop::Stop;
 
 use crate::request::{BlocksizeRequest, ClientRequest, LatencyRequest, SweepRequest};
 use crate::trials::client_config;
-use crate::trials::{base_spec, ServerTrial};
+use crate::trials::{base_spec, ServerTrial, TestServer};
 use crate::{usage, Error, Watch};
 
 /// The parameters every server test records.
@@ -171,9 +171,20 @@ pub fn sweep(req: &SweepRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<R
     probe.check()?;
     let mut cfg = client_config(&req.server)?;
     cfg.stop = Some(stop.clone());
-    let server = cfg.server.to_string();
+    sweep_over(req, cfg, watch)
+}
+
+/// [`sweep`] against the server `server` reaches (its session, or a fake in tests).
+fn sweep_over<S: TestServer>(
+    req: &SweepRequest,
+    server: S,
+    watch: &mut dyn Watch,
+) -> Result<RunResult, Error> {
+    let plan = &req.plan;
+    let targets = plan.targets();
+    let server_addr = server.server().to_string();
     let mut trial = Traced::new(ServerTrial {
-        cfg,
+        cfg: server,
         base: base_spec(Protocol::Udp),
     });
     let table = plan.run(&mut trial, |row| {
@@ -185,7 +196,7 @@ pub fn sweep(req: &SweepRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<R
             row.status.label()
         ))
     })?;
-    let mut params = serde_json::json!({ "server": server,
+    let mut params = serde_json::json!({ "server": server_addr,
         "from_bps": targets.first(), "to_bps": targets.last(),
         "step_bps": (targets.len() > 1).then(|| plan.step()),
         "duration_s": plan.duration().as_secs_f64(), "len": plan.payload_len(), "direction": plan.direction() });
@@ -242,9 +253,18 @@ pub fn blocksize(
 ) -> Result<RunResult, Error> {
     let mut cfg = client_config(&req.server)?;
     cfg.stop = Some(stop.clone());
-    let server = cfg.server.to_string();
+    blocksize_over(req, cfg, watch)
+}
+
+/// [`blocksize`] against the server `server` reaches (its session, or a fake in tests).
+fn blocksize_over<S: TestServer>(
+    req: &BlocksizeRequest,
+    server: S,
+    watch: &mut dyn Watch,
+) -> Result<RunResult, Error> {
+    let addr = server.server().to_string();
     let mut trial = ServerTrial {
-        cfg,
+        cfg: server,
         base: TestSpec {
             streams: req.streams.max(1),
             ..base_spec(Protocol::Tcp)
@@ -258,7 +278,7 @@ pub fn blocksize(
     })?;
     let units = if req.netio { "netio" } else { "si" };
     let params = serde_json::json!({
-        "server": server, "sizes": req.sizes, "duration_s": req.time.as_secs_f64(),
+        "server": addr, "sizes": req.sizes, "duration_s": req.time.as_secs_f64(),
         "streams": req.streams.max(1), "units": units,
     });
     let mut r = engine::env::result("blocksize", params);
@@ -298,6 +318,17 @@ pub fn latency(req: &LatencyRequest, stop: &Stop) -> Result<RunResult, Error> {
     let reports = session
         .run_echo(&echo, sizes, req.time, !req.user_timestamps, req.interval)
         .map_err(|e| Error::from(e).context(format!("latency test with {} failed", cfg.server)))?;
+    Ok(latency_result(req, cfg.server, &reports))
+}
+
+/// The ping-pong document of `reports` (one per message size, in order) from `server`:
+/// a row per size that was answered, the latency limits as verdicts, the interval rows.
+fn latency_result(
+    req: &LatencyRequest,
+    server: std::net::SocketAddr,
+    reports: &[engine::udp::PingPongReport],
+) -> RunResult {
+    let sizes = &req.sizes;
     let kernel = reports.iter().any(|p| p.kernel_timestamps);
     let rows: Vec<LatencyRow> = reports
         .iter()
@@ -314,7 +345,7 @@ pub fn latency(req: &LatencyRequest, stop: &Stop) -> Result<RunResult, Error> {
             })
         })
         .collect();
-    let params = serde_json::json!({ "server": cfg.server.to_string(), "sizes": sizes, "duration_s": req.time.as_secs_f64(), "spin": req.spin });
+    let params = serde_json::json!({ "server": server.to_string(), "sizes": sizes, "duration_s": req.time.as_secs_f64(), "spin": req.spin });
     let mut r = engine::env::result("latency", params);
     r.backend = Some("udp-pingpong".into());
     r.timestamp_source = Some(if kernel { "kernel-software" } else { "user" }.into());
@@ -343,8 +374,8 @@ pub fn latency(req: &LatencyRequest, stop: &Stop) -> Result<RunResult, Error> {
         ));
     }
     r.latency = Some(rows);
-    r.intervals = ping_intervals(&reports, req.time);
-    Ok(r)
+    r.intervals = ping_intervals(reports, req.time);
+    r
 }
 
 /// Ping-pong interval rows: each message size's intervals in turn (the sizes run one after
@@ -389,3 +420,7 @@ fn ping_intervals(
     }
     out
 }
+
+#[cfg(test)]
+#[path = "socket_tests.rs"]
+mod test;

@@ -14,7 +14,7 @@ use engine::raw::{RawTrialSpec, ReceivedStream, Reception, Reflected, Sending};
 use lab::{Cmd, LabError, Runner};
 use model::clock::{Clock, UnixNanos};
 use model::results::Summary;
-use model::spec::TestSpec;
+use model::spec::{Rate, TestSpec};
 use model::stats::{Counters, LatencyHistogram};
 
 use crate::trials::agents::LentPort;
@@ -40,14 +40,21 @@ pub(crate) fn summary(sent: u64, received: u64) -> Summary {
 }
 
 /// A server that answers each test with the next totals of its script (a one-way latency
-/// histogram with them) and records the specs it was asked to run.
+/// histogram with them), or, once the script is done, as a device of a known capacity
+/// would; it records the specs it was asked to run.
 pub(crate) struct FakeServer {
     /// The specs of the tests asked for, in order.
     pub(crate) asked: Vec<TestSpec>,
-    /// The answers, in order; once empty, a test gives no stream of its direction.
+    /// The answers, in order; once empty, the device answers, or without one a test gives
+    /// no stream of its direction.
     pub(crate) script: Vec<Result<Summary, Error>>,
     /// Every test reports it was cut short by a stop.
     pub(crate) interrupted: bool,
+    /// The device between client and server: packets/s it passes, the rest lost.
+    pub(crate) capacity_pps: Option<f64>,
+    /// The most packets/s the client's sender offers; a test asking more is generator
+    /// limited.
+    pub(crate) generator_pps: Option<f64>,
 }
 
 impl FakeServer {
@@ -57,6 +64,42 @@ impl FakeServer {
             asked: Vec::new(),
             script,
             interrupted: false,
+            capacity_pps: None,
+            generator_pps: None,
+        }
+    }
+
+    /// A server behind a device that passes `capacity_pps` packets/s and loses the rest.
+    pub(crate) fn behind(capacity_pps: f64) -> Self {
+        Self {
+            capacity_pps: Some(capacity_pps),
+            ..Self::answering(Vec::new())
+        }
+    }
+
+    /// The totals of `spec` through a device passing `capacity` packets/s: what was
+    /// offered (at most the generator's rate) less what the device could not pass.
+    fn through_device(&self, spec: &TestSpec, capacity: f64) -> Summary {
+        let secs = spec.duration.as_secs_f64();
+        let bits = 8.0 * spec.len.max(1) as f64;
+        let asked = match spec.rate {
+            Rate::PacketsPerSec(p) => p,
+            Rate::BitsPerSec(b) => b / bits,
+            Rate::Unlimited => self.generator_pps.unwrap_or(capacity * 2.0),
+        };
+        let offered = self.generator_pps.map_or(asked, |g| asked.min(g));
+        let sent = (offered * secs).round() as u64;
+        let received = sent.min((capacity * secs).round() as u64);
+        Summary {
+            duration_s: secs,
+            sent_packets: Some(sent),
+            received_packets: Some(received),
+            lost_packets: Some(sent - received),
+            received_bytes: Some(received * spec.len as u64),
+            offered_bps: Some(offered * bits),
+            received_bps: Some(received as f64 * bits / secs),
+            generator_limited: self.generator_pps.is_some_and(|g| asked > g * 1.001),
+            ..Summary::default()
         }
     }
 }
@@ -68,9 +111,10 @@ impl TestServer for FakeServer {
 
     fn run_test(&mut self, spec: &TestSpec) -> Result<ServerOutcome, Error> {
         self.asked.push(spec.clone());
-        let main = match self.script.is_empty() {
-            true => None,
-            false => Some((self.script.remove(0)?, Some(latency(10)))),
+        let main = match (self.script.is_empty(), self.capacity_pps) {
+            (false, _) => Some((self.script.remove(0)?, Some(latency(10)))),
+            (true, Some(c)) => Some((self.through_device(spec, c), Some(latency(10)))),
+            (true, None) => None,
         };
         Ok(ServerOutcome {
             interrupted: self.interrupted,

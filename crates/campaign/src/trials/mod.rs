@@ -27,7 +27,7 @@ mod streams_ends;
 mod streams_run;
 
 #[cfg(test)]
-mod fakes;
+pub(crate) mod fakes;
 
 pub use crate::request::Agents;
 pub use raw::RawTrial;
