@@ -296,8 +296,12 @@ fn rfc2544_through_agents_finds_the_class_rate() {
     for c in cells {
         let (bw, got) = (c["bandwidth_bps"].as_f64(), c["received_l2_bps"].as_f64());
         let (bw, got) = (bw.expect("bandwidth"), got.expect("received"));
+        // Above the bandwidth is the shaper's fault (5 %: a 1-s cell counts the 2 ms
+        // bucket and the queue's frames); below it is the busy machine's (HTB loses tokens
+        // when the dut's softirq runs late: 9.41 of 10 Mbit/s was seen in CI), so the
+        // lower bound only tells this cell from the other one (10m, 5m): 10 %.
         assert!(
-            (got - bw).abs() <= bw * 0.05,
+            got <= bw * 1.05 && got >= bw * 0.9,
             "{bw} bit/s shaped to {got}: {c}"
         );
     }

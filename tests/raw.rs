@@ -184,8 +184,15 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
     let t = &v["rfc2544"]["throughput"][0];
     let fps = t["fps"].as_f64().unwrap_or_else(|| panic!("{t}"));
     let want = 100e6 / (1514.0 * 8.0);
+    // Above the class rate by more than the queue's 100 frames in a 1-s trial and the
+    // search's width would be the shaper's or the search's fault: 3 %. Below it is the
+    // busy machine's: HTB loses tokens whenever the dut's softirq runs late, and a trial
+    // that lost frames to that only ever lowers a zero-loss result (7,847 of 8,256 frames/s
+    // was seen in CI beside other tests). The lower bound only has to tell the class rate
+    // from the 1 Gbit/s line's 81,274 frames/s or a generator limit: 10 %. (How exactly the
+    // search finds a device's capacity is unit-tested over a simulated device: jobs::rfc2544.)
     assert!(
-        (fps - want).abs() <= want * 0.03,
+        fps <= want * 1.03 && fps >= want * 0.9,
         "throughput {fps} frames/s, class rate {want}: {t}"
     );
     // The headline is the conditional throughput, at or below the relevant lower bound,
