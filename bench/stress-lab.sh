@@ -26,12 +26,17 @@ done
 trap 'kill "${busy[@]}" 2>/dev/null || true' EXIT
 
 failures=$(mktemp)
+# The output of every run that failed is kept here.
+logs=target/stress-lab
+mkdir -p "$logs"
 passed_runs=0
 for i in $(seq 1 "$runs"); do
   log=$(mktemp)
   start=$SECONDS
   if cargo nextest run --workspace --profile lab --retries 0 --no-fail-fast "$@" >"$log" 2>&1; then
     passed_runs=$((passed_runs + 1))
+  else
+    cp "$log" "$logs/run-$i.log"
   fi
   summary=$(grep -E '^ +Summary' "$log" | tail -1 | sed -E 's/^ +//')
   printf 'run %2d/%d (%4d s): %s\n' "$i" "$runs" $((SECONDS - start)) "${summary:-no summary (build or harness error)}"
@@ -42,7 +47,7 @@ done
 echo
 echo "$passed_runs of $runs runs passed, beside two busy loops"
 if [ -s "$failures" ]; then
-  echo "failed tests (runs):"
+  echo "failed tests (runs; the failing runs' output is in $logs/):"
   sort "$failures" | uniq -c | sort -rn
 fi
 rm -f "$failures"
