@@ -133,16 +133,18 @@ pub const SKIP_NOTHING: &str = "WIREBENCH_TESTS_SKIP_NOTHING";
 /// are not met is listed and reported as ignored.
 pub fn main(cases: Vec<Case>) -> std::process::ExitCode {
     let args = libtest_mimic::Arguments::from_args();
-    let skips: Vec<(String, String)> = cases
-        .iter()
-        .filter_map(|c| Some((c.full_name(), c.skipped_because()?)))
-        .collect();
+    let mut skips: Vec<(String, String)> = Vec::new();
     let mut trials: Vec<libtest_mimic::Trial> = cases
         .into_iter()
         .map(|c| {
-            let ignored = c.skipped_because().is_some();
+            let name = c.full_name();
+            let why = c.skipped_because();
+            let ignored = why.is_some();
+            if let Some(why) = why {
+                skips.push((name.clone(), why));
+            }
             let run = c.run;
-            libtest_mimic::Trial::test(c.full_name(), move || {
+            libtest_mimic::Trial::test(name, move || {
                 run();
                 Ok(())
             })

@@ -316,8 +316,8 @@ pub trait Runner {
         false
     }
     /// Whether it acts on this machine, so that building or removing a lab takes the
-    /// lab name's lock (a file under `/run`); test doubles that only record commands
-    /// (the default) take none.
+    /// lab name's lock (a file under `/run`); dry runs and test doubles that only record
+    /// commands (the default) take none.
     fn acts_on_this_machine(&self) -> bool {
         false
     }

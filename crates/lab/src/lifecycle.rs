@@ -141,8 +141,8 @@ impl Owner {
     }
 }
 
-/// The lock of lab name `name`, held until dropped (none for a dry run or a test double
-/// that does not act on this machine). While another
+/// The lock of lab name `name`, held until dropped (none for a runner that does not act
+/// on this machine: a dry run, a test double). While another
 /// process holds it, this waits, looking every 50 ms whether `stop` was raised (Ctrl-C then
 /// ends the wait: a blocking `flock` would not see it).
 fn lock(
@@ -150,7 +150,7 @@ fn lock(
     runner: &dyn Runner,
     stop: Option<&Stop>,
 ) -> Result<Option<std::fs::File>, LabError> {
-    if runner.is_dry() || !runner.acts_on_this_machine() {
+    if !runner.acts_on_this_machine() {
         return Ok(None);
     }
     let failed = |e: std::io::Error| LabError::Command {
