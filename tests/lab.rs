@@ -405,6 +405,45 @@ fn shaper_class_lists_are_checked_before_anything_is_built() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The shaper's own counters of the dut's HTB classes toward the listener (`tc -s class
+/// show dev eth1` in the dut namespace): what the lab passed, for a test to compare the
+/// figure it measured with.
+pub(crate) fn shaper_classes(lab: &LabGuard) -> Vec<lab::shaper::ClassStats> {
+    let out = Command::new("tc")
+        .args([
+            "-n",
+            &format!("wb-{}-dut", lab.0),
+            "-s",
+            "class",
+            "show",
+            "dev",
+            "eth1",
+        ])
+        .output()
+        .expect("tc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lab::shaper::parse_class_stats(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Packets class `id` passed between two readings of [`shaper_classes`].
+pub(crate) fn class_passed(
+    before: &[lab::shaper::ClassStats],
+    after: &[lab::shaper::ClassStats],
+    id: &str,
+) -> u64 {
+    let of = |s: &[lab::shaper::ClassStats]| {
+        s.iter()
+            .find(|c| c.id == id)
+            .map(|c| c.packets)
+            .unwrap_or_else(|| panic!("no class {id}: {s:?}"))
+    };
+    of(after) - of(before)
+}
+
 /// |observed − p·n| within 4.5 standard deviations of a binomial(n, p): a false failure
 /// has a probability below 1e-5.
 pub(crate) fn within_binomial(observed: u64, n: u64, p: f64) -> bool {
@@ -848,84 +887,57 @@ fn shaper_matrix_of_the_rtx2000_report() {
         "/examples/shaper-two-classes.toml"
     );
     let lab = LabGuard::up_with("shaper", "m", &["--shape", shape]);
-    let bandwidths = "100m,50m,20m,10m,5m,1m,512k,64k";
-    let args = |sizes: &str, bandwidths: &str| {
-        [
-            "shaping",
-            "--lab",
-            &lab.0,
-            "--line-rate",
-            "100M",
-            "--sizes",
-            sizes,
-            "--bandwidths",
-            bandwidths,
-            "-t",
-            "0.2",
-            "-J",
-        ]
-        .map(str::to_owned)
-    };
-    let argv = args("100,500,1000,1500", bandwidths);
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let argv = [
+        "shaping",
+        "--lab",
+        &lab.0,
+        "--line-rate",
+        "100M",
+        "--sizes",
+        "100,500,1000,1500",
+        "--bandwidths",
+        "100m,50m,20m,10m,5m,1m,512k,64k",
+        "-t",
+        "0.2",
+        "-J",
+    ];
+    let before = shaper_classes(&lab);
     let out = run_within(&argv, std::time::Duration::from_secs(900));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let cells = v["shaping"]["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 4 * 8);
+    // Every frame received went through class 1:10; the class passed no more than that
+    // and what was still in its queue (1000 frames at most) when a cell's receiver stopped.
+    let received: u64 = cells.iter().map(|c| u64_at(c, "/received")).sum();
+    let class = class_passed(&before, &shaper_classes(&lab), "1:10");
+    assert!(
+        received <= class && class - received <= 1000 * cells.len() as u64,
+        "cells received {received} frames, the class passed {class}"
+    );
     let mut checked = 0;
     let mut outliers = Vec::new();
-    let expected_of = |c: &serde_json::Value| {
-        let bw = c["bandwidth_bps"].as_f64().unwrap();
-        let fps = c["offered_fps"].as_f64().unwrap();
-        bw / (fps * 8.0 * c["frame_len"].as_u64().unwrap() as f64)
-    };
-    // A cell more than 3 % low is measured twice more and the best reading kept: a stall
-    // of the generator or the dut on a busy two-core machine loses frames, which only
-    // ever lowers a cell (a clean-clone run of 2026-12-02 read seven cells 4-5 % low
-    // while other tests ran beside it).
-    let remeasure = |c: &serde_json::Value| -> serde_json::Value {
-        let (len, bw) = (
-            c["frame_len"].as_u64().unwrap().to_string(),
-            (c["bandwidth_bps"].as_f64().unwrap() as u64).to_string(),
-        );
-        let mut best = c.clone();
-        for _ in 0..2 {
-            let argv = args(&len, &bw);
-            let v = run_json(&argv.iter().map(String::as_str).collect::<Vec<_>>());
-            let again = v["shaping"]["cells"][0].clone();
-            if again["passed_of_offered"].as_f64() > best["passed_of_offered"].as_f64() {
-                best = again;
-            }
-        }
-        best
-    };
-    for first in cells {
-        let low = first["passed_of_offered"].as_f64().unwrap() < expected_of(first) * 0.97;
-        let c = &if low && first["generator_limited"] == false {
-            remeasure(first)
-        } else {
-            first.clone()
-        };
-        let (len, bw) = (
-            c["frame_len"].as_u64().unwrap(),
-            c["bandwidth_bps"].as_f64().unwrap(),
-        );
-        let expected = expected_of(c);
-        let got = c["passed_of_offered"].as_f64().unwrap();
+    for c in cells {
+        let (len, bw) = (u64_at(c, "/frame_len"), f64_at(c, "/bandwidth_bps"));
+        let expected = bw / (f64_at(c, "/offered_fps") * 8.0 * len as f64);
+        let got = f64_at(c, "/passed_of_offered");
         eprintln!(
             "{len:>5} {bw:>10} {:>7.2} % (expected {:>6.2} %)",
             got * 100.0,
             expected * 100.0
         );
         if len >= 500 && c["generator_limited"] == false {
-            // Each cell is one 0.2 s trial (three for a low one) on a noisy 2-core VM:
-            // one of 24 may read up to 6 % off (three of 110 in the whole matrix); every
-            // other cell holds 3 %.
-            let off = (got / expected - 1.0).abs();
-            assert!(off <= 0.06, "{c}");
-            if off > 0.03 {
+            // Above the expected share is the shaper's fault: each cell is one 0.2 s trial,
+            // where the class's bucket is a few percent of what passes, so one of 24 may
+            // read up to 6 % over (three of 110 in the whole matrix); every other cell
+            // holds 3 %. Below it is the machine's: the class loses tokens whenever the
+            // dut's softirq runs late (seven cells 4-5 % low were seen in one clean-clone
+            // run beside other tests); the lower bound, 10 %, tells a class set to this
+            // bandwidth from one left at another.
+            let ratio = got / expected;
+            assert!((0.9..=1.06).contains(&ratio), "{c}");
+            if ratio > 1.03 {
                 outliers.push(c.clone());
             }
             checked += 1;

@@ -1,6 +1,6 @@
 //! Raw frames (`gen`, `rfc2544`) across lab topologies (root: namespaces and AF_PACKET).
 
-use crate::lab::{xdp_attached, LabGuard};
+use crate::lab::{class_passed, shaper_classes, xdp_attached, LabGuard};
 use crate::util::*;
 
 /// `wirebench gen talker:eth0 --rx listener:eth0 ARGS` in `lab`.
@@ -24,6 +24,18 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
+/// The `sent` frames of a `gen` result crossed a path that loses nothing: every one arrived,
+/// but for what the receiving socket had no room for on a busy machine, which the kernel
+/// counts (`rx_kernel_drops`: PACKET_STATISTICS, or the XDP socket's drop counter), and
+/// that only a little (5 %). Returns how many were received.
+fn all_arrived(g: &serde_json::Value, sent: u64) -> u64 {
+    assert_eq!(u64_at(g, "/sent"), sent, "{g}");
+    let (received, dropped) = (u64_at(g, "/received"), u64_at(g, "/rx_kernel_drops"));
+    assert_eq!(received + dropped, sent, "{g}");
+    assert!(dropped <= sent / 20, "{g}");
+    received
+}
+
 fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
     let lab = LabGuard::up("direct", "r");
     for size in ["64", "128", "256", "512", "1024", "1280", "1518"] {
@@ -43,14 +55,14 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
             let v = run_json(&strs(&argv));
             let g = &v["gen"];
             assert_eq!(g["sent"].as_u64(), Some(2000), "{size} {proto}: {g}");
-            assert_eq!(g["received"].as_u64(), Some(2000), "{size} {proto}: {g}");
+            let received = all_arrived(g, 2000);
             assert_eq!(g["duplicates"].as_u64(), Some(0));
             // Every frame carries its transmit time; the kernel stamps (nearly) every arrival
             // (it turns stamping on from a work queue), and the rest are counted.
             let lat = g["latency_us"]["count"].as_u64().unwrap_or(0);
             let unstamped = g["unstamped"].as_u64().unwrap_or(u64::MAX);
-            assert_eq!(lat + unstamped, 2000, "{g}");
-            assert!(lat >= 1900, "{g}");
+            assert_eq!(lat + unstamped, received, "{g}");
+            assert!(lat + 100 >= received, "{g}");
         }
     }
     // The ring and AF_XDP backends carry the same frames, and say which they were.
@@ -72,7 +84,7 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
             );
             let v = run_json(&strs(&argv));
             let g = &v["gen"];
-            assert_eq!(g["received"].as_u64(), Some(2000), "{backend} {size}: {g}");
+            all_arrived(g, 2000);
             let name = str_at(&v, "/backend");
             assert!(
                 name.contains(if backend == "xdp" {
@@ -107,12 +119,7 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
             ],
         );
         let v = run_json(&strs(&argv));
-        assert_eq!(
-            v["gen"]["received"].as_u64(),
-            Some(500),
-            "IPv6 {proto}: {}",
-            v["gen"]
-        );
+        all_arrived(&v["gen"], 500);
     }
     // A VLAN-tagged frame and a non-default DSCP still arrive and count.
     let argv = gen_across(
@@ -123,7 +130,7 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
         ],
     );
     let v = run_json(&strs(&argv));
-    assert_eq!(v["gen"]["received"].as_u64(), Some(500), "{}", v["gen"]);
+    all_arrived(&v["gen"], 500);
     // With -i: 20,000 frames in 2 s at 0.5 s intervals are four rows that add up, each
     // with its latency and its loss placed where the frames were due.
     let argv = gen_across(
@@ -397,8 +404,9 @@ fn tshark_finds_every_checksum_of_generated_frames_correct() {
 }
 
 /// Runs `examples/streams-NAME.toml` on a shaper lab built from
-/// `examples/shaper-NAME.toml` and returns the JSON.
-fn rtx2000(name: &str, tag: &str, ingress: &str) -> serde_json::Value {
+/// `examples/shaper-NAME.toml`; returns the JSON and how many frames each of the dut's
+/// classes toward the listener passed meanwhile (its own counters, by class id).
+fn rtx2000(name: &str, tag: &str, ingress: &str) -> (serde_json::Value, Passed) {
     let dir = env!("CARGO_MANIFEST_DIR");
     let shape = format!("{dir}/examples/shaper-{name}.toml");
     let profile = format!("{dir}/examples/streams-{name}.toml");
@@ -412,44 +420,87 @@ fn rtx2000(name: &str, tag: &str, ingress: &str) -> serde_json::Value {
         "100M",
     ];
     let lab = LabGuard::up_with("shaper", tag, &args);
-    run_json(&["streams", &profile, "--lab", &lab.0, "-J"])
+    let before = shaper_classes(&lab);
+    let v = run_json(&["streams", &profile, "--lab", &lab.0, "-J"]);
+    (v, Passed(before, shaper_classes(&lab)))
 }
 
-fn check_classes(v: &serde_json::Value, want: &[(&str, f64)]) {
+/// Two readings of the dut's class counters, before and after a run.
+struct Passed(Vec<lab::shaper::ClassStats>, Vec<lab::shaper::ClassStats>);
+
+impl Passed {
+    fn frames(&self, class: &str) -> u64 {
+        class_passed(&self.0, &self.1, class)
+    }
+}
+
+/// The received rate of a shaped stream against its class rate. Above it is the shaper's
+/// fault (HTB counts 1514 of 1518 bytes: 0.3 % over), so 2 % is the bound that tests it.
+/// Below it is the machine's: HTB loses tokens whenever the dut's softirq runs later than
+/// the class's bucket lasts, which a 2-core machine with other work does at random (96.0
+/// of 100 Mbit/s was seen beside two busy loops). What the test holds wirebench to there
+/// is the shaper's own count (`Passed`); the lower bound only tells the class from the
+/// others and from no shaping at all: 10 %.
+fn shaped_rate_holds(got: f64, class_bps: f64) -> bool {
+    (class_bps * 0.9..=class_bps * 1.02).contains(&got)
+}
+
+/// Each row of a shaped profile (name, class rate in Mbit/s, class id) against the
+/// shaper's own counters.
+fn check_classes(v: &serde_json::Value, passed: &Passed, want: &[(&str, f64, &str)]) {
     let rows = v
         .pointer("/profile/rows")
         .and_then(|r| r.as_array())
         .expect("rows");
     assert_eq!(rows.len(), want.len());
-    for (row, (name, mbit)) in rows.iter().zip(want) {
+    for (row, (name, mbit, class)) in rows.iter().zip(want) {
         assert_eq!(row["name"], *name);
-        let got = row["received_l2_bps"].as_f64().unwrap();
+        // The stream received nothing the class did not pass, and missed only what the
+        // class passed after the receiver stopped: what was left in its queue (veth's
+        // txqueuelen, 1000 frames; 37 were seen of the 5 Mbit/s class's 2.4 s queue).
+        let (received, class_passed) = (u64_at(row, "/received"), passed.frames(class));
         assert!(
-            (got - mbit * 1e6).abs() <= mbit * 1e6 * 0.02,
+            received <= class_passed && class_passed - received <= 1000,
+            "{name}: received {received}, class {class} passed {class_passed}: {row}"
+        );
+        let got = f64_at(row, "/received_l2_bps");
+        assert!(
+            shaped_rate_holds(got, mbit * 1e6),
             "{name}: {got} bit/s, class {mbit} Mbit/s: {row}"
         );
-        assert_eq!(row["passed"].as_bool(), Some(true), "{row}");
+        // The profile's own verdict is its expectation within its tolerance.
+        let (expect, tolerance) = (f64_at(row, "/expected_l2_bps"), f64_at(row, "/tolerance"));
+        assert_eq!(
+            row["passed"].as_bool(),
+            Some((got - expect).abs() <= expect * tolerance),
+            "{row}"
+        );
         assert!(
-            row["lost"].as_u64().unwrap() > 0,
-            "offered at 100 %, the shaper drops"
+            u64_at(row, "/lost") > 0,
+            "offered at 100 %, the shaper drops: {row}"
         );
     }
-    let total = v
-        .pointer("/profile/total_received_l2_bps")
-        .and_then(|x| x.as_f64())
-        .unwrap();
+    let total = f64_at(v, "/profile/total_received_l2_bps");
     let sum: f64 = want.iter().map(|w| w.1 * 1e6).sum();
-    assert!((total - sum).abs() <= sum * 0.02, "total {total} vs {sum}");
+    assert!(shaped_rate_holds(total, sum), "total {total} vs {sum}");
 }
 
 fn streams_reproduce_the_rtx2000_two_class_scenario() {
-    let v = rtx2000("two-classes", "x", "2");
-    check_classes(&v, &[("udp", 10.0), ("tcp", 40.0)]);
+    let (v, passed) = rtx2000("two-classes", "x", "2");
+    check_classes(&v, &passed, &[("udp", 10.0, "1:10"), ("tcp", 40.0, "1:11")]);
 }
 
 fn streams_reproduce_the_rtx2000_three_class_scenario() {
-    let v = rtx2000("three-classes", "y", "3");
-    check_classes(&v, &[("udp", 5.0), ("icmp", 30.0), ("tcp", 15.0)]);
+    let (v, passed) = rtx2000("three-classes", "y", "3");
+    check_classes(
+        &v,
+        &passed,
+        &[
+            ("udp", 5.0, "1:10"),
+            ("icmp", 30.0, "1:11"),
+            ("tcp", 15.0, "1:12"),
+        ],
+    );
 }
 
 /// The RTX2000 baseline without shaping: each stream on its own 100 Mbit/s ingress port,
@@ -461,23 +512,27 @@ fn streams_reproduce_the_rtx2000_baseline() {
     let profile = format!("{dir}/examples/streams-baseline.toml");
     let ports = ["--egress", "100M", "--ingress", "2", "--port-rate", "100M"];
     let lab = LabGuard::up_with("shaper", "b", &ports);
+    let before = shaper_classes(&lab);
     let v = run_json(&["streams", &profile, "--lab", &lab.0, "-J"]);
+    let passed = Passed(before, shaper_classes(&lab));
     let rows = v
         .pointer("/profile/rows")
         .and_then(|r| r.as_array())
         .expect("rows");
     for row in rows {
-        let loss = row["loss_ratio"]
-            .as_f64()
-            .or(row["loss_pct"].as_f64().map(|p| p / 100.0));
-        let lost = row["lost"].as_f64().unwrap() / row["sent"].as_f64().unwrap();
-        assert!((0.3..0.7).contains(&lost), "{row} ({loss:?})");
+        let lost = f64_at(row, "/lost") / f64_at(row, "/sent");
+        assert!((0.3..0.7).contains(&lost), "{row}");
     }
-    let total = v["profile"]["total_received_l2_bps"].as_f64().unwrap();
+    // The egress (one class, the lab's default 1:999) passed what both streams received,
+    // and the few frames of the lab's own (ARP and the like: 4 were seen) that share it.
+    let received: u64 = rows.iter().map(|r| u64_at(r, "/received")).sum();
+    let egress = passed.frames("1:999");
     assert!(
-        (total - 100e6).abs() <= 100e6 * 0.03,
-        "egress carried {total}"
+        received <= egress && egress - received <= 20,
+        "received {received}, the egress passed {egress}: {rows:#?}"
     );
+    let total = f64_at(&v, "/profile/total_received_l2_bps");
+    assert!(shaped_rate_holds(total, 100e6), "egress carried {total}");
     // 150 % of the port from one talker for 2 s: the port (a token bucket on the dut's
     // ingress) passes at most its rate and drops the rest.
     let over = "duration = 2\nline_rate = \"150M\"\n[[stream]]\nname = \"a\"\nsource = \"talker2:eth0\"\ndestination = \"listener:eth0\"\nsize = 1024\nload = \"100%\"\n";
@@ -566,6 +621,7 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
     let dut_cmd = format!(
         "b=$(( {{bandwidth}} / 4000 )); [ $b -ge 1600 ] || b=1600; tc -n {ns} class change dev eth1 parent 1: classid 1:10 htb rate {{bandwidth}}bit ceil {{bandwidth}}bit burst \"$b\"b cburst \"$b\"b quantum 1514"
     );
+    let before = shaper_classes(&lab);
     let v = run_json(&[
         "shaping",
         "--lab",
@@ -600,10 +656,23 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
             "received rate not monotone in bandwidth at {len} bytes: {cells:?}"
         );
     }
+    // Above the bandwidth is the shaper's fault (3 %: HTB counts 1514 of 1518 bytes); below
+    // it the busy machine's (see `shaped_rate_holds`).
     for bw in [40e6, 10e6, 2e6] {
         let r = rate(1518, bw);
-        assert!((r - bw).abs() <= bw * 0.03, "1518 bytes at {bw}: {r}");
+        assert!(
+            (bw * 0.9..=bw * 1.03).contains(&r),
+            "1518 bytes at {bw}: {r}"
+        );
     }
+    // Every frame received went through the class; the class passed no more than that and
+    // what was still in its 100-frame queue when a cell's receiver stopped.
+    let received: u64 = cells.iter().map(|c| u64_at(c, "/received")).sum();
+    let class = class_passed(&before, &shaper_classes(&lab), "1:10");
+    assert!(
+        received <= class && class - received <= 100 * cells.len() as u64,
+        "cells received {received} frames, the class passed {class}"
+    );
     // A device command that fails stops the run with its exit status, before traffic.
     assert_fails(
         &run(&[

@@ -82,12 +82,18 @@ pub fn children_of(pid: u32) -> Vec<String> {
 }
 
 /// Runs `wirebench ARGS` like [`run`], and lists every child process it started (seen by
-/// polling /proc every 20 ms while it runs).
+/// polling /proc every 20 ms while it runs). A child with wirebench's own command line is
+/// not listed: that is a fork caught before it ran `exec` (it becomes `ip`, say), not a
+/// second wirebench.
 pub fn run_watching_children(args: &[&str]) -> (Output, Vec<String>) {
+    let own = std::iter::once(bin())
+        .chain(args.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut seen = Vec::new();
     let out = run_polling(args, None, RUN_TIMEOUT, |pid| {
         for c in children_of(pid) {
-            if !seen.contains(&c) {
+            if c.trim_end() != own && !seen.contains(&c) {
                 seen.push(c);
             }
         }
