@@ -7,16 +7,20 @@
 #
 #   sudo bench/stress-lab.sh [RUNS] [extra nextest arguments...]   (RUNS: 20)
 #
+# STRESS_PROFILE=peers runs the peer-program tier instead (iperf3, tshark, Prometheus,
+# Chromium as the peers), and STRESS_PROFILE=default every test.
+#
 # Bounded: each run is bounded by nextest's slow-timeout; the busy loops end with the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 shift || true
-if [ "$(id -u)" != 0 ]; then
+profile=${STRESS_PROFILE:-lab}
+if [ "$profile" != peers ] && [ "$(id -u)" != 0 ]; then
   echo "the lab tier needs root" >&2
   exit 2
 fi
-cargo nextest run --workspace --profile lab --no-run >/dev/null
+cargo nextest run --workspace --profile "$profile" --no-run >/dev/null
 
 busy=()
 for _ in 1 2; do
@@ -33,7 +37,7 @@ passed_runs=0
 for i in $(seq 1 "$runs"); do
   log=$(mktemp)
   start=$SECONDS
-  if cargo nextest run --workspace --profile lab --retries 0 --no-fail-fast "$@" >"$log" 2>&1; then
+  if cargo nextest run --workspace --profile "$profile" --retries 0 --no-fail-fast "$@" >"$log" 2>&1; then
     passed_runs=$((passed_runs + 1))
   else
     cp "$log" "$logs/run-$i.log"
