@@ -461,7 +461,7 @@ fn running(pid: u64) -> bool {
 }
 
 /// The impairment stage's published state on `node` of `lab`.
-fn stage_state(lab: &LabGuard, node: &str) -> serde_json::Value {
+pub(crate) fn stage_state(lab: &LabGuard, node: &str) -> serde_json::Value {
     let path = format!("/run/wirebench/labs/{}/{node}.state.json", lab.0);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).expect("state JSON")
