@@ -98,6 +98,20 @@ fn assert_data_path(lab: &LabGuard, fast: bool) {
     }
 }
 
+/// The datagrams a client result sent, of `asked`: all but 1 %, unless the sender says it
+/// fell behind its schedule (a busy machine), and in any case half (enough for the bounds
+/// that are relative to what was sent).
+fn sent_of(v: &serde_json::Value, asked: u64) -> u64 {
+    let sent = u64_at(v, "/summary/sent_packets");
+    assert!(
+        sent >= asked / 100 * 99 || v["summary"]["generator_limited"] == true,
+        "sent {sent} of {asked} and not generator-limited: {}",
+        v["summary"]
+    );
+    assert!(sent >= asked / 2, "sent {sent} of {asked}");
+    sent
+}
+
 fn five_percent_loss_per_path_leaves_a_quarter_percent_end_to_end() {
     five_percent_loss(true);
 }
@@ -129,9 +143,9 @@ fn five_percent_loss(fast: bool) {
         "198.18.30.2",
         &["-u", "--pps", "25000", "-l", "64", "-t", "4"],
     );
-    let sent = u64_at(&v, "/summary/sent_packets");
+    // Every figure below is relative to what was sent.
+    let sent = sent_of(&v, 100_000);
     let lost = u64_at(&v, "/summary/lost_packets");
-    assert!(sent >= 99_000, "sent {sent}");
     assert_eq!(u64_at(&v, "/summary/duplicate_packets"), 0);
     // Independent 5 % on each path: both copies lost with p = 0.0025.
     assert!(
@@ -195,8 +209,7 @@ fn a_cut_path_costs_nothing() {
         &["-u", "--pps", "20000", "-l", "64", "-t", "3"],
     );
     assert!(cutter.join().expect("cutter").success());
-    let sent = u64_at(&v, "/summary/sent_packets");
-    assert!(sent >= 59_000, "sent {sent}");
+    let sent = sent_of(&v, 60_000);
     assert_eq!(u64_at(&v, "/summary/lost_packets"), 0);
     assert_eq!(u64_at(&v, "/summary/duplicate_packets"), 0);
     let e = elimination(&lab);
@@ -246,8 +259,7 @@ fn the_fast_path_forwards_and_nothing_stays_attached() {
         "198.18.30.2",
         &["-u", "--pps", "20000", "-l", "64", "-t", "2"],
     );
-    let sent = u64_at(&v, "/summary/sent_packets");
-    assert!(sent >= 39_000, "sent {sent}");
+    let sent = sent_of(&v, 40_000);
     assert_eq!(u64_at(&v, "/summary/lost_packets"), 0);
     assert_eq!(u64_at(&v, "/summary/duplicate_packets"), 0);
     // Every number passed once; its second copy was discarded, or was rogue when one path

@@ -814,19 +814,33 @@ fn across_a_direct_lab_with_iperf3_on_either_side() {
     // Stock iperf3 clients against our server on the listener.
     let mut server = crate::lab::server_on(&lab, "listener", "198.18.0.2");
     for args in cases {
+        let drops_before = drops_in(&lab, "listener");
         let d = iperf3_from_talker(&lab, "198.18.0.2", args);
+        let dropped = drops_in(&lab, "listener") - drops_before;
         assert!(d.get("error").is_none(), "{args:?}: {}", d["error"]);
         let end = &d["end"];
         let (sent, got) = (f(end, "/sum_sent/bytes"), f(end, "/sum_received/bytes"));
         if args.contains(&"-u") {
+            // Loss beyond what our server's receive buffer dropped on a busy machine (the
+            // listener's kernel counts it) is the path's or the server's.
             let (lost, packets) = (
                 f(end, "/sum_received/lost_packets"),
                 f(end, "/sum_received/packets"),
             );
-            assert!(lost <= 0.005 * packets, "{args:?}: {end}");
             assert!(
-                close(f(end, "/sum_received/bits_per_second"), 100e6, 0.01),
-                "{end}"
+                lost - dropped <= 0.005 * packets,
+                "{args:?}: {end}; {dropped} dropped at full receive buffers"
+            );
+            let dropped_bps = dropped * f(end, "/sum_sent/bytes") / f(end, "/sum_sent/packets")
+                * 8.0
+                / f(end, "/sum_sent/seconds");
+            assert!(
+                close(
+                    f(end, "/sum_received/bits_per_second") + dropped_bps,
+                    100e6,
+                    0.01
+                ),
+                "{end}; {dropped} dropped at full receive buffers"
             );
         } else if args.contains(&"-R") {
             assert!(got <= sent && sent - got <= in_flight(sent), "{end}");

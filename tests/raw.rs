@@ -139,17 +139,29 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
     );
     let v = run_json(&strs(&argv));
     let rows = v["intervals"].as_array().expect("intervals");
-    assert_eq!(rows.len(), 4, "{rows:#?}");
     let sum = |k: &str| rows.iter().map(|r| u64_at(r, k)).sum::<u64>();
-    assert_eq!(sum("/sent_packets"), u64_at(&v, "/gen/sent"));
+    assert_eq!(u64_at(&v, "/gen/sent"), 20_000);
+    assert_eq!(sum("/sent_packets"), 20_000);
     assert_eq!(sum("/lost_packets"), u64_at(&v, "/gen/lost"));
-    for r in rows {
+    // Rows of 0.5 s from the start; a generator held back on a busy machine sends the
+    // rest of its frames late, in a last, shorter row after the 2 s (1,971 frames in
+    // 0.198 s were seen after a first row of 2,995).
+    assert!((4..=5).contains(&rows.len()), "{rows:#?}");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(f64_at(r, "/start_s"), i as f64 * 0.5, "{rows:#?}");
         assert_eq!(r["loss_attributed"], true, "{r}");
-        assert!(u64_at(r, "/sent_packets").abs_diff(5_000) <= 100, "{r}");
         assert!(
             f64_at(r, "/latency/p99_us") >= f64_at(r, "/latency/p50_us"),
             "{r}"
         );
+    }
+    if rows.len() == 4 {
+        // On schedule: 5,000 frames a row.
+        for r in rows {
+            assert!(u64_at(r, "/sent_packets").abs_diff(5_000) <= 100, "{r}");
+        }
+    } else {
+        assert!(f64_at(&rows[4], "/end_s") < 2.5, "{rows:#?}");
     }
 }
 
@@ -524,11 +536,12 @@ fn streams_reproduce_the_rtx2000_baseline() {
         assert!((0.3..0.7).contains(&lost), "{row}");
     }
     // The egress (one class, the lab's default 1:999) passed what both streams received,
-    // and the few frames of the lab's own (ARP and the like: 4 were seen) that share it.
+    // the few frames of the lab's own that share it (ARP and the like) and what was left in
+    // its queue when the receiver stopped (veth's txqueuelen, 1000 frames; 67 were seen).
     let received: u64 = rows.iter().map(|r| u64_at(r, "/received")).sum();
     let egress = passed.frames("1:999");
     assert!(
-        received <= egress && egress - received <= 20,
+        received <= egress && egress - received <= 1000,
         "received {received}, the egress passed {egress}: {rows:#?}"
     );
     let total = f64_at(&v, "/profile/total_received_l2_bps");

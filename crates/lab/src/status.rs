@@ -119,8 +119,18 @@ pub fn describe(topo: &Topology, name: &str) -> Description {
 pub fn status(runner: &mut dyn Runner) -> Result<LabStatus, LabError> {
     let namespaces = lab_namespaces(runner)?;
     let mut out = LabStatus::default();
+    let mut gone = Vec::new();
     for (ns, lab, node) in &namespaces {
-        let addrs = runner.run(&Cmd::brief_addrs(ns))?;
+        let addrs = match runner.run(&Cmd::brief_addrs(ns)) {
+            Ok(addrs) => addrs,
+            // Another process took this lab down since the namespaces were listed: it is
+            // no longer up, so it is left out (the others are still reported).
+            Err(_) if !lab_namespaces(runner)?.iter().any(|(n, _, _)| n == ns) => {
+                gone.push(lab.clone());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let interfaces = addrs
             .lines()
             .filter_map(|l| {
@@ -156,7 +166,14 @@ pub fn status(runner: &mut dyn Runner) -> Result<LabStatus, LabError> {
             }
         }
     }
-    let mut labs: Vec<&str> = namespaces.iter().map(|(_, l, _)| l.as_str()).collect();
+    // Its nodes read before it went are left out as well.
+    out.nodes.retain(|n| !gone.contains(&n.lab));
+    out.classes.retain(|c| !gone.contains(&c.lab));
+    let mut labs: Vec<&str> = namespaces
+        .iter()
+        .map(|(_, l, _)| l.as_str())
+        .filter(|l| !gone.iter().any(|g| g == l))
+        .collect();
     labs.sort_unstable();
     labs.dedup();
     for &lab in &labs {
@@ -197,4 +214,59 @@ pub fn status(runner: &mut dyn Runner) -> Result<LabStatus, LabError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two labs' talkers; lab `b` is taken down by another process while `status` runs:
+    /// its namespace is gone by the time its addresses are asked for. `gone` says whether
+    /// the second listing still shows it (a namespace that is there but cannot be read).
+    struct Racing {
+        listings: u32,
+        gone: bool,
+    }
+
+    impl Runner for Racing {
+        fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
+            let line = cmd.to_string();
+            if line == "ip netns list" {
+                self.listings += 1;
+                return Ok(if self.listings > 1 && self.gone {
+                    "wb-a-talker\n".into()
+                } else {
+                    "wb-a-talker\nwb-b-talker\n".into()
+                });
+            }
+            if line.contains("wb-b-talker") {
+                return Err(LabError::Command {
+                    cmd: line,
+                    detail: "Cannot open network namespace".into(),
+                });
+            }
+            if line.contains("-br addr") {
+                return Ok("lo UNKNOWN 127.0.0.1/8\neth0@if5 UP 198.18.0.1/24\n".into());
+            }
+            Ok(String::new())
+        }
+    }
+
+    #[test]
+    fn a_lab_taken_down_while_status_reads_it_is_left_out_not_an_error() {
+        let mut runner = Racing {
+            listings: 0,
+            gone: true,
+        };
+        let st = status(&mut runner).expect("status of the labs that are still up");
+        let nodes: Vec<&str> = st.nodes.iter().map(|n| n.namespace.as_str()).collect();
+        assert_eq!(nodes, ["wb-a-talker"]);
+        assert_eq!(st.nodes[0].interfaces, ["eth0 UP 198.18.0.1/24"]);
+        // A namespace that is still there but cannot be read is an error, as before.
+        let mut runner = Racing {
+            listings: 0,
+            gone: false,
+        };
+        assert!(status(&mut runner).is_err());
+    }
 }
