@@ -140,8 +140,15 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
     let v = run_json(&strs(&argv));
     let rows = v["intervals"].as_array().expect("intervals");
     let sum = |k: &str| rows.iter().map(|r| u64_at(r, k)).sum::<u64>();
-    assert_eq!(u64_at(&v, "/gen/sent"), 20_000);
-    assert_eq!(sum("/sent_packets"), 20_000);
+    // 10,000 frames/s for 2 s, all but 1 % of them unless the generator says it fell
+    // behind (a run is bounded by its time: 19,997 were seen on a busy machine).
+    let sent = u64_at(&v, "/gen/sent");
+    assert!(
+        sent <= 20_000 && (sent >= 19_800 || v["gen"]["generator_limited"] == true),
+        "{}",
+        v["gen"]
+    );
+    assert_eq!(sum("/sent_packets"), sent);
     assert_eq!(sum("/lost_packets"), u64_at(&v, "/gen/lost"));
     // Rows of 0.5 s from the start; a generator held back on a busy machine sends the
     // rest of its frames late, in a last, shorter row after the 2 s (1,971 frames in
