@@ -2,7 +2,7 @@
 //! controller in a namespace of its own drives the talker's and the listener's ports
 //! through the agents that run there (root: namespaces and AF_PACKET).
 
-use crate::lab::LabGuard;
+use crate::lab::{shaper_classes, LabGuard};
 use crate::util::*;
 
 /// `wirebench server --raw-ports eth0` with `key` in namespace `wb-LAB-NODE`, bound to
@@ -115,17 +115,35 @@ fn rfc2544_through_agents_finds_the_class_rate() {
     let key_s = key.to_string_lossy().to_string();
     // One UDP class of 20 Mbit/s with a 100-frame queue: HTB counts 1514 bytes of each
     // 1518-byte frame, so the class passes 20e6 / (1514 x 8) = 1,651 frames/s, and a 1-s
-    // trial can pass the queue's 100 frames more. The zero-loss rate found through the
-    // agents lies in that band: 10 % below it allows for the search's width and a trial
-    // that lost frames to the busy machine (which only ever lowers the result); the
-    // line rate (8,127 frames/s) or the generator would be far outside. (The same search
-    // on local ports, against the same class: `raw::rfc2544_throughput_on_the_shaper_...`.)
+    // trial can pass the queue's 100 frames more. The loss each search saw is the
+    // shaper's (every frame the class dropped was lost to a trial, and a trial lost no
+    // more than that and its queue), so the zero-loss rate found is the class's: above it
+    // by more than the queue and 3 % would be the search's fault; below it is the busy
+    // machine's (HTB loses tokens when the dut's softirq runs late, then drops below its
+    // rate; see `raw::rfc2544_throughput_on_the_shaper_...`), and the lower bound only
+    // tells the class from the line rate (8,127 frames/s) or a generator limit: a half.
     let class_fps = 20e6 / (1514.0 * 8.0);
-    let in_band = |what: &str, v: &serde_json::Value| {
+    let dropped = || {
+        shaper_classes(&lab)
+            .iter()
+            .find(|c| c.id == "1:10")
+            .map(|c| c.dropped)
+            .expect("class 1:10")
+    };
+    let in_band = |what: &str, v: &serde_json::Value, dropped: u64| {
+        let trials = v["rfc2544"]["trials"].as_array().expect("trials");
+        let lost: u64 = trials
+            .iter()
+            .map(|x| u64_at(x, "/sent") - u64_at(x, "/received"))
+            .sum();
+        assert!(
+            dropped <= lost && lost - dropped <= 100 * trials.len() as u64,
+            "{what}: the trials lost {lost} frames, the class dropped {dropped}"
+        );
         let t = &v["rfc2544"]["throughput"][0];
         let fps = t["fps"].as_f64().unwrap_or_else(|| panic!("{v}"));
         assert!(
-            fps >= class_fps * 0.9 && fps <= (class_fps + 100.0) * 1.03,
+            fps >= class_fps * 0.5 && fps <= (class_fps + 100.0) * 1.03,
             "{what}: {fps} frames/s, the class passes {class_fps:.0} (+100 queued): {t}"
         );
         fps
@@ -151,8 +169,9 @@ fn rfc2544_through_agents_finds_the_class_rate() {
         &key_s,
     ];
     remote_argv.extend(search);
+    let before = dropped();
     let remote = json_of(&on_node(&lab, "dut", &remote_argv));
-    in_band("through agents", &remote);
+    in_band("through agents", &remote, dropped() - before);
     let backend = str_at(&remote, "/backend");
     assert!(
         backend.contains(&format!("at {tx}")) && backend.contains(&format!("at {rx}")),
@@ -235,6 +254,7 @@ fn rfc2544_through_agents_finds_the_class_rate() {
     assert!(err.contains("lends no raw ports"), "{err}");
     // The listener's port as a far-end loopback: the talker sends and counts the frames
     // back; the path's class still sets the throughput, latency is round-trip.
+    let before = dropped();
     let reflected = json_of(&on_node(
         &lab,
         "talker",
@@ -258,7 +278,7 @@ fn rfc2544_through_agents_finds_the_class_rate() {
             "-J",
         ],
     ));
-    in_band("reflected", &reflected);
+    in_band("reflected", &reflected, dropped() - before);
     let lat = &reflected["rfc2544"]["latency"][0];
     assert!(u64_at(lat, "/summary/count") > 1000, "{lat}");
     let notes = reflected["notes"].to_string();

@@ -935,13 +935,16 @@ fn shaper_matrix_of_the_rtx2000_report() {
             // Above the expected share is the shaper's fault: each cell is one 0.2 s trial,
             // where the class's bucket is a few percent of what passes, so one of 24 may
             // read up to 6 % over (three of 110 in the whole matrix); every other cell
-            // holds 3 %. Below it is the machine's: the class loses tokens whenever the
-            // dut's softirq runs late (seven cells 4-5 % low were seen in one clean-clone
-            // run beside other tests); the lower bound, 10 %, tells a class set to this
-            // bandwidth from one left at another.
+            // holds 3 %. A cell of few frames (38 at 64 kbit/s of 500-byte frames) is also
+            // off by the frame its span starts or ends with: two frames more either way.
+            // Below it is the machine's: the class loses tokens whenever the dut's softirq
+            // runs late (seven cells 4-5 % low were seen in one clean-clone run beside
+            // other tests); the lower bound, 10 %, tells a class set to this bandwidth
+            // from one left at another.
             let ratio = got / expected;
-            assert!((0.9..=1.06).contains(&ratio), "{c}");
-            if ratio > 1.03 {
+            let frames = 2.0 / u64_at(c, "/received").max(1) as f64;
+            assert!((0.9 - frames..=1.06 + frames).contains(&ratio), "{c}");
+            if ratio > 1.03 + frames {
                 outliers.push(c.clone());
             }
             checked += 1;

@@ -191,6 +191,7 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
     // One UDP class of 100 Mbit/s with a 100-packet queue: HTB counts 1514 bytes of each
     // 1518-byte frame, so the class passes 100e6 / (1514 x 8) = 8,256 frames/s.
     let lab = shaper_lab_100m("s");
+    let before = shaper_classes(&lab);
     let v = run_json(&[
         "rfc2544",
         "--tx",
@@ -207,18 +208,35 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
         "throughput",
         "-J",
     ]);
+    let after = shaper_classes(&lab);
     let t = &v["rfc2544"]["throughput"][0];
     let fps = t["fps"].as_f64().unwrap_or_else(|| panic!("{t}"));
     let want = 100e6 / (1514.0 * 8.0);
-    // Above the class rate by more than the queue's 100 frames in a 1-s trial and the
-    // search's width would be the shaper's or the search's fault: 3 %. Below it is the
-    // busy machine's: HTB loses tokens whenever the dut's softirq runs late, and a trial
-    // that lost frames to that only ever lowers a zero-loss result (7,847 of 8,256 frames/s
-    // was seen in CI beside other tests). The lower bound only has to tell the class rate
-    // from the 1 Gbit/s line's 81,274 frames/s or a generator limit: 10 %. (How exactly the
-    // search finds a device's capacity is unit-tested over a simulated device: jobs::rfc2544.)
+    // The loss the search saw is the shaper's: every frame the class dropped was lost to
+    // a trial, and a trial lost no more than that and what was still in the class's
+    // 100-frame queue when its receiver stopped.
+    let trials = v["rfc2544"]["trials"].as_array().unwrap();
+    let lost: u64 = trials
+        .iter()
+        .map(|x| u64_at(x, "/sent") - u64_at(x, "/received"))
+        .sum();
+    let of = |s: &[lab::shaper::ClassStats]| s.iter().find(|c| c.id == "1:10").map(|c| c.dropped);
+    let dropped = of(&after).unwrap() - of(&before).unwrap();
     assert!(
-        fps <= want * 1.03 && fps >= want * 0.9,
+        dropped <= lost && lost - dropped <= 100 * trials.len() as u64,
+        "the trials lost {lost} frames, the class dropped {dropped}"
+    );
+    // So the zero-loss rate found is the shaper's. Above the class rate by more than the
+    // queue's 100 frames in a 1-s trial and the search's width would be the shaper's or
+    // the search's fault: 3 %. Below it is the busy machine's: HTB loses tokens whenever
+    // the dut's softirq runs late and then drops at rates below its own (7,847 of 8,256
+    // frames/s were seen in CI beside other tests, 6,492 with four tests and two busy
+    // loops on the two cores), which the counts above confirm. The lower bound only tells
+    // the class from the 1 Gbit/s line's 81,274 frames/s or a generator limit: a half.
+    // (How exactly the search finds a device's capacity is unit-tested over a simulated
+    // device: jobs::rfc2544.)
+    assert!(
+        fps <= want * 1.03 && fps >= want * 0.5,
         "throughput {fps} frames/s, class rate {want}: {t}"
     );
     // The headline is the conditional throughput, at or below the relevant lower bound,
@@ -227,7 +245,6 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
     let (lower, upper) = (t["lower_fps"].as_f64(), t["upper_fps"].as_f64());
     assert!(lower.is_some_and(|l| fps <= l + 1.0), "{t}");
     assert!(upper.is_some_and(|u| u > lower.unwrap_or(0.0)), "{t}");
-    let trials = v["rfc2544"]["trials"].as_array().unwrap();
     assert_eq!(t["trials"].as_u64(), Some(trials.len() as u64), "{t}");
     let time: f64 = trials.iter().filter_map(|x| x["duration_s"].as_f64()).sum();
     assert!(
