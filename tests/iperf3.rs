@@ -155,7 +155,7 @@ fn tcp_three_streams_and_bidir_against_iperf3() {
 /// The kernel's count of UDP datagrams dropped because a receiving socket's buffer was
 /// full (`RcvbufErrors` of `/proc/net/snmp`, whose text is `snmp`): loss that a receiver
 /// too slow to read (iperf3 on a busy 2-core machine) caused, not the sender or the path.
-fn udp_rcvbuf_drops(snmp: &str) -> f64 {
+pub(crate) fn udp_rcvbuf_drops(snmp: &str) -> f64 {
     let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
     let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
     names
@@ -172,7 +172,7 @@ fn drops_here() -> f64 {
 }
 
 /// [`udp_rcvbuf_drops`] of a lab node's network namespace.
-fn drops_in(lab: &crate::lab::LabGuard, node: &str) -> f64 {
+pub(crate) fn drops_in(lab: &crate::lab::LabGuard, node: &str) -> f64 {
     let out = in_node(lab, node)
         .args(["cat", "/proc/net/snmp"])
         .output()
