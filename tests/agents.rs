@@ -180,6 +180,7 @@ fn rfc2544_through_agents_finds_the_class_rate() {
     let lat = &remote["rfc2544"]["latency"][0];
     assert!(u64_at(lat, "/summary/count") > 1000, "{lat}");
     // gen between the two agents' ports: every frame counted, latency on the shared clock.
+    let backlog_before = crate::lab::backlog_drops();
     let g = json_of(&on_node(
         &lab,
         "dut",
@@ -199,9 +200,17 @@ fn rfc2544_through_agents_finds_the_class_rate() {
             "-J",
         ],
     ));
+    // Every frame arrived but for those the machine dropped (the receiving ring's count
+    // and the CPUs' full backlog queues: 30 of 4,000 were seen beside busy loops).
     assert_eq!(u64_at(&g, "/gen/sent"), 4000, "{g}");
-    assert_eq!(u64_at(&g, "/gen/received"), 4000, "{g}");
-    assert!(u64_at(&g, "/gen/latency_us/count") == 4000, "{g}");
+    let received = u64_at(&g, "/gen/received");
+    let machine_dropped =
+        u64_at(&g, "/gen/rx_kernel_drops") + crate::lab::backlog_drops() - backlog_before;
+    assert!(
+        received <= 4000 && 4000 - received <= machine_dropped,
+        "{g}"
+    );
+    assert_eq!(u64_at(&g, "/gen/latency_us/count"), received, "{g}");
     let out = on_node(&lab, "dut", &["gen", &tx, "--auth-key-file", &key_s]);
     assert_fails(&out, 2, "give --rx");
     // Refusals: a port not lent, a wrong key, a server that lends no port.

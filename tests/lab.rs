@@ -444,6 +444,18 @@ pub(crate) fn class_passed(
     of(after) - of(before)
 }
 
+/// Frames the kernel dropped anywhere on this machine because a CPU's backlog queue was
+/// full (`/proc/net/softnet_stat`, second column, summed over the CPUs): veth hands every
+/// frame to such a queue, and a busy machine overflows it. Machine-wide, so a test reads it
+/// before and after to know whether frames went missing that no lab device dropped.
+pub(crate) fn backlog_drops() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/softnet_stat").expect("softnet_stat");
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .map(|d| u64::from_str_radix(d, 16).expect("softnet_stat column"))
+        .sum()
+}
+
 /// |observed − p·n| within 4.5 standard deviations of a binomial(n, p): a false failure
 /// has a probability below 1e-5.
 pub(crate) fn within_binomial(observed: u64, n: u64, p: f64) -> bool {
