@@ -208,10 +208,16 @@ fn round_trip_probes_are_echoed_and_timed() {
         // 1000 packets/s, every packet a probe: about 2000 answers.
         let n = u64_at(&v, "/summary/latency_us/count");
         assert!(n > 1500 && n <= 2000, "{n} round trips");
-        let p50 = f64_at(&v, "/summary/latency_us/p50");
+        // The fastest round trip is loopback's own (microseconds); the median includes
+        // what a busy machine adds (the suite runs four tests at a time); a wrong clock
+        // or stamp would read seconds, or nothing.
+        let (min, p50) = (
+            f64_at(&v, "/summary/latency_us/min"),
+            f64_at(&v, "/summary/latency_us/p50"),
+        );
         assert!(
-            p50 > 0.0 && p50 < 5000.0,
-            "loopback round trip p50 {p50} us"
+            min > 0.0 && min < 5_000.0 && p50 < 100_000.0,
+            "loopback round trip min {min} us, p50 {p50} us"
         );
         assert_eq!(
             u64_at(&v, "/summary/lost_packets"),

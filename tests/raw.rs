@@ -826,7 +826,13 @@ fn xdp_receiver_counts_and_stamps_every_frame_and_detaches() {
             f64_at(g, "/latency_us/min_us"),
             f64_at(g, "/latency_us/p50_us"),
         );
-        assert!(min > 0.0 && p50 < 1000.0, "one-way latency on veth: {g}");
+        // Stamps on one clock: the fastest frame shows veth's own latency (microseconds),
+        // and the median what a busy machine adds (1.8 ms was seen with four tests at a
+        // time); a wrong clock or stamp would read seconds, or nothing.
+        assert!(
+            min > 0.0 && min < 1_000.0 && p50 < 100_000.0,
+            "one-way latency on veth: {g}"
+        );
     }
     let listener = format!("wb-{}-listener", lab.0);
     assert!(!xdp_attached(&listener, "eth0"), "the program left eth0");
