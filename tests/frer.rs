@@ -171,16 +171,32 @@ fn five_percent_loss(fast: bool) {
         "eliminator lost {net}, client lost {lost}"
     );
     assert_eq!(e["rogue"], 0, "history 2048 covers the skew");
-    // The analyzer on the two path ports: each path misses 5 %, the merged view misses
-    // what the client missed.
+    // Each path's stage dropped 5 % of what was sent, by its own count (bridge mode: its
+    // forward direction carries the talker's frames).
+    let stage_drops: Vec<u64> = ["patha", "pathb"]
+        .iter()
+        .map(|node| {
+            let st = crate::lab::stage_state(&lab, node);
+            let dropped = u64_at(&st, "/forward/dropped_loss");
+            assert!(within_binomial(dropped, sent, 0.05), "{node}: {st}");
+            dropped
+        })
+        .collect();
+    // The analyzer on the two path ports: each path misses its stage's drops, the merged
+    // view misses what the client missed.
     let a = finish(an);
     let s = &a["streams"][0];
     for p in s["paths"].as_array().unwrap() {
         assert_eq!(p["duplicates"], 0, "no path duplicates: {p}");
+        // A path misses every frame its stage dropped, and more when the capture or the
+        // machine dropped some (5,583 of 100,000 were seen, with no backlog drops: the
+        // analyzer's own capture on a busy machine); the 5 % is checked on the stages' own
+        // counts below.
         let missing = p["missing"].as_u64().unwrap();
-        if machine_dropped == 0 {
-            assert!(within_binomial(missing, sent, 0.05), "{p}");
-        }
+        assert!(
+            missing + 50 >= stage_drops.iter().copied().min().unwrap_or(0),
+            "{p}"
+        );
         assert_eq!(
             p["rtagged"], p["received"],
             "frames on the paths carry the R-TAG"

@@ -884,7 +884,9 @@ fn through_five_percent_loss_both_loss_figures_hold() {
             udp.to_vec()
         };
         let before = (stage_dropped(dir), drops_in(&lab, receiver));
+        let backlog_before = crate::lab::backlog_drops();
         let v = ours_from_talker(&lab, "198.18.2.1", &args);
+        let backlog = crate::lab::backlog_drops() - backlog_before;
         let (stage, socket) = (
             stage_dropped(dir) - before.0,
             (drops_in(&lab, receiver) - before.1) as u64,
@@ -898,14 +900,15 @@ fn through_five_percent_loss_both_loss_figures_hold() {
             "the stage dropped {stage} of {sent} datagrams ({dir})"
         );
         // The receiver's loss figure is what the stage dropped and what the receiving
-        // socket had no room for on a busy machine (the kernel's count): nothing else, and
-        // all of it but the control connection's few segments that the stage also dropped
-        // (TCP sends them again) and the datagrams after the last one received, which no
-        // receiver can tell from late ones.
+        // socket had no room for on a busy machine (the kernel's count): all of it but the
+        // control connection's few segments that the stage also dropped (TCP sends them
+        // again) and the datagrams after the last one received, which no receiver can tell
+        // from late ones; and nothing more but what a CPU's full backlog queue dropped
+        // (machine-wide: an upper bound).
         let accounted = stage + socket;
         assert!(
-            lost <= accounted && accounted - lost <= 20,
-            "{who}'s loss {lost} of {sent}: the stage dropped {stage}, the receiving socket {socket}: {s}"
+            accounted <= lost + 20 && lost <= accounted + backlog,
+            "{who}'s loss {lost} of {sent}: the stage dropped {stage}, the receiving socket {socket}, backlog queues {backlog}: {s}"
         );
         if reverse {
             assert_eq!(f(s, "/duplicate_packets"), 0.0, "{s}");

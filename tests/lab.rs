@@ -544,12 +544,14 @@ fn impair_fast_path_loses_and_duplicates_in_the_kernel() {
     let st = stage_state(&lab, "dut");
     assert_eq!(st["data_path"], "kernel", "{st}");
     let socket_before = crate::iperf3::drops_in(&lab, "listener");
+    let backlog_before = backlog_drops();
     let v = client_across(
         &lab,
         "198.18.2.1",
         &["-u", "--pps", "30000", "-l", "100", "-t", "4", "-i", "1"],
     );
     let socket = (crate::iperf3::drops_in(&lab, "listener") - socket_before) as u64;
+    let backlog = backlog_drops() - backlog_before;
     let sent = u64_at(&v, "/summary/sent_packets");
     let lost = u64_at(&v, "/summary/lost_packets");
     let dups = u64_at(&v, "/summary/duplicate_packets");
@@ -565,16 +567,17 @@ fn impair_fast_path_loses_and_duplicates_in_the_kernel() {
     let fwd = &st["forward"];
     let stage_lost = fwd["dropped_loss"].as_u64().unwrap();
     // The stage drops what it was told to (5 %, within its binomial interval); the
-    // receiver lost that and what its socket had no room for on a busy machine (the
-    // listener's kernel counts it: 476 were seen), less the few segments of the control
-    // connection that the stage also dropped.
+    // receiver lost all of that and what its socket had no room for on a busy machine
+    // (the listener's kernel counts it: 476 were seen), but for the few segments of the
+    // control connection that the stage also dropped; and nothing more but what a CPU's
+    // full backlog queue dropped (machine-wide, so only an upper bound).
     assert!(
         within_binomial(stage_lost, sent, 0.05),
         "stage loss {stage_lost}/{sent}"
     );
     assert!(
-        lost <= stage_lost + socket && stage_lost + socket - lost < 100,
-        "stage dropped {stage_lost}, the receiving socket {socket}, receiver lost {lost}"
+        stage_lost + socket <= lost + 100 && lost <= stage_lost + socket + backlog,
+        "stage dropped {stage_lost}, the receiving socket {socket}, backlog queues {backlog}, receiver lost {lost}"
     );
     let (n_in, n_out) = (u64_at(fwd, "/frames_in"), u64_at(fwd, "/frames_out"));
     assert_eq!(
@@ -648,12 +651,14 @@ fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
     );
     // 120,000 UDP datagrams at a rate this machine forwards without loss of its own.
     let socket_before = crate::iperf3::drops_in(&lab, "listener");
+    let backlog_before = backlog_drops();
     let v = client_across(
         &lab,
         "198.18.2.1",
         &["-u", "--pps", "30000", "-l", "100", "-t", "4", "-i", "1"],
     );
     let socket = (crate::iperf3::drops_in(&lab, "listener") - socket_before) as u64;
+    let backlog = backlog_drops() - backlog_before;
     let sent = u64_at(&v, "/summary/sent_packets");
     let lost = u64_at(&v, "/summary/lost_packets");
     // The stage's own counters (it writes them a few times a second). What it dropped on
@@ -672,7 +677,7 @@ fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
         let (l, n) = (u64_at(r, "/lost_packets"), u64_at(r, "/sent_packets"));
         assert_eq!(r["loss_attributed"], true, "{r}");
         assert!(l <= n, "{r}");
-        if socket + stage_overrun == 0 {
+        if socket + stage_overrun + backlog == 0 {
             assert!(within_binomial(l, n, 0.05), "interval loss {l}/{n}: {r}");
         }
         let lat = &r["latency"];
@@ -701,11 +706,12 @@ fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
     );
     // The receiver's loss is what the stage dropped, what its socket overran and what
     // the receiving socket had no room for (the listener's kernel counts it), less the
-    // control connection's few frames that the stage also dropped: the small slack.
+    // control connection's few frames that the stage also dropped (the small slack), and
+    // at most what a CPU's full backlog queue dropped (machine-wide: an upper bound).
     let accounted = stage_lost + stage_overrun + socket;
     assert!(
-        lost <= accounted && accounted - lost < 100,
-        "receiver lost {lost}: the stage dropped {stage_lost} and overran {stage_overrun}, the receiving socket {socket}"
+        accounted <= lost + 100 && lost <= accounted + backlog,
+        "receiver lost {lost}: the stage dropped {stage_lost} and overran {stage_overrun}, the receiving socket {socket}, backlog queues {backlog}"
     );
     assert!(u64_at(fwd, "/frames_in") + stage_overrun >= sent, "{st}");
     let path = st["data_path"].as_str().unwrap_or_default();
