@@ -2,7 +2,7 @@
 //! controller in a namespace of its own drives the talker's and the listener's ports
 //! through the agents that run there (root: namespaces and AF_PACKET).
 
-use crate::lab::{shaper_classes, LabGuard};
+use crate::lab::{assert_loss_is_the_shapers, class_dropped, shaper_classes, LabGuard};
 use crate::util::*;
 
 /// `wirebench server --raw-ports eth0` with `key` in namespace `wb-LAB-NODE`, bound to
@@ -124,22 +124,11 @@ fn rfc2544_through_agents_finds_the_class_rate() {
     // tells the class from the line rate (8,127 frames/s) or a generator limit: a half.
     let class_fps = 20e6 / (1514.0 * 8.0);
     let dropped = || {
-        shaper_classes(&lab)
-            .iter()
-            .find(|c| c.id == "1:10")
-            .map(|c| c.dropped)
-            .expect("class 1:10")
+        let c = shaper_classes(&lab);
+        move |after: &[lab::shaper::ClassStats]| class_dropped(&c, after, "1:10")
     };
     let in_band = |what: &str, v: &serde_json::Value, dropped: u64| {
-        let trials = v["rfc2544"]["trials"].as_array().expect("trials");
-        let lost: u64 = trials
-            .iter()
-            .map(|x| u64_at(x, "/sent") - u64_at(x, "/received"))
-            .sum();
-        assert!(
-            dropped <= lost && lost - dropped <= 100 * trials.len() as u64,
-            "{what}: the trials lost {lost} frames, the class dropped {dropped}"
-        );
+        assert_loss_is_the_shapers(what, v, dropped, 100);
         let t = &v["rfc2544"]["throughput"][0];
         let fps = t["fps"].as_f64().unwrap_or_else(|| panic!("{v}"));
         assert!(
@@ -169,9 +158,9 @@ fn rfc2544_through_agents_finds_the_class_rate() {
         &key_s,
     ];
     remote_argv.extend(search);
-    let before = dropped();
+    let since = dropped();
     let remote = json_of(&on_node(&lab, "dut", &remote_argv));
-    in_band("through agents", &remote, dropped() - before);
+    in_band("through agents", &remote, since(&shaper_classes(&lab)));
     let backend = str_at(&remote, "/backend");
     assert!(
         backend.contains(&format!("at {tx}")) && backend.contains(&format!("at {rx}")),
@@ -263,7 +252,7 @@ fn rfc2544_through_agents_finds_the_class_rate() {
     assert!(err.contains("lends no raw ports"), "{err}");
     // The listener's port as a far-end loopback: the talker sends and counts the frames
     // back; the path's class still sets the throughput, latency is round-trip.
-    let before = dropped();
+    let since = dropped();
     let reflected = json_of(&on_node(
         &lab,
         "talker",
@@ -287,7 +276,7 @@ fn rfc2544_through_agents_finds_the_class_rate() {
             "-J",
         ],
     ));
-    in_band("reflected", &reflected, dropped() - before);
+    in_band("reflected", &reflected, since(&shaper_classes(&lab)));
     let lat = &reflected["rfc2544"]["latency"][0];
     assert!(u64_at(lat, "/summary/count") > 1000, "{lat}");
     let notes = reflected["notes"].to_string();

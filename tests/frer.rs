@@ -101,7 +101,7 @@ fn assert_data_path(lab: &LabGuard, fast: bool) {
 /// The datagrams a client result sent, of `asked`: all but 1 %, unless the sender says it
 /// fell behind its schedule (a busy machine), and in any case half (enough for the bounds
 /// that are relative to what was sent).
-fn sent_of(v: &serde_json::Value, asked: u64) -> u64 {
+pub(crate) fn sent_of(v: &serde_json::Value, asked: u64) -> u64 {
     let sent = u64_at(v, "/summary/sent_packets");
     assert!(
         sent >= asked / 100 * 99 || v["summary"]["generator_limited"] == true,

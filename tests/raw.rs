@@ -1,6 +1,8 @@
 //! Raw frames (`gen`, `rfc2544`) across lab topologies (root: namespaces and AF_PACKET).
 
-use crate::lab::{class_passed, shaper_classes, xdp_attached, LabGuard};
+use crate::lab::{
+    assert_loss_is_the_shapers, class_dropped, class_passed, shaper_classes, xdp_attached, LabGuard,
+};
 use crate::util::*;
 
 /// `wirebench gen talker:eth0 --rx listener:eth0 ARGS` in `lab`.
@@ -212,20 +214,10 @@ fn rfc2544_throughput_on_the_shaper_lab_finds_the_class_rate() {
     let t = &v["rfc2544"]["throughput"][0];
     let fps = t["fps"].as_f64().unwrap_or_else(|| panic!("{t}"));
     let want = 100e6 / (1514.0 * 8.0);
-    // The loss the search saw is the shaper's: every frame the class dropped was lost to
-    // a trial, and a trial lost no more than that and what was still in the class's
-    // 100-frame queue when its receiver stopped.
+    // The loss the search saw is the shaper's (its class has a 100-frame queue).
+    let dropped = class_dropped(&before, &after, "1:10");
+    assert_loss_is_the_shapers("rfc2544", &v, dropped, 100);
     let trials = v["rfc2544"]["trials"].as_array().unwrap();
-    let lost: u64 = trials
-        .iter()
-        .map(|x| u64_at(x, "/sent") - u64_at(x, "/received"))
-        .sum();
-    let of = |s: &[lab::shaper::ClassStats]| s.iter().find(|c| c.id == "1:10").map(|c| c.dropped);
-    let dropped = of(&after).unwrap() - of(&before).unwrap();
-    assert!(
-        dropped <= lost && lost - dropped <= 100 * trials.len() as u64,
-        "the trials lost {lost} frames, the class dropped {dropped}"
-    );
     // So the zero-loss rate found is the shaper's. Above the class rate by more than the
     // queue's 100 frames in a 1-s trial and the search's width would be the shaper's or
     // the search's fault: 3 %. Below it is the busy machine's: HTB loses tokens whenever
