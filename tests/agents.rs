@@ -97,8 +97,7 @@ fn raw_ports_need_a_key() {
 /// none and wrong keys are refused; the listener's port reflecting the frames back to the
 /// talker finds the class's rate too, with a round-trip latency.
 fn rfc2544_through_agents_finds_the_class_rate() {
-    let dir = std::env::temp_dir().join(format!("wb-agents-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::Scratch::new("agents");
     let shape = dir.join("s.toml");
     std::fs::write(
         &shape,
@@ -337,7 +336,6 @@ fn rfc2544_through_agents_finds_the_class_rate() {
         "1518",
     ]);
     assert_fails(&out, 2, "--reflect");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `streams` with its ends on two servers' ports, on the router lab with the controller
@@ -349,8 +347,7 @@ fn rfc2544_through_agents_finds_the_class_rate() {
 /// 19.25 Mbit/s of frames with FCS; 1 % alternating 128 and 1024 B is 2,097 frames/s,
 /// 9.66 Mbit/s; 1 % at 256 B is 4,529 frames/s, 9.28 Mbit/s.
 fn streams_with_ends_on_two_agents() {
-    let dir = std::env::temp_dir().join(format!("wb-agents-streams-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::Scratch::new("agents-streams");
     let key = dir.join("key");
     key_file(&key, "0123456789abcdef0123456789abcdef");
     let lab = LabGuard::up("router", "ags");
@@ -465,7 +462,6 @@ fn streams_with_ends_on_two_agents() {
         !status.success() && err.contains("interrupted"),
         "{status:?}: {err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// This module's tests and what each needs from the machine ([`crate::harness`]).

@@ -603,8 +603,8 @@ fn title_timestamps_logfile_and_forceflush() {
     let v = srv.json("client", "-t 0.3 -T lab7");
     assert_eq!(v["params"]["title"], "lab7");
     // --logfile: nothing on stdout, everything in the file (appended).
-    let log = fresh_path("logfile").join("out.log");
-    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let scratch = crate::util::Scratch::new("logfile");
+    let log = scratch.join("out.log");
     for _ in 0..2 {
         let out = srv.run("client", &format!("-t 0.3 --logfile {}", log.display()));
         assert!(out.status.success() && out.stdout.is_empty());

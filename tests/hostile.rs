@@ -212,8 +212,7 @@ fn silent_connections_from_many_addresses_do_not_starve_the_control_port() {
 /// aimed at a loopback address written as IPv4-mapped IPv6 from a controller that is not
 /// (checked in `third_party`'s unit test) is refused like its IPv4 form.
 fn a_mesh_on_one_host_works_with_the_dual_stack_listener() {
-    let dir = crate::util::fresh_path("hostile-mesh");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::Scratch::new("hostile-mesh");
     let key = dir.join("k");
     crate::util::key_file(&key, "0123456789abcdef0123456789abcdef");
     let k = key.to_string_lossy().into_owned();
@@ -302,8 +301,7 @@ fn idle_connections_do_not_turn_scrapes_away() {
 /// replaces the link when the run ends), and `--logfile` at a link is refused, leaving
 /// its target as it was.
 fn planted_symbolic_links_are_not_written_through() {
-    let dir = crate::util::fresh_path("hostile-links");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::Scratch::new("hostile-links");
     let victim = dir.join("victim");
     // --junit at a dangling link; the run's one test fails fast (nothing listens on port 1).
     let junit = dir.join("junit.xml");

@@ -862,12 +862,14 @@ fn through_five_percent_loss_both_loss_figures_hold() {
     let lab = crate::lab::LabGuard::up_with("impair", "i3l", &["--impair", "loss=5%,seed=11"]);
     let _daemon = iperf3_daemon_in(&lab, "listener", "198.18.2.1");
     // What the impairment stage dropped on purpose in one direction, by its own count (it
-    // writes its state file a few times a second).
+    // writes its state file a few times a second), and what its sockets had no room for
+    // when a busy machine held it back (both directions: an upper bound).
     let stage_dropped = |dir: &str| {
         std::thread::sleep(std::time::Duration::from_millis(400));
-        u64_at(
-            &crate::lab::stage_state(&lab, "dut"),
-            &format!("/{dir}/dropped_loss"),
+        let st = crate::lab::stage_state(&lab, "dut");
+        (
+            u64_at(&st, &format!("/{dir}/dropped_loss")),
+            u64_at(&st, "/kernel_drops"),
         )
     };
     // 20 Mbit/s of 1000-byte datagrams for 3 s: 7,500 datagrams each way. Forward,
@@ -883,13 +885,15 @@ fn through_five_percent_loss_both_loss_figures_hold() {
         } else {
             udp.to_vec()
         };
-        let before = (stage_dropped(dir), drops_in(&lab, receiver));
+        let (stage_before, socket_before) = (stage_dropped(dir), drops_in(&lab, receiver));
         let backlog_before = crate::lab::backlog_drops();
         let v = ours_from_talker(&lab, "198.18.2.1", &args);
         let backlog = crate::lab::backlog_drops() - backlog_before;
-        let (stage, socket) = (
-            stage_dropped(dir) - before.0,
-            (drops_in(&lab, receiver) - before.1) as u64,
+        let after = stage_dropped(dir);
+        let (stage, overrun, socket) = (
+            after.0 - stage_before.0,
+            after.1 - stage_before.1,
+            (drops_in(&lab, receiver) - socket_before) as u64,
         );
         let s = &v["summary"];
         let (sent, lost) = (f(s, "/sent_packets") as u64, f(s, "/lost_packets") as u64);
@@ -903,12 +907,14 @@ fn through_five_percent_loss_both_loss_figures_hold() {
         // socket had no room for on a busy machine (the kernel's count): all of it but the
         // control connection's few segments that the stage also dropped (TCP sends them
         // again) and the datagrams after the last one received, which no receiver can tell
-        // from late ones; and nothing more but what a CPU's full backlog queue dropped
-        // (machine-wide: an upper bound).
+        // from late ones; and nothing more but what a CPU's full backlog queue and the
+        // stage's own sockets dropped (machine-wide and both directions: upper bounds; 9
+        // datagrams beyond the stage's and the socket's counts were seen beside two busy
+        // loops and a build).
         let accounted = stage + socket;
         assert!(
-            accounted <= lost + 20 && lost <= accounted + backlog,
-            "{who}'s loss {lost} of {sent}: the stage dropped {stage}, the receiving socket {socket}, backlog queues {backlog}: {s}"
+            accounted <= lost + 20 && lost <= accounted + backlog + overrun,
+            "{who}'s loss {lost} of {sent}: the stage dropped {stage} (its sockets overran {overrun}), the receiving socket {socket}, backlog queues {backlog}: {s}"
         );
         if reverse {
             assert_eq!(f(s, "/duplicate_packets"), 0.0, "{s}");

@@ -433,7 +433,7 @@ fn demo_writes_the_whole_report() {
     let started = std::time::Instant::now();
     let path = fresh_path("demo");
     let out = run_with_path(&["demo", "--out", dir.to_str().unwrap()], &path);
-    let _ = std::fs::remove_dir_all(&path);
+    drop(path);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

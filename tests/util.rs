@@ -27,12 +27,43 @@ pub fn run_within(args: &[&str], timeout: Duration) -> Output {
 pub const NOT_ON_A_FRESH_MACHINE: [&str; 6] =
     ["ethtool", "tshark", "chromium", "iperf3", "iperf", "ping"];
 
+/// A directory of a test's own under the temporary directory (`wb-TAG-PID`), empty when
+/// made and removed with everything in it when dropped, whether the test passes or not.
+pub struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    /// Makes `wb-TAG-PID` afresh.
+    pub fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("wb-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        Self(dir)
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A `PATH` of a fresh machine: a directory of links to every program of the system's
-/// directories but [`NOT_ON_A_FRESH_MACHINE`].
-pub fn fresh_path(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("wb-fresh-path-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("fresh PATH dir");
+/// directories but [`NOT_ON_A_FRESH_MACHINE`], removed when dropped.
+pub fn fresh_path(tag: &str) -> Scratch {
+    let dir = Scratch::new(&format!("fresh-path-{tag}"));
     for sys in [
         "/usr/local/sbin",
         "/usr/local/bin",

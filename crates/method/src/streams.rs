@@ -518,7 +518,10 @@ pub struct Outcome {
 /// The runner's, when the streams could not run.
 pub fn run<T: StreamsTrial>(profile: &Profile, trial: &mut T) -> Result<Outcome, T::Error> {
     let data = trial.run(profile)?;
-    let report = report(profile, &data.streams);
+    let report = ProfileReport {
+        receiver_drops: data.rx_drops,
+        ..report(profile, &data.streams)
+    };
     let mut verdicts = Vec::new();
     let mut notes = data.notes.clone();
     for row in &report.rows {
@@ -597,6 +600,7 @@ pub fn report(profile: &Profile, measured: &[TrialData]) -> ProfileReport {
         total_received: rows.iter().map(|r| r.received).sum(),
         total_received_l2_bps: rows.iter().map(|r| r.received_l2_bps).sum(),
         rows,
+        receiver_drops: 0,
     }
 }
 

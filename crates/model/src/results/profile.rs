@@ -66,4 +66,8 @@ pub struct ProfileReport {
     pub total_received: u64,
     /// Received L2 bit/s over all streams.
     pub total_received_l2_bps: f64,
+    /// Frames the receivers' rings or sockets dropped before counting them (the kernel's
+    /// count, all receivers): lost to the tool, not to the network.
+    #[serde(default)]
+    pub receiver_drops: u64,
 }
