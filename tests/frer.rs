@@ -443,30 +443,75 @@ fn frer_lab_settings_are_checked_before_anything_is_built() {
 
 fn compare_measures_both_groups_and_removes_its_labs() {
     let name = format!("k{:x}", std::process::id() & 0xfff);
-    let v = run_json(&["frer", "compare", "-t", "1", "--name", &name, "-J"]);
-    let rows = v["frer"]["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 6, "{v}");
-    for r in rows {
-        assert!(r["control"].as_f64().unwrap() >= 0.0, "{r}");
-        assert!(!r["reason"].as_str().unwrap().is_empty());
+    // Twice, five times each group, alternating: each run's TCP overhead has an interval,
+    // and two runs of the same comparison agree within them (a single sample read
+    // +23 %, +71 %, -614 %, +61 % over four runs).
+    let mut tcp_costs = Vec::new();
+    for run in ["a", "b"] {
+        let lab = format!("{name}{run}");
+        let v = run_json(&[
+            "frer", "compare", "-t", "1", "--repeat", "5", "--name", &lab, "-J",
+        ]);
+        let f = &v["frer"];
+        assert_eq!(f["repeats"], 5, "{f}");
+        assert_eq!(
+            f["order"].as_str().unwrap().split(", ").collect::<Vec<_>>()[..4],
+            ["control", "FRER", "FRER", "control"]
+        );
+        let rows = f["rows"].as_array().expect("rows");
+        assert_eq!(rows.len(), 6, "{v}");
+        for r in rows {
+            assert!(r["control"].as_f64().unwrap() >= 0.0, "{r}");
+            assert!(!r["reason"].as_str().unwrap().is_empty());
+        }
+        // Throughput and latency were measured in both groups, five times each, and the
+        // overhead is the medians'.
+        let tcp = &rows[0];
+        let (c, f) = (
+            tcp["control"].as_f64().unwrap(),
+            tcp["frer"].as_f64().unwrap(),
+        );
+        assert!(c > 1.0 && f > 1.0, "{tcp}");
+        for (group, median) in [("control_spread", c), ("frer_spread", f)] {
+            let s = &tcp[group];
+            assert_eq!(s["n"], 5, "{tcp}");
+            assert_eq!(s["median"].as_f64().unwrap(), median, "{tcp}");
+            let [lo, hi] = [0, 1].map(|i| s["ci95"][i].as_f64().unwrap());
+            assert!(
+                s["min"].as_f64().unwrap() <= lo && lo <= median && median <= hi,
+                "{s}"
+            );
+            assert_eq!(s["coverage"], 0.9375, "five samples: [min, max]");
+        }
+        let o = tcp["overhead_percent"].as_f64().unwrap();
+        assert!((o - (c - f) / c * 100.0).abs() < 1e-6, "{tcp}");
+        // The finding is either no significant difference (an interval holding 0) or a
+        // difference whose interval excludes 0, as the groups' intervals say.
+        let d = &tcp["difference"];
+        let cost = [0, 1].map(|i| d["cost_interval_percent"][i].as_f64().unwrap());
+        let disjoint = {
+            let cs = &tcp["control_spread"]["ci95"];
+            let fs = &tcp["frer_spread"]["ci95"];
+            let x = |v: &serde_json::Value, i: usize| v[i].as_f64().unwrap();
+            x(fs, 0) > x(cs, 1) || x(cs, 0) > x(fs, 1)
+        };
+        assert_eq!(d["significant"], disjoint, "{tcp}");
+        assert_eq!(cost[0] > 0.0 || cost[1] < 0.0, disjoint, "{tcp}");
+        tcp_costs.push(cost);
+        let p50 = &rows[3];
+        assert!(p50["control"].as_f64().unwrap() > 0.0 && p50["frer"].as_f64().unwrap() > 0.0);
+        // FRER doubles what the merge relay takes in; the control group does not.
+        assert!(
+            tcp["reason"].as_str().unwrap().contains("2.00 frames"),
+            "{tcp}"
+        );
+        assert_eq!(v["runs"].as_array().unwrap().len(), 30);
     }
-    // Throughput and latency were measured in both groups, and the overhead is theirs.
-    let tcp = &rows[0];
-    let (c, f) = (
-        tcp["control"].as_f64().unwrap(),
-        tcp["frer"].as_f64().unwrap(),
-    );
-    assert!(c > 1.0 && f > 1.0, "{tcp}");
-    let o = tcp["overhead_percent"].as_f64().unwrap();
-    assert!((o - (c - f) / c * 100.0).abs() < 1e-6, "{tcp}");
-    let p50 = &rows[3];
-    assert!(p50["control"].as_f64().unwrap() > 0.0 && p50["frer"].as_f64().unwrap() > 0.0);
-    // FRER doubles what the merge relay takes in; the control group does not.
+    let [a, b] = [tcp_costs[0], tcp_costs[1]];
     assert!(
-        tcp["reason"].as_str().unwrap().contains("2.00 frames"),
-        "{tcp}"
+        a[0] <= b[1] && b[0] <= a[1],
+        "two runs' TCP overhead intervals do not overlap: {a:?} {b:?}"
     );
-    assert_eq!(v["runs"].as_array().unwrap().len(), 6);
     // UDP at each group's zero-loss rate, throughputs stated against a 1 Gbit/s line.
     let args = [
         "frer",
@@ -480,6 +525,11 @@ fn compare_measures_both_groups_and_removes_its_labs() {
     ];
     let v = run_json(&[&args[..], &["--line-rate", "1G", "-J"]].concat());
     let rows = v["frer"]["rows"].as_array().expect("rows");
+    // Measured once: figures without intervals, never an interval of zero width.
+    assert!(v["frer"].get("repeats").is_none(), "{v}");
+    assert!(rows
+        .iter()
+        .all(|r| r.get("control_spread").is_none() && r.get("difference").is_none()));
     let udp = &rows[1];
     assert_eq!(
         udp["metric"], "UDP zero-loss rate (1472 B payload)",

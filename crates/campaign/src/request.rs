@@ -391,6 +391,8 @@ pub struct FrerCompareRequest {
     pub line_rate: Option<f64>,
     /// The UDP throughput test's load: unlimited, or each group's zero-loss rate.
     pub udp: method::overhead::UdpLoad,
+    /// How often each group is measured (alternating, see `method::overhead::order`).
+    pub repeat: u32,
 }
 
 /// Frames of one size at a rate (`gen`).

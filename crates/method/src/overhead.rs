@@ -5,10 +5,16 @@
 //! control: less throughput, more latency. Each row says why, from what was measured
 //! alongside: the merge relay's frames in per frame delivered, and the R-TAG's 6 bytes.
 //!
+//! Measured more than once (`repeat`), the groups alternate (control, FRER, FRER,
+//! control, ...), each figure is the median of its group's repetitions with its interval
+//! (`model::stats::spread`), and FRER's cost is a finding only when the two groups'
+//! intervals do not overlap.
+//!
 //! It measures nothing itself: a [`Groups`] runner builds each group and runs the tests.
 
 use model::results::frer::{FrerReport, OverheadRow};
 use model::results::{LatencyUs, RunResult};
+use model::stats::spread::{self, Better, Spread};
 
 /// One group's measurements: the result documents of its three tests, and the merge
 /// relay's frames received on its path ports per frame delivered during each.
@@ -43,19 +49,33 @@ pub trait Groups {
     fn measure(&mut self, frer: bool) -> Result<Group, Self::Error>;
 }
 
-/// What the comparison gives: the table and both groups' documents (control's three
-/// first).
+/// What the comparison gives: the table and both groups' documents (the control's three
+/// per repetition first, then the FRER group's).
 #[derive(Debug, Clone)]
 pub struct Comparison {
     /// The rows.
     pub report: FrerReport,
-    /// TCP, UDP, latency of the control group, then of the FRER group.
+    /// TCP, UDP, latency of each control repetition, then of each FRER repetition.
     pub runs: Vec<RunResult>,
 }
 
-/// Measures the control group, then the FRER group, and compares them. `udp_len` is the
-/// UDP payload of the throughput test (it sets the R-TAG's share of a frame); the
-/// throughputs are also stated against `line_bps`, when given.
+/// The order of `repeat` pairs of measurements, `true` for the FRER group: the pairs
+/// alternate which group goes first (control, FRER, FRER, control, ...), so a drift of the
+/// machine over the run hits both groups alike.
+#[must_use]
+pub fn order(repeat: u32) -> Vec<bool> {
+    (0..repeat.max(1))
+        .flat_map(|i| {
+            let frer_first = i % 2 == 1;
+            [frer_first, !frer_first]
+        })
+        .collect()
+}
+
+/// Measures the control group and the FRER group `repeat` times each, interleaved (see
+/// [`order`]), and compares them. `udp_len` is the UDP payload of the throughput test (it
+/// sets the R-TAG's share of a frame); the throughputs are also stated against
+/// `line_bps`, when given.
 ///
 /// # Errors
 /// The runner's, when a group could not be built or measured.
@@ -64,20 +84,42 @@ pub fn compare<G: Groups>(
     udp_len: u32,
     line_bps: Option<f64>,
     load: UdpLoad,
+    repeat: u32,
 ) -> Result<Comparison, G::Error> {
-    let control = groups.measure(false)?;
-    let frer = groups.measure(true)?;
+    let mut control = Vec::new();
+    let mut frer = Vec::new();
+    let sequence = order(repeat);
+    for &is_frer in &sequence {
+        let g = groups.measure(is_frer)?;
+        if is_frer {
+            frer.push(g);
+        } else {
+            control.push(g);
+        }
+    }
     let mut rows = rows(&control, &frer, udp_len, load);
     for r in rows.iter_mut().filter(|r| r.unit == "Mbit/s") {
         r.theoretical = line_bps.map(|b| b / 1e6);
     }
+    let repeats = u32::try_from(control.len()).unwrap_or(u32::MAX);
     let report = FrerReport {
         control: "frer lab, relays forwarding over path A without FRER".into(),
         treatment: "frer lab, 802.1CB replication onto both paths and elimination".into(),
         rows,
+        repeats: (repeats > 1).then_some(repeats),
+        order: if repeats > 1 {
+            let names: Vec<&str> = sequence
+                .iter()
+                .map(|f| if *f { "FRER" } else { "control" })
+                .collect();
+            names.join(", ")
+        } else {
+            String::new()
+        },
     };
-    let runs = [control, frer]
+    let runs = control
         .into_iter()
+        .chain(frer)
         .flat_map(|g| [g.tcp, g.udp, g.latency])
         .collect();
     Ok(Comparison { report, runs })
@@ -105,34 +147,66 @@ fn cost(control: Option<f64>, frer: Option<f64>, higher_is_better: bool) -> Opti
     })
 }
 
-/// The table of one comparison.
-pub fn rows(control: &Group, frer: &Group, udp_len: u32, load: UdpLoad) -> Vec<OverheadRow> {
+/// One group's samples of a figure (the repetitions that produced it): the figure (the
+/// median, or the one sample) and, from two samples on, its spread.
+fn summarise(samples: &[f64]) -> (Option<f64>, Option<Spread>) {
+    let spread = Spread::of(samples);
+    let value = match samples {
+        [one] => Some(*one),
+        _ => spread.as_ref().map(|s| s.median),
+    };
+    (value, spread)
+}
+
+/// The median of the groups' per-frame-delivered figures of test `i`.
+fn per_delivered(groups: &[Group], i: usize) -> Option<f64> {
+    let samples: Vec<f64> = groups.iter().filter_map(|g| g.per_delivered[i]).collect();
+    summarise(&samples).0
+}
+
+/// The table of one comparison, from each group's repetitions.
+#[must_use]
+pub fn rows(control: &[Group], frer: &[Group], udp_len: u32, load: UdpLoad) -> Vec<OverheadRow> {
     // The tagged frame: payload, IPv4 and UDP headers, Ethernet header, FCS, the R-TAG.
     let tag_pct = 6.0 / (f64::from(udp_len) + 28.0 + 14.0 + 4.0 + 6.0) * 100.0;
     let work = |i: usize| {
         let show = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
         format!(
             "merge relay: {} frames in per frame delivered (control {}): every frame crosses both paths",
-            show(frer.per_delivered[i]),
-            show(control.per_delivered[i])
+            show(per_delivered(frer, i)),
+            show(per_delivered(control, i))
         )
     };
-    let row =
-        |metric: String, unit: &str, c: Option<f64>, f: Option<f64>, higher: bool| OverheadRow {
+    let row = |metric: String, unit: &str, figure: &dyn Fn(&Group) -> Option<f64>, better| {
+        let samples = |groups: &[Group]| groups.iter().filter_map(figure).collect::<Vec<_>>();
+        let (c, c_spread) = summarise(&samples(control));
+        let (f, f_spread) = summarise(&samples(frer));
+        let difference = match (&c_spread, &f_spread) {
+            (Some(a), Some(b)) => Some(spread::compare(a, b, better)),
+            _ => None,
+        };
+        OverheadRow {
             metric,
             unit: unit.into(),
             control: c,
             frer: f,
-            overhead_percent: cost(c, f, higher),
+            overhead_percent: cost(c, f, better == Better::Higher),
+            control_spread: c_spread,
+            frer_spread: f_spread,
+            difference,
             reason: String::new(),
             theoretical: None,
-        };
-    let tcp = (received_mbps(&control.tcp), received_mbps(&frer.tcp));
-    let udp = (received_mbps(&control.udp), received_mbps(&frer.udp));
+        }
+    };
     let mut out = vec![
         OverheadRow {
             reason: format!("{}; R-TAG +6 B per 1514-B frame (0.39 %)", work(0)),
-            ..row("TCP throughput".into(), "Mbit/s", tcp.0, tcp.1, true)
+            ..row(
+                "TCP throughput".into(),
+                "Mbit/s",
+                &|g| received_mbps(&g.tcp),
+                Better::Higher,
+            )
         },
         OverheadRow {
             reason: format!("{}; R-TAG +6 B per frame ({tag_pct:.2} %)", work(1)),
@@ -144,9 +218,8 @@ pub fn rows(control: &Group, frer: &Group, udp_len: u32, load: UdpLoad) -> Vec<O
                     UdpLoad::ZeroLoss => format!("UDP zero-loss rate ({udp_len} B payload)"),
                 },
                 "Mbit/s",
-                udp.0,
-                udp.1,
-                true,
+                &|g| received_mbps(&g.udp),
+                Better::Higher,
             )
         },
         OverheadRow {
@@ -161,9 +234,8 @@ pub fn rows(control: &Group, frer: &Group, udp_len: u32, load: UdpLoad) -> Vec<O
             ..row(
                 "UDP loss at that load".into(),
                 "%",
-                loss_pct(&control.udp),
-                loss_pct(&frer.udp),
-                false,
+                &|g| loss_pct(&g.udp),
+                Better::Lower,
             )
         },
     ];
@@ -174,18 +246,13 @@ pub fn rows(control: &Group, frer: &Group, udp_len: u32, load: UdpLoad) -> Vec<O
         ("p99.9", |l| l.p999),
     ];
     for (name, q) in quantiles {
-        let (c, f) = (
-            round_trip(&control.latency, q),
-            round_trip(&frer.latency, q),
-        );
         out.push(OverheadRow {
             reason: format!("{}; the first copy wins", work(2)),
             ..row(
                 format!("UDP round-trip latency {name} (64 B ping-pong)"),
                 "us",
-                c,
-                f,
-                false,
+                &|g| round_trip(&g.latency, q),
+                Better::Lower,
             )
         });
     }
@@ -268,8 +335,13 @@ mod test {
             extra_us: 10.0,
             order: vec![],
         };
-        let c = compare(&mut net, 1472, Some(1e9), UdpLoad::Unlimited).unwrap();
+        let c = compare(&mut net, 1472, Some(1e9), UdpLoad::Unlimited, 1).unwrap();
         assert_eq!(net.order, [false, true], "control first");
+        // One run each: no spread, no difference, no order to report.
+        assert!(c.report.rows.iter().all(|r| r.control_spread.is_none()
+            && r.frer_spread.is_none()
+            && r.difference.is_none()));
+        assert_eq!((c.report.repeats, c.report.order.as_str()), (None, ""));
         assert_eq!(c.runs.len(), 6);
         let by = |m: &str| {
             c.report
@@ -308,7 +380,7 @@ mod test {
             extra_us: -1.0,
             order: vec![],
         };
-        let c = compare(&mut net, 64, None, UdpLoad::ZeroLoss).unwrap();
+        let c = compare(&mut net, 64, None, UdpLoad::ZeroLoss, 1).unwrap();
         let p99 = c
             .report
             .rows
@@ -319,5 +391,98 @@ mod test {
         assert_eq!(p99.overhead_percent, None);
         // FRER doing better is a negative overhead, not hidden.
         assert!(c.report.rows[0].overhead_percent.unwrap() < 0.0);
+    }
+
+    /// A machine whose throughput drifts down by 20 Mbit/s per measurement, and a FRER
+    /// group that costs `frer_cost` of it.
+    struct Drifting {
+        frer_cost: f64,
+        calls: u32,
+        order: Vec<bool>,
+    }
+
+    impl Groups for Drifting {
+        type Error = String;
+        fn measure(&mut self, frer: bool) -> Result<Group, String> {
+            self.order.push(frer);
+            let machine = 1000e6 - f64::from(self.calls) * 20e6;
+            self.calls += 1;
+            let rate = if frer {
+                machine * (1.0 - self.frer_cost)
+            } else {
+                machine
+            };
+            Ok(Group {
+                tcp: doc(Some(rate), None, None),
+                udp: doc(Some(rate), Some(0.0), None),
+                latency: doc(None, None, Some(40.0)),
+                per_delivered: [Some(if frer { 2.0 } else { 1.0 }); 3],
+            })
+        }
+    }
+
+    #[test]
+    fn repetitions_alternate_which_group_goes_first() {
+        assert_eq!(order(1), [false, true]);
+        assert_eq!(
+            order(3),
+            [false, true, true, false, false, true],
+            "control, FRER, FRER, control, ..."
+        );
+        assert_eq!(order(0), [false, true], "at least once");
+    }
+
+    #[test]
+    fn a_drift_of_the_machine_is_no_significant_difference_when_interleaved() {
+        let mut net = Drifting {
+            frer_cost: 0.0,
+            calls: 0,
+            order: vec![],
+        };
+        let c = compare(&mut net, 1472, None, UdpLoad::Unlimited, 4).unwrap();
+        assert_eq!(net.order, order(4));
+        assert_eq!(c.report.repeats, Some(4));
+        assert_eq!(
+            c.report.order,
+            "control, FRER, FRER, control, control, FRER, FRER, control"
+        );
+        assert_eq!(c.runs.len(), 24);
+        let tcp = &c.report.rows[0];
+        let (cs, fs) = (
+            tcp.control_spread.as_ref().unwrap(),
+            tcp.frer_spread.as_ref().unwrap(),
+        );
+        assert_eq!((cs.n, fs.n), (4, 4));
+        // Both groups saw the same drift: equal medians, and no finding.
+        assert!((cs.median - fs.median).abs() < 1e-6, "{cs:?} {fs:?}");
+        let d = tcp.difference.as_ref().unwrap();
+        assert!(!d.significant, "{d:?}");
+        let [lo, hi] = d.cost_interval_percent.unwrap();
+        assert!(lo < 0.0 && hi > 0.0, "{d:?}");
+        // The same latency in every run ties: a zero-width interval that was measured.
+        let p50 = &c.report.rows[3];
+        assert_eq!(p50.control_spread.as_ref().unwrap().ci95, [40.0, 40.0]);
+        assert!(!p50.difference.as_ref().unwrap().significant);
+    }
+
+    #[test]
+    fn a_cost_larger_than_the_noise_is_a_difference_with_its_interval() {
+        let mut net = Drifting {
+            frer_cost: 0.25,
+            calls: 0,
+            order: vec![],
+        };
+        let c = compare(&mut net, 1472, None, UdpLoad::Unlimited, 4).unwrap();
+        let tcp = &c.report.rows[0];
+        let d = tcp.difference.as_ref().unwrap();
+        assert!(d.significant, "{d:?}");
+        let [lo, hi] = d.cost_interval_percent.unwrap();
+        let o = tcp.overhead_percent.unwrap();
+        assert!(lo > 0.0 && lo <= o && o <= hi, "{lo} {o} {hi}");
+        assert!((o - 25.0).abs() < 1.0, "{o}");
+        // The reason's frames per delivered frame are the repetitions' medians.
+        assert!(tcp
+            .reason
+            .contains("2.00 frames in per frame delivered (control 1.00)"));
     }
 }

@@ -240,10 +240,12 @@ impl SweepPlan {
             on_row(&row);
             rows.push(row);
         }
-        let max_zero_loss_bps = max_sustained_zero_loss(&rows);
+        let zero_loss = max_sustained_zero_loss(&rows);
+        let max_zero_loss_bps = zero_loss.map(|z| z.bps);
         Ok(SweepTable {
             rows,
             max_zero_loss_bps,
+            max_zero_loss_is_lower_bound: zero_loss.is_some_and(|z| z.lower_bound),
             marginal_pct: Some(self.levels.marginal * 100.0),
             high_pct: Some(self.levels.high * 100.0),
             operating_bps: max_zero_loss_bps.map(|m| m * self.safety_margin),
@@ -294,16 +296,49 @@ fn loss_ratio(r: &TrialData) -> f64 {
     }
 }
 
-/// The highest target of the unbroken run of zero-loss, generator-kept steps from the
-/// lowest target up.
-pub fn max_sustained_zero_loss(rows: &[SweepRow]) -> Option<f64> {
+/// The highest rate proven free of loss, and whether it is only a lower bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ZeroLoss {
+    /// bits/s.
+    pub bps: f64,
+    /// The run of zero-loss steps ended in steps the generator could not offer in full:
+    /// the network lost nothing of what was offered, so its zero-loss rate is at least
+    /// `bps` (what was offered), and where it ends was not measured.
+    pub lower_bound: bool,
+}
+
+/// The unbroken run of zero-loss steps from the lowest target up: its highest target when
+/// the generator kept up with it, or, when the generator fell short in the run's upper
+/// steps, the most that was offered there without loss, as a lower bound (a
+/// generator-limited step is never the network's limit, and never hides a zero-loss rate
+/// either).
+#[must_use]
+pub fn max_sustained_zero_loss(rows: &[SweepRow]) -> Option<ZeroLoss> {
     let mut sorted: Vec<&SweepRow> = rows.iter().collect();
     sorted.sort_by(|a, b| a.target_bps.total_cmp(&b.target_bps));
-    sorted
+    let run = sorted
         .iter()
-        .take_while(|r| r.status == SweepStatus::ZeroLoss && !r.generator_limited)
-        .last()
-        .map(|r| r.target_bps)
+        .take_while(|r| r.status == SweepStatus::ZeroLoss && r.sent_packets > 0);
+    let mut best: Option<ZeroLoss> = None;
+    for r in run {
+        let (bps, lower_bound) = if r.generator_limited {
+            (r.offered_bps, true)
+        } else {
+            (r.target_bps, false)
+        };
+        match best {
+            Some(b) if b.bps >= bps => {
+                // A limited step that offered less than an earlier one proves nothing new,
+                // but the zero-loss rate is still open above.
+                best = Some(ZeroLoss {
+                    bps: b.bps,
+                    lower_bound: b.lower_bound || lower_bound,
+                });
+            }
+            _ => best = Some(ZeroLoss { bps, lower_bound }),
+        }
+    }
+    best.filter(|b| b.bps > 0.0)
 }
 
 #[cfg(test)]
@@ -470,7 +505,66 @@ mod test {
         .unwrap();
         let t = p.run(&mut dev, |_| {}).unwrap();
         assert!(t.rows[3].generator_limited);
+        // 700M and 800M could not be offered: the network lost nothing of the 600M that
+        // was, and its limit above was not measured.
         assert_eq!(t.max_zero_loss_bps, Some(600e6));
+        assert!(t.max_zero_loss_is_lower_bound);
+    }
+
+    /// The sweep: 400M and 450M lost nothing but the generator fell short of both
+    /// (it offered 380M and 390M). That is a zero-loss rate of at least 390M, not "none".
+    #[test]
+    fn zero_loss_steps_the_generator_fell_short_of_are_a_lower_bound() {
+        let step = |target: f64, offered: f64, lost: u64| SweepRow {
+            target_bps: target,
+            offered_bps: offered,
+            achieved_bps: offered,
+            loss_pct: if lost > 0 { 1.0 } else { 0.0 },
+            sent_packets: 1000,
+            lost_packets: lost,
+            duration_s: 1.0,
+            status: if lost > 0 {
+                SweepStatus::HighLoss
+            } else {
+                SweepStatus::ZeroLoss
+            },
+            generator_limited: offered < target * 0.99,
+            repeats: None,
+            achieved_range_bps: None,
+            loss_range_pct: None,
+        };
+        let z = max_sustained_zero_loss(&[step(400e6, 380e6, 0), step(450e6, 390e6, 0)]).unwrap();
+        assert_eq!(
+            z,
+            ZeroLoss {
+                bps: 390e6,
+                lower_bound: true
+            }
+        );
+        // A kept step above a limited one is exact again.
+        let z = max_sustained_zero_loss(&[step(400e6, 380e6, 0), step(450e6, 450e6, 0)]).unwrap();
+        assert_eq!(
+            z,
+            ZeroLoss {
+                bps: 450e6,
+                lower_bound: false
+            }
+        );
+        // A limited step that offered less than the kept one below: the kept target stands,
+        // and it is a lower bound.
+        let z = max_sustained_zero_loss(&[step(400e6, 400e6, 0), step(450e6, 300e6, 0)]).unwrap();
+        assert_eq!(
+            z,
+            ZeroLoss {
+                bps: 400e6,
+                lower_bound: true
+            }
+        );
+        // Loss ends the run, limited or not; a step that sent nothing proves nothing.
+        assert_eq!(max_sustained_zero_loss(&[step(400e6, 380e6, 5)]), None);
+        let mut silent = step(400e6, 0.0, 0);
+        silent.sent_packets = 0;
+        assert_eq!(max_sustained_zero_loss(&[silent]), None);
     }
 
     #[test]
@@ -494,7 +588,7 @@ mod test {
             mk(2.0, SweepStatus::Marginal),
             mk(3.0, SweepStatus::ZeroLoss),
         ];
-        assert_eq!(max_sustained_zero_loss(&rows), Some(1.0));
+        assert_eq!(max_sustained_zero_loss(&rows).map(|z| z.bps), Some(1.0));
         assert_eq!(max_sustained_zero_loss(&rows[1..2]), None);
     }
 }

@@ -435,7 +435,20 @@ pub fn frer_overhead(r: &RunResult) -> String {
     };
     let head = format!("FRER overhead\ncontrol: {}\n", f.control);
     let table = tables::frer::overhead(f).text();
-    closed(r, format!("{head}FRER:    {}\n{table}", f.treatment))
+    // With repetitions: how they ran, and what the brackets are.
+    let spread = f.rows.iter().find_map(|x| x.control_spread.as_ref());
+    let repeats = match (f.repeats, spread) {
+        (Some(n), Some(s)) => format!(
+            "each group measured {n} times, in the order {}; [low, high]: the median's {} confidence interval (order statistics); a cost is a finding only when the intervals do not overlap\n",
+            f.order,
+            s.coverage_label()
+        ),
+        _ => "each group measured once: the overheads are single samples, not findings (--repeat 5 or more gives intervals)\n".into(),
+    };
+    closed(
+        r,
+        format!("{head}FRER:    {}\n{repeats}{table}", f.treatment),
+    )
 }
 
 /// `body`, then the verdicts and the facts of `r`.
@@ -775,6 +788,7 @@ mod test {
                 },
             ],
             max_zero_loss_bps: Some(400e6),
+            max_zero_loss_is_lower_bound: false,
             marginal_pct: None,
             high_pct: None,
             operating_bps: None,
@@ -788,6 +802,18 @@ mod test {
             "maximum sustained zero-loss rate: 400.00 Mbit/s\n",
         );
         assert_eq!(sweep(&t), expected);
+        // Zero-loss steps the generator fell short of: a lower bound, never "none".
+        let mut limited = t.clone();
+        limited.rows[1].status = SweepStatus::ZeroLoss;
+        limited.max_zero_loss_bps = Some(440e6);
+        limited.max_zero_loss_is_lower_bound = true;
+        assert!(
+            sweep(&limited).ends_with(
+                "maximum sustained zero-loss rate: ≥ 440.00 Mbit/s (generator-limited above: the network lost nothing the generator could offer)\n"
+            ),
+            "{}",
+            sweep(&limited)
+        );
         // The FRER report's table: repeated steps as min–max, four levels, the operating
         // rate under it.
         t.rows = vec![

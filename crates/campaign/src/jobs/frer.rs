@@ -14,11 +14,17 @@ use crate::trials::base_spec;
 use crate::{usage, Error, Quiet, Watch};
 
 /// The two groups of a comparison: the `frer` lab with FRER relays, and the same lab whose
-/// relays forward plainly over path A; each built, measured from its talker, and removed.
+/// relays forward plainly over path A; each built when first measured, measured from its
+/// talker as often as the comparison asks (the two labs are up side by side, so the
+/// repetitions can alternate), and removed when the comparison ends.
 struct FrerLabs<'a> {
     req: &'a FrerCompareRequest,
     watch: &'a mut dyn Watch,
     stop: &'a Stop,
+    /// The control group's lab and the FRER group's, once built.
+    labs: [Option<Setup>; 2],
+    /// Measurements so far, for the progress line.
+    done: u32,
 }
 
 impl FrerLabs<'_> {
@@ -81,32 +87,44 @@ impl Groups for FrerLabs<'_> {
             (
                 "f",
                 "mode=frer",
-                "FRER: relays replicate onto both paths and eliminate ...",
+                "FRER: relays replicate onto both paths and eliminate",
             )
         } else {
             (
                 "c",
                 "mode=plain",
-                "control group: relays forward over path A, no FRER ...",
+                "control group: relays forward over path A, no FRER",
             )
         };
-        self.watch.progress(what);
+        let total = 2 * a.repeat.max(1);
+        self.done += 1;
+        self.watch.progress(&if total > 2 {
+            format!("{what} ({} of {total}) ...", self.done)
+        } else {
+            format!("{what} ...")
+        });
         let name = format!("{}{suffix}", a.name);
-        let mut args: Vec<String> = Vec::new();
-        for (flag, spec) in [("--path-a", &a.path_a), ("--path-b", &a.path_b)] {
-            if let Some(s) = spec {
-                args.extend([flag.to_owned(), s.clone()]);
+        let slot = usize::from(frer);
+        if self.labs[slot].is_none() {
+            let mut args: Vec<String> = Vec::new();
+            for (flag, spec) in [("--path-a", &a.path_a), ("--path-b", &a.path_b)] {
+                if let Some(s) = spec {
+                    args.extend([flag.to_owned(), s.clone()]);
+                }
             }
+            args.extend(["--frer".to_owned(), mode.to_owned()]);
+            let request = lab::topology::Request {
+                topology: "frer".into(),
+                path_a: a.path_a.clone(),
+                path_b: a.path_b.clone(),
+                frer: Some(mode.into()),
+                ..Default::default()
+            };
+            self.labs[slot] = Some(Setup::new(&Target::Lab { request, args }, &name)?);
         }
-        args.extend(["--frer".to_owned(), mode.to_owned()]);
-        let request = lab::topology::Request {
-            topology: "frer".into(),
-            path_a: a.path_a.clone(),
-            path_b: a.path_b.clone(),
-            frer: Some(mode.into()),
-            ..Default::default()
+        let Some(setup) = self.labs[slot].as_ref() else {
+            return Err(Error::Failed(format!("lab {name} is not up")));
         };
-        let setup = Setup::new(&Target::Lab { request, args }, &name)?;
         let server = Server {
             host: setup.ctx.host.clone(),
             port: setup.ctx.port,
@@ -166,7 +184,6 @@ impl Groups for FrerLabs<'_> {
             };
             before = now;
         }
-        drop(setup);
         let [tcp, udp, latency]: [RunResult; 3] = runs
             .try_into()
             .map_err(|_| Error::Failed("a group's tests are missing".into()))?;
@@ -195,6 +212,9 @@ pub fn frer_compare(
     if !(18..=1472).contains(&a.length) {
         return Err(usage(format!("-l {}: give 18..=1472 bytes", a.length)));
     }
+    if !(1..=100).contains(&a.repeat) {
+        return Err(usage(format!("--repeat {}: give 1..=100", a.repeat)));
+    }
     lab::naming::check(&format!("{}c", a.name)).map_err(|e| usage(format!("--name: {e}")))?;
     for s in [&a.path_a, &a.path_b].into_iter().flatten() {
         lab::impair::spec::ImpairSpec::parse_inline(s)
@@ -205,11 +225,14 @@ pub fn frer_compare(
         req: a,
         watch,
         stop,
+        labs: [None, None],
+        done: 0,
     };
-    let c = method::overhead::compare(&mut labs, a.length, a.line_rate, a.udp)?;
+    let c = method::overhead::compare(&mut labs, a.length, a.line_rate, a.udp, a.repeat)?;
+    drop(labs);
     let params = serde_json::json!({
         "path_a": a.path_a, "path_b": a.path_b, "time_s": a.time, "udp_length": a.length,
-        "line_rate_bps": a.line_rate,
+        "line_rate_bps": a.line_rate, "repeat": a.repeat,
         "udp": match a.udp { UdpLoad::Unlimited => "unlimited", UdpLoad::ZeroLoss => "zero-loss" },
     });
     let mut doc = engine::env::result("frer compare", params);

@@ -615,8 +615,13 @@ pub struct SweepRow {
 pub struct SweepTable {
     /// Steps in the order run.
     pub rows: Vec<SweepRow>,
-    /// Highest target with zero loss (and the generator keeping up), bits/s.
+    /// Highest target with zero loss (and the generator keeping up), bits/s; with
+    /// `max_zero_loss_is_lower_bound`, the most the generator offered without loss.
     pub max_zero_loss_bps: Option<f64>,
+    /// The zero-loss steps at the top were generator-limited: `max_zero_loss_bps` is a
+    /// lower bound (the network's limit lies above what could be offered).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub max_zero_loss_is_lower_bound: bool,
     /// Loss up to this (percent) is marginal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marginal_pct: Option<f64>,

@@ -10,7 +10,9 @@
 //! - [`receiver`]: one receive stream's accumulator combining the three, with cheap snapshots;
 //! - [`intervals`]: frame streams' totals at each interval's end, as interval rows;
 //! - [`table`]: many streams interleaved on one receiver, told apart by their test header;
-//! - [`paths`]: one stream's copies over redundant (FRER) paths: per path and merged.
+//! - [`paths`]: one stream's copies over redundant (FRER) paths: per path and merged;
+//! - [`spread`]: a repeated figure's median and confidence interval, and the comparison of
+//!   two such figures.
 //!
 //! What this module does not do: read sockets or clocks, parse packets, or decide verdicts
 //! (RFC 2544 pass/fail and SLA checks live in the method crate).
@@ -24,6 +26,7 @@ pub mod paths;
 pub mod receiver;
 pub mod seq;
 pub mod slots;
+pub mod spread;
 pub mod table;
 
 pub use counters::Counters;
@@ -31,3 +34,4 @@ pub use histogram::{HistogramError, LatencyHistogram, LatencySummary};
 pub use jitter::Rfc3550Jitter;
 pub use receiver::{RxSnapshot, StreamReceiver};
 pub use seq::{Arrival, SeqTracker, DEFAULT_WINDOW};
+pub use spread::Spread;

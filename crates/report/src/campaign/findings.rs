@@ -86,6 +86,12 @@ pub(super) fn findings(c: &Campaign, extras: &dyn Extras) -> Vec<String> {
         }
         if let Some(s) = &r.sweep {
             parts.push(match s.max_zero_loss_bps {
+                Some(z) if s.max_zero_loss_is_lower_bound => {
+                    format!(
+                        "highest zero-loss rate ≥ {} (generator-limited above)",
+                        bps(z)
+                    )
+                }
                 Some(z) => format!("highest zero-loss rate {}", bps(z)),
                 None => "no step was free of loss".into(),
             });
@@ -135,10 +141,13 @@ pub(super) fn findings(c: &Campaign, extras: &dyn Extras) -> Vec<String> {
             ));
         }
         if let Some(f) = &r.frer {
-            for row in &f.rows {
-                if let Some(o) = row.overhead_percent {
-                    parts.push(format!("{} overhead {o:+.1} %", row.metric));
-                }
+            for row in f.rows.iter().filter(|r| r.overhead_percent.is_some()) {
+                let said = crate::tables::frer::finding(row);
+                parts.push(if said.starts_with("no significant") {
+                    format!("{}: {said}", row.metric)
+                } else {
+                    format!("{} overhead {said}", row.metric)
+                });
             }
         }
         parts.extend(blocksize(r));

@@ -52,6 +52,10 @@ pub fn steps(t: &SweepTable) -> Table {
 /// rate, and the loss limits of the levels.
 pub fn conclusion(t: &SweepTable) -> String {
     let mut out = match t.max_zero_loss_bps {
+        Some(v) if t.max_zero_loss_is_lower_bound => format!(
+            "maximum sustained zero-loss rate: ≥ {} (generator-limited above: the network lost nothing the generator could offer)\n",
+            bps(v)
+        ),
         Some(v) => format!("maximum sustained zero-loss rate: {}\n", bps(v)),
         None => "maximum sustained zero-loss rate: none (the lowest target already lost packets)\n"
             .into(),
@@ -98,7 +102,14 @@ pub fn report(c: &Campaign) -> Option<Table> {
             })
             .collect();
         let mut last = vec![String::new(); 7];
-        last[2] = opt(s.max_zero_loss_bps, mbps);
+        last[2] = opt(s.max_zero_loss_bps, |v| {
+            let at_least = if s.max_zero_loss_is_lower_bound {
+                "≥ "
+            } else {
+                ""
+            };
+            format!("{at_least}{}", mbps(v))
+        });
         last[6] = "highest zero-loss rate".into();
         rows.push(last);
         if let (Some(op), Some(m)) = (s.operating_bps, s.safety_margin) {
