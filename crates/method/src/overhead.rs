@@ -101,7 +101,7 @@ pub fn compare<G: Groups>(
     for r in rows.iter_mut().filter(|r| r.unit == "Mbit/s") {
         r.theoretical = line_bps.map(|b| b / 1e6);
     }
-    let repeats = u32::try_from(control.len()).unwrap_or(u32::MAX);
+    let repeats = repeat.max(1);
     let report = FrerReport {
         control: "frer lab, relays forwarding over path A without FRER".into(),
         treatment: "frer lab, 802.1CB replication onto both paths and elimination".into(),
@@ -135,16 +135,6 @@ fn loss_pct(r: &RunResult) -> Option<f64> {
 
 fn round_trip(r: &RunResult, q: fn(&LatencyUs) -> f64) -> Option<f64> {
     r.latency.as_ref()?.first().map(|row| q(&row.rtt_us))
-}
-
-/// What FRER costs in % of the control: a throughput that drops or a latency that grows
-/// is positive. A figure a run did not produce stays absent: nothing is computed from it.
-fn cost(control: Option<f64>, frer: Option<f64>, higher_is_better: bool) -> Option<f64> {
-    let (c, f) = (control?, frer?);
-    (c != 0.0).then(|| {
-        let d = if higher_is_better { c - f } else { f - c };
-        d / c * 100.0
-    })
 }
 
 /// One group's samples of a figure (the repetitions that produced it): the figure (the
@@ -190,7 +180,9 @@ pub fn rows(control: &[Group], frer: &[Group], udp_len: u32, load: UdpLoad) -> V
             unit: unit.into(),
             control: c,
             frer: f,
-            overhead_percent: cost(c, f, better == Better::Higher),
+            overhead_percent: c
+                .zip(f)
+                .and_then(|(c, f)| spread::cost_percent(c, f, better)),
             control_spread: c_spread,
             frer_spread: f_spread,
             difference,

@@ -518,10 +518,7 @@ pub struct Outcome {
 /// The runner's, when the streams could not run.
 pub fn run<T: StreamsTrial>(profile: &Profile, trial: &mut T) -> Result<Outcome, T::Error> {
     let data = trial.run(profile)?;
-    let report = ProfileReport {
-        receiver_drops: data.rx_drops,
-        ..report(profile, &data.streams)
-    };
+    let report = report(profile, &data.streams, data.rx_drops);
     let mut verdicts = Vec::new();
     let mut notes = data.notes.clone();
     for row in &report.rows {
@@ -560,8 +557,9 @@ pub fn run<T: StreamsTrial>(profile: &Profile, trial: &mut T) -> Result<Outcome,
     })
 }
 
-/// The result table: one row per stream (expectations checked), and the totals.
-pub fn report(profile: &Profile, measured: &[TrialData]) -> ProfileReport {
+/// The result table: one row per stream (expectations checked), the totals, and the frames
+/// the receivers dropped before counting them.
+pub fn report(profile: &Profile, measured: &[TrialData], receiver_drops: u64) -> ProfileReport {
     let line = profile.line_rate;
     let mut rows = Vec::new();
     for (s, m) in profile.streams.iter().zip(measured) {
@@ -600,7 +598,7 @@ pub fn report(profile: &Profile, measured: &[TrialData]) -> ProfileReport {
         total_received: rows.iter().map(|r| r.received).sum(),
         total_received_l2_bps: rows.iter().map(|r| r.received_l2_bps).sum(),
         rows,
-        receiver_drops: 0,
+        receiver_drops,
     }
 }
 
@@ -761,7 +759,7 @@ tolerance = "3%"
             sent(406_372, 4_117, 1514, 5.0),
             sent(21_490, 21_490, 694, 3.0),
         ];
-        let r = report(&p, &m);
+        let r = report(&p, &m, 0);
         let udp = &r.rows[0];
         assert!(
             (udp.received_l2_bps - 9_999_369.6).abs() < 1.0,
@@ -775,6 +773,6 @@ tolerance = "3%"
         assert_eq!(r.total_sent, 406_372 + 21_490);
         assert_eq!(r.total_received, 4_117 + 21_490);
         let m2 = [sent(10, 3000, 1514, 5.0), m[1].clone()];
-        assert_eq!(report(&p, &m2).rows[0].passed, Some(false));
+        assert_eq!(report(&p, &m2, 0).rows[0].passed, Some(false));
     }
 }

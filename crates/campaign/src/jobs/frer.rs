@@ -104,26 +104,25 @@ impl Groups for FrerLabs<'_> {
             format!("{what} ...")
         });
         let name = format!("{}{suffix}", a.name);
-        let slot = usize::from(frer);
-        if self.labs[slot].is_none() {
-            let mut args: Vec<String> = Vec::new();
-            for (flag, spec) in [("--path-a", &a.path_a), ("--path-b", &a.path_b)] {
-                if let Some(s) = spec {
-                    args.extend([flag.to_owned(), s.clone()]);
+        let setup = match &mut self.labs[usize::from(frer)] {
+            Some(setup) => setup,
+            empty @ None => {
+                let mut args: Vec<String> = Vec::new();
+                for (flag, spec) in [("--path-a", &a.path_a), ("--path-b", &a.path_b)] {
+                    if let Some(s) = spec {
+                        args.extend([flag.to_owned(), s.clone()]);
+                    }
                 }
+                args.extend(["--frer".to_owned(), mode.to_owned()]);
+                let request = lab::topology::Request {
+                    topology: "frer".into(),
+                    path_a: a.path_a.clone(),
+                    path_b: a.path_b.clone(),
+                    frer: Some(mode.into()),
+                    ..Default::default()
+                };
+                empty.insert(Setup::new(&Target::Lab { request, args }, &name)?)
             }
-            args.extend(["--frer".to_owned(), mode.to_owned()]);
-            let request = lab::topology::Request {
-                topology: "frer".into(),
-                path_a: a.path_a.clone(),
-                path_b: a.path_b.clone(),
-                frer: Some(mode.into()),
-                ..Default::default()
-            };
-            self.labs[slot] = Some(Setup::new(&Target::Lab { request, args }, &name)?);
-        }
-        let Some(setup) = self.labs[slot].as_ref() else {
-            return Err(Error::Failed(format!("lab {name} is not up")));
         };
         let server = Server {
             host: setup.ctx.host.clone(),

@@ -125,6 +125,17 @@ pub enum Better {
     Lower,
 }
 
+/// What `b` costs in % of `a`: a drop of a higher-is-better figure, or a rise of a
+/// lower-is-better one, is positive; none when `a` is 0.
+#[must_use]
+pub fn cost_percent(a: f64, b: f64, better: Better) -> Option<f64> {
+    let sign = match better {
+        Better::Higher => -1.0,
+        Better::Lower => 1.0,
+    };
+    (a != 0.0).then(|| sign * (b - a) / a * 100.0)
+}
+
 /// Two repeated figures compared: B against A.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Difference {
@@ -152,22 +163,19 @@ pub fn compare(a: &Spread, b: &Spread, better: Better) -> Difference {
     let significant = !a.overlaps(b);
     let [alo, ahi] = a.ci95;
     let [blo, bhi] = b.ci95;
-    let sign = match better {
-        Better::Higher => -1.0,
-        Better::Lower => 1.0,
+    // B/A lies in [blo/ahi, bhi/alo]: the cost's bounds are those two ratios' costs.
+    let cost_interval_percent = match (
+        cost_percent(ahi, blo, better).filter(|_| alo > 0.0),
+        cost_percent(alo, bhi, better),
+    ) {
+        (Some(x), Some(y)) => Some([x.min(y), x.max(y)]),
+        _ => None,
     };
-    let cost_percent = (a.median != 0.0).then(|| sign * (b.median - a.median) / a.median * 100.0);
-    let cost_interval_percent = (alo > 0.0).then(|| {
-        // B/A lies in [blo/ahi, bhi/alo]; the cost is sign * (B/A - 1).
-        let (lo, hi) = ((blo / ahi - 1.0) * 100.0, (bhi / alo - 1.0) * 100.0);
-        let (x, y) = (sign * lo, sign * hi);
-        [x.min(y), x.max(y)]
-    });
     Difference {
         significant,
         median: b.median - a.median,
         interval: [blo - ahi, bhi - alo],
-        cost_percent,
+        cost_percent: cost_percent(a.median, b.median, better),
         cost_interval_percent,
     }
 }

@@ -143,7 +143,8 @@ pub(super) fn findings(c: &Campaign, extras: &dyn Extras) -> Vec<String> {
         if let Some(f) = &r.frer {
             for row in f.rows.iter().filter(|r| r.overhead_percent.is_some()) {
                 let said = crate::tables::frer::finding(row);
-                parts.push(if said.starts_with("no significant") {
+                let tied = row.difference.as_ref().is_some_and(|d| !d.significant);
+                parts.push(if tied {
                     format!("{}: {said}", row.metric)
                 } else {
                     format!("{} overhead {said}", row.metric)

@@ -103,10 +103,10 @@ pub fn overhead(f: &FrerReport) -> Table {
         cell
     };
     let row = |x: &OverheadRow| {
-        let over = match (&x.difference, x.overhead_percent) {
-            (Some(d), _) if !d.significant => "no significant difference".to_owned(),
-            (Some(_), _) | (None, Some(_)) => finding(x),
-            (None, None) => "-".to_owned(),
+        // The intervals stand in the control and FRER cells beside it.
+        let over = match &x.difference {
+            Some(d) if !d.significant => "no significant difference".to_owned(),
+            _ => finding(x),
         };
         let line = num(x.theoretical, &x.unit);
         let control = of_line(x.control, x.control_spread.as_ref(), x);
@@ -143,10 +143,7 @@ pub fn overhead_report(c: &Campaign) -> Option<Table> {
                 with(row.control, row.control_spread.as_ref()),
                 with(row.frer, row.frer_spread.as_ref()),
             ]);
-            cells.push(match (&row.difference, row.overhead_percent) {
-                (None, None) => "-".to_owned(),
-                _ => finding(row),
-            });
+            cells.push(finding(row));
             cells.push(row.reason.clone());
             cells
         })
