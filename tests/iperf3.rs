@@ -53,6 +53,36 @@ fn wait_listening(port: u16, ss: impl Fn() -> Command) {
     }
 }
 
+/// Waits (at most 10 s) until no TCP connection with `port` as its local port is established
+/// or waiting for its close, as `ss` (from `ss()`, which may enter a namespace) tells: the
+/// iperf3 server has closed every socket of its last test and is free. A client before that
+/// is told "busy", by iperf3 as by us; this waits for the kernel's table, not a guessed time.
+fn wait_idle(port: u16, ss: impl Fn() -> Command) {
+    let t0 = Instant::now();
+    loop {
+        let out = ss()
+            .args([
+                "-Htn",
+                "state",
+                "established",
+                "state",
+                "close-wait",
+                &format!("sport = :{port}"),
+            ])
+            .output()
+            .expect("ss");
+        if out.status.success() && out.stdout.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "iperf3 -s still holds its last test's connections: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn ours(server: &Iperf3Server, args: &[&str]) -> serde_json::Value {
     let port = server.port.to_string();
     let mut a = vec!["client", "127.0.0.1", "--iperf3", "-p", &port, "-J"];
@@ -527,6 +557,7 @@ fn json_format_iperf3_has_every_key_path_of_iperf3s_document() {
         &["-u", "-b", "10M", "-R"],
     ];
     for args in cases {
+        wait_idle(daemon.1, || Command::new("ss"));
         let reference = iperf3_client(daemon.1, &[&["-t", "1"], args].concat());
         let want = key_paths(&reference);
         let run = |port: &str, iperf3: bool| {
@@ -534,6 +565,7 @@ fn json_format_iperf3_has_every_key_path_of_iperf3s_document() {
             a.extend(["-J", "--json-format", "iperf3"]);
             if iperf3 {
                 a.push("--iperf3");
+                wait_idle(daemon.1, || Command::new("ss"));
             }
             a.extend(args);
             run_json(&a)
@@ -585,6 +617,7 @@ fn iperf3_flags_reach_a_stock_iperf3_server() {
     assert_eq!(v["params"]["peer"], "iperf3", "{}", v["params"]);
     assert!(crate::util::u64_at(&v, "/summary/received_bytes") > 0);
     let client = |args: &[&str]| {
+        wait_idle(daemon.1, || Command::new("ss"));
         let mut a = vec!["client", "127.0.0.1", "--iperf3", "-p", &p];
         a.extend(args);
         crate::util::run(&a)
@@ -734,6 +767,15 @@ fn iperf3_daemon_in(lab: &crate::lab::LabGuard, node: &str, addr: &str) -> Iperf
     Iperf3Daemon(child, port)
 }
 
+/// [`wait_idle`] for a daemon of [`iperf3_daemon_in`].
+fn daemon_idle_in(lab: &crate::lab::LabGuard, node: &str, daemon: &Iperf3Daemon) {
+    wait_idle(daemon.1, || {
+        let mut c = in_node(lab, node);
+        c.arg("ss");
+        c
+    });
+}
+
 /// `wirebench client ADDR --iperf3 ARGS -J` from the talker of a lab.
 fn ours_from_talker(lab: &crate::lab::LabGuard, addr: &str, args: &[&str]) -> serde_json::Value {
     let mut a = vec!["lab", "exec", "--name", &lab.0, "talker", "--"];
@@ -764,8 +806,9 @@ fn across_a_direct_lab_with_iperf3_on_either_side() {
     ];
     // Our client against a stock iperf3 -s on the listener.
     {
-        let _daemon = iperf3_daemon_in(&lab, "listener", "198.18.0.2");
+        let daemon = iperf3_daemon_in(&lab, "listener", "198.18.0.2");
         for args in cases {
+            daemon_idle_in(&lab, "listener", &daemon);
             let drops_before = drops_in(&lab, "listener");
             let v = ours_from_talker(&lab, "198.18.0.2", args);
             let dropped = drops_in(&lab, "listener") - drops_before;
@@ -860,7 +903,7 @@ fn across_a_direct_lab_with_iperf3_on_either_side() {
 
 fn through_five_percent_loss_both_loss_figures_hold() {
     let lab = crate::lab::LabGuard::up_with("impair", "i3l", &["--impair", "loss=5%,seed=11"]);
-    let _daemon = iperf3_daemon_in(&lab, "listener", "198.18.2.1");
+    let daemon = iperf3_daemon_in(&lab, "listener", "198.18.2.1");
     // What the impairment stage dropped on purpose in one direction, by its own count (it
     // writes its state file a few times a second), and what its sockets had no room for
     // when a busy machine held it back (both directions: an upper bound).
@@ -885,6 +928,7 @@ fn through_five_percent_loss_both_loss_figures_hold() {
         } else {
             udp.to_vec()
         };
+        daemon_idle_in(&lab, "listener", &daemon);
         let (stage_before, socket_before) = (stage_dropped(dir), drops_in(&lab, receiver));
         let backlog_before = crate::lab::backlog_drops();
         let v = ours_from_talker(&lab, "198.18.2.1", &args);
