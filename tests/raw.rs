@@ -757,9 +757,13 @@ fn streams_of_every_kind_interleave_on_one_port() {
     ]) {
         assert_eq!(row["name"], name);
         let sent = row["sent"].as_u64().unwrap();
+        // What was asked, or a generator that fell behind and says so (its pacer's own
+        // count: more than 1 % of the due frames unsent), never more than asked; a busy
+        // machine held the 1 kpps stream back by 26 of its 1,000 frames once.
+        let behind = row["generator_limited"] == true;
         assert!(
-            sent.abs_diff(frames) <= frames / 50,
-            "{name}: sent {sent}, want ~{frames}"
+            sent.abs_diff(frames) <= frames / 50 || (behind && sent < frames),
+            "{name}: sent {sent}, want ~{frames}: {row}"
         );
         assert_eq!(row["received"].as_u64(), Some(sent), "{row}");
         assert_eq!(row["duplicates"].as_u64(), Some(0), "{row}");
@@ -775,8 +779,10 @@ fn streams_of_every_kind_interleave_on_one_port() {
     // (What the generators sent in their last moments after 2 s is in the last interval.)
     let late: Vec<_> = iv.iter().filter(|r| r["stream"] == 4).collect();
     assert_eq!(late.len(), 2, "{iv:#?}");
-    for r in late {
-        assert!(u64_at(r, "/sent_packets").abs_diff(500) <= 25, "{r}");
+    if rows[3]["generator_limited"] != true {
+        for r in late {
+            assert!(u64_at(r, "/sent_packets").abs_diff(500) <= 25, "{r}");
+        }
     }
     let sent: u64 = iv
         .iter()
