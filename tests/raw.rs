@@ -159,13 +159,16 @@ fn every_frame_size_and_protocol_crosses_the_direct_lab_without_loss() {
     for (i, r) in rows.iter().enumerate() {
         assert_eq!(f64_at(r, "/start_s"), i as f64 * 0.5, "{rows:#?}");
         assert_eq!(r["loss_attributed"], true, "{r}");
-        assert!(
-            f64_at(r, "/latency/p99_us") >= f64_at(r, "/latency/p50_us"),
-            "{r}"
-        );
+        // A row with latency samples has its percentiles in order (a last, short row of a
+        // generator held back may have too few for a p99).
+        let at = |p: &str| r.pointer(p).and_then(serde_json::Value::as_f64);
+        if let (Some(p99), Some(p50)) = (at("/latency/p99_us"), at("/latency/p50_us")) {
+            assert!(p99 >= p50, "{r}");
+        }
     }
-    if rows.len() == 4 {
-        // On schedule: 5,000 frames a row.
+    // On schedule: 5,000 frames a row; a generator that fell behind says so (its pacer's
+    // own count), and its rows are what it sent (3,986 in a row was seen on a busy machine).
+    if rows.len() == 4 && v["gen"]["generator_limited"] != true {
         for r in rows {
             assert!(u64_at(r, "/sent_packets").abs_diff(5_000) <= 100, "{r}");
         }
