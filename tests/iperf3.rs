@@ -35,52 +35,63 @@ impl Iperf3Server {
     }
 }
 
-/// Waits (at most 5 s) until a TCP socket listens on `port`, as `ss` (from `ss()`, which
-/// may enter a namespace) tells: asked of the kernel, because a probe connection would be
-/// a test to iperf3 (and `iperf3 -s -1`'s only one).
-fn wait_listening(port: u16, ss: impl Fn() -> Command) {
+/// Asks `ss` (from `ss()`, which may enter a namespace) with `args` every 20 ms until its
+/// answer satisfies `done`, for at most `secs`; fails saying `what` otherwise. The kernel's
+/// socket table is asked, not a probe connection, which iperf3 would take for a test.
+fn wait_ss(
+    ss: impl Fn() -> Command,
+    args: &[&str],
+    done: impl Fn(&str) -> bool,
+    secs: u64,
+    what: &str,
+) {
     let t0 = Instant::now();
-    while !ss()
-        .args(["-Hltn", &format!("sport = :{port}")])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("LISTEN"))
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "iperf3 -s did not start"
-        );
+    loop {
+        let out = ss().args(args).output().expect("ss");
+        let text = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && done(&text) {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(secs), "{what}: {text}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
+/// Waits (at most 5 s) until a TCP socket listens on `port` (`iperf3 -s -1` takes its one
+/// test from the first connection, so no probe connects).
+fn wait_listening(port: u16, ss: impl Fn() -> Command) {
+    let filter = format!("sport = :{port}");
+    let listens = |t: &str| t.contains("LISTEN");
+    wait_ss(
+        ss,
+        &["-Hltn", &filter],
+        listens,
+        5,
+        "iperf3 -s did not start",
+    );
+}
+
 /// Waits (at most 10 s) until no TCP connection with `port` as its local port is established
-/// or waiting for its close, as `ss` (from `ss()`, which may enter a namespace) tells: the
-/// iperf3 server has closed every socket of its last test and is free. A client before that
-/// is told "busy", by iperf3 as by us; this waits for the kernel's table, not a guessed time.
+/// or waiting for its close: the iperf3 server has closed every socket of its last test and
+/// is free. A client before that is told "busy", by iperf3 as by us.
 fn wait_idle(port: u16, ss: impl Fn() -> Command) {
-    let t0 = Instant::now();
-    loop {
-        let out = ss()
-            .args([
-                "-Htn",
-                "state",
-                "established",
-                "state",
-                "close-wait",
-                &format!("sport = :{port}"),
-            ])
-            .output()
-            .expect("ss");
-        if out.status.success() && out.stdout.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "iperf3 -s still holds its last test's connections: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let filter = format!("sport = :{port}");
+    let args = [
+        "-Htn",
+        "state",
+        "established",
+        "state",
+        "close-wait",
+        &filter,
+    ];
+    let none = |t: &str| t.trim().is_empty();
+    wait_ss(
+        ss,
+        &args,
+        none,
+        10,
+        "iperf3 -s still holds its last test's connections",
+    );
 }
 
 fn ours(server: &Iperf3Server, args: &[&str]) -> serde_json::Value {
@@ -759,21 +770,17 @@ fn iperf3_daemon_in(lab: &crate::lab::LabGuard, node: &str, addr: &str) -> Iperf
         .stderr(Stdio::null())
         .spawn()
         .expect("iperf3 -s in the lab");
-    wait_listening(port, || {
-        let mut c = in_node(lab, node);
-        c.arg("ss");
-        c
-    });
+    wait_listening(port, ss_in(lab, node));
     Iperf3Daemon(child, port)
 }
 
-/// [`wait_idle`] for a daemon of [`iperf3_daemon_in`].
-fn daemon_idle_in(lab: &crate::lab::LabGuard, node: &str, daemon: &Iperf3Daemon) {
-    wait_idle(daemon.1, || {
+/// `ss` in `node` of a lab, for [`wait_listening`] and [`wait_idle`].
+fn ss_in<'a>(lab: &'a crate::lab::LabGuard, node: &'a str) -> impl Fn() -> Command + 'a {
+    move || {
         let mut c = in_node(lab, node);
         c.arg("ss");
         c
-    });
+    }
 }
 
 /// `wirebench client ADDR --iperf3 ARGS -J` from the talker of a lab.
@@ -808,7 +815,7 @@ fn across_a_direct_lab_with_iperf3_on_either_side() {
     {
         let daemon = iperf3_daemon_in(&lab, "listener", "198.18.0.2");
         for args in cases {
-            daemon_idle_in(&lab, "listener", &daemon);
+            wait_idle(daemon.1, ss_in(&lab, "listener"));
             let drops_before = drops_in(&lab, "listener");
             let v = ours_from_talker(&lab, "198.18.0.2", args);
             let dropped = drops_in(&lab, "listener") - drops_before;
@@ -928,7 +935,7 @@ fn through_five_percent_loss_both_loss_figures_hold() {
         } else {
             udp.to_vec()
         };
-        daemon_idle_in(&lab, "listener", &daemon);
+        wait_idle(daemon.1, ss_in(&lab, "listener"));
         let (stage_before, socket_before) = (stage_dropped(dir), drops_in(&lab, receiver));
         let backlog_before = crate::lab::backlog_drops();
         let v = ours_from_talker(&lab, "198.18.2.1", &args);

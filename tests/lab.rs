@@ -761,9 +761,9 @@ fn impair_stage_loss_duplicate_and_reorder_match_the_configuration() {
         path.starts_with("userspace (fast path not used: forward reorder"),
         "{path}"
     );
-    // And `lab status` shows them: its dropped column is the stage's own count at the time
-    // it read it, between our reading before and one after (the stage keeps counting the
-    // control connection's frames; 5,969 was shown against 5,9xx read before, in a CI run).
+    // And `lab status` shows them: its dropped column is the stage's own count when it read
+    // it, between our reading before and one after (a CI run's row showed 5,969, not the
+    // count this test had read 400 ms earlier: the stage may count on after a test).
     let row = forward_stage_row(&lab);
     let later = stage_state(&lab, "dut")["forward"]["dropped_loss"]
         .as_u64()
