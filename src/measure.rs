@@ -18,6 +18,12 @@ use crate::output::{
 pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>) -> Result<()> {
     let json = layout.json();
     let method = req.method();
+    if req.repeat() > 1 && matches!(layout, Layout::Iperf3Json | Layout::Iperf3Stream) {
+        return Err(campaign::Error::Usage(
+            "--repeat writes wirebench's own JSON (every run, each figure's spread), which iperf3's format has no place for: leave out --json-format iperf3 / --json-stream".into(),
+        )
+        .into());
+    }
     let client = req.get::<ClientRequest>();
     // The FRER comparison says which group it builds even with -J (on stderr).
     let mut watch = Printer {
@@ -64,7 +70,11 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
     if matches!(method.kind(), "client" | "rrul") && !json {
         outln!();
     }
-    print_as(&r, layout, |r| method.text(req, r, unit));
+    print_as(&r, layout, |r| {
+        let mut text = method.text(req, r, unit);
+        text.extend(report::tables::repeats::text(r));
+        text
+    });
     if stop.is_raised() {
         // What finished is printed above; the exit status says it is not all.
         return Err(Interrupted.into());

@@ -704,10 +704,65 @@ fn omit_leaves_a_tcp_warm_up_out_of_the_figures() {
     assert_fails(&srv.run("client", "-u -O 1 -t 1"), 2, "-O is for TCP");
 }
 
+/// `--repeat 3`: three whole tests against the server, every one kept in `runs`; the
+/// document is the median run's, and each headline figure has its samples and spread.
+/// The terminal shows the spread under the median run's tables; iperf3's JSON, which has
+/// no place for it, is refused.
+fn repeat_keeps_every_run_and_gives_each_figure_its_spread() {
+    let srv = ServerProc::start(&[]);
+    let v = srv.json("client", "-u -b 5M -t 1 -l 1000 --repeat 3");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 3);
+    let received: Vec<f64> = runs
+        .iter()
+        .map(|r| f64_at(r, "/summary/received_bps"))
+        .collect();
+    assert!(received.iter().all(|x| *x > 0.0), "{received:?}");
+    assert_eq!(u64_at(&v, "/repeated/n"), 3);
+    let shown = u64_at(&v, "/repeated/shown") as usize;
+    let fig = &v["repeated"]["figures"][0];
+    assert_eq!(
+        (str_at(fig, "/figure"), str_at(fig, "/unit")),
+        ("received_bps", "bit/s")
+    );
+    let samples: Vec<f64> = fig["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(samples, received);
+    let mut sorted = received.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(f64_at(fig, "/spread/median"), sorted[1]);
+    assert_eq!(
+        [f64_at(fig, "/spread/ci95/0"), f64_at(fig, "/spread/ci95/1")],
+        [sorted[0], sorted[2]]
+    );
+    assert_eq!(f64_at(fig, "/spread/coverage"), 0.75);
+    // The document is the median run's.
+    assert_eq!(f64_at(&v, "/summary/received_bps"), sorted[1]);
+    assert_eq!(received[shown - 1], sorted[1]);
+    let out = srv.run("client", "-u -b 5M -t 1 --repeat 2");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("Repeated 2 times") && text.contains("received_bps"),
+        "{text}"
+    );
+    assert_fails(
+        &srv.run("client", "-t 1 --repeat 2 -J --json-format iperf3"),
+        2,
+        "no place for",
+    );
+    assert_fails(&srv.run("client", "-t 1 --repeat 0"), 2, "--repeat");
+}
+
 /// This module's tests and what each needs from the machine ([`crate::harness`]).
 pub(crate) fn cases() -> Vec<crate::harness::Case> {
     vec![
         crate::harness::case!(udp_counts_every_packet_and_reports_one_way_latency),
+        crate::harness::case!(repeat_keeps_every_run_and_gives_each_figure_its_spread),
         crate::harness::case!(udp_reverse_and_parallel_streams),
         crate::harness::case!(tcp_gives_tx_and_rx_separately_with_tcp_info),
         crate::harness::case!(bidir_reports_both_directions),

@@ -283,6 +283,9 @@ pub enum PlanErrorKind {
     /// A test's `lab_args` without its `lab`.
     #[error("lab_args without lab")]
     LabArgsWithoutLab,
+    /// A test's `repeat = N` beside `--repeat` in its `args`.
+    #[error("repeat = N and --repeat in args: give it once")]
+    RepeatTwice,
     /// A test's command line that the command refuses.
     #[error("{0}")]
     Command(CommandError),

@@ -29,6 +29,8 @@
 //! # hosts = ["a"]           # a server test against host a instead of the target; a
 //!                           # mesh's hosts (all of them when not given)
 //! # parallel = 2            # a mesh: most pairs at once
+//! # repeat = 5              # run it 5 times: each figure the median with its interval
+//!                           # (`--repeat 5`; thresholds check the medians)
 //!
 //! [[threshold]]
 //! test = "TCP throughput"   # a test's name; omitted: every test that has the metric
@@ -229,6 +231,8 @@ struct TestToml {
     args: Option<Spanned<String>>,
     lab: Option<String>,
     lab_args: Option<String>,
+    /// `--repeat N` for the test's command (its parser checks N).
+    repeat: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -387,7 +391,7 @@ impl Plan {
             if tests.iter().any(|o| o.name == name) {
                 return Err(PlanError::at(line, PlanErrorKind::DuplicateTest(name)));
             }
-            let (args, aline) = match &tt.args {
+            let (mut args, aline) = match &tt.args {
                 Some(a) => {
                     let aline = at(a.span());
                     let args = shlex::split(a.get_ref()).ok_or_else(|| {
@@ -397,6 +401,15 @@ impl Plan {
                 }
                 None => (vec![], line),
             };
+            if let Some(n) = tt.repeat {
+                if args
+                    .iter()
+                    .any(|a| a == "--repeat" || a.starts_with("--repeat="))
+                {
+                    return Err(PlanError::in_test(line, name, PlanErrorKind::RepeatTwice));
+                }
+                args.extend(["--repeat".to_owned(), n.to_string()]);
+            }
             if tt.lab_args.is_some() && tt.lab.is_none() {
                 return Err(PlanError::in_test(
                     line,

@@ -74,6 +74,9 @@ pub struct BlocksizeArgs {
     /// The block-size sweep.
     #[command(flatten)]
     pub sweep: SweepOptions,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// `blocksize`.

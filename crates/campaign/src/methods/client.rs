@@ -215,6 +215,9 @@ pub struct ClientArgs {
     /// Give up connecting to the server after this many milliseconds (default 5000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub connect_timeout: Option<u64>,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// The layout of a client's JSON output.

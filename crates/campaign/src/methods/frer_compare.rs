@@ -29,6 +29,10 @@ impl Method for FrerCompare {
         a.json
     }
 
+    fn repeats_itself(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         "frer-compare"
     }

@@ -104,6 +104,9 @@ pub struct LatencyArgs {
     /// 0 = none.
     #[arg(short, long, value_parser = units::seconds_or_zero, default_value = "1")]
     pub interval: Duration,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// `latency`.

@@ -162,6 +162,9 @@ pub struct MeshArgs {
     /// Print one JSON document instead of the matrix.
     #[arg(short = 'J', long)]
     pub json: bool,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// A mesh host, `[NAME=]HOST[:PORT]` (`[ADDR]:PORT` for IPv6).

@@ -77,6 +77,13 @@ pub trait Method: Sync + Send + 'static {
     /// Whether its arguments ask for one JSON document (`-J`) instead of text.
     fn json(&self, args: &Self::Args) -> bool;
 
+    /// Whether its own `--repeat` repeats inside the method (`sweep`'s steps, `frer
+    /// compare`'s alternating groups); otherwise its Args flatten [`super::args::Repeat`]
+    /// and the registry repeats the whole measurement.
+    fn repeats_itself(&self) -> bool {
+        false
+    }
+
     /// Whether it talks to a `wirebench server` (in a lab it then runs on the talker),
     /// given its flags as a plan writes them.
     fn needs_server(&self, _args: &[String]) -> bool {
@@ -233,9 +240,15 @@ impl<M: Method> Registered for M {
         let args = <M::Args as clap::FromArgMatches>::from_arg_matches(matches)
             .map_err(|e| Error::Usage(e.to_string()))?;
         let req = Method::request(self, &args)?;
+        // `--repeat` (args::Repeat) when the method has it and does not repeat itself.
+        let repeat = match matches.try_get_one::<u32>("repeat") {
+            Ok(Some(n)) if !Method::repeats_itself(self) => *n,
+            _ => 1,
+        };
         Ok(TestRequest {
             method: self,
             request: Box::new(req),
+            repeat,
         })
     }
     fn json_from(&self, matches: &clap::ArgMatches) -> bool {
@@ -314,15 +327,32 @@ impl fmt::Debug for dyn Registered {
 pub struct TestRequest {
     method: &'static dyn Registered,
     request: Box<dyn AnyRequest>,
+    /// How many times the registry runs it (`--repeat`).
+    repeat: u32,
 }
 
 impl TestRequest {
-    /// `request` for `method`.
+    /// `request` for `method`, run once.
     pub fn new<M: Method>(method: &'static M, request: M::Request) -> Self {
         Self {
             method,
             request: Box::new(request),
+            repeat: 1,
         }
+    }
+
+    /// The same, run `n` times (at least once).
+    #[must_use]
+    pub fn repeated(self, n: u32) -> Self {
+        Self {
+            repeat: n.max(1),
+            ..self
+        }
+    }
+
+    /// How many times it runs (`--repeat`; 1 for a method that repeats itself).
+    pub fn repeat(&self) -> u32 {
+        self.repeat
     }
 
     /// Its method.
@@ -346,19 +376,27 @@ impl Clone for TestRequest {
         Self {
             method: self.method,
             request: self.request.clone_box(),
+            repeat: self.repeat,
         }
     }
 }
 
 impl PartialEq for TestRequest {
     fn eq(&self, other: &Self) -> bool {
-        self.kind() == other.kind() && self.request.eq_dyn(other.request.as_ref())
+        self.kind() == other.kind()
+            && self.repeat == other.repeat
+            && self.request.eq_dyn(other.request.as_ref())
     }
 }
 
 impl fmt::Debug for TestRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple(self.kind()).field(&self.request).finish()
+        let mut t = f.debug_tuple(self.kind());
+        t.field(&self.request);
+        if self.repeat > 1 {
+            t.field(&format_args!("repeat {}", self.repeat));
+        }
+        t.finish()
     }
 }
 

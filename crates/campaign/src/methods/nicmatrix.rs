@@ -120,6 +120,9 @@ pub struct NicMatrixArgs {
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// `nicmatrix`.

@@ -6,6 +6,7 @@ use std::fmt;
 
 use model::results::campaign::{Campaign, TestEntry};
 use model::results::figures::Figure;
+use model::results::repeats;
 use model::results::RunResult;
 use model::stop::Stop;
 use report::table::Table;
@@ -44,13 +45,35 @@ pub fn figures(r: &RunResult) -> Vec<Figure> {
 }
 
 /// Runs any test a plan can hold through its method, and records the interfaces it used:
-/// their state when it started, and what the host counted on them while it ran.
+/// their state when it started, and what the host counted on them while it ran. A
+/// request repeated (`--repeat N`) runs N times, one after another; the result is the
+/// median repetition's document with every repetition kept and each figure's spread
+/// ([`model::results::repeats::combine`]). A stop ends the repetitions after the one it
+/// interrupted.
 ///
 /// # Errors
-/// The method's.
+/// The method's, in any repetition.
 pub fn run(req: &TestRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     let method = req.method();
-    crate::jobs::recorded(method.sides(req), || method.run(req, watch, stop))
+    let n = req.repeat();
+    let mut runs = Vec::new();
+    for i in 1..=n {
+        if n > 1 {
+            tracing::info!("{}: repetition {i} of {n}", method.kind());
+        }
+        let r = crate::jobs::recorded(method.sides(req), || method.run(req, watch, stop))?;
+        let interrupted = r.interrupted || stop.is_raised();
+        runs.push(r);
+        if interrupted {
+            break;
+        }
+    }
+    if n <= 1 {
+        if let Some(r) = runs.pop() {
+            return Ok(r);
+        }
+    }
+    Ok(repeats::combine(runs, &|r| method.figures(r)))
 }
 
 /// A set of methods: the standard ones ([`ALL`]), or a list of one's own (a unit test's
@@ -134,11 +157,11 @@ impl Methods {
 
     /// The figures of `r`: its method's (found by the result's `command`), or those of
     /// the results model's shared parts for a document no method makes (`gen`, `frer
-    /// analyze`).
+    /// analyze`); of a repeated result, each the median with its spread.
     pub fn figures(self, r: &RunResult) -> Vec<Figure> {
         match self.find(&r.command) {
-            Some(m) => m.figures(r),
-            None => model::results::figures::figures(r),
+            Some(m) => repeats::figures_of(r, &|x| m.figures(x)),
+            None => repeats::figures_of(r, &model::results::figures::figures),
         }
     }
 }

@@ -220,6 +220,9 @@ pub struct Rfc2544Args {
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// `rfc2544`: over UDP to HOST, or between `--tx` and `--rx`.

@@ -136,6 +136,9 @@ pub struct RrulArgs {
     /// Seconds between throughput samples.
     #[arg(short, long, value_parser = units::seconds, default_value = "0.5")]
     pub interval: Duration,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// `rrul`.

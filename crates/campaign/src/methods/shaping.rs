@@ -132,6 +132,9 @@ pub struct ShapingArgs {
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// `shaping`.

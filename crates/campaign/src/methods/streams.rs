@@ -99,6 +99,9 @@ pub struct StreamsArgs {
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
+    /// `--repeat N`.
+    #[command(flatten)]
+    pub repeat: super::args::Repeat,
 }
 
 /// `streams`: the profile read and checked.

@@ -34,6 +34,10 @@ impl Method for Sweep {
         a.target.json
     }
 
+    fn repeats_itself(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         "sweep"
     }

@@ -42,7 +42,12 @@ const TOY_SECTION: (&str, &str, &str) = ("toy", "Toy speeds", "source|speed Mbit
 struct ToyRequest {
     host: String,
     speed_bps: f64,
+    /// The n-th run of the process at 100 %, 110 %, ..., 140 % of the speed, cycling.
+    wobble: bool,
 }
+
+/// Runs of a wobbling toy so far.
+static WOBBLES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// The toy's command line: `toy HOST [-p N] --speed RATE`.
 #[derive(Debug, clap::Args)]
@@ -54,6 +59,10 @@ struct ToyArgs {
     speed: f64,
     #[arg(short = 'J', long)]
     json: bool,
+    #[arg(long)]
+    wobble: bool,
+    #[command(flatten)]
+    repeat: args::Repeat,
 }
 
 impl Method for Toy {
@@ -67,6 +76,7 @@ impl Method for Toy {
         Ok(ToyRequest {
             host: a.host.clone(),
             speed_bps: a.speed,
+            wobble: a.wobble,
         })
     }
 
@@ -95,8 +105,13 @@ impl Method for Toy {
             "t0".into(),
             Default::default(),
         );
+        let k = if req.wobble {
+            WOBBLES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        } else {
+            0
+        };
         let part = ToyResult {
-            speed_bps: req.speed_bps,
+            speed_bps: req.speed_bps * (1.0 + 0.1 * f64::from(k % 5)),
         };
         r.set_part("toy", &part)
             .map_err(|e| Error::Failed(e.to_string()))?;
@@ -369,6 +384,113 @@ fn a_toy_method_needs_only_its_module_and_one_line() {
     );
     // The standard methods do not know it: the report leaves it out.
     assert!(!report::campaign::markdown(&both).contains("Toy speeds"));
+}
+
+/// `--repeat N` (or a plan test's `repeat = N`) runs any method N times through the
+/// registry: the result is the median run's document with every run kept, its figures are
+/// the medians with their spreads, thresholds check the medians, and a comparison of two
+/// repeated results says whether they differ beyond the noise.
+#[test]
+fn a_repeated_method_keeps_every_run_and_each_figure_its_spread() {
+    let plan = r#"
+[target]
+host = "198.18.0.1"
+
+[[test]]
+name = "toy"
+kind = "toy"
+args = "--speed 100M --wobble"
+repeat = 5
+
+[[threshold]]
+metric = "toy_speed_bps"
+max = "125M"
+"#;
+    let plan = Plan::parse(plan, &ToyCommands).expect("the plan parses");
+    let ctx = crate::target::Context::stand_in(&plan.target);
+    let argv = plan.tests[0].argv(&ctx);
+    let req = ToyCommands.test(&argv).expect("request");
+    assert_eq!(req.repeat(), 5, "{argv:?}");
+    let r = crate::methods::run(&req, &mut crate::Quiet, &Stop::new()).expect("runs");
+    // Five runs at 100, 110, ..., 140 Mbit/s (no other test wobbles).
+    assert_eq!(r.runs.len(), 5);
+    let speeds: Vec<f64> = r.runs.iter().map(|x| toy(x).unwrap().speed_bps).collect();
+    let want: Vec<f64> = (0..5).map(|k| 100e6 * (1.0 + 0.1 * f64::from(k))).collect();
+    assert_eq!(speeds, want);
+    let rep = r.repeated.as_ref().expect("repeated");
+    assert_eq!((rep.n, rep.shown), (5, 3), "the third run is the median");
+    assert_eq!(toy(&r).unwrap().speed_bps, speeds[2]);
+    let f = &with_toy().figures(&r)[0];
+    let s = f.spread.as_ref().expect("spread");
+    assert_eq!((f.value, s.ci95), (speeds[2], [speeds[0], speeds[4]]));
+    assert_eq!(rep.figures[0].figure, "toy_speed_bps");
+    assert_eq!(rep.figures[0].samples, speeds);
+    // The threshold checks the median, not the last run or the shown one's neighbours.
+    let outcome = Outcome {
+        id: "t1",
+        name: "toy",
+        kind: "toy",
+        result: Some(&r),
+    };
+    let v = evaluate(&plan.thresholds, &[outcome]);
+    assert_eq!(
+        v[0].passed,
+        speeds[2] <= 125e6,
+        "{v:?} against the median {}",
+        speeds[2]
+    );
+    // Two repeated runs of the same thing: no significant difference; against a run 10x
+    // faster, a difference with its interval; against a single run, no finding at all.
+    let methods = with_toy();
+    let again = crate::methods::run(&req, &mut crate::Quiet, &Stop::new()).expect("runs");
+    let fast = ToyCommands
+        .test(
+            &argv
+                .iter()
+                .map(|a| a.replace("100M", "1G"))
+                .collect::<Vec<_>>(),
+        )
+        .expect("request");
+    let fast = crate::methods::run(&fast, &mut crate::Quiet, &Stop::new()).expect("runs");
+    let at = argv.iter().position(|a| a == "--repeat").expect("--repeat");
+    let mut single = argv.clone();
+    single.drain(at..at + 2);
+    let once = ToyCommands.test(&single).expect("request");
+    assert_eq!(once.repeat(), 1);
+    let once = crate::methods::run(&once, &mut crate::Quiet, &Stop::new()).expect("runs");
+    assert!(once.repeated.is_none() && once.runs.is_empty());
+    let finding = |b: &RunResult| {
+        let a = campaign(vec![entry("t1", "toy", "toy", r.clone())]);
+        let b = campaign(vec![entry("t1", "toy", "toy", b.clone())]);
+        let rows = report::campaign::compare_rows_with(&a, &b, &|x| methods.figures(x));
+        rows[0].last().cloned().unwrap()
+    };
+    let same = finding(&again);
+    let far = finding(&fast);
+    let single = finding(&once);
+    assert_eq!(
+        same,
+        "no significant difference (A 100.00..140.00 vs B 100.00..140.00)"
+    );
+    // 1 G against 100 M, both wobbling alike: B is 900 % better, within [614, 1300].
+    assert_eq!(far, "B better by 900.0 % [614.3, 1300.0]");
+    assert!(single.starts_with("one run: not a finding"), "{single}");
+    // The campaign report has the spread in its own section.
+    let md = report::campaign::markdown_with(
+        &campaign(vec![entry("t1", "toy", "toy", r.clone())]),
+        &methods,
+    );
+    assert!(
+        md.contains("Repeated measurements")
+            && md.contains(
+                "| toy_speed_bps | - | Mbit/s | 5 | 120.00 | [100.00, 140.00] | 93.75 % |"
+            ),
+        "{md}"
+    );
+    // repeat = N beside --repeat in args is refused, naming the test.
+    let twice = "[target]\nhost = \"198.18.0.1\"\n[[test]]\nkind = \"toy\"\nargs = \"--speed 1M --repeat 2\"\nrepeat = 3\n";
+    let e = Plan::parse(twice, &ToyCommands).unwrap_err().to_string();
+    assert!(e.contains("give it once"), "{e}");
 }
 
 /// One result of each standard method, as small as its figures allow.

@@ -226,6 +226,9 @@ pub struct Figure {
     pub value: f64,
     /// The row's own unit (`Mbit/s`, `us`, `%`), for metrics that take it from the row.
     pub unit: Option<String>,
+    /// Its spread when it was measured more than once (`--repeat`): `value` is then the
+    /// median ([`crate::results::repeats`]).
+    pub spread: Option<crate::stats::spread::Spread>,
 }
 
 fn fig(metric: Metric, at: String, size: Option<u64>, value: f64) -> Figure {
@@ -235,6 +238,7 @@ fn fig(metric: Metric, at: String, size: Option<u64>, value: f64) -> Figure {
         size,
         value,
         unit: None,
+        spread: None,
     }
 }
 

@@ -82,7 +82,13 @@ pub struct RunResult {
     /// The FRER relays `frer stats` read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub relays: Vec<relay::RelayReport>,
-    /// Sub-results (used by `demo`, which runs several commands).
+    /// A measurement repeated (`--repeat N`): each headline figure across the
+    /// repetitions, whose documents are in `runs`; this document is the one whose first
+    /// figure is the median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated: Option<repeats::Repeated>,
+    /// Sub-results (used by `demo`, which runs several commands, `frer compare`, and a
+    /// repeated measurement: each repetition).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunResult>,
     /// The NIC matrix (`nicmatrix`).
@@ -154,6 +160,7 @@ impl RunResult {
             gen: None,
             frer_analysis: None,
             relays: Vec::new(),
+            repeated: None,
             runs: Vec::new(),
             nic_matrix: None,
             interfaces: Vec::new(),
@@ -715,6 +722,8 @@ pub mod shaping;
 pub mod frames;
 
 pub mod figures;
+/// Repeated measurements: every repetition kept, each figure with its spread.
+pub mod repeats;
 
 pub mod frer;
 

@@ -7,55 +7,82 @@
 use model::results::campaign::{Campaign, TestEntry};
 use model::results::figures::{figures, Figure, Metric, Stat};
 use model::results::nic::InterfaceState;
+use model::results::repeats::figures_of;
 use model::results::RunResult;
+use model::stats::spread;
 
 use std::fmt::Write as _;
 
 use crate::table::{columns, md_escape, opt, Table};
 
-/// How a figure is compared: (label, unit, value in that unit, higher is better); `None`
-/// for figures a comparison leaves out.
+/// How a figure is compared: (label, unit, the factor from the figure's unit to that
+/// unit, higher is better); `None` for figures a comparison leaves out.
 fn compared(f: &Figure) -> Option<(String, &'static str, f64, bool)> {
     let at = &f.at;
     let stat = |what: &str, q: Stat| format!("{what} {}", q.label());
     Some(match f.metric {
-        Metric::ReceivedBps => ("received".into(), "Mbit/s", f.value / 1e6, true),
-        Metric::Loss => ("loss".into(), "%", f.value * 100.0, false),
-        Metric::Latency(q) if q != Stat::Max => (stat("latency", q), "us", f.value, false),
-        Metric::ZeroLossBps => (
-            "highest zero-loss rate".into(),
-            "Mbit/s",
-            f.value / 1e6,
-            true,
-        ),
+        Metric::ReceivedBps => ("received".into(), "Mbit/s", 1e-6, true),
+        Metric::Loss => ("loss".into(), "%", 100.0, false),
+        Metric::Latency(q) if q != Stat::Max => (stat("latency", q), "us", 1.0, false),
+        Metric::ZeroLossBps => ("highest zero-loss rate".into(), "Mbit/s", 1e-6, true),
         Metric::RoundTrip(q @ (Stat::P50 | Stat::P99)) => {
-            (stat(&format!("{at} round trip"), q), "us", f.value, false)
+            (stat(&format!("{at} round trip"), q), "us", 1.0, false)
         }
-        Metric::ThroughputFps => (format!("{at} throughput"), "fps", f.value, true),
+        Metric::ThroughputFps => (format!("{at} throughput"), "fps", 1.0, true),
         Metric::FrameLatency(q @ (Stat::P50 | Stat::P999)) => {
-            (stat(&format!("{at} latency"), q), "us", f.value, false)
+            (stat(&format!("{at} latency"), q), "us", 1.0, false)
         }
-        Metric::StreamReceivedBps => (
-            format!("stream {at} received"),
-            "Mbit/s",
-            f.value / 1e6,
-            true,
-        ),
-        Metric::BlockTx | Metric::NicTx => (format!("{at} Tx"), "MByte/s", f.value, true),
-        Metric::BlockRx | Metric::NicRx => (format!("{at} Rx"), "MByte/s", f.value, true),
+        Metric::StreamReceivedBps => (format!("stream {at} received"), "Mbit/s", 1e-6, true),
+        Metric::BlockTx | Metric::NicTx => (format!("{at} Tx"), "MByte/s", 1.0, true),
+        Metric::BlockRx | Metric::NicRx => (format!("{at} Rx"), "MByte/s", 1.0, true),
         Metric::FrerValue => (
             format!("{at} (FRER)"),
             "",
-            f.value,
+            1.0,
             f.unit.as_deref() == Some("Mbit/s"),
         ),
         Metric::Named(n) => {
-            let (unit, v) = n.unit.compared(f.value);
+            let (unit, k) = n.unit.compared(1.0);
             let label = format!("{at} {}", n.label).trim().to_owned();
-            (label, unit, v, n.higher_is_better)
+            (label, unit, k, n.higher_is_better)
         }
         _ => return None,
     })
+}
+
+/// Whether B differs from A beyond the noise, in words: with both measured more than once
+/// (`--repeat`), by the overlap of their intervals ([`spread::compare`]); a figure
+/// measured once on either side is no finding.
+fn finding(a: &Figure, b: &Figure, k: f64, higher: bool) -> String {
+    let (Some(sa), Some(sb)) = (&a.spread, &b.spread) else {
+        return "one run: not a finding (measure with --repeat)".into();
+    };
+    let better = if higher {
+        spread::Better::Higher
+    } else {
+        spread::Better::Lower
+    };
+    let d = spread::compare(sa, sb, better);
+    let range = |s: &spread::Spread| format!("{:.2}..{:.2}", s.ci95[0] * k, s.ci95[1] * k);
+    if !d.significant {
+        return format!(
+            "no significant difference (A {} vs B {})",
+            range(sa),
+            range(sb)
+        );
+    }
+    match (d.cost_percent, d.cost_interval_percent) {
+        (Some(c), Some([lo, hi])) if c >= 0.0 => format!("B costs {c:.1} % [{lo:.1}, {hi:.1}]"),
+        (Some(c), Some([lo, hi])) => {
+            format!("B better by {:.1} % [{:.1}, {:.1}]", -c, -hi, -lo)
+        }
+        _ => format!(
+            "B - A {:+.2} [{:+.2}, {:+.2}]",
+            d.median * k,
+            d.interval[0] * k,
+            d.interval[1] * k
+        ),
+    }
 }
 
 /// Which figures a result has: the caller's extractor.
@@ -130,20 +157,23 @@ pub fn interface_differences(a: &Campaign, b: &Campaign) -> Vec<String> {
 /// Two runs side by side: every figure both measured, in the same test (by name, else by
 /// position and kind), with the difference and the overhead of B against A (positive: B is
 /// worse: less throughput, more loss or latency). Rows: test, figure, unit, A, B, B − A,
-/// overhead %. The figures of the results model's shared parts.
+/// overhead %, finding (whether the difference is beyond the noise: see [`finding`]). The
+/// figures of the results model's shared parts.
 pub fn compare_rows(a: &Campaign, b: &Campaign) -> Vec<Vec<String>> {
-    compare_rows_with(a, b, &figures)
+    compare_rows_with(a, b, &|r| figures_of(r, &figures))
 }
 
 /// [`compare_rows`] with the figures `figures` finds in each result.
 pub fn compare_rows_with(a: &Campaign, b: &Campaign, figures: Figures<'_>) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for (ta, ra, rb) in pairs(a, b) {
-        let fb: Vec<_> = figures(rb).iter().filter_map(compared).collect();
-        for (label, unit, va, higher) in figures(ra).iter().filter_map(compared) {
-            let Some((_, _, vb, _)) = fb.iter().find(|f| f.0 == label) else {
+        let with = |f: Figure| compared(&f).map(|c| (c, f));
+        let fb: Vec<_> = figures(rb).into_iter().filter_map(with).collect();
+        for ((label, unit, k, higher), fa) in figures(ra).into_iter().filter_map(with) {
+            let Some((_, fb)) = fb.iter().find(|f| f.0 .0 == label) else {
                 continue;
             };
+            let (va, vb) = (fa.value * k, fb.value * k);
             let over = (va != 0.0).then(|| {
                 let d = if higher { va - vb } else { vb - va };
                 d / va.abs() * 100.0
@@ -156,6 +186,7 @@ pub fn compare_rows_with(a: &Campaign, b: &Campaign, figures: Figures<'_>) -> Ve
                 format!("{vb:.2}"),
                 format!("{:+.2}", vb - va),
                 opt(over, |o| format!("{o:+.1}")),
+                finding(&fa, fb, k, higher),
             ]);
         }
     }
@@ -164,7 +195,7 @@ pub fn compare_rows_with(a: &Campaign, b: &Campaign, figures: Figures<'_>) -> Ve
 
 /// [`compare_rows`] as a Markdown report.
 pub fn compare_markdown(a: &Campaign, b: &Campaign, a_name: &str, b_name: &str) -> String {
-    compare_markdown_with(a, b, a_name, b_name, &figures)
+    compare_markdown_with(a, b, a_name, b_name, &|r| figures_of(r, &figures))
 }
 
 /// [`compare_markdown`] with the figures `figures` finds in each result.
@@ -179,11 +210,11 @@ pub fn compare_markdown_with(
         name: "compare",
         title: "Comparison",
         intro: String::new(),
-        headers: columns("test|figure|unit|A>|B>|B - A>|overhead of B %>"),
+        headers: columns("test|figure|unit|A>|B>|B - A>|overhead of B %>|finding"),
         rows: compare_rows_with(a, b, figures),
     };
     let mut s = format!(
-        "# {} (A) against {} (B)\n\nA: {a_name}, {} ({})\nB: {b_name}, {} ({})\n\nOverhead of B: what B costs against A in % of A (less throughput, more loss or latency is positive).\n\n",
+        "# {} (A) against {} (B)\n\nA: {a_name}, {} ({})\nB: {b_name}, {} ({})\n\nOverhead of B: what B costs against A in % of A (less throughput, more loss or latency is positive). Finding: a difference is one only when both runs measured the figure more than once (--repeat) and the intervals for their medians do not overlap.\n\n",
         a.title, b.title, a.started_at, a.target, b.started_at, b.target
     );
     if t.rows.is_empty() {

@@ -142,6 +142,7 @@ pub fn tables_with(c: &Campaign, extras: &dyn Extras) -> Vec<Table> {
             tables::blocksize::report(c),
             tables::nic::matrix_report(c),
             tables::nic::activity_report(c),
+            tables::repeats::report(c),
         ]
         .into_iter()
         .flatten(),
