@@ -718,6 +718,19 @@ fn repeat_keeps_every_run_and_gives_each_figure_its_spread() {
         .map(|r| f64_at(r, "/summary/received_bps"))
         .collect();
     assert!(received.iter().all(|x| *x > 0.0), "{received:?}");
+    // Each run records the host's load, and says so when the host was saturated.
+    for r in runs {
+        let busy = f64_at(r, "/host_load/cpu_busy_percent");
+        assert!(
+            u64_at(r, "/host_load/cpus") >= 1 && (0.0..=100.0).contains(&busy),
+            "{r}"
+        );
+        let noted = r["notes"].as_array().is_some_and(|n| {
+            n.iter()
+                .any(|x| x.as_str().is_some_and(|x| x.contains("% busy")))
+        });
+        assert_eq!(noted, busy >= 90.0, "{busy} % busy: {r}");
+    }
     assert_eq!(u64_at(&v, "/repeated/n"), 3);
     let shown = u64_at(&v, "/repeated/shown") as usize;
     let fig = &v["repeated"]["figures"][0];

@@ -164,8 +164,8 @@ pub struct LatencyRequest {
     pub user_timestamps: bool,
     /// Round-trip limits per message size as (percentile, µs): avg = −1, max = 100.
     pub latency_limits: Vec<(f64, f64)>,
-    /// A value above this share of its limit that still holds it is MARGINAL.
-    pub marginal_band: Option<f64>,
+    /// Where a limit's MARGINAL band lies (`None`: no band).
+    pub marginal_band: Option<crate::limits::Band>,
     /// Interval rows every this long (`None`: none).
     pub interval: Option<Duration>,
 }
@@ -323,8 +323,8 @@ pub struct Rfc2544Request {
     pub latency_trials: usize,
     /// Latency limits as (percentile, µs): avg = −1, max = 100.
     pub latency_limits: Vec<(f64, f64)>,
-    /// A value above this share of its limit that still holds it is MARGINAL.
-    pub marginal_band: Option<f64>,
+    /// Where a limit's MARGINAL band lies (`None`: no band).
+    pub marginal_band: Option<crate::limits::Band>,
     /// Frame loss rate step, % of line rate.
     pub loss_step: f64,
     /// Back-to-back repetitions per size.

@@ -19,6 +19,7 @@ use model::clock::Clock;
 
 use crate::clock::RealClock;
 use crate::sys::ethtool;
+use model::results::nic::HostLoad;
 
 /// What `ethtool -i` and `ethtool -k` would say, as far as a report needs it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -355,21 +356,66 @@ impl ActivityProbe {
 
     /// The counts since [`Self::start`].
     pub fn finish(self) -> HostActivity {
-        let (irqs, net_rx, (busy, total)) = self.read();
-        let total_d = total.saturating_sub(self.cpu.1);
+        let (irqs, net_rx, cpu) = self.read();
         HostActivity {
             role: self.role,
             interface: self.interface,
             irqs: self.lines.map(|_| irqs.saturating_sub(self.irqs)),
             net_rx_softirqs: net_rx.saturating_sub(self.net_rx),
-            cpu_busy_percent: if total_d == 0 {
-                0.0
-            } else {
-                busy.saturating_sub(self.cpu.0) as f64 * 100.0 / total_d as f64
-            },
+            cpu_busy_percent: busy_percent(self.cpu, cpu),
             seconds: self.clock.mono().as_secs_f64(),
         }
     }
+}
+
+/// The host's CPU load over a span, whatever ran on it (`/proc/stat`): started before a
+/// test, finished after it.
+#[derive(Debug)]
+pub struct LoadProbe {
+    cpu: (u64, u64),
+    clock: RealClock,
+}
+
+impl LoadProbe {
+    /// Reads the host's CPU time now.
+    pub fn start() -> Self {
+        Self {
+            cpu: cpu_busy(&std::fs::read_to_string("/proc/stat").unwrap_or_default()),
+            clock: RealClock::new(),
+        }
+    }
+
+    /// The load since [`Self::start`].
+    pub fn finish(self) -> HostLoad {
+        let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        HostLoad {
+            cpu_busy_percent: busy_percent(self.cpu, cpu_busy(&text)),
+            cpus: cpu_count(&text),
+            seconds: self.clock.mono().as_secs_f64(),
+        }
+    }
+}
+
+/// Busy CPU time in % of all CPU time between two readings of [`cpu_busy`].
+fn busy_percent(before: (u64, u64), after: (u64, u64)) -> f64 {
+    let total = after.1.saturating_sub(before.1);
+    if total == 0 {
+        0.0
+    } else {
+        after.0.saturating_sub(before.0) as f64 * 100.0 / total as f64
+    }
+}
+
+/// The CPUs of `/proc/stat` text (its `cpuN` rows).
+pub fn cpu_count(text: &str) -> u32 {
+    let n = text
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Interrupts counted on all CPUs for the IRQ lines `lines`, and for lines whose action is
@@ -426,6 +472,18 @@ pub fn cpu_busy(text: &str) -> (u64, u64) {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn the_host_load_counts_every_cpu_and_its_busy_share() {
+        let before = "cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 50 0 50 400 0 0 0 0 0 0\ncpu1 50 0 50 400 0 0 0 0 0 0\nintr 1\n";
+        let after = "cpu  400 0 200 900 0 0 0 0 0 0\ncpu0 200 0 100 450 0 0 0 0 0 0\ncpu1 200 0 100 450 0 0 0 0 0 0\n";
+        assert_eq!(cpu_count(after), 2);
+        assert_eq!(cpu_count("cpu  1 2 3\n"), 0);
+        // 400 busy ticks of 500: 80 %.
+        let p = busy_percent(cpu_busy(before), cpu_busy(after));
+        assert!((p - 80.0).abs() < 1e-9, "{p}");
+        assert_eq!(busy_percent((5, 10), (5, 10)), 0.0, "no time passed");
+    }
 
     #[test]
     fn proc_counters_parse() {

@@ -260,8 +260,15 @@ pub fn nic_matrix(m: &NicMatrix) -> String {
         out.push_str("\nhost activity per combination (interrupts: the interface's own IRQ lines; NET_RX softirqs and CPU %: the whole host, so ends on one host show the same)\n");
         out.push_str(&t.text());
     }
-    if let Some(mtu) = m.best_mtu {
-        out.push_str(&format!("best MTU: {mtu}\n"));
+    let basis = m
+        .best_mtu_basis
+        .as_deref()
+        .map(|b| format!(" ({b})"))
+        .unwrap_or_default();
+    match m.best_mtu {
+        Some(mtu) => out.push_str(&format!("best MTU: {mtu}{basis}\n")),
+        None if !basis.is_empty() => out.push_str(&format!("best MTU: none{basis}\n")),
+        None => {}
     }
     out
 }
@@ -926,6 +933,7 @@ mod test {
                 },
             ],
             best_mtu: Some(4000),
+            best_mtu_basis: Some("one run: not a finding (measure with --repeat)".into()),
         };
         let t = nic_matrix(&m);
         assert!(t.starts_with("NIC matrix (tx=veth-a, rx=veth-b)"), "{t}");
@@ -956,7 +964,10 @@ mod test {
             side.contains("no IRQ lines of its own (virtual device)"),
             "{side}"
         );
-        assert!(t.ends_with("best MTU: 4000\n"), "{t}");
+        assert!(
+            t.ends_with("best MTU: 4000 (one run: not a finding (measure with --repeat))\n"),
+            "{t}"
+        );
     }
 
     #[test]

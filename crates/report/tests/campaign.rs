@@ -395,6 +395,7 @@ mod nic {
                 },
             ],
             best_mtu: Some(4000),
+            best_mtu_basis: None,
         });
         let mut si = result(
             "blocksize",

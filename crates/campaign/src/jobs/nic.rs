@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use engine::frameio::{in_netns, Endpoint};
 use engine::nic::{self, ActivityProbe};
-use method::nicmatrix::{best_mtu, combinations, Combination};
+use method::nicmatrix::{best_mtu_over_runs, combinations, Combination};
 use model::results::nic::{NicCell, NicMatrix};
 use model::results::RunResult;
 use model::spec::Protocol;
@@ -286,13 +286,15 @@ pub fn nic_matrix(
     notes.extend(virtual_note(&interfaces));
     r.interfaces = interfaces;
     r.notes = notes;
+    let best = best_mtu_over_runs(&[&cells]);
     r.nic_matrix = Some(NicMatrix {
         interfaces: ends
             .iter()
             .map(|(n, ep)| format!("{n}={}", ep.iface))
             .collect(),
         units: if req.sweep.netio { "netio" } else { "si" }.into(),
-        best_mtu: best_mtu(&cells),
+        best_mtu: best.as_ref().and_then(|b| b.mtu),
+        best_mtu_basis: best.map(|b| b.basis),
         cells,
     });
     Ok(r)

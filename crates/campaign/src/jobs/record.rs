@@ -10,9 +10,10 @@ use model::results::RunResult;
 use crate::request::Server;
 use crate::Error;
 
-/// Runs `job` and adds to its result the state of the interfaces `sides` (role, port)
-/// when it started and what the host counted on them while it ran; an interface that
-/// cannot be read is left out.
+/// Runs `job` and adds to its result the host's CPU load while it ran (with a note when
+/// the host was saturated), the state of the interfaces `sides` (role, port) when it
+/// started and what the host counted on them while it ran; an interface that cannot be
+/// read is left out.
 pub(crate) fn recorded(
     sides: Vec<(String, Endpoint)>,
     job: impl FnOnce() -> Result<RunResult, Error>,
@@ -29,7 +30,11 @@ pub(crate) fn recorded(
             .flatten()
         })
         .collect();
+    let load = engine::nic::LoadProbe::start();
     let mut r = job()?;
+    let load = load.finish();
+    r.notes.extend(load.note());
+    r.host_load = Some(load);
     for (state, probe) in watched {
         r.interfaces.push(state);
         r.activity.push(probe.finish());

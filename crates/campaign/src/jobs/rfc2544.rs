@@ -78,7 +78,11 @@ fn benchmarks<T: Trial<Error = Error>>(
 }
 
 /// The latency limits as verdicts, one per limit and frame size.
-fn latency_verdicts(rep: &Rfc2544Report, limits: &[(f64, f64)], band: Option<f64>) -> Vec<Verdict> {
+fn latency_verdicts(
+    rep: &Rfc2544Report,
+    limits: &[(f64, f64)],
+    band: Option<crate::limits::Band>,
+) -> Vec<Verdict> {
     let mut out = Vec::new();
     for l in &rep.latency {
         let Some(s) = &l.summary else { continue };

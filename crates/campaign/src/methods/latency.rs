@@ -97,7 +97,14 @@ pub struct LatencyArgs {
     /// when one fails.
     #[arg(long, value_parser = units::latency_limit)]
     pub latency_limit: Vec<(f64, f64)>,
-    /// A latency above this share of its limit that still holds it reads MARGINAL.
+    /// A latency over its limit by at most this share of it reads MARGINAL, not FAIL
+    /// (default 15%: 300-345 us under a 300 us limit, as the LAN9662 report reads its
+    /// tails); 0% turns the band off.
+    #[arg(long, value_parser = units::percent_ratio, requires = "latency_limit", conflicts_with = "marginal_band")]
+    pub marginal_above: Option<f64>,
+    /// Instead, warn before the limit: a latency above this share of its limit that still
+    /// holds it reads MARGINAL (e.g. 90%: 270-300 us under a 300 us limit), and any over it
+    /// fails.
     #[arg(long, value_parser = units::percent_ratio, requires = "latency_limit")]
     pub marginal_band: Option<f64>,
     /// Seconds between interval rows (messages, answers and round trips per interval);
@@ -118,7 +125,7 @@ fn latency(a: &LatencyArgs) -> LatencyRequest {
         spin: a.spin,
         user_timestamps: a.user_timestamps,
         latency_limits: a.latency_limit.clone(),
-        marginal_band: a.marginal_band,
+        marginal_band: crate::limits::band(a.marginal_above, a.marginal_band),
         interval: (!a.interval.is_zero()).then_some(a.interval),
     }
 }

@@ -129,6 +129,11 @@ pub trait Method: Sync + Send + 'static {
         stop: &Stop,
     ) -> Result<RunResult, Error>;
 
+    /// What it decides over repeated runs (`--repeat`) beyond each figure's spread, given
+    /// the combined result (every run in `runs`): `nicmatrix`'s best MTU. By default
+    /// nothing.
+    fn repeated(&self, _r: &mut RunResult) {}
+
     /// The interfaces it uses, as (role, port), whose state and activity the result
     /// records: toward its server (`local`), or its raw ports.
     fn sides(&self, _req: &Self::Request) -> Vec<(String, Endpoint)> {
@@ -209,6 +214,8 @@ pub trait Registered: Sync + Send + 'static {
         watch: &mut dyn Watch,
         stop: &Stop,
     ) -> Result<RunResult, Error>;
+    /// [`Method::repeated`].
+    fn repeated(&self, r: &mut RunResult);
     /// [`Method::sides`].
     fn sides(&self, req: &TestRequest) -> Vec<(String, Endpoint)>;
     /// [`Method::text`].
@@ -281,6 +288,9 @@ impl<M: Method> Registered for M {
             ))
         })?;
         Method::run(self, req, watch, stop)
+    }
+    fn repeated(&self, r: &mut RunResult) {
+        Method::repeated(self, r);
     }
     fn sides(&self, req: &TestRequest) -> Vec<(String, Endpoint)> {
         req.get::<M::Request>()

@@ -35,6 +35,20 @@ impl Method for NicMatrix {
         a.json
     }
 
+    /// The best MTU over the runs, by the intervals of each MTU's median.
+    fn repeated(&self, r: &mut RunResult) {
+        let runs: Vec<&[model::results::nic::NicCell]> = r
+            .runs
+            .iter()
+            .filter_map(|x| Some(x.nic_matrix.as_ref()?.cells.as_slice()))
+            .collect();
+        let best = method::nicmatrix::best_mtu_over_runs(&runs);
+        if let Some(m) = r.nic_matrix.as_mut() {
+            m.best_mtu = best.as_ref().and_then(|b| b.mtu);
+            m.best_mtu_basis = best.map(|b| b.basis);
+        }
+    }
+
     fn kind(&self) -> &'static str {
         "nicmatrix"
     }

@@ -73,7 +73,9 @@ pub fn run(req: &TestRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunR
             return Ok(r);
         }
     }
-    Ok(repeats::combine(runs, &|r| method.figures(r)))
+    let mut r = repeats::combine(runs, &|r| method.figures(r));
+    method.repeated(&mut r);
+    Ok(r)
 }
 
 /// A set of methods: the standard ones ([`ALL`]), or a list of one's own (a unit test's

@@ -100,6 +100,9 @@ pub struct RunResult {
     /// The interfaces the test used, as they were when it ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interfaces: Vec<nic::InterfaceState>,
+    /// The host's CPU load during the test (all of it, whatever ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_load: Option<nic::HostLoad>,
     /// What the host counted during the test (interrupts, softirqs, CPU), per side.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub activity: Vec<nic::HostActivity>,
@@ -164,6 +167,7 @@ impl RunResult {
             runs: Vec::new(),
             nic_matrix: None,
             interfaces: Vec::new(),
+            host_load: None,
             activity: Vec::new(),
             verdicts: Vec::new(),
             notes: Vec::new(),
@@ -693,7 +697,9 @@ pub struct Verdict {
     pub passed: bool,
     /// Measured against threshold, in words.
     pub detail: String,
-    /// Passed, but inside the marginal band below the limit (`--marginal-band`).
+    /// Inside the MARGINAL band: over the limit by at most the band (the default,
+    /// `--marginal-above`, 15 %: passed, but over) or, with `--marginal-band`, above that
+    /// share of the limit and within it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub marginal: bool,
 }

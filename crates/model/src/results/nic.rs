@@ -249,6 +249,35 @@ pub struct HostActivity {
     pub seconds: f64,
 }
 
+/// The host's CPU load while a test ran (`/proc/stat`), whatever ran on it: the test's own
+/// processes, a lab's devices (relays, impairment stages, the kernel's forwarding and
+/// shaping softirqs) and anything else.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostLoad {
+    /// CPU busy, % of all CPUs of the host.
+    pub cpu_busy_percent: f64,
+    /// The host's CPUs.
+    pub cpus: u32,
+    /// Seconds the load covers.
+    pub seconds: f64,
+}
+
+impl HostLoad {
+    /// From this share of all CPUs on, the host is saturated.
+    pub const SATURATED_PERCENT: f64 = 90.0;
+
+    /// The note a figure measured on a saturated host carries; `None` below
+    /// [`Self::SATURATED_PERCENT`].
+    pub fn note(&self) -> Option<String> {
+        (self.cpu_busy_percent >= Self::SATURATED_PERCENT).then(|| {
+            format!(
+                "the host's {} CPUs were {:.0} % busy during the test (its own processes and the lab's devices included): a figure the host limited reads here as the network's",
+                self.cpus, self.cpu_busy_percent
+            )
+        })
+    }
+}
+
 /// The NIC matrix: one block-size sweep per MTU and offload combination.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NicMatrix {
@@ -262,6 +291,10 @@ pub struct NicMatrix {
     /// The MTU whose sweeps had the highest mean Tx + Rx rate (with more than one MTU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_mtu: Option<u32>,
+    /// How the best MTU was decided: one run's, or over repeated runs by the intervals of
+    /// each MTU's median (and "no significant difference" when they overlap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_mtu_basis: Option<String>,
 }
 
 /// One combination of the NIC matrix and its sweep.
@@ -338,5 +371,25 @@ mod test {
         assert!(f.contains(&("mtu".into(), "9000".into())), "{f:?}");
         assert!(f.contains(&("feature rx-checksum".into(), "off [fixed]".into())));
         assert!(f.contains(&("pcie".into(), "not a PCIe device".into())));
+    }
+}
+
+#[cfg(test)]
+mod host_load_test {
+    use super::HostLoad;
+
+    #[test]
+    fn a_saturated_host_gives_its_figures_a_note() {
+        let load = |p| HostLoad {
+            cpu_busy_percent: p,
+            cpus: 2,
+            seconds: 3.0,
+        };
+        assert_eq!(load(89.9).note(), None);
+        let note = load(97.4).note().expect("saturated");
+        assert!(
+            note.starts_with("the host's 2 CPUs were 97 % busy"),
+            "{note}"
+        );
     }
 }

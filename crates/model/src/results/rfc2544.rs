@@ -100,6 +100,13 @@ pub struct ThroughputResult {
 }
 
 impl ThroughputResult {
+    /// Whether the figure is only a lower bound of the device's: the generator could not
+    /// offer more than its cap and no load failed the goal, so the limit found is the
+    /// tool's, and the device's throughput is at least this.
+    pub fn is_lower_bound(&self) -> bool {
+        self.generator_cap_fps.is_some() && self.upper_fps.is_none()
+    }
+
     /// Between which loads the answer lies, frames/s: from the relevant lower bound (0
     /// when none is known) to the relevant upper bound (the maximum load when none is).
     pub fn bracket(&self) -> (f64, f64) {

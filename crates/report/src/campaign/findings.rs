@@ -212,10 +212,20 @@ fn nic_matrix(m: &NicMatrix) -> Vec<String> {
             .filter_map(NicCell::mean_mbyte_s)
             .collect();
         let mean = (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64);
+        let basis = m
+            .best_mtu_basis
+            .as_deref()
+            .map(|b| format!(" ({b})"))
+            .unwrap_or_default();
         out.push(match mean {
-            Some(v) => format!("best MTU {mtu}: mean of Tx and Rx {}", units.words(v)),
-            None => format!("best MTU {mtu}"),
+            Some(v) => format!(
+                "best MTU {mtu}: mean of Tx and Rx {}{basis}",
+                units.words(v)
+            ),
+            None => format!("best MTU {mtu}{basis}"),
         });
+    } else if let Some(b) = &m.best_mtu_basis {
+        out.push(format!("best MTU: none ({b})"));
     }
     let failed: Vec<String> = m
         .cells

@@ -274,6 +274,7 @@ mod test {
                 },
             ],
             best_mtu: Some(9000),
+            best_mtu_basis: None,
         }
     }
 

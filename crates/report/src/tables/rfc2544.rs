@@ -30,6 +30,12 @@ fn throughput_row(x: &ThroughputResult, line: LineRate, view: View) -> Vec<Strin
     if let Some(cap) = x.generator_cap_fps {
         note.push(format!("generator limited at {cap:.0} fps"));
     }
+    // Capped by the generator with no load failing: the device's throughput is at least
+    // the figure ("≥"), never the figure itself.
+    let at_least = if x.is_lower_bound() { "≥ " } else { "" };
+    if x.is_lower_bound() {
+        note.push("no load failed: the device's throughput is at least this".into());
+    }
     if let Some(i) = &x.irregular {
         note.push(i.clone());
     }
@@ -43,9 +49,14 @@ fn throughput_row(x: &ThroughputResult, line: LineRate, view: View) -> Vec<Strin
     let mut row = vec![
         x.frame_len.to_string(),
         mbps(theo.l2_bps),
-        opt(x.fps, |f| mbps(LineRate::rates_at(x.frame_len, f).l2_bps)),
-        opt(x.fps, efficiency),
-        opt(x.fps, |f| format!("{f:.0}")),
+        opt(x.fps, |f| {
+            format!(
+                "{at_least}{}",
+                mbps(LineRate::rates_at(x.frame_len, f).l2_bps)
+            )
+        }),
+        opt(x.fps, |f| format!("{at_least}{}", efficiency(f))),
+        opt(x.fps, |f| format!("{at_least}{f:.0}")),
         opt(x.lower_fps, |f| format!("{f:.0}")),
         opt(x.upper_fps, |f| format!("{f:.0}")),
         format!("{:?}", x.search).to_lowercase(),
@@ -217,4 +228,44 @@ fn loss_step(row: &LossRow) -> Vec<String> {
 /// The report's frame loss rate table.
 pub fn loss_report(c: &Campaign) -> Option<Table> {
     LOSS.per_test(c, |r| r.rfc2544.iter().flat_map(|x| &x.loss), loss_step)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn result(upper: Option<f64>, cap: Option<f64>) -> ThroughputResult {
+        ThroughputResult {
+            frame_len: 64,
+            search: Search::Binary,
+            fps: Some(100_000.0),
+            lower_fps: Some(100_000.0),
+            upper_fps: upper,
+            max_fps: 1_488_095.0,
+            generator_cap_fps: cap,
+            irregular: None,
+            trials: 3,
+            trial_time_s: Some(3.0),
+            goal: None,
+        }
+    }
+
+    /// A search the generator capped, where no load failed, found the tool's limit: the
+    /// device's throughput is at least the figure, and the row says "≥".
+    #[test]
+    fn a_generator_capped_search_without_a_failing_load_is_a_lower_bound() {
+        let line = LineRate(1_000_000_000);
+        let capped = throughput_row(&result(None, Some(100_000.0)), line, View::Terminal);
+        assert_eq!(capped[4], "≥ 100000", "{capped:?}");
+        assert!(
+            capped[2].starts_with("≥ ") && capped[3].starts_with("≥ "),
+            "{capped:?}"
+        );
+        assert!(capped[10].contains("at least this"), "{capped:?}");
+        // A load failed: the figure is the device's, capped or not.
+        for (upper, cap) in [(Some(120_000.0), Some(150_000.0)), (None, None)] {
+            let row = throughput_row(&result(upper, cap), line, View::Terminal);
+            assert_eq!(row[4], "100000", "{row:?}");
+        }
+    }
 }
