@@ -59,7 +59,7 @@ pub fn run(req: &TestRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunR
     let mut runs = Vec::new();
     for i in 1..=n {
         if n > 1 {
-            tracing::info!("{}: repetition {i} of {n}", method.kind());
+            watch.progress(&format!("{}: run {i} of {n}", method.kind()));
         }
         let r = crate::jobs::recorded(method.sides(req), || method.run(req, watch, stop))?;
         let interrupted = r.interrupted || stop.is_raised();

@@ -72,7 +72,7 @@ fn latency_verdict(r: &RunResult, frame_len: u64) -> String {
     let words: Vec<&str> = r
         .verdicts
         .iter()
-        .filter(|v| v.name.ends_with(&format!(" at {frame_len} bytes")))
+        .filter(|v| v.name.contains(&format!(" at {frame_len} bytes")))
         .map(|v| v.word())
         .collect();
     ["FAIL", "MARGINAL", "pass"]
