@@ -94,7 +94,10 @@ fn numeric_cells(md: &str) -> Vec<String> {
             for (cell, r) in row.trim_matches('|').split('|').zip(&right) {
                 let c = cell.trim();
                 if *r && !c.is_empty() && c != "-" {
-                    out.push(c.trim_start_matches('+').to_owned());
+                    // A sign, or the mark of a lower bound ("≥ 98.70": an RFC 2544
+                    // throughput the generator capped), qualifies the number shown.
+                    let number = c.trim_start_matches('+').trim_start_matches("≥ ");
+                    out.push(number.to_owned());
                 }
             }
         }
