@@ -113,7 +113,7 @@ pub fn best_mtu_over_runs(runs: &[&[NicCell]]) -> Option<BestMtu> {
     if let [one] = runs {
         return best_mtu(one).map(|m| BestMtu {
             mtu: Some(m),
-            basis: "one run: not a finding (measure with --repeat)".into(),
+            basis: model::stats::spread::ONE_RUN.into(),
         });
     }
     let mut samples: BTreeMap<u32, Vec<f64>> = BTreeMap::new();

@@ -260,11 +260,7 @@ pub fn nic_matrix(m: &NicMatrix) -> String {
         out.push_str("\nhost activity per combination (interrupts: the interface's own IRQ lines; NET_RX softirqs and CPU %: the whole host, so ends on one host show the same)\n");
         out.push_str(&t.text());
     }
-    let basis = m
-        .best_mtu_basis
-        .as_deref()
-        .map(|b| format!(" ({b})"))
-        .unwrap_or_default();
+    let basis = m.basis_words();
     match m.best_mtu {
         Some(mtu) => out.push_str(&format!("best MTU: {mtu}{basis}\n")),
         None if !basis.is_empty() => out.push_str(&format!("best MTU: none{basis}\n")),

@@ -351,15 +351,6 @@ impl TestRequest {
         }
     }
 
-    /// The same, run `n` times (at least once).
-    #[must_use]
-    pub fn repeated(self, n: u32) -> Self {
-        Self {
-            repeat: n.max(1),
-            ..self
-        }
-    }
-
     /// How many times it runs (`--repeat`; 1 for a method that repeats itself).
     pub fn repeat(&self) -> u32 {
         self.repeat

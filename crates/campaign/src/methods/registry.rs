@@ -56,21 +56,17 @@ pub fn figures(r: &RunResult) -> Vec<Figure> {
 pub fn run(req: &TestRequest, watch: &mut dyn Watch, stop: &Stop) -> Result<RunResult, Error> {
     let method = req.method();
     let n = req.repeat();
+    if n <= 1 {
+        return crate::jobs::recorded(method.sides(req), || method.run(req, watch, stop));
+    }
     let mut runs = Vec::new();
     for i in 1..=n {
-        if n > 1 {
-            watch.progress(&format!("{}: run {i} of {n}", method.kind()));
-        }
+        watch.progress(&format!("{}: run {i} of {n}", method.kind()));
         let r = crate::jobs::recorded(method.sides(req), || method.run(req, watch, stop))?;
         let interrupted = r.interrupted || stop.is_raised();
         runs.push(r);
         if interrupted {
             break;
-        }
-    }
-    if n <= 1 {
-        if let Some(r) = runs.pop() {
-            return Ok(r);
         }
     }
     let mut r = repeats::combine(runs, &|r| method.figures(r));

@@ -297,6 +297,16 @@ pub struct NicMatrix {
     pub best_mtu_basis: Option<String>,
 }
 
+impl NicMatrix {
+    /// The best MTU's basis as a parenthesis after it (` (one run: ...)`), or nothing.
+    pub fn basis_words(&self) -> String {
+        self.best_mtu_basis
+            .as_deref()
+            .map(|b| format!(" ({b})"))
+            .unwrap_or_default()
+    }
+}
+
 /// One combination of the NIC matrix and its sweep.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NicCell {

@@ -28,7 +28,7 @@ pub struct Repeated {
     pub n: u32,
     /// The repetition (1-based) whose document this is: its first figure is the median.
     pub shown: u32,
-    /// Each headline figure, in the order of the shown repetition's figures.
+    /// Each headline figure, in the order the repetitions first gave them.
     pub figures: Vec<RepeatedFigure>,
 }
 
@@ -138,17 +138,14 @@ pub fn combine(runs: Vec<RunResult>, figures: Figures<'_>) -> RunResult {
     out.repeated = Some(Repeated {
         n: u32::try_from(n).unwrap_or(u32::MAX),
         shown: u32::try_from(shown + 1).unwrap_or(u32::MAX),
-        figures: all
+        figures: summarised(all)
             .into_iter()
-            .map(|(f, values)| {
-                let samples: Vec<f64> = values.into_iter().flatten().collect();
-                RepeatedFigure {
-                    figure: metric_name(f.metric),
-                    at: f.at.clone(),
-                    unit: unit_of(&f),
-                    spread: Spread::of(&samples),
-                    samples,
-                }
+            .map(|(f, samples)| RepeatedFigure {
+                figure: metric_name(f.metric),
+                at: f.at.clone(),
+                unit: unit_of(&f),
+                spread: f.spread,
+                samples,
             })
             .collect(),
     });
@@ -156,26 +153,36 @@ pub fn combine(runs: Vec<RunResult>, figures: Figures<'_>) -> RunResult {
     out
 }
 
+/// Each matched figure as its median over the runs that gave it, with its spread (one
+/// sample: its value, no spread), and those samples.
+fn summarised(matched: Vec<(Figure, Vec<Option<f64>>)>) -> Vec<(Figure, Vec<f64>)> {
+    matched
+        .into_iter()
+        .map(|(f, values)| {
+            let samples: Vec<f64> = values.into_iter().flatten().collect();
+            let spread = Spread::of(&samples);
+            let figure = Figure {
+                value: spread.as_ref().map_or(f.value, |s| s.median),
+                spread,
+                ..f
+            };
+            (figure, samples)
+        })
+        .collect()
+}
+
 /// The headline figures of `r`: for a repeated result, each the median over its
-/// repetitions with its spread (in the shown repetition's order, then any only other
-/// repetitions had); otherwise `figures(r)` as they are.
+/// repetitions with its spread (in the order the repetitions first gave them);
+/// otherwise `figures(r)` as they are.
 #[must_use]
 pub fn figures_of(r: &RunResult, figures: Figures<'_>) -> Vec<Figure> {
     if r.repeated.is_none() || r.runs.is_empty() {
         return figures(r);
     }
     let per_run: Vec<Vec<Figure>> = r.runs.iter().map(figures).collect();
-    matched(&per_run)
+    summarised(matched(&per_run))
         .into_iter()
-        .map(|(f, values)| {
-            let samples: Vec<f64> = values.into_iter().flatten().collect();
-            let spread = Spread::of(&samples);
-            Figure {
-                value: spread.as_ref().map_or(f.value, |s| s.median),
-                spread,
-                ..f
-            }
-        })
+        .map(|(f, _)| f)
         .collect()
 }
 

@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 /// The coverage the interval aims for.
 pub const LEVEL: f64 = 0.95;
 
+/// What a comparison says of a figure measured once: no interval, so no finding.
+pub const ONE_RUN: &str = "one run: not a finding (measure with --repeat)";
+
 /// A figure's repeated samples summarised: at least two samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spread {

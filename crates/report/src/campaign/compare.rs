@@ -55,7 +55,7 @@ fn compared(f: &Figure) -> Option<(String, &'static str, f64, bool)> {
 /// measured once on either side is no finding.
 fn finding(a: &Figure, b: &Figure, k: f64, higher: bool) -> String {
     let (Some(sa), Some(sb)) = (&a.spread, &b.spread) else {
-        return "one run: not a finding (measure with --repeat)".into();
+        return spread::ONE_RUN.into();
     };
     let better = if higher {
         spread::Better::Higher

@@ -212,11 +212,7 @@ fn nic_matrix(m: &NicMatrix) -> Vec<String> {
             .filter_map(NicCell::mean_mbyte_s)
             .collect();
         let mean = (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64);
-        let basis = m
-            .best_mtu_basis
-            .as_deref()
-            .map(|b| format!(" ({b})"))
-            .unwrap_or_default();
+        let basis = m.basis_words();
         out.push(match mean {
             Some(v) => format!(
                 "best MTU {mtu}: mean of Tx and Rx {}{basis}",
@@ -224,8 +220,8 @@ fn nic_matrix(m: &NicMatrix) -> Vec<String> {
             ),
             None => format!("best MTU {mtu}{basis}"),
         });
-    } else if let Some(b) = &m.best_mtu_basis {
-        out.push(format!("best MTU: none ({b})"));
+    } else if m.best_mtu_basis.is_some() {
+        out.push(format!("best MTU: none{}", m.basis_words()));
     }
     let failed: Vec<String> = m
         .cells

@@ -23,13 +23,9 @@ fn shown_unit(unit: &str) -> (&str, f64) {
 /// One figure's row: figure, row, unit, n, median, 95 % interval, coverage, min, max.
 fn row(f: &RepeatedFigure) -> Vec<String> {
     let (unit, k) = shown_unit(&f.unit);
-    let v = |x: f64| {
-        if unit == "%" && f.unit == "ratio" {
-            format!("{:.4}", x * k)
-        } else {
-            format!("{:.2}", x * k)
-        }
-    };
+    // A loss ratio shown in % needs more places than a rate or a time.
+    let places = if f.unit == "ratio" { 4 } else { 2 };
+    let v = |x: f64| format!("{:.places$}", x * k);
     let mut out = vec![
         f.figure.clone(),
         if f.at.is_empty() {

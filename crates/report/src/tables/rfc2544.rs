@@ -32,10 +32,12 @@ fn throughput_row(x: &ThroughputResult, line: LineRate, view: View) -> Vec<Strin
     }
     // Capped by the generator with no load failing: the device's throughput is at least
     // the figure ("≥"), never the figure itself.
-    let at_least = if x.is_lower_bound() { "≥ " } else { "" };
-    if x.is_lower_bound() {
+    let at_least = if x.is_lower_bound() {
         note.push("no load failed: the device's throughput is at least this".into());
-    }
+        "≥ "
+    } else {
+        ""
+    };
     if let Some(i) = &x.irregular {
         note.push(i.clone());
     }
