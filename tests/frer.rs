@@ -98,6 +98,50 @@ fn assert_data_path(lab: &LabGuard, fast: bool) {
     }
 }
 
+/// The client's result carries the lab's own cost: both relays on the data path asked for
+/// and both impairment stages, each with the CPU it used while it forwarded the test's
+/// `sent` frames: the fast path's programs by the kernel's count, the userspace relay by
+/// its process's (a relay handles every frame, so neither can be zero).
+fn assert_lab_cost(v: &serde_json::Value, lab: &LabGuard, fast: bool) {
+    let cost = &v["lab_cost"];
+    assert!(
+        cost["labs"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|x| x == lab.0.as_str())),
+        "{cost}"
+    );
+    let devices = cost["devices"].as_array().expect("devices");
+    let of = |node: &str| {
+        devices
+            .iter()
+            .find(|d| d["node"] == node)
+            .unwrap_or_else(|| panic!("no {node} in {cost}"))
+    };
+    for node in ["split", "merge"] {
+        let d = of(node);
+        assert_eq!(d["device"], "FRER relay", "{d}");
+        if fast {
+            assert_eq!(d["data_path"], "kernel", "{d}");
+            let k = d["kernel_cpu_s"].as_f64().unwrap_or(0.0);
+            assert!(k > 0.0, "the fast path's programs ran: {d}");
+        } else {
+            assert_eq!(d["data_path"], "userspace", "{d}");
+            assert!(d.get("kernel_cpu_s").is_none(), "{d}");
+            assert!(
+                f64_at(d, "/process_cpu_s") > 0.0,
+                "the relay read every frame: {d}"
+            );
+        }
+    }
+    for node in ["patha", "pathb"] {
+        let d = of(node);
+        assert_eq!(d["device"], "impairment stage", "{d}");
+        let st = crate::lab::stage_state(lab, node);
+        assert_eq!(d["data_path"], st["data_path"], "{d}");
+    }
+    assert!(f64_at(cost, "/seconds") >= 4.0, "{cost}");
+}
+
 /// The datagrams a client result sent, of `asked`: all but 1 %, unless the sender says it
 /// fell behind its schedule (a busy machine), and in any case half (enough for the bounds
 /// that are relative to what was sent).
@@ -151,6 +195,7 @@ fn five_percent_loss(fast: bool) {
     let machine_dropped = machine() - machine_before;
     // Every figure below is relative to what was sent.
     let sent = sent_of(&v, 100_000);
+    assert_lab_cost(&v, &lab, fast);
     let lost = u64_at(&v, "/summary/lost_packets");
     assert_eq!(u64_at(&v, "/summary/duplicate_packets"), 0);
     // Independent 5 % on each path: both copies lost with p = 0.0025, when the paths'
@@ -506,6 +551,15 @@ fn compare_measures_both_groups_and_removes_its_labs() {
             "{tcp}"
         );
         assert_eq!(v["runs"].as_array().unwrap().len(), 30);
+        // Both groups' relays forwarded on the kernel's fast path (this kernel has it),
+        // as each run's own lab cost read it from their state files.
+        let paths = &v["frer"];
+        assert_eq!(paths["control_data_path"], "kernel", "{paths}");
+        assert_eq!(paths["frer_data_path"], "kernel", "{paths}");
+        for r in v["runs"].as_array().unwrap() {
+            let relays = r["lab_cost"]["devices"].as_array().expect("lab_cost");
+            assert!(relays.iter().any(|d| d["device"] == "FRER relay"), "{r}");
+        }
     }
     let [a, b] = [tcp_costs[0], tcp_costs[1]];
     assert!(

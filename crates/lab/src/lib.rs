@@ -20,6 +20,7 @@
 
 pub mod bpf;
 pub mod cmd;
+pub mod cost;
 pub mod impair;
 pub mod lifecycle;
 pub mod managed;

@@ -116,6 +116,8 @@ pub fn compare<G: Groups>(
         } else {
             String::new()
         },
+        control_data_path: None,
+        frer_data_path: None,
     };
     let runs = control
         .into_iter()

@@ -208,6 +208,9 @@ pub fn facts(r: &RunResult) -> String {
             ));
         }
     }
+    if let (Some(t), Some(line)) = (tables::lab::devices(r), tables::lab::host_line(r)) {
+        out.push_str(&format!("{line}\n{}", t.text()));
+    }
     for n in &r.notes {
         out.push_str(&format!("note: {n}\n"));
     }
@@ -436,7 +439,16 @@ pub fn frer_overhead(r: &RunResult) -> String {
     let Some(f) = &r.frer else {
         return facts(r);
     };
-    let head = format!("FRER overhead\ncontrol: {}\n", f.control);
+    let path = |p: &Option<String>| {
+        p.as_ref()
+            .map(|p| format!(" (relays' data path: {p})"))
+            .unwrap_or_default()
+    };
+    let head = format!(
+        "FRER overhead\ncontrol: {}{}\n",
+        f.control,
+        path(&f.control_data_path)
+    );
     let table = tables::frer::overhead(f).text();
     // With repetitions: how they ran, and what the brackets are.
     let spread = f.rows.iter().find_map(|x| x.control_spread.as_ref());
@@ -450,7 +462,11 @@ pub fn frer_overhead(r: &RunResult) -> String {
     };
     closed(
         r,
-        format!("{head}FRER:    {}\n{repeats}{table}", f.treatment),
+        format!(
+            "{head}FRER:    {}{}\n{repeats}{table}",
+            f.treatment,
+            path(&f.frer_data_path)
+        ),
     )
 }
 

@@ -25,6 +25,8 @@ struct FrerLabs<'a> {
     labs: [Option<Setup>; 2],
     /// Measurements so far, for the progress line.
     done: u32,
+    /// The data paths the relays of the control group's lab and the FRER group's used.
+    data_paths: [Vec<String>; 2],
 }
 
 impl FrerLabs<'_> {
@@ -167,12 +169,23 @@ impl Groups for FrerLabs<'_> {
         let mut per = [None; 3];
         let mut runs = Vec::new();
         for (i, per) in per.iter_mut().enumerate() {
-            let r = engine::frameio::in_netns(ns.as_deref(), || match i {
+            let cost = lab::cost::CostProbe::start(vec![name.clone()]);
+            let mut r = engine::frameio::in_netns(ns.as_deref(), || match i {
                 0 => super::socket::client(&tcp, &mut Quiet, stop),
                 1 if a.udp == UdpLoad::ZeroLoss => Self::zero_loss(a, stop, &udp),
                 1 => super::socket::client(&udp, &mut Quiet, stop),
                 _ => super::socket::latency(&latency, stop),
             })??;
+            if let Some(cost) = cost.map(lab::cost::CostProbe::finish) {
+                let seen = &mut self.data_paths[usize::from(frer)];
+                for p in cost.relay_data_paths() {
+                    if !seen.iter().any(|s| s == p) {
+                        seen.push(p.to_owned());
+                    }
+                }
+                r.notes.extend(cost.notes());
+                r.lab_cost = Some(cost);
+            }
             runs.push(r);
             let now = lab::relay::state::Snapshot::settled(&name, "merge");
             *per = match (&before, &now) {
@@ -226,9 +239,20 @@ pub fn frer_compare(
         stop,
         labs: [None, None],
         done: 0,
+        data_paths: [vec![], vec![]],
     };
-    let c = method::overhead::compare(&mut labs, a.length, a.line_rate, a.udp, a.repeat)?;
+    let mut c = method::overhead::compare(&mut labs, a.length, a.line_rate, a.udp, a.repeat)?;
+    let [control, frer] = std::mem::take(&mut labs.data_paths);
     drop(labs);
+    let words = |p: Vec<String>| {
+        if p.is_empty() {
+            "not read (no relay state)".to_owned()
+        } else {
+            p.join(" and ")
+        }
+    };
+    c.report.control_data_path = Some(words(control));
+    c.report.frer_data_path = Some(words(frer));
     let params = serde_json::json!({
         "path_a": a.path_a, "path_b": a.path_b, "time_s": a.time, "udp_length": a.length,
         "line_rate_bps": a.line_rate, "repeat": a.repeat,

@@ -11,7 +11,9 @@ use crate::request::Server;
 use crate::Error;
 
 /// Runs `job` and adds to its result the host's CPU load while it ran (with a note when
-/// the host was saturated), the state of the interfaces `sides` (role, port) when it
+/// the host was saturated), what the devices of the labs it ran through used (the labs of
+/// its ports and of the calling thread, with a note for a device that used a whole CPU),
+/// the state of the interfaces `sides` (role, port) when it
 /// started and what the host counted on them while it ran; an interface that cannot be
 /// read is left out.
 pub(crate) fn recorded(
@@ -19,7 +21,8 @@ pub(crate) fn recorded(
     job: impl FnOnce() -> Result<RunResult, Error>,
 ) -> Result<RunResult, Error> {
     let watched: Vec<_> = sides
-        .into_iter()
+        .iter()
+        .cloned()
         .filter_map(|(role, ep)| {
             let iface = ep.iface.clone();
             in_netns(ep.netns.as_deref(), move || {
@@ -30,11 +33,17 @@ pub(crate) fn recorded(
             .flatten()
         })
         .collect();
+    let labs = lab::cost::labs_of(sides.iter().filter_map(|(_, ep)| ep.netns.as_deref()));
+    let cost = lab::cost::CostProbe::start(labs);
     let load = engine::nic::LoadProbe::start();
     let mut r = job()?;
     let load = load.finish();
     r.notes.extend(load.note());
     r.host_load = Some(load);
+    if let Some(cost) = cost.map(lab::cost::CostProbe::finish) {
+        r.notes.extend(cost.notes());
+        r.lab_cost = Some(cost);
+    }
     for (state, probe) in watched {
         r.interfaces.push(state);
         r.activity.push(probe.finish());

@@ -487,6 +487,13 @@ max = "125M"
             ),
         "{md}"
     );
+    // Its finding reads the median with its interval, not the shown run's figure alone.
+    assert!(
+        md.contains(
+            "over 5 runs, medians [93.75 % interval]: toy_speed_bps 120.00 [100.00, 140.00] Mbit/s"
+        ),
+        "{md}"
+    );
     // repeat = N beside --repeat in args is refused, naming the test.
     let twice = "[target]\nhost = \"198.18.0.1\"\n[[test]]\nkind = \"toy\"\nargs = \"--speed 1M --repeat 2\"\nrepeat = 3\n";
     let e = Plan::parse(twice, &ToyCommands).unwrap_err().to_string();

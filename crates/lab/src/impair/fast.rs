@@ -312,6 +312,12 @@ impl FastStage {
         })
     }
 
+    /// How long the kernel has run the stage's program (see
+    /// [`crate::bpf::RunTimeStats`]).
+    pub fn run_time(&mut self) -> Option<std::time::Duration> {
+        self.obj.run_time(&["impair_port"])
+    }
+
     /// Puts the rate queues on the outgoing interfaces (with `tc`, in this network
     /// namespace); the ones added before a failure are removed again.
     ///

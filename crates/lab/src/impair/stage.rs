@@ -114,6 +114,10 @@ pub struct StageState {
     /// (with the reason when the fast path was asked for and not used).
     #[serde(default)]
     pub data_path: String,
+    /// Seconds the kernel has run the fast path's program since the stage started;
+    /// absent with the userspace data path or when the kernel does not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_cpu_s: Option<f64>,
 }
 
 impl StageState {
@@ -375,8 +379,12 @@ fn run_fast(
     netns: Option<&Path>,
     stop: &Stop,
 ) -> io::Result<StageState> {
+    let stats = crate::bpf::RunTimeStats::enable();
     let mut state = StageState::starting(cfg, "kernel".to_owned(), state_file)?;
     let publish = |state: &mut StageState, fast: &mut FastStage| -> io::Result<()> {
+        if stats.counting() {
+            state.kernel_cpu_s = fast.run_time().map(|t| t.as_secs_f64());
+        }
         let c = fast
             .counters()
             .map_err(|e| io::Error::other(e.to_string()))?;

@@ -294,6 +294,12 @@ impl FastRelay {
         self.obj.attach_ingress("frer_port", &self.ports)
     }
 
+    /// How long the kernel has run this relay's programs (see
+    /// [`crate::bpf::RunTimeStats`]).
+    pub fn run_time(&mut self) -> Option<std::time::Duration> {
+        self.obj.run_time(&["frer_port", "frer_tick"])
+    }
+
     /// Runs the reset timers to now (the programs check them only when a frame comes).
     ///
     /// # Errors

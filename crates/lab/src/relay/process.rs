@@ -51,6 +51,10 @@ pub struct RelayState {
     /// run when it was asked for.
     #[serde(default)]
     pub data_path: String,
+    /// Seconds the kernel has run the fast path's programs since the relay started;
+    /// absent with the userspace data path or when the kernel does not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_cpu_s: Option<f64>,
 }
 
 impl RelayState {
@@ -280,14 +284,18 @@ fn run_fast(
 ) -> io::Result<RelayState> {
     // Its monotonic time is the time since the relay started.
     let clock = RealClock::new();
+    let stats = crate::bpf::RunTimeStats::enable();
     let mut state = RelayState::starting(cfg, "kernel".to_owned(), state_file)?;
-    let publish = |state: &mut RelayState, fast: &FastRelay| {
+    let publish = |state: &mut RelayState, fast: &mut FastRelay| {
         let counters = fast
             .counters()
             .map_err(|e| io::Error::other(e.to_string()))?;
+        if stats.counting() {
+            state.kernel_cpu_s = fast.run_time().map(|t| t.as_secs_f64());
+        }
         state.publish(counters, clock.mono(), state_file)
     };
-    publish(&mut state, &fast)?;
+    publish(&mut state, &mut fast)?;
     let mut publish_every = Every::new(PUBLISH_EVERY, clock.mono());
     let mut tick_warned = false;
     let ran = Wait::on(&clock).or_stop(stop).poll(|| {
@@ -299,7 +307,7 @@ fn run_fast(
             }
         }
         if publish_every.due(clock.mono()) {
-            if let Err(e) = publish(&mut state, &fast) {
+            if let Err(e) = publish(&mut state, &mut fast) {
                 return Poll::Ready(Err(e));
             }
             if netns.is_some_and(|n| !n.exists()) {
@@ -314,6 +322,6 @@ fn run_fast(
         .unwrap_or_else(|| "stopped".to_owned());
     state.running = false;
     state.stopped = Some(stopped);
-    publish(&mut state, &fast)?;
+    publish(&mut state, &mut fast)?;
     Ok(state)
 }

@@ -59,4 +59,11 @@ pub struct FrerReport {
     /// alternate which group goes first, so drift on the machine hits both alike.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub order: String,
+    /// The data path the control group's relays used (`kernel`: the BPF fast path, or
+    /// `userspace` with the reason), as their state files said while the tests ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_data_path: Option<String>,
+    /// The data path the FRER group's relays used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frer_data_path: Option<String>,
 }

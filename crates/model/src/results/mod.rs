@@ -103,6 +103,10 @@ pub struct RunResult {
     /// The host's CPU load during the test (all of it, whatever ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_load: Option<nic::HostLoad>,
+    /// What the devices of the lab the test ran through (relays, impairment stages) cost
+    /// in CPU, with their data paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab_cost: Option<lab::LabCost>,
     /// What the host counted during the test (interrupts, softirqs, CPU), per side.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub activity: Vec<nic::HostActivity>,
@@ -168,6 +172,7 @@ impl RunResult {
             nic_matrix: None,
             interfaces: Vec::new(),
             host_load: None,
+            lab_cost: None,
             activity: Vec::new(),
             verdicts: Vec::new(),
             notes: Vec::new(),

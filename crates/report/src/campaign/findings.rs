@@ -140,7 +140,11 @@ pub(super) fn findings(c: &Campaign, extras: &dyn Extras) -> Vec<String> {
                 }
             ));
         }
+        parts.extend(crate::tables::repeats::finding(r));
         if let Some(f) = &r.frer {
+            if let (Some(c), Some(x)) = (&f.control_data_path, &f.frer_data_path) {
+                parts.push(format!("relays' data path: control {c}, FRER {x}"));
+            }
             for row in f.rows.iter().filter(|r| r.overhead_percent.is_some()) {
                 let said = crate::tables::frer::finding(row);
                 let tied = row.difference.as_ref().is_some_and(|d| !d.significant);
@@ -161,6 +165,12 @@ pub(super) fn findings(c: &Campaign, extras: &dyn Extras) -> Vec<String> {
                     i.name,
                     p.words()
                 ));
+            }
+        }
+        if let Some(cost) = &r.lab_cost {
+            let paths = cost.relay_data_paths();
+            if !paths.is_empty() {
+                parts.push(format!("relays' data path: {}", paths.join(" and ")));
             }
         }
         parts.extend(extras.findings(t, r));

@@ -143,6 +143,7 @@ pub fn tables_with(c: &Campaign, extras: &dyn Extras) -> Vec<Table> {
             tables::nic::matrix_report(c),
             tables::nic::activity_report(c),
             tables::repeats::report(c),
+            tables::lab::report(c),
         ]
         .into_iter()
         .flatten(),

@@ -9,6 +9,7 @@ pub mod blocksize;
 pub mod campaign;
 pub mod client;
 pub mod frer;
+pub mod lab;
 pub mod latency;
 pub mod mesh;
 pub mod nic;
@@ -82,6 +83,7 @@ pub(crate) mod sections {
     pub(crate) const NIC_MATRIX: Section = Section { name: "nic_matrix", title: "NIC matrix", intro: "A block-size sweep per MTU and offload combination (nicmatrix): Tx / Rx MByte/s per block size, one column per combination, in the units the matrix names (si: 10^6 bytes/s; netio: 2^20 bytes/s, 32k = 32,767 bytes); a combination the driver refused shows its error.", columns: "source|units|block" };
     pub(crate) const NIC_ACTIVITY: Section = Section { name: "host_activity", title: "Host activity", intro: "What the host counted while each NIC matrix combination (or the whole test) ran, per side: interrupts on the interface's own IRQ lines (/proc/interrupts), NET_RX softirqs on all CPUs (/proc/softirqs), CPU busy in % of all CPUs (/proc/stat).", columns: "source|combination|side|interface|interrupts>|NET_RX softirqs>|CPU %>|secs>|note" };
     pub(crate) const INTERFACE_STATE: Section = Section { name: "interface_state", title: "Interfaces", intro: "The interfaces each test used, as the kernel's ethtool interface and sysfs gave them when it ran; PCIe as trained, of what the device can do; features on and off, and those the driver does not let change (fixed).", columns: "source|role|interface|driver|driver version|firmware|bus|speed|duplex|MTU>|PCIe|coalesce|rings|channels|features" };
+    pub(crate) const LAB_COST: Section = Section { name: "lab_cost", title: "The lab's own cost", intro: "What the lab's devices used while each test ran through it: CPU time of each relay's and impairment stage's process, the run time of its BPF programs where the kernel fast path forwards (as the kernel counts it), in % of one CPU over the test; and the whole host's softirq time (where the kernel forwards, shapes and runs the fast paths, beside the test's own packets) and CPU load. A device near 100 % of a CPU may have set the figure.", columns: "source|lab|node|device|data path|process CPU s>|kernel CPU s>|% of one CPU>|host softirq s>|host busy %>" };
     pub(crate) const REPEATS: Section = Section { name: "repeats", title: "Repeated measurements", intro: "Tests measured more than once (--repeat N, a plan test's repeat = N): each headline figure's median over the runs, the order-statistic confidence interval for the median (95 % from 6 runs on; below that [min, max], whose own coverage is given), and the range. The tables above show, for such a test, the run whose first figure is the median.", columns: "source|figure|row|unit|runs>|median>|95 % interval>|coverage>|min>|max>" };
     pub(crate) const FRER_PATHS: Section = Section { name: "frer_paths", title: "FRER per path", intro: "What each path carried during each test, from the FRER relays' own counters: frames replicated onto it, frames that arrived over it, and how often its copy was the one passed.", columns: "source|stream|path port|sent>|received>|path loss %>|first>|first %>" };
 }

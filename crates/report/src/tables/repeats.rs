@@ -66,6 +66,57 @@ pub fn rows(r: &RunResult) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// How many figures the report's findings name for a repeated test (the rest are in the
+/// "Repeated measurements" section).
+const IN_FINDINGS: usize = 3;
+
+/// A repeated result in the report's findings: its first figures' medians with their
+/// intervals, e.g. `over 5 runs: received 941.20 Mbit/s [930.10, 950.20] (median, 94 %
+/// interval)`; `None` for a result measured once.
+pub fn finding(r: &RunResult) -> Option<String> {
+    let x = r.repeated.as_ref()?;
+    let said: Vec<String> = x
+        .figures
+        .iter()
+        .filter_map(|f| {
+            let s = f.spread.as_ref()?;
+            let (unit, k) = shown_unit(&f.unit);
+            let places = if f.unit == "ratio" { 4 } else { 2 };
+            let v = |x: f64| format!("{:.places$}", x * k);
+            let at = if f.at.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", f.at)
+            };
+            Some(format!(
+                "{}{at} {} [{}, {}] {unit}",
+                f.figure,
+                v(s.median),
+                v(s.ci95[0]),
+                v(s.ci95[1])
+            ))
+        })
+        .collect();
+    let first = x.figures.iter().find_map(|f| f.spread.as_ref())?;
+    let more = if said.len() > IN_FINDINGS {
+        format!(
+            ", {} more in Repeated measurements",
+            said.len() - IN_FINDINGS
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "over {} runs, medians [{} interval]: {}{more}",
+        x.n,
+        first.coverage_label(),
+        said.into_iter()
+            .take(IN_FINDINGS)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// A repeated result's figures for a terminal, under the method's tables (which show the
 /// repetition named here); `None` for a result measured once.
 pub fn text(r: &RunResult) -> Option<String> {
