@@ -559,8 +559,13 @@ fn streams_reproduce_the_rtx2000_baseline() {
     let ports = ["--egress", "100M", "--ingress", "2", "--port-rate", "100M"];
     let lab = LabGuard::up_with("shaper", "b", &ports);
     let before = shaper_classes(&lab);
+    let backlog = crate::lab::backlog_drops();
     let v = run_json(&["streams", &profile, "--lab", &lab.0, "-J"]);
     let passed = Passed(before, shaper_classes(&lab));
+    // The egress FIFO (class 1:999) dropped what the two ports sent beyond its rate, and
+    // the account of the lost frames adds up.
+    let account = drop_account(&v, crate::lab::backlog_drops() - backlog);
+    assert!(account["1:999"] > 0, "{account:?}");
     let rows = v
         .pointer("/profile/rows")
         .and_then(|r| r.as_array())
@@ -591,10 +596,19 @@ fn streams_reproduce_the_rtx2000_baseline() {
     let path = std::env::temp_dir().join(format!("wb-port-{}.toml", std::process::id()));
     std::fs::write(&path, over).unwrap();
     let before = port_counters(&lab.0);
-    run_json(&["streams", path.to_str().unwrap(), "--lab", &lab.0, "-J"]);
+    let backlog = crate::lab::backlog_drops();
+    let v = run_json(&["streams", path.to_str().unwrap(), "--lab", &lab.0, "-J"]);
     let _ = std::fs::remove_file(&path);
     let after = port_counters(&lab.0);
     let (sent, dropped) = (after.0 - before.0, after.1 - before.1);
+    // The lost frames are the port limiter's, by its own counter (read by the run itself,
+    // inside the span read here), and the account adds up.
+    let account = drop_account(&v, crate::lab::backlog_drops() - backlog);
+    let limiter = account["ingress limiter dut eth2"];
+    assert!(
+        limiter <= dropped && limiter + 50 >= dropped,
+        "the run counted {limiter} at the limiter, the test {dropped}: {account:?}"
+    );
     // 2 s of 100 Mbit/s is 25 MB (plus the bucket and its queue); 150 % offered.
     assert!(
         sent <= 25_000_000 + 200_000,
@@ -604,6 +618,45 @@ fn streams_reproduce_the_rtx2000_baseline() {
         dropped > 5_000,
         "the port dropped only {dropped} frames of 150 %"
     );
+}
+
+/// The account of a streams run's lost frames (`profile.drops`), checked: every site and
+/// what no counter saw add up to the lost frames, and what no counter saw is at most what
+/// was still on its way when the receivers stopped (a class's queue, the veth's and the
+/// backlog queue) plus what the host's backlog queues dropped meanwhile (`backlog`), and
+/// at least minus a few frames of others (ARP) that a site dropped. Returns each site's
+/// drops, keyed by its name and by a class's id alone (`1:999`).
+fn drop_account(v: &serde_json::Value, backlog: u64) -> std::collections::HashMap<String, u64> {
+    let p = &v["profile"];
+    let a = &p["drops"];
+    let lost = u64_at(a, "/lost");
+    assert_eq!(
+        lost,
+        u64_at(p, "/total_sent") - u64_at(p, "/total_received"),
+        "{a}"
+    );
+    let mut out = std::collections::HashMap::new();
+    let mut sum = 0i64;
+    for s in a["sites"].as_array().expect("sites") {
+        let (name, n) = (
+            s["site"].as_str().unwrap().to_owned(),
+            u64_at(s, "/dropped"),
+        );
+        sum += n as i64;
+        if let Some(class) = name.strip_prefix("shaper class ") {
+            out.insert(class.split(' ').next().unwrap().to_owned(), n);
+        }
+        out.insert(name, n);
+    }
+    assert!(out.contains_key("receivers (rings and sockets)"), "{a}");
+    let unattributed = a["unattributed"].as_i64().expect("unattributed");
+    assert_eq!(sum + unattributed, lost as i64, "{a}");
+    let queued = crate::lab::in_flight_after_stop() + 1000;
+    assert!(
+        (-50..=(queued + backlog) as i64).contains(&unattributed),
+        "{unattributed} of {lost} lost frames not counted anywhere (backlog drops {backlog}): {a}"
+    );
+    out
 }
 
 /// Bytes sent and frames dropped by the port limiter of talker2's link (dut eth2).

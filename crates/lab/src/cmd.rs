@@ -254,6 +254,11 @@ impl Cmd {
         Self::new("ip", &["-n", ns, "-br", "addr"])
     }
 
+    /// `tc -n NS -s qdisc show dev DEV`: the device's qdiscs with their counters.
+    pub fn qdisc_stats(ns: &str, dev: &str) -> Self {
+        Self::new("tc", &["-n", ns, "-s", "qdisc", "show", "dev", dev])
+    }
+
     /// `tc -n NS -s class show dev DEV`: HTB classes with their counters.
     pub fn class_stats(ns: &str, dev: &str) -> Self {
         Self::new("tc", &["-n", ns, "-s", "class", "show", "dev", dev])

@@ -516,6 +516,48 @@ pub struct ClassStats {
     pub dropped: u64,
 }
 
+/// Frames dropped so far at each place of lab `lab`'s dut that drops by design: each
+/// port's ingress limiter ([`limit_ingress`]: the token bucket on `ifbDEV`), as
+/// `ingress limiter dut DEV`, and each HTB class on its egress toward the listener, as
+/// `shaper class 1:N (RATE)`. Empty for a lab without a dut; a device whose counters
+/// cannot be read is left out.
+pub fn drop_counters(runner: &mut dyn crate::cmd::Runner, lab: &str) -> Vec<(String, u64)> {
+    let ns = crate::naming::namespace(lab, "dut");
+    let Ok(links) = runner.run(&Cmd::brief_addrs(&ns)) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    for link in links.lines() {
+        let name = link.split_whitespace().next().unwrap_or("");
+        let name = name.split('@').next().unwrap_or("");
+        let Some(dev) = name.strip_prefix("ifb") else {
+            continue;
+        };
+        if let Some(d) = runner
+            .run(&Cmd::qdisc_stats(&ns, name))
+            .ok()
+            .and_then(|t| parse_qdisc_dropped(&t))
+        {
+            out.push((format!("ingress limiter dut {dev}"), d));
+        }
+    }
+    if let Ok(text) = runner.run(&Cmd::class_stats(&ns, "eth1")) {
+        for c in parse_class_stats(&text) {
+            out.push((format!("shaper class {} ({})", c.id, c.rate), c.dropped));
+        }
+    }
+    out
+}
+
+/// The drops of the first qdisc in `tc -s qdisc show` output (`Sent B bytes P pkt
+/// (dropped D, overlimits ...)`).
+fn parse_qdisc_dropped(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.trim_start().starts_with("Sent"))?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let i = f.iter().position(|w| *w == "(dropped")?;
+    f.get(i + 1)?.trim_end_matches(',').parse().ok()
+}
+
 /// Parses `tc -s class show` output (HTB classes only), sorted by class id.
 pub fn parse_class_stats(text: &str) -> Vec<ClassStats> {
     let mut out: Vec<ClassStats> = Vec::new();
@@ -577,6 +619,42 @@ pub fn parse_class_stats(text: &str) -> Vec<ClassStats> {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// `tc` and `ip` answers of a shaper lab's dut with one ingress limiter (eth2) and two
+    /// classes, as this kernel prints them.
+    struct Dut;
+
+    impl crate::cmd::Runner for Dut {
+        fn run(&mut self, cmd: &Cmd) -> Result<String, LabError> {
+            let line = cmd.to_string();
+            Ok(if line.contains("-br addr") {
+                "lo UNKNOWN 127.0.0.1/8\neth1@if9 UP 198.18.2.254/24\neth2@if11 UP\nifbeth2 UNKNOWN\n".into()
+            } else if line.contains("qdisc show dev ifbeth2") {
+                "qdisc tbf 8001: root refcnt 2 rate 100Mbit burst 12500b lat 4.2ms \n Sent 25012345 bytes 24100 pkt (dropped 11873, overlimits 30000 requeues 0) \n backlog 0b 0p requeues 0\n".into()
+            } else if line.contains("class show dev eth1") {
+                "class htb 1:10 root leaf 10: prio 0 rate 10Mbit ceil 10Mbit burst 2500b cburst 2500b \n Sent 2500000 bytes 2000 pkt (dropped 613, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\nclass htb 1:999 root leaf 999: prio 0 rate 10Gbit ceil 10Gbit burst 1600b cburst 1600b \n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n".into()
+            } else {
+                return Err(LabError::Command {
+                    cmd: line,
+                    detail: "unexpected".into(),
+                });
+            })
+        }
+    }
+
+    #[test]
+    fn the_duts_drop_sites_are_its_ingress_limiters_and_its_classes() {
+        let sites = drop_counters(&mut Dut, "x");
+        assert_eq!(
+            sites,
+            [
+                ("ingress limiter dut eth2".to_owned(), 11873),
+                ("shaper class 1:10 (10Mbit)".to_owned(), 613),
+                ("shaper class 1:999 (10Gbit)".to_owned(), 0),
+            ]
+        );
+        assert_eq!(parse_qdisc_dropped("qdisc noqueue 0: root"), None);
+    }
 
     const TWO: &str = r#"
 [[class]]

@@ -599,6 +599,7 @@ pub fn report(profile: &Profile, measured: &[TrialData], receiver_drops: u64) ->
         total_received_l2_bps: rows.iter().map(|r| r.received_l2_bps).sum(),
         rows,
         receiver_drops,
+        drops: None,
     }
 }
 

@@ -397,7 +397,7 @@ pub fn shaping(r: &RunResult) -> String {
     out.push_str("\nreceived, L2 bit/s of frames with FCS\n");
     out.push_str(&tables::shaping::received(m).text());
     if m.cells.iter().any(|c| c.generator_limited) {
-        out.push_str("* generator limited: offered less than the bandwidth\n");
+        out.push_str("* generator limited: offered less than the bandwidth; ≥: the shaper passes at least this share of its bandwidth, the generator could not find out more\n");
     }
     out.push_str(&facts(r));
     out
@@ -488,6 +488,15 @@ pub fn profile(r: &RunResult) -> String {
         bps(p.line_rate_bps as f64)
     );
     out.push_str(&tables::profile::streams(p).text());
+    if p.rows.iter().any(|x| x.generator_limited && x.lost == 0) {
+        out.push_str("≥: the generator sent less than the stream's load and the network carried it all: it carries at least this\n");
+    }
+    if let Some(d) = tables::profile::drops(p) {
+        out.push_str(
+            "\nwhere the lost frames went (each place's own counter while the streams ran)\n",
+        );
+        out.push_str(&d.text());
+    }
     if let Some(l) = tables::profile::latency(p) {
         out.push_str("\nlatency per stream (us)\n");
         out.push_str(&l.text());

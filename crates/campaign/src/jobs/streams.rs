@@ -44,7 +44,12 @@ pub fn streams(
         profile.streams.len(),
         profile.duration
     ));
-    let out = method::streams::run(profile, &mut run)?;
+    let lab_drops = || lab::shaper::drop_counters(&mut lab::SystemRunner, &req.lab);
+    let before = (!req.lab.is_empty()).then(lab_drops);
+    let mut out = method::streams::run(profile, &mut run)?;
+    if let Some(before) = before {
+        out.report.drops = Some(drop_account(&out.report, &before, &lab_drops()));
+    }
     let params = serde_json::json!({ "profile": req.file, "lab": req.lab,
         "duration_s": profile.duration, "line_rate_bps": profile.line_rate.0 });
     let mut doc = engine::env::result("streams", params);
@@ -55,6 +60,36 @@ pub fn streams(
     doc.profile = Some(out.report);
     doc.intervals = out.intervals;
     Ok(doc)
+}
+
+/// The lost frames of `report` by where they were dropped: each of the lab's drop sites
+/// (counters `before` and `after` the run; a site that appeared in between counts from
+/// zero) and the receivers.
+fn drop_account(
+    report: &model::results::profile::ProfileReport,
+    before: &[(String, u64)],
+    after: &[(String, u64)],
+) -> model::results::profile::DropAccount {
+    use model::results::profile::{DropAccount, DropSite};
+    let mut sites: Vec<DropSite> = after
+        .iter()
+        .map(|(site, n)| {
+            let was = before
+                .iter()
+                .find(|(s, _)| s == site)
+                .map_or(0, |(_, b)| *b);
+            DropSite {
+                site: site.clone(),
+                dropped: n.saturating_sub(was),
+            }
+        })
+        .collect();
+    sites.push(DropSite {
+        site: "receivers (rings and sockets)".into(),
+        dropped: report.receiver_drops,
+    });
+    let lost = report.total_sent.saturating_sub(report.total_received);
+    DropAccount::of(lost, sites)
 }
 
 /// The shaper accuracy matrix: each bandwidth set on the device, line rate offered at each

@@ -70,4 +70,62 @@ pub struct ProfileReport {
     /// count, all receivers): lost to the tool, not to the network.
     #[serde(default)]
     pub receiver_drops: u64,
+    /// Where the lost frames went, by the counters of the places that drop them (a lab's
+    /// ingress limiters and shaper classes, and the receivers); absent without a lab.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drops: Option<DropAccount>,
+}
+
+/// The lost frames of a run, attributed to the places that counted them dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct DropAccount {
+    /// Frames lost over all streams (sent − received).
+    pub lost: u64,
+    /// Each place and the frames it dropped while the streams ran.
+    pub sites: Vec<DropSite>,
+    /// `lost` minus what the sites dropped: frames still queued when the receivers
+    /// stopped, or dropped where nothing counts them (a busy host's backlog); negative
+    /// when the sites dropped frames of others beside the test's (ARP and the like).
+    pub unattributed: i64,
+}
+
+/// A place that drops frames, and how many it dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct DropSite {
+    /// `ingress limiter dut eth2`, `shaper class 1:10 (10Mbit)`, `receivers`.
+    pub site: String,
+    /// Frames it dropped.
+    pub dropped: u64,
+}
+
+impl DropAccount {
+    /// The account of `lost` frames over `sites` (each with its drops).
+    pub fn of(lost: u64, sites: Vec<DropSite>) -> Self {
+        let dropped: u64 = sites.iter().map(|s| s.dropped).sum();
+        let unattributed = i64::try_from(lost)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(dropped).unwrap_or(i64::MAX));
+        Self {
+            lost,
+            sites,
+            unattributed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn the_account_adds_the_sites_up_against_the_lost_frames() {
+        let site = |s: &str, d| DropSite {
+            site: s.into(),
+            dropped: d,
+        };
+        let a = DropAccount::of(1000, vec![site("limiter", 700), site("class", 290)]);
+        assert_eq!(a.unattributed, 10);
+        let over = DropAccount::of(5, vec![site("class", 7)]);
+        assert_eq!(over.unattributed, -2);
+    }
 }

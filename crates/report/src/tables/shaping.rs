@@ -45,12 +45,16 @@ pub fn of_offered(m: &ShapingReport) -> Table {
     })
 }
 
-/// The passed rate in % of the bandwidth, `*` marking a generator-limited cell.
+/// The passed rate in % of the bandwidth; a generator-limited cell (offered less than the
+/// bandwidth) is a lower bound of what the shaper passes, `≥ 45.20`.
 pub fn passed(m: &ShapingReport) -> Table {
-    matrix(m, &|c| {
-        let star = if c.generator_limited { "*" } else { "" };
-        format!("{:.2}{star}", c.passed_ratio * 100.0)
-    })
+    matrix(m, &of_bandwidth)
+}
+
+/// A cell's passed rate in % of the bandwidth, `≥` before a generator-limited one.
+fn of_bandwidth(c: &Cell) -> String {
+    let bound = if c.generator_limited { "≥ " } else { "" };
+    format!("{bound}{:.2}", c.passed_ratio * 100.0)
 }
 
 /// The received L2 rate of every cell.
@@ -62,7 +66,7 @@ fn cell_row(cell: &Cell) -> Vec<String> {
     let mut row = vec![cell.frame_len.to_string()];
     row.extend([cell.bandwidth_bps, cell.received_l2_bps].map(mbps));
     row.push(opt(cell.passed_of_offered, |v| format!("{:.2}", v * 100.0)));
-    row.push(format!("{:.2}", cell.passed_ratio * 100.0));
+    row.push(of_bandwidth(cell));
     row.push(limited(cell.generator_limited));
     row
 }
@@ -70,4 +74,28 @@ fn cell_row(cell: &Cell) -> Vec<String> {
 /// The report's table: every cell of every matrix.
 pub fn report(c: &Campaign) -> Option<Table> {
     SHAPING.per_test(c, |r| r.shaping.iter().flat_map(|s| &s.cells), cell_row)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn a_generator_limited_cell_is_a_lower_bound_of_the_bandwidth_passed() {
+        let cell = |limited| Cell {
+            frame_len: 64,
+            bandwidth_bps: 100e6,
+            offered_fps: 50_000.0,
+            sent: 50_000,
+            received: 50_000,
+            received_l2_bps: 25.6e6,
+            passed_ratio: 0.256,
+            generator_limited: limited,
+            passed_of_offered: Some(1.0),
+            drain_s: None,
+        };
+        assert_eq!(of_bandwidth(&cell(true)), "≥ 25.60");
+        assert_eq!(of_bandwidth(&cell(false)), "25.60");
+        assert_eq!(cell_row(&cell(true))[4], "≥ 25.60");
+    }
 }
