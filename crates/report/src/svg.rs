@@ -486,10 +486,44 @@ pub fn bars(
     categories: &[String],
     series: &[(String, Vec<Option<f64>>)],
 ) -> String {
+    let plain: Vec<(String, Vec<Option<Bar>>)> = series
+        .iter()
+        .map(|(n, v)| {
+            let bars = v.iter().map(|x| {
+                x.map(|value| Bar {
+                    value,
+                    interval: None,
+                })
+            });
+            (n.clone(), bars.collect())
+        })
+        .collect();
+    bars_with(title, y_label, categories, &plain)
+}
+
+/// A bar of [`bars_with`]: its value and, for a repeated figure, the interval drawn as a
+/// whisker over it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bar {
+    /// The bar's height (a median, for a repeated figure).
+    pub value: f64,
+    /// `[low, high]`: a whisker from low to high (clipped to the axis' 0).
+    pub interval: Option<[f64; 2]>,
+}
+
+/// A grouped bar chart whose bars may carry an interval, drawn as a whisker with caps
+/// (its value and interval on hover); `None` draws no bar (not measured).
+pub fn bars_with(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<Option<Bar>>)],
+) -> String {
     let ymax = series
         .iter()
         .flat_map(|(_, v)| v.iter().flatten())
-        .fold(0f64, |a, b| a.max(*b));
+        .map(|b| b.interval.map_or(b.value, |[_, hi]| hi.max(b.value)))
+        .fold(0f64, f64::max);
     let (y_max, y_step) = nice(ymax);
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
@@ -510,23 +544,116 @@ pub fn bars(
             );
         }
         for (i, (_, vals)) in series.iter().enumerate() {
-            let Some(v) = vals.get(g).copied().flatten() else {
+            let Some(b) = vals.get(g).copied().flatten() else {
                 continue;
             };
+            let v = b.value.max(0.0);
             let h = v / y_max * plot_h;
+            let x = gx + bar * i as f64;
+            let t = match b.interval {
+                Some([lo, hi]) => format!("{} [{}, {}]", label(b.value), label(lo), label(hi)),
+                None => label(b.value),
+            };
             let _ = write!(
                 s,
                 "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{h:.1}\" fill=\"{c}\"><title>{t}</title></rect>",
-                x = gx + bar * i as f64,
                 y = TOP + plot_h - h,
                 w = bar * 0.95,
                 c = COLOURS[i % COLOURS.len()],
-                t = label(v),
+                t = esc(&t),
             );
+            if let Some([lo, hi]) = b.interval {
+                let py = |v: f64| TOP + plot_h - v.clamp(0.0, y_max) / y_max * plot_h;
+                let cx = x + bar * 0.475;
+                let cap = (bar * 0.2).min(8.0);
+                let _ = write!(
+                    s,
+                    "<path d=\"M{cx:.1} {y1:.1}V{y2:.1}M{l:.1} {y1:.1}H{r:.1}M{l:.1} {y2:.1}H{r:.1}\" stroke=\"#000\" stroke-width=\"1.5\" fill=\"none\"><title>{t}</title></path>",
+                    y1 = py(lo),
+                    y2 = py(hi),
+                    l = cx - cap,
+                    r = cx + cap,
+                    t = esc(&t),
+                );
+            }
         }
     }
     let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     legend(&mut s, &names);
+    s.push_str("</svg>");
+    s
+}
+
+/// A repeated figure run by run: each run's value as a dot (in the order run), the
+/// median as a line and its confidence interval as a shaded band, labelled `interval`
+/// (e.g. `94 % interval`). The y axis starts at 0.
+pub fn runs(
+    title: &str,
+    y_label: &str,
+    samples: &[f64],
+    median: f64,
+    ci: [f64; 2],
+    interval: &str,
+) -> String {
+    let ymax = samples
+        .iter()
+        .copied()
+        .chain([median, ci[1]])
+        .fold(0f64, f64::max);
+    let (y_max, y_step) = nice(ymax);
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let n = samples.len().max(1) as f64;
+    let px = |i: usize| LEFT + (i as f64 + 0.5) / n * plot_w;
+    // A value that is not a number sits on the axis (a spread never holds one).
+    let py = |v: f64| {
+        let v = if v.is_finite() { v } else { 0.0 };
+        TOP + plot_h - v.clamp(0.0, y_max) / y_max * plot_h
+    };
+    let mut s = frame(title, "run", y_label);
+    y_axis(&mut s, y_max, y_step);
+    let _ = write!(
+        s,
+        "<rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{h:.1}\" fill=\"{c}\" fill-opacity=\"0.18\"><title>{t}</title></rect>\
+<line x1=\"{LEFT}\" y1=\"{m:.1}\" x2=\"{x2:.1}\" y2=\"{m:.1}\" stroke=\"{c}\" stroke-width=\"2\"><title>median {ml}</title></line>",
+        y = py(ci[1]),
+        h = (py(ci[0]) - py(ci[1])).max(0.5),
+        c = COLOURS[0],
+        t = esc(&format!("{interval}: [{}, {}]", label(ci[0]), label(ci[1]))),
+        m = py(median),
+        x2 = W - RIGHT,
+        ml = label(median),
+    );
+    for (i, v) in samples.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\" font-size=\"10\" font-family=\"sans-serif\">{k}</text>\
+<circle cx=\"{x:.1}\" cy=\"{cy:.1}\" r=\"4\" fill=\"{c}\"><title>run {k}: {l}</title></circle>",
+            x = px(i),
+            y = H - BOTTOM + 14.0,
+            k = i + 1,
+            cy = py(*v),
+            c = COLOURS[1],
+            l = label(*v),
+        );
+    }
+    let (mut x, y) = (LEFT + 10.0, TOP + 8.0);
+    for (name, colour, opacity) in [
+        ("median", COLOURS[0], 1.0),
+        (interval, COLOURS[0], 0.18),
+        ("each run", COLOURS[1], 1.0),
+    ] {
+        let _ = write!(
+            s,
+            "<rect x=\"{x:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\" fill-opacity=\"{opacity}\"/>\
+<text x=\"{tx:.1}\" y=\"{ty:.1}\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
+            ry = y - 8.0,
+            tx = x + 14.0,
+            ty = y + 1.0,
+            n = esc(name),
+        );
+        x += 14.0 + text_width(name.chars().count(), 10.0) + 16.0;
+    }
     s.push_str("</svg>");
     s
 }
@@ -652,6 +779,71 @@ mod test {
             let b = bars("b", "y", &["c".into()], &[("s".into(), vec![Some(v)])]);
             assert!(b.len() < 20_000);
         }
+    }
+
+    #[test]
+    fn a_repeated_figure_draws_each_run_its_median_and_the_interval() {
+        let s = runs(
+            "t",
+            "Mbit/s",
+            &[900.0, 940.0, 910.0],
+            910.0,
+            [900.0, 940.0],
+            "75 % interval",
+        );
+        assert_eq!(s.matches("<circle").count(), 3);
+        assert!(s.contains("<title>run 2: 940</title>"), "{s}");
+        assert!(
+            s.contains("<title>75 % interval: [900, 940]</title>"),
+            "{s}"
+        );
+        assert!(s.contains("<title>median 910</title>"), "{s}");
+        // The band spans 900..940 on an axis to 1000: 4 % of the plot's height.
+        let plot_h = H - TOP - BOTTOM;
+        assert!(
+            s.contains(&format!("height=\"{:.1}\"", plot_h * 0.04)),
+            "{s}"
+        );
+        let odd = runs(
+            "t",
+            "u",
+            &[f64::NAN, f64::MAX],
+            f64::INFINITY,
+            [-1.0, 1e305],
+            "i",
+        );
+        assert!(!odd.contains("=\"NaN") && !odd.contains("=\"inf") && odd.len() < 20_000);
+    }
+
+    #[test]
+    fn a_bar_with_an_interval_carries_a_whisker_titled_with_it() {
+        let cats = ["TCP".to_owned(), "UDP".to_owned()];
+        let s = bars_with(
+            "t",
+            "%",
+            &cats,
+            &[(
+                "overhead".into(),
+                vec![
+                    Some(Bar {
+                        value: 39.5,
+                        interval: Some([36.2, 42.6]),
+                    }),
+                    Some(Bar {
+                        value: 10.0,
+                        interval: None,
+                    }),
+                ],
+            )],
+        );
+        assert_eq!(s.matches("<path").count(), 1, "one whisker: {s}");
+        assert!(s.contains("<title>39.5 [36.2, 42.6]</title></path>"), "{s}");
+        assert_eq!(
+            bars("t", "%", &cats, &[("o".into(), vec![Some(1.0), None])])
+                .matches("<path")
+                .count(),
+            0
+        );
     }
 
     #[test]

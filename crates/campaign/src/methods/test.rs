@@ -487,6 +487,16 @@ max = "125M"
             ),
         "{md}"
     );
+    // The HTML report draws the figure run by run, with its median and interval.
+    let html = report::campaign::html_with(
+        &campaign(vec![entry("t1", "toy", "toy", r.clone())]),
+        &methods,
+    );
+    assert!(
+        html.contains("toy_speed_bps over 5 runs")
+            && html.contains("93.75 % interval: [100, 140]"),
+        "{html}"
+    );
     // Its finding reads the median with its interval, not the shown run's figure alone.
     assert!(
         md.contains(

@@ -302,19 +302,54 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
             .map(|r| r.metric.split(" (").next().unwrap_or(&r.metric).to_owned())
             .collect();
         // Bars show costs; a negative overhead (FRER did better) has no bar, and the table
-        // has its value.
-        let over: Vec<Option<f64>> = f
+        // has its value. Measured more than once, a bar carries the cost's interval.
+        let over: Vec<Option<svg::Bar>> = f
             .rows
             .iter()
-            .map(|r| r.overhead_percent.filter(|o| *o > 0.0))
+            .map(|r| {
+                let value = r.overhead_percent.filter(|o| *o > 0.0)?;
+                let interval = r.difference.as_ref().and_then(|d| d.cost_interval_percent);
+                Some(svg::Bar { value, interval })
+            })
             .collect();
         let title =
             format!("FRER overhead against the control group, % ({id}; gains: see the table)");
-        let svg = svg::bars(&title, "%", &cats, &[("overhead".into(), over)]);
+        let svg = svg::bars_with(&title, "%", &cats, &[("overhead".into(), over)]);
         out.push((format!("{id}: FRER overhead"), svg));
     }
+    out.extend(repeated(id, r));
     out
 }
+
+/// The figures of a repeated test run by run (at most [`REPEATED_CHARTS`]), each with its
+/// median and the median's interval.
+fn repeated(id: &str, r: &RunResult) -> Vec<(String, String)> {
+    let figures = r.repeated.iter().flat_map(|x| &x.figures);
+    let with = figures.filter_map(|f| Some((f, f.spread.as_ref()?)));
+    with.take(REPEATED_CHARTS)
+        .map(|(f, s)| {
+            let (unit, k) = crate::tables::repeats::shown_unit(&f.unit);
+            let at = if f.at.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", f.at)
+            };
+            let samples: Vec<f64> = f.samples.iter().map(|v| v * k).collect();
+            let title = format!("{}{at} over {} runs ({id})", f.figure, samples.len());
+            let interval = format!("{} interval", s.coverage_label());
+            let ci = [s.ci95[0] * k, s.ci95[1] * k];
+            let svg = svg::runs(&title, unit, &samples, s.median * k, ci, &interval);
+            (
+                format!("{id}: {}{at} over {} runs", f.figure, samples.len()),
+                svg,
+            )
+        })
+        .collect()
+}
+
+/// How many figures of a repeated test get a chart of their runs (the rest are in the
+/// "Repeated measurements" table).
+const REPEATED_CHARTS: usize = 2;
 
 /// A mesh's heat map: received Mbit/s from each row's host to each column's, green at the
 /// mesh's best pair and red at half of it or less; failed pairs marked.

@@ -12,7 +12,7 @@ use super::sections::REPEATS;
 use crate::table::Table;
 
 /// A figure's samples in the unit a table shows them: (unit, scale from the figure's).
-fn shown_unit(unit: &str) -> (&str, f64) {
+pub(crate) fn shown_unit(unit: &str) -> (&str, f64) {
     match unit {
         "bit/s" => ("Mbit/s", 1e-6),
         "ratio" => ("%", 100.0),
