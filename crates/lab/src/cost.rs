@@ -148,7 +148,10 @@ impl CostProbe {
     pub fn finish(self) -> LabCost {
         let seconds = self.clock.mono().as_secs_f64();
         let after = read_devices(&self.labs);
-        let devices = costs(&self.before, &after);
+        let mut devices = costs(&self.before, &after);
+        for d in &mut devices {
+            d.cpu_percent = d.share_of_cpu(seconds);
+        }
         LabCost {
             labs: self.labs,
             seconds,
@@ -178,6 +181,7 @@ fn costs(before: &BTreeMap<Key, Reading>, after: &BTreeMap<Key, Reading>) -> Vec
                 data_path: a.data_path.clone(),
                 process_cpu_s: since(Some(now), same.and_then(|b| b.process_s)).unwrap_or(0.0),
                 kernel_cpu_s: since(a.kernel_s, same.and_then(|b| b.kernel_s)),
+                cpu_percent: 0.0,
             })
         })
         .collect()

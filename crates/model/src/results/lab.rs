@@ -117,11 +117,14 @@ pub struct DeviceCost {
     /// userspace data path or when the kernel does not count it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_cpu_s: Option<f64>,
+    /// Both together in % of one CPU over the test ([`DeviceCost::share_of_cpu`]).
+    #[serde(default)]
+    pub cpu_percent: f64,
 }
 
 impl DeviceCost {
     /// Its CPU time (process and programs) in % of one CPU over `seconds`.
-    pub fn cpu_percent(&self, seconds: f64) -> f64 {
+    pub fn share_of_cpu(&self, seconds: f64) -> f64 {
         if seconds <= 0.0 {
             return 0.0;
         }
@@ -138,7 +141,7 @@ impl LabCost {
     pub fn notes(&self) -> Vec<String> {
         self.devices
             .iter()
-            .filter(|d| d.cpu_percent(self.seconds) >= Self::BUSY_PERCENT)
+            .filter(|d| d.cpu_percent >= Self::BUSY_PERCENT)
             .map(|d| {
                 format!(
                     "the lab's {} on {} ({}, {}) used {:.0} % of a CPU during the test: the figure may be its limit, not the network's",
@@ -146,7 +149,7 @@ impl LabCost {
                     d.node,
                     d.lab,
                     d.data_path,
-                    d.cpu_percent(self.seconds)
+                    d.cpu_percent
                 )
             })
             .collect()
@@ -175,14 +178,17 @@ mod test {
     use super::*;
 
     fn device(path: &str, process: f64, kernel: Option<f64>) -> DeviceCost {
-        DeviceCost {
+        let mut d = DeviceCost {
             lab: "l".into(),
             node: "split".into(),
             device: DEVICE_RELAY.into(),
             data_path: path.into(),
             process_cpu_s: process,
             kernel_cpu_s: kernel,
-        }
+            cpu_percent: 0.0,
+        };
+        d.cpu_percent = d.share_of_cpu(2.0);
+        d
     }
 
     #[test]
@@ -197,13 +203,13 @@ mod test {
             ],
             host_softirq_s: 1.0,
         };
-        assert_eq!(cost.devices[0].cpu_percent(2.0), 95.0);
-        assert!((cost.devices[1].cpu_percent(2.0) - 15.5).abs() < 1e-9);
+        assert_eq!(cost.devices[0].cpu_percent, 95.0);
+        assert!((cost.devices[1].cpu_percent - 15.5).abs() < 1e-9);
         let notes = cost.notes();
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes[0].contains("userspace") && notes[0].contains("95 %"));
         assert!(notes[1].contains("kernel") && notes[1].contains("94 %"));
         assert_eq!(cost.relay_data_paths(), ["userspace", "kernel"]);
-        assert_eq!(device("kernel", 1.0, None).cpu_percent(0.0), 0.0);
+        assert_eq!(device("kernel", 1.0, None).share_of_cpu(0.0), 0.0);
     }
 }

@@ -23,7 +23,7 @@ fn device_rows(cost: &LabCost) -> Vec<Vec<String>> {
                 d.data_path.clone(),
                 format!("{:.2}", d.process_cpu_s),
                 d.kernel_cpu_s.map_or("-".into(), |k| format!("{k:.3}")),
-                format!("{:.1}", d.cpu_percent(cost.seconds)),
+                format!("{:.1}", d.cpu_percent),
             ]
         })
         .collect()
@@ -105,6 +105,7 @@ mod test {
                 data_path: "kernel".into(),
                 process_cpu_s: 0.02,
                 kernel_cpu_s: Some(0.3),
+                cpu_percent: 16.0,
             }],
             host_softirq_s: 0.75,
         });
