@@ -493,8 +493,7 @@ max = "125M"
         &methods,
     );
     assert!(
-        html.contains("toy_speed_bps over 5 runs")
-            && html.contains("93.75 % interval: [100, 140]"),
+        html.contains("toy_speed_bps over 5 runs") && html.contains("93.75 % interval: [100, 140]"),
         "{html}"
     );
     // Its finding reads the median with its interval, not the shown run's figure alone.
