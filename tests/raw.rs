@@ -477,6 +477,99 @@ fn rtx2000(name: &str, tag: &str, ingress: &str) -> (serde_json::Value, Passed) 
     (v, passed)
 }
 
+/// The shell commands of `text`'s ```sh blocks, a command continued with `\` joined into
+/// one line and comments (` # ...`) left out.
+fn shell_commands(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut inside, mut open) = (false, String::new());
+    for line in text.lines() {
+        if line.starts_with("```") {
+            inside = line.trim() == "```sh";
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let code = line.split(" #").next().unwrap_or("").trim_end();
+        match code.strip_suffix('\\') {
+            Some(head) => {
+                open.push_str(head);
+                open.push(' ');
+            }
+            None => {
+                open.push_str(code);
+                let cmd = open.split_whitespace().collect::<Vec<_>>().join(" ");
+                if !cmd.is_empty() {
+                    out.push(cmd);
+                }
+                open.clear();
+            }
+        }
+    }
+    out
+}
+
+/// The README's multi-stream example, run as written (its lab's name made unique): the
+/// lab it builds is the one its profile needs (it once built no second ingress port, and
+/// the profile failed with "no node talker2"), and the profile's expectations hold but on
+/// a machine so busy that its shaper passes less than the class (exit 3, rows below).
+fn the_readmes_streams_example_runs_as_written() {
+    let readme = include_str!("../README.md");
+    let cmds = shell_commands(readme);
+    let up = cmds
+        .iter()
+        .find(|c| c.starts_with("sudo wirebench lab up shaper") && c.contains("shaper-two-classes"))
+        .expect("the README builds the two-class shaper lab");
+    let streams = cmds
+        .iter()
+        .find(|c| c.starts_with("sudo wirebench streams examples/streams-two-classes.toml"))
+        .expect("the README runs the two-class profile");
+    let words: Vec<&str> = up.split_whitespace().skip(5).collect();
+    let name = words
+        .iter()
+        .position(|w| *w == "--name")
+        .map(|i| words[i + 1])
+        .expect("the README names its lab");
+    let args: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| *w != "--name" && *w != name)
+        .collect();
+    let lab = LabGuard::up_with("shaper", "rd", &args);
+    let mut argv: Vec<String> = streams
+        .split_whitespace()
+        .skip(2)
+        .map(|w| {
+            if w == name {
+                lab.0.clone()
+            } else {
+                w.to_owned()
+            }
+        })
+        .collect();
+    argv.push("-J".into());
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = run(&argv);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{argv:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let rows = v["profile"]["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{v}");
+    let mut below = false;
+    for r in rows {
+        assert!(u64_at(r, "/received") > 0, "{r}");
+        if r["passed"] == false {
+            let (got, want) = (f64_at(r, "/received_l2_bps"), f64_at(r, "/expected_l2_bps"));
+            assert!(got < want, "a class passed more than it may: {r}");
+            below = true;
+        }
+    }
+    assert_eq!(out.status.code(), Some(if below { 3 } else { 0 }), "{v}");
+}
+
 /// Two readings of the dut's class counters, before and after a run.
 struct Passed(Vec<lab::shaper::ClassStats>, Vec<lab::shaper::ClassStats>);
 
@@ -994,6 +1087,7 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
         crate::harness::case!(streams_reproduce_the_rtx2000_two_class_scenario, Root),
         crate::harness::case!(streams_reproduce_the_rtx2000_three_class_scenario, Root),
         crate::harness::case!(streams_reproduce_the_rtx2000_baseline, Root),
+        crate::harness::case!(the_readmes_streams_example_runs_as_written, Root),
         crate::harness::case!(streams_refuse_bad_profiles_before_sending),
         crate::harness::case!(
             shaping_matrix_is_monotone_and_accurate_for_large_frames,

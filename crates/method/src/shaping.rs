@@ -94,6 +94,24 @@ impl ShapingPlan {
         if report.cells.iter().any(|c| c.generator_limited) {
             notes.push("some cells could not be offered above their bandwidth (generator limited): they measure the tool, not the shaper".into());
         }
+        let below: Vec<&Cell> = report.cells.iter().filter(|c| c.below_target).collect();
+        if !below.is_empty() {
+            let share = |c: &&Cell| c.target_fps.map_or(0.0, |t| c.offered_fps / t * 100.0);
+            let (lo, hi) = below
+                .iter()
+                .map(share)
+                .fold((f64::MAX, 0.0f64), |(lo, hi), s| (lo.min(s), hi.max(s)));
+            let range = if format!("{lo:.1}") == format!("{hi:.1}") {
+                format!("{lo:.1} %")
+            } else {
+                format!("{lo:.1}–{hi:.1} %")
+            };
+            notes.push(format!(
+                "{} of {} cells were offered less than the line rate they asked ({range} of it; the backend is named below): their passed rate of offered is of that smaller load",
+                below.len(),
+                report.cells.len(),
+            ));
+        }
         notes.push("passed rate = received L2 bit/s (frames with FCS, over the receive span) / offered L2 bit/s (the RTX2000 report's figure), and / configured bandwidth; a shaper that counts frames without FCS passes 4 bytes per frame more".into());
         let drains: Vec<f64> = report.cells.iter().filter_map(|c| c.drain_s).collect();
         if drains.is_empty() {
@@ -127,6 +145,8 @@ impl ShapingPlan {
                     frame_len: len,
                     bandwidth_bps: bw,
                     offered_fps: r.offered_pps,
+                    target_fps: Some(fps),
+                    below_target: r.generator_limited || r.offered_pps < fps * Cell::TARGET_SHARE,
                     sent: r.counters.sent,
                     received: r.counters.received,
                     received_l2_bps: rx_bps,
@@ -344,6 +364,27 @@ mod test {
         assert!(out.report.cells.iter().all(|c| c.generator_limited));
         assert!(
             out.notes[0].contains("generator limited"),
+            "{:?}",
+            out.notes
+        );
+        // A generator above the bandwidth but far below the line rate (the AF_XDP backend
+        // offered 2.5 % of it): not generator-limited, yet every cell is marked below its
+        // target and a note says how far.
+        let partial = Sim::new(true, 20_000.0);
+        let out = plan(vec![64, 128], vec![1e6])
+            .run(&mut partial.clone(), &mut partial.clone(), |_| {})
+            .unwrap();
+        for c in &out.report.cells {
+            assert!(!c.generator_limited && c.below_target, "{c:?}");
+            assert_eq!(
+                c.target_fps,
+                Some(plan(vec![64], vec![1e6]).line.max_fps(c.frame_len))
+            );
+        }
+        assert!(
+            out.notes
+                .iter()
+                .any(|n| n.contains("2 of 2 cells were offered less than the line rate")),
             "{:?}",
             out.notes
         );

@@ -396,6 +396,12 @@ pub fn shaping(r: &RunResult) -> String {
     out.push_str(&tables::shaping::passed(m).text());
     out.push_str("\nreceived, L2 bit/s of frames with FCS\n");
     out.push_str(&tables::shaping::received(m).text());
+    if m.cells
+        .iter()
+        .any(|c| c.below_target && !c.generator_limited)
+    {
+        out.push_str("† offered less than the line rate it asked (see the note): the passed rate of offered is of that smaller load\n");
+    }
     if m.cells.iter().any(|c| c.generator_limited) {
         out.push_str("* generator limited: offered less than the bandwidth; ≥: the shaper passes at least this share of its bandwidth, the generator could not find out more\n");
     }

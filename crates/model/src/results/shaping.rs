@@ -11,6 +11,14 @@ pub struct Cell {
     pub bandwidth_bps: f64,
     /// Frames/s offered.
     pub offered_fps: f64,
+    /// Frames/s asked: the line rate at this frame size (absent in older documents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_fps: Option<f64>,
+    /// The generator offered less than it was asked (below [`Cell::TARGET_SHARE`] of
+    /// `target_fps`, or its own pacer fell behind), whatever the backend: the passed rate
+    /// of offered is of a smaller load than the line rate.
+    #[serde(default)]
+    pub below_target: bool,
     /// Frames sent and received.
     pub sent: u64,
     /// Distinct frames received.
@@ -29,6 +37,11 @@ pub struct Cell {
     /// this cell started, seconds (absent: the device's queue cannot be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drain_s: Option<f64>,
+}
+
+impl Cell {
+    /// The share of the asked rate a cell must offer not to be [`Cell::below_target`].
+    pub const TARGET_SHARE: f64 = 0.95;
 }
 
 /// The whole matrix.

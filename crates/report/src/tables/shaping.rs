@@ -37,12 +37,34 @@ pub fn matrix(m: &ShapingReport, cell: &dyn Fn(&Cell) -> String) -> Table {
 }
 
 /// The passed rate as the RTX2000 report gives it: received / offered in %, `*` marking
-/// a generator-limited cell.
+/// a generator-limited cell and `†` one offered less than the line rate it asked.
 pub fn of_offered(m: &ShapingReport) -> Table {
     matrix(m, &|c| {
-        let star = if c.generator_limited { "*" } else { "" };
-        opt(c.passed_of_offered, |v| format!("{:.2}{star}", v * 100.0))
+        let mark = if c.generator_limited {
+            "*"
+        } else if c.below_target {
+            "†"
+        } else {
+            ""
+        };
+        opt(c.passed_of_offered, |v| format!("{:.2}{mark}", v * 100.0))
     })
+}
+
+/// The note of a cell in the report: generator limited, or what share of the line rate
+/// it was offered when less than asked.
+fn note(c: &Cell) -> String {
+    match (c.generator_limited, c.below_target, c.target_fps) {
+        (true, _, _) => limited(true),
+        (false, true, Some(t)) if t > 0.0 => {
+            format!(
+                "offered {:.1} % of the line rate",
+                c.offered_fps / t * 100.0
+            )
+        }
+        (false, true, _) => "offered less than the line rate".into(),
+        _ => String::new(),
+    }
 }
 
 /// The passed rate in % of the bandwidth; a generator-limited cell (offered less than the
@@ -67,7 +89,7 @@ fn cell_row(cell: &Cell) -> Vec<String> {
     row.extend([cell.bandwidth_bps, cell.received_l2_bps].map(mbps));
     row.push(opt(cell.passed_of_offered, |v| format!("{:.2}", v * 100.0)));
     row.push(of_bandwidth(cell));
-    row.push(limited(cell.generator_limited));
+    row.push(note(cell));
     row
 }
 
@@ -90,6 +112,8 @@ mod test {
             received: 50_000,
             received_l2_bps: 25.6e6,
             passed_ratio: 0.256,
+            target_fps: Some(148_809.0),
+            below_target: limited,
             generator_limited: limited,
             passed_of_offered: Some(1.0),
             drain_s: None,
@@ -97,5 +121,18 @@ mod test {
         assert_eq!(of_bandwidth(&cell(true)), "≥ 25.60");
         assert_eq!(of_bandwidth(&cell(false)), "25.60");
         assert_eq!(cell_row(&cell(true))[4], "≥ 25.60");
+        // Above the bandwidth but below the line rate asked: marked with its share.
+        let partial = Cell {
+            generator_limited: false,
+            ..cell(true)
+        };
+        assert_eq!(note(&partial), "offered 33.6 % of the line rate");
+        let m = ShapingReport {
+            sizes: vec![64],
+            bandwidths_bps: vec![100e6],
+            configured_by: "lab".into(),
+            cells: vec![partial],
+        };
+        assert!(of_offered(&m).text().contains("100.00†"));
     }
 }
