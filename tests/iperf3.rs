@@ -197,14 +197,7 @@ fn tcp_three_streams_and_bidir_against_iperf3() {
 /// full (`RcvbufErrors` of `/proc/net/snmp`, whose text is `snmp`): loss that a receiver
 /// too slow to read (iperf3 on a busy 2-core machine) caused, not the sender or the path.
 pub(crate) fn udp_rcvbuf_drops(snmp: &str) -> f64 {
-    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
-    let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .find(|(n, _)| *n == "RcvbufErrors")
-        .and_then(|(_, v)| v.parse().ok())
-        .expect("Udp RcvbufErrors in /proc/net/snmp")
+    snmp_field(snmp, "Udp", "RcvbufErrors")
 }
 
 /// Field `name` of the `proto` table (`Ip`, `Tcp`, `Udp`, `Icmp`) of `/proc/net/snmp`

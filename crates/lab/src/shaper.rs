@@ -554,8 +554,22 @@ pub fn drop_counters(runner: &mut dyn crate::cmd::Runner, lab: &str) -> Vec<(Str
 fn parse_qdisc_dropped(text: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.trim_start().starts_with("Sent"))?;
     let f: Vec<&str> = line.split_whitespace().collect();
-    let i = f.iter().position(|w| *w == "(dropped")?;
-    f.get(i + 1)?.trim_end_matches(',').parse().ok()
+    Some(sent_counts(&f).2)
+}
+
+/// (bytes, packets, dropped) of a `Sent B bytes P pkt (dropped D, overlimits ...)` line's
+/// words; a count that is not there reads 0.
+fn sent_counts(f: &[&str]) -> (u64, u64, u64) {
+    let num = |i: usize| {
+        f.get(i)
+            .and_then(|w| w.trim_end_matches(',').parse().ok())
+            .unwrap_or(0)
+    };
+    let dropped = f
+        .iter()
+        .position(|w| *w == "(dropped")
+        .map_or(0, |i| num(i + 1));
+    (num(1), num(3), dropped)
 }
 
 /// Parses `tc -s class show` output (HTB classes only), sorted by class id.
@@ -592,18 +606,7 @@ pub fn parse_class_stats(text: &str) -> Vec<ClassStats> {
             }
         } else if f.first() == Some(&"Sent") {
             if let Some(c) = out.last_mut() {
-                let num = |i: usize| {
-                    f.get(i)
-                        .and_then(|w| w.trim_end_matches(',').parse().ok())
-                        .unwrap_or(0)
-                };
-                c.bytes = num(1);
-                c.packets = num(3);
-                c.dropped = f
-                    .iter()
-                    .position(|w| *w == "(dropped")
-                    .map(|i| num(i + 1))
-                    .unwrap_or(0);
+                (c.bytes, c.packets, c.dropped) = sent_counts(&f);
             }
         }
     }

@@ -20,9 +20,9 @@ pub(crate) fn recorded(
     sides: Vec<(String, Endpoint)>,
     job: impl FnOnce() -> Result<RunResult, Error>,
 ) -> Result<RunResult, Error> {
+    let labs = lab::cost::labs_of(sides.iter().filter_map(|(_, ep)| ep.netns.as_deref()));
     let watched: Vec<_> = sides
-        .iter()
-        .cloned()
+        .into_iter()
         .filter_map(|(role, ep)| {
             let iface = ep.iface.clone();
             in_netns(ep.netns.as_deref(), move || {
@@ -33,7 +33,6 @@ pub(crate) fn recorded(
             .flatten()
         })
         .collect();
-    let labs = lab::cost::labs_of(sides.iter().filter_map(|(_, ep)| ep.netns.as_deref()));
     let cost = lab::cost::CostProbe::start(labs);
     let load = engine::nic::LoadProbe::start();
     let mut r = job()?;

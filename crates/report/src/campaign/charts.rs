@@ -329,20 +329,20 @@ fn repeated(id: &str, r: &RunResult) -> Vec<(String, String)> {
     with.take(REPEATED_CHARTS)
         .map(|(f, s)| {
             let (unit, k) = crate::tables::repeats::shown_unit(&f.unit);
-            let at = if f.at.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", f.at)
-            };
+            let name = crate::tables::repeats::named(f);
             let samples: Vec<f64> = f.samples.iter().map(|v| v * k).collect();
-            let title = format!("{}{at} over {} runs ({id})", f.figure, samples.len());
+            let what = format!("{name} over {} runs", samples.len());
             let interval = format!("{} interval", s.coverage_label());
             let ci = [s.ci95[0] * k, s.ci95[1] * k];
-            let svg = svg::runs(&title, unit, &samples, s.median * k, ci, &interval);
-            (
-                format!("{id}: {}{at} over {} runs", f.figure, samples.len()),
-                svg,
-            )
+            let svg = svg::runs(
+                &format!("{what} ({id})"),
+                unit,
+                &samples,
+                s.median * k,
+                ci,
+                &interval,
+            );
+            (format!("{id}: {what}"), svg)
         })
         .collect()
 }

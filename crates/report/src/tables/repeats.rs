@@ -20,12 +20,27 @@ pub(crate) fn shown_unit(unit: &str) -> (&str, f64) {
     }
 }
 
+/// How a figure's values are written in its shown unit: a loss ratio shown in % needs more
+/// places than a rate or a time.
+fn writer(f: &RepeatedFigure) -> impl Fn(f64) -> String {
+    let (_, k) = shown_unit(&f.unit);
+    let places = if f.unit == "ratio" { 4 } else { 2 };
+    move |x: f64| format!("{:.places$}", x * k)
+}
+
+/// A figure's name with the row it is of, `stream_received_bps udp`.
+pub(crate) fn named(f: &RepeatedFigure) -> String {
+    if f.at.is_empty() {
+        f.figure.clone()
+    } else {
+        format!("{} {}", f.figure, f.at)
+    }
+}
+
 /// One figure's row: figure, row, unit, n, median, 95 % interval, coverage, min, max.
 fn row(f: &RepeatedFigure) -> Vec<String> {
-    let (unit, k) = shown_unit(&f.unit);
-    // A loss ratio shown in % needs more places than a rate or a time.
-    let places = if f.unit == "ratio" { 4 } else { 2 };
-    let v = |x: f64| format!("{:.places$}", x * k);
+    let (unit, _) = shown_unit(&f.unit);
+    let v = writer(f);
     let mut out = vec![
         f.figure.clone(),
         if f.at.is_empty() {
@@ -80,17 +95,11 @@ pub fn finding(r: &RunResult) -> Option<String> {
         .iter()
         .filter_map(|f| {
             let s = f.spread.as_ref()?;
-            let (unit, k) = shown_unit(&f.unit);
-            let places = if f.unit == "ratio" { 4 } else { 2 };
-            let v = |x: f64| format!("{:.places$}", x * k);
-            let at = if f.at.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", f.at)
-            };
+            let (unit, _) = shown_unit(&f.unit);
+            let v = writer(f);
             Some(format!(
-                "{}{at} {} [{}, {}] {unit}",
-                f.figure,
+                "{} {} [{}, {}] {unit}",
+                named(f),
                 v(s.median),
                 v(s.ci95[0]),
                 v(s.ci95[1])
