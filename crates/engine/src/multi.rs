@@ -220,8 +220,15 @@ fn test_header_untagged(frame: &[u8]) -> Option<wire::testhdr::TestHeaderRepr> {
 
 /// Takes every stream's totals at the end of each interval of a run: the generators'
 /// from their live counters, the receiver's from its table.
+///
+/// A tick's `end` is when its totals were read, not when it was due: a receive loop held up
+/// on a busy machine reads late, and the totals it reads then (sent and received alike)
+/// belong to the interval that ends when they were read. Due ends stay on the `every` grid;
+/// a loop late by more than an interval takes one tick for the intervals it missed.
 pub struct Ticker {
     every: Duration,
+    /// The next due end, from the start.
+    next: Duration,
     /// The run's start on the receiver's monotonic clock, ns (`u64::MAX` until known).
     t0_ns: Arc<AtomicU64>,
     sent: Vec<(u8, Arc<LiveCounters>)>,
@@ -236,6 +243,7 @@ impl Ticker {
     pub fn new(every: Duration, t0_ns: Arc<AtomicU64>, sent: Vec<(u8, Arc<LiveCounters>)>) -> Self {
         Ticker {
             every: every.max(Duration::from_millis(10)),
+            next: every.max(Duration::from_millis(10)),
             t0_ns,
             sent,
             done: false,
@@ -273,17 +281,18 @@ impl Ticker {
         self.ticks.push(Tick { end, streams });
     }
 
-    /// Takes the ticks due by `now` (monotonic).
+    /// Takes the tick due by `now` (monotonic), ending now.
     fn poll(&mut self, now: Duration, table: &StreamTable) {
         let Some(t0) = self.t0().filter(|_| !self.done) else {
             return;
         };
-        loop {
-            let end = self.every * (self.ticks.len() as u32 + 1);
-            if now < t0 + end {
-                return;
-            }
-            self.take(end, table);
+        let at = now.saturating_sub(t0);
+        if at < self.next {
+            return;
+        }
+        self.take(at, table);
+        while self.next <= at {
+            self.next += self.every;
         }
     }
 
