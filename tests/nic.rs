@@ -283,6 +283,64 @@ fn nicmatrix_refuses_what_it_cannot_do() {
     );
 }
 
+/// ethtool's names work as ethtool sets them: one feature's alias (`gro`) and the groups
+/// (`tx` is every transmit checksum feature, `tso` every TCP segmentation one), in the
+/// matrix and through the library, and every setting is put back.
+fn ethtools_feature_names_and_groups_set_what_ethtool_sets() {
+    let lab = LabGuard::up("direct", "eg");
+    let before = settings(&lab.0, "talker");
+    let ns = format!("wb-{}-talker", lab.0);
+    let set = |name: &str, on: bool| {
+        engine::frameio::in_netns(Some(&ns), || engine::nic::set_feature("eth0", name, on))
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{name} {on}: {e}"));
+        settings(&lab.0, "talker").1
+    };
+    let off = set("tx", false);
+    assert_eq!(off.get("tx-checksum-ip-generic"), Some(&false), "{off:?}");
+    let off = set("tso", false);
+    for f in ["tx-tcp-segmentation", "tx-tcp6-segmentation"] {
+        assert_eq!(off.get(f), Some(&false), "{f}: {off:?}");
+    }
+    // veth starts with GRO off: turned on by its ethtool name.
+    let gro = before.1.get("rx-gro").copied().unwrap_or_default();
+    let flipped = set("gro", !gro);
+    assert_eq!(flipped.get("rx-gro"), Some(&!gro), "{flipped:?}");
+    set("generic-receive-offload", gro);
+    for name in ["tx-checksumming", "tcp-segmentation-offload"] {
+        set(name, true);
+    }
+    assert_eq!(settings(&lab.0, "talker"), before);
+    let args = matrix_args(
+        &lab.0,
+        &[
+            "--offload",
+            "tx=off,on",
+            "--offload",
+            "tso=off",
+            "--sizes",
+            "8k",
+            "-t",
+            "0.3",
+            "-J",
+        ],
+    );
+    let v = run_json(&args);
+    let cells = v["nic_matrix"]["cells"].as_array().unwrap();
+    let labels: Vec<&str> = cells.iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "tcp-segmentation-offload off, tx-checksumming off",
+            "tcp-segmentation-offload off, tx-checksumming on"
+        ]
+    );
+    for c in cells {
+        assert!(c["error"].is_null(), "{c}");
+    }
+    assert_eq!(settings(&lab.0, "talker"), before);
+}
+
 /// Starts `wirebench server` (with a key, `--allow-tuning` when `allow`) on the listener
 /// of `lab`, on `port` (a server outlives `lab exec` being killed, until its --run-for).
 fn tuning_server(
@@ -531,6 +589,10 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
         ),
         crate::harness::case!(blocksize_takes_connections_and_writes_netio_units),
         crate::harness::case!(nicmatrix_refuses_what_it_cannot_do, Root),
+        crate::harness::case!(
+            ethtools_feature_names_and_groups_set_what_ethtool_sets,
+            Root
+        ),
         crate::harness::case!(
             a_tuning_server_stopped_by_sigterm_puts_its_interface_back,
             Root

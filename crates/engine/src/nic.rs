@@ -10,6 +10,7 @@
 //! host's whatever the namespace, so the device is found by its bus address, never by a
 //! name another namespace may also use.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
@@ -96,13 +97,11 @@ const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 
 /// The ethtool short and long names (`ethtool -K IFACE lro off`, `ethtool -k`'s
 /// `large-receive-offload`) of features with one kernel name.
-const ALIASES: [(&str, &str); 20] = [
+const ALIASES: [(&str, &str); 18] = [
     ("rx", "rx-checksum"),
     ("rx-checksumming", "rx-checksum"),
     ("sg", "tx-scatter-gather"),
     ("scatter-gather", "tx-scatter-gather"),
-    ("tso", "tx-tcp-segmentation"),
-    ("tcp-segmentation-offload", "tx-tcp-segmentation"),
     ("gso", "tx-generic-segmentation"),
     ("generic-segmentation-offload", "tx-generic-segmentation"),
     ("gro", "rx-gro"),
@@ -119,12 +118,60 @@ const ALIASES: [(&str, &str); 20] = [
     ("rxhash", "rx-hashing"),
 ];
 
-/// The kernel's name of a feature given by its kernel name or an ethtool alias.
+/// ethtool's names that stand for several kernel features, as `ethtool -K IFACE tx off`
+/// takes them (ethtool's `off_flag_def`: `tx` is the kernel's `NETIF_F_CSUM_MASK`, `tso`
+/// `NETIF_F_ALL_TSO`): the name `ethtool -k` prints, its short name, and the members.
+const GROUPS: [(&str, &str, &[&str]); 2] = [
+    (
+        "tx-checksumming",
+        "tx",
+        &[
+            "tx-checksum-ipv4",
+            "tx-checksum-ip-generic",
+            "tx-checksum-ipv6",
+            "tx-checksum-fcoe-crc",
+            "tx-checksum-sctp",
+        ],
+    ),
+    (
+        "tcp-segmentation-offload",
+        "tso",
+        &[
+            "tx-tcp-segmentation",
+            "tx-tcp-ecn-segmentation",
+            "tx-tcp-mangleid-segmentation",
+            "tx-tcp6-segmentation",
+        ],
+    ),
+];
+
+/// The kernel's name of a feature given by its kernel name or an ethtool alias; for one of
+/// ethtool's groups (`tx`, `tso`), the group's name as `ethtool -k` prints it.
 pub fn feature_name(name: &str) -> &str {
+    if let Some((group, _, _)) = GROUPS.iter().find(|(g, a, _)| *g == name || *a == name) {
+        return group;
+    }
     ALIASES
         .iter()
         .find(|(a, _)| *a == name)
         .map_or(name, |(_, k)| k)
+}
+
+/// The kernel features `name` stands for: a group's members, or the one feature.
+pub fn feature_members(name: &str) -> Vec<&str> {
+    let name = feature_name(name);
+    GROUPS
+        .iter()
+        .find(|(g, _, _)| *g == name)
+        .map_or_else(|| vec![name], |(_, _, m)| m.to_vec())
+}
+
+/// Whether an interface with `features` (kernel names) has feature `name` (kernel name,
+/// alias or group: a group when it has one of its members).
+pub fn has_feature(features: &BTreeMap<String, bool>, name: &str) -> bool {
+    feature_members(name)
+        .iter()
+        .any(|m| features.contains_key(*m))
 }
 
 /// Everything [`InterfaceState`] holds about `ifname`, as `role`; facts the driver does not
@@ -259,35 +306,60 @@ pub fn mtu(ifname: &str) -> io::Result<u32> {
 /// No such feature, one the driver does not let change, or a refusal.
 pub fn set_feature(ifname: &str, name: &str, on: bool) -> io::Result<()> {
     let s = ethtool::control_socket()?;
-    let kernel = feature_name(name);
+    let members = feature_members(name);
     let now = ethtool::features(&s, ifname)?;
-    let Some(f) = now.iter().find(|f| f.name == kernel) else {
+    let here: Vec<&ethtool::Feature> = now
+        .iter()
+        .filter(|f| members.contains(&f.name.as_str()))
+        .collect();
+    if here.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{ifname} has no feature '{name}' (kernel names as in /usr/include/linux/netdev_features.h: rx-checksum, rx-lro, rx-vlan-hw-parse, ...)"),
+            format!("{ifname} has no feature '{name}' (kernel names as in /usr/include/linux/netdev_features.h, such as rx-checksum, rx-lro, tx-checksum-ip-generic, or ethtool's: rx, tx, sg, tso, gso, gro, lro, rxvlan, txvlan, ntuple, rxhash)"),
         ));
-    };
-    if f.on == on {
-        return Ok(());
     }
     let word = if on { "on" } else { "off" };
-    if !f.changeable {
+    // A group, as ethtool sets it: every member the driver lets change; those it does not
+    // stay as they are, unless none could change.
+    let to_set: Vec<&str> = here
+        .iter()
+        .filter(|f| f.on != on && f.changeable)
+        .map(|f| f.name.as_str())
+        .collect();
+    let fixed: Vec<String> = here
+        .iter()
+        .filter(|f| f.on != on && !f.changeable)
+        .map(|f| format!("{} fixed {}", f.name, if f.on { "on" } else { "off" }))
+        .collect();
+    if to_set.is_empty() {
+        if fixed.is_empty() || here.iter().any(|f| f.changeable) {
+            return Ok(());
+        }
         return Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!(
-                "{ifname}: the driver does not let {kernel} change (fixed {})",
-                if f.on { "on" } else { "off" }
+                "{ifname}: the driver does not let {} change ({})",
+                feature_name(name),
+                fixed.join(", ")
             ),
         ));
     }
-    ethtool::set_feature(&s, ifname, kernel, on)
-        .map_err(|e| io::Error::new(e.kind(), format!("{ifname}: {kernel} {word}: {e}")))?;
+    for kernel in &to_set {
+        ethtool::set_feature(&s, ifname, kernel, on)
+            .map_err(|e| io::Error::new(e.kind(), format!("{ifname}: {kernel} {word}: {e}")))?;
+    }
     let after = ethtool::features(&s, ifname)?;
-    if after.iter().any(|f| f.name == kernel && f.on == on) {
+    let kept: Vec<&str> = to_set
+        .iter()
+        .copied()
+        .filter(|k| !after.iter().any(|f| f.name == *k && f.on == on))
+        .collect();
+    if kept.is_empty() {
         Ok(())
     } else {
         Err(io::Error::other(format!(
-            "{ifname}: {kernel} {word} was asked for but the driver kept it (a feature it depends on is off?)"
+            "{ifname}: {} {word} was asked for but the driver kept it (a feature it depends on is off?)",
+            kept.join(", ")
         )))
     }
 }
@@ -547,9 +619,21 @@ mod test {
         assert!(state("local", "no-such-if0").is_err());
         assert_eq!(feature_name("lro"), "rx-lro");
         assert_eq!(feature_name("rx-checksum"), "rx-checksum");
+        // ethtool's groups: one name, every member the interface has.
+        assert_eq!(feature_name("tx"), "tx-checksumming");
+        assert_eq!(feature_name("tso"), "tcp-segmentation-offload");
+        assert!(feature_members("tx").contains(&"tx-checksum-ip-generic"));
+        assert_eq!(feature_members("gro"), ["rx-gro"]);
+        assert!(has_feature(&s.features, "tx-checksumming"));
+        assert!(!has_feature(&s.features, "no-such-feature"));
         // Loopback's checksum feature cannot change: the refusal says so.
         let e = set_feature("lo", "tx-checksum-ip-generic", false).unwrap_err();
         assert!(e.to_string().contains("does not let"), "{e}");
+        let e = set_feature("lo", "tx", false).unwrap_err();
+        assert!(
+            e.to_string().contains("tx-checksum-ip-generic fixed on"),
+            "{e}"
+        );
         let a = ActivityProbe::start("local", "lo").finish();
         assert_eq!(a.irqs, None, "loopback has no IRQ lines");
         assert!(a.cpu_busy_percent >= 0.0 && a.cpu_busy_percent <= 100.0);

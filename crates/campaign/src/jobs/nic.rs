@@ -81,7 +81,7 @@ impl Tuning {
                 at(&s.ep, |i| nic::set_mtu(i, m)).map_err(|e| format!("{}: {e}", s.name))?;
             }
             for (f, on) in &c.features {
-                if !s.features.contains_key(f) {
+                if !nic::has_feature(&s.features, f) {
                     return Err(format!("{}: {} has no feature '{f}'", s.name, s.ep.iface));
                 }
                 at(&s.ep, |i| nic::set_feature(i, f, *on))

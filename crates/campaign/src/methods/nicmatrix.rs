@@ -124,8 +124,9 @@ pub struct NicMatrixArgs {
     /// MTUs to set: 1500,9000 or a sweep 1500..9000/500 (default: left as they are).
     #[arg(long, value_parser = units::mtu_list)]
     pub mtu: Option<std::vec::Vec<u32>>,
-    /// A feature and its states, e.g. rx-checksum=on,off, lro=on,off, rx-vlan-hw=on,off
-    /// (kernel names or ethtool's; repeatable).
+    /// A feature and its states, e.g. rx-checksum=on,off, lro=on,off, tx=off (kernel names
+    /// or ethtool's, its groups too: `tx` is every transmit checksum feature, `tso` every
+    /// TCP segmentation one; repeatable).
     #[arg(long, value_parser = units::feature_states)]
     pub offload: Vec<(String, std::vec::Vec<bool>)>,
     /// The block-size sweep.
