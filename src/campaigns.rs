@@ -6,42 +6,106 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use campaign::plan::Plan;
-use campaign::runner::{Progress, Run};
+use std::sync::{Arc, Mutex};
+
+use campaign::runner::{Progress, Run, TimeLeft};
+use engine::clock::RealClock;
+use model::clock::Clock as _;
 use model::results::campaign::{Campaign, TestEntry, TestStatus};
+use model::units;
 
 use crate::cli::{CompareArgs, DemoArgs, ReportArgs, RunArgs};
 use crate::output::{errln, out, outln};
 use crate::output::{stop_on_signals, usage, VerdictFailed};
 
-/// A progress bar on stderr with a line per test started and per test failed.
-struct Bar(indicatif::ProgressBar);
+/// A progress bar on stderr (drawn on a terminal only) with a line per test started and
+/// per test ended, each with its own estimate; the time left is each remaining test's
+/// estimate at the pace the finished ones kept ([`TimeLeft`]).
+struct Bar {
+    bar: indicatif::ProgressBar,
+    eta: Arc<Mutex<(TimeLeft, RealClock)>>,
+}
 
 impl Bar {
     fn new(tests: usize) -> Self {
         let target = indicatif::ProgressDrawTarget::stderr();
         let bar = indicatif::ProgressBar::with_draw_target(Some(tests as u64), target);
+        let eta = Arc::new(Mutex::new((TimeLeft::default(), RealClock::new())));
+        let shared = Arc::clone(&eta);
+        let left = move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let (t, clock) = &*shared.lock().unwrap_or_else(|e| e.into_inner());
+            let (left, unknown) = t.left(clock.mono());
+            let _ = write!(w, "about {} left", units::span(left.as_secs_f64()));
+            if unknown > 0 {
+                let _ = write!(w, " (and {unknown} test(s) with no estimate)");
+            }
+        };
         if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} tests, {elapsed} elapsed, about {eta} left: {msg}",
+            "{bar:30} {pos}/{len} tests, {elapsed} elapsed, {left}: {msg}",
         ) {
-            bar.set_style(style);
+            bar.set_style(style.with_key("left", left));
         }
-        Self(bar)
+        bar.enable_steady_tick(std::time::Duration::from_secs(1));
+        Self { bar, eta }
+    }
+
+    fn estimate(&self) -> Option<std::time::Duration> {
+        let (t, _) = &*self.eta.lock().unwrap_or_else(|e| e.into_inner());
+        t.running()
     }
 }
 
 impl Progress for Bar {
+    fn planned(&mut self, estimates: &[Option<std::time::Duration>]) {
+        let mut eta = self.eta.lock().unwrap_or_else(|e| e.into_inner());
+        eta.0 = TimeLeft::new(estimates);
+        let known: f64 = estimates.iter().flatten().map(|d| d.as_secs_f64()).sum();
+        let unknown = estimates.iter().filter(|e| e.is_none()).count();
+        let more = if unknown > 0 {
+            format!(", and {unknown} test(s) that cannot tell")
+        } else {
+            String::new()
+        };
+        self.bar.suspend(|| {
+            errln!(
+                "{} tests, about {} by their own estimates{more}",
+                estimates.len(),
+                units::span(known)
+            )
+        });
+    }
+
     fn started(&mut self, e: &TestEntry) {
-        self.0.set_message(format!("{} ({})", e.name, e.kind));
-        self.0
-            .suspend(|| errln!("[{}] {}: {}", e.id, e.name, e.command));
+        self.eta.lock().unwrap_or_else(|e| e.into_inner()).1 = RealClock::new();
+        self.bar.set_message(format!("{} ({})", e.name, e.kind));
+        let est = self
+            .estimate()
+            .map(|d| format!(" (estimated {})", units::span(d.as_secs_f64())))
+            .unwrap_or_default();
+        self.bar
+            .suspend(|| errln!("[{}] {}: {}{est}", e.id, e.name, e.command));
     }
 
     fn finished(&mut self, e: &TestEntry) {
+        let est = self
+            .estimate()
+            .map(|d| format!(", estimated {}", units::span(d.as_secs_f64())))
+            .unwrap_or_default();
+        self.eta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .finished(std::time::Duration::from_secs_f64(e.duration_s));
+        let took = units::span(e.duration_s);
         if e.status == TestStatus::Failed {
             let err = e.error.as_deref().unwrap_or("");
-            self.0.suspend(|| errln!("[{}] failed: {err}", e.id));
+            self.bar
+                .suspend(|| errln!("[{}] failed after {took}{est}: {err}", e.id));
+        } else {
+            self.bar
+                .suspend(|| errln!("[{}] done in {took}{est}", e.id));
         }
-        self.0.inc(1);
+        self.bar.inc(1);
     }
 }
 
@@ -87,7 +151,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     run.stop = stop_on_signals()?;
     let mut bar = Bar::new(plan.tests.len());
     let finished = run.run(&plan, &mut bar);
-    bar.0.finish_and_clear();
+    bar.bar.finish_and_clear();
     let finished = finished?;
     let c = &finished.campaign;
     let done = c
@@ -154,7 +218,7 @@ pub fn demo(a: &DemoArgs) -> Result<()> {
     run(&RunArgs {
         plan,
         out: a.out.clone(),
-        name: "demo".into(),
+        name: a.name.clone(),
         template: None,
         junit: None,
     })?;

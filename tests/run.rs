@@ -435,9 +435,13 @@ fn demo_writes_the_whole_report() {
     let root = lab::cmd::is_root();
     let started = std::time::Instant::now();
     let path = fresh_path("demo");
-    let out = run_with_path(&["demo", "--out", dir.to_str().unwrap()], &path);
+    let out = run_with_path(
+        &["demo", "--out", dir.to_str().unwrap(), "--name", "dmw"],
+        &path,
+    );
     drop(path);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
         "{stdout}\n{}",
@@ -494,8 +498,39 @@ fn demo_writes_the_whole_report() {
         .iter()
         .all(|t| t["status"] == "done"));
     numbers_come_from_results(&md, &results);
+    // Progress: the plan's estimate first, then every test with its own, also in a log
+    // (stderr is not a terminal here, so no bar is drawn).
+    let tests = results["tests"].as_array().unwrap().len();
+    assert!(
+        stderr.starts_with(&format!("{tests} tests, about ")),
+        "{stderr}"
+    );
+    for i in 1..=tests {
+        assert!(
+            stderr.contains(&format!("[t{i}] done in ")),
+            "t{i}: {stderr}"
+        );
+    }
+    assert_eq!(stderr.matches(", estimated ").count(), tests, "{stderr}");
+    assert!(
+        !stderr.contains('\x1b'),
+        "no terminal codes in a log: {stderr}"
+    );
     if root {
         interfaces_come_from_the_kernel(&results);
+        // Every lab of the run is named after --name: the target's, a test's own, and
+        // the FRER comparison's two.
+        let text = results.to_string();
+        for lab in ["dmw", "dmw6", "dmwc", "dmwf"] {
+            assert!(
+                text.contains(&format!("\"lab\":\"{lab}\"")),
+                "lab {lab} missing"
+            );
+        }
+        assert!(
+            !text.contains("\"lab\":\"demo"),
+            "a lab of the default name"
+        );
     }
     chromium_renders(&dir.join("report.html"), &dir.join("report.png"));
     let _ = std::fs::remove_dir_all(&dir);

@@ -619,7 +619,7 @@ impl PlanTest {
                     .and_then(|n| ctx.hosts.iter().find(|h| &h.name == n))
                 {
                     Some(h) => {
-                        named = Context::on_host(h);
+                        named = Context::on_host(h, &ctx.labs);
                         &named
                     }
                     None => ctx,

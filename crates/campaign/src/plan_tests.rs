@@ -97,6 +97,7 @@ fn a_plan_parses_and_each_test_gets_its_target() {
         raw: Some(("talker:eth0".into(), "listener:eth0".into())),
         key_file: None,
         hosts: vec![],
+        labs: "r".into(),
     };
     assert_eq!(
         p.tests[0].argv(&ctx).join(" "),

@@ -4,6 +4,7 @@
 //! finished and says where it stopped), evaluate the thresholds, and render the reports.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use lab::relay::state::{frer_paths, Snapshot};
 use model::clock::Clock;
@@ -20,6 +21,10 @@ use crate::{usage, Error, Quiet};
 
 /// What a run tells while it runs.
 pub trait Progress {
+    /// How long each test of the plan will take, in order, by its own estimate
+    /// ([`crate::methods::Registered::estimate`]; `None`: it cannot tell), before the first
+    /// starts.
+    fn planned(&mut self, _estimates: &[Option<Duration>]) {}
     /// A test starts (its entry has its command line and where it runs).
     fn started(&mut self, _entry: &TestEntry) {}
     /// A test ended (done or failed).
@@ -28,6 +33,69 @@ pub trait Progress {
 
 /// A [`Progress`] that says nothing.
 impl Progress for Quiet {}
+
+/// The time left of a run: each test's own estimate, scaled by how long the finished
+/// tests took against theirs (this machine's pace, between half and three times).
+#[derive(Debug, Clone, Default)]
+pub struct TimeLeft {
+    estimates: Vec<Option<Duration>>,
+    /// Finished tests: (took, its estimate).
+    taken: Vec<(Duration, Option<Duration>)>,
+}
+
+impl TimeLeft {
+    /// Before the first test.
+    pub fn new(estimates: &[Option<Duration>]) -> Self {
+        Self {
+            estimates: estimates.to_vec(),
+            taken: Vec::new(),
+        }
+    }
+
+    /// The next test ended after `took`.
+    pub fn finished(&mut self, took: Duration) {
+        let est = self.estimates.get(self.taken.len()).copied().flatten();
+        self.taken.push((took, est));
+    }
+
+    /// Actual time over estimated time of the finished tests that had an estimate.
+    pub fn pace(&self) -> f64 {
+        let (took, est) = self
+            .taken
+            .iter()
+            .filter_map(|(t, e)| Some((t.as_secs_f64(), e.as_ref()?.as_secs_f64())))
+            .fold((0.0, 0.0), |(a, b), (t, e)| (a + t, b + e));
+        if est > 0.0 {
+            (took / est).clamp(0.5, 3.0)
+        } else {
+            1.0
+        }
+    }
+
+    /// The estimate of the running test, when there is one.
+    pub fn running(&self) -> Option<Duration> {
+        self.estimates.get(self.taken.len()).copied().flatten()
+    }
+
+    /// Time left with the running test `running_for` in, and how many tests not yet
+    /// finished have no estimate.
+    pub fn left(&self, running_for: Duration) -> (Duration, usize) {
+        let pace = self.pace();
+        let rest = self.estimates.iter().skip(self.taken.len());
+        let mut left = 0.0;
+        let mut unknown = 0;
+        for (i, e) in rest.enumerate() {
+            match e {
+                Some(e) if i == 0 => {
+                    left += (e.as_secs_f64() * pace - running_for.as_secs_f64()).max(0.0);
+                }
+                Some(e) => left += e.as_secs_f64() * pace,
+                None => unknown += 1,
+            }
+        }
+        (Duration::from_secs_f64(left), unknown)
+    }
+}
 
 /// Writes `results.json` into `dir`, atomically.
 fn write_results(dir: &Path, c: &Campaign) -> Result<(), Error> {
@@ -205,6 +273,18 @@ impl Run<'_> {
         };
         campaign.interfaces = setup.interfaces();
         write_results(&self.out, &campaign)?;
+        let estimates: Vec<Option<Duration>> = plan
+            .tests
+            .iter()
+            .map(|t| {
+                let mut ctx = setup.ctx.clone();
+                ctx.hosts = hosts.clone();
+                ctx.labs = self.lab_name.clone();
+                let req = self.commands.test(&t.argv(&ctx)).ok()?;
+                req.method().estimate(&req)
+            })
+            .collect();
+        progress.planned(&estimates);
         for (i, t) in plan.tests.iter().enumerate() {
             if self.stop.is_raised() {
                 let id = &campaign.tests[i].id;
@@ -256,6 +336,7 @@ impl Run<'_> {
         let setup = own.as_ref().unwrap_or(setup);
         let mut ctx = setup.ctx.clone();
         ctx.hosts = hosts.to_vec();
+        ctx.labs = self.lab_name.clone();
         let argv = t.argv(&ctx);
         // Server-based tests run on the talker of a lab; the rest name their ports.
         let on_talker = setup.lab().is_some() && t.hosts.is_none() && t.kind.needs_server(&argv);

@@ -73,6 +73,13 @@ impl Method for Scripted {
         Ok(r)
     }
 
+    /// A failing test cannot tell; the others take 2 s at 100M and 1 s faster.
+    fn estimate(&self, s: &Script) -> Option<Duration> {
+        s.fail
+            .is_none()
+            .then(|| Duration::from_secs(if s.bps < 500e6 { 2 } else { 1 }))
+    }
+
     fn text(&self, _req: &Script, _r: &RunResult, _unit: Option<Fixed>) -> String {
         String::new()
     }
@@ -136,6 +143,10 @@ impl Commands for ScriptCommands {
 struct Heard(Vec<String>);
 
 impl Progress for Heard {
+    fn planned(&mut self, estimates: &[Option<Duration>]) {
+        self.0.push(format!("planned {estimates:?}"));
+    }
+
     fn started(&mut self, e: &TestEntry) {
         self.0.push(format!("started {} {}", e.id, e.command));
     }
@@ -205,6 +216,29 @@ fn verdicts_of(c: &Campaign) -> Vec<(bool, &str)> {
 }
 
 #[test]
+fn time_left_is_each_tests_estimate_at_the_pace_the_finished_ones_kept() {
+    let s = Duration::from_secs;
+    let mut t = TimeLeft::new(&[Some(s(10)), Some(s(40)), None, Some(s(10))]);
+    assert_eq!(t.left(s(0)), (s(60), 1));
+    // The running test's time counts down, not below zero.
+    assert_eq!(t.left(s(4)), (s(56), 1));
+    assert_eq!(t.left(s(30)), (s(50), 1));
+    // The first took twice its estimate: the rest are expected at that pace.
+    t.finished(s(20));
+    assert!((t.pace() - 2.0).abs() < 1e-9);
+    assert_eq!(t.running(), Some(s(40)));
+    assert_eq!(t.left(s(0)), (s(100), 1));
+    // A test without an estimate leaves the pace alone, and the count of unknowns drops.
+    t.finished(s(80));
+    t.finished(s(5));
+    assert_eq!(t.left(s(0)), (s(20), 0));
+    // The pace is held between half and three times.
+    let mut slow = TimeLeft::new(&[Some(s(1)), Some(s(10))]);
+    slow.finished(s(100));
+    assert_eq!(slow.left(s(0)), (s(30), 0));
+}
+
+#[test]
 fn each_test_runs_its_command_line_against_the_target_and_is_recorded() {
     let cmds = ScriptCommands::default();
     let p = plan(&[("fast", "--bps 900M"), ("slow", "--bps 100M")], &cmds);
@@ -212,13 +246,15 @@ fn each_test_runs_its_command_line_against_the_target_and_is_recorded() {
     let dir = TempDir::new("recorded");
     let (c, heard) = run(&p, &cmds, &dir, Stop::new());
     let line = |bps: &str| format!("wirebench scripted 198.18.0.1 -p 5301 --bps {bps} -J");
+    // Each command line is read twice: for its estimate before the first test, and to run.
     assert_eq!(
         *cmds.asked.lock().unwrap_or_else(|e| e.into_inner()),
-        [line("900M"), line("100M")]
+        [line("900M"), line("100M"), line("900M"), line("100M")]
     );
     assert_eq!(
         heard,
         [
+            "planned [Some(1s), Some(2s)]".into(),
             format!("started t1 {}", line("900M")),
             "finished t1 Done".into(),
             format!("started t2 {}", line("100M")),
@@ -318,7 +354,7 @@ fn a_stop_during_a_test_ends_the_run_there_and_the_rest_is_not_run() {
         c.stopped.as_deref(),
         Some("interrupted during test t2 (stopped)")
     );
-    assert_eq!(heard.len(), 4, "t3 never started: {heard:?}");
+    assert_eq!(heard.len(), 5, "planned, then t3 never started: {heard:?}");
     // t2 would have measured; t3 did not run, so no verdict names it.
     assert_eq!(
         verdicts_of(&c),
@@ -335,7 +371,7 @@ fn a_run_stopped_before_it_starts_runs_nothing_and_says_where() {
     let p = plan(&[("fast", "--bps 900M")], &cmds);
     let dir = TempDir::new("before");
     let (c, heard) = run(&p, &cmds, &dir, Stop::raised());
-    assert!(heard.is_empty(), "{heard:?}");
+    assert_eq!(heard, ["planned [Some(1s)]"], "nothing started");
     assert_eq!(statuses(&c), [(TestStatus::NotRun, None)]);
     assert_eq!(
         c.stopped.as_deref(),

@@ -51,6 +51,9 @@ pub struct Context {
     pub key_file: Option<std::path::PathBuf>,
     /// The plan's hosts, as resolved for this run (tests that name hosts use them).
     pub hosts: Vec<PlanHost>,
+    /// The run's lab name: the prefix of the labs a test builds of its own (`frer
+    /// compare`'s PREFIXc and PREFIXf) unless its flags name them.
+    pub labs: String,
 }
 
 impl Context {
@@ -63,6 +66,7 @@ impl Context {
             raw: None,
             key_file: None,
             hosts: Vec::new(),
+            labs: "plan".into(),
         };
         match target {
             Target::Loopback => server("127.0.0.1", control::DEFAULT_PORT),
@@ -79,8 +83,8 @@ impl Context {
         }
     }
 
-    /// Tests against the plan's host `h`.
-    pub fn on_host(h: &PlanHost) -> Self {
+    /// Tests against the plan's host `h`, in a run whose labs are named `labs`.
+    pub fn on_host(h: &PlanHost, labs: &str) -> Self {
         Self {
             host: h.host.clone(),
             port: h.port,
@@ -88,6 +92,7 @@ impl Context {
             raw: None,
             key_file: h.key_file.clone(),
             hosts: Vec::new(),
+            labs: labs.to_owned(),
         }
     }
 }

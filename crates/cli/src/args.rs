@@ -246,7 +246,9 @@ pub struct RunArgs {
     /// Directory for results.json, the reports and the CSV files.
     #[arg(long, default_value = "wirebench-run")]
     pub out: PathBuf,
-    /// Name of the lab a lab target builds (removed at the end).
+    /// Name of the lab a lab target builds, and the prefix of every lab the run builds:
+    /// NAME, NAME6 for test 6's own lab, NAMEc and NAMEf for `frer compare`'s (all
+    /// removed at the end; NAME and a test number at most 8 characters).
     #[arg(long, default_value = "run")]
     pub name: String,
     /// Render report.md and report.html with the minijinja templates of this directory
@@ -775,6 +777,10 @@ pub struct DemoArgs {
     /// Stay on loopback even when running as root (root builds labs).
     #[arg(long)]
     pub loopback: bool,
+    /// Prefix of the labs the demo builds (NAME, NAME6, NAMEc, NAMEf; removed at the end):
+    /// another name lets two demos run at once, or one beside labs of that name.
+    #[arg(long, default_value = "demo")]
+    pub name: String,
 }
 
 #[cfg(test)]

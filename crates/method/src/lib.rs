@@ -17,7 +17,8 @@
 //! - [`shaping`]: the shaper accuracy matrix (passed rate per frame size and bandwidth);
 //! - [`overhead`]: the cost of FRER against a control group;
 //! - [`rrul`]: latency under load, idle pings against loaded ones;
-//! - [`mesh`]: the order of a mesh's tests between every ordered pair of hosts.
+//! - [`mesh`]: the order of a mesh's tests between every ordered pair of hosts;
+//! - [`rehearsal`]: a method's time, from the trials it asks of a stand-in device.
 //!
 //! What it does not do: no I/O, no clock, no threads, no printing.
 #![warn(missing_docs, unreachable_pub)]
@@ -27,6 +28,7 @@ pub mod blocksize;
 pub mod mesh;
 pub mod nicmatrix;
 pub mod overhead;
+pub mod rehearsal;
 pub mod rfc2544;
 pub mod rrul;
 pub mod shaping;

@@ -45,16 +45,10 @@ impl FrerLabs<'_> {
             base: base_spec(Protocol::Udp),
         };
         let frame = udp.spec.len as u64 + crate::trials::UDP_FRAME_OVERHEAD;
-        // The RFC 2544 goal: a load is a lower bound only when no full-length trial lost a
-        // frame (exceed ratio 0), because the comparison measures once more at that load.
-        let search = method::rfc2544::SearchConfig {
-            line_rate: wire::linerate::LineRate(req.line_rate.unwrap_or(10e9) as u64),
-            duration: udp.spec.duration,
-            final_duration: udp.spec.duration,
-            exceed_ratio: 0.0,
-            duration_sum_trials: 1,
-            ..Default::default()
-        };
+        let search = zero_loss_search(
+            wire::linerate::LineRate(req.line_rate.unwrap_or(10e9) as u64),
+            udp.spec.duration,
+        );
         let mut log = Vec::new();
         let found = method::rfc2544::throughput(
             &mut trial,
@@ -205,6 +199,47 @@ impl Groups for FrerLabs<'_> {
             latency,
             per_delivered: per,
         })
+    }
+}
+
+/// Building one group's lab (1.0-1.3 s for `lab up frer` on this machine).
+const LAB_UP: Duration = Duration::from_millis(1_500);
+
+/// How long `req` will take: per group and repetition its lab, the TCP, UDP (with the
+/// zero-loss search rehearsed, when asked) and latency tests, each trial with `setup`.
+pub(crate) fn estimate(req: &FrerCompareRequest, setup: Duration) -> Duration {
+    let time = Duration::from_secs_f64(req.time);
+    let mut group = LAB_UP + (time + setup) * 3;
+    if req.udp == method::overhead::UdpLoad::ZeroLoss {
+        let line = wire::linerate::LineRate(req.line_rate.unwrap_or(10e9) as u64);
+        let cfg = zero_loss_search(line, time);
+        let mut r = method::rehearsal::Rehearsal::<Error>::new(line, 0.5, 0, setup);
+        let frame = u64::from(req.length) + crate::trials::UDP_FRAME_OVERHEAD;
+        let _ = method::rfc2544::throughput(
+            &mut r,
+            frame,
+            method::rfc2544::Search::Mlr,
+            &cfg,
+            &mut Vec::new(),
+        );
+        group += r.time;
+    }
+    group * 2 * req.repeat.max(1)
+}
+
+/// The zero-loss search's goal: a load is a lower bound only when no full-length trial
+/// lost a frame (exceed ratio 0), because the comparison measures once more at that load.
+fn zero_loss_search(
+    line: wire::linerate::LineRate,
+    time: Duration,
+) -> method::rfc2544::SearchConfig {
+    method::rfc2544::SearchConfig {
+        line_rate: line,
+        duration: time,
+        final_duration: time,
+        exceed_ratio: 0.0,
+        duration_sum_trials: 1,
+        ..Default::default()
     }
 }
 

@@ -13,10 +13,12 @@ mod socket;
 mod streams;
 
 pub use frames::{analyze, gen};
+pub(crate) use frer::estimate as frer_compare_estimate;
 pub use frer::{frer_compare, relays};
 pub use mesh::mesh;
 pub use nic::nic_matrix;
 pub(crate) use record::{recorded, server_side};
+pub(crate) use rfc2544::estimate as rfc2544_estimate;
 pub use rfc2544::rfc2544;
 pub use rrul::rrul;
 pub use socket::{blocksize, client, latency, sweep};

@@ -77,6 +77,19 @@ fn benchmarks<T: Trial<Error = Error>>(
     Ok(rep)
 }
 
+/// How long `a` will take: its benchmarks rehearsed on a device that forwards half the
+/// line rate and bursts of half the longest, each trial with `setup`.
+pub(crate) fn estimate(a: &Rfc2544Request, setup: Duration) -> Duration {
+    let line = a.config.line_rate;
+    let longest = a.b2b_max_burst.unwrap_or_else(|| {
+        let smallest = a.sizes.iter().copied().min().unwrap_or(64);
+        (line.max_fps(smallest) * 2.0).ceil() as u64
+    });
+    let mut r = method::rehearsal::Rehearsal::<Error>::new(line, 0.5, longest / 2, setup);
+    let _ = benchmarks(&mut r, a, &mut crate::Quiet);
+    r.time
+}
+
 /// The latency limits as verdicts, one per limit and frame size.
 fn latency_verdicts(
     rep: &Rfc2544Report,

@@ -30,6 +30,17 @@ impl Method for Blocksize {
         a.target.json
     }
 
+    fn estimate(&self, req: &BlocksizeRequest) -> Option<std::time::Duration> {
+        let mut r = method::rehearsal::Rehearsal::<std::convert::Infallible>::new(
+            wire::linerate::LineRate(1_000_000_000),
+            1.0,
+            0,
+            super::method::TRIAL_SETUP,
+        );
+        let _ = req.plan.run(&mut r, |_| {});
+        Some(r.time)
+    }
+
     fn kind(&self) -> &'static str {
         "blocksize"
     }

@@ -36,6 +36,12 @@ impl Method for Client {
         a.target.json
     }
 
+    fn estimate(&self, req: &ClientRequest) -> Option<std::time::Duration> {
+        // `-O` warms up before the measured time; `-n` bounds a test by bytes, its
+        // duration then being the longest it may take.
+        Some(req.spec.duration + req.spec.omit.unwrap_or_default() + super::method::TRIAL_SETUP)
+    }
+
     fn kind(&self) -> &'static str {
         "client"
     }

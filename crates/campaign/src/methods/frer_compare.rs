@@ -29,6 +29,13 @@ impl Method for FrerCompare {
         a.json
     }
 
+    fn estimate(&self, req: &FrerCompareRequest) -> Option<std::time::Duration> {
+        Some(crate::jobs::frer_compare_estimate(
+            req,
+            super::method::TRIAL_SETUP,
+        ))
+    }
+
     fn repeats_itself(&self) -> bool {
         true
     }
@@ -46,8 +53,14 @@ impl Method for FrerCompare {
     }
 
     /// It builds its own labs: nothing of the target.
+    /// In a plan its labs are named after the run's (`--name` of `run` and `demo`):
+    /// PREFIXc and PREFIXf, unless its flags name them.
     fn argv(&self, a: &mut Argv<'_>) {
         a.push(&["frer", "compare"]);
+        if !a.has("--name") {
+            let name = a.ctx.labs.clone();
+            a.push(&["--name", &name]);
+        }
     }
 
     fn run(

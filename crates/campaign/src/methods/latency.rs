@@ -34,6 +34,11 @@ impl Method for Latency {
         a.target.json
     }
 
+    fn estimate(&self, req: &LatencyRequest) -> Option<std::time::Duration> {
+        let one = req.time + super::method::TRIAL_SETUP;
+        Some(one * u32::try_from(req.sizes.len()).unwrap_or(u32::MAX))
+    }
+
     fn kind(&self) -> &'static str {
         "latency"
     }

@@ -55,6 +55,15 @@ impl Method for Mesh {
         a.json
     }
 
+    fn estimate(&self, req: &MeshRequest) -> Option<std::time::Duration> {
+        // Every ordered pair, at most `parallel` at once.
+        let n = req.hosts.len();
+        let rounds = (n * n.saturating_sub(1)).div_ceil(req.parallel.max(1));
+        let one =
+            req.spec.duration + req.spec.omit.unwrap_or_default() + super::method::TRIAL_SETUP;
+        Some(one * u32::try_from(rounds).unwrap_or(u32::MAX))
+    }
+
     fn kind(&self) -> &'static str {
         "mesh"
     }

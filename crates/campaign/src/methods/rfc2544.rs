@@ -43,6 +43,14 @@ impl Method for Rfc2544 {
         a.json
     }
 
+    fn estimate(&self, req: &Box<Rfc2544Request>) -> Option<std::time::Duration> {
+        let setup = match req.path {
+            crate::request::Rfc2544Path::Server(_) => super::method::TRIAL_SETUP,
+            _ => super::method::RAW_TRIAL_SETUP,
+        };
+        Some(crate::jobs::rfc2544_estimate(req, setup))
+    }
+
     fn kind(&self) -> &'static str {
         "rfc2544"
     }

@@ -71,6 +71,11 @@ impl Method for Rrul {
         a.target.json
     }
 
+    fn estimate(&self, req: &RrulRequest) -> Option<std::time::Duration> {
+        // Idle pings before and after the load.
+        Some(req.idle * 2 + req.time + super::method::TRIAL_SETUP)
+    }
+
     fn kind(&self) -> &'static str {
         "rrul"
     }

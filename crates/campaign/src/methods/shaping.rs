@@ -46,6 +46,14 @@ impl Method for Shaping {
         a.json
     }
 
+    fn estimate(&self, req: &ShapingRequest) -> Option<std::time::Duration> {
+        let cells = req.sizes.len() * req.bandwidths.len();
+        Some(
+            (req.duration + super::method::RAW_TRIAL_SETUP)
+                * u32::try_from(cells).unwrap_or(u32::MAX),
+        )
+    }
+
     fn kind(&self) -> &'static str {
         "shaping"
     }

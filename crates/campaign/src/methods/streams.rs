@@ -34,6 +34,13 @@ impl Method for Streams {
         a.json
     }
 
+    fn estimate(&self, req: &Box<StreamsRequest>) -> Option<std::time::Duration> {
+        // Besides the profile: ports opened, the receivers drained, the lab's drop counters
+        // read (3.7 s for the demo's 2-s profile on this machine).
+        let setup = std::time::Duration::from_millis(1_500);
+        Some(std::time::Duration::from_secs_f64(req.profile.duration) + setup)
+    }
+
     fn kind(&self) -> &'static str {
         "streams"
     }

@@ -34,6 +34,17 @@ impl Method for Sweep {
         a.target.json
     }
 
+    fn estimate(&self, req: &SweepRequest) -> Option<std::time::Duration> {
+        let mut r = method::rehearsal::Rehearsal::<std::convert::Infallible>::new(
+            wire::linerate::LineRate(1_000_000_000),
+            1.0,
+            0,
+            super::method::TRIAL_SETUP,
+        );
+        let _ = req.plan.run(&mut r, |_| {});
+        Some(r.time)
+    }
+
     fn repeats_itself(&self) -> bool {
         true
     }

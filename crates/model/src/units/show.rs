@@ -68,6 +68,22 @@ pub fn secs(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
+/// A span of time to read at a glance: `0.4 s`, `12 s`, `3 min 05 s`, `2 h 07 min`.
+pub fn span(v: f64) -> String {
+    let v = v.max(0.0);
+    if v < 10.0 {
+        format!("{v:.1} s")
+    } else if v < 60.0 {
+        format!("{v:.0} s")
+    } else if v < 3600.0 {
+        let s = v.round() as u64;
+        format!("{} min {:02} s", s / 60, s % 60)
+    } else {
+        let m = (v / 60.0).round() as u64;
+        format!("{} h {:02} min", m / 60, m % 60)
+    }
+}
+
 /// A block size as netio labels it: `1k`, `32k`, `1M`, or bytes.
 pub fn block(b: usize) -> String {
     if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
@@ -150,6 +166,15 @@ mod test {
         assert_eq!(big_m.rate(8.0 * 1024.0 * 1024.0), "1.00 MBytes/s");
         assert_eq!(Fixed::parse("G").unwrap().amount(1 << 30), "1.00 GBytes");
         assert!(Fixed::parse("x").is_err() && Fixed::parse("mm").is_err());
+    }
+
+    #[test]
+    fn spans_read_at_a_glance() {
+        assert_eq!(span(0.42), "0.4 s");
+        assert_eq!(span(42.9), "43 s");
+        assert_eq!(span(185.0), "3 min 05 s");
+        assert_eq!(span(7_620.0), "2 h 07 min");
+        assert_eq!(span(-1.0), "0.0 s");
     }
 
     #[test]
