@@ -27,6 +27,12 @@ trap 'dpkg --purge wirebench >/dev/null 2>&1 || true' EXIT
 files=$(dpkg -L wirebench | while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done)
 echo "== installed"
 /usr/bin/wirebench --version
+# Stripped: no debug sections in the installed binary; its symbols are in the .ddeb.
+if readelf -SW /usr/bin/wirebench | grep -qE '\.debug_(info|line|str|abbrev|ranges)'; then
+  echo "check.sh: the packaged binary has debug sections" >&2
+  exit 1
+fi
+ls "$CARGO_TARGET_DIR"/debian/wirebench-dbgsym_*.ddeb >/dev/null
 zcat /usr/share/man/man1/wirebench-server.1.gz | grep -q 'auth\\-key\\-file'
 if command -v man >/dev/null 2>&1; then
   page=$(MANPAGER=cat man -l /usr/share/man/man1/wirebench-server.1.gz)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds wirebench's .deb (target/debian/wirebench_VERSION-1_ARCH.deb): the release
 # binary, its man pages and shell completions generated from the same clap definitions,
-# then `cargo deb --no-build`. Needs cargo-deb (`cargo install cargo-deb`).
+# then `cargo deb --no-build`. Needs cargo-deb (`cargo install cargo-deb`) and binutils.
+# The packaged binary is stripped (release: 80.8 MB with its line tables, 14.7 MB
+# without; the .deb 13.6 MB before, 4.2 MB after); its debug symbols go to a separate
+# wirebench-dbgsym_VERSION-1_ARCH.ddeb beside it (/usr/lib/debug/.build-id), for
+# backtraces and debuggers.
 #
 #   deploy/debian/package.sh            build everything, then package
 #   deploy/debian/package.sh --no-build package target/release/wirebench as it is
@@ -27,4 +31,4 @@ gzip -9n "$assets"/man/*.1
 "$bin" completions bash > "$assets/completions/wirebench"
 "$bin" completions zsh > "$assets/completions/_wirebench"
 "$bin" completions fish > "$assets/completions/wirebench.fish"
-cargo deb --no-build --locked "$@"
+cargo deb --no-build --locked --dbgsym "$@"
