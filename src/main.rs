@@ -102,15 +102,19 @@ fn main() -> ExitCode {
     // The matches too: a test method's request is built from its command's own matches.
     let matches = cli::Cli::command().get_matches_from(argv);
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // A server's line per finished test (as `iperf3 -s` prints) shows by default.
     let filter = match cli.verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
+        0 => format!("warn,{}=info", control::server::summary::TARGET),
+        1 => "info".to_owned(),
+        _ => "debug".to_owned(),
     };
+    // Colour only on a terminal: not in logs, files or journald.
+    use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()),
         )
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     match run(&cli.command, &matches) {

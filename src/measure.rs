@@ -30,6 +30,9 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
         quiet: json && method.kind() != "frer-compare",
         events: None,
         unit,
+        labels: client
+            .map(|c| report::text::RowLabels::of(c.spec.streams, c.spec.direction))
+            .unwrap_or_default(),
     };
     if let Some(c) = client {
         let addr = campaign::trials::client_config_with(&c.server, &c.connect)?.server;
@@ -46,15 +49,32 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
                 rows: Vec::new(),
             });
         } else if !json {
-            let rate = match spec.rate.bits_per_sec(spec.len) {
-                Some(b) => format!("{} per stream", model::units::bps(b)),
-                None => "unlimited rate".into(),
+            // A test of bytes (-n, -k) says how many, and the time only as its bound.
+            let length = match spec.bytes_per_stream {
+                Some(b) => format!(
+                    "{} per stream (at most {} s)",
+                    unit.map_or_else(|| model::units::iperf3_bytes(b), |u| u.amount(b)),
+                    spec.duration.as_secs_f64()
+                ),
+                None => format!("{} s", spec.duration.as_secs_f64()),
+            };
+            let rate = match (spec.rate.bits_per_sec(spec.len), unit) {
+                (Some(b), Some(u)) => format!("{} per stream", u.rate(b)),
+                (Some(b), None) => format!("{} per stream", model::units::bps(b)),
+                (None, _) => "unlimited rate".into(),
+            };
+            let streams = match spec.streams {
+                1 => "1 stream".to_owned(),
+                n => format!("{n} streams"),
+            };
+            let each_way = if spec.direction == model::spec::Direction::Bidir {
+                " each way"
+            } else {
+                ""
             };
             outln!(
-                "wirebench {} test to {addr}: {} stream(s), {rate}, {} s",
+                "wirebench {} test to {addr}: {streams}{each_way}, {rate}, {length}",
                 spec.protocol.as_str().to_uppercase(),
-                spec.streams,
-                spec.duration.as_secs_f64()
             );
         }
     }
@@ -99,6 +119,7 @@ pub fn analyze(a: &crate::cli::FrerAnalyzeArgs) -> Result<()> {
         quiet: false,
         events: None,
         unit: None,
+        labels: Default::default(),
     };
     let r = jobs::analyze(&crate::requests::analyze(a), &mut watch, &stop)?;
     print(&r, a.json, report::text::frer_analysis);

@@ -201,13 +201,16 @@ pub fn print_as(doc: &RunResult, layout: Layout, text: impl FnOnce(&RunResult) -
     }
 }
 
-/// A failure as the layout's reader expects it on standard output: `{"error": …}` for a
-/// JSON document (as iperf3 -J), an `error` event for a stream; nothing for text.
+/// A failure as the layout's reader expects it on standard output: `{"error": …}` for
+/// wirebench's document, iperf3's whole error document for its layout (`start`,
+/// `intervals`, an empty `end`, `error`), an `error` event for a stream; nothing for text.
 pub fn print_error(layout: Layout, message: &str) {
     match layout {
         Layout::Text => {}
-        Layout::Json | Layout::Iperf3Json => {
-            outln!("{}", serde_json::json!({ "error": message }))
+        Layout::Json => outln!("{}", serde_json::json!({ "error": message })),
+        Layout::Iperf3Json => {
+            let doc = report::iperf3::error_document(&engine::env::environment(), message);
+            outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default())
         }
         Layout::Iperf3Stream => outln!("{}", report::iperf3::event("error", message.into())),
     }
@@ -251,6 +254,8 @@ pub struct Printer {
     pub events: Option<EventStream>,
     /// Rates and amounts in one unit (`-f`).
     pub unit: Option<model::units::Fixed>,
+    /// How interval rows are labelled (one stream: its id, no `SUM`).
+    pub labels: report::text::RowLabels,
 }
 
 /// Interval rows gathered into iperf3's interval events.
@@ -273,7 +278,10 @@ impl Watch for Printer {
                 ev.rows.clear();
             }
         } else if !self.quiet {
-            outln!("{}", report::text::interval_line_in(row, self.unit));
+            outln!(
+                "{}",
+                report::text::interval_line_in(row, self.unit, self.labels)
+            );
         }
     }
 

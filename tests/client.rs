@@ -122,7 +122,15 @@ fn human_output_has_intervals_summary_and_latency() {
         "{s}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(s.contains("[SUM tx]   0.00-1.00"), "{s}");
+    // One stream: its rows are labelled by its id, and no [SUM] row repeats them (as
+    // iperf3 prints one stream).
+    assert!(s.contains("[  1 tx]   0.00-1.00"), "{s}");
+    assert!(!s.contains("[SUM"), "{s}");
+    assert!(s.starts_with("wirebench UDP test to 127.0.0.1:"), "{s}");
+    assert!(
+        s.lines().next().is_some_and(|l| l.contains(": 1 stream, ")),
+        "{s}"
+    );
     assert!(s.contains("jitter us") && s.contains("lost"), "{s}");
     assert!(
         s.contains("latency (us)") && s.contains("one-way") && s.contains("p99.9"),
@@ -458,6 +466,27 @@ fn json_stream_writes_one_event_per_line_as_iperf3_does() {
         assert_eq!(sum, parts);
     }
     assert!(events[3]["data"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    // iperf3 3.17 takes --json-stream with -J, as scripts write it.
+    let out = srv.run("client", "-t 0.5 -J --json-stream");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{e}: {l}"))
+        })
+        .map(|e| e["event"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    assert!(
+        names.first().is_some_and(|n| n == "start")
+            && names.last().is_some_and(|n| n == "end")
+            && names[1..names.len() - 1].iter().all(|n| n == "interval"),
+        "{text}"
+    );
     // A failure is an event too.
     let port = free_port().to_string();
     let out = run(&["client", "127.0.0.1", "-p", &port, "--json-stream"]);
@@ -480,11 +509,28 @@ fn f_shows_rates_and_amounts_in_one_unit() {
     assert!(out.status.success(), "{text}");
     let line = text
         .lines()
-        .find(|l| l.starts_with("[SUM tx]   0.00-0.50"))
+        .find(|l| l.starts_with("[  1 tx]   0.00-0.50"))
         .expect(&text);
     assert!(
         line.contains(" MBytes") && line.contains(" Mbit/s"),
         "{line}"
+    );
+    // Every figure of the text in that unit: the header, the rows, the stream table and
+    // the closing lines; none scaled to another.
+    assert!(text.starts_with("wirebench TCP test"), "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|l| l.contains("100.00 Mbit/s")),
+        "{text}"
+    );
+    for unit in ["Gbit/s", "kbit/s", " GB", " MB ", " kB", "GBytes", "KBytes"] {
+        assert!(!text.contains(unit), "{unit} in {text}");
+    }
+    let table = text.lines().find(|l| l.starts_with("1 tx ")).expect(&text);
+    assert!(
+        table.matches(" Mbit/s").count() == 2 && table.contains(" MBytes"),
+        "{table}"
     );
     let out = srv.run("client", "-t 0.5 -b 100M -f K");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -508,6 +554,16 @@ fn n_and_k_send_an_amount_instead_of_a_time() {
     let v = srv.json("client", "-u -n 1000000 -l 1000 -b 100M");
     assert_eq!(u64_at(&v, "/summary/sent_packets"), 1000);
     assert_fails(&srv.run("client", "-n 1M -R"), 2, "give -t instead");
+    // The header says the amount, and the time only as its bound.
+    let out = srv.run("client", "-n 40M -P 2 -b 400M");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = text.lines().next().unwrap_or_default();
+    assert!(
+        head.ends_with(
+            ": 2 streams, 400.00 Mbit/s per stream, 20.00 MBytes per stream (at most 3600 s)"
+        ),
+        "{text}"
+    );
 }
 
 fn address_family_bind_address_and_client_ports() {
@@ -596,7 +652,7 @@ fn title_timestamps_logfile_and_forceflush() {
         );
         assert!(rest.starts_with("lab7:  "), "{l}");
     }
-    assert!(text.contains("[SUM tx]   0.25-0.50"), "{text}");
+    assert!(text.contains("[  1 tx]   0.25-0.50"), "{text}");
     // In JSON the title is a key, and no line is decorated.
     let v = srv.json("client", "-t 0.3 -T lab7 --timestamps --json-format iperf3");
     assert_eq!(v["title"], "lab7");

@@ -151,6 +151,44 @@ fn tcp_both_ways_against_iperf3_counts_the_same_bytes() {
         );
         assert_eq!(v["params"]["peer"], "iperf3");
     }
+    // An iperf3 sender sends no counts during a test: -R's interval rows say what this
+    // side received and claim nothing sent (no "sent 0"), in JSON and in text.
+    let s = Iperf3Server::start();
+    let v = ours(&s, &["-t", "1", "-R", "-i", "0.5"]);
+    let rows = v["intervals"].as_array().expect("intervals");
+    assert!(!rows.is_empty(), "{v}");
+    for r in rows {
+        assert!(
+            r.get("sent_bytes").is_none() && r.get("sent_bps").is_none(),
+            "{r}"
+        );
+        assert!(f(r, "/received_bytes") > 0.0, "{r}");
+    }
+    let _ = s.document();
+    let s = Iperf3Server::start();
+    let port = s.port.to_string();
+    let out = crate::util::run(&[
+        "client",
+        "127.0.0.1",
+        "--iperf3",
+        "-p",
+        &port,
+        "-t",
+        "1",
+        "-R",
+        "-i",
+        "0.5",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("[  1 rx]")).collect();
+    assert!(row_lines.len() >= 4, "{text}");
+    for l in row_lines
+        .iter()
+        .filter(|l| !l.ends_with("sender") && !l.ends_with("receiver"))
+    {
+        assert!(!l.contains("sent"), "{l}");
+    }
+    let _ = s.document();
 }
 
 fn tcp_three_streams_and_bidir_against_iperf3() {
@@ -639,6 +677,35 @@ fn json_format_iperf3_has_every_key_path_of_iperf3s_document() {
             assert!(f(&doc, sum) > 0.0, "{sum} in {doc}");
         }
     }
+    // A test that cannot run: iperf3's error document, key for key (an empty `end`, so
+    // `d["end"]["sum_received"]` fails on it as on iperf3's), with the exit code 1.
+    let closed = crate::util::free_port();
+    let reference = iperf3_client(closed, &["-t", "1"]);
+    let port = closed.to_string();
+    let out = crate::util::run(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "1",
+        "-J",
+        "--json-format",
+        "iperf3",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(
+        key_paths(&doc),
+        key_paths(&reference),
+        "{doc} vs {reference}"
+    );
+    assert_eq!(doc["end"], serde_json::json!({}));
+    assert!(
+        doc["error"].as_str().is_some_and(|e| e.contains("refused")),
+        "{doc}"
+    );
 }
 
 fn iperf3_flags_reach_a_stock_iperf3_server() {

@@ -26,6 +26,35 @@ fn serves_several_tests_at_once() {
     }
 }
 
+/// As `iperf3 -s`, the server says what each finished test was: client, protocol,
+/// streams, time, what it received (and lost, for UDP) or sent; its log carries no colour
+/// codes when it is not a terminal (a pipe here).
+fn the_server_logs_each_finished_test_without_colour_in_a_log() {
+    let srv = ServerProc::start(&[]);
+    let v = srv.json("client", "-u -b 8M -l 1000 -t 1");
+    let sent = u64_at(&v, "/summary/sent_packets");
+    let line = srv
+        .log_line("test from 127.0.0.1:", std::time::Duration::from_secs(5))
+        .expect("a line for the finished test");
+    assert!(line.contains("UDP, 1 stream, "), "{line}");
+    assert!(line.contains(&format!("/{sent} (")), "{line} ({sent} sent)");
+    assert!(
+        line.contains(": received ") && line.contains(" Mbit/s"),
+        "{line}"
+    );
+    let v = srv.json("client", "-t 0.5 -R -P 2");
+    let bytes = u64_at(&v, "/summary/sent_bytes");
+    assert!(bytes > 0);
+    let line = srv
+        .log_line("TCP, 2 streams", std::time::Duration::from_secs(5))
+        .expect("a line for the reverse test");
+    assert!(
+        line.contains(": sent ") && !line.contains("received"),
+        "{line}"
+    );
+    assert_eq!(srv.log_count("\u{1b}["), 0, "colour codes in a log");
+}
+
 fn limits_are_enforced_with_a_clear_message() {
     let srv = ServerProc::start(&[
         "--max-duration",
@@ -310,6 +339,7 @@ fn an_address_beyond_its_share_of_tests_is_refused_and_the_server_goes_on() {
 pub(crate) fn cases() -> Vec<crate::harness::Case> {
     vec![
         crate::harness::case!(serves_several_tests_at_once),
+        crate::harness::case!(the_server_logs_each_finished_test_without_colour_in_a_log),
         crate::harness::case!(limits_are_enforced_with_a_clear_message),
         crate::harness::case!(authentication_refuses_missing_and_wrong_keys),
         crate::harness::case!(max_tests_turns_away_the_extra_client),

@@ -22,6 +22,7 @@
 //! the services import that, never this module.
 
 mod echo;
+pub mod summary;
 mod throughput;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -69,6 +69,22 @@ fn host_port(a: &str) -> (String, u16) {
     }
 }
 
+/// The document `iperf3 -J` prints when a test could not run: its `start` with no
+/// connection, no intervals, an empty `end` and the `error`, so that a script's
+/// `d["end"]["sum_received"]` fails on it as it fails on iperf3's.
+pub fn error_document(env: &model::results::Environment, message: &str) -> Value {
+    json!({
+        "start": {
+            "connected": [],
+            "version": format!("wirebench {}", env.wirebench_version),
+            "system_info": format!("Linux {} {}", env.hostname, env.kernel),
+        },
+        "intervals": [],
+        "end": {},
+        "error": message,
+    })
+}
+
 /// `start`: what was connected and asked.
 pub fn start(r: &RunResult) -> Value {
     let spec = spec(r);
@@ -162,7 +178,7 @@ fn interval_object(row: &IntervalRow, socket: Option<u8>, udp: bool) -> Value {
     let sender = client_sends(&row.direction);
     let seconds = row.end_s - row.start_s;
     let bytes = if sender {
-        Some(row.sent_bytes)
+        row.sent_bytes
     } else {
         row.received_bytes
     };

@@ -5,29 +5,95 @@
 
 use model::results::nic::NicMatrix;
 use model::results::{BlocksizeRow, IntervalRow, LatencyRow, RunResult, SweepTable};
-use model::units::{bps, bytes, us, Fixed};
+use model::units::{bps, us, Fixed};
 
 use crate::table::Table;
 use crate::tables;
 use crate::tables::blocksize::Units;
 
-/// One interval line, iperf3-like.
-pub fn interval_line(r: &IntervalRow) -> String {
-    interval_line_in(r, None)
+/// How a test's rows are labelled: a direction with one stream shows that stream's id, as
+/// iperf3 prints `[  5]` and no `[SUM]` for one stream; a direction with several shows
+/// `SUM` on its sum rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowLabels {
+    /// The id of the one stream client to server, when that direction has one.
+    pub tx: Option<u8>,
+    /// The id of the one stream server to client, when that direction has one.
+    pub rx: Option<u8>,
 }
 
-/// [`interval_line`] with rates and amounts in one unit (`-f`), or scaled when `None`.
-pub fn interval_line_in(r: &IntervalRow, unit: Option<Fixed>) -> String {
+impl RowLabels {
+    /// For a test of `streams` per direction in `direction`: stream ids count from 1, the
+    /// server-to-client ones of a `--bidir` test after the others.
+    pub fn of(streams: u8, direction: model::spec::Direction) -> Self {
+        use model::spec::Direction;
+        if streams != 1 {
+            return Self::default();
+        }
+        match direction {
+            Direction::Forward => Self {
+                tx: Some(1),
+                rx: None,
+            },
+            Direction::Reverse => Self {
+                tx: None,
+                rx: Some(1),
+            },
+            Direction::Bidir => Self {
+                tx: Some(1),
+                rx: Some(2),
+            },
+        }
+    }
+
+    /// From a result's streams.
+    pub fn of_result(r: &RunResult) -> Self {
+        let one = |dir: &str| {
+            let mut ids = r.streams.iter().filter(|s| s.direction == dir);
+            match (ids.next(), ids.next()) {
+                (Some(s), None) => Some(s.id),
+                _ => None,
+            }
+        };
+        Self {
+            tx: one("tx"),
+            rx: one("rx"),
+        }
+    }
+
+    /// The label of a row of `direction` (`tx`, `rx`) and `stream` (`None`: the sum).
+    fn label(self, direction: &str, stream: Option<u8>) -> String {
+        let sole = if direction == "rx" { self.rx } else { self.tx };
+        match (stream, sole) {
+            (Some(id), _) => format!("{id:>3}"),
+            (None, Some(id)) => format!("{id:>3}"),
+            (None, None) => "SUM".to_owned(),
+        }
+    }
+}
+
+/// One interval line, iperf3-like.
+pub fn interval_line(r: &IntervalRow) -> String {
+    interval_line_in(r, None, RowLabels::default())
+}
+
+/// [`interval_line`] with rates and amounts in one unit (`-f`), or scaled when `None`,
+/// labelled as `labels` says.
+pub fn interval_line_in(r: &IntervalRow, unit: Option<Fixed>, labels: RowLabels) -> String {
     let show = Show(unit);
-    let who = r.stream.map_or("SUM".to_owned(), |id| format!("{id:>3}"));
+    let who = labels.label(&r.direction, r.stream);
     let mut s = format!(
-        "[{who} {}] {:6.2}-{:<6.2} s  sent {:>10} {:>14}",
-        r.direction,
-        r.start_s,
-        r.end_s,
-        show.amount(r.sent_bytes),
-        show.rate(r.sent_bps)
+        "[{who} {}] {:6.2}-{:<6.2} s",
+        r.direction, r.start_s, r.end_s
     );
+    // A stock iperf3 sender sends no counts during a test: no "sent 0" for it.
+    if let (Some(b), Some(v)) = (r.sent_bytes, r.sent_bps) {
+        s.push_str(&format!(
+            "  sent {:>10} {:>14}",
+            show.amount(b),
+            show.rate(v)
+        ));
+    }
     if let Some(rb) = r.received_bps {
         s.push_str(&format!("  received {:>14}", show.rate(rb)));
     }
@@ -76,8 +142,10 @@ pub fn client_summary(r: &RunResult) -> String {
 struct Show(Option<Fixed>);
 
 impl Show {
+    /// Scaled as iperf3 does (powers of 1024), or in the one unit.
     fn amount(self, b: u64) -> String {
-        self.0.map_or_else(|| bytes(b), |u| u.amount(b))
+        self.0
+            .map_or_else(|| model::units::iperf3_bytes(b), |u| u.amount(b))
     }
 
     fn rate(self, v: f64) -> String {
@@ -87,7 +155,7 @@ impl Show {
 
 /// [`client_summary`] with the sender/receiver lines in one unit (`-f`).
 pub fn client_summary_in(r: &RunResult, unit: Option<Fixed>) -> String {
-    let (streams, latency) = tables::client::streams(r);
+    let (streams, latency) = tables::client::streams_in(r, unit);
     let mut out = streams.text();
     let udp = r.streams.first().is_some_and(|s| s.protocol == "udp");
     match latency {
@@ -120,6 +188,7 @@ pub fn client_summary_in(r: &RunResult, unit: Option<Fixed>) -> String {
 /// got, each over its own time.
 fn sender_receiver_lines(r: &RunResult, unit: Option<Fixed>) -> String {
     let show = Show(unit);
+    let labels = RowLabels::of_result(r);
     let mut out = String::new();
     let reverse = r.params.pointer("/test/direction").and_then(|d| d.as_str()) == Some("reverse");
     let main = if reverse { "rx" } else { "tx" };
@@ -128,7 +197,11 @@ fn sender_receiver_lines(r: &RunResult, unit: Option<Fixed>) -> String {
         ("rx", r.reverse_summary.as_ref()),
     ] {
         let Some(s) = s else { continue };
-        let span = format!("[SUM {dir}]   0.00-{:<6.2} s", s.duration_s);
+        let span = format!(
+            "[{} {dir}]   0.00-{:<6.2} s",
+            labels.label(dir, None),
+            s.duration_s
+        );
         if let (Some(b), Some(v)) = (s.sent_bytes, s.offered_bps) {
             let mut l = format!("{span}  {:>10} {:>14}", show.amount(b), show.rate(v));
             if let Some(p) = s.sent_packets {
@@ -1061,9 +1134,9 @@ mod test {
             end_s: 1.0,
             direction: "tx".into(),
             stream: None,
-            sent_bytes: 62_500_000,
+            sent_bytes: Some(62_500_000),
             received_bytes: Some(62_400_000),
-            sent_bps: 500e6,
+            sent_bps: Some(500e6),
             received_bps: Some(499.2e6),
             sent_packets: Some(42_459),
             received_packets: Some(42_391),

@@ -212,8 +212,8 @@ fn result(
         .map(|(u, d)| {
             (
                 load_from_s + u.end_s,
-                u.received_bps.unwrap_or(u.sent_bps),
-                d.received_bps.unwrap_or(d.sent_bps),
+                u.received_bps.or(u.sent_bps).unwrap_or(0.0),
+                d.received_bps.or(d.sent_bps).unwrap_or(0.0),
             )
         })
         .collect();

@@ -159,8 +159,8 @@ pub struct ClientArgs {
     #[arg(long, value_enum, default_value = "wirebench", requires = "json")]
     pub json_format: JsonFormat,
     /// One JSON object per event per line as the test runs (start, each interval, end), as
-    /// iperf3 3.17's --json-stream.
-    #[arg(long, conflicts_with = "json")]
+    /// iperf3 3.17's --json-stream (with or without -J, as iperf3 takes it).
+    #[arg(long)]
     pub json_stream: bool,
     /// Bytes to send in all, shared by the streams (k/M/G suffixes, powers of 1024), instead
     /// of a time; -t is then the longest the test may take (default 3600 s).

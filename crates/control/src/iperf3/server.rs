@@ -630,6 +630,7 @@ fn test(
     let bytes: u64 = ours.streams.iter().map(|s| s.bytes).sum();
     let peer_bytes: u64 = theirs.streams.iter().map(|s| s.bytes).sum();
     tracing::info!(
+        target: crate::server::summary::TARGET,
         "iperf3 client {peer}: {} {} stream(s), {} s: this side {bytes} bytes, the client {peer_bytes}",
         if p.udp { "UDP" } else { "TCP" },
         total,

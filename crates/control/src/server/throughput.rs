@@ -544,6 +544,13 @@ fn run_control_loop(
             })
             .flatten(),
     };
+    if let Ok(client) = ctrl.peer_addr() {
+        tracing::info!(
+            target: super::summary::TARGET,
+            "{}",
+            super::summary::line(client, &spec, &reports)
+        );
+    }
     messages::fit(&mut reports);
     write_msg(
         &mut ctrl,

@@ -431,13 +431,16 @@ pub struct IntervalRow {
     /// one stream the sum is its only row).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<u8>,
-    /// Payload bytes sent in the interval.
-    pub sent_bytes: u64,
+    /// Payload bytes sent in the interval (absent when the sender's view is unknown: a
+    /// stock iperf3 server sends no counts during a test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
     /// Payload bytes received in the interval (absent when the receiver's view is unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub received_bytes: Option<u64>,
-    /// Send rate, bits/s.
-    pub sent_bps: f64,
+    /// Send rate, bits/s (absent with `sent_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_bps: Option<f64>,
     /// Receive rate, bits/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub received_bps: Option<f64>,

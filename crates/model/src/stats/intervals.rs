@@ -65,9 +65,9 @@ pub fn rows(ticks: &[Tick], kind: LatencyKind) -> Vec<IntervalRow> {
             end_s: t.end.as_secs_f64(),
             direction: "tx".into(),
             stream,
-            sent_bytes: d.sent_bytes,
+            sent_bytes: Some(d.sent_bytes),
             received_bytes: Some(d.received_bytes),
-            sent_bps: per_s(d.sent_bytes),
+            sent_bps: Some(per_s(d.sent_bytes)),
             received_bps: Some(per_s(d.received_bytes)),
             sent_packets: Some(d.sent),
             received_packets: Some(d.received.received),
@@ -216,7 +216,7 @@ mod tests {
         assert_eq!(r[3].received_packets, Some(490));
         assert_eq!((r[5].start_s, r[5].end_s), (1.0, 1.5));
         // 250 frames of 100 bytes in 0.5 s on stream 2.
-        assert_eq!(r[4].sent_bps, 250.0 * 800.0 / 0.5);
+        assert_eq!(r[4].sent_bps, Some(250.0 * 800.0 / 0.5));
         // The second interval's latency is the 2 ms sample only.
         let l = r[3].latency.unwrap();
         assert_eq!(l.count, 1);

@@ -37,6 +37,22 @@ pub fn bytes(v: u64) -> String {
     }
 }
 
+/// An amount as iperf3 prints it by default: powers of 1024, scaled, `2.64 GBytes`,
+/// `100.00 MBytes`, `64.00 KBytes`, `512 Bytes`.
+pub fn iperf3_bytes(v: u64) -> String {
+    let f = v as f64;
+    let k = 1024.0;
+    if f >= k * k * k {
+        format!("{:.2} GBytes", f / (k * k * k))
+    } else if f >= k * k {
+        format!("{:.2} MBytes", f / (k * k))
+    } else if f >= k {
+        format!("{:.2} KBytes", f / k)
+    } else {
+        format!("{v} Bytes")
+    }
+}
+
 /// Microseconds with a precision that suits the magnitude: `3.21`, `45.6`, `1234`.
 pub fn us(v: f64) -> String {
     if !v.is_finite() {
@@ -166,6 +182,14 @@ mod test {
         assert_eq!(big_m.rate(8.0 * 1024.0 * 1024.0), "1.00 MBytes/s");
         assert_eq!(Fixed::parse("G").unwrap().amount(1 << 30), "1.00 GBytes");
         assert!(Fixed::parse("x").is_err() && Fixed::parse("mm").is_err());
+    }
+
+    #[test]
+    fn amounts_as_iperf3_prints_them() {
+        assert_eq!(iperf3_bytes(100 << 20), "100.00 MBytes");
+        assert_eq!(iperf3_bytes(2_835_000_000), "2.64 GBytes");
+        assert_eq!(iperf3_bytes(65_536), "64.00 KBytes");
+        assert_eq!(iperf3_bytes(512), "512 Bytes");
     }
 
     #[test]

@@ -419,7 +419,7 @@ fn over_time(id: &str, r: &RunResult) -> Vec<(String, String)> {
             Some(n) => format!("{n} {}", row.direction),
             None => format!("SUM {}", row.direction),
         };
-        let y = row.received_bps.unwrap_or(row.sent_bps) / 1e6;
+        let y = row.received_bps.or(row.sent_bps).unwrap_or(0.0) / 1e6;
         match names.iter().position(|n| *n == name) {
             Some(i) => series[i].1.push((row.end_s, y)),
             None => {

@@ -3,16 +3,25 @@
 
 use model::results::campaign::Campaign;
 use model::results::{LatencyUs, RunResult, StreamResult, Summary};
-use model::units::{bps, bytes, pct, us};
+use model::units::{bps, pct, us, Fixed};
 
 use super::sections::THROUGHPUT;
 use super::{done, limited};
 use crate::table::{mbps, opt, Table};
 
-fn udp_row(label: String, x: &Summary) -> Vec<String> {
+/// Rates and amounts in one unit (`-f`), or scaled.
+fn rate(unit: Option<Fixed>) -> impl Fn(f64) -> String {
+    move |v| unit.map_or_else(|| bps(v), |u| u.rate(v))
+}
+
+fn amount(unit: Option<Fixed>) -> impl Fn(u64) -> String {
+    move |b| unit.map_or_else(|| model::units::iperf3_bytes(b), |u| u.amount(b))
+}
+
+fn udp_row(label: String, x: &Summary, unit: Option<Fixed>) -> Vec<String> {
     let count = |v: Option<u64>| opt(v, |v| v.to_string());
     let mut row = vec![label, format!("{:.2}", x.duration_s)];
-    row.extend([x.target_bps, x.offered_bps, x.received_bps].map(|v| opt(v, bps)));
+    row.extend([x.target_bps, x.offered_bps, x.received_bps].map(|v| opt(v, rate(unit))));
     row.extend([x.sent_packets, x.received_packets, x.lost_packets].map(count));
     row.push(opt(x.loss_ratio, pct));
     row.extend([x.duplicate_packets, x.reordered_packets, x.late_packets].map(count));
@@ -20,10 +29,10 @@ fn udp_row(label: String, x: &Summary) -> Vec<String> {
     row
 }
 
-fn tcp_row(label: String, x: &Summary) -> Vec<String> {
+fn tcp_row(label: String, x: &Summary, unit: Option<Fixed>) -> Vec<String> {
     let mut row = vec![label, format!("{:.2}", x.duration_s)];
-    row.extend([x.offered_bps, x.received_bps].map(|v| opt(v, bps)));
-    row.extend([x.sent_bytes, x.received_bytes].map(|v| opt(v, bytes)));
+    row.extend([x.offered_bps, x.received_bps].map(|v| opt(v, rate(unit))));
+    row.extend([x.sent_bytes, x.received_bytes].map(|v| opt(v, amount(unit))));
     row.extend([opt(x.retransmits, |v| v.to_string()), opt(x.tcp_rtt_us, us)]);
     row
 }
@@ -38,6 +47,11 @@ fn latency_row(label: String, l: &LatencyUs) -> Vec<String> {
 /// direction when there are several streams) and, for UDP, the latency table (`None` when
 /// no stream has latency samples).
 pub fn streams(r: &RunResult) -> (Table, Option<Table>) {
+    streams_in(r, None)
+}
+
+/// [`streams`] with rates and amounts in one unit (`-f`), or scaled when `None`.
+pub fn streams_in(r: &RunResult, unit: Option<Fixed>) -> (Table, Option<Table>) {
     let udp = r.streams.first().is_some_and(|s| s.protocol == "udp");
     let sums: Vec<(&str, &Summary)> = [
         ("SUM tx", r.summary.as_ref()),
@@ -73,7 +87,10 @@ pub fn streams(r: &RunResult) -> (Table, Option<Table>) {
         )
         .collect();
     if !udp {
-        let rows = labelled.into_iter().map(|(l, s)| tcp_row(l, s)).collect();
+        let rows = labelled
+            .into_iter()
+            .map(|(l, s)| tcp_row(l, s, unit))
+            .collect();
         return (
             Table::plain(
                 "stream|secs>|Tx rate>|Rx rate>|sent>|received>|retr>|rtt us>",
@@ -86,7 +103,10 @@ pub fn streams(r: &RunResult) -> (Table, Option<Table>) {
         .iter()
         .filter_map(|(l, s)| s.latency_us.as_ref().map(|x| latency_row(l.clone(), x)))
         .collect();
-    let rows = labelled.into_iter().map(|(l, s)| udp_row(l, s)).collect();
+    let rows = labelled
+        .into_iter()
+        .map(|(l, s)| udp_row(l, s, unit))
+        .collect();
     (
         Table::plain(
             "stream|secs>|target>|offered>|received>|sent>|recv>|lost>|loss>|dup>|reord>|late>|jitter us>",
