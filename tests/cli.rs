@@ -89,6 +89,28 @@ fn help_lists_the_commands_and_exit_codes() {
     ] {
         assert!(s.contains(c), "{c} missing from --help:\n{s}");
     }
+    // wirebench alone, -h and --help begin with a sentence for users (once they began with
+    // the command-line crate's own description), and end with examples.
+    let bare = run(&[]);
+    assert_eq!(bare.status.code(), Some(2));
+    for (what, text) in [
+        (
+            "wirebench",
+            String::from_utf8_lossy(&bare.stderr).into_owned(),
+        ),
+        (
+            "-h",
+            String::from_utf8_lossy(&run(&["-h"]).stdout).into_owned(),
+        ),
+        ("--help", s.clone().into_owned()),
+    ] {
+        assert!(
+            text.starts_with("Benchmarks links and network devices"),
+            "{what}: {text}"
+        );
+        assert!(!text.contains("clap"), "{what}: {text}");
+    }
+    assert!(s.contains("Examples:\n  wirebench demo"), "{s}");
 }
 
 /// Every output ends cleanly when its reader has gone away (`wirebench report F | head`):

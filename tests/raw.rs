@@ -495,7 +495,7 @@ fn shell_commands(text: &str) -> Vec<String> {
     let (mut inside, mut open) = (false, String::new());
     for line in text.lines() {
         if line.starts_with("```") {
-            inside = line.trim() == "```sh";
+            inside = line.trim() == "```sh" || line.trim().starts_with("```sh,");
             continue;
         }
         if !inside {

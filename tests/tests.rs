@@ -10,6 +10,7 @@ mod agents;
 mod bad_input;
 mod cli;
 mod client;
+mod docs;
 mod frer;
 mod hostile;
 mod iperf3;
@@ -29,6 +30,7 @@ fn main() -> std::process::ExitCode {
             bad_input::cases(),
             cli::cases(),
             client::cases(),
+            docs::cases(),
             frer::cases(),
             hostile::cases(),
             iperf3::cases(),

@@ -26,7 +26,12 @@ use model::units;
 /// Exit codes: 0 success; 1 the test could not run (connection, server refusal,
 /// protocol error); 2 bad command line or input; 3 the test ran but a verdict failed.
 #[derive(Debug, Parser)]
-#[command(name = "wirebench", version, about, long_about, max_term_width = 100)]
+#[command(
+    name = "wirebench",
+    version,
+    max_term_width = 100,
+    after_help = "Examples:\n  wirebench demo                           # the whole story in about a minute\n  wirebench server & wirebench client 127.0.0.1 -t 5\n  wirebench COMMAND --help                 # each command with its examples"
+)]
 pub struct Cli {
     /// More log output on stderr (-v info, -vv debug).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -159,72 +164,135 @@ pub fn refused_iperf3_option(argv: &[std::ffi::OsString]) -> Option<String> {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve tests to many clients at once.
+    #[command(
+        after_help = "Examples:\n  wirebench server                              # port 5301 (and 5201 for iperf3 clients)\n  wirebench server --auth-key-file /etc/wirebench.key --max-rate 1G\n  wirebench server -p 5399 --run-for 60 --metrics 127.0.0.1:9464"
+    )]
     Server(ServerArgs),
     /// Tests on demand for Prometheus (like the blackbox exporter): a scrape of
     /// /probe?target=HOST&kind=tcp|udp|latency&secs=5&rate=100M runs that test against the
     /// wirebench (or iperf3) server at HOST and answers with its figures as metrics.
+    #[command(
+        after_help = "Examples:\n  wirebench exporter --listen 127.0.0.1:9465 --allow-target 198.18.0.2 --max-rate 100M\n  curl 'http://127.0.0.1:9465/probe?target=198.18.0.2&kind=udp&secs=5&rate=50M'"
+    )]
     Exporter(ExporterArgs),
     /// Run a TCP or UDP throughput test against a server (iperf3's flags).
+    #[command(
+        after_help = "Examples:\n  wirebench client 127.0.0.1 -u -b 500M         # UDP at 500 Mbit/s for 10 s\n  wirebench client HOST -P 4 -t 30 -i 1 -f m    # TCP, 4 streams, rows every second in Mbit/s\n  wirebench -c HOST -R -J --json-format iperf3  # iperf3's flags and iperf3's JSON"
+    )]
     Client(ClientArgs),
     /// UDP ping-pong latency per message size (like sockperf).
+    #[command(
+        after_help = "Examples:\n  wirebench latency 127.0.0.1 -l 64,512,1472 -t 5\n  wirebench latency HOST -l 64 -t 60 -i 1 -J"
+    )]
     Latency(LatencyArgs),
     /// Latency under load (flent's RRUL): TCP streams up and down at once with pings at a
     /// steady rate, and idle pings before and after as the baseline; prints throughput each
     /// way, idle and loaded round trips and the latency the load added.
+    #[command(
+        after_help = "Examples:\n  wirebench rrul HOST -t 30 --idle 5\n  wirebench rrul HOST -P 4 -t 60 -J"
+    )]
     Rrul(RrulArgs),
     /// Client tests between every ordered pair of hosts (N x (N-1)), each run by the source
     /// host's server toward the destination's (servers started with --allow-third-party
     /// and one key); prints the matrix of received rates. A host that cannot be reached
     /// fails its cells, and the rest of the mesh goes on.
+    #[command(
+        after_help = "Examples:\n  wirebench mesh --auth-key-file mesh.key a=198.18.1.1 b=198.18.2.1 c=198.18.3.1 -t 5\n  wirebench mesh --auth-key-file mesh.key a=HOST1 b=HOST2 -u -b 100M --pairs-at-once 2"
+    )]
     Mesh(MeshArgs),
     /// UDP rate staircase: loss per target rate and the maximum zero-loss rate.
+    #[command(
+        after_help = "Examples:\n  wirebench sweep HOST --from 400M --to 950M --step 50M -t 5 -l 1472\n  wirebench sweep HOST --from 400M --to 600M --step 100M --points 520M,540M --repeat 3"
+    )]
     Sweep(SweepArgs),
     /// TCP throughput per write size, each direction (like netio).
+    #[command(
+        after_help = "Examples:\n  wirebench blocksize HOST                       # netio's sizes, each direction\n  wirebench blocksize HOST --sizes 1k,4k,32k,128k -t 5 -P 2"
+    )]
     Blocksize(BlocksizeArgs),
     /// NIC review (needs root): for each MTU and feature combination, set both ends, run
     /// the block-size sweep, count interrupts, softirqs and CPU; every setting is put back
     /// afterwards, also on Ctrl-C. One table: rows block size, columns the combinations.
     #[command(name = "nicmatrix")]
+    #[command(
+        after_help = "Examples:\n  sudo wirebench nicmatrix --lab n1 --end talker:eth0,listener:eth0 --mtu 1500,9000 --offload lro=on,off\n  sudo wirebench nicmatrix --end eth1 --mtu 1500,9000 --offload tx=on,off HOST --auth-key-file k"
+    )]
     NicMatrix(NicMatrixArgs),
     /// The whole story in about a minute: as root, a FRER lab with path loss (TCP, UDP,
     /// sweep, latency, RFC 2544 at two frame sizes), a shaper profile and the FRER overhead;
     /// otherwise the same methods on loopback. Writes a run directory with report.html.
+    #[command(
+        after_help = "Examples:\n  wirebench demo                                # as root on labs, else on loopback\n  sudo wirebench demo --out /tmp/d --name d2     # labs d2, d26, d2c, d2f"
+    )]
     Demo(DemoArgs),
     /// Test networks on this machine: network namespaces joined by veth (needs root).
+    #[command(
+        after_help = "Examples:\n  sudo wirebench lab up frer --name f1 --path-a loss=2% --path-b loss=2%\n  sudo wirebench lab exec --name f1 talker -- ping -c 3 198.18.30.2\n  sudo wirebench lab down f1"
+    )]
     Lab(LabArgs),
     /// Generate Ethernet frames of an exact size on an interface (like trafgen/mausezahn):
     /// prints the achieved rate and whether the generator kept its schedule (needs root).
+    #[command(
+        after_help = "Examples:\n  sudo wirebench gen --lab g1 talker:eth0 --rx listener:eth0 -s 64 -r 100kpps -t 2\n  sudo wirebench gen eth1 -s 1518 -r 1G -n 100000 --backend xdp"
+    )]
     Gen(GenArgs),
     /// Run a multi-stream profile (TOML): every stream at once, each on its own schedule;
     /// per stream and in total: sent, received, lost, loss %, Mbit/s, latency, and the
     /// expectations (exit code 3 when one fails). Needs root.
+    #[command(
+        after_help = "Examples:\n  sudo wirebench streams examples/streams-two-classes.toml --lab s2\n  sudo wirebench streams profile.toml --lab s2 -i 1 -J"
+    )]
     Streams(StreamsArgs),
     /// Shaper accuracy matrix: for each configured bandwidth (set on the lab shaper, or on
     /// any device through --dut-cmd), offer line-rate traffic at each frame size and print
     /// the passed rate in % of the bandwidth (needs root).
+    #[command(
+        after_help = "Examples:\n  sudo wirebench shaping --lab s1 --tx talker:eth0 --rx listener:eth0 --bandwidths 10M,50M,100M --sizes 64,512,1518\n  sudo wirebench shaping --tx eth1 --rx eth2 --bandwidths 10M,100M --dut-cmd 'ssh dut tc-set {bandwidth_m}'"
+    )]
     Shaping(ShapingArgs),
     /// RFC 2544 throughput, latency, frame loss rate and back-to-back per frame size,
     /// between two interfaces of this host (--tx/--rx, a tester with two ports; needs root),
     /// or over UDP to a wirebench server (HOST).
+    #[command(
+        after_help = "Examples:\n  sudo wirebench rfc2544 --lab r1 --tx talker:eth0 --rx listener:eth0 --sizes 64,1518 --line-rate 1G\n  wirebench rfc2544 HOST --sizes 64,512,1518 -t 2 --tests throughput,latency\n  sudo wirebench rfc2544 --tx eth1 --rx eth2 --search binary --loss-tolerance 0.1% -J"
+    )]
     Rfc2544(Rfc2544Args),
     /// IEEE 802.1CB FRER: a software replicate/eliminate relay over AF_PACKET, and its
     /// counters (needs root).
+    #[command(
+        after_help = "Examples:\n  sudo wirebench frer compare -t 2 --name fc\n  sudo wirebench frer stats"
+    )]
     Frer(FrerArgs),
     /// Run a whole campaign from a plan (TOML): target, tests in order, thresholds,
     /// metadata. Writes DIR/results.json after every test, then report.md, report.html
     /// (charts inline) and one CSV per table. Exit code 3 when a threshold fails.
+    #[command(
+        after_help = "Examples:\n  wirebench run examples/plan-loopback.toml --out run1\n  sudo wirebench run examples/plan-frer.toml --out run2 --name p1 --junit run2/junit.xml"
+    )]
     Run(RunArgs),
     /// Render the reports of a run again from its results.json.
+    #[command(
+        after_help = "Examples:\n  wirebench report run1/results.json\n  wirebench report run1/results.json --template my-templates"
+    )]
     Report(ReportArgs),
     /// Print a shell completion script: `source <(wirebench completions bash)`, or install
     /// it in the shell's completion directory.
+    #[command(
+        after_help = "Examples:\n  source <(wirebench completions bash)\n  wirebench completions zsh > ~/.zfunc/_wirebench"
+    )]
     Completions(CompletionsArgs),
     /// Write the manual pages (wirebench.1 and one per command) into DIR, or print
     /// wirebench.1 without DIR.
+    #[command(
+        after_help = "Examples:\n  wirebench man | man -l -\n  wirebench man /usr/local/share/man/man1"
+    )]
     Man(ManArgs),
     /// Two runs side by side (results.json of `run`, or any command's -J output): every
     /// figure both measured, the difference and the overhead of B against A in % (e.g. FRER
     /// against a control group).
+    #[command(
+        after_help = "Examples:\n  wirebench compare control/results.json frer/results.json\n  wirebench compare a.json b.json -J"
+    )]
     Compare(CompareArgs),
 }
 
@@ -789,6 +857,81 @@ mod test {
 
     fn words(v: &[&str]) -> Vec<std::ffi::OsString> {
         v.iter().map(Into::into).collect()
+    }
+
+    /// Words of a shell line, single-quoted parts kept whole.
+    fn shell_words(line: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let (mut word, mut quoted, mut any) = (String::new(), false, false);
+        for c in line.chars() {
+            match c {
+                '\'' => {
+                    quoted = !quoted;
+                    any = true;
+                }
+                c if c.is_whitespace() && !quoted => {
+                    if any {
+                        out.push(std::mem::take(&mut word));
+                        any = false;
+                    }
+                }
+                c => {
+                    word.push(c);
+                    any = true;
+                }
+            }
+        }
+        if any {
+            out.push(word);
+        }
+        out
+    }
+
+    /// Every command's help ends with examples, and every example that runs wirebench
+    /// parses with the command line it shows (a renamed or removed flag fails here).
+    #[test]
+    fn every_command_ends_its_help_with_examples_that_parse() {
+        use clap::CommandFactory;
+        let root = Cli::command();
+        let mut commands: Vec<&clap::Command> = vec![&root];
+        commands.extend(root.get_subcommands().filter(|c| !c.is_hide_set()));
+        let mut parsed = 0;
+        for c in commands {
+            if c.get_name() == "help" {
+                continue;
+            }
+            let after = c
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                after.starts_with("Examples:\n"),
+                "{}: {after:?}",
+                c.get_name()
+            );
+            let lines: Vec<&str> = after.lines().skip(1).collect();
+            assert!(lines.len() >= 2, "{}: two examples at least", c.get_name());
+            for line in lines {
+                let code = line.split(" #").next().unwrap_or("").trim();
+                for part in code.split(" & ") {
+                    let part = part.trim().trim_start_matches("sudo ");
+                    let runs_wirebench = part.starts_with("wirebench ")
+                        && !part.contains('|')
+                        && !part.contains('>')
+                        && !part.contains("<(")
+                        && !part.contains("COMMAND");
+                    if !runs_wirebench {
+                        continue;
+                    }
+                    let argv = iperf3_aliases(shell_words(part).iter().map(Into::into).collect());
+                    if let Err(e) = Cli::try_parse_from(&argv) {
+                        panic!("{}: `{part}` does not parse: {e}", c.get_name());
+                    }
+                    parsed += 1;
+                }
+            }
+        }
+        assert!(parsed >= 40, "{parsed} examples parsed");
     }
 
     #[test]
