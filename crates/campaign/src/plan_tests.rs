@@ -101,12 +101,26 @@ fn a_plan_parses_and_each_test_gets_its_target() {
     };
     assert_eq!(
         p.tests[0].argv(&ctx).join(" "),
-        "wirebench client 198.18.30.2 -p 5301 -t 2 -J"
+        "wirebench client 198.18.30.2 -p 5301 -i 0.2 -t 2 -J"
     );
     assert_eq!(
         p.tests[1].argv(&ctx).join(" "),
         "wirebench rfc2544 --tx talker:eth0 --rx listener:eth0 --lab r1 --sizes 64,1518 -t 1 --tests throughput,latency -J"
     );
+    // A client test reports at a tenth of its time (1 s at most) unless it says -i; a
+    // comparison's labs are named after the run's.
+    let more = PLAN.replace("args = \"-t 2\"", "args = \"-t 60\"\n[[test]]\nkind = \"client\"\nargs = \"-i 0.5 -t 2\"\n[[test]]\nkind = \"frer-compare\"\nargs = \"-t 1\"");
+    let p = Plan::parse(&more, &Fake).unwrap();
+    let line = |i: usize| p.tests[i].argv(&ctx).join(" ");
+    assert_eq!(
+        line(0),
+        "wirebench client 198.18.30.2 -p 5301 -i 1 -t 60 -J"
+    );
+    assert_eq!(
+        line(1),
+        "wirebench client 198.18.30.2 -p 5301 -i 0.5 -t 2 -J"
+    );
+    assert_eq!(line(2), "wirebench frer compare --name r -t 1 -J");
     assert_eq!(p.thresholds[0].min, Some(500e6));
     assert_eq!(p.thresholds[1].max, Some(300.0));
     // A loopback plan runs rfc2544 over UDP through the server, with its port.
@@ -231,7 +245,7 @@ fn hosts_are_named_by_tests_and_a_mesh_takes_them_all() {
     );
     assert_eq!(
         argv(2),
-        "wirebench client 198.18.40.2 -p 7000 --auth-key-file /k -t 2 -J"
+        "wirebench client 198.18.40.2 -p 7000 --auth-key-file /k -i 0.2 -t 2 -J"
     );
     // With DNS, the hosts are known when the run starts; before, two stand-ins.
     let dns = Plan::parse(

@@ -47,6 +47,106 @@ fn ticks(max: f64, step: f64) -> impl Iterator<Item = f64> {
     (0..=n).map(move |k| k as f64 * step)
 }
 
+/// How a chart's y axis maps values: evenly, or by decades (latency, whose maximum would
+/// otherwise flatten its median and p99 to the floor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// From 0, evenly.
+    Linear,
+    /// Decades from the one below the smallest positive value to the one above the largest.
+    Log,
+}
+
+/// A y axis over some values.
+struct YAxis {
+    scale: Scale,
+    /// Linear: the top and the step; log: the lowest and highest decade.
+    lo: f64,
+    hi: f64,
+    step: f64,
+}
+
+impl YAxis {
+    fn new(scale: Scale, values: impl Iterator<Item = f64>) -> Self {
+        let values: Vec<f64> = values.filter(|v| v.is_finite()).collect();
+        let max = values.iter().copied().fold(0f64, f64::max);
+        match scale {
+            Scale::Linear => {
+                let (hi, step) = nice(max);
+                Self {
+                    scale,
+                    lo: 0.0,
+                    hi,
+                    step,
+                }
+            }
+            Scale::Log => {
+                let min = values
+                    .iter()
+                    .copied()
+                    .filter(|v| *v > 0.0)
+                    .fold(f64::INFINITY, f64::min);
+                if !min.is_finite() || max <= 0.0 {
+                    return Self::new(Scale::Linear, values.into_iter());
+                }
+                let lo = 10f64.powf(min.log10().floor());
+                let mut hi = 10f64.powf(max.log10().ceil());
+                if hi <= lo {
+                    hi = lo * 10.0;
+                }
+                Self {
+                    scale,
+                    lo,
+                    hi,
+                    step: 0.0,
+                }
+            }
+        }
+    }
+
+    /// Where `v` sits, from 0 (bottom) to 1 (top).
+    fn frac(&self, v: f64) -> f64 {
+        match self.scale {
+            Scale::Linear => v / self.hi,
+            Scale::Log => {
+                let v = v.max(self.lo);
+                (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
+            }
+        }
+    }
+
+    /// Its grid values: every step, or every decade (with 2 and 5 between them when there
+    /// are at most two decades).
+    fn ticks(&self) -> Vec<f64> {
+        match self.scale {
+            Scale::Linear => ticks(self.hi, self.step).collect(),
+            Scale::Log => {
+                let decades = (self.hi.log10() - self.lo.log10()).round() as i32;
+                let mut out = Vec::new();
+                for k in 0..=decades.clamp(0, 20) {
+                    let d = self.lo * 10f64.powi(k);
+                    out.push(d);
+                    if decades <= 2 && k < decades {
+                        out.extend([2.0 * d, 5.0 * d]);
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Dash patterns of a chart's series, so that lines that lie on each other are still told
+/// apart (the first solid).
+const DASHES: [&str; 4] = ["", "7 3", "2 3", "10 3 2 3"];
+
+fn dash(i: usize) -> String {
+    match DASHES[i % DASHES.len()] {
+        "" => String::new(),
+        d => format!(" stroke-dasharray=\"{d}\""),
+    }
+}
+
 fn label(v: f64) -> String {
     if v == 0.0 {
         "0".into()
@@ -81,13 +181,23 @@ fn frame(title: &str, x_label: &str, y_label: &str) -> String {
 }
 
 fn y_axis(s: &mut String, y_max: f64, y_step: f64) {
-    y_grid(s, TOP, H - TOP - BOTTOM, y_max, y_step);
+    y_grid(
+        s,
+        TOP,
+        H - TOP - BOTTOM,
+        &YAxis {
+            scale: Scale::Linear,
+            lo: 0.0,
+            hi: y_max,
+            step: y_step,
+        },
+    );
 }
 
 /// Horizontal grid lines with their values, for a plot `height` tall from `top`.
-fn y_grid(s: &mut String, top: f64, height: f64, y_max: f64, y_step: f64) {
-    for v in ticks(y_max, y_step) {
-        let y = top + height - v / y_max * height;
+fn y_grid(s: &mut String, top: f64, height: f64, axis: &YAxis) {
+    for v in axis.ticks() {
+        let y = top + height - axis.frac(v) * height;
         let _ = write!(
             s,
             "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{x2}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
@@ -153,11 +263,39 @@ fn legend(s: &mut String, names: &[&str]) {
     }
 }
 
+/// A line chart's legend: a stretch of each series' line (its colour and dash) and its name,
+/// left to right, onto the next row when the picture's width is used up.
+fn line_legend(s: &mut String, names: &[&str], first_colour: usize) {
+    let (mut x, mut y) = (LEFT + 10.0, TOP + 8.0);
+    for (i, n) in names.iter().enumerate() {
+        let w = 22.0 + text_width(n.chars().count(), 10.0) + 16.0;
+        if x > LEFT + 10.0 && x + w > W - RIGHT {
+            x = LEFT + 10.0;
+            y += 14.0;
+        }
+        let _ = write!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{ly:.1}\" x2=\"{x2:.1}\" y2=\"{ly:.1}\" stroke=\"{c}\" stroke-width=\"2\"{d}/>\
+<text x=\"{tx:.1}\" y=\"{ty:.1}\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
+            ly = y - 3.0,
+            x2 = x + 18.0,
+            c = COLOURS[(first_colour + i) % COLOURS.len()],
+            d = dash(i),
+            tx = x + 22.0,
+            ty = y + 1.0,
+            n = esc(n),
+        );
+        x += w;
+    }
+}
+
 /// How one series of a line chart is drawn: its line, and a dot per point that tells its
 /// value on hover (SVG `<title>`, no script).
 struct Line<'a> {
     name: &'a str,
     colour: &'a str,
+    /// Its dash pattern attribute ([`dash`]).
+    dash: String,
     width: f64,
     radius: f64,
     x_label: &'a str,
@@ -179,8 +317,9 @@ impl Line<'_> {
             .collect();
         let _ = write!(
             s,
-            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"{}\" points=\"{}\"/>",
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"{}\"{} points=\"{}\"/>",
             self.width,
+            self.dash,
             path.join(" ")
         );
         for &(x, y) in pts {
@@ -200,28 +339,30 @@ impl Line<'_> {
     }
 }
 
-/// A line chart of `series` (name, points (x, y)); x and y axes start at 0. Points are
-/// marked, so a series of one point still shows.
+/// A line chart of `series` (name, points (x, y)); the x axis starts at 0, the y axis at 0
+/// or by decades (`scale`). Points are marked, so a series of one point still shows; each
+/// series has its own dash, so lines that lie on each other are told apart.
 pub fn lines(
     title: &str,
     x_label: &str,
-    y_label: &str,
+    (y_label, scale): (&str, Scale),
     series: &[(String, Vec<(f64, f64)>)],
 ) -> String {
-    let all = series.iter().flat_map(|(_, p)| p.iter());
-    let (mut xmax, mut ymax) = (0f64, 0f64);
-    for &(x, y) in all {
-        xmax = xmax.max(x);
-        ymax = ymax.max(y);
-    }
+    let xmax = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.0))
+        .fold(0f64, f64::max);
+    let axis = YAxis::new(
+        scale,
+        series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)),
+    );
     let (x_max, x_step) = nice(xmax);
-    let (y_max, y_step) = nice(ymax);
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
     let px = |x: f64| LEFT + x / x_max * plot_w;
-    let py = |y: f64| TOP + plot_h - y / y_max * plot_h;
+    let py = |y: f64| TOP + plot_h - axis.frac(y) * plot_h;
     let mut s = frame(title, x_label, y_label);
-    y_axis(&mut s, y_max, y_step);
+    y_grid(&mut s, TOP, plot_h, &axis);
     for v in ticks(x_max, x_step) {
         let _ = write!(
             s,
@@ -236,6 +377,7 @@ pub fn lines(
         let line = Line {
             name,
             colour: c,
+            dash: dash(i),
             width: 2.0,
             radius: 3.0,
             x_label,
@@ -244,16 +386,16 @@ pub fn lines(
         line.draw(&mut s, pts, &px, &py);
     }
     let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
-    legend(&mut s, &names);
+    line_legend(&mut s, &names, 0);
     s.push_str("</svg>");
     s
 }
 
-/// One panel of [`panels`]: its y axis label and series (name, points (x, y)).
-pub type Panel<'a> = (&'a str, Vec<(String, Vec<(f64, f64)>)>);
+/// One panel of [`panels`]: its y axis label, its scale and series (name, points (x, y)).
+pub type Panel<'a> = (&'a str, Scale, Vec<(String, Vec<(f64, f64)>)>);
 
 /// Line charts stacked on one x axis (flent's style: throughput above, latency below), each
-/// panel with its own y axis from 0; every point shows its value on hover.
+/// panel with its own y axis (from 0, or by decades); every point shows its value on hover.
 pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
     const PANEL_H: f64 = 170.0;
     const GAP: f64 = 34.0;
@@ -261,7 +403,7 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
     let height = TOP + n * PANEL_H + (n - 1.0) * GAP + BOTTOM;
     let xmax = panels
         .iter()
-        .flat_map(|(_, ss)| ss.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)))
+        .flat_map(|(_, _, ss)| ss.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)))
         .fold(0f64, f64::max);
     let (x_max, x_step) = nice(xmax);
     let plot_w = W - LEFT - RIGHT;
@@ -279,15 +421,14 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
         x = esc(x_label),
     );
     let mut colour = 0;
-    for (k, (y_label, series)) in panels.iter().enumerate() {
+    for (k, (y_label, scale, series)) in panels.iter().enumerate() {
         let top = TOP + k as f64 * (PANEL_H + GAP);
-        let ymax = series
-            .iter()
-            .flat_map(|(_, p)| p.iter().map(|q| q.1))
-            .fold(0f64, f64::max);
-        let (y_max, y_step) = nice(ymax);
-        let py = |y: f64| top + PANEL_H - y / y_max * PANEL_H;
-        y_grid(&mut s, top, PANEL_H, y_max, y_step);
+        let axis = YAxis::new(
+            *scale,
+            series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)),
+        );
+        let py = |y: f64| top + PANEL_H - axis.frac(y) * PANEL_H;
+        y_grid(&mut s, top, PANEL_H, &axis);
         let _ = write!(
             s,
             "<text transform=\"translate(14 {cy:.1}) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\" font-family=\"sans-serif\">{y}</text>",
@@ -309,20 +450,23 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
             let line = Line {
                 name,
                 colour: c,
+                dash: dash(i),
                 width: 1.5,
                 radius: 2.0,
                 x_label,
                 y_label,
             };
             line.draw(&mut s, pts, &px, &py);
-            let w = 14.0 + text_width(name.chars().count(), 10.0);
+            let w = 22.0 + text_width(name.chars().count(), 10.0);
             let (lx, ly) = (W - RIGHT - w - 4.0, top + 10.0 + i as f64 * 14.0);
             let _ = write!(
                 s,
-                "<rect x=\"{lx:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/>\
+                "<line x1=\"{lx:.1}\" y1=\"{ry:.1}\" x2=\"{x2:.1}\" y2=\"{ry:.1}\" stroke=\"{c}\" stroke-width=\"2\"{d}/>\
 <text x=\"{tx:.1}\" y=\"{ty:.1}\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
-                ry = ly - 8.0,
-                tx = lx + 14.0,
+                ry = ly - 3.0,
+                x2 = lx + 18.0,
+                d = dash(i),
+                tx = lx + 22.0,
                 ty = ly + 1.0,
                 n = esc(name),
             );
@@ -350,7 +494,7 @@ pub const PERCENTILE_NINES: f64 = 5.0;
 
 /// An HDR-style percentile plot: one line per series (name, points (percentile 0..=100,
 /// value)), the x axis in nines (0 %, 90 %, 99 %, ... 99.999 %) so the tail gets the room
-/// the bulk gets, the y axis from 0. Every point tells its percentile and value on hover
+/// the bulk gets, the y axis by decades so the maximum does not flatten the median. Every point tells its percentile and value on hover
 /// (SVG `<title>`).
 pub fn percentiles(
     title: &str,
@@ -358,17 +502,16 @@ pub fn percentiles(
     unit: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> String {
-    let ymax = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
-        .fold(0f64, f64::max);
-    let (y_max, y_step) = nice(ymax);
+    let axis = YAxis::new(
+        Scale::Log,
+        series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)),
+    );
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
     let px = |p: f64| LEFT + percentile_x(p) / PERCENTILE_NINES * plot_w;
-    let py = |y: f64| TOP + plot_h - y / y_max * plot_h;
+    let py = |y: f64| TOP + plot_h - axis.frac(y) * plot_h;
     let mut s = frame(title, "percentile", y_label);
-    y_axis(&mut s, y_max, y_step);
+    y_grid(&mut s, TOP, plot_h, &axis);
     for (nines, l) in ["0 %", "90 %", "99 %", "99.9 %", "99.99 %", "99.999 %"]
         .iter()
         .enumerate()
@@ -392,7 +535,8 @@ pub fn percentiles(
             .collect();
         let _ = write!(
             s,
-            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{} points=\"{}\"/>",
+            dash(i),
             path.join(" ")
         );
         for &(p, y) in pts {
@@ -409,7 +553,7 @@ pub fn percentiles(
         }
     }
     let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
-    legend(&mut s, &names);
+    line_legend(&mut s, &names, 0);
     s.push_str("</svg>");
     s
 }
@@ -422,26 +566,25 @@ fn label_percent(p: f64) -> String {
 
 /// A line chart over categories (block sizes, frame sizes) spaced evenly along x: one line
 /// per series (name, a value per category); `None` is not measured, and the line joins the
-/// values on either side of it. The y axis starts at 0.
+/// values on either side of it. The y axis starts at 0, or goes by decades (`scale`).
 pub fn category_lines(
     title: &str,
-    x_label: &str,
-    y_label: &str,
+    (x_label, y_label): (&str, &str),
+    scale: Scale,
     categories: &[String],
     series: &[(String, Vec<Option<f64>>)],
 ) -> String {
-    let ymax = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().flatten())
-        .fold(0f64, |a, b| a.max(*b));
-    let (y_max, y_step) = nice(ymax);
+    let axis = YAxis::new(
+        scale,
+        series.iter().flat_map(|(_, v)| v.iter().flatten().copied()),
+    );
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
     let slot = plot_w / categories.len().max(1) as f64;
     let px = |i: usize| LEFT + slot * (i as f64 + 0.5);
-    let py = |y: f64| TOP + plot_h - y / y_max * plot_h;
+    let py = |y: f64| TOP + plot_h - axis.frac(y) * plot_h;
     let mut s = frame(title, x_label, y_label);
-    y_axis(&mut s, y_max, y_step);
+    y_grid(&mut s, TOP, plot_h, &axis);
     for (i, cat) in categories.iter().enumerate() {
         let _ = write!(
             s,
@@ -462,7 +605,8 @@ pub fn category_lines(
         let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
         let _ = write!(
             s,
-            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{} points=\"{}\"/>",
+            dash(n),
             path.join(" ")
         );
         for (x, y) in pts {
@@ -473,7 +617,7 @@ pub fn category_lines(
         }
     }
     let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
-    legend(&mut s, &names);
+    line_legend(&mut s, &names, 0);
     s.push_str("</svg>");
     s
 }
@@ -774,7 +918,12 @@ mod test {
     #[test]
     fn absurd_values_still_draw_a_bounded_chart() {
         for v in [f64::MAX, f64::INFINITY, f64::NAN, 1e305, -5.0] {
-            let s = lines("x", "x", "y", &[("s".into(), vec![(v, v)])]);
+            let s = lines(
+                "x",
+                "x",
+                ("y", Scale::Linear),
+                &[("s".into(), vec![(v, v)])],
+            );
             assert!(s.len() < 20_000, "{v}: {} bytes", s.len());
             let b = bars("b", "y", &["c".into()], &[("s".into(), vec![Some(v)])]);
             assert!(b.len() < 20_000);
@@ -847,6 +996,50 @@ mod test {
     }
 
     #[test]
+    fn a_log_axis_goes_by_decades_and_keeps_the_median_off_the_floor() {
+        // p50 12 us, max 4,000 us: on a linear axis the median sits at 0.3 % of the height.
+        let axis = YAxis::new(Scale::Log, [12.0, 35.0, 4_000.0].into_iter());
+        assert_eq!((axis.lo, axis.hi), (10.0, 10_000.0));
+        assert_eq!(axis.ticks(), [10.0, 100.0, 1_000.0, 10_000.0]);
+        assert!(axis.frac(12.0) > 0.02 && axis.frac(4_000.0) < 1.0);
+        assert!((axis.frac(100.0) - 1.0 / 3.0).abs() < 1e-9);
+        // Within two decades the grid has 2 and 5 between them.
+        let near = YAxis::new(Scale::Log, [3.0, 40.0].into_iter());
+        assert_eq!(near.ticks(), [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        // Nothing positive: a linear axis instead.
+        assert_eq!(
+            YAxis::new(Scale::Log, [0.0].into_iter()).scale,
+            Scale::Linear
+        );
+        let svg = percentiles(
+            "p",
+            "latency, us",
+            "us",
+            &[("a".into(), vec![(50.0, 12.0), (100.0, 4_000.0)])],
+        );
+        assert!(svg.contains(">1000<") && svg.contains(">10<"), "{svg}");
+    }
+
+    #[test]
+    fn lines_that_lie_on_each_other_are_told_apart_by_their_dashes() {
+        let same = vec![(0.0, 1.0), (1.0, 2.0)];
+        let svg = lines(
+            "t",
+            "s",
+            ("Mbit/s", Scale::Linear),
+            &[
+                ("a".into(), same.clone()),
+                ("b".into(), same.clone()),
+                ("c".into(), same),
+            ],
+        );
+        for d in ["stroke-dasharray=\"7 3\"", "stroke-dasharray=\"2 3\""] {
+            // The line and its legend entry.
+            assert_eq!(svg.matches(d).count(), 2, "{d}: {svg}");
+        }
+    }
+
+    #[test]
     fn axes_are_nice() {
         assert_eq!(nice(0.0), (1.0, 0.25));
         assert_eq!(nice(9.3), (10.0, 2.5));
@@ -864,8 +1057,11 @@ mod test {
             ("offered".to_owned(), vec![(100.0, 99.0), (200.0, 198.0)]),
             ("lost <x>".to_owned(), vec![(100.0, 0.0), (200.0, 2.0)]),
         ];
-        let a = lines("load", "offered Mbit/s", "Mbit/s", &series);
-        assert_eq!(a, lines("load", "offered Mbit/s", "Mbit/s", &series));
+        let a = lines("load", "offered Mbit/s", ("Mbit/s", Scale::Linear), &series);
+        assert_eq!(
+            a,
+            lines("load", "offered Mbit/s", ("Mbit/s", Scale::Linear), &series)
+        );
         assert!(a.starts_with("<svg") && a.ends_with("</svg>"));
         assert_eq!(a.matches("<polyline").count(), 2);
         assert_eq!(a.matches("<circle").count(), 4);
@@ -879,10 +1075,10 @@ mod test {
             ("t1 Tx".to_owned(), vec![Some(1.0), None, Some(3.0)]),
             ("t1 Rx".to_owned(), vec![Some(2.0), Some(2.5), Some(4.0)]),
         ];
-        let a = category_lines("sweep", "block", "Gbit/s", &cats, &series);
+        let a = category_lines("sweep", ("block", "Gbit/s"), Scale::Linear, &cats, &series);
         assert_eq!(
             a,
-            category_lines("sweep", "block", "Gbit/s", &cats, &series)
+            category_lines("sweep", ("block", "Gbit/s"), Scale::Linear, &cats, &series)
         );
         assert_eq!(a.matches("<polyline").count(), 2);
         assert_eq!(
@@ -893,7 +1089,13 @@ mod test {
         // Categories are evenly spaced: 550 px of plot in three slots of 183.3.
         assert!(a.contains(">1k</text>") && a.contains("x=\"161.7\""), "{a}");
         for v in [f64::MAX, f64::INFINITY, f64::NAN, -5.0] {
-            let s = category_lines("x", "x", "y", &cats[..1], &[("s".into(), vec![Some(v)])]);
+            let s = category_lines(
+                "x",
+                ("x", "y"),
+                Scale::Linear,
+                &cats[..1],
+                &[("s".into(), vec![Some(v)])],
+            );
             assert!(s.len() < 20_000, "{v}: {} bytes", s.len());
         }
     }

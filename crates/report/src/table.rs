@@ -121,7 +121,12 @@ impl Table {
             s.push('|');
             for (i, cell) in row.iter().enumerate() {
                 if self.is_source(i, cell) {
-                    let _ = write!(s, " [{cell}](#{cell}) |");
+                    // One test, or several that share the row (`t1, t2`).
+                    let links: Vec<String> = cell
+                        .split(", ")
+                        .map(|id| format!("[{id}](#{id})"))
+                        .collect();
+                    let _ = write!(s, " {} |", links.join(", "));
                 } else {
                     let _ = write!(s, " {} |", md_escape(cell));
                 }
@@ -144,7 +149,11 @@ impl Table {
             for (i, cell) in row.iter().enumerate() {
                 let a = self.headers.get(i).map_or(Align::Left, |h| h.1);
                 let body = if self.is_source(i, cell) {
-                    format!("<a href=\"#{c}\">{c}</a>", c = html_escape(cell))
+                    let links: Vec<String> = cell
+                        .split(", ")
+                        .map(|id| format!("<a href=\"#{c}\">{c}</a>", c = html_escape(id)))
+                        .collect();
+                    links.join(", ")
                 } else if cell == "FAIL" || cell.starts_with("FAILED") {
                     format!("<b class=\"fail\">{}</b>", html_escape(cell))
                 } else {

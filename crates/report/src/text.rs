@@ -1162,7 +1162,7 @@ mod test {
             "{l}"
         );
         assert!(
-            l.contains("sent   62.50 MB  500.00 Mbit/s") && l.contains("received  499.20 Mbit/s"),
+            l.contains("sent 59.60 MBytes  500.00 Mbit/s") && l.contains("received  499.20 Mbit/s"),
             "{l}"
         );
         assert!(

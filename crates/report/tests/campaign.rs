@@ -402,6 +402,12 @@ mod nic {
             serde_json::json!({"units": "si", "streams": 1}),
         );
         si.blocksize = Some(vec![row(1024, 100.0, 95.5), row(32768, 940.0, 935.25)]);
+        // The same ixgbe port as t1's; the veth with jumbo frames since.
+        let jumbo = InterfaceState {
+            mtu: Some(9000),
+            ..veth()
+        };
+        si.interfaces = vec![ixgbe(), jumbo];
         Campaign {
             schema: SCHEMA.into(),
             title: "NIC tuning".into(),
@@ -479,7 +485,7 @@ mod nic {
         );
         let i = csv(&c, "interface_state");
         assert!(
-            i.contains("t1,tx,enp3s0f0,ixgbe,5.1.0-k,0x800003df,0000:03:00.0,10000 Mbit/s,full,1500,Gen2 x4 of Gen3 x8,"),
+            i.contains("\"t1, t3\",tx,enp3s0f0,ixgbe,5.1.0-k,0x800003df,0000:03:00.0,10000 Mbit/s,full,1500,Gen2 x4 of Gen3 x8,"),
             "{i}"
         );
         assert!(
@@ -490,6 +496,14 @@ mod nic {
             i.contains("t1,rx,veth-b,veth,-,-,-,-,-,1500,not a PCIe device,-,-,-,\n"),
             "{i}"
         );
+        // An interface two tests found the same is one row naming both; one that changed
+        // between them has its own row, the change marked.
+        assert!(i.contains("\"t1, t3\",tx,enp3s0f0,ixgbe,"), "{i}");
+        assert!(
+            i.contains("t3,rx,veth-b,veth,-,-,-,-,-,≠ 9000,not a PCIe device,-,-,-,\n"),
+            "{i}"
+        );
+        assert_eq!(i.lines().count(), 4, "{i}");
         // Findings: the sweeps' highest rates, the best MTU with the mean of its sweeps
         // ((350 + 330) / 2 and (800 + 760) / 2: 560), the refused combination, the
         // degraded PCIe link.
@@ -648,7 +662,7 @@ fn no_chart_text_overlaps_another_or_leaves_the_picture() {
         .collect();
     charts.push((
         "crowded lines".into(),
-        report::svg::lines("t", "x", "y", &series),
+        report::svg::lines("t", "x", ("y", report::svg::Scale::Linear), &series),
     ));
     let cats: Vec<String> = (1..=5)
         .map(|i| format!("UDP round-trip latency p99.{i} under load"))
@@ -666,7 +680,10 @@ fn no_chart_text_overlaps_another_or_leaves_the_picture() {
         report::svg::panels(
             "t",
             "x",
-            &[("y", series[..3].to_vec()), ("z", series[3..].to_vec())],
+            &[
+                ("y", report::svg::Scale::Linear, series[..3].to_vec()),
+                ("z", report::svg::Scale::Log, series[3..].to_vec()),
+            ],
         ),
     ));
     for (caption, svg) in &charts {

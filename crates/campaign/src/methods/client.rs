@@ -50,6 +50,24 @@ impl Method for Client {
         true
     }
 
+    /// In a plan, a test without `-i` reports at a tenth of its time (1 s at most), so a
+    /// short test's time series has points enough to show a shape.
+    fn argv(&self, a: &mut super::method::Argv<'_>) {
+        a.push(&["client"]);
+        a.server();
+        if !(a.has("-i") || a.has("--interval")) {
+            let time = a
+                .args
+                .iter()
+                .position(|w| w == "-t" || w == "--time")
+                .and_then(|i| a.args.get(i + 1))
+                .and_then(|t| model::units::seconds(t).ok())
+                .unwrap_or(Duration::from_secs(10));
+            let every = (time.as_secs_f64() / 10.0).clamp(0.01, 1.0);
+            a.push(&["-i", &model::units::secs(every)]);
+        }
+    }
+
     fn run(
         &self,
         req: &ClientRequest,

@@ -1,4 +1,5 @@
-//! The verdict banner that opens a report: PASS, FAIL or INCOMPLETE in one glance, the
+//! The verdict banner that opens a report: PASS, FAIL, INCOMPLETE or MEASURED (every test
+//! ran, but no threshold judged anything) in one glance, the
 //! thresholds passed of their total, each threshold that failed and why, and each test that
 //! did not run. It judges nothing itself: it counts the verdicts the plan and the tests
 //! recorded and the tests' status.
@@ -16,8 +17,10 @@ pub(super) enum Outcome {
     Fail,
     /// No threshold failed, but a test did not run (or the run stopped early).
     Incomplete,
-    /// Every test ran and every threshold passed.
+    /// Every test ran and every threshold passed (there was at least one).
     Pass,
+    /// Every test ran, and no threshold was set: nothing was judged, so nothing passed.
+    Measured,
 }
 
 impl Outcome {
@@ -26,6 +29,7 @@ impl Outcome {
             Outcome::Fail => "FAIL",
             Outcome::Incomplete => "INCOMPLETE",
             Outcome::Pass => "PASS",
+            Outcome::Measured => "MEASURED",
         }
     }
 }
@@ -75,6 +79,8 @@ pub(super) fn banner(c: &Campaign) -> Banner {
         Outcome::Fail
     } else if !missing.is_empty() || c.stopped.is_some() {
         Outcome::Incomplete
+    } else if all.is_empty() {
+        Outcome::Measured
     } else {
         Outcome::Pass
     };
@@ -92,6 +98,9 @@ impl Banner {
     /// The headline: outcome, thresholds and tests in one line.
     fn headline(&self, tests: usize) -> String {
         let thresholds = match self.total {
+            0 if self.outcome == Outcome::Measured => {
+                "no thresholds set, so nothing was judged".to_owned()
+            }
             0 => "no thresholds set".to_owned(),
             n => format!("{} of {n} thresholds passed", self.passed),
         };
@@ -129,6 +138,7 @@ impl Banner {
             Outcome::Fail => "verdict fail-box",
             Outcome::Incomplete => "verdict incomplete-box",
             Outcome::Pass => "verdict pass-box",
+            Outcome::Measured => "verdict measured-box",
         };
         let link = |at: &str| {
             if at == "plan" {
@@ -258,6 +268,14 @@ mod test {
             html.contains("fail-box") && html.contains("<a href=\"#t2\">t2</a>"),
             "{html}"
         );
+        // Every test ran, and no threshold was set: not a PASS.
+        let b = banner(&campaign(&[Done, Done], vec![], vec![]));
+        assert_eq!(b.outcome, Outcome::Measured);
+        assert_eq!(
+            b.headline(2),
+            "MEASURED: no thresholds set, so nothing was judged; 2 of 2 tests ran"
+        );
+        assert!(b.html(2).contains("measured-box"));
         // Nothing failed, but a test did not run.
         let b = banner(&campaign(&[Done, NotRun], vec![], vec![]));
         assert_eq!(b.outcome, Outcome::Incomplete);

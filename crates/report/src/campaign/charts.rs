@@ -36,7 +36,13 @@ fn lines(id: &str, kind: &str, series: &[Series]) -> (String, String) {
     let mut f = kind.split('|');
     let mut next = || f.next().unwrap_or_default();
     let (caption, title, x, y) = (next(), next(), next(), next());
-    let svg = svg::lines(&format!("{title} ({id})"), x, y, series);
+    // Latency and round trips by decades: a spike does not flatten the rest.
+    let scale = if y.starts_with("latency") || y.starts_with("round trip") {
+        svg::Scale::Log
+    } else {
+        svg::Scale::Linear
+    };
+    let svg = svg::lines(&format!("{title} ({id})"), x, (y, scale), series);
     (format!("{id}: {caption}"), svg)
 }
 
@@ -197,8 +203,8 @@ fn block_sizes(c: &Campaign) -> Option<(String, String)> {
     }
     let svg = svg::category_lines(
         "Block-size sweep: Tx and Rx by block size",
-        "block size",
-        "Gbit/s",
+        ("block size", "Gbit/s"),
+        svg::Scale::Linear,
         &cats,
         &series,
     );
@@ -248,15 +254,22 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
             let pick = |f: fn(&LatencySummary) -> f64| -> Vec<Option<f64>> {
                 with.iter().map(|l| l.summary.as_ref().map(f)).collect()
             };
-            let bars = [
+            let lines = [
                 ("p50".into(), pick(|s| s.p50_us)),
                 ("p99".into(), pick(|s| s.p99_us)),
                 ("p99.9".into(), pick(|s| s.p999_us)),
+                ("max".into(), pick(|s| s.max_us)),
             ];
             let title = format!("Latency percentiles by frame size ({id})");
             out.push((
                 format!("{id}: latency by frame size"),
-                svg::bars(&title, "us", &cats, &bars),
+                svg::category_lines(
+                    &title,
+                    ("frame size", "latency, us"),
+                    svg::Scale::Log,
+                    &cats,
+                    &lines,
+                ),
             ));
             // Latency by percentile, from the stored histograms.
             let stored = x
@@ -503,9 +516,14 @@ fn rrul(id: &str, x: &model::results::rrul::RrulResult) -> Vec<(String, String)>
         &[
             (
                 "Mbit/s",
+                svg::Scale::Linear,
                 vec![("upload".into(), up), ("download".into(), down)],
             ),
-            ("ping round trip, ms", vec![("ping".into(), pings)]),
+            (
+                "ping round trip, ms",
+                svg::Scale::Log,
+                vec![("ping".into(), pings)],
+            ),
         ],
     );
     out.push((format!("{id}: latency under load"), svg));

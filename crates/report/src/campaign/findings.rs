@@ -44,6 +44,15 @@ fn mesh(m: &model::results::mesh::MeshReport) -> String {
 /// One line per test: what it found, in words and measured figures only.
 pub(super) fn findings(c: &Campaign, extras: &dyn Extras) -> Vec<String> {
     let mut out = Vec::new();
+    // Facts of the set-up (a PCIe link, the relays' data path) are said once, at the first
+    // test they hold for; a later test says one only where it differs.
+    let mut facts: Vec<String> = Vec::new();
+    let mut once = |parts: &mut Vec<String>, fact: String| {
+        if !facts.contains(&fact) {
+            facts.push(fact.clone());
+            parts.push(fact);
+        }
+    };
     for t in &c.tests {
         let link = format!("[{}](#{})", t.id, t.id);
         let Some(r) = &t.result else {
@@ -159,18 +168,22 @@ pub(super) fn findings(c: &Campaign, extras: &dyn Extras) -> Vec<String> {
         parts.extend(r.nic_matrix.iter().flat_map(nic_matrix));
         for i in &r.interfaces {
             if let Some(p) = i.pcie.as_ref().filter(|p| p.degraded()) {
-                parts.push(format!(
+                let fact = format!(
                     "{} {} PCIe link {}: trained below what the device can do",
                     i.role,
                     i.name,
                     p.words()
-                ));
+                );
+                once(&mut parts, fact);
             }
         }
         if let Some(cost) = &r.lab_cost {
             let paths = cost.relay_data_paths();
             if !paths.is_empty() {
-                parts.push(format!("relays' data path: {}", paths.join(" and ")));
+                once(
+                    &mut parts,
+                    format!("relays' data path: {}", paths.join(" and ")),
+                );
             }
         }
         parts.extend(extras.findings(t, r));

@@ -44,7 +44,7 @@ td.r,th.r{text-align:right}td.l,th.l{text-align:left}.fail{color:#b00}\
 figure{margin:1em 0}code{font-size:12px}\
 .verdict{border:2px solid;border-radius:4px;padding:.2em 1em;margin:1em 0}\
 .pass-box{border-color:#2a7;background:#effaf3}.fail-box{border-color:#b00;background:#fdf0f0}\
-.incomplete-box{border-color:#c80;background:#fdf7ea}";
+.incomplete-box{border-color:#c80;background:#fdf7ea}.measured-box{border-color:#888;background:#f6f6f6}";
 
 /// The report as one self-contained HTML file (inline style and SVG, no scripts, nothing
 /// fetched; the built-in template).

@@ -1,5 +1,5 @@
 //! The campaign report (`wirebench run`, `wirebench report`): the sections of a benchmark
-//! report built from a [`Campaign`] alone, opened by a verdict banner (PASS, FAIL or
+//! report built from a [`Campaign`] alone, opened by a verdict banner (PASS, FAIL, MEASURED or
 //! INCOMPLETE), laid out as Markdown ([`markdown`]), as one
 //! self-contained HTML file with inline SVG charts ([`html`], [`charts`]), and as one CSV
 //! per table ([`csv_tables`]); and two runs side by side ([`compare_rows`], with the

@@ -220,9 +220,48 @@ pub fn activity_report(c: &Campaign) -> Option<Table> {
     }))
 }
 
-/// The report's interfaces: per test and role, the interface with every fact.
+/// The report's interfaces: per test and role, the interface with every fact; an
+/// interface that several tests found the same is one row naming them all (`t1, t2, t4`),
+/// and a cell that differs from the same interface's first row is marked `≠`.
 pub fn interfaces_report(c: &Campaign) -> Option<Table> {
-    INTERFACE_STATE.per_test(c, |r| &r.interfaces, interface_row)
+    let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for (t, r) in done(c) {
+        for i in &r.interfaces {
+            let row = interface_row(i);
+            match rows.iter_mut().find(|(_, x)| *x == row) {
+                Some((ids, _)) => ids.push(t.id.clone()),
+                None => rows.push((vec![t.id.clone()], row)),
+            }
+        }
+    }
+    let mut first: Vec<&Vec<String>> = Vec::new();
+    let marked: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(ids, row)| {
+            // The same interface: the same role and name (the first two cells).
+            let same = first.iter().find(|f| f[..2] == row[..2]).copied();
+            let cells = match same {
+                Some(f) => row
+                    .iter()
+                    .zip(f.iter())
+                    .enumerate()
+                    .map(|(k, (a, b))| {
+                        if k >= 2 && a != b {
+                            format!("≠ {a}")
+                        } else {
+                            a.clone()
+                        }
+                    })
+                    .collect(),
+                None => {
+                    first.push(row);
+                    row.clone()
+                }
+            };
+            led(&ids.join(", "), cells)
+        })
+        .collect();
+    INTERFACE_STATE.table(marked)
 }
 
 #[cfg(test)]
