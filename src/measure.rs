@@ -33,6 +33,7 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
         labels: client
             .map(|c| report::text::RowLabels::of(c.spec.streams, c.spec.direction))
             .unwrap_or_default(),
+        bar: None,
     };
     if let Some(c) = client {
         let addr = campaign::trials::client_config_with(&c.server, &c.connect)?.server;
@@ -85,7 +86,12 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
         OnSignal::StopTwiceExits => stop_on_signals_twice_exits()?,
         OnSignal::Ignore => never(),
     };
-    let r = campaign::methods::run(req, &mut watch, &stop)?;
+    let r = campaign::methods::run(req, &mut watch, &stop);
+    // The progress bar goes before the result prints.
+    if let Some(b) = watch.bar.take() {
+        b.finish_and_clear();
+    }
+    let r = r?;
     // Interval rows came before: a blank line between them and the summary.
     if matches!(method.kind(), "client" | "rrul") && !json {
         outln!();
@@ -120,6 +126,7 @@ pub fn analyze(a: &crate::cli::FrerAnalyzeArgs) -> Result<()> {
         events: None,
         unit: None,
         labels: Default::default(),
+        bar: None,
     };
     let r = jobs::analyze(&crate::requests::analyze(a), &mut watch, &stop)?;
     print(&r, a.json, report::text::frer_analysis);

@@ -256,6 +256,23 @@ pub struct Printer {
     pub unit: Option<model::units::Fixed>,
     /// How interval rows are labelled (one stream: its id, no `SUM`).
     pub labels: report::text::RowLabels,
+    /// The bar that counted progress (`[k/n] ...` lines) shows on a terminal.
+    pub bar: Option<indicatif::ProgressBar>,
+}
+
+/// A progress line that counts (`[k/n] rest`): k, n and the rest.
+fn counted(line: &str) -> Option<(u64, u64, &str)> {
+    let (head, rest) = line.strip_prefix('[')?.split_once("] ")?;
+    let (k, n) = head.split_once('/')?;
+    Some((k.parse().ok()?, n.parse().ok()?, rest))
+}
+
+impl Drop for Printer {
+    fn drop(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
 }
 
 /// Interval rows gathered into iperf3's interval events.
@@ -285,9 +302,32 @@ impl Watch for Printer {
         }
     }
 
+    /// Progress: nothing with -J; on a terminal, counted lines (`[k/n] ...`) move a bar
+    /// and the others print above it; in a log (not a terminal), every line as it is.
     fn progress(&mut self, line: &str) {
-        if !self.quiet {
-            errln!("{line}");
+        use std::io::IsTerminal as _;
+        if self.quiet {
+            return;
+        }
+        if let Some((k, n, rest)) = counted(line).filter(|_| std::io::stderr().is_terminal()) {
+            let bar = self.bar.get_or_insert_with(|| {
+                let target = indicatif::ProgressDrawTarget::stderr();
+                let b = indicatif::ProgressBar::with_draw_target(Some(n), target);
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len}, {elapsed} elapsed: {msg}",
+                ) {
+                    b.set_style(style);
+                }
+                b
+            });
+            bar.set_length(n);
+            bar.set_position(k);
+            bar.set_message(rest.to_owned());
+            return;
+        }
+        match &self.bar {
+            Some(b) => b.suspend(|| errln!("{line}")),
+            None => errln!("{line}"),
         }
     }
 }

@@ -166,6 +166,28 @@ fn rfc2544_over_udp_through_a_server() {
         .unwrap();
     assert!(l > 2000, "{l} latency samples at 512 bytes");
     assert!(str_at(&v, "/backend").starts_with("udp"));
+    // Progress: a counted line per trial on stderr (a log here, not a terminal), each
+    // with its load and its loss; the same run with -J says nothing there.
+    let out = srv.run(
+        "rfc2544",
+        "--sizes 64 -t 0.5 --tests throughput --line-rate 10M",
+    );
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let trials: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("] trial 64 B at "))
+        .collect();
+    assert!(!trials.is_empty(), "{err}");
+    assert!(
+        trials[0].starts_with("[1/") && trials[0].contains(": lost "),
+        "{err}"
+    );
+    let quiet = srv.run(
+        "rfc2544",
+        "--sizes 64 -t 0.5 --tests throughput --line-rate 10M -J",
+    );
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("trial"));
     // Bursts at line rate need raw ports.
     assert_fails(
         &srv.run("rfc2544", "--tests throughput,b2b"),

@@ -17,11 +17,66 @@ use crate::trials::client_config;
 use crate::trials::{base_spec, RawTrial, ServerTrial, TestServer, UDP_FRAME_OVERHEAD};
 use crate::{usage, Error, Watch};
 
-/// Runs the asked benchmarks per frame size over `trial`.
+/// A trial runner that says each trial as it ends: its number of the rehearsed count, the
+/// load and what it lost (a progress line per trial).
+struct Narrated<'w, T> {
+    inner: &'w mut T,
+    watch: &'w mut dyn Watch,
+    done: u32,
+    about: u32,
+}
+
+impl<T: Trial<Error = Error>> Trial for Narrated<'_, T> {
+    type Error = Error;
+
+    fn run(&mut self, req: &method::TrialRequest) -> Result<method::TrialData, Error> {
+        let d = self.inner.run(req)?;
+        self.done += 1;
+        let len = req
+            .frame_len()
+            .map_or_else(String::new, |l| format!("{l} B "));
+        let load = match req.load {
+            method::Load::Rate(rate, time) => format!(
+                "{len}at {:.0} frames/s for {} s",
+                rate.packets_per_sec(1).unwrap_or(d.offered_pps),
+                model::units::secs(time.as_secs_f64())
+            ),
+            method::Load::Burst(n) => format!("{len}burst of {n} frames"),
+        };
+        let c = &d.counters;
+        // The count of trials is the rehearsal's; a search may take more or fewer.
+        let total = self.about.max(self.done);
+        self.watch.progress(&format!(
+            "[{}/{total}] trial {load}: lost {} of {} ({})",
+            self.done,
+            c.sent.saturating_sub(c.received),
+            c.sent,
+            model::units::pct(d.loss_ratio())
+        ));
+        Ok(d)
+    }
+}
+
+/// Runs the asked benchmarks per frame size over `trial`, saying each trial to `watch`.
 fn benchmarks<T: Trial<Error = Error>>(
     trial: &mut T,
     a: &Rfc2544Request,
     watch: &mut dyn Watch,
+) -> Result<Rfc2544Report, Error> {
+    let about = rehearse(a, Duration::ZERO).1;
+    let mut narrated = Narrated {
+        inner: trial,
+        watch,
+        done: 0,
+        about,
+    };
+    search(&mut narrated, a)
+}
+
+/// The benchmarks of `a` over `trial`, per frame size.
+fn search<T: Trial<Error = Error>>(
+    trial: &mut T,
+    a: &Rfc2544Request,
 ) -> Result<Rfc2544Report, Error> {
     let cfg = &a.config;
     let line = cfg.line_rate;
@@ -35,16 +90,6 @@ fn benchmarks<T: Trial<Error = Error>>(
             match t {
                 Rfc2544Test::Throughput => {
                     let r = m::throughput(trial, len, a.search, cfg, &mut rep.trials)?;
-                    let (lo, hi) = r.bracket();
-                    let fps = r.fps.map_or_else(
-                        || format!("none (between {lo:.0} and {hi:.0} frames/s)"),
-                        |f| format!("{f:.0} frames/s"),
-                    );
-                    watch.progress(&format!(
-                        "  {len} bytes: throughput {fps} ({} trials, {} s)",
-                        r.trials,
-                        model::units::secs(r.trial_time_s.unwrap_or(0.0))
-                    ));
                     tput = r.fps;
                     rep.throughput.push(r);
                 }
@@ -80,14 +125,19 @@ fn benchmarks<T: Trial<Error = Error>>(
 /// How long `a` will take: its benchmarks rehearsed on a device that forwards half the
 /// line rate and bursts of half the longest, each trial with `setup`.
 pub(crate) fn estimate(a: &Rfc2544Request, setup: Duration) -> Duration {
+    rehearse(a, setup).0
+}
+
+/// `a` rehearsed (see [`estimate`]): its time and its number of trials.
+fn rehearse(a: &Rfc2544Request, setup: Duration) -> (Duration, u32) {
     let line = a.config.line_rate;
     let longest = a.b2b_max_burst.unwrap_or_else(|| {
         let smallest = a.sizes.iter().copied().min().unwrap_or(64);
         (line.max_fps(smallest) * 2.0).ceil() as u64
     });
     let mut r = method::rehearsal::Rehearsal::<Error>::new(line, 0.5, longest / 2, setup);
-    let _ = benchmarks(&mut r, a, &mut crate::Quiet);
-    r.time
+    let _ = search(&mut r, a);
+    (r.time, r.trials)
 }
 
 /// The latency limits as verdicts, one per limit and frame size.

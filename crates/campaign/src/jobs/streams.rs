@@ -131,14 +131,17 @@ pub fn shaping(a: &ShapingRequest, watch: &mut dyn Watch, stop: &Stop) -> Result
         Some(t) => ShaperDut::Command(t.clone()),
         None => ShaperDut::lab(lab)?,
     };
+    let cells = a.sizes.len() * a.bandwidths.len();
+    let mut done = 0;
     let out = plan.run(&mut trial, &mut dut, |c| {
         let drained = c
             .drain_s
             .filter(|d| *d > 0.0)
             .map(|d| format!(" (queue of the cell before emptied in {d:.2} s)"))
             .unwrap_or_default();
+        done += 1;
         watch.progress(&format!(
-            "  {} at {} bytes: {:.2} % of offered, {:.2} % of the bandwidth passed{drained}",
+            "[{done}/{cells}] {} at {} bytes: {:.2} % of offered, {:.2} % of the bandwidth passed{drained}",
             model::units::bps(c.bandwidth_bps),
             c.frame_len,
             c.passed_of_offered.unwrap_or(0.0) * 100.0,
