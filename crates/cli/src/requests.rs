@@ -193,6 +193,33 @@ mod test {
         );
     }
 
+    /// Each method's estimate comes from its own plan: a client test its time and a
+    /// setup, a sweep its steps, an RFC 2544 run its rehearsed search (more trials than
+    /// one), `--repeat` as many times; a profile its duration.
+    #[test]
+    fn estimates_come_from_each_tests_own_plan() {
+        let argv = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let est = |line: &str| {
+            let req = Parser.test(&argv(line)).unwrap();
+            req.method().estimate(&req).expect("an estimate")
+        };
+        let ms = |d: std::time::Duration| d.as_millis();
+        assert_eq!(ms(est("wirebench client h -t 2")), 2_150);
+        assert_eq!(ms(est("wirebench client h -t 2 --repeat 3")), 6_450);
+        // Three steps of 0.5 s.
+        assert_eq!(
+            ms(est(
+                "wirebench sweep h --from 20M --to 60M --step 20M -t 0.5"
+            )),
+            1_950
+        );
+        // Two sizes of 1 s.
+        assert_eq!(ms(est("wirebench latency h -l 64,1472 -t 1")), 2_300);
+        // A binary search of 2-s trials takes several: more than 4 trials' worth.
+        let rfc = est("wirebench rfc2544 h --sizes 64 -t 2 --tests throughput --search binary");
+        assert!(ms(rfc) > 4 * 2_150, "{rfc:?}");
+    }
+
     /// Every example plan passes the check a run makes before anything starts (the demo's
     /// files where the demo writes them).
     #[test]

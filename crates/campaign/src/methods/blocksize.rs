@@ -31,14 +31,9 @@ impl Method for Blocksize {
     }
 
     fn estimate(&self, req: &BlocksizeRequest) -> Option<std::time::Duration> {
-        let mut r = method::rehearsal::Rehearsal::<std::convert::Infallible>::new(
-            wire::linerate::LineRate(1_000_000_000),
-            1.0,
-            0,
-            super::method::TRIAL_SETUP,
-        );
-        let _ = req.plan.run(&mut r, |_| {});
-        Some(r.time)
+        Some(super::method::rehearsed(|r| {
+            let _ = req.plan.run(r, |_| {});
+        }))
     }
 
     fn kind(&self) -> &'static str {

@@ -27,6 +27,18 @@ pub(crate) const TRIAL_SETUP: Duration = Duration::from_millis(150);
 /// Measured in the demo: 3.5 s for four RFC 2544 trials of 0.5 s.
 pub(crate) const RAW_TRIAL_SETUP: Duration = Duration::from_millis(400);
 
+/// The time of a plan that runs every trial it asks for whatever they measure (a sweep's
+/// steps, a block-size sweep's sizes): `plan` run on a stand-in device that answers at
+/// once, its trials' durations added up, each with [`TRIAL_SETUP`].
+pub(crate) fn rehearsed(
+    plan: impl FnOnce(&mut method::rehearsal::Rehearsal<std::convert::Infallible>),
+) -> Duration {
+    let line = wire::linerate::LineRate(1_000_000_000);
+    let mut r = method::rehearsal::Rehearsal::new(line, 1.0, 0, TRIAL_SETUP);
+    plan(&mut r);
+    r.time
+}
+
 /// Which hosts of a plan a test may name (`hosts = [...]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hosts {

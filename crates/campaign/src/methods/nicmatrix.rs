@@ -37,14 +37,10 @@ impl Method for NicMatrix {
 
     fn estimate(&self, req: &Box<NicMatrixRequest>) -> Option<std::time::Duration> {
         let cells = method::nicmatrix::combinations(&req.mtus, &req.features, |n| n).len();
-        let mut r = method::rehearsal::Rehearsal::<std::convert::Infallible>::new(
-            wire::linerate::LineRate(1_000_000_000),
-            1.0,
-            0,
-            super::method::TRIAL_SETUP,
-        );
-        let _ = req.sweep.plan.run(&mut r, |_| {});
-        Some(r.time * u32::try_from(cells).unwrap_or(u32::MAX))
+        let one = super::method::rehearsed(|r| {
+            let _ = req.sweep.plan.run(r, |_| {});
+        });
+        Some(one * u32::try_from(cells).unwrap_or(u32::MAX))
     }
 
     /// The best MTU over the runs, by the intervals of each MTU's median.

@@ -35,14 +35,9 @@ impl Method for Sweep {
     }
 
     fn estimate(&self, req: &SweepRequest) -> Option<std::time::Duration> {
-        let mut r = method::rehearsal::Rehearsal::<std::convert::Infallible>::new(
-            wire::linerate::LineRate(1_000_000_000),
-            1.0,
-            0,
-            super::method::TRIAL_SETUP,
-        );
-        let _ = req.plan.run(&mut r, |_| {});
-        Some(r.time)
+        Some(super::method::rehearsed(|r| {
+            let _ = req.plan.run(r, |_| {});
+        }))
     }
 
     fn repeats_itself(&self) -> bool {
