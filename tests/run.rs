@@ -254,6 +254,9 @@ fn a_plan_runs_and_every_reported_number_comes_from_the_results() {
     assert_eq!(String::from_utf8_lossy(&again.stdout), md);
     // Chromium opens the HTML report without console errors and takes a screenshot.
     chromium_renders(&dir.join("report.html"), &dir.join("report.png"));
+    let (charts, problems) = chart_problems(&dir.join("report.html"));
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(charts >= 3, "{charts} charts");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -345,6 +348,98 @@ fn chromium_renders(html: &Path, png: &Path) {
     assert!(console.is_empty(), "console messages: {console:?}");
     let size = std::fs::metadata(png).map(|m| m.len()).unwrap_or(0);
     assert!(size > 10_000, "screenshot of {size} bytes");
+}
+
+/// Every chart of a report as headless Chromium lays it out (tests/data/chart-check.js,
+/// injected into a copy): no text on text, no legend entry on a data point or a bar, a
+/// unit on every axis label. The number of charts and the problems found.
+fn chart_problems(html: &Path) -> (u64, Vec<String>) {
+    let page = std::fs::read_to_string(html).unwrap();
+    let script = include_str!("data/chart-check.js");
+    let copy = html.with_file_name("checked.html");
+    std::fs::write(
+        &copy,
+        page.replace("</body>", &format!("<script>{script}</script></body>")),
+    )
+    .unwrap();
+    let out = Command::new("chromium")
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1200,3000",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+            &format!("file://{}", copy.display()),
+        ])
+        .output()
+        .expect("chromium (the harness checked it is on PATH)");
+    let _ = std::fs::remove_file(&copy);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let found = dom
+        .split("<pre id=\"chart-check\">")
+        .nth(1)
+        .and_then(|r| r.split("</pre>").next())
+        .unwrap_or_else(|| {
+            panic!(
+                "no check result in the page: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let text = found
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let v: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let problems = v["problems"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| p.as_str().unwrap_or("?").to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    (v["charts"].as_u64().unwrap_or(0), problems)
+}
+
+/// Every chart of each example plan's report (rendered again from results those plans
+/// measured on this machine, tests/data/plans: 8 lab and loopback plans; the two plans over
+/// other hosts have none) reads well in Chromium: see [`chart_problems`]. The demo's own
+/// report is checked by its test.
+fn every_chart_of_the_example_plans_reads_well_in_chromium() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/plans");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8, "{files:?}");
+    let mut all = Vec::new();
+    let mut charts = 0;
+    for f in &files {
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let dir = out_dir(&format!("cc-{stem}"));
+        let out = run(&[
+            "report",
+            f.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{stem}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (n, problems) = chart_problems(&dir.join("report.html"));
+        charts += n;
+        all.extend(problems.into_iter().map(|p| format!("{stem}: {p}")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert!(all.is_empty(), "{all:#?}");
+    assert!(charts >= 30, "{charts} charts checked");
 }
 
 fn an_interrupted_run_keeps_what_it_finished() {
@@ -533,6 +628,9 @@ fn demo_writes_the_whole_report() {
         );
     }
     chromium_renders(&dir.join("report.html"), &dir.join("report.png"));
+    let (charts, problems) = chart_problems(&dir.join("report.html"));
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(charts >= if root { 10 } else { 5 }, "{charts} charts");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -630,6 +728,10 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
         crate::harness::case!(an_interrupted_run_keeps_what_it_finished),
         crate::harness::case!(bad_plans_fail_before_anything_runs),
         crate::harness::case!(demo_writes_the_whole_report, Chromium),
+        crate::harness::case!(
+            every_chart_of_the_example_plans_reads_well_in_chromium,
+            Chromium
+        ),
         crate::harness::case!(the_ci_example_gate_runs_as_its_jobs_run_it),
     ]
 }

@@ -180,11 +180,11 @@ fn frame(title: &str, x_label: &str, y_label: &str) -> String {
     s
 }
 
-fn y_axis(s: &mut String, y_max: f64, y_step: f64) {
+fn y_axis(s: &mut String, top: f64, y_max: f64, y_step: f64) {
     y_grid(
         s,
-        TOP,
-        H - TOP - BOTTOM,
+        top,
+        H - top - BOTTOM,
         &YAxis {
             scale: Scale::Linear,
             lo: 0.0,
@@ -239,16 +239,32 @@ fn wrap(text: &str, width: f64, size: f64, max: usize) -> Vec<String> {
     lines
 }
 
-/// Legend entries left to right, each as wide as its name, onto the next row when the
-/// picture's width is used up.
-fn legend(s: &mut String, names: &[&str]) {
+/// Where each legend entry goes: left to right, each as wide as its sample and name, onto
+/// the next row when the picture's width is used up; rows from just under the title.
+fn legend_places(names: &[&str]) -> Vec<(f64, f64)> {
     let (mut x, mut y) = (LEFT + 10.0, TOP + 8.0);
-    for (i, n) in names.iter().enumerate() {
-        let w = 14.0 + text_width(n.chars().count(), 10.0) + 16.0;
+    let mut out = Vec::with_capacity(names.len());
+    for n in names {
+        let w = 22.0 + text_width(n.chars().count(), 10.0) + 16.0;
         if x > LEFT + 10.0 && x + w > W - RIGHT {
             x = LEFT + 10.0;
             y += 14.0;
         }
+        out.push((x, y));
+        x += w;
+    }
+    out
+}
+
+/// The top of a plot under the legend of `names`: the legend has a band of its own, so it
+/// hides no data.
+fn top_under(names: &[&str]) -> f64 {
+    legend_places(names).last().map_or(TOP, |&(_, y)| y + 10.0)
+}
+
+/// Legend entries (a square of the series' colour and its name), see [`legend_places`].
+fn legend(s: &mut String, names: &[&str]) {
+    for (i, (n, (x, y))) in names.iter().zip(legend_places(names)).enumerate() {
         let _ = write!(
             s,
             "<rect x=\"{x:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/>\
@@ -259,20 +275,13 @@ fn legend(s: &mut String, names: &[&str]) {
             ty = y + 1.0,
             n = esc(n),
         );
-        x += w;
     }
 }
 
-/// A line chart's legend: a stretch of each series' line (its colour and dash) and its name,
-/// left to right, onto the next row when the picture's width is used up.
+/// A line chart's legend: a stretch of each series' line (its colour and dash) and its
+/// name, see [`legend_places`].
 fn line_legend(s: &mut String, names: &[&str], first_colour: usize) {
-    let (mut x, mut y) = (LEFT + 10.0, TOP + 8.0);
-    for (i, n) in names.iter().enumerate() {
-        let w = 22.0 + text_width(n.chars().count(), 10.0) + 16.0;
-        if x > LEFT + 10.0 && x + w > W - RIGHT {
-            x = LEFT + 10.0;
-            y += 14.0;
-        }
+    for (i, (n, (x, y))) in names.iter().zip(legend_places(names)).enumerate() {
         let _ = write!(
             s,
             "<line x1=\"{x:.1}\" y1=\"{ly:.1}\" x2=\"{x2:.1}\" y2=\"{ly:.1}\" stroke=\"{c}\" stroke-width=\"2\"{d}/>\
@@ -285,7 +294,6 @@ fn line_legend(s: &mut String, names: &[&str], first_colour: usize) {
             ty = y + 1.0,
             n = esc(n),
         );
-        x += w;
     }
 }
 
@@ -357,12 +365,14 @@ pub fn lines(
         series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)),
     );
     let (x_max, x_step) = nice(xmax);
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    let top = top_under(&names);
     let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
+    let plot_h = H - top - BOTTOM;
     let px = |x: f64| LEFT + x / x_max * plot_w;
-    let py = |y: f64| TOP + plot_h - axis.frac(y) * plot_h;
+    let py = |y: f64| top + plot_h - axis.frac(y) * plot_h;
     let mut s = frame(title, x_label, y_label);
-    y_grid(&mut s, TOP, plot_h, &axis);
+    y_grid(&mut s, top, plot_h, &axis);
     for v in ticks(x_max, x_step) {
         let _ = write!(
             s,
@@ -385,7 +395,6 @@ pub fn lines(
         };
         line.draw(&mut s, pts, &px, &py);
     }
-    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     line_legend(&mut s, &names, 0);
     s.push_str("</svg>");
     s
@@ -427,8 +436,11 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
             *scale,
             series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)),
         );
-        let py = |y: f64| top + PANEL_H - axis.frac(y) * PANEL_H;
-        y_grid(&mut s, top, PANEL_H, &axis);
+        // The panel's legend has a band of its own at its top: it hides no data.
+        let band = 14.0 * series.len() as f64;
+        let (ptop, ph) = (top + band, PANEL_H - band);
+        let py = |y: f64| ptop + ph - axis.frac(y) * ph;
+        y_grid(&mut s, ptop, ph, &axis);
         let _ = write!(
             s,
             "<text transform=\"translate(14 {cy:.1}) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\" font-family=\"sans-serif\">{y}</text>",
@@ -506,12 +518,14 @@ pub fn percentiles(
         Scale::Log,
         series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)),
     );
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    let top = top_under(&names);
     let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
+    let plot_h = H - top - BOTTOM;
     let px = |p: f64| LEFT + percentile_x(p) / PERCENTILE_NINES * plot_w;
-    let py = |y: f64| TOP + plot_h - axis.frac(y) * plot_h;
+    let py = |y: f64| top + plot_h - axis.frac(y) * plot_h;
     let mut s = frame(title, "percentile", y_label);
-    y_grid(&mut s, TOP, plot_h, &axis);
+    y_grid(&mut s, top, plot_h, &axis);
     for (nines, l) in ["0 %", "90 %", "99 %", "99.9 %", "99.99 %", "99.999 %"]
         .iter()
         .enumerate()
@@ -521,9 +535,9 @@ pub fn percentiles(
         let anchor = if nines == 5 { "end" } else { "middle" };
         let _ = write!(
             s,
-            "<line x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{yb}\" stroke=\"#eee\"/>\
+            "<line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{yb}\" stroke=\"#eee\"/>\
 <text x=\"{x:.1}\" y=\"{ty:.1}\" text-anchor=\"{anchor}\" font-size=\"10\" font-family=\"sans-serif\">{l}</text>",
-            yb = TOP + plot_h,
+            yb = top + plot_h,
             ty = H - BOTTOM + 14.0,
         );
     }
@@ -552,7 +566,6 @@ pub fn percentiles(
             );
         }
     }
-    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     line_legend(&mut s, &names, 0);
     s.push_str("</svg>");
     s
@@ -578,13 +591,15 @@ pub fn category_lines(
         scale,
         series.iter().flat_map(|(_, v)| v.iter().flatten().copied()),
     );
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    let top = top_under(&names);
     let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
+    let plot_h = H - top - BOTTOM;
     let slot = plot_w / categories.len().max(1) as f64;
     let px = |i: usize| LEFT + slot * (i as f64 + 0.5);
-    let py = |y: f64| TOP + plot_h - axis.frac(y) * plot_h;
+    let py = |y: f64| top + plot_h - axis.frac(y) * plot_h;
     let mut s = frame(title, x_label, y_label);
-    y_grid(&mut s, TOP, plot_h, &axis);
+    y_grid(&mut s, top, plot_h, &axis);
     for (i, cat) in categories.iter().enumerate() {
         let _ = write!(
             s,
@@ -616,7 +631,6 @@ pub fn category_lines(
             );
         }
     }
-    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     line_legend(&mut s, &names, 0);
     s.push_str("</svg>");
     s
@@ -669,10 +683,12 @@ pub fn bars_with(
         .map(|b| b.interval.map_or(b.value, |[_, hi]| hi.max(b.value)))
         .fold(0f64, f64::max);
     let (y_max, y_step) = nice(ymax);
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    let top = top_under(&names);
     let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
+    let plot_h = H - top - BOTTOM;
     let mut s = frame(title, "", y_label);
-    y_axis(&mut s, y_max, y_step);
+    y_axis(&mut s, top, y_max, y_step);
     let group = plot_w / categories.len().max(1) as f64;
     let bar = (group * 0.8) / series.len().max(1) as f64;
     for (g, cat) in categories.iter().enumerate() {
@@ -701,13 +717,13 @@ pub fn bars_with(
             let _ = write!(
                 s,
                 "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{h:.1}\" fill=\"{c}\"><title>{t}</title></rect>",
-                y = TOP + plot_h - h,
+                y = top + plot_h - h,
                 w = bar * 0.95,
                 c = COLOURS[i % COLOURS.len()],
                 t = esc(&t),
             );
             if let Some([lo, hi]) = b.interval {
-                let py = |v: f64| TOP + plot_h - v.clamp(0.0, y_max) / y_max * plot_h;
+                let py = |v: f64| top + plot_h - v.clamp(0.0, y_max) / y_max * plot_h;
                 let cx = x + bar * 0.475;
                 let cap = (bar * 0.2).min(8.0);
                 let _ = write!(
@@ -722,7 +738,6 @@ pub fn bars_with(
             }
         }
     }
-    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     legend(&mut s, &names);
     s.push_str("</svg>");
     s
@@ -745,17 +760,19 @@ pub fn runs(
         .chain([median, ci[1]])
         .fold(0f64, f64::max);
     let (y_max, y_step) = nice(ymax);
+    let names = ["median", interval, "each run"];
+    let top = top_under(&names);
     let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
+    let plot_h = H - top - BOTTOM;
     let n = samples.len().max(1) as f64;
     let px = |i: usize| LEFT + (i as f64 + 0.5) / n * plot_w;
     // A value that is not a number sits on the axis (a spread never holds one).
     let py = |v: f64| {
         let v = if v.is_finite() { v } else { 0.0 };
-        TOP + plot_h - v.clamp(0.0, y_max) / y_max * plot_h
+        top + plot_h - v.clamp(0.0, y_max) / y_max * plot_h
     };
     let mut s = frame(title, "run", y_label);
-    y_axis(&mut s, y_max, y_step);
+    y_axis(&mut s, top, y_max, y_step);
     let _ = write!(
         s,
         "<rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{h:.1}\" fill=\"{c}\" fill-opacity=\"0.18\"><title>{t}</title></rect>\
@@ -781,12 +798,8 @@ pub fn runs(
             l = label(*v),
         );
     }
-    let (mut x, y) = (LEFT + 10.0, TOP + 8.0);
-    for (name, colour, opacity) in [
-        ("median", COLOURS[0], 1.0),
-        (interval, COLOURS[0], 0.18),
-        ("each run", COLOURS[1], 1.0),
-    ] {
+    let styles = [(COLOURS[0], 1.0), (COLOURS[0], 0.18), (COLOURS[1], 1.0)];
+    for ((name, (colour, opacity)), (x, y)) in names.iter().zip(styles).zip(legend_places(&names)) {
         let _ = write!(
             s,
             "<rect x=\"{x:.1}\" y=\"{ry:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\" fill-opacity=\"{opacity}\"/>\
@@ -796,7 +809,6 @@ pub fn runs(
             ty = y + 1.0,
             n = esc(name),
         );
-        x += 14.0 + text_width(name.chars().count(), 10.0) + 16.0;
     }
     s.push_str("</svg>");
     s
@@ -947,8 +959,9 @@ mod test {
             "{s}"
         );
         assert!(s.contains("<title>median 910</title>"), "{s}");
-        // The band spans 900..940 on an axis to 1000: 4 % of the plot's height.
-        let plot_h = H - TOP - BOTTOM;
+        // The band spans 900..940 on an axis to 1000: 4 % of the plot's height (the
+        // plot under the legend's row).
+        let plot_h = H - top_under(&["median", "75 % interval", "each run"]) - BOTTOM;
         assert!(
             s.contains(&format!("height=\"{:.1}\"", plot_h * 0.04)),
             "{s}"

@@ -203,7 +203,7 @@ fn block_sizes(c: &Campaign) -> Option<(String, String)> {
     }
     let svg = svg::category_lines(
         "Block-size sweep: Tx and Rx by block size",
-        ("block size", "Gbit/s"),
+        ("block size, bytes", "Gbit/s"),
         svg::Scale::Linear,
         &cats,
         &series,
@@ -265,7 +265,7 @@ fn of_test(id: &str, r: &RunResult) -> Vec<(String, String)> {
                 format!("{id}: latency by frame size"),
                 svg::category_lines(
                     &title,
-                    ("frame size", "latency, us"),
+                    ("frame size, bytes", "latency, us"),
                     svg::Scale::Log,
                     &cats,
                     &lines,
