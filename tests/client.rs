@@ -512,31 +512,33 @@ fn f_shows_rates_and_amounts_in_one_unit() {
         .find(|l| l.starts_with("[  1 tx]   0.00-0.50"))
         .expect(&text);
     assert!(
-        line.contains(" MBytes") && line.contains(" Mbit/s"),
+        line.contains(" MBytes") && line.contains(" Mbits/sec"),
         "{line}"
     );
-    // Every figure of the text in that unit: the header, the rows, the stream table and
-    // the closing lines; none scaled to another.
+    // Every figure of the text in that unit, named as iperf3 names it: the header, the
+    // rows, the stream table and the closing lines; none scaled to another.
     assert!(text.starts_with("wirebench TCP test"), "{text}");
     assert!(
         text.lines()
             .next()
-            .is_some_and(|l| l.contains("100.00 Mbit/s")),
+            .is_some_and(|l| l.contains("100.00 Mbits/sec")),
         "{text}"
     );
-    for unit in ["Gbit/s", "kbit/s", " GB", " MB ", " kB", "GBytes", "KBytes"] {
+    for unit in [
+        "Gbit", "kbit", "Mbit/s", " GB", " MB ", " kB", "GBytes", "KBytes",
+    ] {
         assert!(!text.contains(unit), "{unit} in {text}");
     }
     let table = text.lines().find(|l| l.starts_with("1 tx ")).expect(&text);
     assert!(
-        table.matches(" Mbit/s").count() == 2 && table.contains(" MBytes"),
+        table.matches(" Mbits/sec").count() == 2 && table.contains(" MBytes"),
         "{table}"
     );
     let out = srv.run("client", "-t 0.5 -b 100M -f K");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.lines()
-            .any(|l| l.ends_with("sender") && l.contains("KBytes/s")),
+            .any(|l| l.ends_with("sender") && l.contains("KBytes/sec")),
         "{text}"
     );
     assert_fails(&srv.run("client", "-t 0.5 -f x"), 2, "not a format");

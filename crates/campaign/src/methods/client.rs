@@ -216,7 +216,8 @@ pub struct ClientArgs {
     /// Zero copy: TCP senders (both ends) send with sendfile from one in-memory block.
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
-    /// Rates and amounts in one unit: k, m, g, t (bits/s) or K, M, G, T (bytes/s).
+    /// Rates and amounts in one unit, named as iperf3 names them: k, m, g, t (Kbits/sec ...
+    /// Tbits/sec) or K, M, G, T (KBytes/sec ... TBytes/sec, powers of 1024).
     #[arg(short = 'f', long, value_parser = units::Fixed::parse)]
     pub format: Option<units::Fixed>,
     /// Put TITLE before every line of text, and into the JSON document.

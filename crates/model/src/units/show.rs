@@ -145,18 +145,17 @@ impl Fixed {
         ["", "K", "M", "G", "T"][self.power as usize]
     }
 
-    /// A rate in bits/s in this unit.
+    /// A rate in bits/s in this unit, named as iperf3 names it (`Mbits/sec`, `KBytes/sec`).
     pub fn rate(self, bps: f64) -> String {
         if !bps.is_finite() {
             return "-".into();
         }
         if self.bytes {
             let v = bps / 8.0 / 1024f64.powi(self.power);
-            format!("{v:.2} {}Bytes/s", self.prefix())
+            format!("{v:.2} {}Bytes/sec", self.prefix())
         } else {
             let v = bps / 1000f64.powi(self.power);
-            let p = if self.power == 1 { "k" } else { self.prefix() };
-            format!("{v:.2} {p}bit/s")
+            format!("{v:.2} {}bits/sec", self.prefix())
         }
     }
 
@@ -174,12 +173,12 @@ mod test {
     #[test]
     fn fixed_units_as_iperf3_f() {
         let m = Fixed::parse("m").unwrap();
-        assert_eq!(m.rate(939_460_000.0), "939.46 Mbit/s");
+        assert_eq!(m.rate(939_460_000.0), "939.46 Mbits/sec");
         assert_eq!(m.amount(12_582_912), "12.00 MBytes");
         let k = Fixed::parse("k").unwrap();
-        assert_eq!(k.rate(1_500.0), "1.50 kbit/s");
+        assert_eq!(k.rate(1_500.0), "1.50 Kbits/sec");
         let big_m = Fixed::parse("M").unwrap();
-        assert_eq!(big_m.rate(8.0 * 1024.0 * 1024.0), "1.00 MBytes/s");
+        assert_eq!(big_m.rate(8.0 * 1024.0 * 1024.0), "1.00 MBytes/sec");
         assert_eq!(Fixed::parse("G").unwrap().amount(1 << 30), "1.00 GBytes");
         assert!(Fixed::parse("x").is_err() && Fixed::parse("mm").is_err());
     }
