@@ -24,6 +24,10 @@ struct Narrated<'w, T> {
     watch: &'w mut dyn Watch,
     done: u32,
     about: u32,
+    /// Loss a load may have and still pass.
+    tolerated: f64,
+    /// Per frame size: the highest load that passed and the lowest that did not, so far.
+    bounds: std::collections::BTreeMap<u64, (Option<f64>, Option<f64>)>,
 }
 
 impl<T: Trial<Error = Error>> Trial for Narrated<'_, T> {
@@ -44,10 +48,27 @@ impl<T: Trial<Error = Error>> Trial for Narrated<'_, T> {
             method::Load::Burst(n) => format!("{len}burst of {n} frames"),
         };
         let c = &d.counters;
+        // The bounds so far: of the loads of this size, the highest that lost no more than
+        // the goal and the lowest that lost more.
+        let mut bounds = String::new();
+        if let (method::Load::Rate(rate, _), Some(len)) = (req.load, req.frame_len()) {
+            let fps = rate.packets_per_sec(1).unwrap_or(d.offered_pps);
+            let b = self.bounds.entry(len).or_default();
+            if d.loss_ratio() <= self.tolerated {
+                b.0 = Some(b.0.map_or(fps, |x| x.max(fps)));
+            } else {
+                b.1 = Some(b.1.map_or(fps, |x| x.min(fps)));
+            }
+            let words: Vec<String> = [("passed up to", b.0), ("lost from", b.1)]
+                .into_iter()
+                .filter_map(|(w, v)| Some(format!("{w} {:.0}", v?)))
+                .collect();
+            bounds = format!("; so far {} frames/s", words.join(", "));
+        }
         // The count of trials is the rehearsal's; a search may take more or fewer.
         let total = self.about.max(self.done);
         self.watch.progress(&format!(
-            "[{}/{total}] trial {load}: lost {} of {} ({})",
+            "[{}/{total}] trial {load}: lost {} of {} ({}){bounds}",
             self.done,
             c.sent.saturating_sub(c.received),
             c.sent,
@@ -69,6 +90,8 @@ fn benchmarks<T: Trial<Error = Error>>(
         watch,
         done: 0,
         about,
+        tolerated: a.config.loss_ratio,
+        bounds: Default::default(),
     };
     search(&mut narrated, a)
 }
