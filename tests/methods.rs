@@ -183,6 +183,7 @@ fn rfc2544_over_udp_through_a_server() {
         trials[0].starts_with("[1/") && trials[0].contains(": lost "),
         "{err}"
     );
+    assert!(trials.iter().all(|t| t.contains("; so far ")), "{err}");
     let quiet = srv.run(
         "rfc2544",
         "--sizes 64 -t 0.5 --tests throughput --line-rate 10M -J",
