@@ -20,7 +20,12 @@ fn need_root() -> Result<()> {
 pub fn lab(a: &LabArgs) -> Result<ExitCode> {
     match &a.command {
         LabCommand::Up(up) => self::up(up)?,
-        LabCommand::Down { name, all, stale } => {
+        LabCommand::Down {
+            name,
+            name_flag,
+            all,
+            stale,
+        } => {
             need_root()?;
             if *stale {
                 let gone = Lab::down_stale(&mut SystemRunner).map_err(lab_error)?;
@@ -35,7 +40,7 @@ pub fn lab(a: &LabArgs) -> Result<ExitCode> {
             let n = if *all {
                 Lab::down_all(&mut SystemRunner).map_err(lab_error)?
             } else {
-                let name = name.as_deref().unwrap_or_default();
+                let name = name.as_deref().or(name_flag.as_deref()).unwrap_or_default();
                 match Lab::down(name, &mut SystemRunner).map_err(lab_error)? {
                     0 => return Err(lab_error(lab::LabError::NotFound(name.to_owned()))),
                     n => n,

@@ -368,8 +368,8 @@ fn the_fast_path_forwards_and_nothing_stays_attached() {
         std::path::Path::new(&format!("/run/netns/wb-{}-split", lab.0)).exists(),
         "the lab is still up"
     );
-    // `lab down` takes the other's.
-    let out = run(&["lab", "down", &lab.0]);
+    // `lab down` takes the other's (named as `lab up` names it).
+    let out = run(&["lab", "down", "--name", &lab.0]);
     assert!(out.status.success());
     unloaded_within_5s(&relays[1].1, "lab down");
 }

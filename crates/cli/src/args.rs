@@ -589,8 +589,11 @@ pub enum LabCommand {
     /// Remove a lab (or every lab with --all, or those left behind with --stale).
     Down {
         /// Lab name.
-        #[arg(required_unless_present_any = ["all", "stale"], conflicts_with_all = ["all", "stale"])]
+        #[arg(required_unless_present_any = ["all", "stale", "name_flag"], conflicts_with_all = ["all", "stale"])]
         name: Option<String>,
+        /// Lab name as `lab up --name` takes it (the same as NAME).
+        #[arg(long = "name", value_name = "NAME", conflicts_with_all = ["name", "all", "stale"])]
+        name_flag: Option<String>,
         /// Remove every namespace any wirebench lab made.
         #[arg(long, conflicts_with = "stale")]
         all: bool,
@@ -932,6 +935,33 @@ mod test {
             }
         }
         assert!(parsed >= 40, "{parsed} examples parsed");
+    }
+
+    /// `lab down` takes the lab's name as `lab up` does (`--name`) or alone, not both.
+    #[test]
+    fn lab_down_takes_the_name_either_way() {
+        let down = |v: &[&str]| {
+            let argv: Vec<&str> = ["wirebench", "lab", "down"]
+                .iter()
+                .chain(v)
+                .copied()
+                .collect();
+            match Cli::try_parse_from(argv).map(|c| c.command) {
+                Ok(Command::Lab(LabArgs {
+                    command:
+                        LabCommand::Down {
+                            name, name_flag, ..
+                        },
+                })) => Ok(name.or(name_flag)),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => Err(e.kind()),
+            }
+        };
+        assert_eq!(down(&["f1"]), Ok(Some("f1".into())));
+        assert_eq!(down(&["--name", "f1"]), Ok(Some("f1".into())));
+        assert!(down(&["f1", "--name", "f2"]).is_err());
+        assert!(down(&[]).is_err());
+        assert_eq!(down(&["--all"]), Ok(None));
     }
 
     #[test]
