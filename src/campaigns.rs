@@ -57,10 +57,11 @@ impl Bar {
 
 impl Progress for Bar {
     fn planned(&mut self, estimates: &[Option<std::time::Duration>]) {
-        let mut eta = self.eta.lock().unwrap_or_else(|e| e.into_inner());
-        eta.0 = TimeLeft::new(estimates);
-        let known: f64 = estimates.iter().flatten().map(|d| d.as_secs_f64()).sum();
-        let unknown = estimates.iter().filter(|e| e.is_none()).count();
+        let time_left = TimeLeft::new(estimates);
+        // Before the first test: every estimate at the pace of 1.
+        let (known, unknown) = time_left.left(std::time::Duration::ZERO);
+        // The lock is let go before the bar draws: drawing reads the time left through it.
+        self.eta.lock().unwrap_or_else(|e| e.into_inner()).0 = time_left;
         let more = if unknown > 0 {
             format!(", and {unknown} test(s) that cannot tell")
         } else {
@@ -70,7 +71,7 @@ impl Progress for Bar {
             errln!(
                 "{} tests, about {} by their own estimates{more}",
                 estimates.len(),
-                units::span(known)
+                units::span(known.as_secs_f64())
             )
         });
     }

@@ -442,6 +442,36 @@ fn every_chart_of_the_example_plans_reads_well_in_chromium() {
     assert!(charts >= 30, "{charts} charts checked");
 }
 
+/// On a terminal (a pseudo-terminal from `script`) `run` draws its bar, with the time left
+/// from the tests' estimates, and ends: drawing the bar once waited on the lock that the
+/// first line of progress held, and the run hung before its first test.
+fn a_run_on_a_terminal_draws_its_bar_and_ends() {
+    let dir = out_dir("tty");
+    let plan = write_plan(
+        &dir,
+        "[target]\nloopback = true\n[[test]]\nname = \"one\"\nkind = \"client\"\nargs = \"-u -b 10M -t 1\"\n",
+    );
+    let cmd = format!(
+        "{} run {} --out {}",
+        bin(),
+        plan.display(),
+        dir.join("o").display()
+    );
+    let out = Command::new("timeout")
+        .args(["60", "script", "-q", "-e", "-c", &cmd, "/dev/null"])
+        .output()
+        .expect("script (util-linux)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("1 tests, about "), "{text}");
+    assert!(text.contains("[t1] done in "), "{text}");
+    assert!(
+        text.contains("left: one (client)"),
+        "the bar was drawn: {text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn an_interrupted_run_keeps_what_it_finished() {
     let dir = out_dir("int");
     let plan = write_plan(
@@ -726,6 +756,7 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
             Chromium
         ),
         crate::harness::case!(an_interrupted_run_keeps_what_it_finished),
+        crate::harness::case!(a_run_on_a_terminal_draws_its_bar_and_ends),
         crate::harness::case!(bad_plans_fail_before_anything_runs),
         crate::harness::case!(demo_writes_the_whole_report, Chromium),
         crate::harness::case!(
