@@ -51,23 +51,20 @@ pub fn test(req: &TestRequest, layout: Layout, unit: Option<model::units::Fixed>
             });
         } else if !json {
             // A test of bytes (-n, -k) says how many, and the time only as its bound.
+            let show = report::text::Show(unit);
             let length = match spec.bytes_per_stream {
                 Some(b) => format!(
                     "{} per stream (at most {} s)",
-                    unit.map_or_else(|| model::units::iperf3_bytes(b), |u| u.amount(b)),
+                    show.amount(b),
                     spec.duration.as_secs_f64()
                 ),
                 None => format!("{} s", spec.duration.as_secs_f64()),
             };
-            let rate = match (spec.rate.bits_per_sec(spec.len), unit) {
-                (Some(b), Some(u)) => format!("{} per stream", u.rate(b)),
-                (Some(b), None) => format!("{} per stream", model::units::bps(b)),
-                (None, _) => "unlimited rate".into(),
+            let rate = match spec.rate.bits_per_sec(spec.len) {
+                Some(b) => format!("{} per stream", show.rate(b)),
+                None => "unlimited rate".into(),
             };
-            let streams = match spec.streams {
-                1 => "1 stream".to_owned(),
-                n => format!("{n} streams"),
-            };
+            let streams = model::units::counted(spec.streams.into(), "stream");
             let each_way = if spec.direction == model::spec::Direction::Bidir {
                 " each way"
             } else {

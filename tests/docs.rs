@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use crate::util::bin;
 
 /// One fenced shell block: where, its tag, its text.
-struct Block {
+pub(crate) struct Block {
     file: String,
     line: usize,
     tag: String,
-    text: String,
+    pub(crate) text: String,
 }
 
 fn root() -> PathBuf {
@@ -42,7 +42,7 @@ fn documents() -> Vec<PathBuf> {
 
 /// The shell blocks of `path` (`sh` and `sh,TAG`), and the untagged or otherwise tagged
 /// blocks that run wirebench (which must be tagged).
-fn blocks(path: &Path) -> (Vec<Block>, Vec<String>) {
+pub(crate) fn blocks(path: &Path) -> (Vec<Block>, Vec<String>) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}"));
     let file = path
         .strip_prefix(root())
@@ -84,7 +84,7 @@ fn blocks(path: &Path) -> (Vec<Block>, Vec<String>) {
 
 /// The shell commands of a block: continuation lines joined, comments dropped, split at
 /// `&&`, `;`, `|` and a trailing `&`, `sudo ` taken off.
-fn commands(text: &str) -> Vec<String> {
+pub(crate) fn commands(text: &str) -> Vec<String> {
     let mut joined = Vec::new();
     let mut open = String::new();
     for line in text.lines() {

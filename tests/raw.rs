@@ -488,54 +488,27 @@ fn rtx2000(name: &str, tag: &str, ingress: &str) -> (serde_json::Value, Passed) 
     (v, passed)
 }
 
-/// The shell commands of `text`'s ```sh blocks, a command continued with `\` joined into
-/// one line and comments (` # ...`) left out.
-fn shell_commands(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let (mut inside, mut open) = (false, String::new());
-    for line in text.lines() {
-        if line.starts_with("```") {
-            inside = line.trim() == "```sh" || line.trim().starts_with("```sh,");
-            continue;
-        }
-        if !inside {
-            continue;
-        }
-        let code = line.split(" #").next().unwrap_or("").trim_end();
-        match code.strip_suffix('\\') {
-            Some(head) => {
-                open.push_str(head);
-                open.push(' ');
-            }
-            None => {
-                open.push_str(code);
-                let cmd = open.split_whitespace().collect::<Vec<_>>().join(" ");
-                if !cmd.is_empty() {
-                    out.push(cmd);
-                }
-                open.clear();
-            }
-        }
-    }
-    out
-}
-
 /// The README's multi-stream example, run as written (its lab's name made unique): the
 /// lab it builds is the one its profile needs (it once built no second ingress port, and
 /// the profile failed with "no node talker2"), and the profile's expectations hold but on
 /// a machine so busy that its shaper passes less than the class (exit 3, rows below).
 fn the_readmes_streams_example_runs_as_written() {
-    let readme = include_str!("../README.md");
-    let cmds = shell_commands(readme);
+    let readme = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    // Its shell commands as the docs test reads them (`sudo ` taken off).
+    let cmds: Vec<String> = crate::docs::blocks(&readme)
+        .0
+        .iter()
+        .flat_map(|b| crate::docs::commands(&b.text))
+        .collect();
     let up = cmds
         .iter()
-        .find(|c| c.starts_with("sudo wirebench lab up shaper") && c.contains("shaper-two-classes"))
+        .find(|c| c.starts_with("wirebench lab up shaper") && c.contains("shaper-two-classes"))
         .expect("the README builds the two-class shaper lab");
     let streams = cmds
         .iter()
-        .find(|c| c.starts_with("sudo wirebench streams examples/streams-two-classes.toml"))
+        .find(|c| c.starts_with("wirebench streams examples/streams-two-classes.toml"))
         .expect("the README runs the two-class profile");
-    let words: Vec<&str> = up.split_whitespace().skip(5).collect();
+    let words: Vec<&str> = up.split_whitespace().skip(4).collect();
     let name = words
         .iter()
         .position(|w| *w == "--name")
@@ -549,7 +522,7 @@ fn the_readmes_streams_example_runs_as_written() {
     let lab = LabGuard::up_with("shaper", "rd", &args);
     let mut argv: Vec<String> = streams
         .split_whitespace()
-        .skip(2)
+        .skip(1)
         .map(|w| {
             if w == name {
                 lab.0.clone()

@@ -316,8 +316,9 @@ fn numbers_come_from_results(md: &str, results: &serde_json::Value) {
     }
 }
 
-fn chromium_renders(html: &Path, png: &Path) {
-    let browser = ["chromium", "chromium-browser"]
+/// The Chromium on PATH (Debian's `chromium`, or `chromium-browser`).
+fn browser() -> &'static str {
+    ["chromium", "chromium-browser"]
         .into_iter()
         .find(|b| {
             Command::new(b)
@@ -327,7 +328,11 @@ fn chromium_renders(html: &Path, png: &Path) {
                 .status()
                 .is_ok_and(|s| s.success())
         })
-        .expect("chromium (the harness checked it is on PATH)");
+        .expect("chromium (the harness checked it is on PATH)")
+}
+
+fn chromium_renders(html: &Path, png: &Path) {
+    let browser = browser();
     let out = Command::new(browser)
         .args([
             "--headless=new",
@@ -362,7 +367,7 @@ fn chart_problems(html: &Path) -> (u64, Vec<String>) {
         page.replace("</body>", &format!("<script>{script}</script></body>")),
     )
     .unwrap();
-    let out = Command::new("chromium")
+    let out = Command::new(browser())
         .args([
             "--headless=new",
             "--no-sandbox",
@@ -373,7 +378,7 @@ fn chart_problems(html: &Path) -> (u64, Vec<String>) {
             &format!("file://{}", copy.display()),
         ])
         .output()
-        .expect("chromium (the harness checked it is on PATH)");
+        .expect("chromium");
     let _ = std::fs::remove_file(&copy);
     let dom = String::from_utf8_lossy(&out.stdout);
     let found = dom

@@ -277,10 +277,10 @@ impl Run<'_> {
             .tests
             .iter()
             .map(|t| {
-                let mut ctx = setup.ctx.clone();
-                ctx.hosts = hosts.clone();
-                ctx.labs = self.lab_name.clone();
-                let req = self.commands.test(&t.argv(&ctx)).ok()?;
+                let req = self
+                    .commands
+                    .test(&t.argv(&self.context(&setup, &hosts)))
+                    .ok()?;
                 req.method().estimate(&req)
             })
             .collect();
@@ -302,6 +302,16 @@ impl Run<'_> {
         write_results(&self.out, &campaign)?;
         let reports = write_reports(&self.out, &campaign, &self.templates)?;
         Ok(Finished { campaign, reports })
+    }
+
+    /// What a test's command line is made against: `setup`'s target, the plan's `hosts`
+    /// as resolved, and the run's lab name for the labs a test builds of its own.
+    fn context(&self, setup: &Setup, hosts: &[PlanHost]) -> crate::target::Context {
+        crate::target::Context {
+            hosts: hosts.to_vec(),
+            labs: self.lab_name.clone(),
+            ..setup.ctx.clone()
+        }
     }
 
     /// Runs test `i` on `setup` (or on a lab of its own) into its entry, then writes the
@@ -334,10 +344,7 @@ impl Run<'_> {
             None => None,
         };
         let setup = own.as_ref().unwrap_or(setup);
-        let mut ctx = setup.ctx.clone();
-        ctx.hosts = hosts.to_vec();
-        ctx.labs = self.lab_name.clone();
-        let argv = t.argv(&ctx);
+        let argv = t.argv(&self.context(setup, hosts));
         // Server-based tests run on the talker of a lab; the rest name their ports.
         let on_talker = setup.lab().is_some() && t.hosts.is_none() && t.kind.needs_server(&argv);
         let entry = &mut campaign.tests[i];

@@ -241,9 +241,10 @@ impl Ticker {
     /// Ticks every `every` from the start the generator stores in `t0_ns` (monotonic ns
     /// of the shared clock), reading what the streams `sent` sent.
     pub fn new(every: Duration, t0_ns: Arc<AtomicU64>, sent: Vec<(u8, Arc<LiveCounters>)>) -> Self {
+        let every = every.max(Duration::from_millis(10));
         Ticker {
-            every: every.max(Duration::from_millis(10)),
-            next: every.max(Duration::from_millis(10)),
+            every,
+            next: every,
             t0_ns,
             sent,
             done: false,

@@ -19,10 +19,7 @@ use model::spec::Rate;
 use model::stats::Counters;
 use wire::linerate::LineRate;
 
-use crate::trial::{Load, Size, Trial, TrialData, TrialRequest};
-
-/// Bytes a UDP datagram's payload is carried in on Ethernet: 14 + 20 + 8 + FCS 4.
-const UDP_FRAME_OVERHEAD: u64 = 46;
+use crate::trial::{Load, Size, Trial, TrialData, TrialRequest, UDP_FRAME_OVERHEAD};
 
 /// A stand-in device that adds up the time of the trials asked of it.
 #[derive(Debug)]

@@ -12,6 +12,10 @@ use std::time::Duration;
 use model::spec::{Direction, Protocol, Rate};
 use model::stats::{Counters, LatencyHistogram};
 
+/// Ethernet, IPv4, UDP headers and the FCS around a UDP payload: a frame of L bytes is a
+/// datagram of L − 46 bytes of payload.
+pub const UDP_FRAME_OVERHEAD: u64 = 46;
+
 /// What one packet of a trial is, as the method counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Size {

@@ -180,20 +180,6 @@ fn frame(title: &str, x_label: &str, y_label: &str) -> String {
     s
 }
 
-fn y_axis(s: &mut String, top: f64, y_max: f64, y_step: f64) {
-    y_grid(
-        s,
-        top,
-        H - top - BOTTOM,
-        &YAxis {
-            scale: Scale::Linear,
-            lo: 0.0,
-            hi: y_max,
-            step: y_step,
-        },
-    );
-}
-
 /// Horizontal grid lines with their values, for a plot `height` tall from `top`.
 fn y_grid(s: &mut String, top: f64, height: f64, axis: &YAxis) {
     for v in axis.ticks() {
@@ -280,21 +266,26 @@ fn legend(s: &mut String, names: &[&str]) {
 
 /// A line chart's legend: a stretch of each series' line (its colour and dash) and its
 /// name, see [`legend_places`].
-fn line_legend(s: &mut String, names: &[&str], first_colour: usize) {
+fn line_legend(s: &mut String, names: &[&str]) {
     for (i, (n, (x, y))) in names.iter().zip(legend_places(names)).enumerate() {
-        let _ = write!(
-            s,
-            "<line x1=\"{x:.1}\" y1=\"{ly:.1}\" x2=\"{x2:.1}\" y2=\"{ly:.1}\" stroke=\"{c}\" stroke-width=\"2\"{d}/>\
-<text x=\"{tx:.1}\" y=\"{ty:.1}\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
-            ly = y - 3.0,
-            x2 = x + 18.0,
-            c = COLOURS[(first_colour + i) % COLOURS.len()],
-            d = dash(i),
-            tx = x + 22.0,
-            ty = y + 1.0,
-            n = esc(n),
-        );
+        line_entry(s, (x, y), COLOURS[i % COLOURS.len()], i, n);
     }
+}
+
+/// One legend entry of series `i`: a stretch of its line (`colour`, its dash) and its
+/// name, the text's baseline at `y`.
+fn line_entry(s: &mut String, (x, y): (f64, f64), colour: &str, i: usize, name: &str) {
+    let _ = write!(
+        s,
+        "<line x1=\"{x:.1}\" y1=\"{ly:.1}\" x2=\"{x2:.1}\" y2=\"{ly:.1}\" stroke=\"{colour}\" stroke-width=\"2\"{d}/>\
+<text x=\"{tx:.1}\" y=\"{ty:.1}\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
+        ly = y - 3.0,
+        x2 = x + 18.0,
+        d = dash(i),
+        tx = x + 22.0,
+        ty = y + 1.0,
+        n = esc(name),
+    );
 }
 
 /// How one series of a line chart is drawn: its line, and a dot per point that tells its
@@ -395,7 +386,7 @@ pub fn lines(
         };
         line.draw(&mut s, pts, &px, &py);
     }
-    line_legend(&mut s, &names, 0);
+    line_legend(&mut s, &names);
     s.push_str("</svg>");
     s
 }
@@ -470,18 +461,8 @@ pub fn panels(title: &str, x_label: &str, panels: &[Panel<'_>]) -> String {
             };
             line.draw(&mut s, pts, &px, &py);
             let w = 22.0 + text_width(name.chars().count(), 10.0);
-            let (lx, ly) = (W - RIGHT - w - 4.0, top + 10.0 + i as f64 * 14.0);
-            let _ = write!(
-                s,
-                "<line x1=\"{lx:.1}\" y1=\"{ry:.1}\" x2=\"{x2:.1}\" y2=\"{ry:.1}\" stroke=\"{c}\" stroke-width=\"2\"{d}/>\
-<text x=\"{tx:.1}\" y=\"{ty:.1}\" font-size=\"10\" font-family=\"sans-serif\">{n}</text>",
-                ry = ly - 3.0,
-                x2 = lx + 18.0,
-                d = dash(i),
-                tx = lx + 22.0,
-                ty = ly + 1.0,
-                n = esc(name),
-            );
+            let at = (W - RIGHT - w - 4.0, top + 10.0 + i as f64 * 14.0);
+            line_entry(&mut s, at, c, i, name);
         }
         colour += series.len();
     }
@@ -506,7 +487,8 @@ pub const PERCENTILE_NINES: f64 = 5.0;
 
 /// An HDR-style percentile plot: one line per series (name, points (percentile 0..=100,
 /// value)), the x axis in nines (0 %, 90 %, 99 %, ... 99.999 %) so the tail gets the room
-/// the bulk gets, the y axis by decades so the maximum does not flatten the median. Every point tells its percentile and value on hover
+/// the bulk gets, the y axis by decades so the maximum does not flatten the median. Every
+/// point tells its percentile and value on hover
 /// (SVG `<title>`).
 pub fn percentiles(
     title: &str,
@@ -566,7 +548,7 @@ pub fn percentiles(
             );
         }
     }
-    line_legend(&mut s, &names, 0);
+    line_legend(&mut s, &names);
     s.push_str("</svg>");
     s
 }
@@ -631,7 +613,7 @@ pub fn category_lines(
             );
         }
     }
-    line_legend(&mut s, &names, 0);
+    line_legend(&mut s, &names);
     s.push_str("</svg>");
     s
 }
@@ -677,18 +659,19 @@ pub fn bars_with(
     categories: &[String],
     series: &[(String, Vec<Option<Bar>>)],
 ) -> String {
-    let ymax = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().flatten())
-        .map(|b| b.interval.map_or(b.value, |[_, hi]| hi.max(b.value)))
-        .fold(0f64, f64::max);
-    let (y_max, y_step) = nice(ymax);
+    let axis = YAxis::new(
+        Scale::Linear,
+        series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten())
+            .map(|b| b.interval.map_or(b.value, |[_, hi]| hi.max(b.value))),
+    );
     let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
     let top = top_under(&names);
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - top - BOTTOM;
     let mut s = frame(title, "", y_label);
-    y_axis(&mut s, top, y_max, y_step);
+    y_grid(&mut s, top, plot_h, &axis);
     let group = plot_w / categories.len().max(1) as f64;
     let bar = (group * 0.8) / series.len().max(1) as f64;
     for (g, cat) in categories.iter().enumerate() {
@@ -708,7 +691,7 @@ pub fn bars_with(
                 continue;
             };
             let v = b.value.max(0.0);
-            let h = v / y_max * plot_h;
+            let h = axis.frac(v) * plot_h;
             let x = gx + bar * i as f64;
             let t = match b.interval {
                 Some([lo, hi]) => format!("{} [{}, {}]", label(b.value), label(lo), label(hi)),
@@ -723,7 +706,7 @@ pub fn bars_with(
                 t = esc(&t),
             );
             if let Some([lo, hi]) = b.interval {
-                let py = |v: f64| top + plot_h - v.clamp(0.0, y_max) / y_max * plot_h;
+                let py = |v: f64| top + plot_h - axis.frac(v.clamp(0.0, axis.hi)) * plot_h;
                 let cx = x + bar * 0.475;
                 let cap = (bar * 0.2).min(8.0);
                 let _ = write!(
@@ -754,12 +737,10 @@ pub fn runs(
     ci: [f64; 2],
     interval: &str,
 ) -> String {
-    let ymax = samples
-        .iter()
-        .copied()
-        .chain([median, ci[1]])
-        .fold(0f64, f64::max);
-    let (y_max, y_step) = nice(ymax);
+    let axis = YAxis::new(
+        Scale::Linear,
+        samples.iter().copied().chain([median, ci[1]]),
+    );
     let names = ["median", interval, "each run"];
     let top = top_under(&names);
     let plot_w = W - LEFT - RIGHT;
@@ -769,10 +750,10 @@ pub fn runs(
     // A value that is not a number sits on the axis (a spread never holds one).
     let py = |v: f64| {
         let v = if v.is_finite() { v } else { 0.0 };
-        top + plot_h - v.clamp(0.0, y_max) / y_max * plot_h
+        top + plot_h - axis.frac(v.clamp(0.0, axis.hi)) * plot_h
     };
     let mut s = frame(title, "run", y_label);
-    y_axis(&mut s, top, y_max, y_step);
+    y_grid(&mut s, top, plot_h, &axis);
     let _ = write!(
         s,
         "<rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{plot_w:.1}\" height=\"{h:.1}\" fill=\"{c}\" fill-opacity=\"0.18\"><title>{t}</title></rect>\

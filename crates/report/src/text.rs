@@ -64,10 +64,9 @@ impl RowLabels {
     /// The label of a row of `direction` (`tx`, `rx`) and `stream` (`None`: the sum).
     fn label(self, direction: &str, stream: Option<u8>) -> String {
         let sole = if direction == "rx" { self.rx } else { self.tx };
-        match (stream, sole) {
-            (Some(id), _) => format!("{id:>3}"),
-            (None, Some(id)) => format!("{id:>3}"),
-            (None, None) => "SUM".to_owned(),
+        match stream.or(sole) {
+            Some(id) => format!("{id:>3}"),
+            None => "SUM".to_owned(),
         }
     }
 }
@@ -137,18 +136,21 @@ pub fn client_summary(r: &RunResult) -> String {
     client_summary_in(r, None)
 }
 
-/// How amounts and rates show: in one unit (`-f`), or scaled.
-#[derive(Clone, Copy)]
-struct Show(Option<Fixed>);
+/// How a throughput test's amounts and rates show: in one unit (`-f`), or scaled (amounts
+/// as iperf3 scales them, rates in SI units). The header, the rows, the stream table and
+/// the closing lines all write through it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Show(pub Option<Fixed>);
 
 impl Show {
     /// Scaled as iperf3 does (powers of 1024), or in the one unit.
-    fn amount(self, b: u64) -> String {
+    pub fn amount(self, b: u64) -> String {
         self.0
             .map_or_else(|| model::units::iperf3_bytes(b), |u| u.amount(b))
     }
 
-    fn rate(self, v: f64) -> String {
+    /// Bits/s scaled in SI units, or in the one unit.
+    pub fn rate(self, v: f64) -> String {
         self.0.map_or_else(|| bps(v), |u| u.rate(v))
     }
 }

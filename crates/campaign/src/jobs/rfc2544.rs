@@ -39,10 +39,11 @@ impl<T: Trial<Error = Error>> Trial for Narrated<'_, T> {
         let len = req
             .frame_len()
             .map_or_else(String::new, |l| format!("{l} B "));
+        let fps = |rate: model::spec::Rate| rate.packets_per_sec(1).unwrap_or(d.offered_pps);
         let load = match req.load {
             method::Load::Rate(rate, time) => format!(
                 "{len}at {:.0} frames/s for {} s",
-                rate.packets_per_sec(1).unwrap_or(d.offered_pps),
+                fps(rate),
                 model::units::secs(time.as_secs_f64())
             ),
             method::Load::Burst(n) => format!("{len}burst of {n} frames"),
@@ -52,7 +53,7 @@ impl<T: Trial<Error = Error>> Trial for Narrated<'_, T> {
         // the goal and the lowest that lost more.
         let mut bounds = String::new();
         if let (method::Load::Rate(rate, _), Some(len)) = (req.load, req.frame_len()) {
-            let fps = rate.packets_per_sec(1).unwrap_or(d.offered_pps);
+            let fps = fps(rate);
             let b = self.bounds.entry(len).or_default();
             if d.loss_ratio() <= self.tolerated {
                 b.0 = Some(b.0.map_or(fps, |x| x.max(fps)));

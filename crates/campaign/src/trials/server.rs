@@ -18,9 +18,7 @@ use model::stats::{Counters, LatencyHistogram};
 use crate::request::{Connect, IpFamily, Server};
 use crate::{usage, Error};
 
-/// Ethernet, IPv4, UDP headers and the FCS around a UDP payload: a frame of L bytes is a
-/// datagram of L − 46 bytes of payload.
-pub const UDP_FRAME_OVERHEAD: u64 = 46;
+pub use method::trial::UDP_FRAME_OVERHEAD;
 
 /// How to reach `server`: its address resolved, its key read.
 ///

@@ -51,10 +51,7 @@ pub(crate) fn line(client: SocketAddr, spec: &TestSpec, ours: &[StreamReport]) -
             "-".to_owned()
         }
     };
-    let streams = match spec.streams {
-        1 => "1 stream".to_owned(),
-        n => format!("{n} streams"),
-    };
+    let streams = model::units::counted(spec.streams.into(), "stream");
     let mut out = format!(
         "test from {client}: {}, {streams}, {secs:.2} s",
         spec.protocol.as_str().to_uppercase()

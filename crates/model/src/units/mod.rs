@@ -12,7 +12,7 @@ mod error;
 mod show;
 
 pub use error::{FeatureProblem, MtuProblem, UnitError};
-pub use show::{block, bps, bytes, iperf3_bytes, pct, secs, span, us, Fixed};
+pub use show::{block, bps, bytes, counted, iperf3_bytes, pct, secs, span, us, Fixed};
 
 /// A bit rate: a number with an optional SI suffix `k`, `M`, `G`, `T` (powers of 1000).
 pub fn rate_bps(s: &str) -> Result<f64, UnitError> {

@@ -40,16 +40,11 @@ pub fn bytes(v: u64) -> String {
 /// An amount as iperf3 prints it by default: powers of 1024, scaled, `2.64 GBytes`,
 /// `100.00 MBytes`, `64.00 KBytes`, `512 Bytes`.
 pub fn iperf3_bytes(v: u64) -> String {
-    let f = v as f64;
-    let k = 1024.0;
-    if f >= k * k * k {
-        format!("{:.2} GBytes", f / (k * k * k))
-    } else if f >= k * k {
-        format!("{:.2} MBytes", f / (k * k))
-    } else if f >= k {
-        format!("{:.2} KBytes", f / k)
-    } else {
-        format!("{v} Bytes")
+    // The largest power of 1024 (up to G) the amount reaches, in that unit.
+    let power = (1..=3).rev().find(|p| v >= 1u64 << (10 * p));
+    match power {
+        Some(power) => Fixed { power, bytes: true }.amount(v),
+        None => format!("{v} Bytes"),
     }
 }
 
@@ -82,6 +77,14 @@ pub fn pct(ratio: f64) -> String {
 pub fn secs(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// `n` things by their name: `1 stream`, `4 streams`.
+pub fn counted(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
 }
 
 /// A span of time to read at a glance: `0.4 s`, `12 s`, `3 min 05 s`, `2 h 07 min`.
@@ -189,6 +192,11 @@ mod test {
         assert_eq!(iperf3_bytes(2_835_000_000), "2.64 GBytes");
         assert_eq!(iperf3_bytes(65_536), "64.00 KBytes");
         assert_eq!(iperf3_bytes(512), "512 Bytes");
+        assert_eq!(iperf3_bytes(1 << 30), "1.00 GBytes");
+        assert_eq!(
+            (counted(1, "stream"), counted(4, "stream")),
+            ("1 stream".into(), "4 streams".into())
+        );
     }
 
     #[test]

@@ -3,25 +3,19 @@
 
 use model::results::campaign::Campaign;
 use model::results::{LatencyUs, RunResult, StreamResult, Summary};
-use model::units::{bps, pct, us, Fixed};
+use model::units::{pct, us, Fixed};
+
+use crate::text::Show;
 
 use super::sections::THROUGHPUT;
 use super::{done, limited};
 use crate::table::{mbps, opt, Table};
 
-/// Rates and amounts in one unit (`-f`), or scaled.
-fn rate(unit: Option<Fixed>) -> impl Fn(f64) -> String {
-    move |v| unit.map_or_else(|| bps(v), |u| u.rate(v))
-}
-
-fn amount(unit: Option<Fixed>) -> impl Fn(u64) -> String {
-    move |b| unit.map_or_else(|| model::units::iperf3_bytes(b), |u| u.amount(b))
-}
-
 fn udp_row(label: String, x: &Summary, unit: Option<Fixed>) -> Vec<String> {
     let count = |v: Option<u64>| opt(v, |v| v.to_string());
     let mut row = vec![label, format!("{:.2}", x.duration_s)];
-    row.extend([x.target_bps, x.offered_bps, x.received_bps].map(|v| opt(v, rate(unit))));
+    let show = Show(unit);
+    row.extend([x.target_bps, x.offered_bps, x.received_bps].map(|v| opt(v, |v| show.rate(v))));
     row.extend([x.sent_packets, x.received_packets, x.lost_packets].map(count));
     row.push(opt(x.loss_ratio, pct));
     row.extend([x.duplicate_packets, x.reordered_packets, x.late_packets].map(count));
@@ -31,8 +25,9 @@ fn udp_row(label: String, x: &Summary, unit: Option<Fixed>) -> Vec<String> {
 
 fn tcp_row(label: String, x: &Summary, unit: Option<Fixed>) -> Vec<String> {
     let mut row = vec![label, format!("{:.2}", x.duration_s)];
-    row.extend([x.offered_bps, x.received_bps].map(|v| opt(v, rate(unit))));
-    row.extend([x.sent_bytes, x.received_bytes].map(|v| opt(v, amount(unit))));
+    let show = Show(unit);
+    row.extend([x.offered_bps, x.received_bps].map(|v| opt(v, |v| show.rate(v))));
+    row.extend([x.sent_bytes, x.received_bytes].map(|v| opt(v, |b| show.amount(b))));
     row.extend([opt(x.retransmits, |v| v.to_string()), opt(x.tcp_rtt_us, us)]);
     row
 }
