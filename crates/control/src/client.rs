@@ -295,6 +295,7 @@ impl Session {
             test_id,
             token,
             ports,
+            udp_max_send,
         } = accepted
         else {
             return Err(ProtoError::Unexpected(
@@ -306,7 +307,17 @@ impl Session {
         let mut side = SideRun::new(self.cpu);
         let mut connection = self.connection_facts(test_id);
         let setup = match spec.protocol {
-            Protocol::Udp => self.setup_udp(spec, key, &ports, &plan, &mut side, &mut connection),
+            Protocol::Udp => {
+                let max_send = udp_max_send.map(|m| m as usize);
+                self.setup_udp(
+                    spec,
+                    key,
+                    (&ports, max_send),
+                    &plan,
+                    &mut side,
+                    &mut connection,
+                )
+            }
             Protocol::Tcp => self.setup_tcp(spec, key, &ports, &plan, &mut side, &mut connection),
         };
         if let Err(e) = setup {
@@ -487,7 +498,7 @@ impl Session {
         &self,
         spec: &TestSpec,
         key: TestKey,
-        ports: &[u16],
+        (ports, max_send_bytes): (&[u16], Option<usize>),
         plan: &[(u8, Sender)],
         side: &mut SideRun,
         facts: &mut ConnectionFacts,
@@ -515,7 +526,11 @@ impl Session {
         }
         for (s, (id, who)) in socks.into_iter().zip(plan) {
             if *who == Sender::Client {
-                side.udp_sender_pending(s, udp_send_config(spec, key, *id));
+                let cfg = udp::UdpSendConfig {
+                    max_send_bytes,
+                    ..udp_send_config(spec, key, *id)
+                };
+                side.udp_sender_pending(s, cfg);
             }
         }
         Ok(())

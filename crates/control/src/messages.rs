@@ -225,6 +225,11 @@ pub enum ServerMsg {
         token: u64,
         /// UDP: one port per stream id (index 0 = stream 1). TCP: one listening port.
         ports: Vec<u16>,
+        /// UDP: the most payload bytes one send of the client may carry, when the
+        /// server's receiver takes a GSO batch whole (AF_XDP) and has room for this much
+        /// only. Absent: no limit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        udp_max_send: Option<u32>,
     },
     /// All data streams are connected and the server's receivers run; the client starts
     /// its senders and answers [`ClientMsg::Start`].

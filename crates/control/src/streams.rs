@@ -161,6 +161,7 @@ pub(crate) fn udp_send_config(spec: &TestSpec, key: TestKey, stream_id: u8) -> u
             .bytes_per_stream
             .map(|b| b.div_ceil(spec.len.max(1) as u64)),
         slot_ns: key.slot_ns,
+        max_send_bytes: None,
     }
 }
 

@@ -73,7 +73,15 @@ pub struct UdpSendConfig {
     /// Count sent datagrams per slot of this many ns of send time (0: do not; see
     /// [`model::stats::slots`]).
     pub slot_ns: u64,
+    /// The most payload bytes one send may carry (a GSO batch is cut to fit; `None`: no
+    /// limit but GSO's own). A receiver past the UDP stack (AF_XDP) takes a batch that no
+    /// device segmented as one frame, and its frames are [`AF_XDP_MAX_SEND`] at most.
+    pub max_send_bytes: Option<usize>,
 }
+
+/// The most UDP payload one AF_XDP receive frame holds: its largest frame less the
+/// Ethernet, IPv6 (the longer) and UDP headers.
+pub const AF_XDP_MAX_SEND: usize = sys::xdp::RX_FRAME_MAX - 14 - 40 - 8;
 
 /// What a UDP sender did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -351,7 +359,10 @@ pub fn run_sender(
     let len = cfg.payload_len.max(testhdr::HEADER_LEN);
     let target_pps = cfg.rate.packets_per_sec(len);
     let mut backend = cfg.backend.resolve(target_pps);
-    let gso_segments = (GSO_MAX_BYTES / len).clamp(1, GSO_MAX_SEGMENTS);
+    let gso_bytes = cfg
+        .max_send_bytes
+        .map_or(GSO_MAX_BYTES, |m| m.min(GSO_MAX_BYTES));
+    let gso_segments = (gso_bytes / len).clamp(1, GSO_MAX_SEGMENTS);
     if backend == UdpBackend::Gso
         && (gso_segments < 2
             || len > u16::MAX as usize
@@ -836,7 +847,9 @@ pub fn run_receiver_xdp(
         }
         let got = xdp.recv_frames(RECV_TIMEOUT, &mut |frame, ts| match udp_of(frame) {
             Some((from, to, payload)) if to == port && Some((from.ip(), from.port())) == peer => {
-                counting.on_datagram(sock, payload, ts, &clock);
+                for datagram in gso_segments(payload, cfg.max_len) {
+                    counting.on_datagram(sock, datagram, ts, &clock);
+                }
             }
             Some(_) => counting.foreign += 1,
             None => not_udp += 1,
@@ -862,6 +875,20 @@ pub fn run_receiver_xdp(
         );
     }
     counting.report("af_xdp".to_owned(), &clock, started)
+}
+
+/// The datagrams of a UDP payload that may be a whole GSO batch: a sender with
+/// `UDP_SEGMENT` hands the kernel one buffer of many datagrams, and where no device on the
+/// way segments it (veth passes the batch on whole) the receiver's UDP stack cuts it into
+/// datagrams of the segment size, the last one possibly shorter (`udp_rcv_segment`). An
+/// AF_XDP receiver sees the batch before that stack and cuts it the same way, by the test's
+/// datagram length, which is the sender's segment size. A payload no longer than that is
+/// one datagram.
+fn gso_segments(payload: &[u8], datagram_len: usize) -> impl Iterator<Item = &[u8]> {
+    let len = datagram_len.max(testhdr::HEADER_LEN);
+    let end = payload.len();
+    (0..end.div_ceil(len).max(1))
+        .map(move |i| &payload[(i * len).min(end)..((i + 1) * len).min(end)])
 }
 
 /// The source, destination port and payload of a UDP datagram in an untagged Ethernet
@@ -1258,6 +1285,24 @@ pub fn run_paced_pings(
 
 #[cfg(test)]
 mod test {
+    #[test]
+    fn a_gso_batch_is_cut_into_the_tests_datagrams_and_a_datagram_stays_whole() {
+        let batch: Vec<u8> = (0..100u8).collect();
+        let cut: Vec<&[u8]> = gso_segments(&batch, 32).collect();
+        assert_eq!(cut.len(), 4, "three whole datagrams and a shorter last one");
+        assert_eq!(cut[0], &batch[..32]);
+        assert_eq!(cut[3], &batch[96..]);
+        assert_eq!(gso_segments(&batch, 1472).count(), 1);
+        assert_eq!(gso_segments(&batch[..32], 32).count(), 1);
+        // An empty payload is still one (foreign) datagram, as a socket would read it.
+        assert_eq!(
+            gso_segments(&[], 32).collect::<Vec<_>>(),
+            vec![&[] as &[u8]]
+        );
+        // A length below the test header is never used to cut.
+        assert_eq!(gso_segments(&batch, 1).count(), 6);
+    }
+
     use super::*;
     use std::net::Ipv4Addr;
     use std::sync::Arc;

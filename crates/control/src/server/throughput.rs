@@ -174,12 +174,30 @@ fn setup_udp(
         .iter()
         .map(|s| s.local_addr().map(|a| a.port()))
         .collect::<Result<Vec<_>, _>>()?;
+    let receiving = plan
+        .iter()
+        .filter(|(_, who)| *who == Sender::Client)
+        .count();
+    // AF_XDP is chosen before the client hears the ports (its frames hold a GSO batch
+    // only up to a size, which the client's senders must keep to) and attached after the
+    // streams registered (their registrations come to the socket).
+    let mut xdp: Vec<Option<Result<_, String>>> = plan
+        .iter()
+        .map(|(_, who)| {
+            (rx_xdp && *who == Sender::Client).then(|| xdp_claim(local_ip, receiving, spec.len))
+        })
+        .collect();
+    let udp_max_send = xdp
+        .iter()
+        .any(|x| matches!(x, Some(Ok(_))))
+        .then_some(udp::AF_XDP_MAX_SEND as u32);
     write_msg(
         ctrl,
         &ServerMsg::Accepted {
             test_id: key.test_id,
             token: key.token,
             ports,
+            udp_max_send,
         },
     )
     .map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -197,27 +215,25 @@ fn setup_udp(
         STREAM_SETUP_TIMEOUT,
     )?;
     // Receivers first so that nothing the client sends at once is missed.
-    let receiving = plan
-        .iter()
-        .filter(|(_, who)| *who == Sender::Client)
-        .count();
-    for (s, (id, who)) in socks.iter().zip(plan) {
+    for ((s, (id, who)), xdp) in socks.iter().zip(plan).zip(&mut xdp) {
         if *who != Sender::Client {
             continue;
         }
         let cfg = udp_recv_config(spec, key, *id);
         let mut not_xdp = None;
-        if rx_xdp {
-            match xdp_receiver(local_ip, s, receiving) {
-                Ok((rx, claim)) => {
-                    side.udp_receiver_xdp(s.try_clone()?, rx, claim, cfg)?;
-                    continue;
-                }
-                Err(why) => {
-                    tracing::warn!("UDP test {}: af_xdp not used: {why}", key.test_id);
-                    not_xdp = Some(why);
-                }
+        match xdp
+            .take()
+            .map(|x| x.and_then(|claim| xdp_receiver(s, claim)))
+        {
+            Some(Ok((rx, claim))) => {
+                side.udp_receiver_xdp(s.try_clone()?, rx, claim, cfg)?;
+                continue;
             }
+            Some(Err(why)) => {
+                tracing::warn!("UDP test {}: af_xdp not used: {why}", key.test_id);
+                not_xdp = Some(why);
+            }
+            None => {}
         }
         side.udp_receiver(s.try_clone()?, cfg, not_xdp)?;
     }
@@ -233,7 +249,8 @@ fn setup_udp(
 static XDP_IFACES: std::sync::Mutex<std::collections::BTreeSet<String>> =
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
-/// A test's hold on an interface's AF_XDP receiver, given back when dropped.
+/// A test's hold on an interface's AF_XDP receiver (the interface's name), given back
+/// when dropped.
 struct XdpClaim(String);
 
 impl Drop for XdpClaim {
@@ -245,18 +262,19 @@ impl Drop for XdpClaim {
     }
 }
 
-/// An AF_XDP receiver taking the datagrams to `sock`'s port on the interface that holds
-/// `local_ip`, with the test's hold on that interface; or why there is none: a test of
-/// more than one receiving stream, an interface another test holds, or one AF_XDP does
-/// not work on (loopback's 64 KiB MTU, no BPF).
-fn xdp_receiver(
-    local_ip: IpAddr,
-    sock: &UdpSocket,
-    receiving: usize,
-) -> Result<(Box<dyn engine::frameio::FrameRx>, XdpClaim), String> {
+/// The hold on the AF_XDP receiver of the interface that holds `local_ip`, for a test
+/// stream's datagrams; or why it cannot have one: a test of more than one receiving
+/// stream, datagrams longer than its frames hold, an interface another test holds.
+fn xdp_claim(local_ip: IpAddr, receiving: usize, datagram_len: usize) -> Result<XdpClaim, String> {
     if receiving != 1 {
         return Err(format!(
             "it serves one receiving stream per test, this one has {receiving}"
+        ));
+    }
+    if datagram_len > udp::AF_XDP_MAX_SEND {
+        return Err(format!(
+            "its frames hold datagrams of up to {} bytes, this test's are {datagram_len}",
+            udp::AF_XDP_MAX_SEND
         ));
     }
     let ip = local_ip.to_canonical();
@@ -270,9 +288,21 @@ fn xdp_receiver(
     {
         return Err(format!("another test holds {iface}'s AF_XDP receiver"));
     }
-    let claim = XdpClaim(iface.clone());
+    Ok(XdpClaim(iface))
+}
+
+/// An AF_XDP receiver on the claimed interface taking the datagrams to `sock`'s port; or
+/// why there is none (an interface AF_XDP does not work on: loopback's 64 KiB MTU, no
+/// BPF).
+fn xdp_receiver(
+    sock: &UdpSocket,
+    claim: XdpClaim,
+) -> Result<(Box<dyn engine::frameio::FrameRx>, XdpClaim), String> {
     let port = sock.local_addr().map_err(|e| e.to_string())?.port();
-    let ep = engine::frameio::Endpoint { netns: None, iface };
+    let ep = engine::frameio::Endpoint {
+        netns: None,
+        iface: claim.0.clone(),
+    };
     let filter = engine::frameio::XdpFilter::UdpPorts(vec![port]);
     // Echo probes are answered as they are read: no gathering of short batches.
     let rx = engine::frameio::XdpFrameRx::open_with(&ep, &filter)
@@ -300,6 +330,7 @@ fn setup_tcp(
             test_id,
             token,
             ports: vec![port],
+            udp_max_send: None,
         },
     )
     .map_err(|e| std::io::Error::other(e.to_string()))?;

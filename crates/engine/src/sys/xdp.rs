@@ -25,6 +25,10 @@ use super::{cvt, setsockopt_int};
 
 /// UMEM chunk size: the largest frame this backend sends is a chunk.
 pub const CHUNK: usize = 2048;
+/// The largest frame this backend receives: a chunk less the headroom the kernel keeps in
+/// front of every received frame (`XDP_PACKET_HEADROOM`; `xsk_pool_get_rx_frame_size`).
+/// Longer frames are dropped by the kernel.
+pub const RX_FRAME_MAX: usize = CHUNK - 256;
 const CHUNKS: usize = 4096;
 const RING: u32 = 2048;
 
