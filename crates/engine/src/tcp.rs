@@ -24,12 +24,19 @@ use model::stop::Stop;
 /// How often the sender refreshes its retransmit counter from TCP_INFO.
 const TCP_INFO_EVERY: Duration = Duration::from_millis(100);
 
-/// Bytes a receiver asks for per read. Measured on loopback against 128 and 256 KiB
-/// (`bench/all.py`, interleaved pairs): smaller reads move more. The receiving thread
-/// works more (its CPU busy 26 % → 57 %, twice the time in `_copy_to_iter`), and the
-/// sending CPU, which on loopback and veth also carries the receive path's softirq,
-/// moves more bytes in the same full CPU (24.8 → 29.3 Gbit/s in one profiled pair).
-const READ_LEN: usize = 64 * 1024;
+/// Bytes a receiver asks for per read, by where its peer is. Measured with interleaved
+/// pairs of wirebench against itself, one stream, `-A 0,1`, 3-s runs (2026-12-05):
+/// - loopback: 64 KiB moved 1.17–1.39x what 256 KiB reads did (six pairs); the receiving
+///   thread works more (its CPU 26 % → 57 % busy) and the sending CPU, which on loopback
+///   also runs the receive path's softirq, moves more bytes in the same full CPU;
+/// - veth (and so, untested, NICs): 256 KiB moved 0.96–1.09x, median 1.07x, what 64 KiB
+///   did, and 128 KiB 0.99–1.09x.
+fn read_len(stream: &TcpStream) -> usize {
+    match stream.peer_addr() {
+        Ok(a) if a.ip().to_canonical().is_loopback() => 64 * 1024,
+        _ => 256 * 1024,
+    }
+}
 
 /// What a TCP sender does.
 #[derive(Debug, Clone)]
@@ -324,7 +331,7 @@ pub fn run_receiver(
     let mut warm_until: Option<Duration> = None;
     let mut omitted = 0u64;
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-    let mut buf = vec![0u8; READ_LEN];
+    let mut buf = vec![0u8; read_len(stream)];
     let mut bytes = 0u64;
     // The rate is timed from the end of the first read to the end of the last, over the
     // bytes after the first read: what the first read returns may have queued up before
