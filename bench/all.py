@@ -70,7 +70,9 @@ class Figure:
         a = f"{self.a_name} {fmt(statistics.median(self.a_runs), self.unit)}" if self.a_runs else "-"
         b = f"{self.b_name} {fmt(statistics.median(self.b_runs), self.unit)}"
         sign = "≤" if self.lower else "≥"
-        return (f"| {self.name} | {self.where} | {a} | {b} | **{med:.2f}x** | {lo:.2f}–{hi:.2f} | "
+        # A median that rounds to the target without reaching it shows a third digit.
+        shown = f"{med:.3f}" if round(med, 2) == self.target and not met else f"{med:.2f}"
+        return (f"| {self.name} | {self.where} | {a} | {b} | **{shown}x** | {lo:.2f}–{hi:.2f} | "
                 f"{sign} {self.target}x: {'met' if met else '**not met**'} |")
 
 
