@@ -622,6 +622,28 @@ fn congestion_control_mss_and_no_delay_reach_the_sockets() {
     assert_fails(&srv.run("client", "-t 0.3 -M 20"), 2, "MSS 20");
 }
 
+/// `-A`: the streams of a side pinned to one CPU share one sender thread there (as
+/// iperf3's one thread does); every stream still counts its own bytes, both ways, and its
+/// share of the amount (`-n`, split between the streams) is exact.
+fn pinned_parallel_streams_share_a_sender_thread_and_count_their_own_bytes() {
+    let srv = ServerProc::start(&[]);
+    let v = srv.json("client", "-P 3 -A 0,0 -n 30M");
+    let streams = v["streams"].as_array().cloned().unwrap_or_default();
+    assert_eq!(streams.len(), 3, "{v}");
+    for s in &streams {
+        assert_eq!(s["sent_bytes"], 10 << 20, "{s}");
+        assert_eq!(s["received_bytes"], 10 << 20, "{s}");
+    }
+    // The server's senders (-R; -n counts the client's): each stream's bytes arrive.
+    let v = srv.json("client", "-P 3 -A 0,0 -t 0.5 -R");
+    let streams = v["streams"].as_array().cloned().unwrap_or_default();
+    assert_eq!(streams.len(), 3, "{v}");
+    for s in &streams {
+        assert!(s["received_bytes"].as_u64().unwrap_or(0) > 1 << 20, "{s}");
+        assert_eq!(s["sent_bytes"], s["received_bytes"], "{s}");
+    }
+}
+
 fn zerocopy_sends_with_sendfile_both_ways() {
     let srv = ServerProc::start(&[]);
     for dir in ["", "-R"] {
@@ -833,6 +855,9 @@ fn repeat_keeps_every_run_and_gives_each_figure_its_spread() {
 pub(crate) fn cases() -> Vec<crate::harness::Case> {
     vec![
         crate::harness::case!(udp_counts_every_packet_and_reports_one_way_latency),
+        crate::harness::case!(
+            pinned_parallel_streams_share_a_sender_thread_and_count_their_own_bytes
+        ),
         crate::harness::case!(repeat_keeps_every_run_and_gives_each_figure_its_spread),
         crate::harness::case!(udp_reverse_and_parallel_streams),
         crate::harness::case!(tcp_gives_tx_and_rx_separately_with_tcp_info),

@@ -200,7 +200,8 @@ pub(crate) fn stream_local(
 struct Running {
     id: u8,
     live: Arc<LiveCounters>,
-    handle: JoinHandle<StreamReport>,
+    /// The thread's reports: one stream's, or every stream's of a shared sender thread.
+    handle: JoinHandle<Vec<StreamReport>>,
 }
 
 /// A sender set up but not yet started (the client starts its senders at `Ready`).
@@ -247,9 +248,27 @@ impl SideRun {
         self.pending.push(Pending::Tcp(s, cfg));
     }
 
-    /// Starts the queued senders.
+    /// Starts the queued senders. Unpaced TCP senders pinned to one CPU (`-A`) share one
+    /// thread there, as iperf3's do ([`tcp::run_senders`]).
     pub(crate) fn start(&mut self) -> std::io::Result<()> {
-        for p in std::mem::take(&mut self.pending) {
+        let pending = std::mem::take(&mut self.pending);
+        let (shared, own): (Vec<_>, Vec<_>) = pending
+            .into_iter()
+            .partition(|p| matches!(p, Pending::Tcp(_, c) if tcp::can_share_a_thread(c)));
+        let mut own = own;
+        if self.cpu.is_some() && shared.len() > 1 {
+            let streams = shared
+                .into_iter()
+                .filter_map(|p| match p {
+                    Pending::Tcp(s, c) => Some((s, c)),
+                    Pending::Udp(..) => None,
+                })
+                .collect();
+            self.tcp_senders(streams)?;
+        } else {
+            own.extend(shared);
+        }
+        for p in own {
             match p {
                 Pending::Udp(s, c) => self.udp_sender(s, c)?,
                 Pending::Tcp(s, c) => self.tcp_sender(s, c)?,
@@ -276,12 +295,26 @@ impl SideRun {
         f: impl FnOnce(&LiveCounters, &Stop) -> StreamReport + Send + 'static,
     ) -> std::io::Result<()> {
         let live = Arc::new(LiveCounters::default());
+        let l = live.clone();
+        self.lives.push((id, live.clone()));
+        self.spawn_thread(id, live, is_sender, name, move |stop| vec![f(&l, stop)])
+    }
+
+    /// Starts a data-plane thread (pinned to the side's CPU, if any) running `f`; `id` and
+    /// `live` name its (first) stream, whose counters the caller has listed.
+    fn spawn_thread(
+        &mut self,
+        id: u8,
+        live: Arc<LiveCounters>,
+        is_sender: bool,
+        name: &str,
+        f: impl FnOnce(&Stop) -> Vec<StreamReport> + Send + 'static,
+    ) -> std::io::Result<()> {
         let stop = if is_sender {
             self.sender_stop.clone()
         } else {
             self.receiver_stop.clone()
         };
-        let l = live.clone();
         let cpu = self.cpu;
         let handle = std::thread::Builder::new()
             .name(format!("wb-{name}-{id}"))
@@ -291,9 +324,8 @@ impl SideRun {
                         tracing::warn!("cannot pin to CPU {c}: {e}");
                     }
                 }
-                f(&l, &stop)
+                f(&stop)
             })?;
-        self.lives.push((id, live.clone()));
         let r = Running { id, live, handle };
         if is_sender {
             self.senders.push(r);
@@ -358,6 +390,36 @@ impl SideRun {
         })
     }
 
+    /// Several TCP senders on one thread ([`tcp::run_senders`]).
+    fn tcp_senders(
+        &mut self,
+        streams: Vec<(TcpStream, tcp::TcpSendConfig)>,
+    ) -> std::io::Result<()> {
+        let lives: Vec<Arc<LiveCounters>> = streams
+            .iter()
+            .map(|_| Arc::new(LiveCounters::default()))
+            .collect();
+        let Some(((_, first), first_live)) = streams.first().zip(lives.first()) else {
+            return Ok(());
+        };
+        let (id, live) = (first.stream_id, first_live.clone());
+        for ((_, c), l) in streams.iter().zip(&lives) {
+            self.lives.push((c.stream_id, l.clone()));
+        }
+        let thread_lives = lives.clone();
+        self.spawn_thread(id, live, true, "tcp-tx", move |stop| {
+            let args: Vec<_> = streams
+                .iter()
+                .zip(&thread_lives)
+                .map(|((s, c), l)| (s, c, &**l))
+                .collect();
+            tcp::run_senders(&args, stop)
+                .into_iter()
+                .map(|r| StreamReport::TcpTx(r.into()))
+                .collect()
+        })
+    }
+
     pub(crate) fn tcp_receiver(
         &mut self,
         s: TcpStream,
@@ -397,6 +459,7 @@ impl SideRun {
         self.senders
             .drain(..)
             .filter_map(|r| r.handle.join().ok())
+            .flatten()
             .collect()
     }
 
@@ -439,6 +502,7 @@ impl SideRun {
         self.receivers
             .drain(..)
             .filter_map(|r| r.handle.join().ok())
+            .flatten()
             .collect()
     }
 

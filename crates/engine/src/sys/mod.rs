@@ -685,12 +685,21 @@ pub fn packet_statistics(sock: &impl AsRawFd) -> io::Result<(u32, u32)> {
 /// timeout). Returns a bit per descriptor (bit i set: `fds[i]` is readable, or has an
 /// error or hang-up to report). `EINTR` counts as a timeout.
 pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> io::Result<u64> {
+    wait_ready(fds, libc::POLLIN, timeout)
+}
+
+/// Waits until one of `fds` has room to write or `timeout` passed; as [`wait_readable`].
+pub fn wait_writable(fds: &[RawFd], timeout: Duration) -> io::Result<u64> {
+    wait_ready(fds, libc::POLLOUT, timeout)
+}
+
+fn wait_ready(fds: &[RawFd], events: libc::c_short, timeout: Duration) -> io::Result<u64> {
     let mut pfds: Vec<libc::pollfd> = fds
         .iter()
         .take(64)
         .map(|&fd| libc::pollfd {
             fd,
-            events: libc::POLLIN,
+            events,
             revents: 0,
         })
         .collect();
