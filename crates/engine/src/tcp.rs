@@ -1,5 +1,6 @@
 //! TCP data plane: a sender that writes fixed-size blocks (optionally paced) and a receiver
-//! that counts bytes, each on its own OS thread.
+//! that counts bytes, each on its own OS thread; unpaced senders pinned to one CPU may
+//! share one ([`run_senders`]).
 //!
 //! Tx and Rx are measured separately: the sender counts what the kernel accepted, the
 //! receiver what it read. The sender reads `TCP_INFO` for retransmits, window and RTT.
