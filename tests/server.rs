@@ -26,6 +26,22 @@ fn serves_several_tests_at_once() {
     }
 }
 
+/// `--rx-backend xdp` on loopback: AF_XDP is refused before anything is loaded (so the
+/// client is not told to shrink its GSO batches, and no root is needed), the result says
+/// why, and the socket receiver counts every datagram.
+fn an_xdp_server_on_loopback_receives_with_sockets_and_says_why() {
+    let srv = ServerProc::start(&["--rx-backend", "xdp"]);
+    let v = srv.json("client", "-u --pps 20000 -l 18 -t 0.5");
+    let mode = v["receive_mode"].as_str().unwrap_or_default();
+    assert!(
+        mode.contains("af_xdp not used: AF_XDP does not work on loopback"),
+        "{mode}"
+    );
+    let sent = u64_at(&v, "/summary/sent_packets");
+    assert!(sent > 5_000, "{v}");
+    assert_eq!(u64_at(&v, "/summary/received_packets"), sent, "{v}");
+}
+
 /// As `iperf3 -s`, the server says what each finished test was: client, protocol,
 /// streams, time, what it received (and lost, for UDP) or sent; its log carries no colour
 /// codes when it is not a terminal (a pipe here).
@@ -339,6 +355,7 @@ fn an_address_beyond_its_share_of_tests_is_refused_and_the_server_goes_on() {
 pub(crate) fn cases() -> Vec<crate::harness::Case> {
     vec![
         crate::harness::case!(serves_several_tests_at_once),
+        crate::harness::case!(an_xdp_server_on_loopback_receives_with_sockets_and_says_why),
         crate::harness::case!(the_server_logs_each_finished_test_without_colour_in_a_log),
         crate::harness::case!(limits_are_enforced_with_a_clear_message),
         crate::harness::case!(authentication_refuses_missing_and_wrong_keys),

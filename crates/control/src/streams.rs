@@ -252,10 +252,9 @@ impl SideRun {
     /// thread there, as iperf3's do ([`tcp::run_senders`]).
     pub(crate) fn start(&mut self) -> std::io::Result<()> {
         let pending = std::mem::take(&mut self.pending);
-        let (shared, own): (Vec<_>, Vec<_>) = pending
+        let (shared, mut own): (Vec<_>, Vec<_>) = pending
             .into_iter()
             .partition(|p| matches!(p, Pending::Tcp(_, c) if tcp::can_share_a_thread(c)));
-        let mut own = own;
         if self.cpu.is_some() && shared.len() > 1 {
             let streams = shared
                 .into_iter()
