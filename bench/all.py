@@ -125,50 +125,56 @@ def tcp_figures(place, wb, port, secs):
     ]
 
 
-def udp_figures(place, wb, port, secs):
-    args = ["-u", "-l", "18", "-b", "0", "-t", str(secs), "-A", compare.PIN]
+def small_udp(secs):
+    """The arguments of the small-datagram figures, common to both tools."""
+    return ["-u", "-l", "18", "-b", "0", "-t", str(secs), "-A", compare.PIN]
 
-    def ip3():
-        s = iperf3_run(place, args)["end"]["sum"]
+
+def iperf3_udp_received(place, secs):
+    """One sample of iperf3's small-datagram figure: datagrams/s received."""
+    def one():
+        s = iperf3_run(place, small_udp(secs))["end"]["sum"]
         return (s["packets"] - s["lost_packets"]) / s["seconds"]
+    return one
 
-    def wbr():
-        v = compare.wb_json(place, [wb, "client", place.addr, "-p", str(port), "--udp-backend", "gso"] + args)
+
+def wb_udp_received(place, wb, port, secs, check=None):
+    """One sample of wirebench's small-datagram figure (GSO sender): datagrams/s received;
+    `check(result)` may refuse the result."""
+    def one():
+        v = compare.wb_json(place, [wb, "client", place.addr, "-p", str(port), "--udp-backend", "gso"] + small_udp(secs))
+        if check:
+            check(v)
         s = v["summary"]
         return s["received_packets"] / s["duration_s"]
+    return one
 
+
+def udp_figures(place, wb, port, secs):
     return [Figure("UDP 18-byte payloads, unlimited, received datagrams/s (sockets)", place.name,
-                   "iperf3", ip3, "wirebench", wbr, "pps", 3.0)]
+                   "iperf3", iperf3_udp_received(place, secs), "wirebench", wb_udp_received(place, wb, port, secs),
+                   "pps", 3.0)]
 
 
 def xdp_server_figures(place, wb, secs):
     """The AF_XDP server receiver against iperf3's socket receiver, with the sender's
     GSO batches (veth passes them whole; the receiver cuts them into datagrams)."""
-    args = ["-u", "-l", "18", "-b", "0", "-t", str(secs), "-A", compare.PIN]
     srv = place.server([wb, "server", "--bind", place.addr, "-p", "5312", "--rx-backend", "xdp"], announce=True)
     line = srv.stderr.readline()
     if "listening on" not in line:
         compare.stop(srv)
         raise RuntimeError(f"wirebench server --rx-backend xdp did not start: {line.strip()}")
 
-    def ip3():
-        s = iperf3_run(place, args)["end"]["sum"]
-        return (s["packets"] - s["lost_packets"]) / s["seconds"]
-
-    def wbr(backend):
-        def one():
-            v = compare.wb_json(place, [wb, "client", place.addr, "-p", "5312", "--udp-backend", backend] + args)
-            if v.get("receive_mode") != "af_xdp":
-                raise RuntimeError(f"the server did not receive with AF_XDP: {v.get('receive_mode')}")
-            s = v["summary"]
-            return s["received_packets"] / s["duration_s"]
-        return one
+    def af_xdp(v):
+        if v.get("receive_mode") != "af_xdp":
+            raise RuntimeError(f"the server did not receive with AF_XDP: {v.get('receive_mode')}")
 
     # With one datagram per frame (`--udp-backend sendmmsg`) the client's sender is the
     # limit (about 190 k/s here, as iperf3's): that row would measure senders.
     figs = [
         Figure("UDP 18-byte payloads, `server --rx-backend xdp` (GSO batches cut by the receiver)", place.name,
-               "iperf3", ip3, "wirebench", wbr("gso"), "pps", 6.0),
+               "iperf3", iperf3_udp_received(place, secs), "wirebench", wb_udp_received(place, wb, 5312, secs, af_xdp),
+               "pps", 6.0),
     ]
     return figs, srv
 
@@ -349,13 +355,13 @@ def main():
     if not os.path.exists(wb):
         sys.exit(f"{wb} not found: run `cargo build --release` first")
     figs = []
-    places = [compare.Place("loopback", "127.0.0.1")]
-    compare.veth_up()
-    places.append(compare.Place("veth", compare.ADDR_B, compare.NS_A, compare.NS_B))
+    places = []
+    if only & {"tcp", "udp", "pacing"}:
+        compare.veth_up()
+        places = [compare.Place("loopback", "127.0.0.1"),
+                  compare.Place("veth", compare.ADDR_B, compare.NS_A, compare.NS_B)]
     try:
         for p in places:
-            if not only & {"tcp", "udp", "pacing"}:
-                break
             srv, port, ip3 = servers(p, wb)
             try:
                 todo = []
@@ -382,7 +388,8 @@ def main():
                 compare.stop(srv)
                 compare.stop(ip3)
     finally:
-        compare.veth_down()
+        if places:
+            compare.veth_down()
     if "gen" in only:
         gfigs = gen_figures(wb, a.secs)
         if gfigs:

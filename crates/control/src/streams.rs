@@ -405,11 +405,10 @@ impl SideRun {
         for ((_, c), l) in streams.iter().zip(&lives) {
             self.lives.push((c.stream_id, l.clone()));
         }
-        let thread_lives = lives.clone();
         self.spawn_thread(id, live, true, "tcp-tx", move |stop| {
             let args: Vec<_> = streams
                 .iter()
-                .zip(&thread_lives)
+                .zip(&lives)
                 .map(|((s, c), l)| (s, c, &**l))
                 .collect();
             tcp::run_senders(&args, stop)
