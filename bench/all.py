@@ -138,13 +138,16 @@ def iperf3_udp_received(place, secs):
     return one
 
 
-def wb_udp_received(place, wb, port, secs, check=None):
+def wb_udp_received(place, wb, port, secs, check=None, counter=None):
     """One sample of wirebench's small-datagram figure (GSO sender): datagrams/s received;
-    `check(result)` may refuse the result."""
+    `check(result, before, after)` may refuse the result, given `counter()` read before and
+    after the run."""
     def one():
+        before = counter() if counter else None
         v = compare.wb_json(place, [wb, "client", place.addr, "-p", str(port), "--udp-backend", "gso"] + small_udp(secs))
+        after = counter() if counter else None
         if check:
-            check(v)
+            check(v, before, after)
         s = v["summary"]
         return s["received_packets"] / s["duration_s"]
     return one
@@ -165,15 +168,35 @@ def xdp_server_figures(place, wb, secs):
         compare.stop(srv)
         raise RuntimeError(f"wirebench server --rx-backend xdp did not start: {line.strip()}")
 
-    def af_xdp(v):
+    def rx_packets():
+        """The server-side veth's receive counter, as the kernel keeps it."""
+        r = compare.sh(["ip", "netns", "exec", place.server_ns, "cat", "/sys/class/net/wbb-vb/statistics/rx_packets"])
+        return int(r.stdout)
+
+    def af_xdp(v, rx_before, rx_after):
+        """The run counts: it received with AF_XDP, the program's, the kernel's and the
+        receiver's frame counts agree, and the interface saw the program's frames."""
         if v.get("receive_mode") != "af_xdp":
             raise RuntimeError(f"the server did not receive with AF_XDP: {v.get('receive_mode')}")
+        c = v.get("af_xdp_frames")
+        if not c:
+            raise RuntimeError("the result has no af_xdp_frames")
+        iface = rx_after - rx_before
+        # The interface counts every frame it received while the program was attached and
+        # before and after: the test's frames and the control connection's few.
+        other = iface - c["redirected"]
+        print(f"    af_xdp frames: program {c['redirected']}, read {c['read']}, kernel dropped {c['dropped']}, "
+              f"interface rx +{iface} ({other} not redirected: control, handshake)", file=sys.stderr)
+        if c["redirected"] != c["read"] + c["dropped"]:
+            raise RuntimeError(f"the program's and the receiver's counts disagree: {c}")
+        if other < 0 or other > max(1000, iface // 100):
+            raise RuntimeError(f"the interface's count ({iface}) does not match the program's ({c['redirected']})")
 
     # With one datagram per frame (`--udp-backend sendmmsg`) the client's sender is the
     # limit (about 190 k/s here, as iperf3's): that row would measure senders.
     figs = [
-        Figure("UDP 18-byte payloads, `server --rx-backend xdp` (GSO batches cut by the receiver)", place.name,
-               "iperf3", iperf3_udp_received(place, secs), "wirebench", wb_udp_received(place, wb, 5312, secs, af_xdp),
+        Figure("UDP 18-byte payloads, `server --rx-backend xdp` (GSO batches cut by the receiver; program, kernel and receiver counts checked in every run)", place.name,
+               "iperf3", iperf3_udp_received(place, secs), "wirebench", wb_udp_received(place, wb, 5312, secs, af_xdp, rx_packets),
                "pps", 6.0),
     ]
     return figs, srv

@@ -20,6 +20,12 @@
 // with no socket (the XSKMAP's default action, XDP_PASS). Everything else is taken from the stack while the
 // program is attached: the raw receiver is a sink, as a tester's port is.
 //
+// The program counts what it hands on (`counters`, per CPU): [0] frames it redirected to
+// a socket, [1] frames the redirect refused (no socket on the queue: passed to the stack).
+// A receiver checks its own count against them: frames redirected = frames read + the
+// kernel's drops for the socket (XDP_STATISTICS), so a frame lost between the program and
+// the reader shows, and so does a receiver that counts what never came.
+//
 // Built by bpf/build.sh with Debian's clang; the object is checked in (bpf/xsk.o).
 
 #include <linux/bpf.h>
@@ -42,6 +48,23 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } filter SEC(".maps");
+
+#define COUNT_REDIRECTED 0
+#define COUNT_REFUSED 1
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+	if (c)
+		*c += 1;
+}
 
 // Destination ports (network order) whose datagrams are taken, with FILTER_UDP_PORTS.
 struct {
@@ -119,7 +142,9 @@ int xsk_rx(struct xdp_md *ctx)
 		if ((void *)(meta + 1) <= (void *)(long)ctx->data)
 			*meta = bpf_ktime_get_ns();
 	}
-	return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+	long action = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+	count(action == XDP_REDIRECT ? COUNT_REDIRECTED : COUNT_REFUSED);
+	return action;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

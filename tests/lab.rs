@@ -1222,7 +1222,8 @@ fn a_killed_run_is_run_again() {
 }
 
 /// `server --rx-backend xdp`: a UDP test's datagrams are counted through AF_XDP (the result
-/// says so, and nothing is lost at a rate the lab carries), GSO batches too; a test of two receiving
+/// says so, and nothing is lost at a rate the lab carries), GSO batches too; the program's,
+/// the kernel's and the receiver's frame counts agree; a test of two receiving
 /// streams uses sockets and says why; the program leaves the interface after each test.
 fn server_rx_backend_xdp_counts_udp_past_the_stack() {
     let lab = LabGuard::up("direct", "sx");
@@ -1255,6 +1256,25 @@ fn server_rx_backend_xdp_counts_udp_past_the_stack() {
     let sent = crate::frer::sent_of(&v, 100_000);
     assert_eq!(u64_at(&v, "/summary/lost_packets"), 0, "{v}");
     assert_eq!(u64_at(&v, "/summary/received_packets"), sent, "{v}");
+    // The XDP program's count of frames it redirected, the kernel's drops and the
+    // receiver's reads agree; with one datagram per send (sendmmsg), one frame each.
+    let frames = |v: &serde_json::Value| {
+        (
+            u64_at(v, "/af_xdp_frames/redirected"),
+            u64_at(v, "/af_xdp_frames/read"),
+            u64_at(v, "/af_xdp_frames/dropped"),
+        )
+    };
+    let (redirected, read, dropped) = frames(&v);
+    assert_eq!(redirected, read + dropped, "{v}");
+    if v["backend"] == "udp-sendmmsg" {
+        assert_eq!(read, sent, "{v}");
+    } else {
+        assert!(
+            read > 0 && read <= sent,
+            "{read} frames for {sent} datagrams: {v}"
+        );
+    }
     // As fast as the sender goes, in GSO batches: veth passes a batch on whole, so the
     // receiver sees one frame of many datagrams. The server tells the client how much a
     // frame holds and cuts each into its datagrams (before: a batch longer than a frame
@@ -1267,6 +1287,13 @@ fn server_rx_backend_xdp_counts_udp_past_the_stack() {
     assert!(
         sent > 10_000 && received * 2 >= sent,
         "{received} of {sent}: {v}"
+    );
+    // Batches: fewer frames than datagrams, and still every frame read or dropped.
+    let (redirected, read, dropped) = frames(&v);
+    assert_eq!(redirected, read + dropped, "{v}");
+    assert!(
+        read > 0 && read < received,
+        "{read} frames for {received} datagrams: {v}"
     );
     let listener = format!("wb-{}-listener", lab.0);
     assert!(!xdp_attached(&listener, "eth0"), "the program left eth0");

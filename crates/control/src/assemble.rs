@@ -412,6 +412,15 @@ pub fn throughput_result(o: &TestOutcome, command: &str, params: serde_json::Val
         StreamReport::UdpRx(rx) => Some(rx.mode.clone()),
         _ => None,
     });
+    r.af_xdp_frames = o
+        .local
+        .iter()
+        .chain(&o.remote)
+        .filter_map(|x| match x {
+            StreamReport::UdpRx(rx) => rx.af_xdp_frames,
+            _ => None,
+        })
+        .reduce(model::results::XdpFrameCheck::plus);
     let mut prev = None;
     for s in &o.intervals {
         r.intervals.extend(interval_rows(&o.spec, prev, s));

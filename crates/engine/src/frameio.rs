@@ -154,6 +154,11 @@ pub trait FrameRx: Send {
     ) -> io::Result<usize>;
     /// Frames the kernel dropped for lack of room since the last call.
     fn take_drops(&mut self) -> u64;
+    /// Frames an XDP program has handed to this receiver since it was attached, where a
+    /// program counts them (`None` for the other backends).
+    fn redirected(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Largest frame the packet backends carry (jumbo 9000 MTU and headers).
@@ -558,7 +563,7 @@ pub const XDP_MAX_QUEUES: u32 = 8;
 pub struct XdpFrameRx {
     /// Keeps the program attached; dropped (detached) first, before the sockets close.
     _link: aya::programs::links::FdLink,
-    _ebpf: aya::Ebpf,
+    ebpf: aya::Ebpf,
     socks: Vec<sys::xdp::XdpRx>,
     drops: u64,
     clock: crate::clock::RealClock,
@@ -688,7 +693,7 @@ impl XdpFrameRx {
                 .map_err(|e| fail("a BPF link for XDP (Linux 5.9 or later)", &e))?;
             Ok(Self {
                 _link: link,
-                _ebpf: ebpf,
+                ebpf,
                 socks,
                 drops: 0,
                 clock: crate::clock::RealClock::new(),
@@ -755,5 +760,18 @@ impl FrameRx for XdpFrameRx {
             self.drops += s.take_drops();
         }
         std::mem::take(&mut self.drops)
+    }
+
+    /// The program's count of frames it redirected (`counters[0]`, summed over CPUs).
+    fn redirected(&self) -> Option<u64> {
+        let map = self.ebpf.map("counters")?;
+        let counters: aya::maps::PerCpuArray<_, u64> = aya::maps::PerCpuArray::try_from(map)
+            .map_err(|e| tracing::warn!("bpf/xsk.o counters: {e}"))
+            .ok()?;
+        let per_cpu = counters
+            .get(&0, 0)
+            .map_err(|e| tracing::warn!("bpf/xsk.o counters: {e}"))
+            .ok()?;
+        Some(per_cpu.iter().sum())
     }
 }

@@ -24,6 +24,7 @@ use crate::pace::{self, Step};
 use crate::sys::{self, RecvBatch, SendBatch};
 use model::clock::{Clock, UnixNanos};
 use model::pacing::{self, PaceAction, Pacer, Schedule};
+use model::results::XdpFrameCheck;
 use model::spec::{Rate, UdpBackend};
 use model::stats::buckets::{BucketCounts, LogBuckets};
 use model::stats::histogram::{LatencyHistogram, LatencySummary};
@@ -160,6 +161,9 @@ pub struct UdpReceiverReport {
     /// Unique datagrams received per slot of send time.
     #[serde(default)]
     pub slots: TxSlots,
+    /// An AF_XDP receiver's frames as its program, the kernel and it counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_xdp_frames: Option<XdpFrameCheck>,
 }
 
 /// Applies the options every data socket gets: buffers, DSCP, receive timestamps.
@@ -763,6 +767,7 @@ impl<'a> Counting<'a> {
             cpu_time: sys::thread_cpu_time(),
             wall_time: clock.mono().saturating_sub(started),
             slots: self.rx.slots().clone(),
+            af_xdp_frames: None,
         }
     }
 }
@@ -815,6 +820,10 @@ pub fn run_receiver(
     counting.report(mode.to_owned(), &clock, started)
 }
 
+/// Rounds of reading what is left once an AF_XDP receiver stops, while its program's count
+/// still moves (a peer that keeps sending cannot hold it).
+const MAX_COUNT_ROUNDS: usize = 8;
+
 /// Runs a receiver whose datagrams arrive through AF_XDP (`xdp`, filtered on the socket's
 /// port) until `stop` is raised: only datagrams from the socket's peer count, as on the
 /// connected socket, which still sends the answers. Each is stamped by the XDP program on
@@ -838,6 +847,31 @@ pub fn run_receiver_xdp(
     let port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
     let mut drain_until: Option<Duration> = None;
     let mut not_udp = 0u64;
+    let mut frames = 0u64;
+    let on_frame =
+        |counting: &mut Counting, frame: &[u8], ts: Option<UnixNanos>| match udp_of(frame) {
+            Some((from, to, payload)) if to == port && Some((from.ip(), from.port())) == peer => {
+                for datagram in gso_segments(payload, cfg.max_len) {
+                    counting.on_datagram(sock, datagram, ts, &clock);
+                }
+                true
+            }
+            Some(_) => {
+                counting.foreign += 1;
+                true
+            }
+            None => false,
+        };
+    let mut read =
+        |xdp: &mut dyn crate::frameio::FrameRx, counting: &mut Counting, timeout: Duration| {
+            xdp.recv_frames(timeout, &mut |frame, ts| {
+                frames += 1;
+                if !on_frame(counting, frame, ts) {
+                    not_udp += 1;
+                }
+            })
+        };
+    let mut failed = false;
     loop {
         if drain_until.is_none() && stop.is_raised() {
             drain_until = Some(clock.mono() + MAX_DRAIN);
@@ -845,36 +879,54 @@ pub fn run_receiver_xdp(
         if drain_until.is_some_and(|d| clock.mono() >= d) {
             break;
         }
-        let got = xdp.recv_frames(RECV_TIMEOUT, &mut |frame, ts| match udp_of(frame) {
-            Some((from, to, payload)) if to == port && Some((from.ip(), from.port())) == peer => {
-                for datagram in gso_segments(payload, cfg.max_len) {
-                    counting.on_datagram(sock, datagram, ts, &clock);
-                }
-            }
-            Some(_) => counting.foreign += 1,
-            None => not_udp += 1,
-        });
-        match got {
+        match read(xdp, &mut counting, RECV_TIMEOUT) {
             Ok(0) if drain_until.is_some() => break,
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!("udp receiver stream {} (AF_XDP): {e}", cfg.stream_id);
+                failed = true;
                 break;
             }
         }
         counting.publish(live);
     }
-    // Frames the program took that are no whole UDP datagram are foreign too: not of this
-    // stream.
-    counting.foreign += not_udp;
-    let drops = xdp.take_drops();
-    if drops > 0 {
+    // The program's count, then what is still on the rings, until the count stands still
+    // (a frame redirected after the count was read is read here, and counted next round).
+    let mut redirected = xdp.redirected();
+    for _ in 0..MAX_COUNT_ROUNDS {
+        if failed {
+            break;
+        }
+        while matches!(read(xdp, &mut counting, Duration::ZERO), Ok(n) if n > 0) {}
+        let now = xdp.redirected();
+        if now == redirected {
+            break;
+        }
+        redirected = now;
+    }
+    let dropped = xdp.take_drops();
+    if dropped > 0 {
         tracing::warn!(
-            "udp receiver stream {} (AF_XDP): the kernel dropped {drops} frames before they were read",
+            "udp receiver stream {} (AF_XDP): the kernel dropped {dropped} frames before they were read",
             cfg.stream_id
         );
     }
-    counting.report("af_xdp".to_owned(), &clock, started)
+    // Frames the program took that are no whole UDP datagram are foreign too: not of this
+    // stream.
+    counting.foreign += not_udp;
+    let mut r = counting.report("af_xdp".to_owned(), &clock, started);
+    r.af_xdp_frames = redirected.map(|redirected| XdpFrameCheck {
+        redirected,
+        read: frames,
+        dropped,
+    });
+    if let Some(c) = r.af_xdp_frames.filter(|c| !c.agrees()) {
+        tracing::warn!(
+            "udp receiver stream {} (AF_XDP): the program redirected {} frames, the receiver read {} and the kernel dropped {}",
+            cfg.stream_id, c.redirected, c.read, c.dropped
+        );
+    }
+    r
 }
 
 /// The datagrams of a UDP payload that may be a whole GSO batch: a sender with

@@ -245,6 +245,17 @@ pub fn facts(r: &RunResult) -> String {
         }
         out.push('\n');
     }
+    if let Some(c) = &r.af_xdp_frames {
+        let verdict = if c.agrees() {
+            "they agree"
+        } else {
+            "they DISAGREE: some frames were lost or counted twice between the program and the receiver"
+        };
+        out.push_str(&format!(
+            "af_xdp frames: {} redirected by the XDP program, {} read, {} dropped by the kernel: {verdict}\n",
+            c.redirected, c.read, c.dropped
+        ));
+    }
     for (label, s) in [
         ("", r.summary.as_ref()),
         ("reverse ", r.reverse_summary.as_ref()),

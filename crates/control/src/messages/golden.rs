@@ -96,6 +96,8 @@ fn reports() -> Vec<StreamReport> {
             cpu_time: ms(8),
             wall_time: ms(1_100),
             slots: slots(),
+            // Only an AF_XDP receiver's report carries it; absent, the JSON is version 7's.
+            af_xdp_frames: None,
         }),
         StreamReport::TcpTx(TcpTxReport {
             stream_id: 3,

@@ -19,6 +19,7 @@ use engine::live::{LiveSnapshot, TcpNow};
 use engine::tcp::{TcpReceiverReport, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::clock::UnixNanos;
+use model::results::XdpFrameCheck;
 use model::stats::buckets::BucketCounts;
 use model::stats::histogram::{LatencyHistogram, LatencySummary};
 use model::stats::slots::TxSlots;
@@ -102,6 +103,9 @@ pub struct UdpRxReport {
     /// Unique datagrams received per slot of send time.
     #[serde(default)]
     pub slots: TxSlots,
+    /// An AF_XDP receiver's frames as its program, the kernel and it counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_xdp_frames: Option<XdpFrameCheck>,
 }
 
 /// What a TCP sender did (`kind: tcp_tx`).
@@ -302,6 +306,7 @@ impl From<UdpReceiverReport> for UdpRxReport {
             cpu_time,
             wall_time,
             slots,
+            af_xdp_frames,
         } = r;
         Self {
             stream_id,
@@ -320,6 +325,7 @@ impl From<UdpReceiverReport> for UdpRxReport {
             cpu_time,
             wall_time,
             slots,
+            af_xdp_frames,
         }
     }
 }
@@ -343,6 +349,7 @@ impl From<UdpRxReport> for UdpReceiverReport {
             cpu_time,
             wall_time,
             slots,
+            af_xdp_frames,
         } = r;
         Self {
             stream_id,
@@ -361,6 +368,7 @@ impl From<UdpRxReport> for UdpReceiverReport {
             cpu_time,
             wall_time,
             slots,
+            af_xdp_frames,
         }
     }
 }
@@ -572,10 +580,23 @@ mod tests {
                 late: 1,
                 ..Counters::default()
             },
-            mode: "spin".into(),
+            mode: "af_xdp".into(),
+            af_xdp_frames: Some(model::results::XdpFrameCheck {
+                redirected: 9,
+                read: 8,
+                dropped: 1,
+            }),
             ..UdpReceiverReport::default()
         };
         assert_eq!(UdpReceiverReport::from(UdpRxReport::from(rx.clone())), rx);
+        // and through the wire's JSON
+        let json = serde_json::to_string(&UdpRxReport::from(rx.clone())).unwrap();
+        assert!(
+            json.contains(r#""af_xdp_frames":{"redirected":9,"read":8,"dropped":1}"#),
+            "{json}"
+        );
+        let back: UdpRxReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(UdpReceiverReport::from(back), rx);
         let tx = TcpSenderReport {
             stream_id: 1,
             retransmits: Some(2),

@@ -33,6 +33,10 @@ pub struct RunResult {
     /// (busy-polls; used above 100 kpps). Figures differ between the two.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receive_mode: Option<String>,
+    /// An AF_XDP receiver's frames as the XDP program and the kernel counted them, against
+    /// what the receiver read (`server --rx-backend xdp`), over all its streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_xdp_frames: Option<XdpFrameCheck>,
     /// Where latency timestamps came from (`kernel-software`, `user`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp_source: Option<String>,
@@ -148,6 +152,7 @@ impl RunResult {
             environment,
             backend: None,
             receive_mode: None,
+            af_xdp_frames: None,
             timestamp_source: None,
             connection: None,
             interrupted: false,
@@ -206,6 +211,38 @@ impl RunResult {
         self.parts
             .insert(name.to_owned(), serde_json::to_value(part)?);
         Ok(())
+    }
+}
+
+/// Frames through an AF_XDP receiver, counted three ways: by the XDP program that
+/// redirected them, by the kernel (XDP_STATISTICS: no room on the socket's ring, or no
+/// chunk to put a frame in) and by the receiver that read them. Every redirected frame is
+/// either read or dropped, so the three agree when `redirected == read + dropped`: a
+/// frame lost between the program and the reader, or a receiver counting frames that
+/// never came, breaks it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XdpFrameCheck {
+    /// Frames the program redirected to the receiver's sockets.
+    pub redirected: u64,
+    /// Frames the receiver read from them.
+    pub read: u64,
+    /// Frames the kernel dropped for the sockets.
+    pub dropped: u64,
+}
+
+impl XdpFrameCheck {
+    /// Whether every redirected frame was read or dropped, and no other.
+    pub fn agrees(&self) -> bool {
+        self.read.checked_add(self.dropped) == Some(self.redirected)
+    }
+
+    /// Two receivers' counts together.
+    pub fn plus(self, o: Self) -> Self {
+        Self {
+            redirected: self.redirected.saturating_add(o.redirected),
+            read: self.read.saturating_add(o.read),
+            dropped: self.dropped.saturating_add(o.dropped),
+        }
     }
 }
 
@@ -782,5 +819,36 @@ mod parts_test {
         assert_eq!(serde_json::to_value(&back).unwrap()["future"]["x"], 1);
         // The known members stay typed, not parts.
         assert!(!back.parts.contains_key("schema") && !back.parts.contains_key("command"));
+    }
+}
+
+#[cfg(test)]
+mod xdp_frame_check_test {
+    use super::XdpFrameCheck;
+
+    #[test]
+    fn frames_agree_only_when_every_redirected_one_was_read_or_dropped() {
+        let c = |redirected, read, dropped| XdpFrameCheck {
+            redirected,
+            read,
+            dropped,
+        };
+        assert!(c(10, 7, 3).agrees());
+        assert!(c(0, 0, 0).agrees());
+        assert!(
+            !c(10, 7, 2).agrees(),
+            "a frame lost between program and reader"
+        );
+        assert!(
+            !c(10, 11, 0).agrees(),
+            "a frame read that was never redirected"
+        );
+        assert!(
+            !c(u64::MAX, u64::MAX, 1).agrees(),
+            "no overflow into agreement"
+        );
+        let sum = c(10, 7, 3).plus(c(5, 5, 0));
+        assert_eq!(sum, c(15, 12, 3));
+        assert!(sum.agrees());
     }
 }
