@@ -549,6 +549,7 @@ impl Session {
             .first()
             .ok_or_else(|| std::io::Error::other("the server announced no data port"))?;
         let addr = SocketAddr::new(self.server.ip(), port);
+        let mut receiving = Vec::new();
         for (i, (id, who)) in plan.iter().enumerate() {
             let from = (self.bind.is_some() || self.cport.is_some()).then(|| self.local_for(i));
             let mut s = tcp::connect(addr, from, spec.tcp.mss, STEP_TIMEOUT)?;
@@ -561,11 +562,11 @@ impl Session {
                 facts.nodelay = s.nodelay().ok();
             }
             match who {
-                Sender::Server => side.tcp_receiver(s, *id, spec.omit.unwrap_or_default())?,
+                Sender::Server => receiving.push((s, *id)),
                 Sender::Client => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
             }
         }
-        Ok(())
+        side.tcp_receivers(receiving, spec.omit.unwrap_or_default())
     }
 
     fn local_for(&self, i: usize) -> SocketAddr {

@@ -389,26 +389,35 @@ impl SideRun {
         })
     }
 
+    /// Starts one thread serving several streams (`ids`): each gets its own counters,
+    /// listed for the side's samples, which `f` gets in the same order.
+    fn spawn_shared(
+        &mut self,
+        ids: &[u8],
+        is_sender: bool,
+        name: &str,
+        f: impl FnOnce(&[Arc<LiveCounters>], &Stop) -> Vec<StreamReport> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let lives: Vec<Arc<LiveCounters>> = ids.iter().map(|_| Arc::default()).collect();
+        let (Some(&id), Some(live)) = (ids.first(), lives.first().cloned()) else {
+            return Ok(());
+        };
+        for (i, l) in ids.iter().zip(&lives) {
+            self.lives.push((*i, l.clone()));
+        }
+        self.spawn_thread(id, live, is_sender, name, move |stop| f(&lives, stop))
+    }
+
     /// Several TCP senders on one thread ([`tcp::run_senders`]).
     fn tcp_senders(
         &mut self,
         streams: Vec<(TcpStream, tcp::TcpSendConfig)>,
     ) -> std::io::Result<()> {
-        let lives: Vec<Arc<LiveCounters>> = streams
-            .iter()
-            .map(|_| Arc::new(LiveCounters::default()))
-            .collect();
-        let Some(((_, first), first_live)) = streams.first().zip(lives.first()) else {
-            return Ok(());
-        };
-        let (id, live) = (first.stream_id, first_live.clone());
-        for ((_, c), l) in streams.iter().zip(&lives) {
-            self.lives.push((c.stream_id, l.clone()));
-        }
-        self.spawn_thread(id, live, true, "tcp-tx", move |stop| {
+        let ids: Vec<u8> = streams.iter().map(|(_, c)| c.stream_id).collect();
+        self.spawn_shared(&ids, true, "tcp-tx", move |lives, stop| {
             let args: Vec<_> = streams
                 .iter()
-                .zip(&lives)
+                .zip(lives)
                 .map(|((s, c), l)| (s, c, &**l))
                 .collect();
             tcp::run_senders(&args, stop)
@@ -418,14 +427,37 @@ impl SideRun {
         })
     }
 
-    pub(crate) fn tcp_receiver(
+    /// TCP receivers, one per (connection, stream id), each with the warm-up `omit`: on
+    /// one thread when pinned to one CPU (`-A`), more than one and not from loopback
+    /// ([`tcp::run_receivers`], [`tcp::can_share_receiving`]), else a thread each.
+    pub(crate) fn tcp_receivers(
         &mut self,
-        s: TcpStream,
-        id: u8,
+        streams: Vec<(TcpStream, u8)>,
         omit: Duration,
     ) -> std::io::Result<()> {
-        self.spawn(id, false, "tcp-rx", move |live, stop| {
-            StreamReport::TcpRx(tcp::run_receiver(&s, id, omit, live, stop).into())
+        let share = self.cpu.is_some()
+            && streams.len() > 1
+            && streams.iter().all(|(s, _)| tcp::can_share_receiving(s));
+        if !share {
+            let n = streams.len();
+            for (s, id) in streams {
+                self.spawn(id, false, "tcp-rx", move |live, stop| {
+                    StreamReport::TcpRx(tcp::run_receiver(&s, id, omit, n, live, stop).into())
+                })?;
+            }
+            return Ok(());
+        }
+        let ids: Vec<u8> = streams.iter().map(|(_, id)| *id).collect();
+        self.spawn_shared(&ids, false, "tcp-rx", move |lives, stop| {
+            let args: Vec<_> = streams
+                .iter()
+                .zip(lives)
+                .map(|((s, i), l)| (s, *i, omit, &**l))
+                .collect();
+            tcp::run_receivers(&args, stop)
+                .into_iter()
+                .map(|r| StreamReport::TcpRx(r.into()))
+                .collect()
         })
     }
 

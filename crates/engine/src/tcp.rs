@@ -1,6 +1,6 @@
 //! TCP data plane: a sender that writes fixed-size blocks (optionally paced) and a receiver
 //! that counts bytes, each on its own OS thread; unpaced senders pinned to one CPU may
-//! share one ([`run_senders`]).
+//! share one ([`run_senders`]), and so may receivers ([`run_receivers`]).
 //!
 //! Tx and Rx are measured separately: the sender counts what the kernel accepted, the
 //! receiver what it read. The sender reads `TCP_INFO` for retransmits, window and RTT.
@@ -376,6 +376,12 @@ pub fn run_sender(
     sending.finish(elapsed, sys::thread_cpu_time())
 }
 
+/// One of `n` equal shares of this thread's CPU time so far: what each stream of a shared
+/// thread reports.
+fn cpu_share(n: usize) -> Duration {
+    sys::thread_cpu_time() / u32::try_from(n).unwrap_or(u32::MAX).max(1)
+}
+
 /// Whether [`run_senders`] can serve this sender: an unpaced one (paced senders keep a
 /// thread each, whose waits are their own).
 pub fn can_share_a_thread(cfg: &TcpSendConfig) -> bool {
@@ -440,8 +446,7 @@ pub fn run_senders(
             let _ = sys::wait_writable(&fds, wait);
         }
     }
-    let n = u32::try_from(all.len()).unwrap_or(u32::MAX).max(1);
-    let cpu = sys::thread_cpu_time() / n;
+    let cpu = cpu_share(all.len());
     all.into_iter()
         .map(|(s, ended)| {
             let _ = s.stream.set_nonblocking(false);
@@ -450,43 +455,133 @@ pub fn run_senders(
         .collect()
 }
 
-/// Reads until end of stream, an error, or `stop`.
-pub fn run_receiver(
-    mut stream: &TcpStream,
+/// One TCP receiver between reads: what [`run_receiver`] and [`run_receivers`] step.
+struct Receiving<'a> {
+    stream: &'a TcpStream,
     stream_id: u8,
     omit: Duration,
-    live: &LiveCounters,
-    stop: &Stop,
-) -> TcpReceiverReport {
-    let clock = RealClock::new();
-    // With a warm-up (`-O`), the rate is timed from its end, on this side's clock from the
-    // first byte (the sender's warm-up starts with its first write).
-    let mut warm_until: Option<Duration> = None;
-    let mut omitted = 0u64;
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-    let mut buf = vec![0u8; read_len(stream)];
-    let mut bytes = 0u64;
-    // The rate is timed from the end of the first read to the end of the last, over the
-    // bytes after the first read: what the first read returns may have queued up before
-    // this thread looked, and its time is unknown.
-    let mut first: Option<(Duration, u64)> = None;
-    let mut last = Duration::ZERO;
-    while !stop.is_raised() {
-        match stream.read(&mut buf) {
-            Ok(0) => break,
+    live: &'a LiveCounters,
+    buf: Vec<u8>,
+    bytes: u64,
+    /// When this side's warm-up (`-O`) ends, from the first byte.
+    warm_until: Option<Duration>,
+    omitted: u64,
+    /// The end of the first timed read and the bytes up to it.
+    first: Option<(Duration, u64)>,
+    last: Duration,
+    /// Reads so far; the low-water mark is looked at again every [`LOWAT_EVERY`] of them
+    /// or [`LOWAT_EVERY_TIME`], whichever comes first.
+    reads: u64,
+    /// When it was last looked at, and the bytes read by then.
+    lowat_looked: (Duration, u64),
+    /// The socket's `SO_RCVLOWAT` as set (`None`: left at the kernel's 1 byte).
+    lowat: Option<usize>,
+}
+
+/// The most a receiver asks the kernel to gather before it wakes the reader
+/// (`SO_RCVLOWAT`). A reader asleep in `read` is woken in the softirq that queued the
+/// bytes, and where that runs on the sending CPU (veth, loopback) every wake-up is taken
+/// from the sender: about 30,000 a second at 20 Gbit/s on veth with the kernel's 1 byte.
+/// Measured with `-A 0,1`, one stream, veth, three rounds of 3-s runs (2026-12-05): 16.6–20.2
+/// Gbit/s with 1 byte, 22.5–23.4 with 64 KiB, 25.6–26.4 with 128 KiB. Both ways the
+/// sender counts many retransmits on veth, spurious ones (DSACK): veth queues a segment
+/// on the CPU that sends it, and with larger reads more acknowledgements, and so more
+/// segments, go out from the receiver's CPU, out of order with the sender's.
+const LOWAT: usize = 128 * 1024;
+/// A receiver's low-water mark is at most this share (1/n) of its receive buffer, so that
+/// a small window (`-w`, which fixes the buffer) still wakes it long before the buffer,
+/// and with it the window advertised to the sender, is full.
+const LOWAT_SHARE: usize = 4;
+/// A receiver's low-water mark is at most what arrives in this time at the rate since it
+/// last looked, so that on a slow stream a byte waits about this long to be counted, not
+/// the read's 50-ms timeout (which would move bytes between interval rows).
+const LOWAT_HORIZON: Duration = Duration::from_millis(1);
+/// Reads, and time, between two looks at the rate and the receive buffer's size
+/// (autotuning grows it).
+const LOWAT_EVERY: u64 = 256;
+const LOWAT_EVERY_TIME: Duration = Duration::from_millis(100);
+
+/// What one read did.
+enum ReadOutcome {
+    /// Bytes arrived.
+    Got,
+    /// Nothing there now (a non-blocking socket, or the read timed out).
+    Nothing,
+    /// End of stream, or the connection failed.
+    Ended,
+}
+
+impl<'a> Receiving<'a> {
+    fn new(stream: &'a TcpStream, stream_id: u8, omit: Duration, live: &'a LiveCounters) -> Self {
+        Self {
+            stream,
+            stream_id,
+            omit,
+            live,
+            buf: vec![0u8; read_len(stream)],
+            bytes: 0,
+            warm_until: None,
+            omitted: 0,
+            first: None,
+            last: Duration::ZERO,
+            reads: 0,
+            lowat_looked: (Duration::ZERO, 0),
+            lowat: None,
+        }
+    }
+
+    /// Sets the socket's low-water mark at `now` to the least of [`LOWAT`], a
+    /// [`LOWAT_SHARE`] of its receive buffer and what [`LOWAT_HORIZON`] brings at the rate
+    /// since the last look; looks again after [`LOWAT_EVERY`] reads or
+    /// [`LOWAT_EVERY_TIME`]. The first look only starts the clock (no rate yet).
+    fn adjust_lowat(&mut self, now: Duration) {
+        self.reads += 1;
+        let (at, bytes) = self.lowat_looked;
+        let since = now.saturating_sub(at);
+        if !self.reads.is_multiple_of(LOWAT_EVERY) && since < LOWAT_EVERY_TIME {
+            return;
+        }
+        self.reads = 0;
+        self.lowat_looked = (now, self.bytes);
+        if at.is_zero() || since.is_zero() {
+            return;
+        }
+        let Some((_, rcvbuf)) = buffer_sizes(self.stream) else {
+            return;
+        };
+        let per_horizon =
+            (self.bytes - bytes) as f64 * LOWAT_HORIZON.as_secs_f64() / since.as_secs_f64();
+        let want = (per_horizon as usize)
+            .min(LOWAT)
+            .min(rcvbuf as usize / LOWAT_SHARE)
+            .max(1);
+        if self.lowat != Some(want) && sys::set_recv_lowat(self.stream, want).is_ok() {
+            self.lowat = Some(want);
+        }
+    }
+
+    /// One read, counted at `now()` when it returns bytes.
+    fn read(&mut self, now: impl FnOnce() -> Duration) -> ReadOutcome {
+        let mut stream = self.stream;
+        match stream.read(&mut self.buf) {
+            Ok(0) => ReadOutcome::Ended,
             Ok(n) => {
-                bytes += n as u64;
-                last = clock.mono();
-                if last < *warm_until.get_or_insert(last + omit) {
-                    omitted = bytes;
+                self.bytes += n as u64;
+                self.last = now();
+                // With a warm-up (`-O`), the rate is timed from its end, on this side's
+                // clock from the first byte (the sender's warm-up starts with its first
+                // write).
+                if self.last < *self.warm_until.get_or_insert(self.last + self.omit) {
+                    self.omitted = self.bytes;
                 } else {
-                    first.get_or_insert((last, bytes));
+                    self.first.get_or_insert((self.last, self.bytes));
                 }
-                live.publish(&LiveSnapshot {
-                    bytes: bytes - omitted,
+                self.live.publish(&LiveSnapshot {
+                    bytes: self.bytes - self.omitted,
                     ..Default::default()
                 });
-                live.publish_raw_bytes(bytes);
+                self.live.publish_raw_bytes(self.bytes);
+                ReadOutcome::Got
             }
             Err(e)
                 if matches!(
@@ -494,19 +589,129 @@ pub fn run_receiver(
                     io::ErrorKind::WouldBlock
                         | io::ErrorKind::TimedOut
                         | io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => break,
+                ) =>
+            {
+                ReadOutcome::Nothing
+            }
+            Err(_) => ReadOutcome::Ended,
         }
     }
-    let (t_first, first_bytes) = first.unwrap_or((last, bytes));
-    TcpReceiverReport {
-        stream_id,
-        bytes,
-        first_read_bytes: first_bytes,
-        elapsed: last.saturating_sub(t_first),
-        cpu_time: sys::thread_cpu_time(),
-        omitted_bytes: omitted,
+
+    /// The report; `cpu_time` is this receiver's share of its thread's CPU time.
+    fn finish(self, cpu_time: Duration) -> TcpReceiverReport {
+        // The rate is timed from the end of the first read to the end of the last, over
+        // the bytes after the first read: what the first read returns may have queued up
+        // before this thread looked, and its time is unknown.
+        let (t_first, first_bytes) = self.first.unwrap_or((self.last, self.bytes));
+        TcpReceiverReport {
+            stream_id: self.stream_id,
+            bytes: self.bytes,
+            first_read_bytes: first_bytes,
+            elapsed: self.last.saturating_sub(t_first),
+            cpu_time,
+            omitted_bytes: self.omitted,
+        }
     }
+}
+
+/// Whether a receiver sets a low-water mark ([`LOWAT`]), given how many streams its side
+/// receives at once: yes unless they are several and come over loopback. Measured with
+/// 3-s runs in turn, low-water mark against none (2026-12-05, Gbit/s, three rounds):
+/// loopback one stream 38–41 against 30–33 (`-A 0,1`) and 31–37 against 26–28; loopback
+/// `-P 4` 25–29 against 30–40 (`-A 0,1`) and 57–62 against 69–77; veth `-P 4` 43 against
+/// 38–39, one stream 24 against 18–19.
+pub fn use_lowat(stream: &TcpStream, side_streams: usize) -> bool {
+    side_streams <= 1 || can_share_receiving(stream)
+}
+
+/// Reads until end of stream, an error, or `stop`. `side_streams`: how many streams this
+/// side receives at once ([`use_lowat`]).
+pub fn run_receiver(
+    stream: &TcpStream,
+    stream_id: u8,
+    omit: Duration,
+    side_streams: usize,
+    live: &LiveCounters,
+    stop: &Stop,
+) -> TcpReceiverReport {
+    let clock = RealClock::new();
+    let _ = stream.set_read_timeout(Some(RECV_WAIT));
+    let lowat = use_lowat(stream, side_streams);
+    let mut r = Receiving::new(stream, stream_id, omit, live);
+    while !stop.is_raised() {
+        if lowat {
+            r.adjust_lowat(clock.mono());
+        }
+        if matches!(r.read(|| clock.mono()), ReadOutcome::Ended) {
+            break;
+        }
+    }
+    r.finish(sys::thread_cpu_time())
+}
+
+/// The longest a receiver waits for bytes before it looks at its stop again.
+const RECV_WAIT: Duration = Duration::from_millis(50);
+
+/// Whether [`run_receivers`] should serve this connection's receiver when its side is
+/// pinned to one CPU: yes unless its peer is on loopback. Measured with `-P 4 -A 0,1`,
+/// 3-s runs in turn (2026-12-05): on veth, a thread per receiver held the server to
+/// 47–52 Gbit/s whichever client sent (wirebench's or iperf3's), one thread for all took
+/// 69–71 (iperf3 62–68 in the same rounds); on loopback, where the sending CPU runs the
+/// whole receive path and the receivers only copy, one thread took 30–36 Gbit/s and a
+/// thread each 44–46.
+pub fn can_share_receiving(stream: &TcpStream) -> bool {
+    !matches!(stream.peer_addr(), Ok(a) if a.ip().to_canonical().is_loopback())
+}
+
+/// Several receivers on one thread, as [`run_receiver`] each: a read from every socket
+/// with bytes in turn, and a wait in `poll` when none has, as iperf3's one thread serves
+/// them (see [`can_share_receiving`]). No low-water mark here: with one of 128 KiB on
+/// each socket, `-P 4` on veth fell from 69–71 to 52–54 Gbit/s. Each report carries an
+/// equal share of the thread's CPU time.
+pub fn run_receivers(
+    streams: &[(&TcpStream, u8, Duration, &LiveCounters)],
+    stop: &Stop,
+) -> Vec<TcpReceiverReport> {
+    let clock = RealClock::new();
+    let mut all: Vec<(Receiving, bool)> = streams
+        .iter()
+        .map(|&(s, id, omit, live)| {
+            let _ = s.set_nonblocking(true);
+            (Receiving::new(s, id, omit, live), false)
+        })
+        .collect();
+    while !stop.is_raised() {
+        let mut got = false;
+        let mut open = 0;
+        for (r, ended) in all.iter_mut().filter(|(_, e)| !*e) {
+            match r.read(|| clock.mono()) {
+                ReadOutcome::Got => {
+                    got = true;
+                    open += 1;
+                }
+                ReadOutcome::Nothing => open += 1,
+                ReadOutcome::Ended => *ended = true,
+            }
+        }
+        if open == 0 {
+            break;
+        }
+        if !got {
+            let fds: Vec<_> = all
+                .iter()
+                .filter(|(_, e)| !*e)
+                .map(|(r, _)| std::os::fd::AsRawFd::as_raw_fd(r.stream))
+                .collect();
+            let _ = sys::wait_readable(&fds, RECV_WAIT);
+        }
+    }
+    let cpu = cpu_share(all.len());
+    all.into_iter()
+        .map(|(r, _)| {
+            let _ = r.stream.set_nonblocking(false);
+            r.finish(cpu)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -584,6 +789,168 @@ mod test {
                 "the live counters end at the amount"
             );
         }
+    }
+
+    #[test]
+    fn receivers_sharing_a_thread_each_count_their_own_bytes() {
+        let listener = listen(SocketAddr::from(([127, 0, 0, 1], 0)), None).expect("listen");
+        let addr = listener.local_addr().expect("address");
+        // Amounts that are no whole reads; the writers start at different times, so the
+        // receiver waits in poll with some streams ended and some not yet begun.
+        let amounts = [3_000_001u64, 0, 9_000_000];
+        let writers: Vec<_> = amounts
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                std::thread::spawn(move || {
+                    let mut s = TcpStream::connect(addr).expect("connect");
+                    std::thread::sleep(Duration::from_millis(60 * i as u64));
+                    let block = vec![7u8; 100_000];
+                    let mut left = n;
+                    while left > 0 {
+                        let k = left.min(block.len() as u64) as usize;
+                        s.write_all(&block[..k]).expect("write");
+                        left -= k as u64;
+                    }
+                })
+            })
+            .collect();
+        let conns: Vec<TcpStream> = amounts
+            .iter()
+            .map(|_| listener.accept().expect("accept").0)
+            .collect();
+        let lives: Vec<LiveCounters> = amounts.iter().map(|_| LiveCounters::default()).collect();
+        let args: Vec<_> = conns
+            .iter()
+            .zip(&lives)
+            .enumerate()
+            .map(|(i, (s, l))| (s, i as u8 + 1, Duration::ZERO, l))
+            .collect();
+        // No stop: it returns when every stream has ended.
+        let reports = run_receivers(&args, &Stop::new());
+        for w in writers {
+            w.join().expect("writer");
+        }
+        // Accepted in the order they connected, which need not be the writers' order.
+        let mut got: Vec<u64> = reports.iter().map(|r| r.bytes).collect();
+        got.sort_unstable();
+        let mut want = amounts.to_vec();
+        want.sort_unstable();
+        assert_eq!(got, want, "each report counts its own stream");
+        for (r, l) in reports.iter().zip(&lives) {
+            assert_eq!(
+                l.snapshot().bytes,
+                r.bytes,
+                "the live counters end at the count"
+            );
+            assert!(r.first_read_bytes <= r.bytes);
+        }
+        assert_eq!(
+            reports.iter().map(|r| r.stream_id).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn receivers_sharing_a_thread_end_at_the_stop_with_a_silent_peer() {
+        let listener = listen(SocketAddr::from(([127, 0, 0, 1], 0)), None).expect("listen");
+        let addr = listener.local_addr().expect("address");
+        let quiet = TcpStream::connect(addr).expect("connect");
+        let mut talker = TcpStream::connect(addr).expect("connect");
+        talker.write_all(&[1u8; 1000]).expect("write");
+        let conns: Vec<TcpStream> = (0..2)
+            .map(|_| listener.accept().expect("accept").0)
+            .collect();
+        let lives = [LiveCounters::default(), LiveCounters::default()];
+        let args: Vec<_> = conns
+            .iter()
+            .zip(&lives)
+            .map(|(s, l)| (s, 1, Duration::ZERO, l))
+            .collect();
+        let stop = Stop::new();
+        let raise = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.raise();
+            })
+        };
+        let reports = run_receivers(&args, &stop);
+        raise.join().expect("stop");
+        assert_eq!(reports.iter().map(|r| r.bytes).sum::<u64>(), 1000);
+        drop(quiet);
+    }
+
+    /// A connected pair over loopback: (the accepted end, the connecting end).
+    fn pair() -> (TcpStream, TcpStream) {
+        let listener = listen(SocketAddr::from(([127, 0, 0, 1], 0)), None).expect("listen");
+        let c = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
+        (listener.accept().expect("accept").0, c)
+    }
+
+    #[test]
+    fn a_low_water_mark_still_hands_over_a_tail_shorter_than_it() {
+        // 1000 bytes, far below a mark of 64 KiB, and the peer stays open: the read's
+        // timeout (50 ms) hands them over, and the stop (at 80 ms, before the receiver
+        // looks at its mark again) ends the receiver.
+        let (rx, mut tx) = pair();
+        sys::set_recv_lowat(&rx, 65_536).expect("SO_RCVLOWAT");
+        tx.write_all(&[3u8; 1000]).expect("write");
+        let stop = Stop::new();
+        let raise = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(80));
+                stop.raise();
+            })
+        };
+        let live = LiveCounters::default();
+        let r = run_receiver(&rx, 1, Duration::ZERO, 1, &live, &stop);
+        raise.join().expect("stop");
+        assert_eq!(r.bytes, 1000);
+        assert_eq!(live.snapshot().bytes, 1000);
+    }
+
+    /// The low-water mark a receiver on a socket with a receive buffer of `rcvbuf` (as
+    /// asked; the kernel doubles it) sets after reading at `bytes_per_sec` for 100 ms.
+    fn lowat_after(rcvbuf: usize, bytes_per_sec: u64) -> (Option<usize>, u32) {
+        let (rx, _tx) = pair();
+        socket2::SockRef::from(&rx)
+            .set_recv_buffer_size(rcvbuf)
+            .expect("buffer");
+        let (_, kernel_rcvbuf) = buffer_sizes(&rx).expect("sizes");
+        let live = LiveCounters::default();
+        let mut r = Receiving::new(&rx, 1, Duration::ZERO, &live);
+        let t0 = Duration::from_secs(7);
+        r.adjust_lowat(t0);
+        assert_eq!(r.lowat, None, "no rate yet");
+        r.bytes += bytes_per_sec / 10;
+        r.adjust_lowat(t0 + Duration::from_millis(50));
+        assert_eq!(r.lowat, None, "not looked at again before 100 ms");
+        r.adjust_lowat(t0 + LOWAT_EVERY_TIME);
+        (r.lowat, kernel_rcvbuf)
+    }
+
+    #[test]
+    fn the_low_water_mark_keeps_to_the_rate_and_a_share_of_the_receive_buffer() {
+        // Fast, with a large buffer: the full mark.
+        assert_eq!(lowat_after(4 << 20, 2_500_000_000).0, Some(LOWAT));
+        // Fast, with a fixed small buffer (`-w 16K`): a quarter of it.
+        let (lowat, rcvbuf) = lowat_after(16 * 1024, 2_500_000_000);
+        assert_eq!(lowat, Some(rcvbuf as usize / LOWAT_SHARE));
+        // Slow (1 MB/s): what 1 ms brings, so a byte waits about 1 ms to be counted.
+        assert_eq!(lowat_after(4 << 20, 1_000_000).0, Some(1000));
+    }
+
+    #[test]
+    fn several_loopback_streams_go_without_a_low_water_mark() {
+        let (rx, _tx) = pair();
+        assert!(use_lowat(&rx, 1));
+        assert!(
+            !use_lowat(&rx, 4),
+            "measured slower on loopback with several"
+        );
+        assert!(!can_share_receiving(&rx));
     }
 
     #[test]

@@ -609,6 +609,7 @@ fn run_stream(
             &s,
             0,
             spec.omit.unwrap_or_default(),
+            usize::from(spec.streams),
             live,
             stop,
         )),

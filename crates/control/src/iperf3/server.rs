@@ -814,7 +814,8 @@ fn run(
     let cap = spec.total_duration() + Duration::from_secs(5);
     match (s, receives) {
         (Stream::Tcp(s), true) => {
-            let r = tcp::run_receiver(&s, 0, spec.omit.unwrap_or_default(), live, stop);
+            let n = usize::from(spec.streams);
+            let r = tcp::run_receiver(&s, 0, spec.omit.unwrap_or_default(), n, live, stop);
             StreamResult {
                 // iperf3 counts from the end of the warm-up (-O), on this side's clock.
                 bytes: r.bytes - r.omitted_bytes,

@@ -373,14 +373,15 @@ fn setup_tcp(
             "not all TCP data connections arrived",
         ))
     })?;
+    let mut receiving = Vec::new();
     for (c, (id, who)) in conns.into_iter().zip(plan) {
         let Some(s) = c else { continue };
         match who {
-            Sender::Client => side.tcp_receiver(s, *id, spec.omit.unwrap_or_default())?,
+            Sender::Client => receiving.push((s, *id)),
             Sender::Server => side.tcp_sender_pending(s, tcp_send_config(spec, *id)),
         }
     }
-    Ok(())
+    side.tcp_receivers(receiving, spec.omit.unwrap_or_default())
 }
 
 /// Puts a data connection of the client in its stream's place: its greeting must come at

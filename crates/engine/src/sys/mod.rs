@@ -74,6 +74,13 @@ pub fn force_buffer_size(sock: &impl AsRawFd, receive: bool, bytes: usize) -> io
     setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, name, bytes)
 }
 
+/// Sets `SO_RCVLOWAT`: a read (and `poll` for reading) waits until `bytes` are queued, the
+/// stream ends, or (TCP, Linux 5.10+) the receive buffer is nearly full.
+pub fn set_recv_lowat(sock: &impl AsRawFd, bytes: usize) -> io::Result<()> {
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
+}
+
 /// Sets `UDP_SEGMENT` (UDP GSO, Linux 4.18+): every `send` of a buffer larger than
 /// `segment` bytes leaves as separate datagrams of `segment` bytes each.
 pub fn set_udp_segment(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {
