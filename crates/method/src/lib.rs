@@ -18,6 +18,10 @@
 //! - [`overhead`]: the cost of FRER against a control group;
 //! - [`rrul`]: latency under load, idle pings against loaded ones;
 //! - [`mesh`]: the order of a mesh's tests between every ordered pair of hosts;
+//! - [`rfc6349`]: RFC 6349's path MTU search, baseline RTT, bottleneck bandwidth, BDP and
+//!   windows, and its three metrics;
+//! - [`y1564`]: Y.1564's EMIX sizes, configuration test steps, their verdicts against the
+//!   service acceptance criteria, and availability;
 //! - [`rehearsal`]: a method's time, from the trials it asks of a stand-in device.
 //!
 //! What it does not do: no I/O, no clock, no threads, no printing.
@@ -30,11 +34,13 @@ pub mod nicmatrix;
 pub mod overhead;
 pub mod rehearsal;
 pub mod rfc2544;
+pub mod rfc6349;
 pub mod rrul;
 pub mod shaping;
 pub mod streams;
 pub mod sweep;
 pub mod trial;
+pub mod y1564;
 
 pub use streams::{StreamsData, StreamsTrial};
 pub use trial::{Dut, Load, Size, Trial, TrialData, TrialRequest};
