@@ -893,6 +893,30 @@ fn twopath_lab_has_two_independently_impaired_paths() {
     assert_eq!(b["forward"]["dropped_loss"].as_u64(), Some(0), "{b}");
 }
 
+/// TCP efficiency (RFC 6349 §4.2) across a path that loses 2 %: the connection
+/// retransmits, `TCP_INFO`'s byte counts say how much, and the efficiency is what they
+/// give; each retransmitted segment carried at most one MSS.
+fn tcp_efficiency_counts_the_retransmissions_a_lossy_path_causes() {
+    let lab = LabGuard::up_with("impair", "te", &["--impair", "loss=2%,seed=11"]);
+    let v = client_across(&lab, "198.18.2.1", &["-t", "2"]);
+    let sent = u64_at(&v, "/summary/tcp_bytes/sent");
+    let retransmitted = u64_at(&v, "/summary/tcp_bytes/retransmitted");
+    let segments = u64_at(&v, "/summary/retransmits");
+    assert!(segments > 0 && retransmitted > 0, "{v}");
+    assert!(
+        retransmitted <= segments * 1500,
+        "{retransmitted} bytes in {segments} segments"
+    );
+    // What the kernel put on the wire covers what the receiver counted.
+    assert!(sent >= u64_at(&v, "/summary/received_bytes"), "{v}");
+    let eff = v["summary"]["tcp_efficiency_pct"].as_f64().unwrap_or(0.0);
+    let want = (sent - retransmitted) as f64 / sent as f64 * 100.0;
+    assert!((eff - want).abs() < 1e-9, "{eff} against {want}");
+    // 2 % of segments lost, each sent again: about 98 %, certainly below 100 and far
+    // above what a broken count (0, or sent twice over) would give.
+    assert!((80.0..100.0).contains(&eff), "efficiency {eff} %");
+}
+
 fn lab_down_leaves_no_namespace_process_or_state() {
     let lab = LabGuard::up_with("impair", "k", &["--impair", "loss=1%"]);
     let pid = stage_state(&lab, "dut")["pid"].as_u64().unwrap();
@@ -1332,6 +1356,10 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
         ),
         crate::harness::case!(impair_stage_delays_and_rate_limits, Root),
         crate::harness::case!(twopath_lab_has_two_independently_impaired_paths, Root),
+        crate::harness::case!(
+            tcp_efficiency_counts_the_retransmissions_a_lossy_path_causes,
+            Root
+        ),
         crate::harness::case!(lab_down_leaves_no_namespace_process_or_state, Root),
         crate::harness::case!(impairment_settings_are_checked_before_anything_is_built),
         crate::harness::case!(shaper_matrix_of_the_rtx2000_report, Root),

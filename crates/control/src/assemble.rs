@@ -70,6 +70,8 @@ fn udp_summary(
         received_bytes: Some(rx.bytes),
         retransmits: None,
         tcp_rtt_us: None,
+        tcp_bytes: None,
+        tcp_efficiency_pct: None,
         generator_limited: tx.generator_limited,
         sender_cpu: pct_of_core(tx.cpu_time, dur),
         receiver_cpu: pct_of_core(rx.cpu_time, rx.wall_time.as_secs_f64()),
@@ -93,6 +95,8 @@ fn tcp_summary(spec: &TestSpec, tx: &TcpTxReport, rx: &TcpRxReport) -> Summary {
         received_bytes: Some(received),
         retransmits: tx.retransmits,
         tcp_rtt_us: tx.rtt_us.map(f64::from),
+        tcp_bytes: tx.tcp_bytes,
+        tcp_efficiency_pct: tx.tcp_bytes.and_then(|b| b.efficiency_percent()),
         generator_limited: tx.generator_limited,
         sender_cpu: pct_of_core(tx.cpu_time, tdur),
         receiver_cpu: pct_of_core(rx.cpu_time, rdur.max(tdur)),
@@ -201,6 +205,14 @@ fn sum(streams: &[&Assembled]) -> Option<Summary> {
         generator_limited: false,
         ..Summary::default()
     };
+    // Bytes on the wire: the sum when every stream has them, else none (a part would
+    // read as the whole).
+    s.tcp_bytes = streams
+        .iter()
+        .map(|st| st.result.summary.tcp_bytes)
+        .collect::<Option<Vec<_>>>()
+        .and_then(|v| v.into_iter().reduce(model::results::TcpBytes::plus));
+    s.tcp_efficiency_pct = s.tcp_bytes.and_then(|b| b.efficiency_percent());
     let mut merged = LatencyHistogram::new();
     let mut kind = None;
     let mut jitters = Vec::new();

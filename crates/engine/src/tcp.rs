@@ -19,6 +19,7 @@ use crate::pace::{self, Step};
 use crate::sys;
 use model::clock::Clock;
 use model::pacing::{self, PaceAction, Pacer, Schedule};
+use model::results::TcpBytes;
 use model::spec::{Rate, TcpOptions};
 use model::stop::Stop;
 
@@ -85,6 +86,10 @@ pub struct TcpSenderReport {
     /// measured part is what it read beyond them.
     #[serde(default)]
     pub omitted_bytes: u64,
+    /// What the connection put on the wire and retransmitted (TCP_INFO; `None` before
+    /// Linux 4.19, which does not count bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_bytes: Option<TcpBytes>,
 }
 
 /// What a TCP receiver measured.
@@ -354,6 +359,13 @@ impl<'a> Sending<'a> {
             generator_limited: behind_ratio > pacing::GENERATOR_LIMITED_THRESHOLD,
             cpu_time,
             sendfile: self.zerocopy.is_some(),
+            // A kernel that counts no bytes reports 0 after a connection that sent some.
+            tcp_bytes: info
+                .filter(|i| i.bytes_sent > 0 || self.bytes == 0)
+                .map(|i| TcpBytes {
+                    sent: i.bytes_sent,
+                    retransmitted: i.bytes_retrans,
+                }),
         }
     }
 }

@@ -119,11 +119,11 @@ pub fn transfer_time_ratio(bytes: u64, actual: Duration, max_tcp_bps: f64) -> Op
 /// bytes sent (retransmissions included, a byte sent three times counted three times).
 /// `None` if nothing was sent.
 pub fn efficiency_percent(transmitted: u64, retransmitted: u64) -> Option<f64> {
-    if transmitted == 0 {
-        return None;
+    model::results::TcpBytes {
+        sent: transmitted,
+        retransmitted,
     }
-    let kept = transmitted.saturating_sub(retransmitted);
-    Some(kept as f64 / transmitted as f64 * 100.0)
+    .efficiency_percent()
 }
 
 /// Buffer Delay Percentage (RFC 6349 §4.3), %: how much the mean RTT during the transfer

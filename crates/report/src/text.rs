@@ -271,6 +271,12 @@ pub fn facts(r: &RunResult) -> String {
         if !parts.is_empty() {
             out.push_str(&format!("{label}cpu (of one core): {}\n", parts.join(", ")));
         }
+        if let (Some(b), Some(e)) = (s.tcp_bytes, s.tcp_efficiency_pct) {
+            out.push_str(&format!(
+                "{label}tcp efficiency (RFC 6349): {e:.2} %, {} of {} bytes sent were retransmissions\n",
+                b.retransmitted, b.sent
+            ));
+        }
         if let Some(g) = &s.rx_gap_us {
             out.push_str(&format!(
                 "{label}pacing at the receiver: gap p50 {} us, p99 {} us{}\n",

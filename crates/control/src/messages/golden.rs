@@ -110,6 +110,8 @@ fn reports() -> Vec<StreamReport> {
             cpu_time: ms(30),
             sendfile: true,
             omitted_bytes: 100,
+            // Absent, the JSON is version 7's.
+            tcp_bytes: None,
         }),
         StreamReport::TcpRx(TcpRxReport {
             stream_id: 4,

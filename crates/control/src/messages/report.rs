@@ -19,7 +19,7 @@ use engine::live::{LiveSnapshot, TcpNow};
 use engine::tcp::{TcpReceiverReport, TcpSenderReport};
 use engine::udp::{UdpReceiverReport, UdpSenderReport};
 use model::clock::UnixNanos;
-use model::results::XdpFrameCheck;
+use model::results::{TcpBytes, XdpFrameCheck};
 use model::stats::buckets::BucketCounts;
 use model::stats::histogram::{LatencyHistogram, LatencySummary};
 use model::stats::slots::TxSlots;
@@ -133,6 +133,9 @@ pub struct TcpTxReport {
     /// Bytes sent in the warm-up (`-O`), not in `bytes`.
     #[serde(default)]
     pub omitted_bytes: u64,
+    /// What the connection put on the wire and retransmitted (TCP_INFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_bytes: Option<TcpBytes>,
 }
 
 /// What a TCP receiver measured (`kind: tcp_rx`).
@@ -386,6 +389,7 @@ impl From<TcpSenderReport> for TcpTxReport {
             cpu_time,
             sendfile,
             omitted_bytes,
+            tcp_bytes,
         } = r;
         Self {
             stream_id,
@@ -398,6 +402,7 @@ impl From<TcpSenderReport> for TcpTxReport {
             cpu_time,
             sendfile,
             omitted_bytes,
+            tcp_bytes,
         }
     }
 }
@@ -415,6 +420,7 @@ impl From<TcpTxReport> for TcpSenderReport {
             cpu_time,
             sendfile,
             omitted_bytes,
+            tcp_bytes,
         } = r;
         Self {
             stream_id,
@@ -427,6 +433,7 @@ impl From<TcpTxReport> for TcpSenderReport {
             cpu_time,
             sendfile,
             omitted_bytes,
+            tcp_bytes,
         }
     }
 }

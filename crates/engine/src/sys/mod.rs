@@ -210,6 +210,11 @@ pub struct TcpInfo {
     pub pmtu: u32,
     /// The peer's advertised receive window, bytes (`tcpi_snd_wnd`; 0 before Linux 5.4).
     pub snd_wnd: u32,
+    /// Payload bytes sent, retransmissions included (`tcpi_bytes_sent`; 0 before Linux
+    /// 4.19).
+    pub bytes_sent: u64,
+    /// Payload bytes retransmitted (`tcpi_bytes_retrans`; 0 before Linux 4.19).
+    pub bytes_retrans: u64,
 }
 
 /// Reads `TCP_INFO` from a connected TCP socket.
@@ -235,6 +240,8 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<TcpInfo> {
         snd_mss: info.tcpi_snd_mss,
         pmtu: info.tcpi_pmtu,
         snd_wnd: info.tcpi_snd_wnd,
+        bytes_sent: info.tcpi_bytes_sent,
+        bytes_retrans: info.tcpi_bytes_retrans,
     })
 }
 

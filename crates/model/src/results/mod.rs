@@ -214,6 +214,34 @@ impl RunResult {
     }
 }
 
+/// What a TCP connection sent, as `TCP_INFO` counts it (`tcpi_bytes_sent`,
+/// `tcpi_bytes_retrans`): payload bytes put on the wire, a byte sent three times counted
+/// three times, and of them those that were retransmissions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpBytes {
+    /// Bytes sent, retransmissions included.
+    pub sent: u64,
+    /// Bytes retransmitted.
+    pub retransmitted: u64,
+}
+
+impl TcpBytes {
+    /// TCP efficiency (RFC 6349 §4.2), %: `(sent − retransmitted) / sent × 100`; `None`
+    /// if nothing was sent.
+    pub fn efficiency_percent(&self) -> Option<f64> {
+        (self.sent > 0)
+            .then(|| self.sent.saturating_sub(self.retransmitted) as f64 / self.sent as f64 * 100.0)
+    }
+
+    /// Two connections' counts together.
+    pub fn plus(self, o: Self) -> Self {
+        Self {
+            sent: self.sent.saturating_add(o.sent),
+            retransmitted: self.retransmitted.saturating_add(o.retransmitted),
+        }
+    }
+}
+
 /// Frames through an AF_XDP receiver, counted three ways: by the XDP program that
 /// redirected them, by the kernel (XDP_STATISTICS: no room on the socket's ring, or no
 /// chunk to put a frame in) and by the receiver that read them. Every redirected frame is
@@ -397,6 +425,15 @@ pub struct Summary {
     /// TCP smoothed RTT at the end, µs (TCP_INFO).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_rtt_us: Option<f64>,
+    /// TCP: the bytes the sending connections put on the wire, retransmissions included,
+    /// and those that were retransmissions (TCP_INFO, Linux 4.19+), over each connection's
+    /// whole life (a warm-up `-O` included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_bytes: Option<TcpBytes>,
+    /// TCP efficiency, % (RFC 6349 §4.2): of the bytes sent, those that were not
+    /// retransmissions ([`TcpBytes::efficiency_percent`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_efficiency_pct: Option<f64>,
     /// The sender fell behind its schedule by more than 1 %: the figures show the tool.
     pub generator_limited: bool,
     /// Sender CPU use, % of one core (data-plane threads).
