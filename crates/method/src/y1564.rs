@@ -12,6 +12,40 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// What is wrong with an EMIX pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmixError {
+    /// No letters.
+    #[error("an empty EMIX pattern: give letters a-h or u, e.g. \"abceg\"")]
+    Empty,
+    /// A letter that is not one of Y.1564's.
+    #[error("EMIX letter '{letter}' (place {place}) is not one of a-h or u")]
+    UnknownLetter {
+        /// The letter.
+        letter: char,
+        /// Its place in the pattern, from 1.
+        place: usize,
+    },
+    /// `u` without a user size.
+    #[error("EMIX letter 'u' (place {place}) needs a user size")]
+    NoUserSize {
+        /// Its place in the pattern, from 1.
+        place: usize,
+    },
+    /// A size the port cannot send.
+    #[error("EMIX letter '{letter}' (place {place}) is a {size}-byte frame, outside 64..={max}")]
+    OutOfRange {
+        /// The letter.
+        letter: char,
+        /// Its place in the pattern, from 1.
+        place: usize,
+        /// Its frame size, bytes.
+        size: u32,
+        /// The largest frame, bytes.
+        max: u32,
+    },
+}
+
 /// An EMIX pattern's frame sizes (Y.1564 §8.1.1's letters): a=64, b=128, c=256, d=512,
 /// e=1024, f=1280, g=1518, h=the MTU's frame, u=the user's size; frames in Ethernet
 /// bytes with FCS.
@@ -19,13 +53,14 @@ use serde::{Deserialize, Serialize};
 /// # Errors
 /// An empty pattern, a letter outside a–h and u (named, with its place), `u` without a
 /// user size, or a size outside 64..=`mtu_frame`.
-pub fn emix(pattern: &str, mtu_frame: u32, user: Option<u32>) -> Result<Vec<u32>, String> {
+pub fn emix(pattern: &str, mtu_frame: u32, user: Option<u32>) -> Result<Vec<u32>, EmixError> {
     if pattern.is_empty() {
-        return Err("an empty EMIX pattern: give letters a-h or u, e.g. \"abceg\"".into());
+        return Err(EmixError::Empty);
     }
     let mut sizes = Vec::with_capacity(pattern.len());
-    for (i, c) in pattern.chars().enumerate() {
-        let size = match c {
+    for (i, letter) in pattern.chars().enumerate() {
+        let place = i + 1;
+        let size = match letter {
             'a' => 64,
             'b' => 128,
             'c' => 256,
@@ -34,21 +69,16 @@ pub fn emix(pattern: &str, mtu_frame: u32, user: Option<u32>) -> Result<Vec<u32>
             'f' => 1280,
             'g' => 1518,
             'h' => mtu_frame,
-            'u' => {
-                user.ok_or_else(|| format!("EMIX letter 'u' (place {}) needs a user size", i + 1))?
-            }
-            other => {
-                return Err(format!(
-                    "EMIX letter '{other}' (place {}) is not one of a-h or u",
-                    i + 1
-                ))
-            }
+            'u' => user.ok_or(EmixError::NoUserSize { place })?,
+            _ => return Err(EmixError::UnknownLetter { letter, place }),
         };
         if !(64..=mtu_frame).contains(&size) {
-            return Err(format!(
-                "EMIX letter '{c}' (place {}) is a {size}-byte frame, outside 64..={mtu_frame}",
-                i + 1
-            ));
+            return Err(EmixError::OutOfRange {
+                letter,
+                place,
+                size,
+                max: mtu_frame,
+            });
         }
         sizes.push(size);
     }
@@ -345,11 +375,25 @@ mod test {
             Ok(&[9018, 2000][..])
         );
         let e = emix("abz", 1518, None).unwrap_err();
-        assert!(e.contains("'z'") && e.contains("place 3"), "{e}");
-        assert!(emix("u", 1518, None).unwrap_err().contains("user size"));
-        assert!(emix("", 1518, None).unwrap_err().contains("empty"));
+        assert_eq!(
+            e,
+            EmixError::UnknownLetter {
+                letter: 'z',
+                place: 3
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "EMIX letter 'z' (place 3) is not one of a-h or u"
+        );
+        assert_eq!(
+            emix("au", 1518, None),
+            Err(EmixError::NoUserSize { place: 2 })
+        );
+        assert_eq!(emix("", 1518, None), Err(EmixError::Empty));
         // A user size beyond the MTU's frame.
-        assert!(emix("u", 1518, Some(9000)).unwrap_err().contains("outside"));
+        let e = emix("u", 1518, Some(9000)).unwrap_err();
+        assert!(e.to_string().contains("outside 64..=1518"), "{e}");
         assert!((mean_size(&[64, 128, 256, 1024, 1518]) - 598.0).abs() < 1e-9);
     }
 
