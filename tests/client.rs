@@ -622,10 +622,11 @@ fn congestion_control_mss_and_no_delay_reach_the_sockets() {
     assert_fails(&srv.run("client", "-t 0.3 -M 20"), 2, "MSS 20");
 }
 
-/// `-A`: the streams of a side pinned to one CPU share one sender thread there, and one
-/// receiver thread (as iperf3's one thread does); every stream still counts its own bytes,
-/// both ways, and its share of the amount (`-n`, split between the streams) is exact.
-fn pinned_parallel_streams_share_a_thread_each_way_and_count_their_own_bytes() {
+/// `-A`: the unpaced senders of a side pinned to one CPU share one thread there (as
+/// iperf3's one thread does); every stream still counts its own bytes, both ways, and its
+/// share of the amount (`-n`, split between the streams) is exact. Receivers over loopback
+/// keep a thread each; the shared receiver thread is tested in `engine::tcp`.
+fn pinned_parallel_streams_share_a_sender_thread_and_count_their_own_bytes() {
     let srv = ServerProc::start(&[]);
     let v = srv.json("client", "-P 3 -A 0,0 -n 30M");
     let streams = v["streams"].as_array().cloned().unwrap_or_default();
@@ -856,7 +857,7 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
     vec![
         crate::harness::case!(udp_counts_every_packet_and_reports_one_way_latency),
         crate::harness::case!(
-            pinned_parallel_streams_share_a_thread_each_way_and_count_their_own_bytes
+            pinned_parallel_streams_share_a_sender_thread_and_count_their_own_bytes
         ),
         crate::harness::case!(repeat_keeps_every_run_and_gives_each_figure_its_spread),
         crate::harness::case!(udp_reverse_and_parallel_streams),

@@ -85,7 +85,7 @@ fn tcp_summary(spec: &TestSpec, tx: &TcpTxReport, rx: &TcpRxReport) -> Summary {
     // The receiver read the warm-up (-O) too: the measured part is what came after the
     // bytes the sender sent in it.
     let received = rx.bytes.saturating_sub(tx.omitted_bytes);
-    Summary {
+    let mut s = Summary {
         duration_s: tdur,
         target_bps: spec.rate.bits_per_sec(spec.len),
         offered_bps: (tdur > 0.0).then(|| tx.bytes as f64 * 8.0 / tdur),
@@ -95,13 +95,13 @@ fn tcp_summary(spec: &TestSpec, tx: &TcpTxReport, rx: &TcpRxReport) -> Summary {
         received_bytes: Some(received),
         retransmits: tx.retransmits,
         tcp_rtt_us: tx.rtt_us.map(f64::from),
-        tcp_bytes: tx.tcp_bytes,
-        tcp_efficiency_pct: tx.tcp_bytes.and_then(|b| b.efficiency_percent()),
         generator_limited: tx.generator_limited,
         sender_cpu: pct_of_core(tx.cpu_time, tdur),
         receiver_cpu: pct_of_core(rx.cpu_time, rdur.max(tdur)),
         ..Summary::default()
-    }
+    };
+    s.set_tcp_bytes(tx.tcp_bytes);
+    s
 }
 
 fn find(o: &TestOutcome, id: u8, want_tx: bool) -> Option<&StreamReport> {
@@ -207,12 +207,13 @@ fn sum(streams: &[&Assembled]) -> Option<Summary> {
     };
     // Bytes on the wire: the sum when every stream has them, else none (a part would
     // read as the whole).
-    s.tcp_bytes = streams
-        .iter()
-        .map(|st| st.result.summary.tcp_bytes)
-        .collect::<Option<Vec<_>>>()
-        .and_then(|v| v.into_iter().reduce(model::results::TcpBytes::plus));
-    s.tcp_efficiency_pct = s.tcp_bytes.and_then(|b| b.efficiency_percent());
+    s.set_tcp_bytes(
+        streams
+            .iter()
+            .map(|st| st.result.summary.tcp_bytes)
+            .collect::<Option<Vec<_>>>()
+            .and_then(|v| v.into_iter().reduce(model::results::TcpBytes::plus)),
+    );
     let mut merged = LatencyHistogram::new();
     let mut kind = None;
     let mut jitters = Vec::new();

@@ -251,21 +251,18 @@ impl SideRun {
     /// Starts the queued senders. Unpaced TCP senders pinned to one CPU (`-A`) share one
     /// thread there, as iperf3's do ([`tcp::run_senders`]).
     pub(crate) fn start(&mut self) -> std::io::Result<()> {
-        let pending = std::mem::take(&mut self.pending);
-        let (shared, mut own): (Vec<_>, Vec<_>) = pending
-            .into_iter()
-            .partition(|p| matches!(p, Pending::Tcp(_, c) if tcp::can_share_a_thread(c)));
+        let mut shared = Vec::new();
+        let mut own = Vec::new();
+        for p in std::mem::take(&mut self.pending) {
+            match p {
+                Pending::Tcp(s, c) if tcp::can_share_a_thread(&c) => shared.push((s, c)),
+                p => own.push(p),
+            }
+        }
         if self.cpu.is_some() && shared.len() > 1 {
-            let streams = shared
-                .into_iter()
-                .filter_map(|p| match p {
-                    Pending::Tcp(s, c) => Some((s, c)),
-                    Pending::Udp(..) => None,
-                })
-                .collect();
-            self.tcp_senders(streams)?;
+            self.tcp_senders(shared)?;
         } else {
-            own.extend(shared);
+            own.extend(shared.into_iter().map(|(s, c)| Pending::Tcp(s, c)));
         }
         for p in own {
             match p {
@@ -293,22 +290,29 @@ impl SideRun {
         name: &str,
         f: impl FnOnce(&LiveCounters, &Stop) -> StreamReport + Send + 'static,
     ) -> std::io::Result<()> {
-        let live = Arc::new(LiveCounters::default());
-        let l = live.clone();
-        self.lives.push((id, live.clone()));
-        self.spawn_thread(id, live, is_sender, name, move |stop| vec![f(&l, stop)])
+        self.spawn_shared(&[id], is_sender, name, move |lives, stop| {
+            // One id, so one counter.
+            lives.first().map(|l| f(l, stop)).into_iter().collect()
+        })
     }
 
-    /// Starts a data-plane thread (pinned to the side's CPU, if any) running `f`; `id` and
-    /// `live` name its (first) stream, whose counters the caller has listed.
-    fn spawn_thread(
+    /// Starts one data-plane thread (pinned to the side's CPU, if any) serving the streams
+    /// `ids`: each gets its own counters, listed for the side's samples, which `f` gets in
+    /// the same order. The thread is named after the first.
+    fn spawn_shared(
         &mut self,
-        id: u8,
-        live: Arc<LiveCounters>,
+        ids: &[u8],
         is_sender: bool,
         name: &str,
-        f: impl FnOnce(&Stop) -> Vec<StreamReport> + Send + 'static,
+        f: impl FnOnce(&[Arc<LiveCounters>], &Stop) -> Vec<StreamReport> + Send + 'static,
     ) -> std::io::Result<()> {
+        let lives: Vec<Arc<LiveCounters>> = ids.iter().map(|_| Arc::default()).collect();
+        let (Some(&id), Some(live)) = (ids.first(), lives.first().cloned()) else {
+            return Ok(());
+        };
+        for (i, l) in ids.iter().zip(&lives) {
+            self.lives.push((*i, l.clone()));
+        }
         let stop = if is_sender {
             self.sender_stop.clone()
         } else {
@@ -323,7 +327,7 @@ impl SideRun {
                         tracing::warn!("cannot pin to CPU {c}: {e}");
                     }
                 }
-                f(&stop)
+                f(&lives, &stop)
             })?;
         let r = Running { id, live, handle };
         if is_sender {
@@ -387,25 +391,6 @@ impl SideRun {
         self.spawn(cfg.stream_id, true, "tcp-tx", move |live, stop| {
             StreamReport::TcpTx(tcp::run_sender(&s, &cfg, live, stop).into())
         })
-    }
-
-    /// Starts one thread serving several streams (`ids`): each gets its own counters,
-    /// listed for the side's samples, which `f` gets in the same order.
-    fn spawn_shared(
-        &mut self,
-        ids: &[u8],
-        is_sender: bool,
-        name: &str,
-        f: impl FnOnce(&[Arc<LiveCounters>], &Stop) -> Vec<StreamReport> + Send + 'static,
-    ) -> std::io::Result<()> {
-        let lives: Vec<Arc<LiveCounters>> = ids.iter().map(|_| Arc::default()).collect();
-        let (Some(&id), Some(live)) = (ids.first(), lives.first().cloned()) else {
-            return Ok(());
-        };
-        for (i, l) in ids.iter().zip(&lives) {
-            self.lives.push((*i, l.clone()));
-        }
-        self.spawn_thread(id, live, is_sender, name, move |stop| f(&lives, stop))
     }
 
     /// Several TCP senders on one thread ([`tcp::run_senders`]).

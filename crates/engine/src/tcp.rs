@@ -34,10 +34,17 @@ const TCP_INFO_EVERY: Duration = Duration::from_millis(100);
 /// - veth (and so, untested, NICs): 256 KiB moved 0.96–1.09x, median 1.07x, what 64 KiB
 ///   did, and 128 KiB 0.99–1.09x.
 fn read_len(stream: &TcpStream) -> usize {
-    match stream.peer_addr() {
-        Ok(a) if a.ip().to_canonical().is_loopback() => 64 * 1024,
-        _ => 256 * 1024,
+    if peer_is_loopback(stream) {
+        64 * 1024
+    } else {
+        256 * 1024
     }
+}
+
+/// Whether a connection's peer is on loopback, where the sending CPU runs the whole
+/// receive path: the receivers' read size, low-water mark and thread differ there.
+fn peer_is_loopback(stream: &TcpStream) -> bool {
+    matches!(stream.peer_addr(), Ok(a) if a.ip().to_canonical().is_loopback())
 }
 
 /// What a TCP sender does.
@@ -481,8 +488,8 @@ struct Receiving<'a> {
     /// The end of the first timed read and the bytes up to it.
     first: Option<(Duration, u64)>,
     last: Duration,
-    /// Reads so far; the low-water mark is looked at again every [`LOWAT_EVERY`] of them
-    /// or [`LOWAT_EVERY_TIME`], whichever comes first.
+    /// Reads since the low-water mark was last looked at: it is looked at again after
+    /// [`LOWAT_EVERY`] of them or [`LOWAT_EVERY_TIME`], whichever comes first.
     reads: u64,
     /// When it was last looked at, and the bytes read by then.
     lowat_looked: (Duration, u64),
@@ -550,7 +557,7 @@ impl<'a> Receiving<'a> {
         self.reads += 1;
         let (at, bytes) = self.lowat_looked;
         let since = now.saturating_sub(at);
-        if !self.reads.is_multiple_of(LOWAT_EVERY) && since < LOWAT_EVERY_TIME {
+        if self.reads < LOWAT_EVERY && since < LOWAT_EVERY_TIME {
             return;
         }
         self.reads = 0;
@@ -667,12 +674,12 @@ const RECV_WAIT: Duration = Duration::from_millis(50);
 /// Whether [`run_receivers`] should serve this connection's receiver when its side is
 /// pinned to one CPU: yes unless its peer is on loopback. Measured with `-P 4 -A 0,1`,
 /// 3-s runs in turn (2026-12-05): on veth, a thread per receiver held the server to
-/// 47–52 Gbit/s whichever client sent (wirebench's or iperf3's), one thread for all took
-/// 69–71 (iperf3 62–68 in the same rounds); on loopback, where the sending CPU runs the
-/// whole receive path and the receivers only copy, one thread took 30–36 Gbit/s and a
-/// thread each 44–46.
+/// 47–52 Gbit/s with iperf3's client and 44–54 with wirebench's, one thread for all took
+/// 67–71 (iperf3 against its own server 61–68 in the same rounds); on loopback, where the
+/// sending CPU runs the whole receive path and the receivers only copy, one thread took
+/// 30–36 Gbit/s and a thread each 44–46.
 pub fn can_share_receiving(stream: &TcpStream) -> bool {
-    !matches!(stream.peer_addr(), Ok(a) if a.ip().to_canonical().is_loopback())
+    !peer_is_loopback(stream)
 }
 
 /// Several receivers on one thread, as [`run_receiver`] each: a read from every socket

@@ -848,26 +848,20 @@ pub fn run_receiver_xdp(
     let mut drain_until: Option<Duration> = None;
     let mut not_udp = 0u64;
     let mut frames = 0u64;
-    let on_frame =
-        |counting: &mut Counting, frame: &[u8], ts: Option<UnixNanos>| match udp_of(frame) {
-            Some((from, to, payload)) if to == port && Some((from.ip(), from.port())) == peer => {
-                for datagram in gso_segments(payload, cfg.max_len) {
-                    counting.on_datagram(sock, datagram, ts, &clock);
-                }
-                true
-            }
-            Some(_) => {
-                counting.foreign += 1;
-                true
-            }
-            None => false,
-        };
     let mut read =
         |xdp: &mut dyn crate::frameio::FrameRx, counting: &mut Counting, timeout: Duration| {
             xdp.recv_frames(timeout, &mut |frame, ts| {
                 frames += 1;
-                if !on_frame(counting, frame, ts) {
-                    not_udp += 1;
+                match udp_of(frame) {
+                    Some((from, to, payload))
+                        if to == port && Some((from.ip(), from.port())) == peer =>
+                    {
+                        for datagram in gso_segments(payload, cfg.max_len) {
+                            counting.on_datagram(sock, datagram, ts, &clock);
+                        }
+                    }
+                    Some(_) => counting.foreign += 1,
+                    None => not_udp += 1,
                 }
             })
         };
@@ -893,10 +887,8 @@ pub fn run_receiver_xdp(
     // The program's count, then what is still on the rings, until the count stands still
     // (a frame redirected after the count was read is read here, and counted next round).
     let mut redirected = xdp.redirected();
-    for _ in 0..MAX_COUNT_ROUNDS {
-        if failed {
-            break;
-        }
+    let rounds = if failed { 0 } else { MAX_COUNT_ROUNDS };
+    for _ in 0..rounds {
         while matches!(read(xdp, &mut counting, Duration::ZERO), Ok(n) if n > 0) {}
         let now = xdp.redirected();
         if now == redirected {

@@ -11,8 +11,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// Bytes a frame costs on an Ethernet link beyond its IP packet (RFC 6349 §4.1.1): 14 of
-/// header, 4 of FCS, 12 of inter-frame gap, 7 of preamble and 1 of start delimiter.
-pub const ETHERNET_OVERHEAD: u32 = 38;
+/// header, 4 of FCS, and the 20 of preamble, start delimiter and inter-frame gap that
+/// every frame costs on the wire ([`wire::linerate::L1_OVERHEAD`]): 38.
+pub const ETHERNET_OVERHEAD: u32 = 14 + 4 + wire::linerate::L1_OVERHEAD as u32;
 
 /// Bytes a packet costs on a PPP link beyond itself (RFC 6349 §4.1.1's T3 example: 4 of
 /// PPP header, 2 of flags, 2 of CRC-16).
@@ -152,6 +153,8 @@ pub struct PmtuSearch {
     low: u32,
     /// The smallest size known not to fit (one above the interface's MTU at the start).
     high: u32,
+    /// The interface's MTU, where the search started.
+    interface_mtu: u32,
     /// The size being probed and its unanswered probes so far.
     probing: Option<(u32, u32)>,
     /// Probes sent.
@@ -181,6 +184,7 @@ impl PmtuSearch {
         Self {
             low: floor,
             high: interface_mtu + 1,
+            interface_mtu,
             probing: None,
             probes: 0,
         }
@@ -234,11 +238,11 @@ impl PmtuSearch {
 
     /// What was found, once [`PmtuSearch::next_probe`] says the search is over (or the
     /// largest size known to fit so far).
-    pub fn result(&self, interface_mtu: u32) -> PmtuResult {
+    pub fn result(&self) -> PmtuResult {
         PmtuResult {
             mtu: self.low,
             probes: self.probes,
-            interface_mtu,
+            interface_mtu: self.interface_mtu,
         }
     }
 }
@@ -366,7 +370,7 @@ mod test {
                 s.lost(size);
             }
         }
-        s.result(interface)
+        s.result()
     }
 
     #[test]

@@ -10,7 +10,9 @@
 
 use std::time::Duration;
 
+use model::units;
 use serde::{Deserialize, Serialize};
+use wire::linerate::MIN_FRAME;
 
 /// What is wrong with an EMIX pattern.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,7 +74,7 @@ pub fn emix(pattern: &str, mtu_frame: u32, user: Option<u32>) -> Result<Vec<u32>
             'u' => user.ok_or(EmixError::NoUserSize { place })?,
             _ => return Err(EmixError::UnknownLetter { letter, place }),
         };
-        if !(64..=mtu_frame).contains(&size) {
+        if !(MIN_FRAME as u32..=mtu_frame).contains(&size) {
             return Err(EmixError::OutOfRange {
                 letter,
                 place,
@@ -196,17 +198,18 @@ pub struct Measured {
     pub fdv: Duration,
 }
 
-/// A step's verdict: passed, or the criteria it missed, each in words.
+/// A step's verdict: the criteria it missed, each in words (none: it passed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// Every criterion met.
-    pub pass: bool,
     /// The criteria missed.
     pub missed: Vec<String>,
 }
 
-fn mbps(bps: f64) -> String {
-    format!("{:.3} Mbit/s", bps / 1e6)
+impl Verdict {
+    /// Every criterion met.
+    pub fn pass(&self) -> bool {
+        self.missed.is_empty()
+    }
 }
 
 /// A step's verdict (Y.1564 §8.1.3):
@@ -225,19 +228,17 @@ pub fn verdict(step: &Step, p: &Profile, sac: &Sac, m: &Measured) -> Verdict {
             sac.flr_max * 100.0
         ));
     }
-    if m.ftd_mean > sac.ftd_max {
-        missed.push(format!(
-            "FTD {:.3} ms above {:.3} ms",
-            m.ftd_mean.as_secs_f64() * 1e3,
-            sac.ftd_max.as_secs_f64() * 1e3
-        ));
-    }
-    if m.fdv > sac.fdv_max {
-        missed.push(format!(
-            "FDV {:.3} ms above {:.3} ms",
-            m.fdv.as_secs_f64() * 1e3,
-            sac.fdv_max.as_secs_f64() * 1e3
-        ));
+    for (what, v, max) in [
+        ("FTD", m.ftd_mean, sac.ftd_max),
+        ("FDV", m.fdv, sac.fdv_max),
+    ] {
+        if v > max {
+            missed.push(format!(
+                "{what} {:.3} ms above {:.3} ms",
+                v.as_secs_f64() * 1e3,
+                max.as_secs_f64() * 1e3
+            ));
+        }
     }
     let committed = p.cir_bps + p.eir_bps;
     match step.kind {
@@ -245,8 +246,8 @@ pub fn verdict(step: &Step, p: &Profile, sac: &Sac, m: &Measured) -> Verdict {
             if m.ir_bps < step.offered_bps() * low {
                 missed.push(format!(
                     "IR {} below the {} offered",
-                    mbps(m.ir_bps),
-                    mbps(step.offered_bps())
+                    units::bps(m.ir_bps),
+                    units::bps(step.offered_bps())
                 ));
             }
         }
@@ -254,15 +255,15 @@ pub fn verdict(step: &Step, p: &Profile, sac: &Sac, m: &Measured) -> Verdict {
             if m.ir_bps < p.cir_bps * low {
                 missed.push(format!(
                     "IR {} below CIR {}",
-                    mbps(m.ir_bps),
-                    mbps(p.cir_bps)
+                    units::bps(m.ir_bps),
+                    units::bps(p.cir_bps)
                 ));
             }
             if m.ir_bps > committed * high {
                 missed.push(format!(
                     "IR {} above CIR + EIR {}",
-                    mbps(m.ir_bps),
-                    mbps(committed)
+                    units::bps(m.ir_bps),
+                    units::bps(committed)
                 ));
             }
         }
@@ -270,23 +271,20 @@ pub fn verdict(step: &Step, p: &Profile, sac: &Sac, m: &Measured) -> Verdict {
             if m.ir_bps > committed * high {
                 missed.push(format!(
                     "IR {} above CIR + EIR {}: the excess was not policed",
-                    mbps(m.ir_bps),
-                    mbps(committed)
+                    units::bps(m.ir_bps),
+                    units::bps(committed)
                 ));
             }
             if m.green_ir_bps < p.cir_bps * low {
                 missed.push(format!(
                     "green IR {} below CIR {}",
-                    mbps(m.green_ir_bps),
-                    mbps(p.cir_bps)
+                    units::bps(m.green_ir_bps),
+                    units::bps(p.cir_bps)
                 ));
             }
         }
     }
-    Verdict {
-        pass: missed.is_empty(),
-        missed,
-    }
+    Verdict { missed }
 }
 
 /// How availability is decided over a run's seconds (after ITU-T Y.1563 and MEF 10.3):
@@ -323,20 +321,17 @@ pub fn availability_percent(per_second_flr: &[f64], rule: &AvailabilityRule) -> 
         .collect();
     let mut available = true;
     let mut unavailable = 0usize;
-    let mut i = 0;
-    while i < bad.len() {
-        // While available, a run of `window` severely errored seconds starting here makes
-        // the service unavailable from its first second on; while unavailable, a run of
-        // `window` good ones makes it available again.
-        let run = bad[i..].iter().take_while(|&&b| b == available).count();
-        if run >= window {
+    for run in bad.chunk_by(|a, b| a == b) {
+        // While available, `window` severely errored seconds in a row make the service
+        // unavailable from the first of them on; while unavailable, `window` good ones in a
+        // row make it available again.
+        let errored = run[0];
+        if errored == available && run.len() >= window {
             available = !available;
         }
-        let same = bad[i..].iter().take_while(|&&b| b == bad[i]).count().max(1);
         if !available {
-            unavailable += same;
+            unavailable += run.len();
         }
-        i += same;
     }
     let n = bad.len();
     Some((n - unavailable) as f64 / n as f64 * 100.0)
@@ -397,13 +392,20 @@ mod test {
         assert!((mean_size(&[64, 128, 256, 1024, 1518]) - 598.0).abs() < 1e-9);
     }
 
-    #[test]
-    fn configuration_steps_ramp_to_cir_then_add_eir_then_overshoot() {
+    /// CIR 20 Mbit/s, EIR 5 Mbit/s, and its steps at the testers' 25/50/75/100 % and a
+    /// 25 % overshoot.
+    fn cir_20m_eir_5m() -> (Profile, Vec<Step>) {
         let p = Profile {
             cir_bps: 20e6,
             eir_bps: 5e6,
         };
         let steps = configuration_steps(&p, &[25.0, 50.0, 75.0, 100.0], 0.25);
+        (p, steps)
+    }
+
+    #[test]
+    fn configuration_steps_ramp_to_cir_then_add_eir_then_overshoot() {
+        let (_, steps) = cir_20m_eir_5m();
         let offered: Vec<f64> = steps.iter().map(Step::offered_bps).collect();
         assert_eq!(offered, [5e6, 10e6, 15e6, 20e6, 25e6, 31.25e6]);
         assert_eq!(steps[4].kind, StepKind::CirEir);
@@ -440,33 +442,32 @@ mod test {
 
     #[test]
     fn verdicts_follow_the_step_and_the_criteria() {
-        let p = Profile {
-            cir_bps: 20e6,
-            eir_bps: 5e6,
-        };
-        let steps = configuration_steps(&p, &[25.0, 50.0, 75.0, 100.0], 0.25);
+        let (p, steps) = cir_20m_eir_5m();
         let s = sac();
         // A CIR step carried in full, and one 2 % short.
-        assert!(verdict(&steps[3], &p, &s, &measured(19.9e6, 19.9e6, 0.0)).pass);
+        assert!(verdict(&steps[3], &p, &s, &measured(19.9e6, 19.9e6, 0.0)).pass());
         let v = verdict(&steps[3], &p, &s, &measured(19.6e6, 19.6e6, 0.0));
         assert!(
-            !v.pass && v.missed[0].contains("below the 20.000 Mbit/s offered"),
+            !v.pass() && v.missed[0].contains("below the 20.00 Mbit/s offered"),
             "{v:?}"
         );
         // Loss above the SAC fails any step.
         let v = verdict(&steps[0], &p, &s, &measured(5e6, 5e6, 0.002));
-        assert!(!v.pass && v.missed[0].starts_with("FLR 0.2000 %"), "{v:?}");
+        assert!(
+            !v.pass() && v.missed[0].starts_with("FLR 0.2000 %"),
+            "{v:?}"
+        );
         // CIR + EIR: anything from CIR to CIR + EIR passes.
-        assert!(verdict(&steps[4], &p, &s, &measured(20e6, 20e6, 0.0)).pass);
-        assert!(verdict(&steps[4], &p, &s, &measured(25e6, 20e6, 0.0)).pass);
-        assert!(!verdict(&steps[4], &p, &s, &measured(18e6, 18e6, 0.0)).pass);
+        assert!(verdict(&steps[4], &p, &s, &measured(20e6, 20e6, 0.0)).pass());
+        assert!(verdict(&steps[4], &p, &s, &measured(25e6, 20e6, 0.0)).pass());
+        assert!(!verdict(&steps[4], &p, &s, &measured(18e6, 18e6, 0.0)).pass());
         // Policing: the excess dropped passes; 31 Mbit/s through fails.
-        assert!(verdict(&steps[5], &p, &s, &measured(25.1e6, 20e6, 0.0)).pass);
+        assert!(verdict(&steps[5], &p, &s, &measured(25.1e6, 20e6, 0.0)).pass());
         let v = verdict(&steps[5], &p, &s, &measured(31e6, 20e6, 0.0));
-        assert!(!v.pass && v.missed[0].contains("not policed"), "{v:?}");
+        assert!(!v.pass() && v.missed[0].contains("not policed"), "{v:?}");
         // ... and so does a policer that drops green frames.
         let v = verdict(&steps[5], &p, &s, &measured(25e6, 15e6, 0.0));
-        assert!(!v.pass && v.missed[0].contains("green IR"), "{v:?}");
+        assert!(!v.pass() && v.missed[0].contains("green IR"), "{v:?}");
         // Delay and its variation.
         let slow = Measured {
             ftd_mean: ms(11),

@@ -431,7 +431,8 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_bytes: Option<TcpBytes>,
     /// TCP efficiency, % (RFC 6349 §4.2): of the bytes sent, those that were not
-    /// retransmissions ([`TcpBytes::efficiency_percent`]).
+    /// retransmissions ([`TcpBytes::efficiency_percent`]; set with
+    /// [`Summary::set_tcp_bytes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_efficiency_pct: Option<f64>,
     /// The sender fell behind its schedule by more than 1 %: the figures show the tool.
@@ -442,6 +443,14 @@ pub struct Summary {
     /// Receiver CPU use, % of one core (data-plane threads).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receiver_cpu: Option<f64>,
+}
+
+impl Summary {
+    /// Sets what the TCP connections sent and the efficiency that follows from it.
+    pub fn set_tcp_bytes(&mut self, b: Option<TcpBytes>) {
+        self.tcp_bytes = b;
+        self.tcp_efficiency_pct = b.and_then(|b| b.efficiency_percent());
+    }
 }
 
 /// One stream's result.
