@@ -1074,6 +1074,32 @@ fn through_five_percent_loss_both_loss_figures_hold() {
     }
 }
 
+/// RFC 6349 against a stock iperf3 across a 20 ms / 50 Mbit/s path: iperf3 has no echo,
+/// so the RTT and bandwidth are given; the path MTU comes from the test connection's
+/// TCP_INFO, and the metrics from wirebench's own sending side.
+fn rfc6349_against_a_stock_iperf3_takes_the_path_as_given() {
+    let lab = crate::lab::LabGuard::up_with(
+        "impair",
+        "i36",
+        &["--impair", "delay=20ms,forward.rate=50M,forward.limit=1700"],
+    );
+    let _daemon = iperf3_daemon_in(&lab, "listener", "198.18.2.1");
+    let mut a = vec!["lab", "exec", "--name", &lab.0, "talker", "--"];
+    a.extend([crate::util::bin(), "rfc6349", "198.18.2.1", "--iperf3"]);
+    a.extend(["--rtt", "40ms", "--bb", "50.8M", "-t", "3", "-J"]);
+    let v = run_json(&a);
+    let p = &v["rfc6349"];
+    assert_eq!(p["path"]["mtu"], 1500, "{p}");
+    assert_eq!(p["path"]["mtu_from"], "tcp-info", "{p}");
+    assert_eq!(p["path"]["rtt_from"], "given", "{p}");
+    // 40 ms x 50.8 Mbit/s / 8.
+    assert_eq!(p["plan"]["bdp_bytes"], 254_000, "{p}");
+    let ttr = p["transfer_time_ratio"].as_f64().unwrap_or(f64::NAN);
+    assert!((0.9..1.25).contains(&ttr), "transfer time ratio {ttr}: {p}");
+    let eff = p["tcp_efficiency_pct"].as_f64().unwrap_or(0.0);
+    assert!(eff > 99.0, "efficiency {eff} %: {p}");
+}
+
 /// This module's tests and what each needs from the machine ([`crate::harness`]).
 pub(crate) fn cases() -> Vec<crate::harness::Case> {
     use crate::harness::Need::{Iperf3, Root};
@@ -1099,6 +1125,11 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
             Iperf3
         ),
         crate::harness::case!(across_a_direct_lab_with_iperf3_on_either_side, Root, Iperf3),
+        crate::harness::case!(
+            rfc6349_against_a_stock_iperf3_takes_the_path_as_given,
+            Root,
+            Iperf3
+        ),
         crate::harness::case!(
             through_five_percent_loss_both_loss_figures_hold,
             Root,

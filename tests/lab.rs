@@ -917,6 +917,71 @@ fn tcp_efficiency_counts_the_retransmissions_a_lossy_path_causes() {
     assert!((80.0..100.0).contains(&eff), "efficiency {eff} %");
 }
 
+/// RFC 6349 across a path of 20 ms each way and 50 Mbit/s of L2 toward the listener, its
+/// queue about ten BDPs deep (1700 frames of the BDP's ~170): the method finds the path
+/// (MTU, baseline RTT, bottleneck bandwidth), the BDP and window follow from them, and a
+/// TCP test in that window moves what the path carries without retransmitting. Then with
+/// the kernel's autotuning and a loss-based congestion control the queue fills, and the
+/// buffer delay says so.
+fn rfc6349_finds_the_path_and_tests_tcp_in_the_window_it_needs() {
+    let lab = LabGuard::up_with(
+        "impair",
+        "r69",
+        &["--impair", "delay=20ms,forward.rate=50M,forward.limit=1700"],
+    );
+    let args = ["-t", "4", "--rtt-time", "1", "-C", "cubic"];
+    let v = command_across(&lab, "rfc6349", "198.18.2.1", &args);
+    let p = &v["rfc6349"];
+    let f = |ptr: &str| p.pointer(ptr).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
+    assert_eq!(p["path"]["mtu"], 1500, "{p}");
+    assert_eq!(p["path"]["mtu_from"], "measured", "{p}");
+    let rtt = f("/path/baseline_rtt_us");
+    assert!(
+        (36_000.0..=44_000.0).contains(&rtt),
+        "baseline RTT {rtt} us"
+    );
+    // The stage counts 50 Mbit/s of L2 (1514-byte frames); the bandwidth is counted with
+    // Ethernet's 38 bytes of framing: 50.8 Mbit/s, within 5 % of 50.
+    let bb = f("/path/bottleneck_bps");
+    assert!((47.5e6..=52.5e6).contains(&bb), "bottleneck {bb} bit/s");
+    let bdp = f("/plan/bdp_bytes");
+    assert!((bdp - rtt / 1e6 * bb / 8.0).abs() <= 1.0, "BDP {bdp}: {p}");
+    assert_eq!(f("/plan/connections"), 1.0, "{p}");
+    assert_eq!(f("/plan/window_bytes"), bdp, "{p}");
+    let ttr = f("/transfer_time_ratio");
+    assert!((0.9..1.2).contains(&ttr), "transfer time ratio {ttr}: {p}");
+    let eff = f("/tcp_efficiency_pct");
+    assert!(eff > 99.0, "efficiency {eff} %: {p}");
+    assert!(f("/buffer_delay_pct").is_finite(), "{p}");
+    assert_eq!(v["command"], "rfc6349");
+
+    // The window left to the kernel: cubic fills the ten-BDP queue.
+    let auto = ["-t", "4", "--rtt-time", "1", "-C", "cubic", "-w", "auto"];
+    let v = command_across(&lab, "rfc6349", "198.18.2.1", &auto);
+    let delay = v["rfc6349"]["buffer_delay_pct"].as_f64().unwrap_or(0.0);
+    assert!(
+        delay > 100.0,
+        "buffer delay {delay} % over a 10-BDP queue: {v}"
+    );
+}
+
+/// The same path with a short queue (40 frames, a quarter of the BDP): the queue cannot
+/// hold the RTT up, so the buffer delay is small, and is reported.
+fn rfc6349_buffer_delay_is_small_over_a_short_queue() {
+    let lab = LabGuard::up_with(
+        "impair",
+        "r6s",
+        &["--impair", "delay=20ms,forward.rate=50M,forward.limit=40"],
+    );
+    let args = ["-t", "4", "--rtt-time", "1", "-C", "cubic", "-w", "auto"];
+    let v = command_across(&lab, "rfc6349", "198.18.2.1", &args);
+    let delay = v["rfc6349"]["buffer_delay_pct"]
+        .as_f64()
+        .expect("a buffer delay");
+    // At most 40 frames of 1514 bytes at 50 Mbit/s (9.7 ms) over 40 ms: 24 %.
+    assert!((-5.0..30.0).contains(&delay), "buffer delay {delay} %: {v}");
+}
+
 fn lab_down_leaves_no_namespace_process_or_state() {
     let lab = LabGuard::up_with("impair", "k", &["--impair", "loss=1%"]);
     let pid = stage_state(&lab, "dut")["pid"].as_u64().unwrap();
@@ -1355,6 +1420,11 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
             Root
         ),
         crate::harness::case!(impair_stage_delays_and_rate_limits, Root),
+        crate::harness::case!(
+            rfc6349_finds_the_path_and_tests_tcp_in_the_window_it_needs,
+            Root
+        ),
+        crate::harness::case!(rfc6349_buffer_delay_is_small_over_a_short_queue, Root),
         crate::harness::case!(twopath_lab_has_two_independently_impaired_paths, Root),
         crate::harness::case!(
             tcp_efficiency_counts_the_retransmissions_a_lossy_path_causes,

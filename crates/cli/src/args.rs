@@ -14,7 +14,8 @@ use campaign::methods::args::{FrameArgs, FrameBackend};
 use campaign::methods::{
     blocksize::BlocksizeArgs, client::ClientArgs, frer_compare::FrerCompareArgs,
     latency::LatencyArgs, mesh::MeshArgs, nicmatrix::NicMatrixArgs, rfc2544::Rfc2544Args,
-    rrul::RrulArgs, shaping::ShapingArgs, streams::StreamsArgs, sweep::SweepArgs,
+    rfc6349::Rfc6349Args, rrul::RrulArgs, shaping::ShapingArgs, streams::StreamsArgs,
+    sweep::SweepArgs,
 };
 use model::units;
 
@@ -257,6 +258,14 @@ pub enum Command {
         after_help = "Examples:\n  sudo wirebench rfc2544 --lab r1 --tx talker:eth0 --rx listener:eth0 --sizes 64,1518 --line-rate 1G\n  wirebench rfc2544 HOST --sizes 64,512,1518 -t 2 --tests throughput,latency\n  sudo wirebench rfc2544 --tx eth1 --rx eth2 --search binary --loss-tolerance 0.1% -J"
     )]
     Rfc2544(Rfc2544Args),
+    /// RFC 6349 TCP throughput testing against a wirebench server: the path MTU (an RFC
+    /// 4821 search), the baseline RTT and the bottleneck bandwidth through the server's
+    /// echo, the BDP and the window each connection needs, then a TCP test with that
+    /// window and its transfer time ratio, TCP efficiency and buffer delay.
+    #[command(
+        after_help = "Examples:\n  wirebench rfc6349 HOST -t 30\n  wirebench rfc6349 HOST --bb 100M -w auto\n  wirebench rfc6349 HOST --iperf3 --rtt 40ms --bb 50M -J"
+    )]
+    Rfc6349(Rfc6349Args),
     /// IEEE 802.1CB FRER: a software replicate/eliminate relay over AF_PACKET, and its
     /// counters (needs root).
     #[command(

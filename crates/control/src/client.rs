@@ -620,6 +620,30 @@ impl Session {
 }
 
 impl Session {
+    /// Opens an echo socket on the server for `duration` with answers of up to `max_len`
+    /// bytes, hands `probe` a local socket connected to it, and ends the session when
+    /// `probe` returns (path probes: [`engine::probe`]).
+    ///
+    /// # Errors
+    /// The server refused the echo session.
+    pub fn with_echo<R>(
+        mut self,
+        max_len: usize,
+        duration: Duration,
+        probe: impl FnOnce(&UdpSocket) -> R,
+    ) -> Result<R, ProtoError> {
+        let sock = self.open_echo(&EchoSpec {
+            duration,
+            max_len,
+            spin: false,
+        })?;
+        let out = probe(&sock);
+        self.end_echo();
+        Ok(out)
+    }
+}
+
+impl Session {
     /// Asks the server for an echo socket and connects a local one to it.
     fn open_echo(&mut self, spec: &EchoSpec) -> Result<UdpSocket, ProtoError> {
         write_msg(&mut self.ctrl, &ClientMsg::Echo { spec: spec.clone() })?;

@@ -8,6 +8,7 @@
 //! - [`udp`]: paced UDP sender (`sendmmsg` or GSO) and accounting receiver with kernel timestamps;
 //! - [`frameio`]: whole Ethernet frames over `AF_PACKET` (batched send/receive);
 //! - [`tcp`]: block writer and byte-counting reader with `TCP_INFO`;
+//! - [`probe`]: path probes through an echo socket (a path MTU search's, a packet train);
 //! - [`live`]: lock-free counters the data threads publish and the controller samples;
 //! - [`nic`]: an interface's driver, speed and offloads through the ethtool ioctl;
 //! - [`sys`]: the only module with `unsafe` (batch syscalls, cmsg, socket options).
@@ -26,6 +27,7 @@ pub mod live;
 pub mod multi;
 pub mod nic;
 pub mod pace;
+pub mod probe;
 pub mod raw;
 pub mod sys;
 pub mod tcp;

@@ -104,6 +104,23 @@ pub fn bottleneck_bps(arrivals: &[(Duration, u32)], overhead: u32) -> Option<f64
     Some(bits / span.as_secs_f64())
 }
 
+/// The median of several trains' rates (the bottleneck bandwidth of a probe of several
+/// trains: one train met by a burst of cross traffic does not move it). `None` without
+/// rates; of an even count, the mean of the middle two.
+pub fn median(rates: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = rates.iter().copied().filter(|r| r.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
 /// TCP Transfer Time Ratio (RFC 6349 §4.1): the actual transfer time over the ideal one,
 /// the ideal being `bytes × 8` at the maximum achievable TCP throughput. For a timed
 /// transfer of `bytes` in `actual`, it is the ideal throughput over the achieved one.
@@ -253,6 +270,14 @@ mod test {
 
     fn ms(v: f64) -> Duration {
         Duration::from_secs_f64(v / 1e3)
+    }
+
+    #[test]
+    fn the_trains_median_ignores_one_disturbed_train() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[50e6, 12e6, 51e6]), Some(50e6));
+        assert_eq!(median(&[50e6, 52e6]), Some(51e6));
+        assert_eq!(median(&[f64::NAN, 3.0]), Some(3.0));
     }
 
     #[test]

@@ -13,8 +13,8 @@ use report::table::Table;
 
 use super::method::{Registered, TestRequest, ThresholdMetric};
 use super::{
-    blocksize, client, frer_compare, latency, mesh, nicmatrix, rfc2544, rrul, shaping, streams,
-    sweep,
+    blocksize, client, frer_compare, latency, mesh, nicmatrix, rfc2544, rfc6349, rrul, shaping,
+    streams, sweep,
 };
 use crate::{Error, Watch};
 
@@ -28,6 +28,7 @@ pub static ALL: &[&dyn Registered] = &[
     &rrul::Rrul,
     &mesh::Mesh,
     &rfc2544::Rfc2544,
+    &rfc6349::Rfc6349,
     &streams::Streams,
     &shaping::Shaping,
     &frer_compare::FrerCompare,

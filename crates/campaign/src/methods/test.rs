@@ -559,6 +559,16 @@ fn samples() -> Vec<RunResult> {
         "offered_fps": 1.0e5, "sent": 100, "received": 80, "received_l2_bps": 9.9e6,
         "passed_ratio": 0.8, "generator_limited": false }] })));
     out.push(r);
+    let mut r = new("rfc6349");
+    let part: rfc6349::Rfc6349Result = parse(json!({ "path": { "mtu": 1500,
+        "mtu_from": "measured", "baseline_rtt_us": 40000.0, "rtt_from": "measured",
+        "bottleneck_bps": 5.0e7, "bottleneck_from": "given" },
+        "plan": { "bdp_bytes": 250000, "connections": 1, "window_bytes": 250000 },
+        "window_from": "bdp", "max_window": 4194304, "mss": 1448, "ideal_bps": 4.7e7,
+        "throughput_bps": 4.6e7, "transfer_time_ratio": 1.02, "tcp_efficiency_pct": 99.9,
+        "buffer_delay_pct": 12.0 }));
+    r.set_part(rfc6349::PART, &part).expect("a part");
+    out.push(r);
     out
 }
 
@@ -600,7 +610,7 @@ fn every_method_has_thresholds_and_compared_figures() {
     }
     assert_eq!(
         Methods::STANDARD.kinds(),
-        "client, sweep, blocksize, latency, rrul, mesh, rfc2544, streams, shaping, frer-compare, nicmatrix"
+        "client, sweep, blocksize, latency, rrul, mesh, rfc2544, rfc6349, streams, shaping, frer-compare, nicmatrix"
     );
 }
 

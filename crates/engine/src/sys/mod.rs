@@ -81,6 +81,50 @@ pub fn set_recv_lowat(sock: &impl AsRawFd, bytes: usize) -> io::Result<()> {
     setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
 }
 
+/// Sends a socket's datagrams with the don't-fragment bit set and at any size up to the
+/// interface's MTU, whatever path MTU the kernel has cached (`IP_PMTUDISC_PROBE` /
+/// `IPV6_PMTUDISC_PROBE`): the probes of a packetization-layer path MTU search (RFC 4821).
+pub fn set_pmtu_probe(sock: &impl AsRawFd, ipv6: bool) -> io::Result<()> {
+    let (level, name, value) = if ipv6 {
+        (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_PROBE,
+        )
+    } else {
+        (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_PROBE,
+        )
+    };
+    setsockopt_int(sock.as_raw_fd(), level, name, value)
+}
+
+/// The MTU a connected socket's route has (`IP_MTU` / `IPV6_MTU`), bytes: the outgoing
+/// interface's, or a smaller path MTU the kernel learnt.
+pub fn route_mtu(sock: &impl AsRawFd, ipv6: bool) -> io::Result<u32> {
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    };
+    let mut value: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `len` live for the call; `len` is exactly `value`'s size.
+    let ret = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    cvt(ret)?;
+    u32::try_from(value).map_err(|_| io::Error::other(format!("route MTU {value}")))
+}
+
 /// Sets `UDP_SEGMENT` (UDP GSO, Linux 4.18+): every `send` of a buffer larger than
 /// `segment` bytes leaves as separate datagrams of `segment` bytes each.
 pub fn set_udp_segment(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {

@@ -145,6 +145,9 @@ pub enum Unit {
     Percent,
     /// Megabytes (10^6 bytes) per second; bounds as plain numbers.
     MBytePerSec,
+    /// A plain number at or above zero (a ratio of times: RFC 6349's transfer time ratio);
+    /// bounds as plain numbers.
+    Number,
 }
 
 impl Unit {
@@ -165,6 +168,12 @@ impl Unit {
                 .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .ok_or_else(|| UnitError::NotMBytesPerSec(s.to_owned())),
+            Unit::Number => s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| UnitError::NotANumber(s.to_owned())),
         }
     }
 
@@ -176,6 +185,7 @@ impl Unit {
             Unit::Micros => format!("{v:.1} us"),
             Unit::Percent => format!("{v:+.1} %"),
             Unit::MBytePerSec => format!("{v:.2} MByte/s"),
+            Unit::Number => format!("{v:.3}"),
         }
     }
 
@@ -187,6 +197,7 @@ impl Unit {
             Unit::Micros => ("us", v),
             Unit::Percent => ("%", v),
             Unit::MBytePerSec => ("MByte/s", v),
+            Unit::Number => ("", v),
         }
     }
 }
@@ -418,6 +429,11 @@ mod test {
                 Unit::MBytePerSec,
                 "-1",
                 "'-1' is not a number of MByte/s (e.g. 110)",
+            ),
+            (
+                Unit::Number,
+                "1.2x",
+                "'1.2x' is not a plain number at or above 0 (e.g. 1.2)",
             ),
             (
                 Unit::Micros,

@@ -72,6 +72,7 @@ fn unit_of(f: &Figure) -> String {
             Unit::Micros => "us",
             Unit::Percent => "%",
             Unit::MBytePerSec => "MByte/s",
+            Unit::Number => "",
         }
         .into(),
     }

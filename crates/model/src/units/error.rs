@@ -88,6 +88,9 @@ pub enum UnitError {
     /// Not a plain number of MByte/s at or above zero.
     #[error("'{0}' is not a number of MByte/s (e.g. 110)")]
     NotMBytesPerSec(String),
+    /// Not a plain number at or above zero.
+    #[error("'{0}' is not a plain number at or above 0 (e.g. 1.2)")]
+    NotANumber(String),
     /// A time without a known unit, or not a number.
     #[error("'{0}' is not a time: give a unit, e.g. 300us, 1.5ms, 2s")]
     NotATime(String),
