@@ -982,6 +982,129 @@ fn rfc6349_buffer_delay_is_small_over_a_short_queue() {
     assert!((-5.0..30.0).contains(&delay), "buffer delay {delay} %: {v}");
 }
 
+/// `wirebench y1564 LIST --lab NAME ARGS -J` for the service list `list`, as JSON; the
+/// exit status is part of the result (3 when a service failed), so the caller asserts it.
+fn y1564(lab: &LabGuard, list: &str, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let dir = Scratch::new("y1564");
+    let file = dir.join("services.toml");
+    std::fs::write(&file, list).unwrap();
+    let mut argv = vec!["y1564", file.to_str().unwrap(), "--lab", &lab.0, "-J"];
+    argv.extend(args);
+    let out = run_within(&argv, std::time::Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "y1564 gave no JSON ({e}): {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), v)
+}
+
+/// Y.1564's configuration test through a 20 Mbit/s shaper class behind a port policed at
+/// 30 Mbit/s: one colour-blind service of CIR 20M and EIR 5M. The CIR steps pass without
+/// a frame lost; above CIR the class holds the rate at its 20 Mbit/s (of frames without
+/// FCS: 20.05 Mbit/s with it), so CIR + EIR passes and the policing step (31.25 Mbit/s
+/// offered) shows the excess dropped.
+fn y1564_configuration_test_through_a_shaper_class_and_a_port_policer() {
+    let dir = Scratch::new("y1564-shape");
+    let shape = dir.join("shape.toml");
+    std::fs::write(&shape, "[[class]]\nname = \"all\"\nrate = \"20M\"\n").unwrap();
+    let lab = LabGuard::up_with(
+        "shaper",
+        "y1c",
+        &["--shape", shape.to_str().unwrap(), "--port-rate", "30M"],
+    );
+    let list = r#"line_rate = "100M"
+[[service]]
+name = "data"
+source = "talker:eth0"
+destination = "listener:eth0"
+size = 1518
+cir = "20M"
+eir = "5M"
+[service.sac]
+flr = "0.1%"
+ftd = "50ms"
+fdv = "20ms"
+"#;
+    let (code, v) = y1564(&lab, list, &["--tests", "configuration", "-t", "2"]);
+    let svc = &v["y1564"]["configuration"][0];
+    let steps = svc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 6, "{svc}");
+    for s in &steps[..4] {
+        assert_eq!(s["step"]["kind"], "cir", "{s}");
+        assert_eq!(s["lost"], 0, "a CIR step lost frames: {s}");
+        assert_eq!(s["pass"], true, "{s}");
+        assert!(s["delay"]["mean_us"].as_f64().is_some(), "{s}");
+    }
+    let limit = 20e6 * 1518.0 / 1514.0;
+    for s in &steps[4..] {
+        let ir = s["ir_bps"].as_f64().unwrap_or(0.0);
+        assert!(
+            (ir - limit).abs() <= limit * 0.03,
+            "IR {ir} against {limit}: {s}"
+        );
+        assert_eq!(s["pass"], true, "{s}");
+    }
+    let policing = &steps[5];
+    assert_eq!(policing["step"]["kind"], "policing");
+    assert!(policing["lost"].as_u64().unwrap_or(0) > 0, "{policing}");
+    assert!((policing["step"]["yellow_bps"].as_f64().unwrap() - 11.25e6).abs() < 1.0);
+    assert_eq!(code, Some(0), "{v}");
+}
+
+/// Y.1564's performance test with two services of different DSCP at once, each below its
+/// shaper class (DSCP 46 in a 20 Mbit/s class at CIR 15M, DSCP 10 in a 10 Mbit/s class at
+/// CIR 8M), for 60 s: each carried at its CIR, nothing lost, delay reported, available
+/// every second.
+fn y1564_performance_test_runs_two_services_at_once() {
+    let dir = Scratch::new("y1564-perf");
+    let shape = dir.join("shape.toml");
+    std::fs::write(
+        &shape,
+        "[[class]]\nname = \"ef\"\ndscp = 46\nrate = \"20M\"\n\n\
+         [[class]]\nname = \"af11\"\ndscp = 10\nrate = \"10M\"\n",
+    )
+    .unwrap();
+    let lab = LabGuard::up_with("shaper", "y1p", &["--shape", shape.to_str().unwrap()]);
+    let service = |name: &str, dscp: u8, cir: &str| {
+        format!(
+            "[[service]]\nname = \"{name}\"\nsource = \"talker:eth0\"\n\
+             destination = \"listener:eth0\"\ndscp = {dscp}\nemix = \"abceg\"\n\
+             cir = \"{cir}\"\n[service.sac]\nflr = \"0.1%\"\nftd = \"50ms\"\n\
+             fdv = \"20ms\"\n"
+        )
+    };
+    let list = service("voice", 46, "15M") + &service("video", 10, "8M");
+    let (code, v) = y1564(&lab, &list, &["--tests", "performance", "--duration", "60"]);
+    let rows = v["y1564"]["performance"]["services"]
+        .as_array()
+        .expect("performance rows");
+    assert_eq!(rows.len(), 2, "{v}");
+    for (row, cir) in rows.iter().zip([15e6, 8e6]) {
+        let ir = row["ir_bps"].as_f64().unwrap_or(0.0);
+        assert!(
+            (ir - cir).abs() <= cir * 0.02,
+            "IR {ir} against CIR {cir}: {row}"
+        );
+        assert_eq!(row["lost"], 0, "{row}");
+        assert_eq!(row["flr"], 0.0, "{row}");
+        for k in ["min_us", "mean_us", "max_us", "fdv_us"] {
+            assert!(row["delay"][k].as_f64().is_some(), "{k}: {row}");
+        }
+        assert_eq!(row["availability_pct"], 100.0, "{row}");
+        assert!(row["seconds"].as_u64().unwrap_or(0) >= 55, "{row}");
+        assert_eq!(row["pass"], true, "{row}");
+    }
+    // The time series: a row per second per service.
+    assert!(
+        v["intervals"].as_array().is_some_and(|r| r.len() >= 110),
+        "{v}"
+    );
+    assert_eq!(code, Some(0), "{v}");
+}
+
 fn lab_down_leaves_no_namespace_process_or_state() {
     let lab = LabGuard::up_with("impair", "k", &["--impair", "loss=1%"]);
     let pid = stage_state(&lab, "dut")["pid"].as_u64().unwrap();
@@ -1425,6 +1548,11 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
             Root
         ),
         crate::harness::case!(rfc6349_buffer_delay_is_small_over_a_short_queue, Root),
+        crate::harness::case!(
+            y1564_configuration_test_through_a_shaper_class_and_a_port_policer,
+            Root
+        ),
+        crate::harness::case!(y1564_performance_test_runs_two_services_at_once, Root),
         crate::harness::case!(twopath_lab_has_two_independently_impaired_paths, Root),
         crate::harness::case!(
             tcp_efficiency_counts_the_retransmissions_a_lossy_path_causes,

@@ -15,7 +15,7 @@ use campaign::methods::{
     blocksize::BlocksizeArgs, client::ClientArgs, frer_compare::FrerCompareArgs,
     latency::LatencyArgs, mesh::MeshArgs, nicmatrix::NicMatrixArgs, rfc2544::Rfc2544Args,
     rfc6349::Rfc6349Args, rrul::RrulArgs, shaping::ShapingArgs, streams::StreamsArgs,
-    sweep::SweepArgs,
+    sweep::SweepArgs, y1564::Y1564Args,
 };
 use model::units;
 
@@ -266,6 +266,14 @@ pub enum Command {
         after_help = "Examples:\n  wirebench rfc6349 HOST -t 30\n  wirebench rfc6349 HOST --bb 100M -w auto\n  wirebench rfc6349 HOST --iperf3 --rtt 40ms --bb 50M -J"
     )]
     Rfc6349(Rfc6349Args),
+    /// ITU-T Y.1564 service activation over raw ports (needs root): per service the
+    /// configuration test (CIR steps, CIR + EIR, traffic policing), then every service at
+    /// its CIR at once (the performance test), with IR, FLR, FTD, FDV, availability and
+    /// PASS/FAIL against each service's acceptance criteria.
+    #[command(
+        after_help = "Examples:\n  sudo wirebench y1564 examples/y1564-two-services.toml --lab s1 -t 10 --duration 60\n  sudo wirebench y1564 services.toml --tests configuration -J\n  sudo wirebench y1564 services.toml --tests performance --duration 2h"
+    )]
+    Y1564(Y1564Args),
     /// IEEE 802.1CB FRER: a software replicate/eliminate relay over AF_PACKET, and its
     /// counters (needs root).
     #[command(

@@ -45,7 +45,8 @@ impl Step {
 }
 
 /// Calls `step(elapsed)` until it returns [`Step::Done`], `end` has passed (both measured
-/// from `t0` on `clock`'s monotonic face) or `stop` is raised; waits between steps as asked.
+/// from `t0` on `clock`'s monotonic face) or `stop` is raised; waits between steps as asked,
+/// and until `t0` before the first (a `t0` ahead of now starts several senders together).
 /// Returns the elapsed time at the last step.
 pub fn drive(
     clock: &RealClock,
@@ -57,7 +58,16 @@ pub fn drive(
     sys::set_timer_slack_1ns();
     let mut elapsed = Duration::ZERO;
     while !stop.is_raised() {
-        elapsed = clock.mono().saturating_sub(t0);
+        let now = clock.mono();
+        if let Some(early) = t0.checked_sub(now).filter(|d| !d.is_zero()) {
+            // Nothing is due before t0: senders given one t0 start together.
+            match wait_plan(early, DEFAULT_SPIN_THRESHOLD) {
+                WaitPlan::Sleep(d) => std::thread::sleep(d.min(MAX_SLEEP)),
+                WaitPlan::Spin => std::hint::spin_loop(),
+            }
+            continue;
+        }
+        elapsed = now.saturating_sub(t0);
         if elapsed >= end {
             break;
         }
@@ -103,6 +113,23 @@ mod test {
         });
         assert!(elapsed >= end, "{elapsed:?}");
         assert!((1..=51).contains(&sent), "{sent}");
+    }
+
+    #[test]
+    fn nothing_runs_before_a_t0_in_the_future() {
+        // Generators given one t0 ahead of now (every stream of a profile starts at the
+        // same moment) must not send their first frame early: that frame stretched a
+        // stream's receive span by the 20 ms head start and read its rate 1 % low over 2 s.
+        let clock = RealClock::new();
+        let stop = Stop::new();
+        let t0 = clock.mono() + Duration::from_millis(30);
+        let mut first: Option<Duration> = None;
+        drive(&clock, t0, Duration::from_millis(5), &stop, |_| {
+            first.get_or_insert_with(|| clock.mono());
+            Step::Done
+        });
+        let first = first.expect("a step ran");
+        assert!(first >= t0, "the first step ran {:?} before t0", t0 - first);
     }
 
     #[test]

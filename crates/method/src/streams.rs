@@ -65,7 +65,7 @@ pub const IMIX: [(u64, usize); 3] = [(64, 7), (594, 4), (1518, 1)];
 /// A frame size setting.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
-enum SizeToml {
+pub(crate) enum SizeToml {
     One(u64),
     List(Vec<u64>),
     Name(String),
@@ -73,24 +73,24 @@ enum SizeToml {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StreamToml {
-    name: String,
-    source: Spanned<String>,
-    destination: Spanned<String>,
-    protocol: Option<Spanned<String>>,
-    size: Spanned<SizeToml>,
-    load: Spanned<String>,
-    dscp: Option<Spanned<u8>>,
-    vlan: Option<Spanned<u16>>,
-    pcp: Option<Spanned<u8>>,
-    dst_ip: Option<Spanned<String>>,
-    dst_mac: Option<Spanned<String>>,
-    src_port: Option<u16>,
-    dst_port: Option<u16>,
-    start: Option<Spanned<f64>>,
-    stop: Option<Spanned<f64>>,
-    expect: Option<Spanned<String>>,
-    tolerance: Option<Spanned<String>>,
+pub(crate) struct StreamToml {
+    pub(crate) name: String,
+    pub(crate) source: Spanned<String>,
+    pub(crate) destination: Spanned<String>,
+    pub(crate) protocol: Option<Spanned<String>>,
+    pub(crate) size: Spanned<SizeToml>,
+    pub(crate) load: Spanned<String>,
+    pub(crate) dscp: Option<Spanned<u8>>,
+    pub(crate) vlan: Option<Spanned<u16>>,
+    pub(crate) pcp: Option<Spanned<u8>>,
+    pub(crate) dst_ip: Option<Spanned<String>>,
+    pub(crate) dst_mac: Option<Spanned<String>>,
+    pub(crate) src_port: Option<u16>,
+    pub(crate) dst_port: Option<u16>,
+    pub(crate) start: Option<Spanned<f64>>,
+    pub(crate) stop: Option<Spanned<f64>>,
+    pub(crate) expect: Option<Spanned<String>>,
+    pub(crate) tolerance: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -292,8 +292,139 @@ pub enum StreamProblem {
     Empty(&'static str),
 }
 
-fn line_of(text: &str, span: std::ops::Range<usize>) -> usize {
+pub(crate) fn line_of(text: &str, span: std::ops::Range<usize>) -> usize {
     text[..span.start.min(text.len())].matches('\n').count() + 1
+}
+
+/// One stream's table checked against the profile's `duration` (its default stop); `at`
+/// gives the line of a span. Errors name the stream, the key and the line.
+pub(crate) fn stream_spec(
+    s: StreamToml,
+    duration: f64,
+    at: &dyn Fn(std::ops::Range<usize>) -> usize,
+) -> Result<StreamSpec, ProfileError> {
+    let name = s.name.clone();
+    let bad = |span: std::ops::Range<usize>, problem: StreamProblem| ProfileError::Stream {
+        stream: name.clone(),
+        line: at(span),
+        problem,
+    };
+    let protocol = match s.protocol.as_ref() {
+        None => StreamProto::Udp,
+        Some(p) => match p.get_ref().as_str() {
+            "udp" => StreamProto::Udp,
+            "tcp" => StreamProto::Tcp,
+            "icmp" => StreamProto::Icmp,
+            other => match other
+                .strip_prefix("0x")
+                .and_then(|h| u16::from_str_radix(h, 16).ok())
+            {
+                Some(t) if t >= 0x0600 => StreamProto::EtherType(t),
+                _ => return Err(bad(p.span(), StreamProblem::Protocol(other.to_owned()))),
+            },
+        },
+    };
+    let (pattern, frame_label) = match s.size.get_ref() {
+        SizeToml::One(n) => (vec![*n], n.to_string()),
+        SizeToml::List(l) if !l.is_empty() && l.len() <= 64 => (
+            l.clone(),
+            l.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+        ),
+        SizeToml::Name(n) if n.eq_ignore_ascii_case("imix") => (
+            IMIX.iter()
+                .flat_map(|(len, n)| std::iter::repeat_n(*len, *n))
+                .collect(),
+            "imix".into(),
+        ),
+        _ => return Err(bad(s.size.span(), StreamProblem::Size)),
+    };
+    if let Some(bad_len) = pattern.iter().find(|l| !(64..=9018).contains(*l)) {
+        return Err(bad(s.size.span(), StreamProblem::SizeOutOfRange(*bad_len)));
+    }
+    let load = frame_rate(s.load.get_ref())
+        .map_err(|_| bad(s.load.span(), StreamProblem::Load(s.load.get_ref().clone())))?;
+    let dscp = match &s.dscp {
+        Some(d) if *d.get_ref() > 63 => return Err(bad(d.span(), StreamProblem::Dscp)),
+        Some(d) => *d.get_ref(),
+        None => 0,
+    };
+    let vlan = match &s.vlan {
+        Some(v) if *v.get_ref() > 4094 => return Err(bad(v.span(), StreamProblem::Vlan)),
+        v => v.as_ref().map(|v| *v.get_ref()),
+    };
+    let pcp = match &s.pcp {
+        Some(p) if *p.get_ref() > 7 => return Err(bad(p.span(), StreamProblem::Pcp)),
+        Some(p) if vlan.is_none() => return Err(bad(p.span(), StreamProblem::PcpWithoutVlan)),
+        p => p.as_ref().map_or(0, |p| *p.get_ref()),
+    };
+    let dst_ip = match &s.dst_ip {
+        Some(ip) => Some(
+            ip.get_ref()
+                .parse()
+                .map_err(|_| bad(ip.span(), StreamProblem::DstIp(ip.get_ref().clone())))?,
+        ),
+        None => None,
+    };
+    let dst_mac = match &s.dst_mac {
+        Some(m) => Some(
+            wire::EthernetAddress::parse_str(m.get_ref())
+                .map(|a| a.0)
+                .ok_or_else(|| bad(m.span(), StreamProblem::DstMac(m.get_ref().clone())))?,
+        ),
+        None => None,
+    };
+    let start = s.start.as_ref().map_or(0.0, |x| *x.get_ref());
+    let stop = s.stop.as_ref().map_or(duration, |x| *x.get_ref());
+    if !(start >= 0.0 && stop > start && stop <= 86_400.0) {
+        let span = s
+            .stop
+            .as_ref()
+            .or(s.start.as_ref())
+            .map(|x| x.span())
+            .unwrap_or(s.load.span());
+        return Err(bad(span, StreamProblem::StartStop { start, stop }));
+    }
+    let expect_bps = match &s.expect {
+        Some(e) => Some(
+            positive_rate_bps(e.get_ref())
+                .ok_or_else(|| bad(e.span(), StreamProblem::Expect(e.get_ref().clone())))?,
+        ),
+        None => None,
+    };
+    let tolerance = match &s.tolerance {
+        Some(t) => {
+            percent(t.get_ref())
+                .filter(|v| (0.0..100.0).contains(v))
+                .ok_or_else(|| bad(t.span(), StreamProblem::Tolerance(t.get_ref().clone())))?
+                / 100.0
+        }
+        None => 0.02,
+    };
+    for (what, v) in [("source", &s.source), ("destination", &s.destination)] {
+        if v.get_ref().trim().is_empty() {
+            return Err(bad(v.span(), StreamProblem::Empty(what)));
+        }
+    }
+    Ok(StreamSpec {
+        name,
+        source: s.source.get_ref().clone(),
+        destination: s.destination.get_ref().clone(),
+        protocol,
+        pattern,
+        frame_label,
+        load,
+        dscp,
+        vlan,
+        pcp,
+        dst_ip,
+        dst_mac,
+        src_port: s.src_port.unwrap_or(49184),
+        dst_port: s.dst_port.unwrap_or(7),
+        start,
+        stop,
+        expect_bps,
+        tolerance,
+    })
 }
 
 impl Profile {
@@ -332,135 +463,10 @@ impl Profile {
         }
         let mut streams = Vec::new();
         for s in p.stream {
-            let name = s.name.clone();
-            let bad = |span: std::ops::Range<usize>, problem: StreamProblem| ProfileError::Stream {
-                stream: name.clone(),
-                line: at(span),
-                problem,
-            };
-            if streams.iter().any(|x: &StreamSpec| x.name == name) {
-                return Err(ProfileError::SameName(name));
+            if streams.iter().any(|x: &StreamSpec| x.name == s.name) {
+                return Err(ProfileError::SameName(s.name));
             }
-            let protocol = match s.protocol.as_ref() {
-                None => StreamProto::Udp,
-                Some(p) => match p.get_ref().as_str() {
-                    "udp" => StreamProto::Udp,
-                    "tcp" => StreamProto::Tcp,
-                    "icmp" => StreamProto::Icmp,
-                    other => match other
-                        .strip_prefix("0x")
-                        .and_then(|h| u16::from_str_radix(h, 16).ok())
-                    {
-                        Some(t) if t >= 0x0600 => StreamProto::EtherType(t),
-                        _ => return Err(bad(p.span(), StreamProblem::Protocol(other.to_owned()))),
-                    },
-                },
-            };
-            let (pattern, frame_label) = match s.size.get_ref() {
-                SizeToml::One(n) => (vec![*n], n.to_string()),
-                SizeToml::List(l) if !l.is_empty() && l.len() <= 64 => (
-                    l.clone(),
-                    l.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
-                ),
-                SizeToml::Name(n) if n.eq_ignore_ascii_case("imix") => (
-                    IMIX.iter()
-                        .flat_map(|(len, n)| std::iter::repeat_n(*len, *n))
-                        .collect(),
-                    "imix".into(),
-                ),
-                _ => return Err(bad(s.size.span(), StreamProblem::Size)),
-            };
-            if let Some(bad_len) = pattern.iter().find(|l| !(64..=9018).contains(*l)) {
-                return Err(bad(s.size.span(), StreamProblem::SizeOutOfRange(*bad_len)));
-            }
-            let load = frame_rate(s.load.get_ref())
-                .map_err(|_| bad(s.load.span(), StreamProblem::Load(s.load.get_ref().clone())))?;
-            let dscp = match &s.dscp {
-                Some(d) if *d.get_ref() > 63 => return Err(bad(d.span(), StreamProblem::Dscp)),
-                Some(d) => *d.get_ref(),
-                None => 0,
-            };
-            let vlan = match &s.vlan {
-                Some(v) if *v.get_ref() > 4094 => return Err(bad(v.span(), StreamProblem::Vlan)),
-                v => v.as_ref().map(|v| *v.get_ref()),
-            };
-            let pcp = match &s.pcp {
-                Some(p) if *p.get_ref() > 7 => return Err(bad(p.span(), StreamProblem::Pcp)),
-                Some(p) if vlan.is_none() => {
-                    return Err(bad(p.span(), StreamProblem::PcpWithoutVlan))
-                }
-                p => p.as_ref().map_or(0, |p| *p.get_ref()),
-            };
-            let dst_ip = match &s.dst_ip {
-                Some(ip) => Some(
-                    ip.get_ref()
-                        .parse()
-                        .map_err(|_| bad(ip.span(), StreamProblem::DstIp(ip.get_ref().clone())))?,
-                ),
-                None => None,
-            };
-            let dst_mac = match &s.dst_mac {
-                Some(m) => Some(
-                    wire::EthernetAddress::parse_str(m.get_ref())
-                        .map(|a| a.0)
-                        .ok_or_else(|| bad(m.span(), StreamProblem::DstMac(m.get_ref().clone())))?,
-                ),
-                None => None,
-            };
-            let start = s.start.as_ref().map_or(0.0, |x| *x.get_ref());
-            let stop = s.stop.as_ref().map_or(duration, |x| *x.get_ref());
-            if !(start >= 0.0 && stop > start && stop <= 86_400.0) {
-                let span = s
-                    .stop
-                    .as_ref()
-                    .or(s.start.as_ref())
-                    .map(|x| x.span())
-                    .unwrap_or(s.load.span());
-                return Err(bad(span, StreamProblem::StartStop { start, stop }));
-            }
-            let expect_bps = match &s.expect {
-                Some(e) => Some(
-                    positive_rate_bps(e.get_ref())
-                        .ok_or_else(|| bad(e.span(), StreamProblem::Expect(e.get_ref().clone())))?,
-                ),
-                None => None,
-            };
-            let tolerance = match &s.tolerance {
-                Some(t) => {
-                    percent(t.get_ref())
-                        .filter(|v| (0.0..100.0).contains(v))
-                        .ok_or_else(|| {
-                            bad(t.span(), StreamProblem::Tolerance(t.get_ref().clone()))
-                        })?
-                        / 100.0
-                }
-                None => 0.02,
-            };
-            for (what, v) in [("source", &s.source), ("destination", &s.destination)] {
-                if v.get_ref().trim().is_empty() {
-                    return Err(bad(v.span(), StreamProblem::Empty(what)));
-                }
-            }
-            streams.push(StreamSpec {
-                name,
-                source: s.source.get_ref().clone(),
-                destination: s.destination.get_ref().clone(),
-                protocol,
-                pattern,
-                frame_label,
-                load,
-                dscp,
-                vlan,
-                pcp,
-                dst_ip,
-                dst_mac,
-                src_port: s.src_port.unwrap_or(49184),
-                dst_port: s.dst_port.unwrap_or(7),
-                start,
-                stop,
-                expect_bps,
-                tolerance,
-            });
+            streams.push(stream_spec(s, duration, &at)?);
         }
         let duration = streams.iter().map(|s| s.stop).fold(0.0, f64::max);
         Ok(Profile {

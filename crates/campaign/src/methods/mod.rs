@@ -38,6 +38,7 @@ pub mod shaping;
 pub mod shared;
 pub mod streams;
 pub mod sweep;
+pub mod y1564;
 
 mod method;
 mod registry;

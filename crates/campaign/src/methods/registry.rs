@@ -14,7 +14,7 @@ use report::table::Table;
 use super::method::{Registered, TestRequest, ThresholdMetric};
 use super::{
     blocksize, client, frer_compare, latency, mesh, nicmatrix, rfc2544, rfc6349, rrul, shaping,
-    streams, sweep,
+    streams, sweep, y1564,
 };
 use crate::{Error, Watch};
 
@@ -33,6 +33,7 @@ pub static ALL: &[&dyn Registered] = &[
     &shaping::Shaping,
     &frer_compare::FrerCompare,
     &nicmatrix::NicMatrix,
+    &y1564::Y1564,
 ];
 
 /// The method of a plan's `kind` (or a result's `command`), among the standard ones.

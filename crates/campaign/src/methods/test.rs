@@ -569,6 +569,15 @@ fn samples() -> Vec<RunResult> {
         "buffer_delay_pct": 12.0 }));
     r.set_part(rfc6349::PART, &part).expect("a part");
     out.push(r);
+    let mut r = new("y1564");
+    let part: y1564::Y1564Result = parse(json!({ "performance": { "duration_s": 60.0,
+        "services": [{ "service": "voice", "cir_bps": 1.0e7, "ir_bps": 1.0e7, "sent": 100,
+        "lost": 0, "flr": 0.0, "availability_pct": 100.0, "seconds": 60,
+        "sac": { "flr_max": 0.001, "ftd_max_us": 5000.0, "fdv_max_us": 1000.0,
+            "availability_min_pct": 99.9, "ir_tolerance": 0.01 },
+        "pass": true }] } }));
+    r.set_part(y1564::PART, &part).expect("a part");
+    out.push(r);
     out
 }
 
@@ -610,7 +619,7 @@ fn every_method_has_thresholds_and_compared_figures() {
     }
     assert_eq!(
         Methods::STANDARD.kinds(),
-        "client, sweep, blocksize, latency, rrul, mesh, rfc2544, rfc6349, streams, shaping, frer-compare, nicmatrix"
+        "client, sweep, blocksize, latency, rrul, mesh, rfc2544, rfc6349, streams, shaping, frer-compare, nicmatrix, y1564"
     );
 }
 

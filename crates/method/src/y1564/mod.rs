@@ -8,6 +8,8 @@
 //! was not at hand: step percentages, the policing overshoot and the availability window
 //! are configuration with the defaults testers use (`../shared/spec/y1564.md`).
 
+pub mod services;
+
 use std::time::Duration;
 
 use model::units;
@@ -103,6 +105,11 @@ pub struct Profile {
     pub cir_bps: f64,
     /// Excess information rate (0: none).
     pub eir_bps: f64,
+    /// Colour-aware (§6.2.1's colour mode): the excess (yellow) frames are marked apart
+    /// from the committed (green) ones, so the network can drop the excess alone and
+    /// green frames keep the SAC in every step. Colour-blind, the network cannot tell them
+    /// apart: above CIR only the information rate is judged.
+    pub colour_aware: bool,
 }
 
 /// The service acceptance criteria: what every step must meet.
@@ -213,15 +220,18 @@ impl Verdict {
 }
 
 /// A step's verdict (Y.1564 §8.1.3):
-/// - every step: the green frames' FLR, FTD and FDV within the SAC;
+/// - every CIR step, and the CIR + EIR and policing steps of a colour-aware service: the
+///   green frames' FLR, FTD and FDV within the SAC;
 /// - a CIR step: the IR at least what was offered, less the tolerance;
 /// - CIR + EIR: the IR at least CIR and at most CIR + EIR (each with the tolerance);
-/// - policing: the IR at most CIR + EIR (the excess dropped) and the green IR kept.
+/// - policing: the IR at most CIR + EIR (the excess dropped) and the committed rate kept:
+///   the green IR at least CIR when colour-aware, the IR when colour-blind.
 pub fn verdict(step: &Step, p: &Profile, sac: &Sac, m: &Measured) -> Verdict {
     let mut missed = Vec::new();
     let low = 1.0 - sac.ir_tolerance;
     let high = 1.0 + sac.ir_tolerance;
-    if m.green_flr > sac.flr_max {
+    let criteria = p.colour_aware || matches!(step.kind, StepKind::Cir { .. });
+    if criteria && m.green_flr > sac.flr_max {
         missed.push(format!(
             "FLR {:.4} % above {:.4} %",
             m.green_flr * 100.0,
@@ -232,7 +242,7 @@ pub fn verdict(step: &Step, p: &Profile, sac: &Sac, m: &Measured) -> Verdict {
         ("FTD", m.ftd_mean, sac.ftd_max),
         ("FDV", m.fdv, sac.fdv_max),
     ] {
-        if v > max {
+        if criteria && v > max {
             missed.push(format!(
                 "{what} {:.3} ms above {:.3} ms",
                 v.as_secs_f64() * 1e3,
@@ -275,16 +285,50 @@ pub fn verdict(step: &Step, p: &Profile, sac: &Sac, m: &Measured) -> Verdict {
                     units::bps(committed)
                 ));
             }
-            if m.green_ir_bps < p.cir_bps * low {
+            let (what, kept) = if p.colour_aware {
+                ("green IR", m.green_ir_bps)
+            } else {
+                ("IR", m.ir_bps)
+            };
+            if kept < p.cir_bps * low {
                 missed.push(format!(
-                    "green IR {} below CIR {}",
-                    units::bps(m.green_ir_bps),
+                    "{what} {} below CIR {}",
+                    units::bps(kept),
                     units::bps(p.cir_bps)
                 ));
             }
         }
     }
     Verdict { missed }
+}
+
+/// The service performance test's verdict for one service (Y.1564 §8.2): at its CIR
+/// with every service running, the IR at least CIR (less the tolerance), the FLR, FTD and
+/// FDV within the SAC, and the availability at least the SAC's (`None`: not decided,
+/// which fails).
+pub fn performance_verdict(
+    p: &Profile,
+    sac: &Sac,
+    m: &Measured,
+    availability_pct: Option<f64>,
+) -> Verdict {
+    let step = Step {
+        kind: StepKind::Cir { percent: 100.0 },
+        green_bps: p.cir_bps,
+        yellow_bps: 0.0,
+    };
+    let mut v = verdict(&step, p, sac, m);
+    match availability_pct {
+        Some(a) if a < sac.availability_min => v.missed.push(format!(
+            "availability {a:.3} % below {:.3} %",
+            sac.availability_min
+        )),
+        Some(_) => {}
+        None => v
+            .missed
+            .push("availability not measured (no seconds)".into()),
+    }
+    v
 }
 
 /// How availability is decided over a run's seconds (after ITU-T Y.1563 and MEF 10.3):
@@ -398,6 +442,7 @@ mod test {
         let p = Profile {
             cir_bps: 20e6,
             eir_bps: 5e6,
+            colour_aware: true,
         };
         let steps = configuration_steps(&p, &[25.0, 50.0, 75.0, 100.0], 0.25);
         (p, steps)
@@ -416,6 +461,7 @@ mod test {
         let p = Profile {
             cir_bps: 10e6,
             eir_bps: 0.0,
+            colour_aware: false,
         };
         let steps = configuration_steps(&p, &[50.0, 100.0], 0.25);
         let kinds: Vec<StepKind> = steps.iter().map(|s| s.kind).collect();
@@ -476,6 +522,40 @@ mod test {
         };
         let v = verdict(&steps[0], &p, &s, &slow);
         assert_eq!(v.missed.len(), 2, "{v:?}");
+    }
+
+    #[test]
+    fn the_performance_verdict_adds_availability_to_the_cir_criteria() {
+        let (p, _) = cir_20m_eir_5m();
+        let s = sac();
+        let m = measured(19.9e6, 19.9e6, 0.0);
+        assert!(performance_verdict(&p, &s, &m, Some(100.0)).pass());
+        let v = performance_verdict(&p, &s, &m, Some(99.0));
+        assert!(
+            !v.pass() && v.missed[0].starts_with("availability 99.000 %"),
+            "{v:?}"
+        );
+        assert!(!performance_verdict(&p, &s, &m, None).pass());
+        let v = performance_verdict(&p, &s, &measured(19e6, 19e6, 0.0), Some(100.0));
+        assert!(!v.pass() && v.missed[0].starts_with("IR "), "{v:?}");
+    }
+
+    #[test]
+    fn a_colour_blind_service_is_judged_by_its_rate_above_cir() {
+        let (mut p, steps) = cir_20m_eir_5m();
+        p.colour_aware = false;
+        let s = sac();
+        // The network cannot tell the excess from the committed frames: a policer drops
+        // from both, which is no fault above CIR.
+        let lossy = measured(20e6, 16e6, 0.2);
+        assert!(verdict(&steps[4], &p, &s, &lossy).pass());
+        assert!(verdict(&steps[5], &p, &s, &lossy).pass());
+        // ... but the committed rate must still be carried, and the excess policed.
+        let v = verdict(&steps[5], &p, &s, &measured(18e6, 14e6, 0.3));
+        assert!(!v.pass() && v.missed[0].starts_with("IR "), "{v:?}");
+        assert!(!verdict(&steps[5], &p, &s, &measured(31e6, 20e6, 0.0)).pass());
+        // In the CIR steps the SAC applies as to any service.
+        assert!(!verdict(&steps[3], &p, &s, &measured(20e6, 20e6, 0.01)).pass());
     }
 
     #[test]
