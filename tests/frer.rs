@@ -598,14 +598,15 @@ fn compare_measures_both_groups_and_removes_its_labs() {
         rows[3].get("theoretical").is_none(),
         "latency has no line rate"
     );
-    // Measured again at that rate, once: the search's zero loss was one trial, and the
-    // machine can drop a burst in another (0.39 % was seen beside two busy loops, far more
-    // than any binomial spread of a zero-loss trial allows: a backlog queue or a socket
-    // overran). The bound tells a group measured at its zero-loss rate from one measured
-    // at unlimited load, which loses a large share through the user-space relays.
+    // Measured again at that rate, once: what this row tells is that each group was
+    // measured at its own zero-loss rate and not at unlimited load, where user-space relays
+    // lose most frames (they forward a few hundred Mbit/s against the sender's Gbit/s).
+    // How much a zero-loss rate loses when measured again is the machine's: 0.39 % was
+    // seen beside two busy loops, 14.3 % in CI beside another test's raw generator holding
+    // a core. So the bound is the half that tells the two apart, not the machine's quiet.
     let loss = &rows[2];
     for g in ["control", "frer"] {
-        assert!(loss[g].as_f64().unwrap() < 2.0, "{loss}");
+        assert!(loss[g].as_f64().unwrap() < 50.0, "{loss}");
     }
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(
