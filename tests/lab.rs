@@ -1108,6 +1108,154 @@ fn y1564_performance_test_runs_two_services_at_once() {
     assert_eq!(code, Some(0), "{v}");
 }
 
+/// `wirebench client ADDR ARGS -J` from `from` to a server on `to` at `addr`, in `lab`.
+fn client_between(
+    lab: &LabGuard,
+    from: &str,
+    to: &str,
+    addr: &str,
+    args: &[&str],
+) -> serde_json::Value {
+    let mut server = server_on(lab, to, addr);
+    let mut argv = vec![
+        "lab",
+        "exec",
+        "--name",
+        &lab.0,
+        from,
+        "--",
+        bin(),
+        "client",
+        addr,
+    ];
+    argv.extend(args);
+    argv.push("-J");
+    let v = run_json(&argv);
+    let _ = server.kill();
+    let _ = server.wait();
+    v
+}
+
+/// A lab from a topology file: a switch of four ports (a Linux bridge, its FDB ageing
+/// time from the file) with a host on each, every host reaching every other in the one
+/// subnet the switch makes; and a chain of two routers between two hosts, its middle link
+/// policed at the file's 50 Mbit/s, the routes worked out from the file.
+fn a_topology_file_builds_a_switch_and_a_chain_of_routers() {
+    let dir = Scratch::new("topofile");
+    let file = |name: &str, nodes: &[(&str, &str)], links: &[(&str, &str, &str)]| {
+        let mut text = String::new();
+        for (n, role) in nodes {
+            text += &format!("[[node]]\nname = \"{n}\"\nrole = \"{role}\"\n");
+            if *role == "switch" {
+                text += "ageing_s = 60\n";
+            }
+        }
+        for (a, b, extra) in links {
+            text += &format!("[[link]]\na = \"{a}\"\nb = \"{b}\"\n{extra}\n");
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let switch = file(
+        "switch.toml",
+        &[
+            ("sw", "switch"),
+            ("h1", "host"),
+            ("h2", "host"),
+            ("h3", "host"),
+            ("h4", "host"),
+        ],
+        &[
+            ("h1:eth0", "sw:p1", ""),
+            ("h2:eth0", "sw:p2", ""),
+            ("h3:eth0", "sw:p3", ""),
+            ("h4:eth0", "sw:p4", ""),
+        ],
+    );
+    let lab = LabGuard::up_with(&switch, "tf", &[]);
+    assert_eq!(lab.namespaces().len(), 5);
+    let ns = format!("wb-{}-sw", lab.0);
+    let out = Command::new("ip")
+        .args(["-n", &ns, "-d", "-j", "link", "show", "br0"])
+        .output()
+        .unwrap();
+    let br: serde_json::Value = serde_json::from_slice(&out.stdout).expect("br0 as JSON");
+    assert_eq!(br[0]["linkinfo"]["info_data"]["ageing_time"], 6000, "{br}");
+    let out = Command::new("ip")
+        .args(["-n", &ns, "-j", "link", "show", "master", "br0"])
+        .output()
+        .unwrap();
+    let ports: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ports.as_array().map(Vec::len), Some(4), "{ports}");
+    // Each host's address in file order, and h1 and h3 reach h4 through the bridge.
+    for (from, to, addr) in [("h1", "h4", "198.18.1.4"), ("h3", "h2", "198.18.1.2")] {
+        let v = client_between(
+            &lab,
+            from,
+            to,
+            addr,
+            &["-u", "-b", "20M", "-l", "1000", "-t", "1"],
+        );
+        let sent = u64_at(&v, "/summary/sent_packets");
+        assert!(sent > 2000, "{v}");
+        assert!(u64_at(&v, "/summary/lost_packets") * 1000 <= sent, "{v}");
+    }
+    drop(lab);
+
+    let chain = file(
+        "chain.toml",
+        &[
+            ("a", "host"),
+            ("r1", "router"),
+            ("r2", "router"),
+            ("b", "host"),
+        ],
+        &[
+            ("a:eth0", "r1:eth0", ""),
+            ("r1:eth1", "r2:eth0", "rate = \"50M\""),
+            ("r2:eth1", "b:eth0", ""),
+        ],
+    );
+    let lab = LabGuard::up_with(&chain, "tc", &[]);
+    // 80 Mbit/s offered across two routed hops: the middle link carries at most its 50
+    // Mbit/s of L2 (a busy machine only carries less), so about 30 are lost.
+    let v = client_between(
+        &lab,
+        "a",
+        "b",
+        "198.18.3.2",
+        &["-u", "-b", "80M", "-l", "1472", "-t", "2"],
+    );
+    let got = f64_at(&v, "/summary/received_bps");
+    assert!(
+        (10e6..=50e6 * 1472.0 / 1514.0 * 1.02).contains(&got),
+        "{got} bit/s: {v}"
+    );
+    assert!(u64_at(&v, "/summary/lost_packets") > 0, "{v}");
+}
+
+/// A topology file with a mistake is refused before anything is built, naming the file,
+/// the line and the field.
+fn a_bad_topology_file_names_file_line_and_field_and_builds_nothing() {
+    let dir = Scratch::new("topofile-bad");
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        "[[node]]\nname = \"a\"\nrole = \"host\"\n[[node]]\nname = \"r\"\nrole = \"hub\"\n",
+    )
+    .unwrap();
+    let p = path.to_str().unwrap();
+    let out = run(&["lab", "up", p, "--name", "tfbad"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{p}:6: node[2].role: unknown role 'hub'")),
+        "{err}"
+    );
+    assert!(namespaces_of("tfbad").is_empty());
+}
+
 fn lab_down_leaves_no_namespace_process_or_state() {
     let lab = LabGuard::up_with("impair", "k", &["--impair", "loss=1%"]);
     let pid = stage_state(&lab, "dut")["pid"].as_u64().unwrap();
@@ -1556,6 +1704,11 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
             Root
         ),
         crate::harness::case!(y1564_performance_test_runs_two_services_at_once, Root),
+        crate::harness::case!(a_topology_file_builds_a_switch_and_a_chain_of_routers, Root),
+        crate::harness::case!(
+            a_bad_topology_file_names_file_line_and_field_and_builds_nothing,
+            Root
+        ),
         crate::harness::case!(twopath_lab_has_two_independently_impaired_paths, Root),
         crate::harness::case!(
             tcp_efficiency_counts_the_retransmissions_a_lossy_path_causes,

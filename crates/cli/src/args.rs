@@ -595,8 +595,11 @@ pub enum LabCommand {
     /// listener, each path its own impairment stage, --path-a/--path-b; split and merge
     /// route over path A), `frer` (the twopath layout with FRER relays on split and merge:
     /// the talker's frames are replicated onto both paths and eliminated before the
-    /// listener, and back; --path-a/--path-b, --frer), or a TOML file (`topology = "..."`
-    /// plus `[shaper]`, `[impair]`, `[path_a]`, `[path_b]`, `[frer]` tables).
+    /// listener, and back; --path-a/--path-b, --frer), or a TOML file: `topology = "..."`
+    /// plus `[shaper]`, `[impair]`, `[path_a]`, `[path_b]`, `[frer]` tables, or a network
+    /// of its own: `[[node]]` tables (name, role host|switch|router; a switch's
+    /// vlan_filtering, ageing_s) and `[[link]]` tables (a, b as NODE:PORT; optional subnet,
+    /// a_addr, b_addr, rate, mtu), from which the lab gets its addresses and routes.
     ///
     /// Impairment is written `key=value,...` or as a TOML file: loss (%), loss_burst (mean
     /// frames per burst), delay and jitter (ns/us/ms/s), duplicate (%), reorder (%), rate

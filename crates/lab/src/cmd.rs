@@ -177,6 +177,31 @@ impl Cmd {
         )
     }
 
+    /// `ip -n NS link add NAME type bridge [vlan_filtering 1] [ageing_time CS]`: a Linux
+    /// bridge, its FDB ageing time in seconds (`ip` takes centiseconds).
+    pub fn bridge_add(ns: &str, name: &str, vlan_filtering: bool, ageing_s: Option<u32>) -> Self {
+        let mut args: Vec<String> = ["-n", ns, "link", "add", name, "type", "bridge"]
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect();
+        if vlan_filtering {
+            args.extend(["vlan_filtering".into(), "1".into()]);
+        }
+        if let Some(s) = ageing_s {
+            args.extend(["ageing_time".into(), (u64::from(s) * 100).to_string()]);
+        }
+        Self {
+            program: "ip".into(),
+            args,
+            kernel: None,
+        }
+    }
+
+    /// `ip -n NS link set DEV master BRIDGE`
+    pub fn set_master(ns: &str, dev: &str, bridge: &str) -> Self {
+        Self::new("ip", &["-n", ns, "link", "set", dev, "master", bridge])
+    }
+
     /// `ip -n NS link set DEV up`
     pub fn link_up(ns: &str, dev: &str) -> Self {
         Self::new("ip", &["-n", ns, "link", "set", dev, "up"])

@@ -66,6 +66,14 @@ impl Role {
     fn parse(s: &str) -> Option<Role> {
         Self::NAMES.iter().find(|(n, _)| *n == s).map(|(_, r)| *r)
     }
+
+    /// Its name in a file.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, r)| *r == self)
+            .map_or("?", |(n, _)| n)
+    }
 }
 
 /// A switch's bridge settings, where the kernel has them.

@@ -233,6 +233,21 @@ pub struct Relay {
     pub fast: bool,
 }
 
+/// A Linux bridge over some of a node's ports (a topology file's `switch`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bridge {
+    /// The node it is on.
+    pub node: String,
+    /// Its name there.
+    pub name: String,
+    /// The ports it joins.
+    pub ports: Vec<String>,
+    /// 802.1Q VLAN filtering.
+    pub vlan_filtering: bool,
+    /// FDB ageing time, s.
+    pub ageing_s: Option<u32>,
+}
+
 /// A test network: nodes, links, routes, which nodes forward, and what runs on them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Topology {
@@ -261,6 +276,8 @@ pub struct Topology {
     /// Ingress port-rate limits: (node, interface, bit/s) enforced on arrival, as a port
     /// of that speed would carry no more.
     pub policers: Vec<(String, String, u64)>,
+    /// Bridges (a topology file's switches).
+    pub bridges: Vec<Bridge>,
 }
 
 /// The ports of a `shaper` lab (the RTX2000 setup: separate 100 Mbit/s ports in, one out).
@@ -338,6 +355,7 @@ impl Topology {
             relays: vec![],
             neighbours: vec![],
             policers: vec![],
+            bridges: vec![],
         }
     }
 
@@ -711,6 +729,93 @@ impl Topology {
         }
     }
 
+    /// The lab a topology file describes: its nodes and links, a bridge on each switch,
+    /// forwarding on each router, a route on every node to every subnet it does not touch
+    /// (through the first router on a shortest path), and each link's rate policed where
+    /// it arrives. Roles and link settings that are not built from files yet are refused,
+    /// by name.
+    ///
+    /// # Errors
+    /// A node of role shaper, impair or relay, a link with an impairment, a switch with a
+    /// learning limit, more than 250 links.
+    pub fn from_file(f: &crate::topofile::TopologyFile) -> Result<Self, LabError> {
+        use crate::topofile::Role;
+        let bad = LabError::BadTopology;
+        for n in &f.nodes {
+            if matches!(n.role, Role::Shaper | Role::Impair | Role::Relay) {
+                return Err(bad(format!(
+                    "node '{}': role {} is not built from files yet; use the built-in \
+                     topologies (lab up shaper|impair|frer) for it",
+                    n.name,
+                    n.role.name()
+                )));
+            }
+            if n.switch.learning_limit.is_some() {
+                return Err(bad(format!(
+                    "node '{}': learning_limit is not built yet (this host's ip cannot set \
+                     fdb_max_learned)",
+                    n.name
+                )));
+            }
+        }
+        if f.links.len() > 250 {
+            return Err(bad("at most 250 links".into()));
+        }
+        let names: Vec<&str> = f.nodes.iter().map(|n| n.name.as_str()).collect();
+        let mut t = Self::empty("file", &names);
+        let role = |node: &str| f.nodes.iter().find(|n| n.name == node).map(|n| n.role);
+        for (i, l) in f.links.iter().enumerate() {
+            if l.impair.is_some() {
+                return Err(bad(format!(
+                    "link {} - {}: impairment on a link is not built from files yet",
+                    l.a.0, l.b.0
+                )));
+            }
+            let k = u8::try_from(i + 1).unwrap_or(u8::MAX);
+            let end = |(p, addr): &(crate::topofile::Port, Option<Ipv4Addr>), side: u8| Iface {
+                node: p.node.clone(),
+                name: p.port.clone(),
+                addr: *addr,
+                prefix: l.subnet.1,
+                mac: [0x02, 0x77, 0x62, 0xf0, k, side],
+            };
+            t.links.push(Link {
+                a: end(&l.a, 1),
+                b: end(&l.b, 2),
+                mtu: l.mtu,
+            });
+            if let Some(bps) = l.rate_bps {
+                for (p, _) in [&l.a, &l.b] {
+                    t.policers.push((p.node.clone(), p.port.clone(), bps));
+                }
+            }
+        }
+        for n in f.nodes.iter().filter(|n| n.role == Role::Switch) {
+            let ports = f
+                .links
+                .iter()
+                .flat_map(|l| [&l.a.0, &l.b.0])
+                .filter(|p| p.node == n.name)
+                .map(|p| p.port.clone())
+                .collect();
+            t.bridges.push(Bridge {
+                node: n.name.clone(),
+                name: "br0".into(),
+                ports,
+                vlan_filtering: n.switch.vlan_filtering,
+                ageing_s: n.switch.ageing_s,
+            });
+        }
+        t.forwarding = f
+            .nodes
+            .iter()
+            .filter(|n| n.role == Role::Router)
+            .map(|n| n.name.clone())
+            .collect();
+        t.routes = file_routes(f, &|n| role(n) == Some(Role::Router));
+        Ok(t)
+    }
+
     /// The address a node is reached at (its first interface with an address).
     pub fn address_of(&self, node: &str) -> Option<Ipv4Addr> {
         self.links
@@ -749,6 +854,18 @@ impl Topology {
                 }
                 out.push(Cmd::link_up(&ns(&i.node), &i.name));
             }
+        }
+        for b in &self.bridges {
+            out.push(Cmd::bridge_add(
+                &ns(&b.node),
+                &b.name,
+                b.vlan_filtering,
+                b.ageing_s,
+            ));
+            for p in &b.ports {
+                out.push(Cmd::set_master(&ns(&b.node), p, &b.name));
+            }
+            out.push(Cmd::link_up(&ns(&b.node), &b.name));
         }
         for n in &self.neighbours {
             out.push(Cmd::neigh_permanent(&ns(&n.node), &n.dev, n.addr, n.mac));
@@ -822,6 +939,63 @@ pub struct Request {
     pub mtu: Option<u16>,
 }
 
+/// Every node's routes in a topology file's lab: to each subnet it does not touch, via the
+/// neighbour on its side of the first hop of a shortest path that only crosses routers.
+fn file_routes(f: &crate::topofile::TopologyFile, router: &dyn Fn(&str) -> bool) -> Vec<Route> {
+    // Each subnet's members: (node, address), the switch ports (no address) left out.
+    type Members = Vec<(String, Ipv4Addr)>;
+    let mut members: Vec<((Ipv4Addr, u8), Members)> = Vec::new();
+    for l in &f.links {
+        let i = match members.iter().position(|(s, _)| *s == l.subnet) {
+            Some(i) => i,
+            None => {
+                members.push((l.subnet, Vec::new()));
+                members.len() - 1
+            }
+        };
+        for (p, addr) in [&l.a, &l.b] {
+            if let Some(a) = addr {
+                members[i].1.push((p.node.clone(), *a));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for node in f.nodes.iter().map(|n| n.name.as_str()) {
+        let touches = |s: usize| members[s].1.iter().any(|(n, _)| n == node);
+        // Breadth first over subnets: (subnet, the first hop's address).
+        let mut first_hop: Vec<Option<Option<Ipv4Addr>>> = vec![None; members.len()];
+        let mut queue = std::collections::VecDeque::new();
+        for s in (0..members.len()).filter(|&s| touches(s)) {
+            first_hop[s] = Some(None);
+            queue.push_back(s);
+        }
+        while let Some(s) = queue.pop_front() {
+            let via = first_hop[s].flatten();
+            for (n, addr) in &members[s].1 {
+                if n == node || !router(n) {
+                    continue;
+                }
+                for t in 0..members.len() {
+                    if first_hop[t].is_none() && members[t].1.iter().any(|(m, _)| m == n) {
+                        first_hop[t] = Some(Some(via.unwrap_or(*addr)));
+                        queue.push_back(t);
+                    }
+                }
+            }
+        }
+        for (s, hop) in first_hop.iter().enumerate() {
+            if let Some(Some(via)) = hop {
+                out.push(Route {
+                    node: node.to_owned(),
+                    dest: Some(members[s].0),
+                    via: *via,
+                });
+            }
+        }
+    }
+    out
+}
+
 fn read(path: &Path) -> Result<String, LabError> {
     std::fs::read_to_string(path)
         .map_err(|e| LabError::BadTopology(format!("cannot read {}: {e}", path.display())))
@@ -879,7 +1053,18 @@ impl Request {
                     "a topology file carries its own settings: drop --shape/--impair/--path-a/--path-b/--frer".into(),
                 ));
             }
-            return Topology::from_toml(&read(Path::new(topology))?)
+            let text = read(Path::new(topology))?;
+            // A file of [[node]] and [[link]] tables describes its own network; one with
+            // `topology = NAME` names a built-in and its settings.
+            let own = toml::from_str::<toml::Table>(&text)
+                .is_ok_and(|t| t.contains_key("node") || t.contains_key("link"));
+            if own {
+                let f = crate::topofile::TopologyFile::parse(topology, &text)
+                    .map_err(|e| LabError::BadTopology(e.to_string()))?;
+                return Topology::from_file(&f)
+                    .map_err(|e| LabError::BadTopology(format!("{topology}: {e}")));
+            }
+            return Topology::from_toml(&text)
                 .map_err(|e| LabError::BadTopology(format!("{topology}: {e}")));
         }
         if (self.shape.is_some() || ports) && topology != "shaper" {
@@ -1269,6 +1454,80 @@ mod test {
         ] {
             let e = Topology::from_toml(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_file_network_gets_bridges_forwarding_routes_and_policers() {
+        let text = "[[node]]\nname = \"a\"\nrole = \"host\"\n\
+                    [[node]]\nname = \"r\"\nrole = \"router\"\n\
+                    [[node]]\nname = \"sw\"\nrole = \"switch\"\nvlan_filtering = true\n\
+                    [[node]]\nname = \"b\"\nrole = \"host\"\n\
+                    [[node]]\nname = \"c\"\nrole = \"host\"\n\
+                    [[link]]\na = \"a:eth0\"\nb = \"r:eth0\"\nrate = \"10M\"\n\
+                    [[link]]\na = \"r:eth1\"\nb = \"sw:p1\"\n\
+                    [[link]]\na = \"b:eth0\"\nb = \"sw:p2\"\n\
+                    [[link]]\na = \"c:eth0\"\nb = \"sw:p3\"\n";
+        let f = crate::topofile::TopologyFile::parse("f.toml", text).unwrap();
+        let t = Topology::from_file(&f).unwrap();
+        assert_eq!(t.forwarding, ["r"]);
+        assert_eq!(t.bridges.len(), 1);
+        assert_eq!(
+            (t.bridges[0].node.as_str(), t.bridges[0].vlan_filtering),
+            ("sw", true)
+        );
+        assert_eq!(t.bridges[0].ports, ["p1", "p2", "p3"]);
+        // The switch's subnet is 198.18.2.0/24: r .1, b .2, c .3.
+        let route = |node: &str| -> Vec<(Ipv4Addr, Ipv4Addr)> {
+            t.routes
+                .iter()
+                .filter(|r| r.node == node)
+                .map(|r| (r.dest.unwrap().0, r.via))
+                .collect()
+        };
+        let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        assert_eq!(route("a"), [(ip("198.18.2.0"), ip("198.18.1.2"))]);
+        assert_eq!(route("b"), [(ip("198.18.1.0"), ip("198.18.2.1"))]);
+        assert_eq!(route("c"), [(ip("198.18.1.0"), ip("198.18.2.1"))]);
+        assert!(route("r").is_empty(), "the router touches both subnets");
+        assert_eq!(
+            t.policers,
+            [
+                ("a".into(), "eth0".into(), 10_000_000),
+                ("r".into(), "eth0".into(), 10_000_000)
+            ]
+        );
+        let cmds: Vec<String> = t
+            .build_commands("x")
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            cmds.contains(&"ip -n wb-x-sw link add br0 type bridge vlan_filtering 1".to_owned())
+        );
+        assert!(cmds.contains(&"ip -n wb-x-sw link set p3 master br0".to_owned()));
+        // What files cannot build yet is refused by name.
+        for (from, to, want) in [
+            (
+                "role = \"router\"",
+                "role = \"shaper\"",
+                "role shaper is not built from files yet",
+            ),
+            (
+                "rate = \"10M\"",
+                "impair = \"loss=1%\"",
+                "impairment on a link is not built",
+            ),
+            (
+                "vlan_filtering = true",
+                "learning_limit = 512",
+                "learning_limit is not built yet",
+            ),
+        ] {
+            let text = text.replacen(from, to, 1);
+            let f = crate::topofile::TopologyFile::parse("f.toml", &text).unwrap();
+            let e = Topology::from_file(&f).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
         }
     }
 
