@@ -621,8 +621,9 @@ impl Session {
 
 impl Session {
     /// Opens an echo socket on the server for `duration` with answers of up to `max_len`
-    /// bytes, hands `probe` a local socket connected to it, and ends the session when
-    /// `probe` returns (path probes: [`engine::probe`]).
+    /// bytes, hands `probe` a local socket connected to it whose answers the kernel stamps
+    /// on arrival, and ends the session when `probe` returns (pings, path probes:
+    /// [`engine::probe`]).
     ///
     /// # Errors
     /// The server refused the echo session.
@@ -637,6 +638,7 @@ impl Session {
             max_len,
             spin: false,
         })?;
+        let _ = engine::sys::enable_rx_timestamps(&sock);
         let out = probe(&sock);
         self.end_echo();
         Ok(out)
@@ -678,24 +680,17 @@ impl Session {
     /// for `duration` (see [`udp::run_paced_pings`]), answers stamped by the kernel. A
     /// stop, or `end`, ends the pings early; what was measured is returned.
     pub fn run_paced_echo(
-        mut self,
+        self,
         size: usize,
         every: Duration,
         duration: Duration,
         wait: Duration,
         end: &Stop,
     ) -> Result<udp::PacedPings, ProtoError> {
-        let sock = self.open_echo(&EchoSpec {
-            duration: duration + wait,
-            max_len: size,
-            spin: false,
-        })?;
-        let _ = engine::sys::enable_rx_timestamps(&sock);
-        let never = Stop::new();
-        let stop = self.stop.as_ref().unwrap_or(&never);
-        let out = udp::run_paced_pings(&sock, size, every, duration, wait, stop, end)
-            .map_err(ProtoError::Io)?;
-        self.end_echo();
-        Ok(out)
+        let stop = self.stop.clone().unwrap_or_default();
+        self.with_echo(size, duration + wait, |sock| {
+            udp::run_paced_pings(sock, size, every, duration, wait, &stop, end)
+        })?
+        .map_err(ProtoError::Io)
     }
 }

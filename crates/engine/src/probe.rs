@@ -11,35 +11,28 @@ use std::io;
 use std::net::UdpSocket;
 use std::time::Duration;
 
-use wire::testhdr::{self, TestFlags, TestHeaderRepr};
+use wire::testhdr::{self, TestFlags};
 
 use crate::clock::RealClock;
 use crate::sys::{self, RecvBatch};
-use crate::udp::is_timeout;
+use crate::udp::{self, is_timeout};
 use model::clock::Clock;
 
-/// IP and UDP header bytes of a datagram to the socket's peer: 28 over IPv4, 48 over IPv6.
-pub fn ip_udp_header(sock: &UdpSocket) -> io::Result<u32> {
-    Ok(if sock.peer_addr()?.is_ipv6() { 48 } else { 28 })
+/// IP and UDP header bytes of a datagram over IPv6 or IPv4.
+fn ip_udp_header(ipv6: bool) -> u32 {
+    if ipv6 {
+        48
+    } else {
+        28
+    }
 }
 
-/// An echo request of `ip_len` bytes of IP packet (at least the test header as payload)
-/// with sequence number `seq`.
+/// An echo request of `ip_len` bytes of IP packet after `header` bytes of IP and UDP
+/// headers (at least the test header as payload), with sequence number `seq`.
 fn request(ip_len: u32, header: u32, seq: u64) -> Vec<u8> {
-    let payload = usize::try_from(ip_len.saturating_sub(header))
-        .unwrap_or(usize::MAX)
-        .max(testhdr::HEADER_LEN);
-    let mut buf = vec![0u8; payload];
-    let head = TestHeaderRepr {
-        flags: TestFlags::ECHO_REQUEST,
-        test_id: 0,
-        stream_id: 0,
-        seq,
-        tx_ns: 0,
-    };
-    head.emit(&mut testhdr::TestHeader::new_unchecked(
-        &mut buf[..testhdr::HEADER_LEN],
-    ));
+    let payload = usize::try_from(ip_len.saturating_sub(header)).unwrap_or(usize::MAX);
+    let mut buf = udp::ping_buffer(payload);
+    testhdr::write_seq_ts(&mut buf, seq, 0);
     buf
 }
 
@@ -59,8 +52,7 @@ fn too_large(e: &io::Error) -> bool {
 pub fn pmtu_probe(sock: &UdpSocket, ip_len: u32, seq: u64, timeout: Duration) -> io::Result<bool> {
     let ipv6 = sock.peer_addr()?.is_ipv6();
     sys::set_pmtu_probe(sock, ipv6)?;
-    let header = ip_udp_header(sock)?;
-    let buf = request(ip_len, header, seq);
+    let buf = request(ip_len, ip_udp_header(ipv6), seq);
     match sock.send(&buf) {
         Ok(_) => {}
         Err(e) if too_large(&e) => return Ok(false),
@@ -102,16 +94,15 @@ pub struct TrainArrivals {
     /// Each answer as (arrival time from the first answer's, IP packet bytes), in arrival
     /// order: what `method::rfc6349::bottleneck_bps` takes.
     pub arrivals: Vec<(Duration, u32)>,
-    /// The arrival times were the kernel's receive stamps (not this thread's wake-ups).
-    pub kernel_timestamps: bool,
 }
 
 /// Sends `count` echo requests of `ip_len` bytes (IP packet) back to back, faster than
 /// most paths carry them, and records when each answer arrived; it waits for answers
 /// until `quiet` passes without one (or `limit` in all). Sequence numbers start at
-/// `first_seq`; answers to anything else are ignored. The receive buffer is raised to
-/// hold the whole train's answers, so reading them late changes no arrival time when the
-/// kernel stamps them.
+/// `first_seq`; answers to anything else are ignored. The arrival times are the kernel's
+/// receive stamps when the socket asks for them (`Session::with_echo`'s does), and the
+/// receive buffer is raised to hold the whole train's answers, so reading them late
+/// changes none.
 ///
 /// # Errors
 /// The socket failed.
@@ -123,7 +114,7 @@ pub fn train(
     quiet: Duration,
     limit: Duration,
 ) -> io::Result<TrainArrivals> {
-    let header = ip_udp_header(sock)?;
+    let header = ip_udp_header(sock.peer_addr()?.is_ipv6());
     let mut buf = request(ip_len, header, first_seq);
     let ip_bytes = u32::try_from(buf.len()).unwrap_or(u32::MAX) + header;
     let want = buf
@@ -131,14 +122,14 @@ pub fn train(
         .saturating_add(1024)
         .saturating_mul(count as usize * 2);
     let _ = sys::force_buffer_size(sock, true, want);
-    let _ = sys::enable_rx_timestamps(sock);
     let clock = RealClock::new();
     let mut out = TrainArrivals::default();
     for i in 0..u64::from(count) {
         testhdr::write_seq_ts(&mut buf, first_seq + i, clock.wall().0);
         match sock.send(&buf) {
             Ok(_) => out.sent += 1,
-            // A full send queue: the rest of the train waits a moment.
+            // A full send queue: this request is not sent (`sent` says so), the rest of
+            // the train waits a moment.
             Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
                 std::thread::yield_now();
             }
@@ -171,13 +162,7 @@ pub fn train(
                 continue;
             }
             last = clock.mono();
-            let at = match ts {
-                Some(t) => {
-                    out.kernel_timestamps = true;
-                    t.0
-                }
-                None => clock.wall().0,
-            };
+            let at = ts.unwrap_or_else(|| clock.wall()).0;
             let from = *first.get_or_insert(at);
             out.arrivals
                 .push((Duration::from_nanos(at.saturating_sub(from)), ip_bytes));

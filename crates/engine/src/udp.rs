@@ -1109,7 +1109,7 @@ pub struct PingPongReport {
 
 /// A `size`-byte ping (at least the test header) asking to be echoed; its sequence number
 /// and time are written per message.
-fn ping_buffer(size: usize) -> Vec<u8> {
+pub(crate) fn ping_buffer(size: usize) -> Vec<u8> {
     let mut buf = vec![0u8; size.max(testhdr::HEADER_LEN)];
     let head = TestHeaderRepr {
         flags: TestFlags::ECHO_REQUEST,

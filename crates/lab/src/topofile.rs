@@ -7,7 +7,7 @@
 //! [[node]]
 //! name = "talker"
 //! role = "host"            # host, switch, router, shaper, impair, relay
-//! talker = true            # optional: where tests start (listener = true: where they end)
+//! talker = true            # optional mark: where tests start (listener: where they end)
 //!
 //! [[node]]
 //! name = "sw"
@@ -94,9 +94,9 @@ pub struct Node {
     pub name: String,
     /// What it does.
     pub role: Role,
-    /// Tests start here.
+    /// Marked as where tests start (read and checked; nothing uses it yet).
     pub talker: bool,
-    /// Tests end here.
+    /// Marked as where tests end (as `talker`).
     pub listener: bool,
     /// Its bridge settings (a switch).
     pub switch: SwitchSettings,
@@ -572,8 +572,7 @@ fn parse_subnet(s: &str) -> Option<(Ipv4Addr, u8)> {
     let (ip, len) = s.split_once('/')?;
     let ip: Ipv4Addr = ip.trim().parse().ok()?;
     let len: u8 = len.trim().parse().ok().filter(|l| (8..=30).contains(l))?;
-    let mask = u32::MAX << (32 - u32::from(len));
-    (u32::from(ip) & !mask == 0).then_some((ip, len))
+    (u32::from(ip) & !mask(len) == 0).then_some((ip, len))
 }
 
 fn mask(len: u8) -> u32 {

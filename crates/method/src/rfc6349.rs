@@ -1,7 +1,7 @@
 //! RFC 6349 (Framework for TCP Throughput Testing) as arithmetic and decisions: the path
 //! MTU search, the baseline RTT, the bottleneck bandwidth from a probe's arrivals, the
-//! bandwidth-delay product and the windows it asks for, and the three metrics (transfer
-//! time ratio, TCP efficiency, buffer delay).
+//! bandwidth-delay product and the windows it asks for, and two of the three metrics
+//! (transfer time ratio, buffer delay; TCP efficiency is `model::results::TcpBytes`'s).
 //!
 //! What it does not do: send a probe, open a connection or read `TCP_INFO`. The runner
 //! feeds it what it saw (probe answers, RTT samples, byte counts), with times as inputs.
@@ -122,38 +122,27 @@ pub fn median(rates: &[f64]) -> Option<f64> {
 }
 
 /// TCP Transfer Time Ratio (RFC 6349 §4.1): the actual transfer time over the ideal one,
-/// the ideal being `bytes × 8` at the maximum achievable TCP throughput. For a timed
-/// transfer of `bytes` in `actual`, it is the ideal throughput over the achieved one.
-/// `None` if nothing moved or the maximum is not positive.
-pub fn transfer_time_ratio(bytes: u64, actual: Duration, max_tcp_bps: f64) -> Option<f64> {
-    if bytes == 0 || max_tcp_bps <= 0.0 {
-        return None;
-    }
-    let ideal = bytes as f64 * 8.0 / max_tcp_bps;
-    Some(actual.as_secs_f64() / ideal)
+/// the ideal being the bytes at the maximum achievable TCP throughput. For a timed
+/// transfer that is the maximum over the rate achieved. `None` if nothing moved or the
+/// maximum is not positive.
+pub fn transfer_time_ratio(achieved_bps: f64, max_tcp_bps: f64) -> Option<f64> {
+    (achieved_bps > 0.0 && max_tcp_bps > 0.0).then(|| max_tcp_bps / achieved_bps)
 }
 
-/// TCP Efficiency (RFC 6349 §4.2), %: the bytes sent that were not retransmissions, of all
-/// bytes sent (retransmissions included, a byte sent three times counted three times).
-/// `None` if nothing was sent.
-pub fn efficiency_percent(transmitted: u64, retransmitted: u64) -> Option<f64> {
-    model::results::TcpBytes {
-        sent: transmitted,
-        retransmitted,
-    }
-    .efficiency_percent()
+/// The mean of RTT samples; `None` without any.
+pub fn mean_rtt(samples: &[Duration]) -> Option<Duration> {
+    let n = u32::try_from(samples.len()).ok().filter(|n| *n > 0)?;
+    Some(samples.iter().sum::<Duration>() / n)
 }
 
 /// Buffer Delay Percentage (RFC 6349 §4.3), %: how much the mean RTT during the transfer
 /// (of its per-interval samples) exceeds the baseline RTT, relative to it. `None` without
-/// samples or with a zero baseline.
+/// samples or with a zero baseline. (TCP Efficiency, §4.2, is
+/// [`model::results::TcpBytes::efficiency_percent`].)
 pub fn buffer_delay_percent(during: &[Duration], baseline: Duration) -> Option<f64> {
-    if during.is_empty() || baseline.is_zero() {
-        return None;
-    }
-    let mean = during.iter().map(Duration::as_secs_f64).sum::<f64>() / during.len() as f64;
+    let mean = mean_rtt(during)?.as_secs_f64();
     let base = baseline.as_secs_f64();
-    Some((mean - base) / base * 100.0)
+    (base > 0.0).then(|| (mean - base) / base * 100.0)
 }
 
 /// A packetization-layer path MTU search (RFC 4821 §7): probes of one size at a time,
@@ -342,17 +331,23 @@ mod test {
     fn the_three_metrics_match_the_rfc_examples() {
         // §4.1: 100 MB per connection, 5 connections over 500 Mbit/s: ideal 8 s, actual
         // 12 s, TTR 1.5 (the maximum taken as the CAR itself here).
-        let ttr = transfer_time_ratio(5 * 100_000_000, Duration::from_secs(12), 500e6);
+        let ttr = transfer_time_ratio(5.0 * 100e6 * 8.0 / 12.0, 500e6);
         assert!((ttr.unwrap_or_default() - 1.5).abs() < 1e-9, "{ttr:?}");
         // §4.2: 100,000 original and 2,000 retransmitted bytes: 98.03 %.
-        let eff = efficiency_percent(102_000, 2_000).unwrap_or_default();
+        let bytes = |sent, retransmitted| model::results::TcpBytes {
+            sent,
+            retransmitted,
+        };
+        let eff = bytes(102_000, 2_000)
+            .efficiency_percent()
+            .unwrap_or_default();
         assert!((eff - 98.039).abs() < 0.001, "{eff}");
         // §4.3: baseline 25 ms, mean 32 ms during the transfer: 28 %.
         let bd = buffer_delay_percent(&[ms(30.0), ms(34.0), ms(32.0)], ms(25.0));
         assert!((bd.unwrap_or_default() - 28.0).abs() < 1e-9, "{bd:?}");
         // Nothing to say without figures.
-        assert_eq!(transfer_time_ratio(0, Duration::from_secs(1), 1e9), None);
-        assert_eq!(efficiency_percent(0, 0), None);
+        assert_eq!(transfer_time_ratio(0.0, 1e9), None);
+        assert_eq!(bytes(0, 0).efficiency_percent(), None);
         assert_eq!(buffer_delay_percent(&[], ms(25.0)), None);
         assert_eq!(buffer_delay_percent(&[ms(1.0)], Duration::ZERO), None);
     }

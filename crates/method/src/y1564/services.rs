@@ -467,6 +467,7 @@ ir_tolerance = "2%"
         assert_eq!(v.name(), "voice");
         assert_eq!(v.flow.pattern, [64, 128, 256, 1024, 1518]);
         assert_eq!(v.flow.frame_label, "64,128,256,1024,1518");
+        assert!((v.flow.mean_len() - 598.0).abs() < 1e-9);
         assert_eq!(v.flow.load, FrameRate::L2Bps(20e6));
         assert_eq!((v.flow.dscp, v.yellow.dscp), (46, 10));
         assert_eq!(

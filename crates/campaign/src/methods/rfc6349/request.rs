@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::result::WindowFrom;
 use crate::request::Server;
 
 /// What the window of each connection is.
@@ -15,6 +16,17 @@ pub enum WindowChoice {
     /// None set: the kernel's autotuning (the window grows until the path's queue
     /// overflows; what the buffer delay then shows is that queue).
     Auto,
+}
+
+impl WindowChoice {
+    /// Where a window of this choice comes from.
+    pub fn from(self) -> WindowFrom {
+        match self {
+            WindowChoice::Bdp => WindowFrom::Bdp,
+            WindowChoice::Bytes(_) => WindowFrom::Given,
+            WindowChoice::Auto => WindowFrom::Auto,
+        }
+    }
 }
 
 /// What one `rfc6349` run does.

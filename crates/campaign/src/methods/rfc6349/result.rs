@@ -48,6 +48,18 @@ pub struct PathFigures {
     pub trains_bps: Vec<f64>,
 }
 
+/// Where a connection's window came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowFrom {
+    /// The BDP.
+    Bdp,
+    /// The command line (`-w SIZE`).
+    Given,
+    /// None set: the kernel's autotuning.
+    Auto,
+}
+
 /// What `rfc6349` found (its part of a result; the TCP test's own figures are the
 /// document's summary and interval rows).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,8 +68,8 @@ pub struct Rfc6349Result {
     pub path: PathFigures,
     /// The BDP, the connections and the window each was asked for.
     pub plan: WindowPlan,
-    /// `bdp`, `given` or `auto` (no window set).
-    pub window_from: String,
+    /// Where the window came from (`auto`: none set).
+    pub window_from: WindowFrom,
     /// The largest window one connection could have, bytes.
     pub max_window: u64,
     /// The largest window the receiver advertised during the test, bytes (the interval

@@ -7,7 +7,7 @@ use std::time::Duration;
 use control::client::Session;
 use engine::probe;
 use method::rfc6349::{self as rfc, PmtuSearch, WindowPlan, ETHERNET_OVERHEAD};
-use model::results::RunResult;
+use model::results::{RunResult, TcpState};
 use model::spec::{Protocol, TcpOptions, TestSpec};
 use model::stop::Stop;
 use model::units::bps;
@@ -356,14 +356,8 @@ pub(super) fn metrics(
     let ideal = rfc::max_tcp_throughput(path.bottleneck_bps, packet, mss, ETHERNET_OVERHEAD);
     // The receiver's count over the receiver's time: what arrived, including what the
     // path's queue still held when the sender stopped.
-    let received = s.and_then(|s| s.received_bytes).unwrap_or(0);
     let throughput = s.and_then(|s| s.received_bps).unwrap_or(0.0);
-    let took = if throughput > 0.0 {
-        Duration::from_secs_f64(received as f64 * 8.0 / throughput)
-    } else {
-        Duration::ZERO
-    };
-    let ttr = rfc::transfer_time_ratio(received, took, ideal);
+    let ttr = rfc::transfer_time_ratio(throughput, ideal);
     let efficiency = s.and_then(|s| s.tcp_efficiency_pct);
     if efficiency.is_none() {
         notes.push(
@@ -372,40 +366,35 @@ pub(super) fn metrics(
                 .into(),
         );
     }
-    let during: Vec<Duration> = r
+    // The sending connections' state at each interval's end.
+    let states: Vec<TcpState> = r
         .intervals
         .iter()
         .filter(|row| row.direction == "tx")
-        .filter_map(|row| row.tcp.map(|t| Duration::from_micros(t.rtt_us)))
+        .filter_map(|row| row.tcp)
+        .collect();
+    let during: Vec<Duration> = states
+        .iter()
+        .map(|t| Duration::from_micros(t.rtt_us))
         .filter(|d| !d.is_zero())
         .collect();
-    let advertised = r
-        .intervals
-        .iter()
-        .filter(|row| row.direction == "tx")
-        .filter_map(|row| row.tcp.map(|t| t.snd_wnd))
-        .max()
-        .filter(|w| *w > 0);
+    let advertised = states.iter().map(|t| t.snd_wnd).max().filter(|w| *w > 0);
     let baseline = Duration::from_secs_f64(path.baseline_rtt_us / 1e6);
     let buffer_delay = rfc::buffer_delay_percent(&during, baseline);
-    let rtt_during = (!during.is_empty()).then(|| {
-        let mean = during.iter().map(Duration::as_secs_f64).sum::<f64>() / during.len() as f64;
-        (mean * 1e6, during.len())
-    });
+    let rtt_during = rfc::mean_rtt(&during).map(|m| (m.as_secs_f64() * 1e6, during.len()));
     if buffer_delay.is_none() {
         notes.push("no buffer delay: the test gave no RTT samples (interval rows)".into());
     }
-    let window_from = match req.window {
-        WindowChoice::Bdp => "bdp",
-        WindowChoice::Bytes(_) => "given",
-        WindowChoice::Auto => "auto",
-    };
     let held = plan.window_bytes * u64::from(plan.connections);
     if req.window != WindowChoice::Auto && held < plan.bdp_bytes {
         notes.push(format!(
             "{} connection(s) of {} bytes hold {held} of the BDP's {} bytes: the test is \
-             window-limited, as its transfer time ratio shows",
-            plan.connections, plan.window_bytes, plan.bdp_bytes
+             window-limited to about {} over the baseline RTT, as its transfer time ratio \
+             shows",
+            plan.connections,
+            plan.window_bytes,
+            plan.bdp_bytes,
+            bps(rfc::window_limited_bps(held, baseline))
         ));
     }
     if let (Some(lo), Some(hi)) = (
@@ -433,7 +422,7 @@ pub(super) fn metrics(
     Rfc6349Result {
         path,
         plan,
-        window_from: window_from.into(),
+        window_from: req.window.from(),
         max_window,
         advertised_window: advertised,
         mss,

@@ -6,7 +6,7 @@ use model::results::RunResult;
 use model::units::{bps, Fixed};
 use report::table::{columns, Table};
 
-use super::result::{part, PathFigures, Rfc6349Result, Source};
+use super::result::{part, PathFigures, Rfc6349Result, Source, WindowFrom};
 
 /// The report's section: (name, title, columns).
 #[rustfmt::skip]
@@ -72,10 +72,10 @@ pub(super) fn text(r: &RunResult, unit: Option<Fixed>) -> String {
         return report::text::client_summary_in(r, unit);
     };
     let mut rows = path_lines(&p.path);
-    let window = if p.window_from == "auto" {
-        "not set: the kernel's autotuning".to_owned()
-    } else {
-        format!("{} bytes each ({})", p.plan.window_bytes, p.window_from)
+    let window = match p.window_from {
+        WindowFrom::Auto => "not set: the kernel's autotuning".to_owned(),
+        WindowFrom::Bdp => format!("{} bytes each (bdp)", p.plan.window_bytes),
+        WindowFrom::Given => format!("{} bytes each (given)", p.plan.window_bytes),
     };
     let window = match p.advertised_window {
         Some(w) => format!("{window}; the receiver advertised up to {w}"),
@@ -148,10 +148,9 @@ fn row(id: &str, p: &Rfc6349Result) -> Vec<String> {
         format!("{:.2}", p.path.bottleneck_bps / 1e6),
         p.plan.bdp_bytes.to_string(),
         p.plan.connections.to_string(),
-        if p.window_from == "auto" {
-            "auto".into()
-        } else {
-            p.plan.window_bytes.to_string()
+        match p.window_from {
+            WindowFrom::Auto => "auto".into(),
+            _ => p.plan.window_bytes.to_string(),
         },
         format!("{:.2}", p.ideal_bps / 1e6),
         format!("{:.2}", p.throughput_bps / 1e6),

@@ -145,18 +145,19 @@ impl Method for Y1564 {
     fn figures(&self, r: &RunResult) -> Vec<Figure> {
         let Some(p) = part(r) else { return Vec::new() };
         let mut out = Vec::new();
-        let mut push = |name: &str, ir: f64, flr: f64, d: Option<result::Delay>| {
-            out.push(IR.at(name, ir));
-            out.push(FLR.at(name, flr));
-            if let Some(d) = d {
-                out.push(FTD.at(name, d.mean_us));
-                out.push(FDV.at(name, d.fdv_us));
-            }
+        let service = |name: &str, ir: f64, flr: f64, d: Option<result::Delay>| {
+            let delay = d.map(|d| [FTD.at(name, d.mean_us), FDV.at(name, d.fdv_us)]);
+            [IR.at(name, ir), FLR.at(name, flr)]
+                .into_iter()
+                .chain(delay.into_iter().flatten())
         };
         match &p.performance {
             Some(perf) => {
                 for s in &perf.services {
-                    push(&s.service, s.ir_bps, s.flr, s.delay);
+                    out.extend(service(&s.service, s.ir_bps, s.flr, s.delay));
+                    if let Some(a) = s.availability_pct {
+                        out.push(AVAILABILITY.at(s.service.as_str(), a / 100.0));
+                    }
                 }
             }
             None => {
@@ -166,15 +167,8 @@ impl Method for Y1564 {
                         .iter()
                         .rfind(|s| matches!(s.step.kind, method::y1564::StepKind::Cir { .. }));
                     if let Some(s) = full {
-                        push(&c.service, s.ir_bps, s.green_flr, s.delay);
+                        out.extend(service(&c.service, s.ir_bps, s.green_flr, s.delay));
                     }
-                }
-            }
-        }
-        if let Some(perf) = &p.performance {
-            for s in &perf.services {
-                if let Some(a) = s.availability_pct {
-                    out.push(AVAILABILITY.at(s.service.as_str(), a / 100.0));
                 }
             }
         }

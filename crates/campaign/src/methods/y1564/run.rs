@@ -51,16 +51,14 @@ pub(super) fn run(
                     step_label(step),
                     bps(step.offered_bps())
                 ));
-                let profile = step_profile(req, svc, step, req.step_time);
+                let profile = step_profile(req, svc, step);
                 let r = streams(req, profile, false, stop)?;
                 keep_notes(&mut notes, &r);
                 let row = step_result(svc, step, &r);
-                verdicts.push(Verdict {
-                    name: format!("{} {}", svc.name(), step_label(step)),
-                    passed: row.pass,
-                    detail: detail(&row.missed),
-                    marginal: false,
-                });
+                verdicts.push(verdict(
+                    format!("{} {}", svc.name(), step_label(step)),
+                    &row.missed,
+                ));
                 rows.push(row);
                 interrupted |= r.interrupted;
             }
@@ -99,12 +97,7 @@ pub(super) fn run(
         interrupted |= r.interrupted;
         let p = performance_of(req, &r);
         for row in &p.services {
-            verdicts.push(Verdict {
-                name: format!("{} performance", row.service),
-                passed: row.pass,
-                detail: detail(&row.missed),
-                marginal: false,
-            });
+            verdicts.push(verdict(format!("{} performance", row.service), &row.missed));
         }
         out.performance = Some(p);
         intervals = r.intervals;
@@ -135,18 +128,24 @@ pub(super) fn run(
 /// A step's name: `25 % CIR`, `CIR + EIR`, `policing`.
 pub(super) fn step_label(s: &Step) -> String {
     match s.kind {
-        StepKind::Cir { percent } => format!("{} % CIR", model::units::secs(percent)),
+        StepKind::Cir { percent } => format!("{} CIR", model::units::pct(percent / 100.0)),
         StepKind::CirEir => "CIR + EIR".into(),
         StepKind::Policing => "policing".into(),
     }
 }
 
-/// The criteria missed, or `met`.
-fn detail(missed: &[String]) -> String {
-    if missed.is_empty() {
-        "every criterion met".into()
-    } else {
-        missed.join("; ")
+/// The document's verdict `name`: passed when nothing was `missed`, which its detail
+/// lists.
+fn verdict(name: String, missed: &[String]) -> Verdict {
+    Verdict {
+        name,
+        passed: missed.is_empty(),
+        detail: if missed.is_empty() {
+            "every criterion met".into()
+        } else {
+            missed.join("; ")
+        },
+        marginal: false,
     }
 }
 
@@ -183,7 +182,8 @@ fn stream(
 
 /// One configuration step of `svc` as a profile: its green frames, and its yellow ones
 /// marked as the service says when the step offers any.
-fn step_profile(req: &Y1564Request, svc: &Service, step: &Step, time: Duration) -> Profile {
+fn step_profile(req: &Y1564Request, svc: &Service, step: &Step) -> Profile {
+    let time = req.step_time;
     let mut streams = vec![stream(&svc.flow, svc.name(), step.green_bps, None, time)];
     if step.yellow_bps > 0.0 {
         let yellow = format!("{} yellow", svc.name());
@@ -233,21 +233,18 @@ fn delay(row: &StreamRow) -> Option<Delay> {
     })
 }
 
-/// What the delay figures measured for a verdict; without them the verdict fails.
+/// What a verdict judges; without delay figures (ends that share no clock, between which
+/// one-way delay cannot be measured) the verdict says FTD and FDV were not measured.
 fn measured(ir: f64, green_ir: f64, flr: f64, d: Option<&Delay>) -> Measured {
     let us = |v: f64| Duration::from_secs_f64(v.max(0.0) / 1e6);
     Measured {
         ir_bps: ir,
         green_ir_bps: green_ir,
         green_flr: flr,
-        ftd_mean: d.map_or(Duration::ZERO, |d| us(d.mean_us)),
-        fdv: d.map_or(Duration::ZERO, |d| us(d.fdv_us)),
+        ftd_mean: d.map(|d| us(d.mean_us)),
+        fdv: d.map(|d| us(d.fdv_us)),
     }
 }
-
-/// The criterion a missing delay misses (the ends share no clock: one-way delay cannot be
-/// measured between them).
-const NO_DELAY: &str = "FTD and FDV not measured: the ends share no clock";
 
 /// One step's figures and verdict from its run.
 pub(super) fn step_result(svc: &Service, step: &Step, r: &RunResult) -> StepResult {
@@ -258,11 +255,7 @@ pub(super) fn step_result(svc: &Service, step: &Step, r: &RunResult) -> StepResu
     let green_flr = green.map_or(1.0, |g| g.loss_ratio);
     let d = green.and_then(delay);
     let m = measured(ir, green_ir, green_flr, d.as_ref());
-    let mut v = y::verdict(step, &svc.profile, &svc.sac, &m);
-    let judged = svc.profile.colour_aware || matches!(step.kind, StepKind::Cir { .. });
-    if d.is_none() && judged {
-        v.missed.push(NO_DELAY.into());
-    }
+    let v = y::verdict(step, &svc.profile, &svc.sac, &m);
     StepResult {
         step: *step,
         ir_bps: ir,
@@ -319,10 +312,7 @@ pub(super) fn performance_of(req: &Y1564Request, r: &RunResult) -> Performance {
             row.loss_ratio,
             d.as_ref(),
         );
-        let mut v = y::performance_verdict(&svc.profile, &svc.sac, &m, availability);
-        if d.is_none() {
-            v.missed.push(NO_DELAY.into());
-        }
+        let v = y::performance_verdict(&svc.profile, &svc.sac, &m, availability);
         services.push(PerformanceRow {
             service: svc.name().to_owned(),
             cir_bps: svc.profile.cir_bps,
