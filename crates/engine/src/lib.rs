@@ -10,6 +10,7 @@
 //! - [`tcp`]: block writer and byte-counting reader with `TCP_INFO`;
 //! - [`probe`]: path probes through an echo socket (a path MTU search's, a packet train);
 //! - [`live`]: lock-free counters the data threads publish and the controller samples;
+//! - [`bridge`]: a Linux bridge's learning limit over rtnetlink;
 //! - [`nic`]: an interface's driver, speed and offloads through the ethtool ioctl;
 //! - [`sys`]: the only module with `unsafe` (batch syscalls, cmsg, socket options).
 //!
@@ -18,6 +19,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
 
+pub mod bridge;
 pub mod clock;
 pub mod env;
 pub mod files;

@@ -34,6 +34,16 @@ pub enum KernelCall {
         /// The interface.
         dev: String,
     },
+    /// Sets bridge `bridge`'s learning limit in namespace `ns` over rtnetlink
+    /// ([`engine::bridge::set_learning_limit`]): iproute2 before 6.7 has no word for it.
+    LearningLimit {
+        /// The namespace.
+        ns: String,
+        /// The bridge.
+        bridge: String,
+        /// Most dynamically learned FDB entries (0: no limit).
+        limit: u32,
+    },
 }
 
 impl KernelCall {
@@ -42,6 +52,11 @@ impl KernelCall {
             KernelCall::OffloadsOff { ns, dev } => engine::frameio::in_netns(Some(ns), || {
                 engine::nic::offloads_off(dev, &engine::nic::STAGE_OFFLOADS)
             })?,
+            KernelCall::LearningLimit { ns, bridge, limit } => {
+                engine::frameio::in_netns(Some(ns), || {
+                    engine::bridge::set_learning_limit(bridge, *limit).map(drop)
+                })?
+            }
         }
     }
 }
@@ -195,6 +210,49 @@ impl Cmd {
             args,
             kernel: None,
         }
+    }
+
+    /// `ip -n NS link set BRIDGE type bridge fdb_max_learned N`, done over rtnetlink (the
+    /// line is what a newer iproute2 takes).
+    pub fn learning_limit(ns: &str, bridge: &str, limit: u32) -> Self {
+        let n = limit.to_string();
+        let mut c = Self::new(
+            "ip",
+            &[
+                "-n",
+                ns,
+                "link",
+                "set",
+                bridge,
+                "type",
+                "bridge",
+                "fdb_max_learned",
+                &n,
+            ],
+        );
+        c.kernel = Some(KernelCall::LearningLimit {
+            ns: ns.to_owned(),
+            bridge: bridge.to_owned(),
+            limit,
+        });
+        c
+    }
+
+    /// `ip -n NS link set BRIDGE type bridge fdb_flush`: forgets every learned address.
+    pub fn bridge_flush(ns: &str, bridge: &str) -> Self {
+        Self::new(
+            "ip",
+            &[
+                "-n",
+                ns,
+                "link",
+                "set",
+                bridge,
+                "type",
+                "bridge",
+                "fdb_flush",
+            ],
+        )
     }
 
     /// `ip -n NS link set DEV master BRIDGE`

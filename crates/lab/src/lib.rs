@@ -30,6 +30,7 @@ pub mod processes;
 pub mod relay;
 pub mod shaper;
 pub mod status;
+pub mod switch;
 pub mod topofile;
 pub mod topology;
 mod wait;

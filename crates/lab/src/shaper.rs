@@ -386,13 +386,50 @@ impl ShaperSpec {
     }
 }
 
+/// The command that limits what `dev` in `ns` sends to `bps` (L2 bit/s), as a port of
+/// that speed would carry no more: a token bucket at that rate as its root qdisc, with a
+/// short queue (64 KB) that drops the excess. Frames sent past the qdisc (a raw socket's
+/// `PACKET_QDISC_BYPASS`) are not limited: it is for a forwarding node's port.
+pub fn limit_egress(ns: &str, dev: &str, bps: u64, overhead: u32) -> Cmd {
+    let mut args: Vec<String> = ["-n", ns, "qdisc", "add", "dev", dev, "root"]
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
+    args.extend(token_bucket(bps, overhead));
+    Cmd::tc(args)
+}
+
+/// A token bucket at `bps` with a 64 KB queue; each frame counted `overhead` bytes longer
+/// (24: the FCS, preamble and gap a veth frame lacks against the wire, so a "100M" port
+/// carries what a 100 Mbit/s Ethernet does at every frame size), and at least 64 + 20.
+fn token_bucket(bps: u64, overhead: u32) -> Vec<String> {
+    let burst = (bps / 8 / 1000).max(1600);
+    let mut a: Vec<String> = vec![
+        "tbf".into(),
+        "rate".into(),
+        format!("{bps}bit"),
+        "burst".into(),
+        format!("{burst}b"),
+        "limit".into(),
+        "65536b".into(),
+    ];
+    if overhead > 0 {
+        a.extend([
+            "overhead".into(),
+            overhead.to_string(),
+            "mpu".into(),
+            (64 + 20).to_string(),
+        ]);
+    }
+    a
+}
+
 /// The commands that limit what arrives on `dev` in `ns` to `bps` (L2 bit/s), as a port
 /// of that speed would carry no more: its ingress is redirected to an `ifb` device whose
 /// egress is a token bucket at that rate with a short queue (64 KB) that drops the
 /// excess. (This kernel has no `police` action; `mirred` and `ifb` it has.)
-pub fn limit_ingress(ns: &str, dev: &str, bps: u64) -> Vec<Cmd> {
+pub fn limit_ingress(ns: &str, dev: &str, bps: u64, overhead: u32) -> Vec<Cmd> {
     let ifb = format!("ifb{dev}");
-    let burst = (bps / 8 / 1000).max(1600);
     let tc = |args: &[&str]| {
         let mut a = vec!["-n".to_owned(), ns.to_owned()];
         a.extend(args.iter().map(|x| (*x).to_owned()));
@@ -401,20 +438,11 @@ pub fn limit_ingress(ns: &str, dev: &str, bps: u64) -> Vec<Cmd> {
     vec![
         Cmd::ifb(ns, &ifb),
         Cmd::link_up(ns, &ifb),
-        tc(&[
-            "qdisc",
-            "add",
-            "dev",
-            &ifb,
-            "root",
-            "tbf",
-            "rate",
-            &format!("{bps}bit"),
-            "burst",
-            &format!("{burst}b"),
-            "limit",
-            "65536b",
-        ]),
+        {
+            let mut root = tc(&["qdisc", "add", "dev", &ifb, "root"]);
+            root.args.extend(token_bucket(bps, overhead));
+            root
+        },
         tc(&["qdisc", "add", "dev", dev, "handle", "ffff:", "ingress"]),
         tc(&[
             "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "u32", "match",

@@ -50,6 +50,9 @@ pub fn describe(topo: &Topology, name: &str) -> Description {
     for (node, dev, bps) in &topo.policers {
         devices.push(format!("port {node} {dev}: carries at most {bps} bit/s in"));
     }
+    for (node, dev, bps) in &topo.egress_limits {
+        devices.push(format!("port {node} {dev}: sends at most {bps} bit/s out"));
+    }
     if let Some(sh) = topo.shaper.as_ref().filter(|s| !s.class.is_empty()) {
         devices.push("shaper on dut eth1 (toward the listener), HTB classes:".to_owned());
         for (i, c) in sh.class.iter().enumerate() {

@@ -246,6 +246,8 @@ pub struct Bridge {
     pub vlan_filtering: bool,
     /// FDB ageing time, s.
     pub ageing_s: Option<u32>,
+    /// Most FDB entries it learns by itself (set over rtnetlink; Linux 6.7).
+    pub learning_limit: Option<u32>,
 }
 
 /// A test network: nodes, links, routes, which nodes forward, and what runs on them.
@@ -276,6 +278,14 @@ pub struct Topology {
     /// Ingress port-rate limits: (node, interface, bit/s) enforced on arrival, as a port
     /// of that speed would carry no more.
     pub policers: Vec<(String, String, u64)>,
+    /// Egress port-rate limits: (node, interface, bit/s), a token bucket on a forwarding
+    /// node's port, so that what it sends is limited before any receiver counts it (a
+    /// receiver's raw socket sees frames before its own ingress policer does).
+    pub egress_limits: Vec<(String, String, u64)>,
+    /// Bytes each frame counts above its length in those limits (24 in a topology file's
+    /// links: a veth frame's missing FCS, preamble and gap; 0 in the built-ins, whose port
+    /// rates are L2 rates).
+    pub limit_overhead: u32,
     /// Bridges (a topology file's switches).
     pub bridges: Vec<Bridge>,
 }
@@ -355,6 +365,8 @@ impl Topology {
             relays: vec![],
             neighbours: vec![],
             policers: vec![],
+            egress_limits: vec![],
+            limit_overhead: 0,
             bridges: vec![],
         }
     }
@@ -731,13 +743,13 @@ impl Topology {
 
     /// The lab a topology file describes: its nodes and links, a bridge on each switch,
     /// forwarding on each router, a route on every node to every subnet it does not touch
-    /// (through the first router on a shortest path), and each link's rate policed where
-    /// it arrives. Roles and link settings that are not built from files yet are refused,
+    /// (through the first router on a shortest path), and each link's rate limited in each
+    /// direction: where a switch or router sends it, or where a host's frames arrive. Roles and link settings that are not built from files yet are refused,
     /// by name.
     ///
     /// # Errors
-    /// A node of role shaper, impair or relay, a link with an impairment, a switch with a
-    /// learning limit, more than 250 links.
+    /// A node of role shaper, impair or relay, a link with an impairment, more than 250
+    /// links.
     pub fn from_file(f: &crate::topofile::TopologyFile) -> Result<Self, LabError> {
         use crate::topofile::Role;
         let bad = LabError::BadTopology;
@@ -750,19 +762,13 @@ impl Topology {
                     n.role.name()
                 )));
             }
-            if n.switch.learning_limit.is_some() {
-                return Err(bad(format!(
-                    "node '{}': learning_limit is not built yet (this host's ip cannot set \
-                     fdb_max_learned)",
-                    n.name
-                )));
-            }
         }
         if f.links.len() > 250 {
             return Err(bad("at most 250 links".into()));
         }
         let names: Vec<&str> = f.nodes.iter().map(|n| n.name.as_str()).collect();
         let mut t = Self::empty("file", &names);
+        t.limit_overhead = 24;
         let role = |node: &str| f.nodes.iter().find(|n| n.name == node).map(|n| n.role);
         for (i, l) in f.links.iter().enumerate() {
             if l.impair.is_some() {
@@ -785,8 +791,15 @@ impl Topology {
                 mtu: l.mtu,
             });
             if let Some(bps) = l.rate_bps {
-                for (p, _) in [&l.a, &l.b] {
-                    t.policers.push((p.node.clone(), p.port.clone(), bps));
+                // Each direction: a switch or router limits what it sends out of its port;
+                // what a host sends is limited where it arrives.
+                for ((from, _), (to, _)) in [(&l.a, &l.b), (&l.b, &l.a)] {
+                    if matches!(role(&from.node), Some(Role::Switch | Role::Router)) {
+                        t.egress_limits
+                            .push((from.node.clone(), from.port.clone(), bps));
+                    } else {
+                        t.policers.push((to.node.clone(), to.port.clone(), bps));
+                    }
                 }
             }
         }
@@ -800,10 +813,11 @@ impl Topology {
                 .collect();
             t.bridges.push(Bridge {
                 node: n.name.clone(),
-                name: "br0".into(),
+                name: crate::switch::BRIDGE.into(),
                 ports,
                 vlan_filtering: n.switch.vlan_filtering,
                 ageing_s: n.switch.ageing_s,
+                learning_limit: n.switch.learning_limit,
             });
         }
         t.forwarding = f
@@ -862,6 +876,9 @@ impl Topology {
                 b.vlan_filtering,
                 b.ageing_s,
             ));
+            if let Some(limit) = b.learning_limit {
+                out.push(Cmd::learning_limit(&ns(&b.node), &b.name, limit));
+            }
             for p in &b.ports {
                 out.push(Cmd::set_master(&ns(&b.node), p, &b.name));
             }
@@ -886,7 +903,20 @@ impl Topology {
             out.extend(s.commands(&ns("dut"), "eth1"));
         }
         for (n, dev, bps) in &self.policers {
-            out.extend(crate::shaper::limit_ingress(&ns(n), dev, *bps));
+            out.extend(crate::shaper::limit_ingress(
+                &ns(n),
+                dev,
+                *bps,
+                self.limit_overhead,
+            ));
+        }
+        for (n, dev, bps) in &self.egress_limits {
+            out.push(crate::shaper::limit_egress(
+                &ns(n),
+                dev,
+                *bps,
+                self.limit_overhead,
+            ));
         }
         out
     }
@@ -1490,13 +1520,9 @@ mod test {
         assert_eq!(route("b"), [(ip("198.18.1.0"), ip("198.18.2.1"))]);
         assert_eq!(route("c"), [(ip("198.18.1.0"), ip("198.18.2.1"))]);
         assert!(route("r").is_empty(), "the router touches both subnets");
-        assert_eq!(
-            t.policers,
-            [
-                ("a".into(), "eth0".into(), 10_000_000),
-                ("r".into(), "eth0".into(), 10_000_000)
-            ]
-        );
+        // a -> r limited where it arrives, r -> a where the router sends it.
+        assert_eq!(t.policers, [("r".into(), "eth0".into(), 10_000_000)]);
+        assert_eq!(t.egress_limits, [("r".into(), "eth0".into(), 10_000_000)]);
         let cmds: Vec<String> = t
             .build_commands("x")
             .iter()
@@ -1506,6 +1532,14 @@ mod test {
             cmds.contains(&"ip -n wb-x-sw link add br0 type bridge vlan_filtering 1".to_owned())
         );
         assert!(cmds.contains(&"ip -n wb-x-sw link set p3 master br0".to_owned()));
+        // A learning limit is set over rtnetlink, before the ports join (and learn).
+        let limited = text.replacen("vlan_filtering = true", "learning_limit = 512", 1);
+        let f = crate::topofile::TopologyFile::parse("f.toml", &limited).unwrap();
+        let cmds = Topology::from_file(&f).unwrap().build_commands("x");
+        let at = |line: &str| cmds.iter().position(|c| c.to_string() == line);
+        let limit = at("ip -n wb-x-sw link set br0 type bridge fdb_max_learned 512").unwrap();
+        assert!(cmds[limit].kernel.is_some());
+        assert!(limit < at("ip -n wb-x-sw link set p1 master br0").unwrap());
         // What files cannot build yet is refused by name.
         for (from, to, want) in [
             (
@@ -1517,11 +1551,6 @@ mod test {
                 "rate = \"10M\"",
                 "impair = \"loss=1%\"",
                 "impairment on a link is not built",
-            ),
-            (
-                "vlan_filtering = true",
-                "learning_limit = 512",
-                "learning_limit is not built yet",
             ),
         ] {
             let text = text.replacen(from, to, 1);

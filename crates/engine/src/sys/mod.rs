@@ -788,3 +788,72 @@ fn wait_ready(fds: &[RawFd], events: libc::c_short, timeout: Duration) -> io::Re
         .filter(|(_, p)| p.revents != 0)
         .fold(0, |m, (i, _)| m | (1 << i)))
 }
+
+/// Sends one rtnetlink request `msg` (a complete `nlmsghdr` message) to the kernel on a
+/// `NETLINK_ROUTE` socket of this network namespace (rtnetlink(7)) and returns the
+/// kernel's answers as they arrive, up to and including the message that ends them (an
+/// `NLMSG_ERROR`, which is the acknowledgement when its error is 0, or `NLMSG_DONE`).
+/// Reading the answers is the caller's (`bridge` does).
+pub fn netlink_route(msg: &[u8]) -> io::Result<Vec<u8>> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain syscall; the returned descriptor is checked before it is owned.
+    let fd = cvt(unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_ROUTE,
+        )
+    })?;
+    // SAFETY: `fd` was just returned by socket(2) and is owned by nobody else.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: all-zero is a valid sockaddr_nl: the kernel (pid 0), no groups.
+    let mut kernel: libc::sockaddr_nl = unsafe { zeroed() };
+    kernel.nl_family = libc::AF_NETLINK as u16;
+    // SAFETY: `msg` and `kernel` live for the call; the lengths are their exact sizes.
+    let sent = unsafe {
+        libc::sendto(
+            owned.as_raw_fd(),
+            msg.as_ptr().cast(),
+            msg.len(),
+            0,
+            (&kernel as *const libc::sockaddr_nl).cast(),
+            size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut answers = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    // A request's answers end with an error/acknowledgement or a DONE; the kernel always
+    // sends one of them (NLM_F_ACK), so this loop ends, or the socket fails.
+    loop {
+        // SAFETY: `buf` is valid for writes of its length for the call.
+        let n = unsafe { libc::recv(owned.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let got = &buf[..n as usize];
+        answers.extend_from_slice(got);
+        if netlink_ends(got) || n == 0 {
+            return Ok(answers);
+        }
+    }
+}
+
+/// Whether a datagram of netlink messages holds the one that ends a request's answers.
+fn netlink_ends(mut d: &[u8]) -> bool {
+    while d.len() >= 16 {
+        let len = u32::from_ne_bytes([d[0], d[1], d[2], d[3]]) as usize;
+        let kind = u16::from_ne_bytes([d[4], d[5]]);
+        if kind == libc::NLMSG_ERROR as u16 || kind == libc::NLMSG_DONE as u16 {
+            return true;
+        }
+        let step = (len + 3) & !3;
+        if len < 16 || step > d.len() {
+            return true;
+        }
+        d = &d[step..];
+    }
+    false
+}
