@@ -1056,7 +1056,7 @@ fdv = "20ms"
 
 /// Y.1564's performance test with two services of different DSCP at once, each below its
 /// shaper class (DSCP 46 in a 20 Mbit/s class at CIR 15M, DSCP 10 in a 10 Mbit/s class at
-/// CIR 8M), for 60 s: each carried at its CIR, nothing lost, delay reported, available
+/// CIR 8M), for 30 s: each carried at its CIR, nothing lost, delay reported, available
 /// every second. Voice sends 1518-byte frames and video an EMIX: at a few thousand frames
 /// a second the generator spins on its core between frames, and larger frames keep that
 /// neighbour to the other tests small.
@@ -1080,7 +1080,7 @@ fn y1564_performance_test_runs_two_services_at_once() {
     };
     let list = service("voice", 46, "size = 1518", "15M")
         + &service("video", 10, "emix = \"abceg\"", "8M");
-    let (code, v) = y1564(&lab, &list, &["--tests", "performance", "--duration", "60"]);
+    let (code, v) = y1564(&lab, &list, &["--tests", "performance", "--duration", "30"]);
     let rows = v["y1564"]["performance"]["services"]
         .as_array()
         .expect("performance rows");
@@ -1097,7 +1097,7 @@ fn y1564_performance_test_runs_two_services_at_once() {
             assert!(row["delay"][k].as_f64().is_some(), "{k}: {row}");
         }
         assert_eq!(row["availability_pct"], 100.0, "{row}");
-        assert!(row["seconds"].as_u64().unwrap_or(0) >= 55, "{row}");
+        assert!(row["seconds"].as_u64().unwrap_or(0) >= 27, "{row}");
         assert_eq!(row["pass"], true, "{row}");
     }
     // The time series: a row per second per service.

@@ -22,6 +22,7 @@ mod nic;
 mod raw;
 mod run;
 mod server;
+mod switch;
 
 fn main() -> std::process::ExitCode {
     harness::main(
@@ -42,6 +43,7 @@ fn main() -> std::process::ExitCode {
             raw::cases(),
             run::cases(),
             server::cases(),
+            switch::cases(),
         ]
         .into_iter()
         .flatten()

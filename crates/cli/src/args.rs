@@ -14,8 +14,8 @@ use campaign::methods::args::{FrameArgs, FrameBackend};
 use campaign::methods::{
     blocksize::BlocksizeArgs, client::ClientArgs, frer_compare::FrerCompareArgs,
     latency::LatencyArgs, mesh::MeshArgs, nicmatrix::NicMatrixArgs, rfc2544::Rfc2544Args,
-    rfc6349::Rfc6349Args, rrul::RrulArgs, shaping::ShapingArgs, streams::StreamsArgs,
-    sweep::SweepArgs, y1564::Y1564Args,
+    rfc2889::Rfc2889Args, rfc6349::Rfc6349Args, rrul::RrulArgs, shaping::ShapingArgs,
+    streams::StreamsArgs, sweep::SweepArgs, y1564::Y1564Args,
 };
 use model::units;
 
@@ -274,6 +274,14 @@ pub enum Command {
         after_help = "Examples:\n  sudo wirebench y1564 examples/y1564-two-services.toml --lab s1 -t 10 --duration 60\n  sudo wirebench y1564 services.toml --tests configuration -J\n  sudo wirebench y1564 services.toml --tests performance --duration 2h"
     )]
     Y1564(Y1564Args),
+    /// RFC 2889 LAN switch benchmarking over raw ports of this host (needs root): fully
+    /// meshed, one-to-many, many-to-one, unidirectional, congestion control and broadcast
+    /// traffic with each port's forwarding rate, loss and flood count; address caching
+    /// capacity and learning rate by search, flooding watched on a monitor port.
+    #[command(
+        after_help = "Examples:\n  sudo wirebench lab up examples/lab-switch.toml --name s1\n  sudo wirebench rfc2889 fully-meshed h1:eth0 h2:eth0 h3:eth0 h4:eth0 --lab s1 --line-rate 100M -t 5\n  sudo wirebench rfc2889 many-to-one h1:eth0 h2:eth0 h3:eth0 --lab s1 --line-rate 100M --no-search\n  sudo wirebench rfc2889 address-caching h1:eth0 h2:eth0 h3:eth0 --lab s1 --switch sw --max-addresses 1024"
+    )]
+    Rfc2889(Rfc2889Args),
     /// IEEE 802.1CB FRER: a software replicate/eliminate relay over AF_PACKET, and its
     /// counters (needs root).
     #[command(

@@ -62,6 +62,8 @@ pub struct StreamTx {
     pub start: Duration,
     /// When it stops.
     pub stop: Duration,
+    /// It stops after this many frames, if it gets there before its stop.
+    pub count: Option<u64>,
     /// What it sent so far, for the interval ticks.
     pub live: Arc<LiveCounters>,
     /// Count frames per slot of this many ns of send time (0: do not).
@@ -98,7 +100,7 @@ pub fn generate(
     let batch = tx.batch_max();
     let mut pacers: Vec<Pacer> = streams
         .iter()
-        .map(|s| Pacer::new(Schedule::per_second(s.pps), batch, None))
+        .map(|s| Pacer::new(Schedule::per_second(s.pps), batch, s.count))
         .collect();
     let mut out: Vec<StreamSent> = streams
         .iter()

@@ -18,6 +18,8 @@
 //! - [`overhead`]: the cost of FRER against a control group;
 //! - [`rrul`]: latency under load, idle pings against loaded ones;
 //! - [`mesh`]: the order of a mesh's tests between every ordered pair of hosts;
+//! - [`rfc2889`]: RFC 2889's traffic patterns over N switch ports, each port's forwarding
+//!   rate, loss and flood count, head-of-line blocking, and the address searches;
 //! - [`rfc6349`]: RFC 6349's path MTU search, baseline RTT, bottleneck bandwidth, BDP and
 //!   windows, and its three metrics;
 //! - [`y1564`]: Y.1564's EMIX sizes, configuration test steps, their verdicts against the
@@ -34,6 +36,7 @@ pub mod nicmatrix;
 pub mod overhead;
 pub mod rehearsal;
 pub mod rfc2544;
+pub mod rfc2889;
 pub mod rfc6349;
 pub mod rrul;
 pub mod shaping;

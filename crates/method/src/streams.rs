@@ -57,6 +57,9 @@ pub struct StreamsData {
     pub intervals: Vec<model::results::IntervalRow>,
     /// What a reader must know of how the streams ran (figures a source could not give).
     pub notes: Vec<String>,
+    /// Per stream (in profile order, where counted), its frames that arrived at ports of
+    /// this host other than its destination: (port, what arrived there).
+    pub strays: Vec<Vec<(String, TrialData)>>,
 }
 
 /// The simple IMIX: 64, 594 and 1518-byte frames in the ratio 7:4:1 (mean 361.8 bytes).

@@ -38,6 +38,7 @@ pub fn streams(
         stop: stop.clone(),
         interval: req.interval,
         agents: req.agents.clone(),
+        listen: Vec::new(),
     };
     watch.progress(&format!(
         "running {} stream(s) for {:.1} s ...",

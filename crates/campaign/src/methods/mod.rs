@@ -32,6 +32,7 @@ pub mod latency;
 pub mod mesh;
 pub mod nicmatrix;
 pub mod rfc2544;
+pub mod rfc2889;
 pub mod rfc6349;
 pub mod rrul;
 pub mod shaping;

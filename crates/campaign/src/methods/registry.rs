@@ -13,8 +13,8 @@ use report::table::Table;
 
 use super::method::{Registered, TestRequest, ThresholdMetric};
 use super::{
-    blocksize, client, frer_compare, latency, mesh, nicmatrix, rfc2544, rfc6349, rrul, shaping,
-    streams, sweep, y1564,
+    blocksize, client, frer_compare, latency, mesh, nicmatrix, rfc2544, rfc2889, rfc6349, rrul,
+    shaping, streams, sweep, y1564,
 };
 use crate::{Error, Watch};
 
@@ -34,6 +34,7 @@ pub static ALL: &[&dyn Registered] = &[
     &frer_compare::FrerCompare,
     &nicmatrix::NicMatrix,
     &y1564::Y1564,
+    &rfc2889::Rfc2889,
 ];
 
 /// The method of a plan's `kind` (or a result's `command`), among the standard ones.

@@ -578,6 +578,16 @@ fn samples() -> Vec<RunResult> {
         "pass": true }] } }));
     r.set_part(y1564::PART, &part).expect("a part");
     out.push(r);
+    let mut r = new("rfc2889");
+    let part: rfc2889::Rfc2889Result = parse(json!({ "test": "fully-meshed",
+        "section": "5.1", "ports": ["a", "b"], "line_rate_bps": 1.0e9, "addresses": null,
+        "sizes": [{ "frame_len": 64, "throughput": null, "congestion": null,
+            "at_load": { "load_pct": 100.0, "duration_s": 1.0, "ports": [],
+                "generator_limited": false, "totals": { "iload_fps": 2.0e6,
+                "oload_fps": 2.0e6, "forwarding_fps": 2.0e6, "sent": 2000000, "lost": 0,
+                "loss_ratio": 0.0, "flood": 0 } } }] }));
+    r.set_part(rfc2889::PART, &part).expect("a part");
+    out.push(r);
     out
 }
 
@@ -619,7 +629,7 @@ fn every_method_has_thresholds_and_compared_figures() {
     }
     assert_eq!(
         Methods::STANDARD.kinds(),
-        "client, sweep, blocksize, latency, rrul, mesh, rfc2544, rfc6349, streams, shaping, frer-compare, nicmatrix, y1564"
+        "client, sweep, blocksize, latency, rrul, mesh, rfc2544, rfc6349, streams, shaping, frer-compare, nicmatrix, y1564, rfc2889"
     );
 }
 

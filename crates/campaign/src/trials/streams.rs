@@ -117,6 +117,20 @@ impl StreamsRun {
                 }
             }
         }
+        for p in &self.listen {
+            match frames::any_port(p, &self.lab)? {
+                frames::Port::Local(_) => {
+                    if !ends.dests.contains(p) {
+                        ends.dests.push(p.clone());
+                    }
+                }
+                frames::Port::Agent { .. } => {
+                    return Err(usage(format!(
+                        "{p}: a server's port counts only the streams sent to it; listen on ports of this host"
+                    )))
+                }
+            }
+        }
         for s in &profile.streams {
             if let Some(server) = server_of(&s.source) {
                 check_server_stream(s, server)?;
@@ -257,6 +271,7 @@ fn stream_tx(
         pps: s.fps(line),
         start: Duration::from_secs_f64(s.start),
         stop: Duration::from_secs_f64(s.stop),
+        count: None,
         live: Arc::default(),
         slot_ns,
     }
@@ -583,6 +598,24 @@ fn collect(
             .map_err(|e| Error::from(e).context(d.agent.label.clone()))?;
         data.rx_drops += reception.drops;
         far_received.push((d.dest.clone(), reception));
+    }
+    data.strays = vec![Vec::new(); profile.streams.len()];
+    for (d, (table, _)) in ends.dests.iter().zip(&r.received) {
+        for (id, rx) in table.strays() {
+            let Some(s) = profile.streams.get(usize::from(id).wrapping_sub(1)) else {
+                continue;
+            };
+            let sent = sent_of(id, &s.source).unwrap_or_default();
+            let arrived = Arrived {
+                counters: rx.counters(),
+                bytes: rx.bytes,
+                span: rx.span,
+                latency: &rx.latency,
+            };
+            let latency = !no_latency.contains(&id);
+            data.strays[usize::from(id) - 1]
+                .push((d.clone(), stream_data(&sent, Some(arrived), latency)));
+        }
     }
     for (i, s) in profile.streams.iter().enumerate() {
         if let Some(m) = by_server.remove(&i) {

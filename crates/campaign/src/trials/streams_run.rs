@@ -27,6 +27,9 @@ pub struct StreamsRun {
     pub interval: Option<Duration>,
     /// Servers whose ports are ends of streams (`HOST/IFACE`).
     pub agents: Agents,
+    /// Ports of this host that count frames though no stream ends there (a switch's
+    /// other ports, to see what it floods).
+    pub listen: Vec<String>,
 }
 
 /// The server of a stream whose source is `wirebench://HOST[:PORT]`.

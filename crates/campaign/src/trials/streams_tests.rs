@@ -69,6 +69,7 @@ fn run() -> StreamsRun {
         stop: Stop::new(),
         interval: None,
         agents: Agents::default(),
+        listen: Vec::new(),
     }
 }
 

@@ -384,6 +384,7 @@ pub(super) fn stream_specs(
             pps: s.pps,
             start: Duration::from_secs_f64(s.start_s),
             stop: Duration::from_secs_f64(s.stop_s),
+            count: None,
             live: std::sync::Arc::default(),
             slot_ns: 0,
         });

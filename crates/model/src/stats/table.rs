@@ -54,8 +54,11 @@ impl StreamRx {
 pub struct StreamTable {
     test_id: u16,
     streams: BTreeMap<u8, StreamRx>,
-    /// Frames that were not of this test (or of no known stream).
+    /// Frames that were not of this test.
     pub foreign: u64,
+    /// Frames of this test's other streams (addressed elsewhere, or flooded here), by
+    /// stream id.
+    strays: BTreeMap<u8, StreamRx>,
 }
 
 impl StreamTable {
@@ -65,6 +68,7 @@ impl StreamTable {
             test_id,
             streams: ids.into_iter().map(|id| (id, StreamRx::new(0))).collect(),
             foreign: 0,
+            strays: BTreeMap::new(),
         }
     }
 
@@ -94,9 +98,14 @@ impl StreamTable {
             self.foreign += 1;
             return false;
         };
-        let Some(s) = self.streams.get_mut(&h.stream_id) else {
-            self.foreign += 1;
-            return false;
+        let (s, ours) = match self.streams.get_mut(&h.stream_id) {
+            Some(s) => (s, true),
+            None => (
+                self.strays
+                    .entry(h.stream_id)
+                    .or_insert_with(|| StreamRx::new(0)),
+                false,
+            ),
         };
         if s.seq.on_packet(h.seq).is_accepted() {
             s.bytes += len as u64;
@@ -113,7 +122,13 @@ impl StreamTable {
                 None => s.unstamped += 1,
             }
         }
-        true
+        ours
+    }
+
+    /// Frames of this test's streams that are not this table's, by stream id: a switch
+    /// flooded them here, or they were addressed elsewhere.
+    pub fn strays(&self) -> impl Iterator<Item = (u8, &StreamRx)> {
+        self.strays.iter().map(|(id, s)| (*id, s))
     }
 
     /// One stream's figures.
@@ -171,7 +186,7 @@ mod test {
                 arrivals.push(h(7, 2, 50));
             }
             arrivals.push(h(8, 1, i)); // another test
-            arrivals.push(h(7, 9, i)); // an unknown stream
+            arrivals.push(h(7, 9, i)); // another stream of the test: a stray
         }
         for (n, a) in arrivals.iter().enumerate() {
             t.on_frame(Some(a), 100, Some(UnixNanos(2_000 + n as u64)));
@@ -185,7 +200,13 @@ mod test {
         assert_eq!(s2.bytes, 50 * 100);
         assert_eq!(s2.latency.len(), 50);
         assert_eq!(t.stream(3).unwrap().counters().received, 0);
-        assert_eq!(t.foreign, 100 + 100 + 1);
+        assert_eq!(t.foreign, 100 + 1);
+        let strays: Vec<(u8, u64)> = t
+            .strays()
+            .map(|(id, s)| (id, s.counters().received))
+            .collect();
+        assert_eq!(strays, [(9, 100)]);
+        assert_eq!(t.strays().next().unwrap().1.latency.len(), 100);
         assert_eq!(t.total_received(), 150);
         let (a, b) = t.stream(1).unwrap().span.unwrap();
         assert!(a < b);

@@ -1,0 +1,375 @@
+//! An `rfc2889` traffic test: per frame size, learning frames from every port (RFC 2544
+//! §23), the throughput search over the pattern (optional), then the trial at the asked
+//! load. Each trial is one multi-stream profile over the ports (`trials::StreamsRun`), one
+//! stream per flow of `method::rfc2889::flows`, with every port listening, so a frame that
+//! arrives at the wrong port is counted there (the flood count). The address tests are in
+//! `addresses.rs`.
+
+use std::time::Duration;
+
+use method::rfc2544::{self, Search, SearchConfig};
+use method::rfc2889::{self as rfc, Flow, FlowCount, Pattern};
+use method::streams::{Profile, StreamProto, StreamSpec};
+use method::{StreamsData, StreamsTrial, Trial, TrialData, TrialRequest};
+use model::results::RunResult;
+use model::spec::Rate;
+use model::stats::LatencyHistogram;
+use model::stop::Stop;
+use model::units::FrameRate;
+
+use super::request::{Rfc2889Request, Test, ETHERTYPE};
+use super::result::{
+    Congestion, Latency, PortRow, Rfc2889Result, SizeResult, Totals, TrialRows, PART,
+};
+use crate::request::Agents;
+use crate::trials::StreamsRun;
+use crate::{Error, Watch};
+
+/// Runs `req`.
+pub(super) fn run(
+    req: &Rfc2889Request,
+    watch: &mut dyn Watch,
+    stop: &Stop,
+) -> Result<RunResult, Error> {
+    crate::frames::need_root()?;
+    let (out, notes, interrupted) = match req.test {
+        Test::Traffic(p) => traffic(req, p, watch, stop)?,
+        Test::Caching | Test::LearningRate => super::addresses::run(req, watch, stop)?,
+    };
+    let params = serde_json::json!({
+        "test": req.test.name(),
+        "ports": req.ports,
+        "lab": req.lab,
+        "sizes": req.sizes,
+        "trial_s": req.trial.as_secs_f64(),
+        "line_rate_bps": req.line_rate.0,
+        "load_pct": req.load * 100.0,
+        "search": req.search,
+    });
+    let mut doc = engine::env::result("rfc2889", params);
+    doc.timestamp_source = Some("kernel-software".into());
+    doc.notes = notes;
+    doc.interrupted = interrupted;
+    doc.set_part(PART, &out)
+        .map_err(|e| Error::Failed(e.to_string()))?;
+    Ok(doc)
+}
+
+/// A run over the ports with every port listening.
+pub(super) fn streams_run(req: &Rfc2889Request, stop: &Stop) -> StreamsRun {
+    StreamsRun {
+        lab: req.lab.clone(),
+        backend: req.backend,
+        stop: stop.clone(),
+        interval: None,
+        agents: Agents::default(),
+        listen: req.ports.clone(),
+    }
+}
+
+/// A stream of test frames of `len` bytes from port `from` to `to` (or to every port, as
+/// a broadcast) at `fps` for `seconds`.
+pub(super) fn stream(
+    name: String,
+    (from, to): (&str, &str),
+    broadcast: bool,
+    len: u64,
+    fps: f64,
+    seconds: f64,
+) -> StreamSpec {
+    StreamSpec {
+        name,
+        source: from.to_owned(),
+        destination: to.to_owned(),
+        protocol: StreamProto::EtherType(ETHERTYPE),
+        pattern: vec![len],
+        frame_label: len.to_string(),
+        load: FrameRate::Pps(fps),
+        dscp: 0,
+        vlan: None,
+        pcp: 0,
+        dst_ip: None,
+        dst_mac: broadcast.then_some([0xff; 6]),
+        src_port: 0,
+        dst_port: 0,
+        start: 0.0,
+        stop: seconds,
+        expect_bps: None,
+        tolerance: 0.0,
+    }
+}
+
+/// The profile of one trial: each flow at its share of `fps` per sending port.
+fn profile(req: &Rfc2889Request, flows: &[Flow], len: u64, fps: f64, seconds: f64) -> Profile {
+    let streams = flows
+        .iter()
+        .map(|f| {
+            let (from, to) = (&req.ports[f.from], &req.ports[f.to]);
+            let name = if f.broadcast {
+                format!("{from} > broadcast")
+            } else {
+                format!("{from} > {to}")
+            };
+            stream(name, (from, to), f.broadcast, len, fps * f.share, seconds)
+        })
+        .collect();
+    Profile {
+        streams,
+        line_rate: req.line_rate,
+        lab: None,
+        duration: seconds,
+    }
+}
+
+/// RFC 2544 §23's learning frames: ten broadcasts from every port, so the switch knows
+/// every port's address before a trial and does not flood its frames.
+fn learn(req: &Rfc2889Request, run: &mut StreamsRun, len: u64) -> Result<(), Error> {
+    let n = req.ports.len();
+    let streams = (0..n)
+        .map(|i| {
+            let (from, to) = (&req.ports[i], &req.ports[(i + 1) % n]);
+            stream(
+                format!("learning {from}"),
+                (from, to),
+                true,
+                len,
+                100.0,
+                0.1,
+            )
+        })
+        .collect();
+    let p = Profile {
+        streams,
+        line_rate: req.line_rate,
+        lab: None,
+        duration: 0.1,
+    };
+    run.run(&p).map(drop)
+}
+
+/// What each flow's frames did, and each port's latency, from a profile's data.
+fn counts(
+    req: &Rfc2889Request,
+    flows: &[Flow],
+    d: &StreamsData,
+) -> (Vec<FlowCount>, Vec<LatencyHistogram>) {
+    let n = req.ports.len();
+    let index = |port: &str| req.ports.iter().position(|p| p == port);
+    let mut latency = vec![LatencyHistogram::new(); n];
+    let mut out = Vec::new();
+    for (i, f) in flows.iter().enumerate() {
+        let mut at = vec![0u64; n];
+        let Some(own) = d.streams.get(i) else {
+            out.push(FlowCount { sent: 0, at });
+            continue;
+        };
+        at[f.to] = own.counters.received;
+        if let Some(h) = &own.latency {
+            latency[f.to].merge(h);
+        }
+        for (port, x) in d.strays.get(i).into_iter().flatten() {
+            let Some(p) = index(port) else { continue };
+            at[p] += x.counters.received;
+            if f.broadcast {
+                if let Some(h) = &x.latency {
+                    latency[p].merge(h);
+                }
+            }
+        }
+        out.push(FlowCount {
+            sent: own.counters.sent,
+            at,
+        });
+    }
+    (out, latency)
+}
+
+/// One trial's rows from its counts.
+fn rows(
+    req: &Rfc2889Request,
+    flows: &[Flow],
+    (counts, latency): (&[FlowCount], &[LatencyHistogram]),
+    (fps, seconds): (f64, f64),
+    generator_limited: bool,
+) -> TrialRows {
+    let figures = rfc::port_figures(flows, counts, req.ports.len(), fps, seconds);
+    let t = rfc::aggregate(&figures);
+    let us = |ns: Option<u64>| ns.map_or(0.0, |v| v as f64 / 1e3);
+    let ports = figures
+        .iter()
+        .map(|f| PortRow {
+            port: req.ports[f.port].clone(),
+            iload_fps: f.iload_fps,
+            oload_fps: f.oload_fps,
+            sent: f.sent,
+            lost: f.lost,
+            loss_ratio: f.loss_ratio(),
+            received: f.received,
+            forwarding_fps: f.forwarding_fps,
+            intended_rx_fps: f.intended_rx_fps,
+            flood: f.flood,
+            latency: latency
+                .get(f.port)
+                .filter(|h| !h.is_empty())
+                .map(|h| Latency {
+                    min_us: us(h.min_ns()),
+                    mean_us: h.mean_ns().unwrap_or(0.0) / 1e3,
+                    max_us: us(h.max_ns()),
+                }),
+        })
+        .collect();
+    TrialRows {
+        load_pct: req.load * 100.0,
+        duration_s: seconds,
+        ports,
+        totals: Totals {
+            iload_fps: t.iload_fps,
+            oload_fps: t.oload_fps,
+            forwarding_fps: t.forwarding_fps,
+            sent: t.sent,
+            lost: t.lost,
+            loss_ratio: t.loss_ratio,
+            flood: t.flood,
+        },
+        generator_limited,
+    }
+}
+
+/// The pattern's trials as the RFC 2544 search asks for them: each a profile at the asked
+/// frames/s per sending port; what the search reads is every delivery over every port.
+struct PatternTrial<'a> {
+    req: &'a Rfc2889Request,
+    flows: &'a [Flow],
+    run: StreamsRun,
+}
+
+impl Trial for PatternTrial<'_> {
+    type Error = Error;
+
+    fn run(&mut self, t: &TrialRequest) -> Result<TrialData, Error> {
+        let len = t.frame_len().unwrap_or(64);
+        let fps = match t.load {
+            method::Load::Rate(Rate::PacketsPerSec(fps), _) => fps,
+            _ => return Err(Error::Failed("an RFC 2889 trial is a frame rate".into())),
+        };
+        let seconds = t.duration().as_secs_f64();
+        let p = profile(self.req, self.flows, len, fps, seconds);
+        let d = self.run.run(&p)?;
+        let (c, _) = counts(self.req, self.flows, &d);
+        let figures = rfc::port_figures(self.flows, &c, self.req.ports.len(), fps, seconds);
+        let deliveries: u64 = figures.iter().map(|f| f.deliveries).sum();
+        let lost: u64 = figures.iter().map(|f| f.lost).sum();
+        let senders = figures.iter().filter(|f| f.iload_fps > 0.0).count().max(1);
+        let mut data = TrialData {
+            offered_pps: figures.iter().map(|f| f.oload_fps).sum::<f64>() / senders as f64,
+            duration: t.duration(),
+            generator_limited: d.streams.iter().any(|s| s.generator_limited),
+            ..TrialData::default()
+        };
+        data.counters.sent = deliveries;
+        data.counters.received = deliveries - lost;
+        Ok(data)
+    }
+}
+
+/// A traffic test: per frame size, learning, the search, the trial at the load.
+fn traffic(
+    req: &Rfc2889Request,
+    pattern: Pattern,
+    watch: &mut dyn Watch,
+    stop: &Stop,
+) -> Result<(Rfc2889Result, Vec<String>, bool), Error> {
+    let flows = rfc::flows(pattern, req.ports.len()).map_err(|e| crate::usage(e.to_string()))?;
+    let mut out = Rfc2889Result {
+        test: pattern.name().into(),
+        section: pattern.section().into(),
+        ports: req.ports.clone(),
+        line_rate_bps: req.line_rate.0 as f64,
+        sizes: Vec::new(),
+        addresses: None,
+    };
+    let mut notes = Vec::new();
+    let mut run = streams_run(req, stop);
+    let seconds = req.trial.as_secs_f64();
+    for &len in &req.sizes {
+        if stop.is_raised() {
+            return Ok((out, notes, true));
+        }
+        watch.progress(&format!(
+            "{len}-byte frames: learning frames from every port"
+        ));
+        learn(req, &mut run, len)?;
+        let throughput = if req.search && pattern.searchable() {
+            watch.progress(&format!(
+                "{len}-byte frames: searching the zero-loss load ({} trials of {} s)",
+                pattern.name(),
+                model::units::secs(seconds)
+            ));
+            let cfg = SearchConfig {
+                line_rate: req.line_rate,
+                duration: req.trial,
+                final_duration: req.trial,
+                width: req.width,
+                ..SearchConfig::default()
+            };
+            let mut trial = PatternTrial {
+                req,
+                flows: &flows,
+                run: streams_run(req, stop),
+            };
+            let mut log = Vec::new();
+            let t = rfc2544::throughput(&mut trial, len, Search::Binary, &cfg, &mut log)?;
+            Some(t)
+        } else {
+            None
+        };
+        let fps = req.load * req.line_rate.max_fps(len);
+        watch.progress(&format!(
+            "{len}-byte frames: {} at {} of line rate for {} s",
+            pattern.name(),
+            model::units::pct(req.load),
+            model::units::secs(seconds)
+        ));
+        let d = run.run(&profile(req, &flows, len, fps, seconds))?;
+        for n in &d.notes {
+            if !notes.contains(n) {
+                notes.push(n.clone());
+            }
+        }
+        let (c, latency) = counts(req, &flows, &d);
+        let limited = d.streams.iter().any(|s| s.generator_limited);
+        let at_load = rows(req, &flows, (&c, &latency), (fps, seconds), limited);
+        let congestion = (pattern == Pattern::Congestion)
+            .then(|| rfc::congestion(&c, req.load))
+            .flatten()
+            .map(|v| Congestion {
+                congested_loss: v.congested_loss,
+                overload_share: v.overload_share,
+                uncongested_loss: v.uncongested_loss,
+                head_of_line_blocking: v.head_of_line_blocking,
+                back_pressure: back_pressure(&at_load),
+            });
+        out.sizes.push(SizeResult {
+            frame_len: len,
+            throughput,
+            at_load,
+            congestion,
+        });
+    }
+    Ok((out, notes, stop.is_raised()))
+}
+
+/// Back pressure: a switch that holds its sources back makes them offer less than they
+/// intend (802.3x PAUSE, or collisions on half duplex). These ports cannot receive PAUSE
+/// (veth, or a port whose counters this host cannot read), so a source that fell short is
+/// the tester's own limit, not the switch's doing: it is said, not judged.
+fn back_pressure(t: &TrialRows) -> String {
+    if t.generator_limited {
+        "not judged: a source fell behind its own schedule (the tester's limit)".into()
+    } else {
+        "not detectable on these ports: no PAUSE is seen and every source offered its load".into()
+    }
+}
+
+/// How long a size's learning frames take, with the profile's set-up.
+pub(super) const LEARNING: Duration = Duration::from_millis(800);

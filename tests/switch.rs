@@ -1,0 +1,216 @@
+//! `wirebench rfc2889` against a Linux bridge built from a topology file (needs root): four
+//! hosts on 10 Mbit/s ports of one switch whose bridge learns at most 512 addresses. The
+//! bounds come from the lab itself: each link's rate (a token bucket counting the wire's
+//! 24 bytes per frame, so 10M carries 812.7 frames/s of 1518 bytes) and the bridge's limit.
+
+use crate::lab::LabGuard;
+use crate::util::*;
+
+/// Ports' rate: each switch port carries at most this.
+const LINE: f64 = 10e6;
+
+/// The lab: `sw` with `learning_limit = 512` and h1..h4 on 10 Mbit/s ports.
+fn switch_lab(tag: &str) -> (LabGuard, Scratch) {
+    let dir = Scratch::new(tag);
+    let mut text = String::from(
+        "[[node]]\nname = \"sw\"\nrole = \"switch\"\nageing_s = 60\nlearning_limit = 512\n",
+    );
+    for i in 1..=4 {
+        text += &format!("[[node]]\nname = \"h{i}\"\nrole = \"host\"\n");
+    }
+    for i in 1..=4 {
+        text += &format!("[[link]]\na = \"h{i}:eth0\"\nb = \"sw:p{i}\"\nrate = \"10M\"\n");
+    }
+    let path = dir.join("switch.toml");
+    std::fs::write(&path, text).unwrap();
+    (LabGuard::up_with(path.to_str().unwrap(), tag, &[]), dir)
+}
+
+/// `wirebench rfc2889 TEST PORTS --lab LAB ARGS -J`.
+fn rfc2889(lab: &LabGuard, test: &str, hosts: &[&str], args: &[&str]) -> serde_json::Value {
+    let ports: Vec<String> = hosts.iter().map(|h| format!("{h}:eth0")).collect();
+    let mut all = vec!["rfc2889", test];
+    all.extend(ports.iter().map(String::as_str));
+    all.extend(["--lab", &lab.0, "-J"]);
+    all.extend(args);
+    let v = run_json(&all);
+    v["rfc2889"].clone()
+}
+
+fn max_fps(len: f64) -> f64 {
+    LINE / ((len + 20.0) * 8.0)
+}
+
+/// Fully meshed at 64 and 1518 bytes: every port sends to every other at the line rate and
+/// every port's frames are counted where they arrive; many-to-one into one port offered
+/// twice its rate loses about half (the rest its queue delivers); broadcasts reach every
+/// other port once each.
+fn rfc2889_traffic_tests_on_a_four_port_switch_from_a_file() {
+    let (lab, _dir) = switch_lab("r89t");
+    let all = ["h1", "h2", "h3", "h4"];
+    let v = rfc2889(
+        &lab,
+        "fully-meshed",
+        &all,
+        &[
+            "--line-rate",
+            "10M",
+            "--sizes",
+            "64,1518",
+            "-t",
+            "2",
+            "--no-search",
+        ],
+    );
+    let sizes = v["sizes"].as_array().expect("sizes");
+    assert_eq!(sizes.len(), 2, "{v}");
+    for s in sizes {
+        let len = s["frame_len"].as_f64().unwrap();
+        let ports = s["at_load"]["ports"].as_array().expect("ports");
+        assert_eq!(ports.len(), 4, "{s}");
+        let mut sent_total = 0;
+        for p in ports {
+            // Each port meant to send and receive a line rate's worth (3 flows each).
+            let intended = p["intended_rx_fps"].as_f64().unwrap();
+            assert!((intended - max_fps(len)).abs() < 1.0, "{p}");
+            let sent = p["sent"].as_u64().unwrap();
+            sent_total += sent;
+            // Every frame counted: what arrived and what was lost add up to what was sent
+            // (a fully meshed port's frames go to one port each).
+            assert!(sent as f64 >= 2.0 * max_fps(len) * 0.95, "{p}");
+            assert_eq!(p["flood"], 0, "learned ports flood nothing: {p}");
+            let lost = p["lost"].as_u64().unwrap();
+            assert!(
+                lost * 1000 <= sent,
+                "a non-blocking switch at its line rate: {p}"
+            );
+            let fr = p["forwarding_fps"].as_f64().unwrap();
+            assert!(fr <= max_fps(len) * 1.02, "more than the port carries: {p}");
+            assert!(fr >= max_fps(len) * 0.95, "{p}");
+        }
+        let t = &s["at_load"]["totals"];
+        assert_eq!(t["sent"].as_u64(), Some(sent_total), "{t}");
+        let received: u64 = ports.iter().map(|p| p["received"].as_u64().unwrap()).sum();
+        assert_eq!(
+            sent_total - t["lost"].as_u64().unwrap(),
+            received,
+            "every sent frame is received or lost: {s}"
+        );
+    }
+
+    // Many-to-one: h2 and h3 at the line rate into h1, whose port carries one line rate.
+    let v = rfc2889(
+        &lab,
+        "many-to-one",
+        &all[..3],
+        &[
+            "--line-rate",
+            "10M",
+            "--sizes",
+            "1518",
+            "-t",
+            "2",
+            "--no-search",
+        ],
+    );
+    let at = &v["sizes"][0]["at_load"];
+    let loss = at["totals"]["loss_ratio"].as_f64().unwrap();
+    assert!(
+        (0.40..=0.52).contains(&loss),
+        "2x overload loses about half: {at}"
+    );
+    let fr = at["ports"][0]["forwarding_fps"].as_f64().unwrap();
+    assert!(
+        fr <= max_fps(1518.0) * 1.03 && fr >= max_fps(1518.0) * 0.9,
+        "the egress forwards its line rate: {fr} of {}: {at}",
+        max_fps(1518.0)
+    );
+
+    // Broadcast from h1: each frame reaches h2, h3 and h4 once; 100 % passes at once.
+    let v = rfc2889(
+        &lab,
+        "broadcast",
+        &all,
+        &["--line-rate", "10M", "--sizes", "1518", "-t", "1"],
+    );
+    let s = &v["sizes"][0];
+    let ports = s["at_load"]["ports"].as_array().expect("ports");
+    let sent = ports[0]["sent"].as_u64().unwrap();
+    assert!(sent > 700, "{s}");
+    for p in &ports[1..] {
+        assert_eq!(p["received"].as_u64(), Some(sent), "once each: {p}");
+        assert!(p["latency"]["mean_us"].as_f64().is_some(), "{p}");
+    }
+    assert_eq!(ports[0]["received"], 0, "the source hears not its own: {s}");
+    let fps = s["throughput"]["fps"].as_f64().expect("a throughput");
+    assert!((fps - max_fps(1518.0)).abs() < 1.0, "{s}");
+}
+
+/// Address caching capacity finds the bridge's learning limit exactly (the step is 1), the
+/// monitor seeing one flooded frame per address over it; the learning rate search gives a
+/// figure within its bounds.
+fn rfc2889_address_tests_find_the_bridges_learning_limit() {
+    let (lab, _dir) = switch_lab("r89a");
+    let ports = ["h1", "h2", "h3"];
+    let v = rfc2889(
+        &lab,
+        "address-caching",
+        &ports,
+        &[
+            "--switch",
+            "sw",
+            "--max-addresses",
+            "1024",
+            "--learning-fps",
+            "5000",
+        ],
+    );
+    let a = &v["addresses"];
+    assert_eq!(a["result"].as_f64(), Some(512.0), "{a}");
+    assert_eq!(a["failed"].as_f64(), Some(513.0), "{a}");
+    assert_eq!(a["bridge"][1], 512, "the limit the bridge reports: {a}");
+    for t in a["trials"].as_array().expect("trials") {
+        let n = t["addresses"].as_u64().unwrap();
+        assert_eq!(t["sent"].as_u64(), Some(n), "{t}");
+        assert_eq!(t["at_learning_port"].as_u64(), Some(n), "{t}");
+        assert_eq!(
+            t["at_monitor"].as_u64(),
+            Some(n.saturating_sub(512)),
+            "what is not learned floods: {t}"
+        );
+    }
+
+    let v = rfc2889(
+        &lab,
+        "learning-rate",
+        &ports,
+        &[
+            "--switch",
+            "sw",
+            "--addresses",
+            "256",
+            "--max-rate",
+            "20000",
+        ],
+    );
+    let a = &v["addresses"];
+    let (min, max) = (a["min"].as_f64().unwrap(), a["max"].as_f64().unwrap());
+    assert_eq!((min, max), (1000.0, 20000.0), "{a}");
+    let r = a["result"].as_f64().expect("a learning rate");
+    assert!((min..=max).contains(&r), "{a}");
+    for t in a["trials"].as_array().expect("trials") {
+        assert_eq!(t["addresses"], 256, "{t}");
+    }
+}
+
+/// This module's tests and what each needs from the machine ([`crate::harness`]).
+pub(crate) fn cases() -> Vec<crate::harness::Case> {
+    use crate::harness::Need::Root;
+    vec![
+        crate::harness::case!(
+            rfc2889_traffic_tests_on_a_four_port_switch_from_a_file,
+            Root
+        ),
+        crate::harness::case!(rfc2889_address_tests_find_the_bridges_learning_limit, Root),
+    ]
+}
