@@ -144,6 +144,75 @@ fn rfc2889_traffic_tests_on_a_four_port_switch_from_a_file() {
     assert_eq!(ports[0]["received"], 0, "the source hears not its own: {s}");
     let fps = s["throughput"]["fps"].as_f64().expect("a throughput");
     assert!((fps - max_fps(1518.0)).abs() < 1.0, "{s}");
+
+    // Maximum forwarding rate: a non-blocking switch passes 100 % fully meshed, so its
+    // throughput is the maximum offered load and one trial there gives the rate: four
+    // ports' line rates.
+    let v = rfc2889(
+        &lab,
+        "max-forwarding-rate",
+        &all,
+        &["--line-rate", "10M", "--sizes", "1518", "-t", "1"],
+    );
+    let s = &v["sizes"][0];
+    let (mfr, load) = (
+        s["max_forwarding"][0].as_f64(),
+        s["max_forwarding"][1].as_f64(),
+    );
+    let (mfr, load) = (mfr.expect("a rate"), load.expect("a load"));
+    assert!(
+        (mfr - 4.0 * max_fps(1518.0)).abs() < 4.0 * max_fps(1518.0) * 0.02,
+        "{s}"
+    );
+    assert_eq!(load, 100.0, "{s}");
+
+    // Errored frames: the Linux bridge forwards runts and 1522-byte untagged frames (it
+    // checks neither), so they are reported forwarded and the verdict fails (exit 3); the
+    // kinds veth cannot carry are said to be not possible.
+    let out = run(&[
+        "rfc2889",
+        "errored-frames",
+        "h1:eth0",
+        "h2:eth0",
+        "--lab",
+        &lab.0,
+        "--line-rate",
+        "10M",
+        "--sizes",
+        "512",
+        "-t",
+        "1",
+        "-J",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let e = &v["rfc2889"]["errored"];
+    assert_eq!(e["valid_lost"], 0, "{e}");
+    assert!(e["valid_sent"].as_u64().unwrap_or(0) > 500, "{e}");
+    let row = |kind: &str| {
+        e["rows"]
+            .as_array()
+            .and_then(|r| r.iter().find(|x| x["kind"] == kind))
+            .cloned()
+            .unwrap_or_else(|| panic!("no row {kind}: {e}"))
+    };
+    for kind in ["undersized", "oversized"] {
+        let r = row(kind);
+        assert!(r["sent"].as_u64().unwrap_or(0) > 100, "{r}");
+        assert_eq!(r["forwarded"], r["sent"], "{r}");
+        assert_eq!(r["verdict"], "forwarded", "{r}");
+    }
+    let fcs = row("bad FCS");
+    assert!(fcs["sent"].is_null(), "{fcs}");
+    assert!(fcs["verdict"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("not possible on these ports"));
 }
 
 /// Address caching capacity finds the bridge's learning limit exactly (the step is 1), the

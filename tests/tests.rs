@@ -8,6 +8,7 @@ mod util;
 
 mod agents;
 mod bad_input;
+mod chain;
 mod cli;
 mod client;
 mod docs;
@@ -29,6 +30,7 @@ fn main() -> std::process::ExitCode {
         [
             agents::cases(),
             bad_input::cases(),
+            chain::cases(),
             cli::cases(),
             client::cases(),
             docs::cases(),

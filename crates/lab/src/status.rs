@@ -68,6 +68,25 @@ pub fn describe(topo: &Topology, name: &str) -> Description {
         }
         devices.push("  1:999 default (unmatched traffic)".to_owned());
     }
+    for (node, port, sh) in &topo.file_shapers {
+        if sh.class.is_empty() {
+            let rate = sh.default.as_ref().map_or("?", |d| d.rate.as_str());
+            devices.push(format!(
+                "egress on {node} {port}: one FIFO at {rate} bit/s, no classes"
+            ));
+            continue;
+        }
+        devices.push(format!("shaper on {node} {port}, HTB classes:"));
+        for (i, c) in sh.class.iter().enumerate() {
+            devices.push(format!(
+                "  1:{:<3} {:<10} rate {} ceil {}",
+                10 + i,
+                c.name,
+                c.rate,
+                c.ceil.as_deref().unwrap_or(&c.rate)
+            ));
+        }
+    }
     for s in &topo.stages {
         let how = match s.config.mode {
             Mode::Bridge => "bridge",

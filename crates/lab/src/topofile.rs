@@ -14,6 +14,18 @@
 //! role = "switch"          # a Linux bridge: vlan_filtering, ageing_s, learning_limit
 //! learning_limit = 512
 //!
+//! [[node]]
+//! name = "sh"
+//! role = "shaper"          # a router with a shaper on one port's egress:
+//! shape = "classes.toml"   #   HTB classes (a class list, beside this file), or
+//! # egress = "20M"         #   one FIFO at a port rate
+//! egress_port = "eth1"     # optional: else its second port in file order
+//!
+//! [[node]]
+//! name = "wan"
+//! role = "impair"          # two ports; forwards through the impairment stage
+//! impair = "delay=20ms,loss=0.1%"   # first port to second: forward
+//!
 //! [[link]]
 //! a = "talker:eth0"
 //! b = "sw:p1"
@@ -87,6 +99,17 @@ pub struct SwitchSettings {
     pub learning_limit: Option<u32>,
 }
 
+/// A shaper node's shaper, as the file gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShaperSettings {
+    /// A class list file, as written (relative to the topology file).
+    pub classes: Option<String>,
+    /// Or a plain port rate, bit/s.
+    pub egress_bps: Option<u64>,
+    /// The port whose egress is shaped (`None`: its second port in file order).
+    pub port: Option<String>,
+}
+
 /// One checked node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
@@ -100,6 +123,10 @@ pub struct Node {
     pub listener: bool,
     /// Its bridge settings (a switch).
     pub switch: SwitchSettings,
+    /// Its shaper (a shaper).
+    pub shaper: ShaperSettings,
+    /// Its impairment (an impair node; `None`: none, the stage only forwards).
+    pub impair: Option<ImpairSpec>,
 }
 
 /// `NODE:PORT`.
@@ -178,6 +205,10 @@ struct NodeToml {
     vlan_filtering: Option<Spanned<bool>>,
     ageing_s: Option<Spanned<u32>>,
     learning_limit: Option<Spanned<u32>>,
+    shape: Option<Spanned<String>>,
+    egress: Option<Spanned<String>>,
+    egress_port: Option<Spanned<String>>,
+    impair: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -262,11 +293,69 @@ impl TopologyFile {
                     ));
                 }
             }
+            let shaper_keys = [&n.shape, &n.egress, &n.egress_port];
+            if let Some(k) = shaper_keys.into_iter().flatten().next() {
+                if role != Role::Shaper {
+                    return Err(err(
+                        at(k.span()),
+                        field("role"),
+                        "shape, egress and egress_port belong to a shaper".into(),
+                    ));
+                }
+            }
+            if let (Some(_), Some(e)) = (&n.shape, &n.egress) {
+                return Err(err(
+                    at(e.span()),
+                    field("egress"),
+                    "give the classes (shape) or a plain port rate (egress), not both".into(),
+                ));
+            }
+            if role == Role::Shaper && n.shape.is_none() && n.egress.is_none() {
+                return Err(err(
+                    at(n.role.span()),
+                    field("shape"),
+                    "a shaper needs its classes (shape = \"FILE.toml\") or a port rate (egress = \"20M\")".into(),
+                ));
+            }
+            let egress_bps = match &n.egress {
+                Some(r) => Some(
+                    model::units::positive_rate_bps(r.get_ref())
+                        .map(|v| v as u64)
+                        .ok_or_else(|| {
+                            err(
+                                at(r.span()),
+                                field("egress"),
+                                format!("'{}' is not a rate above zero (e.g. 20M)", r.get_ref()),
+                            )
+                        })?,
+                ),
+                None => None,
+            };
+            let impair = match &n.impair {
+                Some(v) if role != Role::Impair => {
+                    return Err(err(
+                        at(v.span()),
+                        field("role"),
+                        "impair belongs to an impair node (a link takes its own impair)".into(),
+                    ))
+                }
+                Some(v) => Some(
+                    ImpairSpec::parse_inline(v.get_ref())
+                        .map_err(|e| err(at(v.span()), field("impair"), e.to_string()))?,
+                ),
+                None => None,
+            };
             nodes.push(Node {
                 name: name.clone(),
                 role,
                 talker: n.talker,
                 listener: n.listener,
+                shaper: ShaperSettings {
+                    classes: n.shape.as_ref().map(|v| v.get_ref().clone()),
+                    egress_bps,
+                    port: n.egress_port.as_ref().map(|v| v.get_ref().clone()),
+                },
+                impair,
                 switch: SwitchSettings {
                     vlan_filtering: n.vlan_filtering.as_ref().is_some_and(|v| *v.get_ref()),
                     ageing_s: n.ageing_s.as_ref().map(|v| *v.get_ref()),
@@ -366,6 +455,63 @@ impl TopologyFile {
                     cycle.join(" - ")
                 ),
             ));
+        }
+        let ports_of = |node: &str| -> Vec<&Port> {
+            checked
+                .iter()
+                .flat_map(|(_, a, b, ..)| [a, b])
+                .filter(|p| p.node == node)
+                .collect()
+        };
+        for (i, (n, toml)) in nodes.iter().zip(&t.node).enumerate() {
+            let field = |f: &str| format!("node[{}].{f}", i + 1);
+            let ports = ports_of(&n.name);
+            if let (Some(p), Some(span)) = (&n.shaper.port, &toml.egress_port) {
+                if !ports.iter().any(|x| &x.port == p) {
+                    return Err(err(
+                        at(span.span()),
+                        field("egress_port"),
+                        format!("'{}' has no port {p}", n.name),
+                    ));
+                }
+            }
+            if n.role == Role::Shaper && n.shaper.port.is_none() && ports.len() < 2 {
+                return Err(err(
+                    at(toml.role.span()),
+                    field("egress_port"),
+                    format!(
+                        "'{}' has {} port(s): give egress_port, or link it on both sides",
+                        n.name,
+                        ports.len()
+                    ),
+                ));
+            }
+            if n.role == Role::Impair {
+                let neighbours: Vec<Option<Role>> = checked
+                    .iter()
+                    .filter_map(|(_, a, b, ..)| {
+                        if a.node == n.name {
+                            Some(role_of(&b.node))
+                        } else if b.node == n.name {
+                            Some(role_of(&a.node))
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
+                if ports.len() != 2 || neighbours.contains(&Some(Role::Switch)) {
+                    return Err(err(
+                        at(toml.role.span()),
+                        field("role"),
+                        format!(
+                            "an impair node forwards between exactly two ports, each linked to \
+                             a node with an address (not a switch); '{}' has {} port(s)",
+                            n.name,
+                            ports.len()
+                        ),
+                    ));
+                }
+            }
         }
         let links = address(&nodes, checked, &err, &at)?;
         Ok(Self { nodes, links })
@@ -686,6 +832,10 @@ mod test {
                 ("sh:eth1", "r2:eth0"),
                 ("r2:eth1", "b:eth0"),
             ],
+        )
+        .replace(
+            "role = \"shaper\"\n",
+            "role = \"shaper\"\negress = \"20M\"\n",
         );
         let t = parse(&text).unwrap();
         for (i, l) in t.links.iter().enumerate() {
@@ -784,6 +934,41 @@ mod test {
                 "t.toml:16: link[1].rate: 'fast' is not a rate",
             ),
             ("".into(), "t.toml:0: node: the file has no [[node]]"),
+            (
+                "[[node]]\nname = \"a\"\nrole = \"host\"\nshape = \"c.toml\"\n".into(),
+                "t.toml:4: node[1].role: shape, egress and egress_port belong to a shaper",
+            ),
+            (
+                "[[node]]\nname = \"s\"\nrole = \"shaper\"\n".into(),
+                "t.toml:3: node[1].shape: a shaper needs its classes",
+            ),
+            (
+                "[[node]]\nname = \"s\"\nrole = \"shaper\"\nshape = \"c.toml\"\negress = \"1M\"\n".into(),
+                "t.toml:5: node[1].egress: give the classes (shape) or a plain port rate (egress), not both",
+            ),
+            (
+                "[[node]]\nname = \"s\"\nrole = \"shaper\"\negress = \"fast\"\n".into(),
+                "t.toml:4: node[1].egress: 'fast' is not a rate",
+            ),
+            (
+                "[[node]]\nname = \"r\"\nrole = \"router\"\nimpair = \"delay=1ms\"\n".into(),
+                "t.toml:4: node[1].role: impair belongs to an impair node",
+            ),
+            (
+                "[[node]]\nname = \"s\"\nrole = \"shaper\"\negress = \"1M\"\negress_port = \"eth7\"\n\
+                 [[node]]\nname = \"a\"\nrole = \"host\"\n[[link]]\na = \"a:eth0\"\nb = \"s:eth0\"\n".into(),
+                "t.toml:5: node[1].egress_port: 's' has no port eth7",
+            ),
+            (
+                "[[node]]\nname = \"s\"\nrole = \"shaper\"\negress = \"1M\"\n\
+                 [[node]]\nname = \"a\"\nrole = \"host\"\n[[link]]\na = \"a:eth0\"\nb = \"s:eth0\"\n".into(),
+                "t.toml:3: node[1].egress_port: 's' has 1 port(s)",
+            ),
+            (
+                "[[node]]\nname = \"w\"\nrole = \"impair\"\n\
+                 [[node]]\nname = \"a\"\nrole = \"host\"\n[[link]]\na = \"a:eth0\"\nb = \"w:eth0\"\n".into(),
+                "t.toml:3: node[1].role: an impair node forwards between exactly two ports",
+            ),
         ];
         let mut wrong = Vec::new();
         for (text, want) in cases {

@@ -282,6 +282,9 @@ pub struct Topology {
     /// node's port, so that what it sends is limited before any receiver counts it (a
     /// receiver's raw socket sees frames before its own ingress policer does).
     pub egress_limits: Vec<(String, String, u64)>,
+    /// A topology file's shapers: (node, port, classes) on that port's egress.
+    #[serde(skip)]
+    pub file_shapers: Vec<(String, String, ShaperSpec)>,
     /// Bytes each frame counts above its length in those limits (24 in a topology file's
     /// links: a veth frame's missing FCS, preamble and gap; 0 in the built-ins, whose port
     /// rates are L2 rates).
@@ -366,6 +369,7 @@ impl Topology {
             neighbours: vec![],
             policers: vec![],
             egress_limits: vec![],
+            file_shapers: vec![],
             limit_overhead: 0,
             bridges: vec![],
         }
@@ -750,16 +754,18 @@ impl Topology {
     /// # Errors
     /// A node of role shaper, impair or relay, a link with an impairment, more than 250
     /// links.
-    pub fn from_file(f: &crate::topofile::TopologyFile) -> Result<Self, LabError> {
+    pub fn from_file(
+        f: &crate::topofile::TopologyFile,
+        classes: &dyn Fn(&str) -> Result<String, LabError>,
+    ) -> Result<Self, LabError> {
         use crate::topofile::Role;
         let bad = LabError::BadTopology;
         for n in &f.nodes {
-            if matches!(n.role, Role::Shaper | Role::Impair | Role::Relay) {
+            if n.role == Role::Relay {
                 return Err(bad(format!(
-                    "node '{}': role {} is not built from files yet; use the built-in \
-                     topologies (lab up shaper|impair|frer) for it",
-                    n.name,
-                    n.role.name()
+                    "node '{}': role relay is not built from files yet; use the built-in \
+                     topology (lab up frer) for it",
+                    n.name
                 )));
             }
         }
@@ -794,7 +800,10 @@ impl Topology {
                 // Each direction: a switch or router limits what it sends out of its port;
                 // what a host sends is limited where it arrives.
                 for ((from, _), (to, _)) in [(&l.a, &l.b), (&l.b, &l.a)] {
-                    if matches!(role(&from.node), Some(Role::Switch | Role::Router)) {
+                    if matches!(
+                        role(&from.node),
+                        Some(Role::Switch | Role::Router | Role::Shaper)
+                    ) {
                         t.egress_limits
                             .push((from.node.clone(), from.port.clone(), bps));
                     } else {
@@ -823,11 +832,96 @@ impl Topology {
         t.forwarding = f
             .nodes
             .iter()
-            .filter(|n| n.role == Role::Router)
+            .filter(|n| matches!(n.role, Role::Router | Role::Shaper))
             .map(|n| n.name.clone())
             .collect();
-        t.routes = file_routes(f, &|n| role(n) == Some(Role::Router));
+        t.routes = file_routes(f, &|n| {
+            matches!(role(n), Some(Role::Router | Role::Shaper | Role::Impair))
+        });
+        for n in f.nodes.iter().filter(|n| n.role == Role::Shaper) {
+            let ports = t.ports_of(&n.name);
+            let port = n
+                .shaper
+                .port
+                .clone()
+                .or_else(|| ports.get(1).map(|i| i.name.clone()))
+                .ok_or_else(|| bad(format!("shaper '{}': which port to shape", n.name)))?;
+            let spec = match (&n.shaper.classes, n.shaper.egress_bps) {
+                (Some(file), _) => {
+                    let spec = crate::shaper::ShaperSpec::parse(&classes(file)?)
+                        .map_err(|e| bad(format!("shaper '{}': {file}: {e}", n.name)))?;
+                    spec.check()
+                        .map_err(|e| bad(format!("shaper '{}': {file}: {e}", n.name)))?;
+                    spec
+                }
+                (None, Some(bps)) => crate::shaper::ShaperSpec::port(bps),
+                (None, None) => return Err(bad(format!("shaper '{}': no classes", n.name))),
+            };
+            if t.egress_limits
+                .iter()
+                .any(|(x, p, _)| *x == n.name && *p == port)
+            {
+                return Err(bad(format!(
+                    "shaper '{}': the link on {port} has a rate, and its shaper sets what \
+                     {port} sends: drop the link's rate or shape another port",
+                    n.name
+                )));
+            }
+            t.file_shapers.push((n.name.clone(), port, spec));
+        }
+        for n in f.nodes.iter().filter(|n| n.role == Role::Impair) {
+            let (a, b) = match t.ports_of(&n.name).as_slice() {
+                [a, b] => ((*a).clone(), (*b).clone()),
+                _ => return Err(bad(format!("impair '{}': two ports", n.name))),
+            };
+            let side = |mine: &Iface| -> Result<(RouterSide, Iface), LabError> {
+                let theirs = t
+                    .peer_of(mine)
+                    .ok_or_else(|| bad(format!("impair '{}': a port without a link", n.name)))?;
+                let side = RouterSide {
+                    mac: mine.mac,
+                    neighbour: theirs.mac,
+                    local: mine.addr.unwrap_or(Ipv4Addr::UNSPECIFIED),
+                };
+                Ok((side, theirs.clone()))
+            };
+            let ((sa, na), (sb, nb)) = (side(&a)?, side(&b)?);
+            for x in [na, nb] {
+                t.offloads_off.push((x.node, x.name));
+            }
+            t.stages.push(Stage {
+                node: n.name.clone(),
+                config: StageConfig {
+                    a: a.name.clone(),
+                    b: b.name.clone(),
+                    mode: Mode::Router { a: sa, b: sb },
+                    spec: n.impair.unwrap_or_default(),
+                },
+            });
+        }
         Ok(t)
+    }
+
+    /// The interfaces of `node`, in link order.
+    fn ports_of(&self, node: &str) -> Vec<&Iface> {
+        self.links
+            .iter()
+            .flat_map(|l| [&l.a, &l.b])
+            .filter(|i| i.node == node)
+            .collect()
+    }
+
+    /// The interface at the other end of `i`'s link.
+    fn peer_of(&self, i: &Iface) -> Option<&Iface> {
+        self.links.iter().find_map(|l| {
+            if l.a.node == i.node && l.a.name == i.name {
+                Some(&l.b)
+            } else if l.b.node == i.node && l.b.name == i.name {
+                Some(&l.a)
+            } else {
+                None
+            }
+        })
     }
 
     /// The address a node is reached at (its first interface with an address).
@@ -901,6 +995,9 @@ impl Topology {
         }
         if let Some(s) = &self.shaper {
             out.extend(s.commands(&ns("dut"), "eth1"));
+        }
+        for (n, port, s) in &self.file_shapers {
+            out.extend(s.commands(&ns(n), port));
         }
         for (n, dev, bps) in &self.policers {
             out.extend(crate::shaper::limit_ingress(
@@ -1091,7 +1188,10 @@ impl Request {
             if own {
                 let f = crate::topofile::TopologyFile::parse(topology, &text)
                     .map_err(|e| LabError::BadTopology(e.to_string()))?;
-                return Topology::from_file(&f)
+                // A shaper's class list sits beside the file that names it.
+                let dir = Path::new(topology).parent().unwrap_or(Path::new("."));
+                let classes = |file: &str| read(&dir.join(file));
+                return Topology::from_file(&f, &classes)
                     .map_err(|e| LabError::BadTopology(format!("{topology}: {e}")));
             }
             return Topology::from_toml(&text)
@@ -1499,7 +1599,7 @@ mod test {
                     [[link]]\na = \"b:eth0\"\nb = \"sw:p2\"\n\
                     [[link]]\na = \"c:eth0\"\nb = \"sw:p3\"\n";
         let f = crate::topofile::TopologyFile::parse("f.toml", text).unwrap();
-        let t = Topology::from_file(&f).unwrap();
+        let t = Topology::from_file(&f, &no_classes).unwrap();
         assert_eq!(t.forwarding, ["r"]);
         assert_eq!(t.bridges.len(), 1);
         assert_eq!(
@@ -1535,7 +1635,9 @@ mod test {
         // A learning limit is set over rtnetlink, before the ports join (and learn).
         let limited = text.replacen("vlan_filtering = true", "learning_limit = 512", 1);
         let f = crate::topofile::TopologyFile::parse("f.toml", &limited).unwrap();
-        let cmds = Topology::from_file(&f).unwrap().build_commands("x");
+        let cmds = Topology::from_file(&f, &no_classes)
+            .unwrap()
+            .build_commands("x");
         let at = |line: &str| cmds.iter().position(|c| c.to_string() == line);
         let limit = at("ip -n wb-x-sw link set br0 type bridge fdb_max_learned 512").unwrap();
         assert!(cmds[limit].kernel.is_some());
@@ -1544,8 +1646,8 @@ mod test {
         for (from, to, want) in [
             (
                 "role = \"router\"",
-                "role = \"shaper\"",
-                "role shaper is not built from files yet",
+                "role = \"relay\"",
+                "role relay is not built from files yet",
             ),
             (
                 "rate = \"10M\"",
@@ -1555,9 +1657,83 @@ mod test {
         ] {
             let text = text.replacen(from, to, 1);
             let f = crate::topofile::TopologyFile::parse("f.toml", &text).unwrap();
-            let e = Topology::from_file(&f).unwrap_err().to_string();
+            let e = Topology::from_file(&f, &no_classes)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(want), "{e}");
         }
+    }
+
+    /// A class list reader for files that name none.
+    fn no_classes(file: &str) -> Result<String, LabError> {
+        Err(LabError::BadTopology(format!("no file {file} here")))
+    }
+
+    #[test]
+    fn a_file_shaper_shapes_its_port_and_an_impair_node_forwards_through_its_stage() {
+        let text = "[[node]]\nname = \"a\"\nrole = \"host\"\n\
+                    [[node]]\nname = \"sh\"\nrole = \"shaper\"\nshape = \"c.toml\"\n\
+                    [[node]]\nname = \"wan\"\nrole = \"impair\"\nimpair = \"delay=5ms\"\n\
+                    [[node]]\nname = \"b\"\nrole = \"host\"\n\
+                    [[link]]\na = \"a:eth0\"\nb = \"sh:eth0\"\n\
+                    [[link]]\na = \"sh:eth1\"\nb = \"wan:eth0\"\n\
+                    [[link]]\na = \"wan:eth1\"\nb = \"b:eth0\"\n";
+        let f = crate::topofile::TopologyFile::parse("f.toml", text).unwrap();
+        let classes = |file: &str| {
+            assert_eq!(file, "c.toml");
+            Ok("[[class]]\nname = \"all\"\nrate = \"20M\"\n".to_owned())
+        };
+        let t = Topology::from_file(&f, &classes).unwrap();
+        // The shaper forwards and shapes its second port; the impair node does not forward
+        // in the kernel: its stage does, between its two ports.
+        assert_eq!(t.forwarding, ["sh"]);
+        assert_eq!(t.file_shapers.len(), 1);
+        assert_eq!(
+            (t.file_shapers[0].0.as_str(), t.file_shapers[0].1.as_str()),
+            ("sh", "eth1")
+        );
+        let cmds: Vec<String> = t
+            .build_commands("x")
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            cmds.iter()
+                .any(|c| c.starts_with("tc -n wb-x-sh qdisc add dev eth1 root handle 1: htb")),
+            "{cmds:?}"
+        );
+        assert_eq!(t.stages.len(), 1);
+        let st = &t.stages[0];
+        assert_eq!(
+            (st.node.as_str(), st.config.a.as_str(), st.config.b.as_str()),
+            ("wan", "eth0", "eth1")
+        );
+        let Mode::Router { a, b } = st.config.mode else {
+            panic!("router mode")
+        };
+        // Toward sh (link 2, side 1) and toward b (link 3, side 2).
+        assert_eq!((a.neighbour[4], a.neighbour[5]), (2, 1));
+        assert_eq!((b.neighbour[4], b.neighbour[5]), (3, 2));
+        assert!(a.local != Ipv4Addr::UNSPECIFIED && b.local != Ipv4Addr::UNSPECIFIED);
+        assert_eq!(
+            t.offloads_off,
+            [("sh".into(), "eth1".into()), ("b".into(), "eth0".into())]
+        );
+        // a reaches b's subnet through sh; b reaches a's through wan.
+        let via = |node: &str| {
+            t.routes
+                .iter()
+                .filter(|r| r.node == node)
+                .map(|r| r.via)
+                .collect::<Vec<_>>()
+        };
+        assert!(!via("a").is_empty() && !via("b").is_empty());
+        assert_eq!(t.processes("x").len(), 1);
+        // A class list that is not there is named.
+        let e = Topology::from_file(&f, &no_classes)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no file c.toml"), "{e}");
     }
 
     #[test]

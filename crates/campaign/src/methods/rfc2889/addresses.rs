@@ -284,6 +284,7 @@ pub(super) fn run(
             bridge,
             trials,
         }),
+        errored: None,
     };
     Ok((out, notes, interrupted))
 }

@@ -12,11 +12,15 @@
 //! - [`request`], [`result`]: what a run is asked and what it found (its result part);
 //! - here: the method's command line and figures.
 //!
-//! The patterns, figures and searches are `method::rfc2889`'s. Forward pressure (§5.6)
-//! and errored frames (§5.9) are refused: the first needs a MAC whose inter-frame gap can
-//! be shortened, the second is not built yet.
+//! - maximum forwarding rate (§5.6, its first procedure): fully meshed at load steps;
+//! - errored frames filtering (§5.9): undersized and oversized frames among valid ones,
+//!   the kinds a raw port here cannot send reported as not possible (`errored.rs`).
+//!
+//! The patterns, figures and searches are `method::rfc2889`'s. Forward pressure (§5.6's
+//! second procedure) is refused: it needs a MAC whose inter-frame gap can be shortened.
 
 mod addresses;
+mod errored;
 mod request;
 mod result;
 mod run;
@@ -81,13 +85,21 @@ const LEARNING_RATE: Named = Named {
     higher_is_better: true,
 };
 
-const THRESHOLDS: [ThresholdMetric; 6] = [
+const MAX_FORWARDING: Named = Named {
+    name: "rfc2889_max_forwarding_fps",
+    label: "maximum forwarding rate over all ports (frames/s)",
+    unit: Unit::Number,
+    higher_is_better: true,
+};
+
+const THRESHOLDS: [ThresholdMetric; 7] = [
     shared::named(THROUGHPUT),
     shared::named(FORWARDING),
     shared::named(LOSS),
     shared::named(FLOOD),
     shared::named(ADDRESSES),
     shared::named(LEARNING_RATE),
+    shared::named(MAX_FORWARDING),
 ];
 
 impl Method for Rfc2889 {
@@ -123,12 +135,20 @@ impl Method for Rfc2889 {
         // Each profile opens its ports and drains its receivers (about 1.5 s).
         let setup = Duration::from_millis(1_500);
         match req.test {
-            Test::Traffic(p) => {
+            Test::Traffic(_) | Test::MaxForwardingRate => {
+                let searched = match req.test {
+                    Test::Traffic(p) => p.searchable(),
+                    _ => true,
+                };
                 // A binary search to 0.5 % takes about 9 trials.
-                let trials = if req.search && p.searchable() { 10 } else { 1 };
+                let mut trials = if req.search && searched { 10 } else { 1 };
+                if req.test == Test::MaxForwardingRate {
+                    trials += req.steps;
+                }
                 let per_size = (req.trial + setup) * trials + run::LEARNING;
                 Some(per_size * u32::try_from(req.sizes.len()).unwrap_or(u32::MAX))
             }
+            Test::Errored => Some(req.trial + setup),
             Test::Caching | Test::LearningRate => None,
         }
     }
@@ -139,6 +159,10 @@ impl Method for Rfc2889 {
 
     fn on_signal(&self) -> OnSignal {
         OnSignal::StopTwiceExits
+    }
+
+    fn failed_verdict(&self) -> Option<&'static str> {
+        Some("the switch forwarded errored frames or lost valid ones")
     }
 
     fn thresholds(&self) -> &'static [ThresholdMetric] {
@@ -160,6 +184,9 @@ impl Method for Rfc2889 {
             out.push(FORWARDING.at(at.as_str(), t.forwarding_fps));
             out.push(LOSS.at(at.as_str(), t.loss_ratio));
             out.push(FLOOD.at(at.as_str(), t.flood as f64));
+            if let Some((fps, _)) = s.max_forwarding {
+                out.push(MAX_FORWARDING.at(at.as_str(), fps));
+            }
         }
         if let Some(a) = &p.addresses {
             if let Some(v) = a.result {
@@ -206,9 +233,11 @@ pub enum TestArg {
     AddressCaching,
     /// §5.8: 3 ports learning, test, monitor: how fast the switch learns addresses.
     LearningRate,
+    /// §5.6: fully meshed at load steps up to --load; the highest forwarding rate.
+    MaxForwardingRate,
     /// §5.6: refused (a MAC whose inter-frame gap can be shortened is needed).
     ForwardPressure,
-    /// §5.9: refused (not built yet).
+    /// §5.9: 2 ports: valid, undersized and oversized frames; which the switch filters.
     ErroredFrames,
 }
 
@@ -239,6 +268,9 @@ pub struct Rfc2889Args {
     /// Only the trial at --load, no throughput search.
     #[arg(long)]
     pub no_search: bool,
+    /// max-forwarding-rate: load steps from the throughput (or --load / steps) up to --load.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub steps: u32,
     /// The throughput search ends when its bounds are this close.
     #[arg(long, value_parser = units::percent_ratio, default_value = "0.5%")]
     pub width: f64,
@@ -311,17 +343,24 @@ fn request(a: &Rfc2889Args) -> Result<Rfc2889Request, Error> {
                  veth has no medium",
             ))
         }
-        TestArg::ErroredFrames => {
-            return Err(usage(
-                "errored frames filtering (RFC 2889 §5.9) is not built yet; on veth and most \
-                 NICs only undersized and oversized frames could be sent (no bad FCS)",
-            ))
-        }
+        TestArg::MaxForwardingRate => Test::MaxForwardingRate,
+        TestArg::ErroredFrames => Test::Errored,
     };
     match test {
         Test::Traffic(p) => {
             method::rfc2889::flows(p, a.ports.len()).map_err(|e| usage(e.to_string()))?;
         }
+        Test::MaxForwardingRate => {
+            method::rfc2889::flows(Pattern::FullyMeshed, a.ports.len())
+                .map_err(|e| usage(e.to_string()))?;
+        }
+        Test::Errored if a.ports.len() != 2 => {
+            return Err(usage(format!(
+                "errored-frames (RFC 2889 §5.9) takes 2 ports: source and destination; {} given",
+                a.ports.len()
+            )))
+        }
+        Test::Errored => {}
         _ if a.ports.len() != 3 => {
             return Err(usage(format!(
                 "{} (RFC 2889 §{}) takes 3 ports: learning, test and monitor; {} given",
@@ -367,6 +406,7 @@ fn request(a: &Rfc2889Args) -> Result<Rfc2889Request, Error> {
         line_rate: LineRate(a.line_rate as u64),
         load: a.load,
         search: !a.no_search,
+        steps: a.steps,
         width: a.width,
         backend: backend(a.backend),
         addresses: AddressSettings {

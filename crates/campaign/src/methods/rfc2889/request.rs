@@ -20,6 +20,11 @@ pub enum Test {
     Caching,
     /// §5.8: how fast it learns them.
     LearningRate,
+    /// §5.6 (first procedure): the forwarding rate at load steps up to the maximum
+    /// offered load, fully meshed, and the highest seen.
+    MaxForwardingRate,
+    /// §5.9: errored frames among valid ones, one port to another.
+    Errored,
 }
 
 impl Test {
@@ -29,6 +34,8 @@ impl Test {
             Test::Traffic(p) => p.name(),
             Test::Caching => "address-caching",
             Test::LearningRate => "learning-rate",
+            Test::MaxForwardingRate => "max-forwarding-rate",
+            Test::Errored => "errored-frames",
         }
     }
 
@@ -38,6 +45,8 @@ impl Test {
             Test::Traffic(p) => p.section(),
             Test::Caching => "5.7",
             Test::LearningRate => "5.8",
+            Test::MaxForwardingRate => "5.6",
+            Test::Errored => "5.9",
         }
     }
 }
@@ -80,6 +89,8 @@ pub struct Rfc2889Request {
     pub load: f64,
     /// Search each size's throughput before the trial at the load.
     pub search: bool,
+    /// §5.6: load steps from 100 % / steps up to 100 %.
+    pub steps: u32,
     /// The throughput search ends when its bounds are this close (fraction).
     pub width: f64,
     /// Frame I/O backend.

@@ -108,6 +108,13 @@ pub struct SizeResult {
     pub at_load: TrialRows,
     /// §5.5 only.
     pub congestion: Option<Congestion>,
+    /// §5.6: the trials at each load step, lowest first (the last is `at_load`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<TrialRows>,
+    /// §5.6: the maximum forwarding rate over the steps, frames/s over all ports, and the
+    /// load it was seen at, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_forwarding: Option<(f64, f64)>,
 }
 
 /// One trial of an address search.
@@ -156,6 +163,36 @@ pub struct AddressResult {
     pub trials: Vec<AddressTrial>,
 }
 
+/// One kind of frame in §5.9.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErroredRow {
+    /// What is wrong with it (`undersized`, `oversized`, `bad FCS`, ...).
+    pub kind: String,
+    /// Its length with FCS, when sent.
+    pub frame_len: Option<u64>,
+    /// Frames sent (`None`: not possible here).
+    pub sent: Option<u64>,
+    /// Of them, forwarded to the destination.
+    pub forwarded: Option<u64>,
+    /// `filtered`, `forwarded`, or why it could not be sent.
+    pub verdict: String,
+}
+
+/// §5.9's trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Errored {
+    /// The valid frames' length with FCS.
+    pub valid_len: u64,
+    /// Valid frames sent.
+    pub valid_sent: u64,
+    /// Of them, lost.
+    pub valid_lost: u64,
+    /// Per kind of errored frame.
+    pub rows: Vec<ErroredRow>,
+    /// Every errored frame sent was filtered and no valid frame was lost.
+    pub passed: bool,
+}
+
 /// An `rfc2889` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rfc2889Result {
@@ -171,6 +208,9 @@ pub struct Rfc2889Result {
     pub sizes: Vec<SizeResult>,
     /// Address tests: the search.
     pub addresses: Option<AddressResult>,
+    /// §5.9: errored frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errored: Option<Errored>,
 }
 
 /// The `rfc2889` part of `r`, if it has one.

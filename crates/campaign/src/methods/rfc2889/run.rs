@@ -34,7 +34,9 @@ pub(super) fn run(
     crate::frames::need_root()?;
     let (out, notes, interrupted) = match req.test {
         Test::Traffic(p) => traffic(req, p, watch, stop)?,
+        Test::MaxForwardingRate => traffic(req, Pattern::FullyMeshed, watch, stop)?,
         Test::Caching | Test::LearningRate => super::addresses::run(req, watch, stop)?,
+        Test::Errored => super::errored::run(req, watch, stop)?,
     };
     let params = serde_json::json!({
         "test": req.test.name(),
@@ -48,6 +50,14 @@ pub(super) fn run(
     });
     let mut doc = engine::env::result("rfc2889", params);
     doc.timestamp_source = Some("kernel-software".into());
+    if let Some(e) = &out.errored {
+        doc.verdicts.push(model::results::Verdict {
+            name: "errored frames filtered".into(),
+            passed: e.passed,
+            detail: super::show::errored_detail(e),
+            marginal: false,
+        });
+    }
     doc.notes = notes;
     doc.interrupted = interrupted;
     doc.set_part(PART, &out)
@@ -281,12 +291,13 @@ fn traffic(
 ) -> Result<(Rfc2889Result, Vec<String>, bool), Error> {
     let flows = rfc::flows(pattern, req.ports.len()).map_err(|e| crate::usage(e.to_string()))?;
     let mut out = Rfc2889Result {
-        test: pattern.name().into(),
-        section: pattern.section().into(),
+        test: req.test.name().into(),
+        section: req.test.section().into(),
         ports: req.ports.clone(),
         line_rate_bps: req.line_rate.0 as f64,
         sizes: Vec::new(),
         addresses: None,
+        errored: None,
     };
     let mut notes = Vec::new();
     let mut run = streams_run(req, stop);
@@ -305,40 +316,63 @@ fn traffic(
                 pattern.name(),
                 model::units::secs(seconds)
             ));
-            let cfg = SearchConfig {
-                line_rate: req.line_rate,
-                duration: req.trial,
-                final_duration: req.trial,
-                width: req.width,
-                ..SearchConfig::default()
-            };
-            let mut trial = PatternTrial {
-                req,
-                flows: &flows,
-                run: streams_run(req, stop),
-            };
-            let mut log = Vec::new();
-            let t = rfc2544::throughput(&mut trial, len, Search::Binary, &cfg, &mut log)?;
-            Some(t)
+            Some(search(req, &flows, len, stop)?)
         } else {
             None
         };
-        let fps = req.load * req.line_rate.max_fps(len);
-        watch.progress(&format!(
-            "{len}-byte frames: {} at {} of line rate for {} s",
-            pattern.name(),
-            model::units::pct(req.load),
-            model::units::secs(seconds)
-        ));
-        let d = run.run(&profile(req, &flows, len, fps, seconds))?;
-        for n in &d.notes {
-            if !notes.contains(n) {
-                notes.push(n.clone());
+        // §5.6: from the throughput (or 100 % / steps) up to the load in even steps; the
+        // other tests: the load alone.
+        let loads = match req.test {
+            Test::MaxForwardingRate => {
+                let max = req.line_rate.max_fps(len);
+                let from = throughput
+                    .as_ref()
+                    .and_then(|t| t.fps)
+                    .map_or(req.load / f64::from(req.steps), |f| (f / max).min(req.load));
+                steps(from, req.load, req.steps)
             }
+            _ => vec![req.load],
+        };
+        let mut trials = Vec::new();
+        let mut last = None;
+        for load in loads {
+            if stop.is_raised() {
+                break;
+            }
+            let fps = load * req.line_rate.max_fps(len);
+            watch.progress(&format!(
+                "{len}-byte frames: {} at {} of line rate for {} s",
+                pattern.name(),
+                model::units::pct(load),
+                model::units::secs(seconds)
+            ));
+            let d = run.run(&profile(req, &flows, len, fps, seconds))?;
+            for n in &d.notes {
+                if !notes.contains(n) {
+                    notes.push(n.clone());
+                }
+            }
+            let (c, latency) = counts(req, &flows, &d);
+            let limited = d.streams.iter().any(|s| s.generator_limited);
+            let mut r = rows(req, &flows, (&c, &latency), (fps, seconds), limited);
+            r.load_pct = load * 100.0;
+            trials.push(r);
+            last = Some(c);
         }
-        let (c, latency) = counts(req, &flows, &d);
-        let limited = d.streams.iter().any(|s| s.generator_limited);
-        let at_load = rows(req, &flows, (&c, &latency), (fps, seconds), limited);
+        if let Some(t) = trials.iter().find(|t| t.generator_limited) {
+            let n = format!(
+                "{len}-byte frames: the senders fell behind their schedule at {:.1} % load \
+                 (offered {} of {} frames/s): forwarding rates there and above are this \
+                 host's limit, not the switch's",
+                t.load_pct,
+                t.totals.oload_fps.round(),
+                t.totals.iload_fps.round()
+            );
+            notes.push(n);
+        }
+        let (Some(at_load), Some(c)) = (trials.last().cloned(), last) else {
+            return Ok((out, notes, true));
+        };
         let congestion = (pattern == Pattern::Congestion)
             .then(|| rfc::congestion(&c, req.load))
             .flatten()
@@ -349,14 +383,59 @@ fn traffic(
                 head_of_line_blocking: v.head_of_line_blocking,
                 back_pressure: back_pressure(&at_load),
             });
+        let (steps, max_forwarding) = if req.test == Test::MaxForwardingRate {
+            let best = trials
+                .iter()
+                .max_by(|a, b| a.totals.forwarding_fps.total_cmp(&b.totals.forwarding_fps))
+                .map(|t| (t.totals.forwarding_fps, t.load_pct));
+            (trials, best)
+        } else {
+            (Vec::new(), None)
+        };
         out.sizes.push(SizeResult {
             frame_len: len,
             throughput,
             at_load,
             congestion,
+            steps,
+            max_forwarding,
         });
     }
     Ok((out, notes, stop.is_raised()))
+}
+
+/// RFC 2544's binary search over the pattern: the zero-loss load of each sending port.
+fn search(
+    req: &Rfc2889Request,
+    flows: &[Flow],
+    len: u64,
+    stop: &Stop,
+) -> Result<model::results::rfc2544::ThroughputResult, Error> {
+    let cfg = SearchConfig {
+        line_rate: req.line_rate,
+        duration: req.trial,
+        final_duration: req.trial,
+        width: req.width,
+        ..SearchConfig::default()
+    };
+    let mut trial = PatternTrial {
+        req,
+        flows,
+        run: streams_run(req, stop),
+    };
+    let mut log = Vec::new();
+    rfc2544::throughput(&mut trial, len, Search::Binary, &cfg, &mut log)
+}
+
+/// `n` loads evenly from `from` to `to` (fractions of line rate), both included; one load
+/// when they meet.
+pub(super) fn steps(from: f64, to: f64, n: u32) -> Vec<f64> {
+    if n <= 1 || from >= to {
+        return vec![to];
+    }
+    (0..n)
+        .map(|k| from + (to - from) * f64::from(k) / f64::from(n - 1))
+        .collect()
 }
 
 /// Back pressure: a switch that holds its sources back makes them offer less than they

@@ -9,7 +9,7 @@ use model::units::bps;
 use report::table::{columns, Table};
 
 use super::request::Test;
-use super::result::{part, AddressResult, Rfc2889Result, SizeResult};
+use super::result::{part, AddressResult, Errored, Rfc2889Result, SizeResult, TrialRows};
 
 #[rustfmt::skip]
 const PORTS: (&str, &str, &str) = (
@@ -26,6 +26,66 @@ const ADDRESSES: (&str, &str, &str) = (
 
 /// A report table's spec without its first `skip` columns (what the terminal's page says
 /// once above the table).
+#[rustfmt::skip]
+const ERRORED: (&str, &str, &str) = (
+    "rfc2889_errored",
+    "Errored frames filtering (RFC 2889 §5.9)",
+    "source|kind|frame B>|sent>|forwarded>|verdict",
+);
+#[rustfmt::skip]
+const STEPS: &str = "load %>|Iload fps>|Oload fps>|FR fps>|lost>|loss %>";
+
+/// The rows of §5.9's table.
+fn errored_rows(e: &Errored) -> Vec<Vec<String>> {
+    let n = |v: Option<u64>| v.map_or_else(|| "-".into(), |x| x.to_string());
+    e.rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.kind.clone(),
+                n(r.frame_len),
+                n(r.sent),
+                n(r.forwarded),
+                r.verdict.clone(),
+            ]
+        })
+        .collect()
+}
+
+/// §5.9's verdict in a line: what was forwarded of each kind sent, and the valid frames.
+pub(super) fn errored_detail(e: &Errored) -> String {
+    let mut parts: Vec<String> = e
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let (len, sent, fwd) = (r.frame_len?, r.sent?, r.forwarded?);
+            Some(format!("{} {len} B: {fwd} of {sent} forwarded", r.kind))
+        })
+        .collect();
+    parts.push(format!(
+        "valid {} B: {} of {} lost",
+        e.valid_len, e.valid_lost, e.valid_sent
+    ));
+    parts.join("; ")
+}
+
+/// One row per load step of §5.6.
+fn step_rows(steps: &[TrialRows]) -> Vec<Vec<String>> {
+    steps
+        .iter()
+        .map(|t| {
+            vec![
+                format!("{:.1}", t.load_pct),
+                fps(t.totals.iload_fps),
+                fps(t.totals.oload_fps),
+                fps(t.totals.forwarding_fps),
+                t.totals.lost.to_string(),
+                format!("{:.3}", t.totals.loss_ratio * 100.0),
+            ]
+        })
+        .collect()
+}
+
 fn terminal(spec: &str, skip: usize) -> &str {
     spec.splitn(skip + 1, '|').nth(skip).unwrap_or(spec)
 }
@@ -179,6 +239,16 @@ pub(super) fn text(r: &RunResult) -> String {
         if let Some(line) = throughput_line(&p, s) {
             out.push_str(&format!(": {line}"));
         }
+        if !s.steps.is_empty() {
+            out.push_str("\nload steps, over all ports:\n");
+            out.push_str(&Table::plain(STEPS, step_rows(&s.steps)).text());
+            if let Some((f, load)) = s.max_forwarding {
+                out.push_str(&format!(
+                    "maximum forwarding rate: {} frames/s over all ports, at {load:.1} % load\n",
+                    fps(f)
+                ));
+            }
+        }
         out.push_str(&format!(
             "\nat {} % load for {} s{}:\n",
             model::units::secs(s.at_load.load_pct),
@@ -228,6 +298,21 @@ pub(super) fn text(r: &RunResult) -> String {
             ));
         }
     }
+    if let Some(e) = &p.errored {
+        out.push_str(&format!(
+            "valid {}-byte frames: {} sent, {} lost\n",
+            e.valid_len, e.valid_sent, e.valid_lost
+        ));
+        out.push_str(&Table::plain(terminal(ERRORED.2, 1), errored_rows(e)).text());
+        out.push_str(&format!(
+            "errored frames {}\n",
+            if e.passed {
+                "filtered, no valid frame lost: PASS"
+            } else {
+                "not all filtered, or valid frames lost: FAIL"
+            }
+        ));
+    }
     for n in &r.notes {
         out.push_str(&format!("note: {n}\n"));
     }
@@ -238,8 +323,16 @@ pub(super) fn text(r: &RunResult) -> String {
 pub(super) fn tables(tests: &[(&str, &RunResult)]) -> Vec<Table> {
     let mut ports = Vec::new();
     let mut addresses = Vec::new();
+    let mut errored = Vec::new();
     for (id, r) in tests {
         let Some(p) = part(r) else { continue };
+        if let Some(e) = &p.errored {
+            for row in errored_rows(e) {
+                let mut full = vec![(*id).to_owned()];
+                full.extend(row);
+                errored.push(full);
+            }
+        }
         for s in &p.sizes {
             for row in port_rows(s) {
                 let mut full = vec![(*id).to_owned(), p.test.clone(), s.frame_len.to_string()];
@@ -268,6 +361,19 @@ pub(super) fn tables(tests: &[(&str, &RunResult)]) -> Vec<Table> {
                 .into(),
             headers: columns(spec),
             rows: ports,
+        });
+    }
+    if !errored.is_empty() {
+        let (name, title, spec) = ERRORED;
+        out.push(Table {
+            name,
+            title,
+            intro: "Errored frames sent among valid ones below congestion: a switch should \
+                    drop each kind it can tell is wrong and lose no valid frame. Kinds these \
+                    ports cannot send say why."
+                .into(),
+            headers: columns(spec),
+            rows: errored,
         });
     }
     if !addresses.is_empty() {
@@ -351,6 +457,22 @@ pub(super) fn findings(r: &RunResult) -> Vec<String> {
     }
     if let Some(a) = &p.addresses {
         out.push(address_line(&p.test, a));
+    }
+    for s in &p.sizes {
+        if let Some((f, load)) = s.max_forwarding {
+            out.push(format!(
+                "{} B: maximum forwarding rate {} frames/s at {load:.1} % load",
+                s.frame_len,
+                fps(f)
+            ));
+        }
+    }
+    if let Some(e) = &p.errored {
+        out.push(format!(
+            "errored frames {}: {}",
+            if e.passed { "filtered" } else { "not filtered" },
+            errored_detail(e)
+        ));
     }
     out
 }

@@ -51,7 +51,11 @@ fn bad_command_lines_say_what_is_wrong() {
         ("fully-meshed a b --load 0", "not a load"),
         ("fully-meshed a b --load 120%", "not a load"),
         ("forward-pressure a b", "not possible on these ports"),
-        ("errored-frames a b", "not built yet"),
+        (
+            "errored-frames a b c",
+            "takes 2 ports: source and destination; 3 given",
+        ),
+        ("max-forwarding-rate a b --steps 0", "0 is not in 1..=100"),
         (
             "learning-rate a b c --max-rate 0",
             "--max-rate must be a rate above 0",
@@ -126,8 +130,11 @@ fn figures_and_text_come_from_the_result() {
                 generator_limited: false,
             },
             congestion: None,
+            steps: Vec::new(),
+            max_forwarding: None,
         }],
         addresses: None,
+        errored: None,
     };
     let figs = Rfc2889.figures(&doc(&p));
     let value = |name: &str| {
@@ -186,4 +193,19 @@ fn figures_and_text_come_from_the_result() {
         text.contains("holds 512 learned addresses (limit 512)"),
         "{text}"
     );
+}
+
+#[test]
+fn load_steps_run_from_the_throughput_up_to_the_load() {
+    assert_eq!(super::run::steps(0.5, 1.0, 3), [0.5, 0.75, 1.0]);
+    assert_eq!(
+        super::run::steps(1.0, 1.0, 5),
+        [1.0],
+        "throughput = MOL: one trial"
+    );
+    assert_eq!(super::run::steps(0.2, 1.0, 1), [1.0]);
+    let r = req("max-forwarding-rate a b c --steps 4").unwrap();
+    assert_eq!((r.test, r.steps), (Test::MaxForwardingRate, 4));
+    let r = req("errored-frames a b").unwrap();
+    assert_eq!(r.test, Test::Errored);
 }
