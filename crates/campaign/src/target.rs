@@ -192,9 +192,12 @@ impl Setup {
                     Error::Failed(format!("`wirebench {}` failed: {e}", line.trim_end()))
                 };
                 let topo = request.resolve().map_err(failed)?;
-                let listener = topo.address_of("listener").ok_or_else(|| {
+                let node = topo.listener_node().unwrap_or("listener").to_owned();
+                let listener = topo.address_of(&node).ok_or_else(|| {
                     Error::Usage(format!(
-                        "topology '{}' has no listener node with an address",
+                        "topology '{}' has no listener node with an address (a node named \
+                         listener, or one a topology file marks listener = true): the plan's \
+                         server runs there",
                         request.topology
                     ))
                 })?;
@@ -215,7 +218,7 @@ impl Setup {
                     lab: Some(lab_name.into()),
                 };
                 // The server and every thread it starts live in the listener's namespace.
-                let ns = lab::naming::namespace(lab_name, "listener");
+                let ns = lab::naming::namespace(lab_name, &node);
                 let bind = std::net::SocketAddr::new(listener.into(), control::DEFAULT_PORT);
                 let handle = in_netns(Some(&ns), || serve(bind))?
                     .map_err(|e| Error::Failed(format!("cannot start the lab's server: {e}")))?;

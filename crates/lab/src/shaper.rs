@@ -424,31 +424,49 @@ fn token_bucket(bps: u64, overhead: u32) -> Vec<String> {
     a
 }
 
+/// How a port-rate limit counts frames and holds the excess.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LimitStyle {
+    /// Bytes each frame counts above its length (24: a veth frame's missing FCS,
+    /// preamble and gap).
+    pub overhead: u32,
+    /// Frames an arriving limit queues before it drops (`None`: 64 KB). A host's frames
+    /// wait in its NIC's queue (1000 frames, the txqueuelen) for the wire, so a sender's
+    /// burst above the line rate is delayed, not lost, on a link of a topology file.
+    pub queue_frames: Option<u32>,
+}
+
 /// The commands that limit what arrives on `dev` in `ns` to `bps` (L2 bit/s), as a port
 /// of that speed would carry no more: its ingress is redirected to an `ifb` device whose
-/// egress is a token bucket at that rate with a short queue (64 KB) that drops the
-/// excess. (This kernel has no `police` action; `mirred` and `ifb` it has.)
-pub fn limit_ingress(ns: &str, dev: &str, bps: u64, overhead: u32) -> Vec<Cmd> {
+/// egress is a token bucket at that rate with a queue (`style`) that drops the excess.
+/// (This kernel has no `police` action; `mirred` and `ifb` it has.)
+pub fn limit_ingress(ns: &str, dev: &str, bps: u64, style: LimitStyle) -> Vec<Cmd> {
     let ifb = format!("ifb{dev}");
     let tc = |args: &[&str]| {
         let mut a = vec!["-n".to_owned(), ns.to_owned()];
         a.extend(args.iter().map(|x| (*x).to_owned()));
         Cmd::tc(a)
     };
-    vec![
-        Cmd::ifb(ns, &ifb),
-        Cmd::link_up(ns, &ifb),
-        {
-            let mut root = tc(&["qdisc", "add", "dev", &ifb, "root"]);
-            root.args.extend(token_bucket(bps, overhead));
-            root
-        },
+    let mut root = tc(&["qdisc", "add", "dev", &ifb, "root"]);
+    if style.queue_frames.is_some() {
+        root.args.extend(["handle".to_owned(), "1:".to_owned()]);
+    }
+    root.args.extend(token_bucket(bps, style.overhead));
+    let mut out = vec![Cmd::ifb(ns, &ifb), Cmd::link_up(ns, &ifb), root];
+    if let Some(n) = style.queue_frames {
+        let n = n.to_string();
+        out.push(tc(&[
+            "qdisc", "add", "dev", &ifb, "parent", "1:1", "handle", "10:", "pfifo", "limit", &n,
+        ]));
+    }
+    out.extend([
         tc(&["qdisc", "add", "dev", dev, "handle", "ffff:", "ingress"]),
         tc(&[
             "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "u32", "match",
             "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", &ifb,
         ]),
-    ]
+    ]);
+    out
 }
 
 impl ShaperSpec {

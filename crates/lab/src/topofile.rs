@@ -119,7 +119,7 @@ pub struct Node {
     pub role: Role,
     /// Marked as where tests start (read and checked; nothing uses it yet).
     pub talker: bool,
-    /// Marked as where tests end (as `talker`).
+    /// Marked as where tests end: a plan's server runs there.
     pub listener: bool,
     /// Its bridge settings (a switch).
     pub switch: SwitchSettings,

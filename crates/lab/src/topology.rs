@@ -282,6 +282,8 @@ pub struct Topology {
     /// node's port, so that what it sends is limited before any receiver counts it (a
     /// receiver's raw socket sees frames before its own ingress policer does).
     pub egress_limits: Vec<(String, String, u64)>,
+    /// The node a topology file marks `listener = true` (the first), if any.
+    pub listener_mark: Option<String>,
     /// A topology file's shapers: (node, port, classes) on that port's egress.
     #[serde(skip)]
     pub file_shapers: Vec<(String, String, ShaperSpec)>,
@@ -370,6 +372,7 @@ impl Topology {
             policers: vec![],
             egress_limits: vec![],
             file_shapers: vec![],
+            listener_mark: None,
             limit_overhead: 0,
             bridges: vec![],
         }
@@ -775,6 +778,7 @@ impl Topology {
         let names: Vec<&str> = f.nodes.iter().map(|n| n.name.as_str()).collect();
         let mut t = Self::empty("file", &names);
         t.limit_overhead = 24;
+        t.listener_mark = f.nodes.iter().find(|n| n.listener).map(|n| n.name.clone());
         let role = |node: &str| f.nodes.iter().find(|n| n.name == node).map(|n| n.role);
         for (i, l) in f.links.iter().enumerate() {
             if l.impair.is_some() {
@@ -924,6 +928,15 @@ impl Topology {
         })
     }
 
+    /// The node tests end at and a plan's server runs on: the one named `listener`, else
+    /// the one a topology file marks `listener = true`.
+    pub fn listener_node(&self) -> Option<&str> {
+        if self.nodes.iter().any(|n| n == "listener") {
+            return Some("listener");
+        }
+        self.listener_mark.as_deref()
+    }
+
     /// The address a node is reached at (its first interface with an address).
     pub fn address_of(&self, node: &str) -> Option<Ipv4Addr> {
         self.links
@@ -1000,12 +1013,12 @@ impl Topology {
             out.extend(s.commands(&ns(n), port));
         }
         for (n, dev, bps) in &self.policers {
-            out.extend(crate::shaper::limit_ingress(
-                &ns(n),
-                dev,
-                *bps,
-                self.limit_overhead,
-            ));
+            let style = crate::shaper::LimitStyle {
+                overhead: self.limit_overhead,
+                // A topology file's hosts send through their NIC's queue (see LimitStyle).
+                queue_frames: (self.limit_overhead > 0).then_some(1000),
+            };
+            out.extend(crate::shaper::limit_ingress(&ns(n), dev, *bps, style));
         }
         for (n, dev, bps) in &self.egress_limits {
             out.push(crate::shaper::limit_egress(

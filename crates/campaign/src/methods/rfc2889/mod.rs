@@ -153,6 +153,14 @@ impl Method for Rfc2889 {
         }
     }
 
+    /// Every port: the result records each one's state and what the host counted on it.
+    fn sides(&self, req: &Box<Rfc2889Request>) -> Vec<(String, engine::frameio::Endpoint)> {
+        req.ports
+            .iter()
+            .filter_map(|p| Some((p.clone(), crate::frames::port(p, &req.lab).ok()?)))
+            .collect()
+    }
+
     fn text(&self, _req: &Box<Rfc2889Request>, r: &RunResult, _unit: Option<Fixed>) -> String {
         show::text(r)
     }

@@ -94,6 +94,10 @@ pub struct TrialRows {
     pub totals: Totals,
     /// A sender fell behind its schedule: the offered load is below the intended.
     pub generator_limited: bool,
+    /// Frames the receiving sockets of this host dropped before counting them: lost to
+    /// the tester, not to the switch.
+    #[serde(default)]
+    pub receiver_drops: u64,
 }
 
 /// One frame size of a traffic test.

@@ -242,6 +242,7 @@ fn rows(
             flood: t.flood,
         },
         generator_limited,
+        receiver_drops: 0,
     }
 }
 
@@ -356,6 +357,14 @@ fn traffic(
             let limited = d.streams.iter().any(|s| s.generator_limited);
             let mut r = rows(req, &flows, (&c, &latency), (fps, seconds), limited);
             r.load_pct = load * 100.0;
+            r.receiver_drops = d.rx_drops;
+            if d.rx_drops > 0 {
+                notes.push(format!(
+                    "{len}-byte frames at {:.1} % load: this host's receiving sockets dropped \
+                     {} frames before counting them; that much of the loss is the tester's",
+                    r.load_pct, d.rx_drops
+                ));
+            }
             trials.push(r);
             last = Some(c);
         }

@@ -128,6 +128,7 @@ fn figures_and_text_come_from_the_result() {
                     flood: 3,
                 },
                 generator_limited: false,
+                receiver_drops: 0,
             },
             congestion: None,
             steps: Vec::new(),
