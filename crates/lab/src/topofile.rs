@@ -317,20 +317,8 @@ impl TopologyFile {
                     "a shaper needs its classes (shape = \"FILE.toml\") or a port rate (egress = \"20M\")".into(),
                 ));
             }
-            let egress_bps = match &n.egress {
-                Some(r) => Some(
-                    model::units::positive_rate_bps(r.get_ref())
-                        .map(|v| v as u64)
-                        .ok_or_else(|| {
-                            err(
-                                at(r.span()),
-                                field("egress"),
-                                format!("'{}' is not a rate above zero (e.g. 20M)", r.get_ref()),
-                            )
-                        })?,
-                ),
-                None => None,
-            };
+            let egress_bps = rate(n.egress.as_ref(), "20M")
+                .map_err(|(span, problem)| err(at(span), field("egress"), problem))?;
             let impair = match &n.impair {
                 Some(v) if role != Role::Impair => {
                     return Err(err(
@@ -411,20 +399,8 @@ impl TopologyFile {
                     format!("a link from node '{}' to itself", a.node),
                 ));
             }
-            let rate_bps = match &l.rate {
-                Some(r) => Some(
-                    model::units::positive_rate_bps(r.get_ref())
-                        .map(|v| v as u64)
-                        .ok_or_else(|| {
-                            err(
-                                at(r.span()),
-                                field("rate"),
-                                format!("'{}' is not a rate above zero (e.g. 100M)", r.get_ref()),
-                            )
-                        })?,
-                ),
-                None => None,
-            };
+            let rate_bps = rate(l.rate.as_ref(), "100M")
+                .map_err(|(span, problem)| err(at(span), field("rate"), problem))?;
             let mtu = match &l.mtu {
                 Some(m) => Some(
                     u16::try_from(*m.get_ref())
@@ -516,6 +492,26 @@ impl TopologyFile {
         let links = address(&nodes, checked, &err, &at)?;
         Ok(Self { nodes, links })
     }
+}
+
+/// A rate key's value in bit/s, if given; else where it is and what is wrong (`example`
+/// shows a good one).
+fn rate(
+    v: Option<&Spanned<String>>,
+    example: &str,
+) -> Result<Option<u64>, (std::ops::Range<usize>, String)> {
+    let Some(r) = v else { return Ok(None) };
+    model::units::positive_rate_bps(r.get_ref())
+        .map(|v| Some(v as u64))
+        .ok_or_else(|| {
+            (
+                r.span(),
+                format!(
+                    "'{}' is not a rate above zero (e.g. {example})",
+                    r.get_ref()
+                ),
+            )
+        })
 }
 
 type Checked<'a> = (

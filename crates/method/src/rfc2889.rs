@@ -245,8 +245,8 @@ pub fn port_figures(
     rows
 }
 
-/// The trial's totals over every port.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// The trial's totals over every port (a result writes them as they are).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Aggregate {
     /// Intended load over all ports, frames/s.
     pub iload_fps: f64,

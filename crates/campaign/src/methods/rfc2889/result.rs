@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use method::rfc2889::Aggregate;
 use model::results::rfc2544::ThroughputResult;
 use model::results::RunResult;
 
@@ -47,25 +48,6 @@ pub struct PortRow {
     pub latency: Option<Latency>,
 }
 
-/// Every port's totals in one trial.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Totals {
-    /// Intended load, frames/s.
-    pub iload_fps: f64,
-    /// Offered load, frames/s.
-    pub oload_fps: f64,
-    /// Forwarding rate, frames/s.
-    pub forwarding_fps: f64,
-    /// Frames sent.
-    pub sent: u64,
-    /// Deliveries missed.
-    pub lost: u64,
-    /// Over the deliveries the frames should have made.
-    pub loss_ratio: f64,
-    /// Flood count.
-    pub flood: u64,
-}
-
 /// §5.5's verdicts for one frame size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Congestion {
@@ -91,7 +73,7 @@ pub struct TrialRows {
     /// Per port.
     pub ports: Vec<PortRow>,
     /// Over every port.
-    pub totals: Totals,
+    pub totals: Aggregate,
     /// A sender fell behind its schedule: the offered load is below the intended.
     pub generator_limited: bool,
     /// Frames the receiving sockets of this host dropped before counting them: lost to

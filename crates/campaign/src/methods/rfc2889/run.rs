@@ -18,9 +18,7 @@ use model::stop::Stop;
 use model::units::FrameRate;
 
 use super::request::{Rfc2889Request, Test, ETHERTYPE};
-use super::result::{
-    Congestion, Latency, PortRow, Rfc2889Result, SizeResult, Totals, TrialRows, PART,
-};
+use super::result::{Congestion, Latency, PortRow, Rfc2889Result, SizeResult, TrialRows, PART};
 use crate::request::Agents;
 use crate::trials::StreamsRun;
 use crate::{Error, Watch};
@@ -232,15 +230,7 @@ fn rows(
         load_pct: req.load * 100.0,
         duration_s: seconds,
         ports,
-        totals: Totals {
-            iload_fps: t.iload_fps,
-            oload_fps: t.oload_fps,
-            forwarding_fps: t.forwarding_fps,
-            sent: t.sent,
-            lost: t.lost,
-            loss_ratio: t.loss_ratio,
-            flood: t.flood,
-        },
+        totals: t,
         generator_limited,
         receiver_drops: 0,
     }

@@ -4,8 +4,9 @@
 
 use clap::{FromArgMatches, Parser};
 
-use super::result::{AddressResult, AddressTrial, PortRow, SizeResult, Totals, TrialRows};
+use super::result::{AddressResult, AddressTrial, PortRow, SizeResult, TrialRows};
 use super::*;
+use method::rfc2889::Aggregate;
 
 #[derive(Debug, Parser)]
 struct Cli {
@@ -118,7 +119,7 @@ fn figures_and_text_come_from_the_result() {
                 load_pct: 100.0,
                 duration_s: 1.0,
                 ports: vec![port("a", 1000.0, 0), port("b", 990.0, 3)],
-                totals: Totals {
+                totals: Aggregate {
                     iload_fps: 2000.0,
                     oload_fps: 2000.0,
                     forwarding_fps: 1990.0,
