@@ -227,6 +227,32 @@ pub fn headers(
     })
 }
 
+/// A raw frame of `len` bytes with FCS (built without it) from MAC `src` to MAC `dst` of
+/// EtherType `ethertype`, behind an 802.1Q tag when `vlan` gives one, the test header
+/// `hdr` right after the EtherType; and where a sender patches it.
+///
+/// # Errors
+/// A length too short for the headers and the test header (the message names it).
+pub(crate) fn l2_frame(
+    (src, dst): ([u8; 6], [u8; 6]),
+    ethertype: u16,
+    vlan: Option<wire::vlan::VlanRepr>,
+    len: u64,
+    hdr: &wire::testhdr::TestHeaderRepr,
+) -> Result<(Vec<u8>, engine::multi::Patch), String> {
+    let eth = wire::ethernet::EthernetRepr {
+        src_addr: wire::EthernetAddress(src),
+        dst_addr: wire::EthernetAddress(dst),
+        ethertype: wire::EtherType::from(ethertype),
+    };
+    let mut buf = vec![0u8; len as usize];
+    let n = wire::frame::build_l2(&eth, vlan.as_ref(), len as usize, hdr, &mut buf)
+        .map_err(|e| format!("{len}-byte frame: {e}"))?;
+    buf.truncate(n);
+    let at = 14 + if vlan.is_some() { 4 } else { 0 };
+    Ok((buf, engine::multi::Patch::L2(at)))
+}
+
 /// Refuses frame sizes too small for the template's headers and the test header.
 pub(crate) fn check_sizes(spec: &FrameSpec, sizes: &[u64]) -> Result<(), Error> {
     match sizes.iter().find(|s| (**s as usize) < spec.min_frame_len()) {

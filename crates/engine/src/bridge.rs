@@ -1,5 +1,6 @@
 //! A Linux bridge's learning limit over rtnetlink: `IFLA_BR_FDB_MAX_LEARNED` (Linux 6.7),
-//! the most FDB entries the bridge learns by itself, which iproute2 before 6.7 cannot set;
+//! the most FDB entries the bridge learns by itself, which this host's iproute2 (6.1)
+//! cannot set;
 //! and reading it back with `IFLA_BR_FDB_N_LEARNED`, how many it holds.
 //!
 //! The messages are built and read here (pure, tested); [`crate::sys::netlink_route`]
@@ -11,6 +12,7 @@ use std::io;
 const RTM_NEWLINK: u16 = 16;
 const RTM_GETLINK: u16 = 18;
 const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_ACK: u16 = 0x4;
 const NLA_F_NESTED: u16 = 0x8000;
@@ -39,7 +41,7 @@ pub struct Learned {
 /// either refuses the attribute or does not report it back.
 pub fn set_learning_limit(dev: &str, limit: u32) -> io::Result<Learned> {
     let index = crate::sys::interface_index(dev)?;
-    let answers = crate::sys::netlink_route(&set_limit_request(index, limit))?;
+    let answers = crate::sys::netlink_route(&set_limit_request(index, limit), &answered)?;
     acknowledged(&answers)?;
     let got = learned(dev)?;
     if got.limit != limit {
@@ -57,7 +59,7 @@ pub fn set_learning_limit(dev: &str, limit: u32) -> io::Result<Learned> {
 /// No such interface, or a kernel that does not report them (before 6.7).
 pub fn learned(dev: &str) -> io::Result<Learned> {
     let index = crate::sys::interface_index(dev)?;
-    let answers = crate::sys::netlink_route(&get_link_request(index))?;
+    let answers = crate::sys::netlink_route(&get_link_request(index), &answered)?;
     acknowledged(&answers)?;
     read_learned(&answers).ok_or_else(|| {
         io::Error::new(
@@ -114,18 +116,34 @@ fn get_link_request(index: u32) -> Vec<u8> {
 }
 
 /// The messages of `d`: (type, payload after the header).
-fn messages(mut d: &[u8]) -> Vec<(u16, &[u8])> {
+fn messages(d: &[u8]) -> Vec<(u16, &[u8])> {
+    walk(d).0
+}
+
+/// The messages of `d`, and whether they fill it (a length that does not fit ends the
+/// walk early).
+fn walk(mut d: &[u8]) -> (Vec<(u16, &[u8])>, bool) {
     let mut out = Vec::new();
     while d.len() >= HEADER {
         let len = u32::from_ne_bytes([d[0], d[1], d[2], d[3]]) as usize;
         let kind = u16::from_ne_bytes([d[4], d[5]]);
         if len < HEADER || len > d.len() {
-            break;
+            return (out, false);
         }
         out.push((kind, &d[HEADER..len]));
         d = &d[len.next_multiple_of(4).min(d.len())..];
     }
-    out
+    (out, d.is_empty())
+}
+
+/// Whether a datagram of answers holds the message that ends them (an error or
+/// acknowledgement, or a DONE), or cannot be read on (so nothing more is waited for).
+fn answered(d: &[u8]) -> bool {
+    let (msgs, whole) = walk(d);
+    !whole
+        || msgs
+            .iter()
+            .any(|(kind, _)| *kind == NLMSG_ERROR || *kind == NLMSG_DONE)
 }
 
 /// The attributes of `d`: (type without flags, payload).
@@ -250,8 +268,13 @@ mod test {
         assert_eq!(read_learned(&answer(None, 0)), None);
         let e = acknowledged(&answer(None, -libc::EPERM)).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EPERM));
-        // Truncated and garbage answers are read as far as they go, without panicking.
+        // The acknowledgement ends the answers; the link alone does not; a datagram that
+        // cannot be read on ends them too.
         let a = answer(Some((3, 512)), 0);
+        let link_only = &a[..a.len() - 36];
+        assert!(answered(&a) && !answered(link_only));
+        assert!(answered(&a[..a.len() - 1]));
+        // Truncated and garbage answers are read as far as they go, without panicking.
         for cut in 0..a.len() {
             let _ = read_learned(&a[..cut]);
             let _ = acknowledged(&a[..cut]);

@@ -35,7 +35,8 @@ pub enum KernelCall {
         dev: String,
     },
     /// Sets bridge `bridge`'s learning limit in namespace `ns` over rtnetlink
-    /// ([`engine::bridge::set_learning_limit`]): iproute2 before 6.7 has no word for it.
+    /// ([`engine::bridge::set_learning_limit`]): this host's iproute2 (6.1) has no word for
+    /// it.
     LearningLimit {
         /// The namespace.
         ns: String,
@@ -195,41 +196,28 @@ impl Cmd {
     /// `ip -n NS link add NAME type bridge [vlan_filtering 1] [ageing_time CS]`: a Linux
     /// bridge, its FDB ageing time in seconds (`ip` takes centiseconds).
     pub fn bridge_add(ns: &str, name: &str, vlan_filtering: bool, ageing_s: Option<u32>) -> Self {
-        let mut args: Vec<String> = ["-n", ns, "link", "add", name, "type", "bridge"]
-            .iter()
-            .map(|a| (*a).to_owned())
-            .collect();
+        let mut c = Self::new("ip", &["-n", ns, "link", "add", name, "type", "bridge"]);
         if vlan_filtering {
-            args.extend(["vlan_filtering".into(), "1".into()]);
+            c.args.extend(["vlan_filtering".into(), "1".into()]);
         }
         if let Some(s) = ageing_s {
-            args.extend(["ageing_time".into(), (u64::from(s) * 100).to_string()]);
+            c.args
+                .extend(["ageing_time".into(), (u64::from(s) * 100).to_string()]);
         }
-        Self {
-            program: "ip".into(),
-            args,
-            kernel: None,
-        }
+        c
+    }
+
+    /// `ip -n NS link set BRIDGE type bridge SETTINGS...`
+    fn bridge_set(ns: &str, bridge: &str, settings: &[&str]) -> Self {
+        let mut c = Self::new("ip", &["-n", ns, "link", "set", bridge, "type", "bridge"]);
+        c.args.extend(settings.iter().map(|a| (*a).to_owned()));
+        c
     }
 
     /// `ip -n NS link set BRIDGE type bridge fdb_max_learned N`, done over rtnetlink (the
-    /// line is what a newer iproute2 takes).
+    /// line is what an iproute2 that knows the setting takes).
     pub fn learning_limit(ns: &str, bridge: &str, limit: u32) -> Self {
-        let n = limit.to_string();
-        let mut c = Self::new(
-            "ip",
-            &[
-                "-n",
-                ns,
-                "link",
-                "set",
-                bridge,
-                "type",
-                "bridge",
-                "fdb_max_learned",
-                &n,
-            ],
-        );
+        let mut c = Self::bridge_set(ns, bridge, &["fdb_max_learned", &limit.to_string()]);
         c.kernel = Some(KernelCall::LearningLimit {
             ns: ns.to_owned(),
             bridge: bridge.to_owned(),
@@ -240,19 +228,7 @@ impl Cmd {
 
     /// `ip -n NS link set BRIDGE type bridge fdb_flush`: forgets every learned address.
     pub fn bridge_flush(ns: &str, bridge: &str) -> Self {
-        Self::new(
-            "ip",
-            &[
-                "-n",
-                ns,
-                "link",
-                "set",
-                bridge,
-                "type",
-                "bridge",
-                "fdb_flush",
-            ],
-        )
+        Self::bridge_set(ns, bridge, &["fdb_flush"])
     }
 
     /// `ip -n NS link set DEV master BRIDGE`

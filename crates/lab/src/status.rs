@@ -24,6 +24,31 @@ pub struct Description {
     pub devices: Vec<String>,
 }
 
+/// A shaper on port `at` (`NODE PORT`) as `lab status` lists it: a plain FIFO in one line,
+/// or its HTB classes and the default class.
+fn shaper_lines(at: &str, sh: &crate::shaper::ShaperSpec) -> Vec<String> {
+    if sh.class.is_empty() {
+        let rate = sh.default.as_ref().map_or("?", |d| d.rate.as_str());
+        return vec![format!(
+            "egress on {at}: one FIFO at {rate} bit/s, no classes"
+        )];
+    }
+    let mut out = vec![format!("shaper on {at}, HTB classes:")];
+    for (i, c) in sh.class.iter().enumerate() {
+        let protocol = c.protocol.map(|p| format!("{p:?}").to_lowercase());
+        out.push(format!(
+            "  1:{:<3} {:<10} protocol {:<4} rate {} ceil {}",
+            10 + i,
+            c.name,
+            protocol.as_deref().unwrap_or("any"),
+            c.rate,
+            c.ceil.as_deref().unwrap_or(&c.rate)
+        ));
+    }
+    out.push("  1:999 default (unmatched traffic)".to_owned());
+    out
+}
+
 /// How to reach each node of `topo` built as lab `name`, and what its devices do.
 pub fn describe(topo: &Topology, name: &str) -> Description {
     let interfaces = topo
@@ -41,11 +66,15 @@ pub fn describe(topo: &Topology, name: &str) -> Description {
         })
         .collect();
     let mut devices = Vec::new();
-    if let Some(sh) = topo.shaper.as_ref().filter(|s| s.class.is_empty()) {
-        let rate = sh.default.as_ref().map_or("?", |d| d.rate.as_str());
-        devices.push(format!(
-            "egress on dut eth1 (toward the listener): one FIFO at {rate} bit/s, no classes"
-        ));
+    // The built-in shaper's plain FIFO is listed before the port limits, its classes after.
+    let builtin = topo.shaper.as_ref().map(|sh| {
+        (
+            sh.class.is_empty(),
+            shaper_lines("dut eth1 (toward the listener)", sh),
+        )
+    });
+    if let Some((true, lines)) = &builtin {
+        devices.extend(lines.iter().cloned());
     }
     for (node, dev, bps) in &topo.policers {
         devices.push(format!("port {node} {dev}: carries at most {bps} bit/s in"));
@@ -53,39 +82,11 @@ pub fn describe(topo: &Topology, name: &str) -> Description {
     for (node, dev, bps) in &topo.egress_limits {
         devices.push(format!("port {node} {dev}: sends at most {bps} bit/s out"));
     }
-    if let Some(sh) = topo.shaper.as_ref().filter(|s| !s.class.is_empty()) {
-        devices.push("shaper on dut eth1 (toward the listener), HTB classes:".to_owned());
-        for (i, c) in sh.class.iter().enumerate() {
-            let protocol = c.protocol.map(|p| format!("{p:?}").to_lowercase());
-            devices.push(format!(
-                "  1:{:<3} {:<10} protocol {:<4} rate {} ceil {}",
-                10 + i,
-                c.name,
-                protocol.as_deref().unwrap_or("any"),
-                c.rate,
-                c.ceil.as_deref().unwrap_or(&c.rate)
-            ));
-        }
-        devices.push("  1:999 default (unmatched traffic)".to_owned());
+    if let Some((false, lines)) = builtin {
+        devices.extend(lines);
     }
     for (node, port, sh) in &topo.file_shapers {
-        if sh.class.is_empty() {
-            let rate = sh.default.as_ref().map_or("?", |d| d.rate.as_str());
-            devices.push(format!(
-                "egress on {node} {port}: one FIFO at {rate} bit/s, no classes"
-            ));
-            continue;
-        }
-        devices.push(format!("shaper on {node} {port}, HTB classes:"));
-        for (i, c) in sh.class.iter().enumerate() {
-            devices.push(format!(
-                "  1:{:<3} {:<10} rate {} ceil {}",
-                10 + i,
-                c.name,
-                c.rate,
-                c.ceil.as_deref().unwrap_or(&c.rate)
-            ));
-        }
+        devices.extend(shaper_lines(&format!("{node} {port}"), sh));
     }
     for s in &topo.stages {
         let how = match s.config.mode {

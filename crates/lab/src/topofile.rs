@@ -79,6 +79,16 @@ impl Role {
         Self::NAMES.iter().find(|(n, _)| *n == s).map(|(_, r)| *r)
     }
 
+    /// It forwards IPv4 in its kernel (a router, a shaper).
+    pub fn forwards(self) -> bool {
+        matches!(self, Role::Router | Role::Shaper)
+    }
+
+    /// Other nodes route through it: it forwards, or its stage does (an impair node).
+    pub fn routes(self) -> bool {
+        self.forwards() || self == Role::Impair
+    }
+
     /// Its name in a file.
     pub fn name(self) -> &'static str {
         Self::NAMES

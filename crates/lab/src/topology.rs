@@ -804,10 +804,7 @@ impl Topology {
                 // Each direction: a switch or router limits what it sends out of its port;
                 // what a host sends is limited where it arrives.
                 for ((from, _), (to, _)) in [(&l.a, &l.b), (&l.b, &l.a)] {
-                    if matches!(
-                        role(&from.node),
-                        Some(Role::Switch | Role::Router | Role::Shaper)
-                    ) {
+                    if role(&from.node).is_some_and(|r| r == Role::Switch || r.forwards()) {
                         t.egress_limits
                             .push((from.node.clone(), from.port.clone(), bps));
                     } else {
@@ -817,13 +814,7 @@ impl Topology {
             }
         }
         for n in f.nodes.iter().filter(|n| n.role == Role::Switch) {
-            let ports = f
-                .links
-                .iter()
-                .flat_map(|l| [&l.a.0, &l.b.0])
-                .filter(|p| p.node == n.name)
-                .map(|p| p.port.clone())
-                .collect();
+            let ports = t.ports_of(&n.name).iter().map(|i| i.name.clone()).collect();
             t.bridges.push(Bridge {
                 node: n.name.clone(),
                 name: crate::switch::BRIDGE.into(),
@@ -836,12 +827,10 @@ impl Topology {
         t.forwarding = f
             .nodes
             .iter()
-            .filter(|n| matches!(n.role, Role::Router | Role::Shaper))
+            .filter(|n| n.role.forwards())
             .map(|n| n.name.clone())
             .collect();
-        t.routes = file_routes(f, &|n| {
-            matches!(role(n), Some(Role::Router | Role::Shaper | Role::Impair))
-        });
+        t.routes = file_routes(f, &|n| role(n).is_some_and(Role::routes));
         for n in f.nodes.iter().filter(|n| n.role == Role::Shaper) {
             let ports = t.ports_of(&n.name);
             let port = n
@@ -939,11 +928,7 @@ impl Topology {
 
     /// The address a node is reached at (its first interface with an address).
     pub fn address_of(&self, node: &str) -> Option<Ipv4Addr> {
-        self.links
-            .iter()
-            .flat_map(|l| [&l.a, &l.b])
-            .filter(|i| i.node == node)
-            .find_map(|i| i.addr)
+        self.ports_of(node).into_iter().find_map(|i| i.addr)
     }
 
     /// Every command that builds the topology as lab `lab`, in order (managed processes

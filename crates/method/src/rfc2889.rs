@@ -6,8 +6,8 @@
 //! and the bisection of §5.7 (address caching capacity) and §5.8 (address learning rate).
 //!
 //! It does not send frames or keep time: the runner (`campaign`) runs each trial and hands
-//! its counts in. Forward pressure (§5.6.3.2) and errored frames (§5.9) need a port that can
-//! shorten its gap or spoil its FCS; they are the runner's to refuse.
+//! its counts in, and says which tests a port cannot make (forward pressure, §5.6.3.2, needs
+//! a gap shorter than a MAC sends; a bad FCS for §5.9, one it spoils).
 
 use crate::PlanError;
 
@@ -352,8 +352,11 @@ pub enum Outcome {
         /// Failed, if anything did.
         failed: Option<f64>,
     },
-    /// Even `min` failed.
-    BelowMin,
+    /// Even `min` failed (the lowest value tried).
+    BelowMin {
+        /// The value that failed.
+        failed: f64,
+    },
 }
 
 impl Bisection {
@@ -435,12 +438,11 @@ impl Bisection {
 
     /// Where it ended (or stands).
     pub fn outcome(&self) -> Outcome {
-        match self.pass {
-            Some(value) => Outcome::Found {
-                value,
-                failed: self.fail,
+        match (self.pass, self.fail) {
+            (Some(value), failed) => Outcome::Found { value, failed },
+            (None, failed) => Outcome::BelowMin {
+                failed: failed.unwrap_or(self.min),
             },
-            None => Outcome::BelowMin,
         }
     }
 }
@@ -613,7 +615,10 @@ mod test {
                 failed: None
             }
         );
-        assert_eq!(search_limit(3, 8, 1024).outcome(), Outcome::BelowMin);
+        assert_eq!(
+            search_limit(3, 8, 1024).outcome(),
+            Outcome::BelowMin { failed: 8.0 }
+        );
         assert!(Bisection::count(0, 10, 1).is_err());
         assert!(Bisection::count(10, 9, 1).is_err());
     }

@@ -62,28 +62,20 @@ pub(crate) fn l2_templates(
     (src, dst): ([u8; 6], [u8; 6]),
     hdr: &TestHeaderRepr,
 ) -> Result<Templates, Error> {
-    let in_stream = |e: String| usage(format!("stream '{}': {e}", s.name));
-    let eth = wire::ethernet::EthernetRepr {
-        src_addr: wire::EthernetAddress(src),
-        dst_addr: wire::EthernetAddress(dst),
-        ethertype: wire::EtherType::from(ethertype),
-    };
     let vlan = s.vlan.map(|vid| wire::vlan::VlanRepr {
         pcp: s.pcp,
         dei: false,
         vid,
         inner_ethertype: wire::EtherType::from(ethertype),
     });
-    let off = 14 + if vlan.is_some() { 4 } else { 0 };
-    let mut built = Vec::new();
-    for len in sizes(s) {
-        let mut buf = vec![0u8; len as usize];
-        let n = wire::frame::build_l2(&eth, vlan.as_ref(), len as usize, hdr, &mut buf)
-            .map_err(|e| in_stream(format!("{len}-byte frame: {e}")))?;
-        buf.truncate(n);
-        built.push((len, buf, Patch::L2(off)));
-    }
-    Ok(built)
+    sizes(s)
+        .into_iter()
+        .map(|len| {
+            let (buf, patch) = frames::l2_frame((src, dst), ethertype, vlan, len, hdr)
+                .map_err(|e| usage(format!("stream '{}': {e}", s.name)))?;
+            Ok((len, buf, patch))
+        })
+        .collect()
 }
 
 /// The frame templates of one raw stream between ports of this host, one per distinct

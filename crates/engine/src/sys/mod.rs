@@ -791,10 +791,9 @@ fn wait_ready(fds: &[RawFd], events: libc::c_short, timeout: Duration) -> io::Re
 
 /// Sends one rtnetlink request `msg` (a complete `nlmsghdr` message) to the kernel on a
 /// `NETLINK_ROUTE` socket of this network namespace (rtnetlink(7)) and returns the
-/// kernel's answers as they arrive, up to and including the message that ends them (an
-/// `NLMSG_ERROR`, which is the acknowledgement when its error is 0, or `NLMSG_DONE`).
-/// Reading the answers is the caller's (`bridge` does).
-pub fn netlink_route(msg: &[u8]) -> io::Result<Vec<u8>> {
+/// kernel's answers as they arrive, until `ends` says a datagram holds the message that
+/// ends them (the caller reads the answers: `bridge` does).
+pub fn netlink_route(msg: &[u8], ends: &dyn Fn(&[u8]) -> bool) -> io::Result<Vec<u8>> {
     use std::os::fd::FromRawFd;
     // SAFETY: plain syscall; the returned descriptor is checked before it is owned.
     let fd = cvt(unsafe {
@@ -825,8 +824,8 @@ pub fn netlink_route(msg: &[u8]) -> io::Result<Vec<u8>> {
     }
     let mut answers = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
-    // A request's answers end with an error/acknowledgement or a DONE; the kernel always
-    // sends one of them (NLM_F_ACK), so this loop ends, or the socket fails.
+    // A request asking for an acknowledgement (NLM_F_ACK) always gets one, so this loop
+    // ends, or the socket fails.
     loop {
         // SAFETY: `buf` is valid for writes of its length for the call.
         let n = unsafe { libc::recv(owned.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
@@ -835,25 +834,8 @@ pub fn netlink_route(msg: &[u8]) -> io::Result<Vec<u8>> {
         }
         let got = &buf[..n as usize];
         answers.extend_from_slice(got);
-        if netlink_ends(got) || n == 0 {
+        if ends(got) || n == 0 {
             return Ok(answers);
         }
     }
-}
-
-/// Whether a datagram of netlink messages holds the one that ends a request's answers.
-fn netlink_ends(mut d: &[u8]) -> bool {
-    while d.len() >= 16 {
-        let len = u32::from_ne_bytes([d[0], d[1], d[2], d[3]]) as usize;
-        let kind = u16::from_ne_bytes([d[4], d[5]]);
-        if kind == libc::NLMSG_ERROR as u16 || kind == libc::NLMSG_DONE as u16 {
-            return true;
-        }
-        let step = (len + 3) & !3;
-        if len < 16 || step > d.len() {
-            return true;
-        }
-        d = &d[step..];
-    }
-    false
 }

@@ -50,18 +50,7 @@ fn frames_of(
 ) -> Result<Vec<(Vec<u8>, Patch)>, Error> {
     let hdr = wire::testhdr::TestHeaderRepr::template(id, stream);
     pairs
-        .map(|(src, dst)| {
-            let eth = wire::ethernet::EthernetRepr {
-                src_addr: wire::EthernetAddress(src),
-                dst_addr: wire::EthernetAddress(dst),
-                ethertype: wire::EtherType::from(ETHERTYPE),
-            };
-            let mut buf = vec![0u8; len as usize];
-            let n = wire::frame::build_l2(&eth, None, len as usize, &hdr, &mut buf)
-                .map_err(|e| usage(format!("{len}-byte frame: {e}")))?;
-            buf.truncate(n);
-            Ok((buf, Patch::L2(14)))
-        })
+        .map(|macs| frames::l2_frame(macs, ETHERTYPE, None, len, &hdr).map_err(usage))
         .collect()
 }
 
@@ -76,24 +65,15 @@ struct Ports {
 
 impl Ports {
     fn open(req: &Rfc2889Request, len: u64) -> Result<Self, Error> {
+        // `request` gave the test three ports of this host.
         let [l, t, m] = req.ports.as_slice() else {
-            return Err(usage(format!(
-                "{} (RFC 2889 §{}) takes 3 ports: learning, test and monitor; {} given",
-                req.test.name(),
-                req.test.section(),
-                req.ports.len()
-            )));
+            return Err(Error::Failed(format!("{} needs 3 ports", req.test.name())));
         };
-        let port = |p: &str| {
-            match frames::any_port(p, &req.lab)? {
-            frames::Port::Local(_) => frames::port(p, &req.lab),
-            frames::Port::Agent { .. } => Err(usage(format!(
-                "{p}: {} sends from addresses of its own, which a server's lent port does not; use ports of this host",
-                req.test.name()
-            ))),
-        }
-        };
-        let (l, t, m) = (port(l)?, port(t)?, port(m)?);
+        let (l, t, m) = (
+            frames::port(l, &req.lab)?,
+            frames::port(t, &req.lab)?,
+            frames::port(m, &req.lab)?,
+        );
         let test_mac = lab::probe::addresses(&mut lab::SystemRunner, &t)?.mac;
         Ok(Self {
             learning: frames::open_tx(req.backend, &l, len)?,
@@ -227,7 +207,7 @@ pub(super) fn run(
     }
     let (result, failed) = match search.outcome() {
         Outcome::Found { value, failed } => (Some(value), failed),
-        Outcome::BelowMin => (None, search.trials.iter().map(|t| t.0).reduce(f64::min)),
+        Outcome::BelowMin { failed } => (None, Some(failed)),
     };
     let mut notes = Vec::new();
     let bridge = match &a.switch {
@@ -262,11 +242,6 @@ pub(super) fn run(
         _ => a.rates,
     };
     let out = Rfc2889Result {
-        test: req.test.name().into(),
-        section: req.test.section().into(),
-        ports: req.ports.clone(),
-        line_rate_bps: req.line_rate.0 as f64,
-        sizes: Vec::new(),
         addresses: Some(AddressResult {
             frame_len: len,
             min,
@@ -284,7 +259,7 @@ pub(super) fn run(
             bridge,
             trials,
         }),
-        errored: None,
+        ..Rfc2889Result::of(req)
     };
     Ok((out, notes, interrupted))
 }

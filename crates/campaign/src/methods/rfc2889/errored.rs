@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::frameio::{FrameRx, FrameTx};
-use engine::multi::{Patch, StreamTx};
+use engine::multi::StreamTx;
 use model::stats::table::StreamTable;
 use model::stop::Stop;
 
@@ -44,26 +44,6 @@ const NOT_POSSIBLE: [(&str, &str); 3] = [
     ),
 ];
 
-/// The frames of stream `id` (test `test`): `len` bytes with FCS from `src` to `dst`.
-fn frame(
-    (src, dst): ([u8; 6], [u8; 6]),
-    len: u64,
-    test: u16,
-    id: u8,
-) -> Result<(Vec<u8>, Patch), Error> {
-    let eth = wire::ethernet::EthernetRepr {
-        src_addr: wire::EthernetAddress(src),
-        dst_addr: wire::EthernetAddress(dst),
-        ethertype: wire::EtherType::from(ETHERTYPE),
-    };
-    let hdr = wire::testhdr::TestHeaderRepr::template(test, id);
-    let mut buf = vec![0u8; len as usize];
-    let n = wire::frame::build_l2(&eth, None, len as usize, &hdr, &mut buf)
-        .map_err(|e| usage(format!("{len}-byte frame: {e}")))?;
-    buf.truncate(n);
-    Ok((buf, Patch::L2(14)))
-}
-
 /// The trial: valid frames of the first size at half the load, undersized and oversized
 /// ones at a quarter each, for the trial time.
 pub(super) fn run(
@@ -71,11 +51,9 @@ pub(super) fn run(
     watch: &mut dyn Watch,
     stop: &Stop,
 ) -> Result<(Rfc2889Result, Vec<String>, bool), Error> {
+    // `request` gave the test two ports.
     let [from, to] = req.ports.as_slice() else {
-        return Err(usage(format!(
-            "errored-frames (RFC 2889 §5.9) takes 2 ports: source and destination; {} given",
-            req.ports.len()
-        )));
+        return Err(Error::Failed("errored-frames needs 2 ports".into()));
     };
     let (tx_ep, rx_ep) = (frames::port(from, &req.lab)?, frames::port(to, &req.lab)?);
     let macs = (
@@ -97,7 +75,14 @@ pub(super) fn run(
         let fps = req.load * share * req.line_rate.max_fps((*len).max(64));
         streams.push(StreamTx {
             stream_id: id,
-            templates: vec![frame(macs, *len, test, id)?],
+            templates: vec![frames::l2_frame(
+                macs,
+                ETHERTYPE,
+                None,
+                *len,
+                &wire::testhdr::TestHeaderRepr::template(test, id),
+            )
+            .map_err(usage)?],
             pattern: vec![0],
             pps: fps,
             start: Duration::ZERO,
@@ -164,12 +149,6 @@ pub(super) fn run(
         .filter(|r| r.sent.is_some_and(|s| s > 0))
         .all(|r| r.forwarded == Some(0));
     let out = Rfc2889Result {
-        test: "errored-frames".into(),
-        section: "5.9".into(),
-        ports: req.ports.clone(),
-        line_rate_bps: req.line_rate.0 as f64,
-        sizes: Vec::new(),
-        addresses: None,
         errored: Some(Errored {
             valid_len,
             valid_sent,
@@ -177,6 +156,7 @@ pub(super) fn run(
             rows,
             passed: filtered && valid_lost == 0 && valid_sent > 0,
         }),
+        ..Rfc2889Result::of(req)
     };
     Ok((out, Vec::new(), stop.is_raised()))
 }

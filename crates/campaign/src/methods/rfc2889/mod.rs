@@ -134,22 +134,18 @@ impl Method for Rfc2889 {
     fn estimate(&self, req: &Box<Rfc2889Request>) -> Option<Duration> {
         // Each profile opens its ports and drains its receivers (about 1.5 s).
         let setup = Duration::from_millis(1_500);
-        match req.test {
-            Test::Traffic(_) | Test::MaxForwardingRate => {
-                let searched = match req.test {
-                    Test::Traffic(p) => p.searchable(),
-                    _ => true,
-                };
+        match req.test.pattern() {
+            Some(p) => {
                 // A binary search to 0.5 % takes about 9 trials.
-                let mut trials = if req.search && searched { 10 } else { 1 };
+                let mut trials = if req.search && p.searchable() { 10 } else { 1 };
                 if req.test == Test::MaxForwardingRate {
                     trials += req.steps;
                 }
                 let per_size = (req.trial + setup) * trials + run::LEARNING;
                 Some(per_size * u32::try_from(req.sizes.len()).unwrap_or(u32::MAX))
             }
-            Test::Errored => Some(req.trial + setup),
-            Test::Caching | Test::LearningRate => None,
+            None if req.test == Test::Errored => Some(req.trial + setup),
+            None => None,
         }
     }
 
@@ -354,30 +350,19 @@ fn request(a: &Rfc2889Args) -> Result<Rfc2889Request, Error> {
         TestArg::MaxForwardingRate => Test::MaxForwardingRate,
         TestArg::ErroredFrames => Test::Errored,
     };
-    match test {
-        Test::Traffic(p) => {
-            method::rfc2889::flows(p, a.ports.len()).map_err(|e| usage(e.to_string()))?;
-        }
-        Test::MaxForwardingRate => {
-            method::rfc2889::flows(Pattern::FullyMeshed, a.ports.len())
-                .map_err(|e| usage(e.to_string()))?;
-        }
-        Test::Errored if a.ports.len() != 2 => {
-            return Err(usage(format!(
-                "errored-frames (RFC 2889 §5.9) takes 2 ports: source and destination; {} given",
-                a.ports.len()
-            )))
-        }
-        Test::Errored => {}
-        _ if a.ports.len() != 3 => {
-            return Err(usage(format!(
-                "{} (RFC 2889 §{}) takes 3 ports: learning, test and monitor; {} given",
-                test.name(),
-                test.section(),
-                a.ports.len()
-            )))
-        }
-        _ => {}
+    let n = a.ports.len();
+    if let Some(p) = test.pattern() {
+        method::rfc2889::flows(p, n).map_err(|e| usage(e.to_string()))?;
+    } else if test == Test::Errored && n != 2 {
+        return Err(usage(format!(
+            "errored-frames (RFC 2889 §5.9) takes 2 ports: source and destination; {n} given"
+        )));
+    } else if test != Test::Errored && n != 3 {
+        return Err(usage(format!(
+            "{} (RFC 2889 §{}) takes 3 ports: learning, test and monitor; {n} given",
+            test.name(),
+            test.section()
+        )));
     }
     let mut seen = Vec::new();
     for p in &a.ports {

@@ -39,6 +39,15 @@ impl Test {
         }
     }
 
+    /// The traffic pattern it sends, if it is a traffic test (§5.6 sends §5.1's).
+    pub fn pattern(self) -> Option<Pattern> {
+        match self {
+            Test::Traffic(p) => Some(p),
+            Test::MaxForwardingRate => Some(Pattern::FullyMeshed),
+            _ => None,
+        }
+    }
+
     /// Its RFC 2889 section.
     pub fn section(self) -> &'static str {
         match self {

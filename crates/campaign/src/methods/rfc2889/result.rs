@@ -199,6 +199,21 @@ pub struct Rfc2889Result {
     pub errored: Option<Errored>,
 }
 
+impl Rfc2889Result {
+    /// The result of `req` before anything ran: its test and ports, no figures.
+    pub(super) fn of(req: &super::request::Rfc2889Request) -> Self {
+        Self {
+            test: req.test.name().into(),
+            section: req.test.section().into(),
+            ports: req.ports.clone(),
+            line_rate_bps: req.line_rate.0 as f64,
+            sizes: Vec::new(),
+            addresses: None,
+            errored: None,
+        }
+    }
+}
+
 /// The `rfc2889` part of `r`, if it has one.
 pub fn part(r: &RunResult) -> Option<Rfc2889Result> {
     r.part(PART)?.ok()

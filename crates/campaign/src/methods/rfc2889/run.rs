@@ -30,11 +30,10 @@ pub(super) fn run(
     stop: &Stop,
 ) -> Result<RunResult, Error> {
     crate::frames::need_root()?;
-    let (out, notes, interrupted) = match req.test {
-        Test::Traffic(p) => traffic(req, p, watch, stop)?,
-        Test::MaxForwardingRate => traffic(req, Pattern::FullyMeshed, watch, stop)?,
-        Test::Caching | Test::LearningRate => super::addresses::run(req, watch, stop)?,
-        Test::Errored => super::errored::run(req, watch, stop)?,
+    let (out, notes, interrupted) = match (req.test, req.test.pattern()) {
+        (_, Some(p)) => traffic(req, p, watch, stop)?,
+        (Test::Errored, None) => super::errored::run(req, watch, stop)?,
+        (_, None) => super::addresses::run(req, watch, stop)?,
     };
     let params = serde_json::json!({
         "test": req.test.name(),
@@ -197,8 +196,8 @@ fn rows(
     req: &Rfc2889Request,
     flows: &[Flow],
     (counts, latency): (&[FlowCount], &[LatencyHistogram]),
-    (fps, seconds): (f64, f64),
-    generator_limited: bool,
+    (load, fps, seconds): (f64, f64, f64),
+    d: &StreamsData,
 ) -> TrialRows {
     let figures = rfc::port_figures(flows, counts, req.ports.len(), fps, seconds);
     let t = rfc::aggregate(&figures);
@@ -227,12 +226,12 @@ fn rows(
         })
         .collect();
     TrialRows {
-        load_pct: req.load * 100.0,
+        load_pct: load * 100.0,
         duration_s: seconds,
         ports,
         totals: t,
-        generator_limited,
-        receiver_drops: 0,
+        generator_limited: d.streams.iter().any(|s| s.generator_limited),
+        receiver_drops: d.rx_drops,
     }
 }
 
@@ -281,15 +280,7 @@ fn traffic(
     stop: &Stop,
 ) -> Result<(Rfc2889Result, Vec<String>, bool), Error> {
     let flows = rfc::flows(pattern, req.ports.len()).map_err(|e| crate::usage(e.to_string()))?;
-    let mut out = Rfc2889Result {
-        test: req.test.name().into(),
-        section: req.test.section().into(),
-        ports: req.ports.clone(),
-        line_rate_bps: req.line_rate.0 as f64,
-        sizes: Vec::new(),
-        addresses: None,
-        errored: None,
-    };
+    let mut out = Rfc2889Result::of(req);
     let mut notes = Vec::new();
     let mut run = streams_run(req, stop);
     let seconds = req.trial.as_secs_f64();
@@ -344,10 +335,7 @@ fn traffic(
                 }
             }
             let (c, latency) = counts(req, &flows, &d);
-            let limited = d.streams.iter().any(|s| s.generator_limited);
-            let mut r = rows(req, &flows, (&c, &latency), (fps, seconds), limited);
-            r.load_pct = load * 100.0;
-            r.receiver_drops = d.rx_drops;
+            let r = rows(req, &flows, (&c, &latency), (load, fps, seconds), &d);
             if d.rx_drops > 0 {
                 notes.push(format!(
                     "{len}-byte frames at {:.1} % load: this host's receiving sockets dropped \

@@ -24,8 +24,6 @@ const ADDRESSES: (&str, &str, &str) = (
     "source|test|trial>|addresses>|rate fps>|sent>|at learning port>|flooded to monitor>|result",
 );
 
-/// A report table's spec without its first `skip` columns (what the terminal's page says
-/// once above the table).
 #[rustfmt::skip]
 const ERRORED: (&str, &str, &str) = (
     "rfc2889_errored",
@@ -86,6 +84,8 @@ fn step_rows(steps: &[TrialRows]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A report table's spec without its first `skip` columns (what the terminal's page says
+/// once above the table).
 fn terminal(spec: &str, skip: usize) -> &str {
     spec.splitn(skip + 1, '|').nth(skip).unwrap_or(spec)
 }
@@ -181,31 +181,20 @@ fn throughput_line(p: &Rfc2889Result, s: &SizeResult) -> Option<String> {
 
 /// The address search's result line.
 fn address_line(test: &str, a: &AddressResult) -> String {
-    let what = if test == Test::Caching.name() {
-        "address caching capacity"
+    let (what, unit, resolution) = if test == Test::Caching.name() {
+        (
+            "address caching capacity",
+            "addresses",
+            format!("step {}", fps(a.resolution)),
+        )
     } else {
-        "address learning rate"
+        (
+            "address learning rate",
+            "addresses/s",
+            format!("width {} %", a.resolution * 100.0),
+        )
     };
-    let unit = if test == Test::Caching.name() {
-        "addresses"
-    } else {
-        "addresses/s"
-    };
-    let range = format!(
-        "searched {}..{}, {} {}",
-        fps(a.min),
-        fps(a.max),
-        if test == Test::Caching.name() {
-            "step"
-        } else {
-            "width"
-        },
-        if test == Test::Caching.name() {
-            fps(a.resolution)
-        } else {
-            format!("{} %", a.resolution * 100.0)
-        }
-    );
+    let range = format!("searched {}..{}, {resolution}", fps(a.min), fps(a.max));
     match (a.result, a.failed) {
         (Some(v), Some(f)) => format!("{what}: {} {unit} ({} failed; {range})", fps(v), fps(f)),
         (Some(v), None) => format!(
