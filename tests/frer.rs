@@ -247,10 +247,21 @@ fn five_percent_loss(fast: bool) {
             "frames on the paths carry the R-TAG"
         );
     }
+    // The merged view misses what the client missed, plus what the capture missed on both
+    // paths (at most the fewer of its two rings' drops: 354 against the client's 241 was
+    // seen on a busy CI machine), less what the machine dropped after the paths.
     let merged_lost = s["lost"].as_u64().unwrap();
+    let capture_drops: Vec<u64> = a["kernel_drops"]
+        .as_array()
+        .expect("kernel_drops")
+        .iter()
+        .map(|d| d.as_u64().expect("a count"))
+        .collect();
+    let missed_by_capture = capture_drops.iter().copied().min().unwrap_or(0);
     assert!(
-        merged_lost.abs_diff(lost) <= 2,
-        "analyzer {merged_lost}, client {lost}"
+        merged_lost <= lost + missed_by_capture + 2 && merged_lost + machine_dropped + 2 >= lost,
+        "analyzer {merged_lost}, client {lost}, capture drops {capture_drops:?}, \
+         machine drops {machine_dropped}"
     );
     let firsts: u64 = s["paths"]
         .as_array()
