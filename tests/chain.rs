@@ -1,8 +1,8 @@
 //! Labs from topology files beyond switches (needs root): a chain of three hops, host –
 //! router – shaper – router – host, whose shaper holds 20 Mbit/s on its way out, with
 //! RFC 2544 and a multi-stream profile across it; and an impair node between two hosts
-//! whose stage delays each direction. The bounds come from the file (the shaper's rate,
-//! the stage's delay).
+//! whose stage delays each direction; a link with an impairment of its own. The bounds come
+//! from the file (the shaper's rate, the stage's delay and loss).
 
 use crate::lab::{client_between, LabGuard};
 use crate::util::*;
@@ -119,6 +119,57 @@ fn an_impair_node_from_a_file_delays_what_it_forwards() {
     // b is 198.18.2.2 (the second link's second end).
     let v = client_between(&lab, "a", "b", "198.18.2.2", &["-u", "-b", "1M", "-t", "1"]);
     assert_eq!(u64_at(&v, "/summary/lost_packets"), 0, "{v}");
+    assert_one_way_10ms(&v);
+}
+
+/// A link's own impairment runs on a stage node of its own (`link1`), first end to second
+/// being forward: a UDP test from a to b sees its 10 ms and loses its 10 %, counted by the
+/// stage as by the receiver, and the addresses are the link's as without it.
+fn a_link_s_impairment_delays_and_drops_what_crosses_it() {
+    let dir = Scratch::new("linkimpair");
+    let text = "[[node]]\nname = \"a\"\nrole = \"host\"\n\
+                [[node]]\nname = \"b\"\nrole = \"host\"\n\
+                [[link]]\na = \"a:eth0\"\nb = \"b:eth0\"\n\
+                impair = \"delay=10ms,loss=10%,seed=5\"\n";
+    let path = dir.join("link.toml");
+    std::fs::write(&path, text).unwrap();
+    let lab = LabGuard::up_with(path.to_str().unwrap(), "wl", &[]);
+    let status = run(&["lab", "status"]);
+    let s = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with(&format!("{} ", lab.0)) && l.contains(" link1 ")),
+        "the link's stage is listed: {s}"
+    );
+    // b is 198.18.1.2, the link's second end, as it would be without the stage.
+    let v = client_between(
+        &lab,
+        "a",
+        "b",
+        "198.18.1.2",
+        &["-u", "--pps", "2000", "-l", "64", "-t", "2"],
+    );
+    let sent = u64_at(&v, "/summary/sent_packets");
+    let lost = u64_at(&v, "/summary/lost_packets");
+    assert!(sent >= 3000, "{v}");
+    assert!(
+        crate::lab::within_binomial(lost, sent, 0.10),
+        "lost {lost} of {sent}"
+    );
+    let st = crate::lab::stage_state(&lab, "link1");
+    let dropped = u64_at(&st, "/forward/dropped_loss");
+    // Within a few: the stage also drops the test's handshake and ARP frames, and the
+    // receiver also misses what its socket dropped (381 missed, 377 dropped was seen).
+    assert!(
+        dropped.abs_diff(lost) <= 10,
+        "the stage dropped {dropped}, the receiver missed {lost}: {st}"
+    );
+    assert_one_way_10ms(&v);
+}
+
+/// A client result's median one-way delay is that of a 10-ms stage (plus up to 5 ms of a
+/// busy machine's own).
+fn assert_one_way_10ms(v: &serde_json::Value) {
     let p50 = v
         .pointer("/summary/latency_us/p50")
         .and_then(serde_json::Value::as_f64)
@@ -138,5 +189,6 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
             Root
         ),
         crate::harness::case!(an_impair_node_from_a_file_delays_what_it_forwards, Root),
+        crate::harness::case!(a_link_s_impairment_delays_and_drops_what_crosses_it, Root),
     ]
 }

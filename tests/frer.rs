@@ -179,13 +179,40 @@ fn five_percent_loss(fast: bool) {
             &format!("history=2048,{}", frer_opts(fast)),
         ],
     );
-    assert_data_path(&lab, fast);
-    let an = analyzer(&lab, "7");
-    let machine = || crate::lab::backlog_drops() + crate::iperf3::drops_in(&lab, "listener") as u64;
+    five_percent_loss_in(&lab, fast);
+}
+
+/// The FRER lab built from `examples/lab-frer-network.toml` (its paths' seeds and the
+/// relays' history set as above) counts as the built-in does.
+fn the_frer_lab_from_a_network_file_leaves_a_quarter_percent_end_to_end() {
+    let dir = Scratch::new("frerfile");
+    let text = include_str!("../examples/lab-frer-network.toml")
+        .replace("loss=5%,seed=1\"", "loss=5%,seed=11\"")
+        .replace("loss=5%,delay=1ms,seed=2\"", "loss=5%,seed=12\"")
+        .replace(
+            "frer = \"history=1024,reset_ms=2000\"",
+            "frer = \"history=2048\"",
+        )
+        .replace(
+            "role = \"relay\"\n\n",
+            "role = \"relay\"\nfrer = \"history=2048\"\n\n",
+        );
+    assert_eq!(text.matches("history=2048").count(), 2, "{text}");
+    assert_eq!(text.matches("seed=1").count(), 2, "{text}");
+    let path = dir.join("frer.toml");
+    std::fs::write(&path, text).expect("write the file");
+    let lab = LabGuard::up_with(path.to_str().expect("a UTF-8 path"), "ff", &[]);
+    five_percent_loss_in(&lab, true);
+}
+
+fn five_percent_loss_in(lab: &LabGuard, fast: bool) {
+    assert_data_path(lab, fast);
+    let an = analyzer(lab, "7");
+    let machine = || crate::lab::backlog_drops() + crate::iperf3::drops_in(lab, "listener") as u64;
     let machine_before = machine();
     // 25,000 frames/s for 4 s: 100,000 frames.
     let v = client_across(
-        &lab,
+        lab,
         "198.18.30.2",
         &["-u", "--pps", "25000", "-l", "64", "-t", "4"],
     );
@@ -195,7 +222,7 @@ fn five_percent_loss(fast: bool) {
     let machine_dropped = machine() - machine_before;
     // Every figure below is relative to what was sent.
     let sent = sent_of(&v, 100_000);
-    assert_lab_cost(&v, &lab, fast);
+    assert_lab_cost(&v, lab, fast);
     let lost = u64_at(&v, "/summary/lost_packets");
     assert_eq!(u64_at(&v, "/summary/duplicate_packets"), 0);
     // Independent 5 % on each path: both copies lost with p = 0.0025, when the paths'
@@ -209,7 +236,7 @@ fn five_percent_loss(fast: bool) {
         );
     }
     // The eliminator's own count agrees (the last history window is not counted yet).
-    let e = elimination(&lab);
+    let e = elimination(lab);
     let net = e["lost"].as_u64().unwrap() - e["lost_before_first"].as_u64().unwrap();
     assert!(
         net.abs_diff(lost) <= 10,
@@ -221,7 +248,7 @@ fn five_percent_loss(fast: bool) {
     let stage_drops: Vec<u64> = ["patha", "pathb"]
         .iter()
         .map(|node| {
-            let st = crate::lab::stage_state(&lab, node);
+            let st = crate::lab::stage_state(lab, node);
             let dropped = u64_at(&st, "/forward/dropped_loss");
             assert!(within_binomial(dropped, sent, 0.05), "{node}: {st}");
             dropped
@@ -651,6 +678,10 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
             Root
         ),
         crate::harness::case!(five_percent_loss_per_path_userspace_relays, Root),
+        crate::harness::case!(
+            the_frer_lab_from_a_network_file_leaves_a_quarter_percent_end_to_end,
+            Root
+        ),
         crate::harness::case!(a_cut_path_costs_nothing, Root),
         crate::harness::case!(without_elimination_every_frame_arrives_twice, Root),
         crate::harness::case!(

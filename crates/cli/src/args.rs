@@ -605,9 +605,11 @@ pub enum LabCommand {
     /// the talker's frames are replicated onto both paths and eliminated before the
     /// listener, and back; --path-a/--path-b, --frer), or a TOML file: `topology = "..."`
     /// plus `[shaper]`, `[impair]`, `[path_a]`, `[path_b]`, `[frer]` tables, or a network
-    /// of its own: `[[node]]` tables (name, role host|switch|router; a switch's
-    /// vlan_filtering, ageing_s) and `[[link]]` tables (a, b as NODE:PORT; optional subnet,
-    /// a_addr, b_addr, rate, mtu), from which the lab gets its addresses and routes.
+    /// of its own: `[[node]]` tables (name, role host|switch|router|shaper|impair|relay; a
+    /// switch's vlan_filtering, ageing_s, learning_limit; a shaper's shape or egress; an
+    /// impair node's impair; a relay's frer) and `[[link]]` tables (a, b as NODE:PORT;
+    /// optional subnet, a_addr, b_addr, rate, mtu, impair), from which the lab gets its
+    /// addresses and routes (examples/lab-*.toml; the guide's Labs chapter).
     ///
     /// Impairment is written `key=value,...` or as a TOML file: loss (%), loss_burst (mean
     /// frames per burst), delay and jitter (ns/us/ms/s), duplicate (%), reorder (%), rate

@@ -26,6 +26,11 @@
 //! role = "impair"          # two ports; forwards through the impairment stage
 //! impair = "delay=20ms,loss=0.1%"   # first port to second: forward
 //!
+//! [[node]]
+//! name = "split"
+//! role = "relay"           # an 802.1CB relay: one port to a host, two or more paths
+//! frer = "history=2048"    # optional: history, reset_ms, elimination, mode, fast
+//!
 //! [[link]]
 //! a = "talker:eth0"
 //! b = "sw:p1"
@@ -37,7 +42,9 @@
 //! ```
 //!
 //! A switch's ports carry no address: every link to one switch is one subnet, its hosts'
-//! ports numbered in file order. What it does not do: build the lab (namespaces, veths,
+//! ports numbered in file order. Relays carry none either: a relay pair joins its two
+//! hosts in one subnet, over paths that are direct links between the relays or cross an
+//! impair node each (which then forwards as a bridge, without addresses). What it does not do: build the lab (namespaces, veths,
 //! bridges, routes): that is `topology`'s.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,6 +54,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::impair::spec::ImpairSpec;
+use crate::relay::options::FrerLabOptions;
 
 /// What a node does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +145,27 @@ pub struct Node {
     pub shaper: ShaperSettings,
     /// Its impairment (an impair node; `None`: none, the stage only forwards).
     pub impair: Option<ImpairSpec>,
+    /// An impair node on a path between two relays: it forwards as a bridge.
+    pub path_stage: bool,
+    /// Its FRER settings (a relay; the defaults when the file gives none).
+    pub frer: FrerLabOptions,
+}
+
+impl Node {
+    /// How an error names it: its role, or "path stage".
+    fn describe(&self) -> &'static str {
+        if self.path_stage {
+            "path stage"
+        } else {
+            self.role.name()
+        }
+    }
+
+    /// It joins its links into one subnet and has no address: a switch, a relay, an
+    /// impair node between relays.
+    pub fn layer2(&self) -> bool {
+        matches!(self.role, Role::Switch | Role::Relay) || self.path_stage
+    }
 }
 
 /// `NODE:PORT`.
@@ -219,6 +248,7 @@ struct NodeToml {
     egress: Option<Spanned<String>>,
     egress_port: Option<Spanned<String>>,
     impair: Option<Spanned<String>>,
+    frer: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -343,6 +373,18 @@ impl TopologyFile {
                 ),
                 None => None,
             };
+            let frer = match &n.frer {
+                Some(v) if role != Role::Relay => {
+                    return Err(err(
+                        at(v.span()),
+                        field("role"),
+                        "frer belongs to a relay".into(),
+                    ))
+                }
+                Some(v) => FrerLabOptions::parse_inline(v.get_ref())
+                    .map_err(|e| err(at(v.span()), field("frer"), e.to_string()))?,
+                None => FrerLabOptions::default(),
+            };
             nodes.push(Node {
                 name: name.clone(),
                 role,
@@ -354,6 +396,8 @@ impl TopologyFile {
                     port: n.egress_port.as_ref().map(|v| v.get_ref().clone()),
                 },
                 impair,
+                path_stage: false,
+                frer,
                 switch: SwitchSettings {
                     vlan_filtering: n.vlan_filtering.as_ref().is_some_and(|v| *v.get_ref()),
                     ageing_s: n.ageing_s.as_ref().map(|v| *v.get_ref()),
@@ -431,6 +475,21 @@ impl TopologyFile {
             };
             checked.push((l, a, b, rate_bps, mtu, impair));
         }
+        // An impair node next to a relay is a stage on one of its paths: a bridge.
+        let path_stages: Vec<String> = nodes
+            .iter()
+            .filter(|n| n.role == Role::Impair)
+            .filter(|n| {
+                neighbours(&checked, &n.name)
+                    .iter()
+                    .any(|(_, m)| role_of(m) == Some(Role::Relay))
+            })
+            .map(|n| n.name.clone())
+            .collect();
+        for n in nodes.iter_mut() {
+            n.path_stage = path_stages.contains(&n.name);
+        }
+        let role_of = |node: &str| nodes.iter().find(|n| n.name == node).map(|n| n.role);
         if let Some((i, cycle)) = loop_without_switch(&nodes, &checked) {
             return Err(err(
                 at(checked[i].0.a.span()),
@@ -472,31 +531,40 @@ impl TopologyFile {
                     ),
                 ));
             }
-            if n.role == Role::Impair {
-                let neighbours: Vec<Option<Role>> = checked
-                    .iter()
-                    .filter_map(|(_, a, b, ..)| {
-                        if a.node == n.name {
-                            Some(role_of(&b.node))
-                        } else if b.node == n.name {
-                            Some(role_of(&a.node))
-                        } else {
-                            None
-                        }
-                    })
-                    .collect();
-                if ports.len() != 2 || neighbours.contains(&Some(Role::Switch)) {
-                    return Err(err(
-                        at(toml.role.span()),
-                        field("role"),
-                        format!(
-                            "an impair node forwards between exactly two ports, each linked to \
-                             a node with an address (not a switch); '{}' has {} port(s)",
-                            n.name,
-                            ports.len()
-                        ),
-                    ));
-                }
+            let next: Vec<Option<Role>> = neighbours(&checked, &n.name)
+                .iter()
+                .map(|(_, m)| role_of(m))
+                .collect();
+            if n.path_stage && (ports.len() != 2 || next.iter().any(|r| *r != Some(Role::Relay))) {
+                return Err(err(
+                    at(toml.role.span()),
+                    field("role"),
+                    format!(
+                        "an impair node next to a relay is a stage on one of its paths: two \
+                         ports, each linked to a relay; '{}' has {} port(s)",
+                        n.name,
+                        ports.len()
+                    ),
+                ));
+            }
+            if n.role == Role::Relay {
+                relay_check(&nodes, &checked, &n.name)
+                    .map_err(|problem| err(at(toml.role.span()), field("role"), problem))?;
+            }
+            if n.role == Role::Impair
+                && !n.path_stage
+                && (ports.len() != 2 || next.contains(&Some(Role::Switch)))
+            {
+                return Err(err(
+                    at(toml.role.span()),
+                    field("role"),
+                    format!(
+                        "an impair node forwards between exactly two ports, each linked to a \
+                         node with an address (not a switch); '{}' has {} port(s)",
+                        n.name,
+                        ports.len()
+                    ),
+                ));
             }
         }
         let links = address(&nodes, checked, &err, &at)?;
@@ -536,7 +604,8 @@ type Checked<'a> = (
 /// A cycle of nodes none of which is a switch, if the links make one: the link that
 /// closes it (its index) and the nodes in order around it.
 fn loop_without_switch(nodes: &[Node], links: &[Checked<'_>]) -> Option<(usize, Vec<String>)> {
-    let switch = |n: &str| nodes.iter().any(|x| x.name == n && x.role == Role::Switch);
+    // A relay pair's paths are a loop by design (the relays eliminate what it repeats).
+    let switch = |n: &str| nodes.iter().any(|x| x.name == n && x.layer2());
     // The links so far form a forest; a link between two nodes it already joins closes a
     // cycle: that path and the link.
     let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -592,15 +661,19 @@ fn address(
     err: &dyn Fn(usize, String, String) -> TopoFileError,
     at: &dyn Fn(std::ops::Range<usize>) -> usize,
 ) -> Result<Vec<Link>, TopoFileError> {
-    let switch = |n: &str| nodes.iter().any(|x| x.name == n && x.role == Role::Switch);
-    // The segment of each link: its switch's name, or the link itself.
+    let layer2 = |n: &str| nodes.iter().find(|x| x.name == n && x.layer2());
+    let segments = layer2_segments(nodes, &links);
+    // The segment of each link: its switch's (or relay pair's) name, or the link itself.
     let segment = |i: usize, a: &Port, b: &Port| -> String {
-        if switch(&a.node) {
-            format!("switch {}", a.node)
-        } else if switch(&b.node) {
-            format!("switch {}", b.node)
-        } else {
-            format!("link[{}]", i + 1)
+        match [a, b]
+            .into_iter()
+            .find_map(|p| segments.get(p.node.as_str()))
+        {
+            Some(first) => match nodes.iter().find(|x| x.name == *first) {
+                Some(x) if x.role == Role::Switch => format!("switch {first}"),
+                _ => format!("the relays' segment of {first}"),
+            },
+            None => format!("link[{}]", i + 1),
         }
     };
     // Subnets given, per segment; they must agree within one and not overlap another's.
@@ -660,12 +733,12 @@ fn address(
         let used = taken.entry(seg.clone()).or_default();
         let mut end = |p: &Port, given: &Option<Spanned<String>>, key: &str| {
             let field = format!("link[{}].{key}", i + 1);
-            if switch(&p.node) {
+            if let Some(x) = layer2(&p.node) {
                 return match given {
                     Some(g) => Err(err(
                         at(g.span()),
                         field,
-                        "a switch's port has no address".into(),
+                        format!("a {}'s port has no address", x.describe()),
                     )),
                     None => Ok(None),
                 };
@@ -718,6 +791,94 @@ fn address(
         });
     }
     Ok(out)
+}
+
+/// Each layer-2 node's segment: the first layer-2 node (in file order) it is joined to
+/// through layer-2 nodes alone.
+fn layer2_segments<'n>(nodes: &'n [Node], links: &[Checked<'_>]) -> BTreeMap<&'n str, &'n str> {
+    let mut out: BTreeMap<&str, &str> = BTreeMap::new();
+    for first in nodes.iter().filter(|n| n.layer2()) {
+        if out.contains_key(first.name.as_str()) {
+            continue;
+        }
+        let mut queue = vec![first.name.as_str()];
+        while let Some(n) = queue.pop() {
+            if out.insert(n, first.name.as_str()).is_some() {
+                continue;
+            }
+            for (_, m) in neighbours(links, n) {
+                if let Some(x) = nodes.iter().find(|x| x.name == m && x.layer2()) {
+                    queue.push(x.name.as_str());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The nodes linked to `node`: (its port, the neighbour's name), in link order.
+fn neighbours(links: &[Checked<'_>], node: &str) -> Vec<(String, String)> {
+    links
+        .iter()
+        .filter_map(|(_, a, b, ..)| {
+            if a.node == node {
+                Some((a.port.clone(), b.node.clone()))
+            } else if b.node == node {
+                Some((b.port.clone(), a.node.clone()))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// A relay's ports: one linked to a host (its edge), two or more paths that each lead to
+/// the same other relay, directly or through one impair node (IEEE 802.1CB's replication
+/// and elimination between two relays). What is wrong, if anything.
+fn relay_check(nodes: &[Node], links: &[Checked<'_>], relay: &str) -> Result<(), String> {
+    let role_of = |n: &str| nodes.iter().find(|x| x.name == n).map(|x| x.role);
+    let next = neighbours(links, relay);
+    let hosts: Vec<&(String, String)> = next
+        .iter()
+        .filter(|(_, m)| role_of(m) == Some(Role::Host))
+        .collect();
+    if hosts.len() != 1 {
+        return Err(format!(
+            "a relay has one port linked to a host (its edge); '{relay}' has {}",
+            hosts.len()
+        ));
+    }
+    let mut peers = BTreeSet::new();
+    for (port, m) in next.iter().filter(|(_, m)| role_of(m) != Some(Role::Host)) {
+        let peer = match role_of(m) {
+            Some(Role::Relay) => Some(m.clone()),
+            Some(Role::Impair) => neighbours(links, m)
+                .into_iter()
+                .map(|(_, x)| x)
+                .find(|x| x != relay && role_of(x) == Some(Role::Relay)),
+            _ => None,
+        };
+        let Some(peer) = peer else {
+            return Err(format!(
+                "'{relay}' port {port} leads to '{m}', not to another relay (directly or \
+                 through one impair node)"
+            ));
+        };
+        peers.insert(peer);
+    }
+    let paths = next.len() - 1;
+    match (peers.len(), paths) {
+        (1, 2..) => Ok(()),
+        (1, _) => Err(format!(
+            "'{relay}' has {paths} path(s) to its peer: a relay replicates onto two or more"
+        )),
+        (0, _) => Err(format!("'{relay}' has no path to another relay")),
+        _ => Err(format!(
+            "'{relay}' has paths to {} relays ({}): all its paths lead to one peer",
+            peers.len(),
+            peers.into_iter().collect::<Vec<_>>().join(", ")
+        )),
+    }
 }
 
 fn parse_subnet(s: &str) -> Option<(Ipv4Addr, u8)> {
@@ -975,6 +1136,39 @@ mod test {
                  [[node]]\nname = \"a\"\nrole = \"host\"\n[[link]]\na = \"a:eth0\"\nb = \"w:eth0\"\n".into(),
                 "t.toml:3: node[1].role: an impair node forwards between exactly two ports",
             ),
+            (
+                "[[node]]\nname = \"a\"\nrole = \"host\"\nfrer = \"history=8\"\n".into(),
+                "t.toml:4: node[1].role: frer belongs to a relay",
+            ),
+            (
+                "[[node]]\nname = \"s\"\nrole = \"relay\"\nfrer = \"history=1\"\n".into(),
+                "t.toml:4: node[1].frer: history: '1' is not 2..=2048",
+            ),
+            (
+                file(
+                    &[("a", "host"), ("s", "relay"), ("m", "relay"), ("b", "host")],
+                    &[("a:e0", "s:e0"), ("s:e1", "m:e1"), ("m:e0", "b:e0")],
+                ),
+                "t.toml:7: node[2].role: 's' has 1 path(s) to its peer: a relay replicates onto two or more",
+            ),
+            (
+                file(&[("s", "relay"), ("m", "relay")], &[("s:e1", "m:e1"), ("s:e2", "m:e2")]),
+                "t.toml:3: node[1].role: a relay has one port linked to a host (its edge); 's' has 0",
+            ),
+            (
+                file(
+                    &[("a", "host"), ("w", "impair"), ("s", "relay"), ("m", "relay"), ("b", "host")],
+                    &[("a:e0", "w:e0"), ("w:e1", "s:e0"), ("s:e1", "m:e1"), ("s:e2", "m:e2"), ("m:e0", "b:e0")],
+                ),
+                "t.toml:7: node[2].role: an impair node next to a relay is a stage on one of its paths",
+            ),
+            (
+                file(
+                    &[("a", "host"), ("s", "relay"), ("r", "router"), ("m", "relay"), ("b", "host")],
+                    &[("a:e0", "s:e0"), ("s:e1", "r:e0"), ("r:e1", "m:e1"), ("s:e2", "m:e2"), ("m:e0", "b:e0")],
+                ),
+                "t.toml:7: node[2].role: 's' port e1 leads to 'r', not to another relay",
+            ),
         ];
         let mut wrong = Vec::new();
         for (text, want) in cases {
@@ -984,6 +1178,60 @@ mod test {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn a_relay_pair_joins_its_hosts_in_one_subnet_over_bridging_stages() {
+        let nodes = [
+            ("t", "host"),
+            ("s", "relay"),
+            ("pa", "impair"),
+            ("m", "relay"),
+            ("l", "host"),
+            ("r", "router"),
+            ("x", "host"),
+        ];
+        let links = [
+            ("t:e0", "s:e0"),
+            ("s:e1", "pa:e0"),
+            ("pa:e1", "m:e1"),
+            ("s:e2", "m:e2"),
+            ("m:e0", "l:e0"),
+            ("l:e1", "r:e0"),
+            ("r:e1", "x:e0"),
+        ];
+        let f = parse(&file(&nodes, &links)).unwrap();
+        let addr = |i: usize| (f.links[i].a.1, f.links[i].b.1);
+        assert_eq!(addr(0), (ip("198.18.1.1"), None));
+        for i in 1..4 {
+            assert_eq!(addr(i), (None, None), "link {i}: no address on a path");
+            assert_eq!(f.links[i].subnet.0, Ipv4Addr::new(198, 18, 1, 0));
+        }
+        assert_eq!(addr(4), (None, ip("198.18.1.2")));
+        // The next link is a subnet of its own.
+        assert_eq!(addr(5), (ip("198.18.2.1"), ip("198.18.2.2")));
+        let pa = f.nodes.iter().find(|n| n.name == "pa").unwrap();
+        assert!(pa.path_stage && pa.layer2());
+        let text = file(&nodes, &links).replacen(
+            "b = \"pa:e0\"\n",
+            "b = \"pa:e0\"\nb_addr = \"198.18.1.9\"\n",
+            1,
+        );
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("link[2].b_addr: a path stage's port has no address"),
+            "{e}"
+        );
+        let text = file(&nodes, &links).replacen(
+            "b = \"s:e0\"\n",
+            "b = \"s:e0\"\nb_addr = \"198.18.1.9\"\n",
+            1,
+        );
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("link[1].b_addr: a relay's port has no address"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@ use crate::impair::stage::{Mode, RouterSide, StageConfig};
 use crate::naming;
 use crate::processes::{ManagedProcess, Program};
 use crate::relay::config::RelayConfig;
+pub use crate::relay::options::{FrerLabOptions, FrerOptionsError};
 use crate::shaper::ShaperSpec;
 use crate::LabError;
 
@@ -73,133 +74,6 @@ pub struct Neighbour {
     pub addr: Ipv4Addr,
     /// Its MAC.
     pub mac: [u8; 6],
-}
-
-/// Settings of the `frer` topology.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FrerLabOptions {
-    /// frerSeqRcvyHistoryLength of both eliminating relays (default 1024: covers a path
-    /// skew of 10 ms at 100 kframes/s).
-    #[serde(default = "default_frer_history")]
-    pub history: u16,
-    /// frerSeqRcvyResetMSec (default 2000).
-    #[serde(default = "default_frer_reset")]
-    pub reset_ms: u64,
-    /// Elimination on (default); off passes every copy, as a broken eliminator would.
-    #[serde(default = "default_true")]
-    pub elimination: bool,
-    /// The control group: the same relays forward plainly over path A, no R-TAG, no
-    /// replication, no elimination.
-    #[serde(default)]
-    pub plain: bool,
-    /// The relays forward in the kernel (the BPF fast path) when it allows (default); off
-    /// runs the userspace relays.
-    #[serde(default = "default_true")]
-    pub fast: bool,
-}
-
-fn default_frer_history() -> u16 {
-    1024
-}
-
-fn default_frer_reset() -> u64 {
-    2000
-}
-
-fn default_true() -> bool {
-    true
-}
-
-impl Default for FrerLabOptions {
-    fn default() -> Self {
-        Self {
-            history: default_frer_history(),
-            reset_ms: default_frer_reset(),
-            elimination: true,
-            plain: false,
-            fast: true,
-        }
-    }
-}
-
-/// Settings of the `frer` topology that do not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum FrerOptionsError {
-    /// An item without `=`.
-    #[error("'{0}' is not key=value")]
-    NotKeyValue(String),
-    /// A switch that is not on or off.
-    #[error("{key}: '{value}' is not on or off")]
-    NotOnOff {
-        /// The key.
-        key: String,
-        /// The value as written.
-        value: String,
-    },
-    /// A history length the relays do not take.
-    #[error("history: '{0}' is not 2..=2048")]
-    History(String),
-    /// A reset time that is not a number of milliseconds.
-    #[error("reset_ms: '{0}' is not a number of ms")]
-    ResetMs(String),
-    /// A mode other than `frer` and `plain`.
-    #[error("mode: '{0}' is not frer or plain")]
-    Mode(String),
-    /// A key the topology does not have.
-    #[error("unknown key '{0}' (history, reset_ms, elimination, mode, fast)")]
-    UnknownKey(String),
-}
-
-impl FrerLabOptions {
-    /// `history=1024,reset_ms=2000,elimination=off,mode=plain,fast=off` (any subset).
-    ///
-    /// # Errors
-    /// An unknown key or a bad value, named.
-    pub fn parse_inline(text: &str) -> Result<Self, FrerOptionsError> {
-        let mut o = Self::default();
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = item
-                .split_once('=')
-                .ok_or_else(|| FrerOptionsError::NotKeyValue(item.to_owned()))?;
-            let (k, v) = (k.trim(), v.trim());
-            let flag = |v: &str| match v {
-                "on" | "true" | "yes" => Ok(true),
-                "off" | "false" | "no" => Ok(false),
-                _ => Err(FrerOptionsError::NotOnOff {
-                    key: k.to_owned(),
-                    value: v.to_owned(),
-                }),
-            };
-            match k {
-                "history" => {
-                    o.history = v
-                        .parse()
-                        .ok()
-                        .filter(|h| (2..=frer::recovery::MAX_HISTORY).contains(h))
-                        .ok_or_else(|| FrerOptionsError::History(v.to_owned()))?;
-                }
-                "reset_ms" | "reset" => {
-                    o.reset_ms = v
-                        .trim_end_matches("ms")
-                        .parse()
-                        .map_err(|_| FrerOptionsError::ResetMs(v.to_owned()))?;
-                }
-                "elimination" => o.elimination = flag(v)?,
-                "fast" => o.fast = flag(v)?,
-                "mode" => {
-                    o.plain = match v {
-                        "plain" => true,
-                        "frer" => false,
-                        _ => return Err(FrerOptionsError::Mode(v.to_owned())),
-                    }
-                }
-                _ => return Err(FrerOptionsError::UnknownKey(k.to_owned())),
-            }
-        }
-        Ok(o)
-    }
 }
 
 /// A static route.
@@ -345,6 +219,52 @@ fn path_stages(path_a: ImpairSpec, mut path_b: ImpairSpec) -> Vec<Stage> {
             },
         })
         .collect()
+}
+
+/// A lab relay's configuration: frames from its `edge` port to `far` (a host beyond its
+/// peer relay, by destination MAC) are replicated onto every one of `members` with an
+/// R-TAG (802.1CB 7.4.1, sequence generation and splitting); frames from the members to
+/// `near` (the host on its edge) are eliminated (7.4.2, sequence recovery) and leave by the
+/// edge. Other frames pass between the edge and the first member, untagged. The stream
+/// names are `to-` and the host's node.
+fn frer_relay(
+    edge: &str,
+    members: &[String],
+    far: &Iface,
+    near: &Iface,
+    opts: &FrerLabOptions,
+) -> RelayConfig {
+    use crate::relay::config::{Eliminate, Identification, StreamConfig};
+    let mac = |m: [u8; 6]| wire::EthernetAddress(m).to_string();
+    let members: Vec<&str> = members.iter().map(String::as_str).collect();
+    let streams = if opts.plain {
+        vec![]
+    } else {
+        vec![
+            StreamConfig::replicating(
+                &format!("to-{}", far.node),
+                Identification::dst_mac(&mac(far.mac)),
+                edge,
+                &members,
+            ),
+            StreamConfig::eliminating(
+                &format!("to-{}", near.node),
+                Identification::dst_mac(&mac(near.mac)),
+                Eliminate {
+                    history: opts.history,
+                    reset_ms: opts.reset_ms,
+                    off: !opts.elimination,
+                    ..Eliminate::new(&members, edge)
+                },
+            ),
+        ]
+    };
+    let first = members.first().copied().unwrap_or(edge);
+    let pass = [(edge, first), (first, edge)]
+        .into_iter()
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .collect();
+    RelayConfig { streams, pass }
 }
 
 /// Queues of every veth end: one per CPU (at most 8), so `gen --threads N` and AF_XDP
@@ -556,7 +476,6 @@ impl Topology {
     /// A costs no ARP. Each path node runs an impairment stage in bridge mode. The path
     /// links carry 1510-byte MTUs, room for the R-TAG on a full-size (tagged) frame.
     pub fn frer(path_a: ImpairSpec, path_b: ImpairSpec, opts: FrerLabOptions) -> Self {
-        use crate::relay::config::{Eliminate, Identification, StreamConfig};
         let mut t = Self::empty(
             "frer",
             &["talker", "split", "patha", "pathb", "merge", "listener"],
@@ -588,7 +507,6 @@ impl Topology {
             ),
             link(iface("merge", "eth0", None, 35, 1), listener.clone()),
         ];
-        let mac = |m: [u8; 6]| wire::EthernetAddress(m).to_string();
         t.neighbours = vec![
             Neighbour {
                 node: "talker".into(),
@@ -608,54 +526,16 @@ impl Topology {
             ("talker".into(), "eth0".into()),
             ("listener".into(), "eth0".into()),
         ];
-        let pass: std::collections::BTreeMap<String, String> = [("eth0", "eth1"), ("eth1", "eth0")]
-            .into_iter()
-            .map(|(a, b)| (a.to_owned(), b.to_owned()))
-            .collect();
-        let name = |m: [u8; 6]| {
-            if m == listener.mac {
-                "to-listener"
-            } else {
-                "to-talker"
-            }
-        };
-        let relay = |replicate_to: [u8; 6], eliminate_to: [u8; 6]| {
-            let streams = if opts.plain {
-                vec![]
-            } else {
-                vec![
-                    StreamConfig::replicating(
-                        name(replicate_to),
-                        Identification::dst_mac(&mac(replicate_to)),
-                        "eth0",
-                        &["eth1", "eth2"],
-                    ),
-                    StreamConfig::eliminating(
-                        name(eliminate_to),
-                        Identification::dst_mac(&mac(eliminate_to)),
-                        Eliminate {
-                            history: opts.history,
-                            reset_ms: opts.reset_ms,
-                            off: !opts.elimination,
-                            ..Eliminate::new(&["eth1", "eth2"], "eth0")
-                        },
-                    ),
-                ]
-            };
-            RelayConfig {
-                streams,
-                pass: pass.clone(),
-            }
-        };
+        let members = ["eth1".to_owned(), "eth2".to_owned()];
         t.relays = vec![
             Relay {
                 node: "split".into(),
-                config: relay(listener.mac, talker.mac),
+                config: frer_relay("eth0", &members, &listener, &talker, &opts),
                 fast: opts.fast,
             },
             Relay {
                 node: "merge".into(),
-                config: relay(talker.mac, listener.mac),
+                config: frer_relay("eth0", &members, &talker, &listener, &opts),
                 fast: opts.fast,
             },
         ];
@@ -751,27 +631,21 @@ impl Topology {
     /// The lab a topology file describes: its nodes and links, a bridge on each switch,
     /// forwarding on each router, a route on every node to every subnet it does not touch
     /// (through the first router on a shortest path), and each link's rate limited in each
-    /// direction: where a switch or router sends it, or where a host's frames arrive. Roles and link settings that are not built from files yet are refused,
-    /// by name.
+    /// direction: where a switch or router sends it, or where a host's frames arrive. A link
+    /// with an impairment crosses a node of its own (`linkN`, N its place in the file) whose
+    /// stage forwards as a bridge, its first end to its second being `forward`; so does an
+    /// impair node between two relays. A relay pair runs FRER between its two hosts, as in
+    /// the built-in `frer`: permanent neighbours, path links of 1510 bytes unless given.
     ///
     /// # Errors
-    /// A node of role shaper, impair or relay, a link with an impairment, more than 250
-    /// links.
+    /// A shaper without classes or port, an impair node with other than two ports, a
+    /// link's stage node whose name a node has, more than 250 links.
     pub fn from_file(
         f: &crate::topofile::TopologyFile,
         classes: &dyn Fn(&str) -> Result<String, LabError>,
     ) -> Result<Self, LabError> {
         use crate::topofile::Role;
         let bad = LabError::BadTopology;
-        for n in &f.nodes {
-            if n.role == Role::Relay {
-                return Err(bad(format!(
-                    "node '{}': role relay is not built from files yet; use the built-in \
-                     topology (lab up frer) for it",
-                    n.name
-                )));
-            }
-        }
         if f.links.len() > 250 {
             return Err(bad("at most 250 links".into()));
         }
@@ -779,14 +653,11 @@ impl Topology {
         let mut t = Self::empty("file", &names);
         t.limit_overhead = 24;
         t.listener_mark = f.nodes.iter().find(|n| n.listener).map(|n| n.name.clone());
-        let role = |node: &str| f.nodes.iter().find(|n| n.name == node).map(|n| n.role);
+        let node_of = |name: &str| f.nodes.iter().find(|n| n.name == name);
+        let role = |name: &str| node_of(name).map(|n| n.role);
+        let on_path =
+            |name: &str| node_of(name).is_some_and(|n| n.layer2() && n.role != Role::Switch);
         for (i, l) in f.links.iter().enumerate() {
-            if l.impair.is_some() {
-                return Err(bad(format!(
-                    "link {} - {}: impairment on a link is not built from files yet",
-                    l.a.0, l.b.0
-                )));
-            }
             let k = u8::try_from(i + 1).unwrap_or(u8::MAX);
             let end = |(p, addr): &(crate::topofile::Port, Option<Ipv4Addr>), side: u8| Iface {
                 node: p.node.clone(),
@@ -795,11 +666,52 @@ impl Topology {
                 prefix: l.subnet.1,
                 mac: [0x02, 0x77, 0x62, 0xf0, k, side],
             };
-            t.links.push(Link {
-                a: end(&l.a, 1),
-                b: end(&l.b, 2),
-                mtu: l.mtu,
-            });
+            // A relay's paths carry the R-TAG's 6 bytes on full-size frames.
+            let relay_path = on_path(&l.a.0.node) && on_path(&l.b.0.node);
+            let mtu = l.mtu.or(relay_path.then_some(1510));
+            let (a, b) = (end(&l.a, 1), end(&l.b, 2));
+            match l.impair {
+                None => t.links.push(Link { a, b, mtu }),
+                Some(spec) => {
+                    let node = format!("link{k}");
+                    if node_of(&node).is_some() {
+                        return Err(bad(format!(
+                            "link {} - {} has an impairment, whose stage runs on a node \
+                             named '{node}': rename the node of that name",
+                            l.a.0, l.b.0
+                        )));
+                    }
+                    let stage = |side: u8| Iface {
+                        node: node.clone(),
+                        name: format!("eth{}", side - 1),
+                        addr: None,
+                        prefix: l.subnet.1,
+                        mac: [0x02, 0x77, 0x62, 0xf1, k, side],
+                    };
+                    t.nodes.push(node.clone());
+                    t.offloads_off.push((a.node.clone(), a.name.clone()));
+                    t.offloads_off.push((b.node.clone(), b.name.clone()));
+                    t.links.push(Link {
+                        a,
+                        b: stage(1),
+                        mtu,
+                    });
+                    t.links.push(Link {
+                        a: stage(2),
+                        b,
+                        mtu,
+                    });
+                    t.stages.push(Stage {
+                        node,
+                        config: StageConfig {
+                            a: "eth0".into(),
+                            b: "eth1".into(),
+                            mode: Mode::Bridge,
+                            spec,
+                        },
+                    });
+                }
+            }
             if let Some(bps) = l.rate_bps {
                 // Each direction: a switch or router limits what it sends out of its port;
                 // what a host sends is limited where it arrives.
@@ -867,6 +779,18 @@ impl Topology {
                 [a, b] => ((*a).clone(), (*b).clone()),
                 _ => return Err(bad(format!("impair '{}': two ports", n.name))),
             };
+            if n.path_stage {
+                t.stages.push(Stage {
+                    node: n.name.clone(),
+                    config: StageConfig {
+                        a: a.name.clone(),
+                        b: b.name.clone(),
+                        mode: Mode::Bridge,
+                        spec: n.impair.unwrap_or_default(),
+                    },
+                });
+                continue;
+            }
             let side = |mine: &Iface| -> Result<(RouterSide, Iface), LabError> {
                 let theirs = t
                     .peer_of(mine)
@@ -892,7 +816,87 @@ impl Topology {
                 },
             });
         }
+        for n in f.nodes.iter().filter(|n| n.role == Role::Relay) {
+            t.add_file_relay(f, n)?;
+        }
         Ok(t)
+    }
+
+    /// A topology file's relay `n` (checked by the file's reader: one port to a host, two
+    /// or more paths to one peer relay): its configuration, its host's permanent neighbour
+    /// (the host beyond the peer, so that a cut path costs no ARP) and its host's offloads
+    /// off (a user-space relay may forward its frames).
+    fn add_file_relay(
+        &mut self,
+        f: &crate::topofile::TopologyFile,
+        n: &crate::topofile::Node,
+    ) -> Result<(), LabError> {
+        use crate::topofile::Role;
+        let bad = |what: &str| LabError::BadTopology(format!("relay '{}': {what}", n.name));
+        let relay = |node: &str| {
+            f.nodes
+                .iter()
+                .any(|x| x.name == node && x.role == Role::Relay)
+        };
+        // A relay's host (and the port toward it), its paths' ports, its peer relay.
+        let sides = |node: &str| {
+            let mut host = None;
+            let mut paths = Vec::new();
+            let mut peer = None;
+            for mine in self.ports_of(node) {
+                match self.beyond_stages(mine) {
+                    Some(p) if p.addr.is_some() => host = Some((mine.name.clone(), p.clone())),
+                    Some(p) if relay(&p.node) => {
+                        paths.push(mine.name.clone());
+                        peer.get_or_insert(p.node.clone());
+                    }
+                    _ => {}
+                }
+            }
+            (host, paths, peer)
+        };
+        let (host, paths, peer) = sides(&n.name);
+        let (edge, near) = host.ok_or_else(|| bad("no port toward a host"))?;
+        let peer = peer.ok_or_else(|| bad("no path to another relay"))?;
+        let (_, far) = sides(&peer).0.ok_or_else(|| bad("its peer has no host"))?;
+        let far_addr = far
+            .addr
+            .ok_or_else(|| bad("its peer's host has no address"))?;
+        self.neighbours.push(Neighbour {
+            node: near.node.clone(),
+            dev: near.name.clone(),
+            addr: far_addr,
+            mac: far.mac,
+        });
+        self.offloads_off
+            .push((near.node.clone(), near.name.clone()));
+        self.relays.push(Relay {
+            node: n.name.clone(),
+            config: frer_relay(&edge, &paths, &far, &near, &n.frer),
+            fast: n.frer.fast,
+        });
+        Ok(())
+    }
+
+    /// The interface at the other end of `i`'s link, or, where that is a bridge-mode
+    /// stage's node, the one beyond it (across every such stage in a row).
+    fn beyond_stages(&self, i: &Iface) -> Option<&Iface> {
+        let mut p = self.peer_of(i)?;
+        for _ in 0..=self.stages.len() {
+            let bridging = self
+                .stages
+                .iter()
+                .any(|s| s.node == p.node && s.config.mode == Mode::Bridge);
+            if !bridging {
+                return Some(p);
+            }
+            let other = self
+                .ports_of(&p.node)
+                .into_iter()
+                .find(|x| x.name != p.name)?;
+            p = self.peer_of(other)?;
+        }
+        None
     }
 
     /// The interfaces of `node`, in link order.
@@ -1546,6 +1550,142 @@ mod test {
         assert!(Topology::from_toml("topology = \"frer\"\n[impair]\nloss = \"1%\"\n").is_err());
     }
 
+    /// A link as `node:port` with its address at each end, and its MTU.
+    type Wire = (
+        String,
+        Option<Ipv4Addr>,
+        String,
+        Option<Ipv4Addr>,
+        Option<u16>,
+    );
+
+    /// The link ends of a topology as `node:port` pairs with their addresses and MTU.
+    fn wiring(t: &Topology) -> Vec<Wire> {
+        let mut w: Vec<_> = t
+            .links
+            .iter()
+            .map(|l| {
+                let end = |i: &Iface| format!("{}:{}", i.node, i.name);
+                (end(&l.a), l.a.addr, end(&l.b), l.b.addr, l.mtu)
+            })
+            .collect();
+        w.sort();
+        w
+    }
+
+    #[test]
+    fn the_frer_network_file_builds_the_built_in_frer_lab() {
+        let f = crate::topofile::TopologyFile::parse(
+            "lab-frer-network.toml",
+            include_str!("../../../examples/lab-frer-network.toml"),
+        )
+        .unwrap();
+        let t = Topology::from_file(&f, &no_classes).unwrap();
+        let builtin = Topology::frer(
+            ImpairSpec::default(),
+            ImpairSpec::default(),
+            FrerLabOptions::default(),
+        );
+        assert_eq!(t.nodes, builtin.nodes);
+        assert_eq!(wiring(&t), wiring(&builtin));
+        assert!(t.forwarding.is_empty() && t.routes.is_empty());
+        assert_eq!(t.offloads_off, builtin.offloads_off);
+        // The same permanent neighbours (the MACs are the file's own).
+        let neigh = |t: &Topology| -> Vec<(String, String, Ipv4Addr)> {
+            t.neighbours
+                .iter()
+                .map(|n| (n.node.clone(), n.dev.clone(), n.addr))
+                .collect()
+        };
+        let (mut a, mut b) = (neigh(&t), neigh(&builtin));
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        let mac_of = |t: &Topology, node: &str| t.ports_of(node)[0].mac;
+        assert!(t
+            .neighbours
+            .iter()
+            .any(|n| n.node == "talker" && n.mac == mac_of(&t, "listener")));
+        // The same relays, streams and ports; the stages bridge, each with its impairment.
+        for (mine, theirs) in t.relays.iter().zip(&builtin.relays) {
+            assert_eq!(mine.node, theirs.node);
+            assert_eq!(mine.fast, theirs.fast);
+            assert_eq!(mine.config.pass, theirs.config.pass);
+            assert_eq!(mine.config.streams.len(), 2);
+            for (x, y) in mine.config.streams.iter().zip(&theirs.config.streams) {
+                assert_eq!(x.name, y.name);
+                assert_eq!(x.replicate, y.replicate);
+                assert_eq!(x.eliminate, y.eliminate);
+            }
+        }
+        let stages: Vec<(&str, &Mode, &str)> = t
+            .stages
+            .iter()
+            .map(|s| (s.node.as_str(), &s.config.mode, s.config.a.as_str()))
+            .collect();
+        assert_eq!(
+            stages,
+            [
+                ("patha", &Mode::Bridge, "eth0"),
+                ("pathb", &Mode::Bridge, "eth0")
+            ]
+        );
+        assert_eq!(t.stages[1].config.spec.forward.delay_ns, 1_000_000);
+        assert_eq!(
+            t.relays[1].config.streams[1]
+                .eliminate
+                .as_ref()
+                .unwrap()
+                .history,
+            1024
+        );
+    }
+
+    #[test]
+    fn a_link_with_an_impairment_crosses_a_bridging_stage_of_its_own() {
+        let text = "[[node]]\nname = \"a\"\nrole = \"host\"\n\
+                    [[node]]\nname = \"b\"\nrole = \"host\"\n\
+                    [[link]]\na = \"a:eth0\"\nb = \"b:eth0\"\nimpair = \"delay=5ms\"\nmtu = 9000\n";
+        let f = crate::topofile::TopologyFile::parse("f.toml", text).unwrap();
+        let t = Topology::from_file(&f, &no_classes).unwrap();
+        assert_eq!(t.nodes, ["a", "b", "link1"]);
+        let w = wiring(&t);
+        let a1 = Some(Ipv4Addr::new(198, 18, 1, 1));
+        let b1 = Some(Ipv4Addr::new(198, 18, 1, 2));
+        assert_eq!(
+            w,
+            [
+                (
+                    "a:eth0".to_owned(),
+                    a1,
+                    "link1:eth0".to_owned(),
+                    None,
+                    Some(9000)
+                ),
+                (
+                    "link1:eth1".to_owned(),
+                    None,
+                    "b:eth0".to_owned(),
+                    b1,
+                    Some(9000)
+                ),
+            ]
+        );
+        assert_eq!(t.stages.len(), 1);
+        assert_eq!(t.stages[0].config.mode, Mode::Bridge);
+        assert_eq!(t.stages[0].config.spec.forward.delay_ns, 5_000_000);
+        assert_eq!(t.offloads_off.len(), 2, "both ends' offloads off");
+        // A node already named like the stage's node is named in the error.
+        let clash = "[[node]]\nname = \"link1\"\nrole = \"host\"\n\
+                     [[node]]\nname = \"b\"\nrole = \"host\"\n\
+                     [[link]]\na = \"link1:eth0\"\nb = \"b:eth0\"\nimpair = \"delay=5ms\"\n";
+        let f = crate::topofile::TopologyFile::parse("f.toml", clash).unwrap();
+        let e = Topology::from_file(&f, &no_classes)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rename the node of that name"), "{e}");
+    }
+
     #[test]
     fn topology_files_name_a_builtin_and_its_settings() {
         let t = Topology::from_toml(
@@ -1640,26 +1780,6 @@ mod test {
         let limit = at("ip -n wb-x-sw link set br0 type bridge fdb_max_learned 512").unwrap();
         assert!(cmds[limit].kernel.is_some());
         assert!(limit < at("ip -n wb-x-sw link set p1 master br0").unwrap());
-        // What files cannot build yet is refused by name.
-        for (from, to, want) in [
-            (
-                "role = \"router\"",
-                "role = \"relay\"",
-                "role relay is not built from files yet",
-            ),
-            (
-                "rate = \"10M\"",
-                "impair = \"loss=1%\"",
-                "impairment on a link is not built",
-            ),
-        ] {
-            let text = text.replacen(from, to, 1);
-            let f = crate::topofile::TopologyFile::parse("f.toml", &text).unwrap();
-            let e = Topology::from_file(&f, &no_classes)
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains(want), "{e}");
-        }
     }
 
     /// A class list reader for files that name none.

@@ -5,6 +5,7 @@
 //! - [`config`]: what the user writes (TOML) or the lab hands over (JSON): streams,
 //!   their identification and the ports that replicate or eliminate them.
 //! - [`flags`]: the same for one stream from command-line flags.
+//! - [`options`]: a lab relay pair's settings (`--frer`, a topology file's `frer`).
 //! - [`core`]: the per-frame decisions, pure (the `frer` crate does the 802.1CB parts).
 //! - [`fast`]: the kernel fast path (`bpf/frer.c` on every port), filled from the same
 //!   configuration and read back into the same counters.
@@ -20,5 +21,6 @@ pub mod config;
 pub mod core;
 pub mod fast;
 pub mod flags;
+pub mod options;
 pub mod process;
 pub mod state;
