@@ -25,6 +25,7 @@
 //! name = "wan"
 //! role = "impair"          # two ports; forwards through the impairment stage
 //! impair = "delay=20ms,loss=0.1%"   # first port to second: forward
+//! # bridge = true          # optional: forward as a bridge, without addresses
 //!
 //! [[node]]
 //! name = "split"
@@ -36,6 +37,7 @@
 //! b = "sw:p1"
 //! subnet = "198.18.5.0/24" # optional: else 198.18.N.0/24, N from 1 up, unused ones
 //! a_addr = "198.18.5.10"   # optional: else the subnet's next free host address
+//! a_mac = "02:77:62:00:01:01"   # optional: else the lab numbers it
 //! rate = "100M"            # optional: the most the link carries, bit/s
 //! mtu = 9000               # optional
 //! impair = "delay=5ms"     # optional: through the impairment stage
@@ -145,17 +147,18 @@ pub struct Node {
     pub shaper: ShaperSettings,
     /// Its impairment (an impair node; `None`: none, the stage only forwards).
     pub impair: Option<ImpairSpec>,
-    /// An impair node on a path between two relays: it forwards as a bridge.
-    pub path_stage: bool,
+    /// An impair node that forwards as a bridge, without addresses: one between two relays
+    /// (a stage on one of their paths), or one marked `bridge = true`.
+    pub bridging: bool,
     /// Its FRER settings (a relay; the defaults when the file gives none).
     pub frer: FrerLabOptions,
 }
 
 impl Node {
-    /// How an error names it: its role, or "path stage".
+    /// How an error names it: its role, or "bridging stage".
     fn describe(&self) -> &'static str {
-        if self.path_stage {
-            "path stage"
+        if self.bridging {
+            "bridging stage"
         } else {
             self.role.name()
         }
@@ -164,7 +167,7 @@ impl Node {
     /// It joins its links into one subnet and has no address: a switch, a relay, an
     /// impair node between relays.
     pub fn layer2(&self) -> bool {
-        matches!(self.role, Role::Switch | Role::Relay) || self.path_stage
+        matches!(self.role, Role::Switch | Role::Relay) || self.bridging
     }
 }
 
@@ -190,6 +193,8 @@ pub struct Link {
     pub a: (Port, Option<Ipv4Addr>),
     /// The other end and its address.
     pub b: (Port, Option<Ipv4Addr>),
+    /// Its ends' MACs, where the file gives them (else the lab numbers them).
+    pub macs: [Option<[u8; 6]>; 2],
     /// Its subnet: (network, prefix length).
     pub subnet: (Ipv4Addr, u8),
     /// The most it carries, bit/s.
@@ -248,6 +253,7 @@ struct NodeToml {
     egress: Option<Spanned<String>>,
     egress_port: Option<Spanned<String>>,
     impair: Option<Spanned<String>>,
+    bridge: Option<Spanned<bool>>,
     frer: Option<Spanned<String>>,
 }
 
@@ -259,6 +265,8 @@ struct LinkToml {
     subnet: Option<Spanned<String>>,
     a_addr: Option<Spanned<String>>,
     b_addr: Option<Spanned<String>>,
+    a_mac: Option<Spanned<String>>,
+    b_mac: Option<Spanned<String>>,
     rate: Option<Spanned<String>>,
     mtu: Option<Spanned<u32>>,
     impair: Option<Spanned<String>>,
@@ -373,6 +381,15 @@ impl TopologyFile {
                 ),
                 None => None,
             };
+            if let Some(b) = &n.bridge {
+                if role != Role::Impair {
+                    return Err(err(
+                        at(b.span()),
+                        field("role"),
+                        "bridge belongs to an impair node".into(),
+                    ));
+                }
+            }
             let frer = match &n.frer {
                 Some(v) if role != Role::Relay => {
                     return Err(err(
@@ -396,7 +413,7 @@ impl TopologyFile {
                     port: n.egress_port.as_ref().map(|v| v.get_ref().clone()),
                 },
                 impair,
-                path_stage: false,
+                bridging: n.bridge.as_ref().is_some_and(|b| *b.get_ref()),
                 frer,
                 switch: SwitchSettings {
                     vlan_filtering: n.vlan_filtering.as_ref().is_some_and(|v| *v.get_ref()),
@@ -476,7 +493,7 @@ impl TopologyFile {
             checked.push((l, a, b, rate_bps, mtu, impair));
         }
         // An impair node next to a relay is a stage on one of its paths: a bridge.
-        let path_stages: Vec<String> = nodes
+        let next_to_relays: Vec<String> = nodes
             .iter()
             .filter(|n| n.role == Role::Impair)
             .filter(|n| {
@@ -487,7 +504,7 @@ impl TopologyFile {
             .map(|n| n.name.clone())
             .collect();
         for n in nodes.iter_mut() {
-            n.path_stage = path_stages.contains(&n.name);
+            n.bridging |= next_to_relays.contains(&n.name);
         }
         let role_of = |node: &str| nodes.iter().find(|n| n.name == node).map(|n| n.role);
         if let Some((i, cycle)) = loop_without_switch(&nodes, &checked) {
@@ -535,7 +552,8 @@ impl TopologyFile {
                 .iter()
                 .map(|(_, m)| role_of(m))
                 .collect();
-            if n.path_stage && (ports.len() != 2 || next.iter().any(|r| *r != Some(Role::Relay))) {
+            let near_relay = n.role == Role::Impair && next.contains(&Some(Role::Relay));
+            if near_relay && (ports.len() != 2 || next.iter().any(|r| *r != Some(Role::Relay))) {
                 return Err(err(
                     at(toml.role.span()),
                     field("role"),
@@ -547,12 +565,23 @@ impl TopologyFile {
                     ),
                 ));
             }
+            if n.bridging && ports.len() != 2 {
+                return Err(err(
+                    at(toml.role.span()),
+                    field("role"),
+                    format!(
+                        "a bridging impair node forwards between exactly two ports; '{}' has {}",
+                        n.name,
+                        ports.len()
+                    ),
+                ));
+            }
             if n.role == Role::Relay {
                 relay_check(&nodes, &checked, &n.name)
                     .map_err(|problem| err(at(toml.role.span()), field("role"), problem))?;
             }
             if n.role == Role::Impair
-                && !n.path_stage
+                && !n.bridging
                 && (ports.len() != 2 || next.contains(&Some(Role::Switch)))
             {
                 return Err(err(
@@ -709,6 +738,7 @@ fn address(
         subnets.insert(seg, net);
     }
     let mut next_auto = 1u8;
+    let mut macs: BTreeMap<[u8; 6], String> = BTreeMap::new();
     let mut taken: BTreeMap<String, BTreeSet<Ipv4Addr>> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, (l, a, b, rate_bps, mtu, impair)) in links.into_iter().enumerate() {
@@ -781,9 +811,35 @@ fn address(
         };
         let a_addr = end(&a, &l.a_addr, "a_addr")?;
         let b_addr = end(&b, &l.b_addr, "b_addr")?;
+        let mut mac = |given: &Option<Spanned<String>>, key: &str| match given {
+            None => Ok(None),
+            Some(g) => {
+                let field = format!("link[{}].{key}", i + 1);
+                let m = model::units::mac(g.get_ref())
+                    .ok()
+                    .filter(|m| m[0] & 1 == 0)
+                    .ok_or_else(|| {
+                        err(
+                            at(g.span()),
+                            field.clone(),
+                            format!("'{}' is not a unicast MAC address", g.get_ref()),
+                        )
+                    })?;
+                if let Some(first) = macs.insert(m, field.clone()) {
+                    return Err(err(
+                        at(g.span()),
+                        field,
+                        format!("{} is {first}'s too", g.get_ref()),
+                    ));
+                }
+                Ok(Some(m))
+            }
+        };
+        let link_macs = [mac(&l.a_mac, "a_mac")?, mac(&l.b_mac, "b_mac")?];
         out.push(Link {
             a: (a, a_addr),
             b: (b, b_addr),
+            macs: link_macs,
             subnet: net,
             rate_bps,
             mtu,
@@ -1137,6 +1193,19 @@ mod test {
                 "t.toml:3: node[1].role: an impair node forwards between exactly two ports",
             ),
             (
+                "[[node]]\nname = \"a\"\nrole = \"host\"\nbridge = true\n".into(),
+                "t.toml:4: node[1].role: bridge belongs to an impair node",
+            ),
+            (
+                hosts.clone() + "[[link]]\na = \"a:eth0\"\nb = \"r:eth0\"\na_mac = \"03:00:00:00:00:01\"\n",
+                "t.toml:16: link[1].a_mac: '03:00:00:00:00:01' is not a unicast MAC address",
+            ),
+            (
+                hosts.clone() + "[[link]]\na = \"a:eth0\"\nb = \"r:eth0\"\na_mac = \"02:00:00:00:00:01\"\n\
+                 b_mac = \"02:00:00:00:00:01\"\n",
+                "t.toml:17: link[1].b_mac: 02:00:00:00:00:01 is link[1].a_mac's too",
+            ),
+            (
                 "[[node]]\nname = \"a\"\nrole = \"host\"\nfrer = \"history=8\"\n".into(),
                 "t.toml:4: node[1].role: frer belongs to a relay",
             ),
@@ -1211,7 +1280,7 @@ mod test {
         // The next link is a subnet of its own.
         assert_eq!(addr(5), (ip("198.18.2.1"), ip("198.18.2.2")));
         let pa = f.nodes.iter().find(|n| n.name == "pa").unwrap();
-        assert!(pa.path_stage && pa.layer2());
+        assert!(pa.bridging && pa.layer2());
         let text = file(&nodes, &links).replacen(
             "b = \"pa:e0\"\n",
             "b = \"pa:e0\"\nb_addr = \"198.18.1.9\"\n",
@@ -1219,7 +1288,7 @@ mod test {
         );
         let e = parse(&text).unwrap_err().to_string();
         assert!(
-            e.contains("link[2].b_addr: a path stage's port has no address"),
+            e.contains("link[2].b_addr: a bridging stage's port has no address"),
             "{e}"
         );
         let text = file(&nodes, &links).replacen(

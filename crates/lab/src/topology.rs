@@ -14,6 +14,11 @@
 //!   whose split and merge run FRER relays instead of routing: 802.1CB replication onto both
 //!   paths and elimination before the far end, in both directions.
 //!
+//! Each built-in but `shaper` is a topology file shipped in the binary
+//! (`crates/lab/builtin/NAME.toml`, built as any file is, its nodes' impairments and FRER
+//! settings from the command line); `shaper` is `router` with its classes and talkers
+//! added here.
+//!
 //! Addresses are from the RFC 2544 benchmarking range 198.18.0.0/15 (RFC 2544 §12 /
 //! RFC 6815); MACs are locally administered (02:77:62:…). Every lab lives in its own
 //! namespaces, so several labs with the same addresses run side by side. Managed processes
@@ -200,25 +205,31 @@ fn default_route(node: &str, via: [u8; 4]) -> Route {
     }
 }
 
-/// The bridge-mode stages of path A and path B, with different random seeds: with equal
-/// seeds (e.g. both left at the default) the paths would lose the very same frames, and
-/// redundancy would look useless. Path B's seed is moved off path A's.
-fn path_stages(path_a: ImpairSpec, mut path_b: ImpairSpec) -> Vec<Stage> {
+/// The topology files of the built-in labs (`shaper` is `router` with its classes added).
+const BUILTIN_FILES: &[(&str, &str)] = &[
+    ("direct", include_str!("../builtin/direct.toml")),
+    ("router", include_str!("../builtin/router.toml")),
+    ("impair", include_str!("../builtin/impair.toml")),
+    ("twopath", include_str!("../builtin/twopath.toml")),
+    ("frer", include_str!("../builtin/frer.toml")),
+];
+
+/// Node `node`'s impairment in file `f`.
+fn set_impair(f: &mut crate::topofile::TopologyFile, node: &str, spec: ImpairSpec) {
+    for n in f.nodes.iter_mut().filter(|n| n.name == node) {
+        n.impair = Some(spec);
+    }
+}
+
+/// The stages of path A and path B (nodes `patha`, `pathb`), with different random seeds:
+/// with equal seeds (e.g. both left at the default) the paths would lose the very same
+/// frames, and redundancy would look useless. Path B's seed is moved off path A's.
+fn set_paths(f: &mut crate::topofile::TopologyFile, path_a: ImpairSpec, mut path_b: ImpairSpec) {
     if path_b.seed == path_a.seed {
         path_b.seed = path_b.seed.wrapping_add(1000);
     }
-    [("patha", path_a), ("pathb", path_b)]
-        .into_iter()
-        .map(|(node, spec)| Stage {
-            node: node.into(),
-            config: StageConfig {
-                a: "eth0".into(),
-                b: "eth1".into(),
-                mode: Mode::Bridge,
-                spec,
-            },
-        })
-        .collect()
+    set_impair(f, "patha", path_a);
+    set_impair(f, "pathb", path_b);
 }
 
 /// A lab relay's configuration: frames from its `edge` port to `far` (a host beyond its
@@ -302,33 +313,7 @@ impl Topology {
     /// needs [`Topology::shaper`]).
     pub fn builtin(kind: &str) -> Result<Self, LabError> {
         match kind {
-            "direct" => {
-                let mut t = Self::empty(kind, &["talker", "listener"]);
-                t.links = vec![link(
-                    iface("talker", "eth0", Some([198, 18, 0, 1]), 0, 1),
-                    iface("listener", "eth0", Some([198, 18, 0, 2]), 0, 2),
-                )];
-                Ok(t)
-            }
-            "router" => {
-                let mut t = Self::empty(kind, &["talker", "dut", "listener"]);
-                t.links = vec![
-                    link(
-                        iface("talker", "eth0", Some([198, 18, 1, 1]), 1, 1),
-                        iface("dut", "eth0", Some([198, 18, 1, 254]), 1, 2),
-                    ),
-                    link(
-                        iface("dut", "eth1", Some([198, 18, 2, 254]), 2, 1),
-                        iface("listener", "eth0", Some([198, 18, 2, 1]), 2, 2),
-                    ),
-                ];
-                t.routes = vec![
-                    default_route("talker", [198, 18, 1, 254]),
-                    default_route("listener", [198, 18, 2, 254]),
-                ];
-                t.forwarding = vec!["dut".into()];
-                Ok(t)
-            }
+            "direct" | "router" => Ok(Self::from_builtin_file(kind, |_| {})),
             "impair" => Ok(Self::impair(ImpairSpec::default())),
             "twopath" => Ok(Self::twopath(ImpairSpec::default(), ImpairSpec::default())),
             "frer" => Ok(Self::frer(
@@ -339,6 +324,31 @@ impl Topology {
             "shaper" => Err(LabError::NeedsShape),
             other => Err(LabError::UnknownTopology(other.to_owned())),
         }
+    }
+
+    /// The topology file of built-in `kind` (shipped in the binary), as `edit` leaves its
+    /// nodes' settings (the command line's impairments and FRER settings), built as a file
+    /// is, with the built-in's name and its port rates as L2 rates.
+    fn from_builtin_file(
+        kind: &str,
+        edit: impl FnOnce(&mut crate::topofile::TopologyFile),
+    ) -> Self {
+        let text = BUILTIN_FILES
+            .iter()
+            .find(|(name, _)| *name == kind)
+            .map_or("", |(_, text)| text);
+        let build = || -> Result<Self, String> {
+            let mut f = crate::topofile::TopologyFile::parse(&format!("{kind}.toml"), text)
+                .map_err(|e| e.to_string())?;
+            edit(&mut f);
+            Self::from_file(&f, &|file| Err(LabError::BadTopology(file.to_owned())))
+                .map_err(|e| e.to_string())
+        };
+        let mut t = build().unwrap_or_else(|e| unreachable!("built-in {kind}: {e}"));
+        t.kind = kind.to_owned();
+        t.limit_overhead = 0;
+        t.listener_mark = None;
+        t
     }
 
     /// `shaper`: the router topology with an HTB class tree on the dut's egress toward the
@@ -382,89 +392,13 @@ impl Topology {
     /// `impair`: the router topology whose dut forwards through an impairment stage
     /// (`forward` = talker -> listener).
     pub fn impair(spec: ImpairSpec) -> Self {
-        let mut t = Self::builtin("router").unwrap_or_else(|_| unreachable!("router is built in"));
-        t.kind = "impair".into();
-        t.forwarding.clear();
-        t.offloads_off = vec![
-            ("talker".into(), "eth0".into()),
-            ("listener".into(), "eth0".into()),
-        ];
-        let (up, down) = (&t.links[0], &t.links[1]);
-        let side = |mine: &Iface, theirs: &Iface| RouterSide {
-            mac: mine.mac,
-            neighbour: theirs.mac,
-            local: mine.addr.unwrap_or(Ipv4Addr::UNSPECIFIED),
-        };
-        let mode = Mode::Router {
-            a: side(&up.b, &up.a),
-            b: side(&down.a, &down.b),
-        };
-        t.stages = vec![Stage {
-            node: "dut".into(),
-            config: StageConfig {
-                a: "eth0".into(),
-                b: "eth1".into(),
-                mode,
-                spec,
-            },
-        }];
-        t
+        Self::from_builtin_file("impair", |f| set_impair(f, "dut", spec))
     }
 
     /// `twopath`: talker — split — {path A, path B} — merge — listener, each path node an
     /// impairment stage in bridge mode (`forward` = toward the listener).
     pub fn twopath(path_a: ImpairSpec, path_b: ImpairSpec) -> Self {
-        let mut t = Self::empty(
-            "twopath",
-            &["talker", "split", "patha", "pathb", "merge", "listener"],
-        );
-        t.links = vec![
-            link(
-                iface("talker", "eth0", Some([198, 18, 20, 1]), 20, 1),
-                iface("split", "eth0", Some([198, 18, 20, 254]), 20, 2),
-            ),
-            link(
-                iface("split", "eth1", Some([198, 18, 21, 1]), 21, 1),
-                iface("patha", "eth0", None, 21, 2),
-            ),
-            link(
-                iface("patha", "eth1", None, 22, 1),
-                iface("merge", "eth1", Some([198, 18, 21, 2]), 22, 2),
-            ),
-            link(
-                iface("split", "eth2", Some([198, 18, 22, 1]), 23, 1),
-                iface("pathb", "eth0", None, 23, 2),
-            ),
-            link(
-                iface("pathb", "eth1", None, 24, 1),
-                iface("merge", "eth2", Some([198, 18, 22, 2]), 24, 2),
-            ),
-            link(
-                iface("merge", "eth0", Some([198, 18, 23, 254]), 25, 1),
-                iface("listener", "eth0", Some([198, 18, 23, 1]), 25, 2),
-            ),
-        ];
-        t.routes = vec![
-            default_route("talker", [198, 18, 20, 254]),
-            default_route("listener", [198, 18, 23, 254]),
-            Route {
-                node: "split".into(),
-                dest: Some((Ipv4Addr::new(198, 18, 23, 0), 24)),
-                via: Ipv4Addr::new(198, 18, 21, 2),
-            },
-            Route {
-                node: "merge".into(),
-                dest: Some((Ipv4Addr::new(198, 18, 20, 0), 24)),
-                via: Ipv4Addr::new(198, 18, 21, 1),
-            },
-        ];
-        t.forwarding = vec!["split".into(), "merge".into()];
-        t.offloads_off = ["eth1", "eth2"]
-            .iter()
-            .flat_map(|d| [("split".into(), (*d).into()), ("merge".into(), (*d).into())])
-            .collect();
-        t.stages = path_stages(path_a, path_b);
-        t
+        Self::from_builtin_file("twopath", |f| set_paths(f, path_a, path_b))
     }
 
     /// `frer`: talker (198.18.30.1) — split — {path A, path B} — merge — listener
@@ -476,71 +410,16 @@ impl Topology {
     /// A costs no ARP. Each path node runs an impairment stage in bridge mode. The path
     /// links carry 1510-byte MTUs, room for the R-TAG on a full-size (tagged) frame.
     pub fn frer(path_a: ImpairSpec, path_b: ImpairSpec, opts: FrerLabOptions) -> Self {
-        let mut t = Self::empty(
-            "frer",
-            &["talker", "split", "patha", "pathb", "merge", "listener"],
-        );
-        let talker = iface("talker", "eth0", Some([198, 18, 30, 1]), 30, 1);
-        let listener = iface("listener", "eth0", Some([198, 18, 30, 2]), 35, 2);
-        let path_link = |a: Iface, b: Iface| Link {
-            a,
-            b,
-            mtu: Some(1510),
-        };
-        t.links = vec![
-            link(talker.clone(), iface("split", "eth0", None, 30, 2)),
-            path_link(
-                iface("split", "eth1", None, 31, 1),
-                iface("patha", "eth0", None, 31, 2),
-            ),
-            path_link(
-                iface("patha", "eth1", None, 32, 1),
-                iface("merge", "eth1", None, 32, 2),
-            ),
-            path_link(
-                iface("split", "eth2", None, 33, 1),
-                iface("pathb", "eth0", None, 33, 2),
-            ),
-            path_link(
-                iface("pathb", "eth1", None, 34, 1),
-                iface("merge", "eth2", None, 34, 2),
-            ),
-            link(iface("merge", "eth0", None, 35, 1), listener.clone()),
-        ];
-        t.neighbours = vec![
-            Neighbour {
-                node: "talker".into(),
-                dev: "eth0".into(),
-                addr: Ipv4Addr::new(198, 18, 30, 2),
-                mac: listener.mac,
-            },
-            Neighbour {
-                node: "listener".into(),
-                dev: "eth0".into(),
-                addr: Ipv4Addr::new(198, 18, 30, 1),
-                mac: talker.mac,
-            },
-        ];
-        // The end hosts send into a userspace relay: whole frames, final checksums.
-        t.offloads_off = vec![
-            ("talker".into(), "eth0".into()),
-            ("listener".into(), "eth0".into()),
-        ];
-        let members = ["eth1".to_owned(), "eth2".to_owned()];
-        t.relays = vec![
-            Relay {
-                node: "split".into(),
-                config: frer_relay("eth0", &members, &listener, &talker, &opts),
-                fast: opts.fast,
-            },
-            Relay {
-                node: "merge".into(),
-                config: frer_relay("eth0", &members, &talker, &listener, &opts),
-                fast: opts.fast,
-            },
-        ];
-        t.stages = path_stages(path_a, path_b);
-        t
+        Self::from_builtin_file("frer", |f| {
+            set_paths(f, path_a, path_b);
+            for n in f
+                .nodes
+                .iter_mut()
+                .filter(|n| n.name == "split" || n.name == "merge")
+            {
+                n.frer = opts;
+            }
+        })
     }
 
     /// A topology file: a built-in topology and its settings.
@@ -664,7 +543,7 @@ impl Topology {
                 name: p.port.clone(),
                 addr: *addr,
                 prefix: l.subnet.1,
-                mac: [0x02, 0x77, 0x62, 0xf0, k, side],
+                mac: l.macs[usize::from(side - 1)].unwrap_or([0x02, 0x77, 0x62, 0xf0, k, side]),
             };
             // A relay's paths carry the R-TAG's 6 bytes on full-size frames.
             let relay_path = on_path(&l.a.0.node) && on_path(&l.b.0.node);
@@ -779,7 +658,17 @@ impl Topology {
                 [a, b] => ((*a).clone(), (*b).clone()),
                 _ => return Err(bad(format!("impair '{}': two ports", n.name))),
             };
-            if n.path_stage {
+            if n.bridging {
+                // A user-space stage forwards its neighbours' frames: whole frames, final
+                // checksums (a relay's frames are whole already).
+                for mine in [&a, &b] {
+                    if let Some(x) = t
+                        .peer_of(mine)
+                        .filter(|x| role(&x.node) != Some(Role::Relay))
+                    {
+                        t.offloads_off.push((x.node.clone(), x.name.clone()));
+                    }
+                }
                 t.stages.push(Stage {
                     node: n.name.clone(),
                     config: StageConfig {
@@ -1069,7 +958,8 @@ pub struct Request {
 }
 
 /// Every node's routes in a topology file's lab: to each subnet it does not touch, via the
-/// neighbour on its side of the first hop of a shortest path that only crosses routers.
+/// neighbour on its side of the first hop of a shortest path that only crosses routers;
+/// one default route instead where a node that does not route has one first hop only.
 fn file_routes(f: &crate::topofile::TopologyFile, router: &dyn Fn(&str) -> bool) -> Vec<Route> {
     // Each subnet's members: (node, address), the switch ports (no address) left out.
     type Members = Vec<(String, Ipv4Addr)>;
@@ -1112,14 +1002,27 @@ fn file_routes(f: &crate::topofile::TopologyFile, router: &dyn Fn(&str) -> bool)
                 }
             }
         }
-        for (s, hop) in first_hop.iter().enumerate() {
-            if let Some(Some(via)) = hop {
-                out.push(Route {
+        let routes: Vec<Route> = first_hop
+            .iter()
+            .enumerate()
+            .filter_map(|(s, hop)| {
+                hop.flatten().map(|via| Route {
                     node: node.to_owned(),
                     dest: Some(members[s].0),
-                    via: *via,
+                    via,
+                })
+            })
+            .collect();
+        // A node that does not route, whose every route leaves by one neighbour: a default
+        // route through it, as an end host has.
+        match routes.first() {
+            Some(r) if !router(node) && routes.iter().all(|x| x.via == r.via) => {
+                out.push(Route {
+                    dest: None,
+                    ..r.clone()
                 });
             }
+            _ => out.extend(routes),
         }
     }
     out
@@ -1642,6 +1545,32 @@ mod test {
     }
 
     #[test]
+    fn every_built_in_is_built_from_its_shipped_file() {
+        for (kind, text) in BUILTIN_FILES {
+            let f = crate::topofile::TopologyFile::parse(kind, text).unwrap();
+            let t = Topology::builtin(kind).unwrap();
+            assert_eq!(t.kind, *kind);
+            assert_eq!(t.limit_overhead, 0, "{kind}: L2 port rates");
+            let names: Vec<&str> = f.nodes.iter().map(|n| n.name.as_str()).collect();
+            assert_eq!(t.nodes, names, "{kind}");
+            assert_eq!(t.links.len(), f.links.len(), "{kind}");
+            // The MACs of before: 02:77:62:00:LINK:SIDE.
+            for l in &t.links {
+                assert_eq!(l.a.mac[..4], [2, 0x77, 0x62, 0], "{kind}");
+                assert_eq!((l.a.mac[4], l.a.mac[5], l.b.mac[5]), (l.b.mac[4], 1, 2));
+            }
+            assert_eq!(t.listener_node(), Some("listener"));
+        }
+        // The hosts of router and impair have a default route through the dut.
+        for kind in ["router", "impair"] {
+            let t = Topology::builtin(kind).unwrap();
+            let routes: Vec<(&str, Option<(Ipv4Addr, u8)>)> =
+                t.routes.iter().map(|r| (r.node.as_str(), r.dest)).collect();
+            assert_eq!(routes, [("talker", None), ("listener", None)], "{kind}");
+        }
+    }
+
+    #[test]
     fn a_link_with_an_impairment_crosses_a_bridging_stage_of_its_own() {
         let text = "[[node]]\nname = \"a\"\nrole = \"host\"\n\
                     [[node]]\nname = \"b\"\nrole = \"host\"\n\
@@ -1746,17 +1675,18 @@ mod test {
         );
         assert_eq!(t.bridges[0].ports, ["p1", "p2", "p3"]);
         // The switch's subnet is 198.18.2.0/24: r .1, b .2, c .3.
-        let route = |node: &str| -> Vec<(Ipv4Addr, Ipv4Addr)> {
+        // Each host has one first hop, so one default route (None) through it.
+        let route = |node: &str| -> Vec<(Option<Ipv4Addr>, Ipv4Addr)> {
             t.routes
                 .iter()
                 .filter(|r| r.node == node)
-                .map(|r| (r.dest.unwrap().0, r.via))
+                .map(|r| (r.dest.map(|d| d.0), r.via))
                 .collect()
         };
         let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
-        assert_eq!(route("a"), [(ip("198.18.2.0"), ip("198.18.1.2"))]);
-        assert_eq!(route("b"), [(ip("198.18.1.0"), ip("198.18.2.1"))]);
-        assert_eq!(route("c"), [(ip("198.18.1.0"), ip("198.18.2.1"))]);
+        assert_eq!(route("a"), [(None, ip("198.18.1.2"))]);
+        assert_eq!(route("b"), [(None, ip("198.18.2.1"))]);
+        assert_eq!(route("c"), [(None, ip("198.18.2.1"))]);
         assert!(route("r").is_empty(), "the router touches both subnets");
         // a -> r limited where it arrives, r -> a where the router sends it.
         assert_eq!(t.policers, [("r".into(), "eth0".into(), 10_000_000)]);
