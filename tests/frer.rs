@@ -198,7 +198,8 @@ fn the_frer_lab_from_a_network_file_leaves_a_quarter_percent_end_to_end() {
             "role = \"relay\"\nfrer = \"history=2048\"\n\n",
         );
     assert_eq!(text.matches("history=2048").count(), 2, "{text}");
-    assert_eq!(text.matches("seed=1").count(), 2, "{text}");
+    assert_eq!(text.matches("seed=11\"").count(), 1, "{text}");
+    assert_eq!(text.matches("seed=12\"").count(), 1, "{text}");
     let path = dir.join("frer.toml");
     std::fs::write(&path, text).expect("write the file");
     let lab = LabGuard::up_with(path.to_str().expect("a UTF-8 path"), "ff", &[]);

@@ -25,7 +25,8 @@
 //! name = "wan"
 //! role = "impair"          # two ports; forwards through the impairment stage
 //! impair = "delay=20ms,loss=0.1%"   # first port to second: forward
-//! # bridge = true          # optional: forward as a bridge, without addresses
+//! # bridge = true          # optional: forward as a bridge, without addresses (always so
+//!                          #   next to a relay)
 //!
 //! [[node]]
 //! name = "split"
@@ -518,6 +519,15 @@ impl TopologyFile {
                 ),
             ));
         }
+        if let Some(i) = layer2_loop(&nodes, &checked) {
+            return Err(err(
+                at(checked[i].0.a.span()),
+                format!("link[{}]", i + 1),
+                "it closes a loop of switches or bridging impair nodes, where frames would \
+                 circle (no spanning tree here); only a relay pair's paths may form a loop"
+                    .into(),
+            ));
+        }
         let ports_of = |node: &str| -> Vec<&Port> {
             checked
                 .iter()
@@ -559,9 +569,14 @@ impl TopologyFile {
                     field("role"),
                     format!(
                         "an impair node next to a relay is a stage on one of its paths: two \
-                         ports, each linked to a relay; '{}' has {} port(s)",
+                         ports, each linked to a relay; '{}' has {} port(s), linked to {}",
                         n.name,
-                        ports.len()
+                        ports.len(),
+                        neighbours(&checked, &n.name)
+                            .iter()
+                            .map(|(_, m)| format!("'{m}'"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }
@@ -700,7 +715,7 @@ fn address(
         {
             Some(first) => match nodes.iter().find(|x| x.name == *first) {
                 Some(x) if x.role == Role::Switch => format!("switch {first}"),
-                _ => format!("the relays' segment of {first}"),
+                _ => format!("the layer-2 segment of {first}"),
             },
             None => format!("link[{}]", i + 1),
         }
@@ -817,7 +832,7 @@ fn address(
                 let field = format!("link[{}].{key}", i + 1);
                 let m = model::units::mac(g.get_ref())
                     .ok()
-                    .filter(|m| m[0] & 1 == 0)
+                    .filter(|m| m[0] & 1 == 0 && *m != [0; 6])
                     .ok_or_else(|| {
                         err(
                             at(g.span()),
@@ -825,6 +840,19 @@ fn address(
                             format!("'{}' is not a unicast MAC address", g.get_ref()),
                         )
                     })?;
+                // The lab numbers the ends not given as 02:77:62:f0:.. and its link stages'
+                // ports as 02:77:62:f1:..: a given one there could clash.
+                if m[..3] == [0x02, 0x77, 0x62] && (m[3] == 0xf0 || m[3] == 0xf1) {
+                    return Err(err(
+                        at(g.span()),
+                        field,
+                        format!(
+                            "{} is in 02:77:62:f0-f1:.., the MACs the lab gives the ends not \
+                             given",
+                            g.get_ref()
+                        ),
+                    ));
+                }
                 if let Some(first) = macs.insert(m, field.clone()) {
                     return Err(err(
                         at(g.span()),
@@ -847,6 +875,41 @@ fn address(
         });
     }
     Ok(out)
+}
+
+/// The link that closes a loop of layer-2 nodes (a switch, a bridging impair node), if
+/// any: frames would circle it. A relay pair's own links (between relays and the stages on
+/// their paths) are left out: their loop is by design, its copies eliminated.
+fn layer2_loop(nodes: &[Node], links: &[Checked<'_>]) -> Option<usize> {
+    let node = |n: &str| nodes.iter().find(|x| x.name == n);
+    let near_relay = |n: &str| {
+        node(n).is_some_and(|x| x.role == Role::Relay)
+            || neighbours(links, n)
+                .iter()
+                .any(|(_, m)| node(m).is_some_and(|x| x.role == Role::Relay))
+    };
+    // Union-find over layer-2 nodes; any other end is a leaf of its own (node:port).
+    let mut parent: BTreeMap<String, String> = BTreeMap::new();
+    fn root(parent: &mut BTreeMap<String, String>, v: &str) -> String {
+        let mut v = v.to_owned();
+        while let Some(p) = parent.get(&v).filter(|p| **p != v).cloned() {
+            v = p;
+        }
+        v
+    }
+    for (i, (_, a, b, ..)) in links.iter().enumerate() {
+        let l2 = |p: &Port| node(&p.node).is_some_and(Node::layer2);
+        if !(l2(a) || l2(b)) || (near_relay(&a.node) && near_relay(&b.node)) {
+            continue;
+        }
+        let vertex = |p: &Port| if l2(p) { p.node.clone() } else { p.to_string() };
+        let (x, y) = (root(&mut parent, &vertex(a)), root(&mut parent, &vertex(b)));
+        if x == y {
+            return Some(i);
+        }
+        parent.insert(x, y);
+    }
+    None
 }
 
 /// Each layer-2 node's segment: the first layer-2 node (in file order) it is joined to
@@ -1191,6 +1254,19 @@ mod test {
                 "[[node]]\nname = \"w\"\nrole = \"impair\"\n\
                  [[node]]\nname = \"a\"\nrole = \"host\"\n[[link]]\na = \"a:eth0\"\nb = \"w:eth0\"\n".into(),
                 "t.toml:3: node[1].role: an impair node forwards between exactly two ports",
+            ),
+            (
+                file(&[("s1", "switch"), ("s2", "switch")], &[("s1:p1", "s2:p1"), ("s1:p2", "s2:p2")]),
+                "t.toml:14: link[2]: it closes a loop of switches or bridging impair nodes",
+            ),
+            (
+                file(&[("sw", "switch"), ("w", "impair")], &[("sw:p1", "w:e0"), ("w:e1", "sw:p2")])
+                    .replace("role = \"impair\"\n", "role = \"impair\"\nbridge = true\n"),
+                "t.toml:15: link[2]: it closes a loop of switches or bridging impair nodes",
+            ),
+            (
+                hosts.clone() + "[[link]]\na = \"a:eth0\"\nb = \"r:eth0\"\na_mac = \"02:77:62:f0:01:01\"\n",
+                "t.toml:16: link[1].a_mac: 02:77:62:f0:01:01 is in 02:77:62:f0-f1",
             ),
             (
                 "[[node]]\nname = \"a\"\nrole = \"host\"\nbridge = true\n".into(),

@@ -653,7 +653,11 @@ impl Topology {
             }
             t.file_shapers.push((n.name.clone(), port, spec));
         }
-        for n in f.nodes.iter().filter(|n| n.role == Role::Impair) {
+        // Bridging stages first: a router-mode stage addresses its frames to the node beyond
+        // them.
+        let impairs = f.nodes.iter().filter(|n| n.role == Role::Impair);
+        let (bridging, routing): (Vec<_>, Vec<_>) = impairs.partition(|n| n.bridging);
+        for n in bridging.into_iter().chain(routing) {
             let (a, b) = match t.ports_of(&n.name).as_slice() {
                 [a, b] => ((*a).clone(), (*b).clone()),
                 _ => return Err(bad(format!("impair '{}': two ports", n.name))),
@@ -682,7 +686,7 @@ impl Topology {
             }
             let side = |mine: &Iface| -> Result<(RouterSide, Iface), LabError> {
                 let theirs = t
-                    .peer_of(mine)
+                    .beyond_stages(mine)
                     .ok_or_else(|| bad(format!("impair '{}': a port without a link", n.name)))?;
                 let side = RouterSide {
                     mac: mine.mac,
@@ -1604,6 +1608,20 @@ mod test {
         assert_eq!(t.stages[0].config.mode, Mode::Bridge);
         assert_eq!(t.stages[0].config.spec.forward.delay_ns, 5_000_000);
         assert_eq!(t.offloads_off.len(), 2, "both ends' offloads off");
+        // A router-mode impair node beyond a link's stage sends to the host, not the stage.
+        let text2 = "[[node]]\nname = \"a\"\nrole = \"host\"\n\
+                     [[node]]\nname = \"w\"\nrole = \"impair\"\n\
+                     [[node]]\nname = \"b\"\nrole = \"host\"\n\
+                     [[link]]\na = \"a:eth0\"\nb = \"w:eth0\"\n\
+                     [[link]]\na = \"w:eth1\"\nb = \"b:eth0\"\nimpair = \"delay=5ms\"\n";
+        let f = crate::topofile::TopologyFile::parse("f.toml", text2).unwrap();
+        let t = Topology::from_file(&f, &no_classes).unwrap();
+        let b_mac = t.ports_of("b")[0].mac;
+        let w = t.stages.iter().find(|s| s.node == "w").unwrap();
+        match &w.config.mode {
+            Mode::Router { b, .. } => assert_eq!(b.neighbour, b_mac),
+            Mode::Bridge => panic!("w routes"),
+        }
         // A node already named like the stage's node is named in the error.
         let clash = "[[node]]\nname = \"link1\"\nrole = \"host\"\n\
                      [[node]]\nname = \"b\"\nrole = \"host\"\n\
