@@ -558,10 +558,8 @@ impl TopologyFile {
                     ),
                 ));
             }
-            let next: Vec<Option<Role>> = neighbours(&checked, &n.name)
-                .iter()
-                .map(|(_, m)| role_of(m))
-                .collect();
+            let linked = neighbours(&checked, &n.name);
+            let next: Vec<Option<Role>> = linked.iter().map(|(_, m)| role_of(m)).collect();
             let near_relay = n.role == Role::Impair && next.contains(&Some(Role::Relay));
             if near_relay && (ports.len() != 2 || next.iter().any(|r| *r != Some(Role::Relay))) {
                 return Err(err(
@@ -572,7 +570,7 @@ impl TopologyFile {
                          ports, each linked to a relay; '{}' has {} port(s), linked to {}",
                         n.name,
                         ports.len(),
-                        neighbours(&checked, &n.name)
+                        linked
                             .iter()
                             .map(|(_, m)| format!("'{m}'"))
                             .collect::<Vec<_>>()
@@ -645,17 +643,19 @@ type Checked<'a> = (
     Option<ImpairSpec>,
 );
 
-/// A cycle of nodes none of which is a switch, if the links make one: the link that
-/// closes it (its index) and the nodes in order around it.
+/// A cycle of nodes none of which is a layer-2 node (a switch, a relay, a bridging impair
+/// node), if the links make one: the link that closes it (its index) and the nodes in
+/// order around it.
 fn loop_without_switch(nodes: &[Node], links: &[Checked<'_>]) -> Option<(usize, Vec<String>)> {
-    // A relay pair's paths are a loop by design (the relays eliminate what it repeats).
-    let switch = |n: &str| nodes.iter().any(|x| x.name == n && x.layer2());
+    // Layer-2 segments are another check's (`layer2_loop`), and a relay pair's paths are a
+    // loop by design (the relays eliminate what it repeats).
+    let layer2 = |n: &str| nodes.iter().any(|x| x.name == n && x.layer2());
     // The links so far form a forest; a link between two nodes it already joins closes a
     // cycle: that path and the link.
     let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (i, (_, a, b, ..)) in links.iter().enumerate() {
         let (a, b) = (a.node.as_str(), b.node.as_str());
-        if switch(a) || switch(b) {
+        if layer2(a) || layer2(b) {
             continue;
         }
         if let Some(path) = path_between(&next, a, b) {
@@ -882,11 +882,12 @@ fn address(
 /// their paths) are left out: their loop is by design, its copies eliminated.
 fn layer2_loop(nodes: &[Node], links: &[Checked<'_>]) -> Option<usize> {
     let node = |n: &str| nodes.iter().find(|x| x.name == n);
+    let relay = |n: &str| node(n).is_some_and(|x| x.role == Role::Relay);
+    // A relay, or a bridging stage on one of its paths.
     let near_relay = |n: &str| {
-        node(n).is_some_and(|x| x.role == Role::Relay)
-            || neighbours(links, n)
-                .iter()
-                .any(|(_, m)| node(m).is_some_and(|x| x.role == Role::Relay))
+        relay(n)
+            || node(n).is_some_and(|x| x.bridging)
+                && neighbours(links, n).iter().any(|(_, m)| relay(m))
     };
     // Union-find over layer-2 nodes; any other end is a leaf of its own (node:port).
     let mut parent: BTreeMap<String, String> = BTreeMap::new();
@@ -897,8 +898,8 @@ fn layer2_loop(nodes: &[Node], links: &[Checked<'_>]) -> Option<usize> {
         }
         v
     }
+    let l2 = |p: &Port| node(&p.node).is_some_and(Node::layer2);
     for (i, (_, a, b, ..)) in links.iter().enumerate() {
-        let l2 = |p: &Port| node(&p.node).is_some_and(Node::layer2);
         if !(l2(a) || l2(b)) || (near_relay(&a.node) && near_relay(&b.node)) {
             continue;
         }

@@ -101,6 +101,22 @@ pub struct Stage {
     pub config: StageConfig,
 }
 
+impl Stage {
+    /// A stage on `node` that forwards as a bridge between ports `a` and `b` (`forward` =
+    /// a to b), impaired as `spec` says.
+    fn bridge(node: &str, a: &str, b: &str, spec: ImpairSpec) -> Self {
+        Self {
+            node: node.to_owned(),
+            config: StageConfig {
+                a: a.to_owned(),
+                b: b.to_owned(),
+                mode: Mode::Bridge,
+                spec,
+            },
+        }
+    }
+}
+
 /// A managed FRER relay on a node.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Relay {
@@ -415,7 +431,7 @@ impl Topology {
             for n in f
                 .nodes
                 .iter_mut()
-                .filter(|n| n.name == "split" || n.name == "merge")
+                .filter(|n| n.role == crate::topofile::Role::Relay)
             {
                 n.frer = opts;
             }
@@ -568,8 +584,8 @@ impl Topology {
                         mac: [0x02, 0x77, 0x62, 0xf1, k, side],
                     };
                     t.nodes.push(node.clone());
-                    t.offloads_off.push((a.node.clone(), a.name.clone()));
-                    t.offloads_off.push((b.node.clone(), b.name.clone()));
+                    t.offload_off(&a);
+                    t.offload_off(&b);
                     t.links.push(Link {
                         a,
                         b: stage(1),
@@ -580,15 +596,7 @@ impl Topology {
                         b,
                         mtu,
                     });
-                    t.stages.push(Stage {
-                        node,
-                        config: StageConfig {
-                            a: "eth0".into(),
-                            b: "eth1".into(),
-                            mode: Mode::Bridge,
-                            spec,
-                        },
-                    });
+                    t.stages.push(Stage::bridge(&node, "eth0", "eth1", spec));
                 }
             }
             if let Some(bps) = l.rate_bps {
@@ -669,19 +677,14 @@ impl Topology {
                     if let Some(x) = t
                         .peer_of(mine)
                         .filter(|x| role(&x.node) != Some(Role::Relay))
+                        .cloned()
                     {
-                        t.offloads_off.push((x.node.clone(), x.name.clone()));
+                        t.offload_off(&x);
                     }
                 }
-                t.stages.push(Stage {
-                    node: n.name.clone(),
-                    config: StageConfig {
-                        a: a.name.clone(),
-                        b: b.name.clone(),
-                        mode: Mode::Bridge,
-                        spec: n.impair.unwrap_or_default(),
-                    },
-                });
+                let spec = n.impair.unwrap_or_default();
+                t.stages
+                    .push(Stage::bridge(&n.name, &a.name, &b.name, spec));
                 continue;
             }
             let side = |mine: &Iface| -> Result<(RouterSide, Iface), LabError> {
@@ -697,7 +700,7 @@ impl Topology {
             };
             let ((sa, na), (sb, nb)) = (side(&a)?, side(&b)?);
             for x in [na, nb] {
-                t.offloads_off.push((x.node, x.name));
+                t.offload_off(&x);
             }
             t.stages.push(Stage {
                 node: n.name.clone(),
@@ -731,14 +734,17 @@ impl Topology {
                 .iter()
                 .any(|x| x.name == node && x.role == Role::Relay)
         };
-        // A relay's host (and the port toward it), its paths' ports, its peer relay.
+        // A relay's host (the port toward it, its interface and address), its paths'
+        // ports, its peer relay.
         let sides = |node: &str| {
             let mut host = None;
             let mut paths = Vec::new();
             let mut peer = None;
             for mine in self.ports_of(node) {
                 match self.beyond_stages(mine) {
-                    Some(p) if p.addr.is_some() => host = Some((mine.name.clone(), p.clone())),
+                    Some(p) if p.addr.is_some() => {
+                        host = p.addr.map(|addr| (mine.name.clone(), p.clone(), addr));
+                    }
                     Some(p) if relay(&p.node) => {
                         paths.push(mine.name.clone());
                         peer.get_or_insert(p.node.clone());
@@ -749,20 +755,16 @@ impl Topology {
             (host, paths, peer)
         };
         let (host, paths, peer) = sides(&n.name);
-        let (edge, near) = host.ok_or_else(|| bad("no port toward a host"))?;
+        let (edge, near, _) = host.ok_or_else(|| bad("no port toward a host"))?;
         let peer = peer.ok_or_else(|| bad("no path to another relay"))?;
-        let (_, far) = sides(&peer).0.ok_or_else(|| bad("its peer has no host"))?;
-        let far_addr = far
-            .addr
-            .ok_or_else(|| bad("its peer's host has no address"))?;
+        let (_, far, addr) = sides(&peer).0.ok_or_else(|| bad("its peer has no host"))?;
         self.neighbours.push(Neighbour {
             node: near.node.clone(),
             dev: near.name.clone(),
-            addr: far_addr,
+            addr,
             mac: far.mac,
         });
-        self.offloads_off
-            .push((near.node.clone(), near.name.clone()));
+        self.offload_off(&near);
         self.relays.push(Relay {
             node: n.name.clone(),
             config: frer_relay(&edge, &paths, &far, &near, &n.frer),
@@ -790,6 +792,15 @@ impl Topology {
             p = self.peer_of(other)?;
         }
         None
+    }
+
+    /// Turns `i`'s checksum and segmentation offloads off (a user-space stage or relay
+    /// forwards its frames), once however many such neighbours it has.
+    fn offload_off(&mut self, i: &Iface) {
+        let entry = (i.node.clone(), i.name.clone());
+        if !self.offloads_off.contains(&entry) {
+            self.offloads_off.push(entry);
+        }
     }
 
     /// The interfaces of `node`, in link order.
