@@ -250,6 +250,25 @@ fn rfc2889_address_tests_find_the_bridges_learning_limit() {
     );
     let a = &v["addresses"];
     assert_eq!(a["result"].as_f64(), Some(512.0), "{a}");
+    // The test's addresses do not stay in the bridge after it (a test next would flood):
+    // at most the hosts' own are learned again.
+    let fdb = std::process::Command::new("bridge")
+        .args([
+            "-n",
+            &format!("wb-{}-sw", lab.0),
+            "fdb",
+            "show",
+            "br",
+            "br0",
+        ])
+        .output()
+        .expect("bridge");
+    let fdb = String::from_utf8_lossy(&fdb.stdout);
+    let learned = fdb.lines().filter(|l| !l.contains("permanent")).count();
+    assert!(
+        learned <= 4,
+        "flushed after the test: {learned} learned\n{fdb}"
+    );
     assert_eq!(a["failed"].as_f64(), Some(513.0), "{a}");
     assert_eq!(a["bridge"][1], 512, "the limit the bridge reports: {a}");
     for t in a["trials"].as_array().expect("trials") {
@@ -286,6 +305,162 @@ fn rfc2889_address_tests_find_the_bridges_learning_limit() {
     }
 }
 
+/// The lab of [`switch_lab`] with three hosts, each with a second port on a management
+/// switch `mg` (198.18.200.N), over which a controller on h1 reaches the servers on h2
+/// and h3 that lend their test ports.
+fn lent_switch_lab(tag: &str) -> (LabGuard, Scratch) {
+    let dir = Scratch::new(tag);
+    let mut text = String::from(
+        "[[node]]\nname = \"sw\"\nrole = \"switch\"\nageing_s = 60\n\
+         [[node]]\nname = \"mg\"\nrole = \"switch\"\n",
+    );
+    for i in 1..=3 {
+        text += &format!("[[node]]\nname = \"h{i}\"\nrole = \"host\"\n");
+    }
+    for i in 1..=3 {
+        text += &format!(
+            "[[link]]\na = \"h{i}:eth0\"\nb = \"sw:p{i}\"\nrate = \"10M\"\n\
+             [[link]]\na = \"h{i}:eth1\"\nb = \"mg:m{i}\"\nsubnet = \"198.18.200.0/24\"\n\
+             a_addr = \"198.18.200.{i}\"\n"
+        );
+    }
+    let path = dir.join("lent.toml");
+    std::fs::write(&path, text).unwrap();
+    (LabGuard::up_with(path.to_str().unwrap(), tag, &[]), dir)
+}
+
+/// RFC 2889 over a server's lent ports: the controller on h1 drives its own eth0 and the
+/// eth0 that servers on h2 and h3 lend. Fully meshed, every frame is counted where it
+/// arrives and nothing floods (the learning frames are unicast, which a lent port sends
+/// under its default policy); with learning off at h2's switch port, every frame to h2
+/// floods to the other two ports and each counts it, the lent h3 as h1 here does (its
+/// reception reports the strays); a broadcast from h1 reaches both lent ports once each;
+/// a broadcast from a lent port is refused by its server's default policy.
+fn rfc2889_runs_over_a_servers_lent_ports_and_counts_their_floods() {
+    let (lab, dir) = lent_switch_lab("r89l");
+    let key = dir.join("key");
+    key_file(&key, "0123456789abcdef0123456789abcdef");
+    let h2 = crate::agents::agent_with(&lab, "h2", "198.18.200.2", &key, &[]);
+    let h3 = crate::agents::agent_with(&lab, "h3", "198.18.200.3", &key, &[]);
+    let ports = [
+        "eth0".to_owned(),
+        format!("198.18.200.2:{}/eth0", h2.port),
+        format!("198.18.200.3:{}/eth0", h3.port),
+    ];
+    let key_s = key.to_string_lossy().to_string();
+    let rfc2889 = |test: &str, ports: &[&str], args: &[&str]| {
+        let mut all = vec!["rfc2889", test];
+        all.extend(ports);
+        all.extend(["--auth-key-file", &key_s, "--line-rate", "10M", "-J"]);
+        all.extend(args);
+        crate::agents::on_node(&lab, "h1", &all)
+    };
+    let json = |out: std::process::Output| -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        v["rfc2889"].clone()
+    };
+    let all: Vec<&str> = ports.iter().map(String::as_str).collect();
+
+    // Fully meshed at the line rate: as on ports of one host.
+    let v = json(rfc2889(
+        "fully-meshed",
+        &all,
+        &["--sizes", "64,1518", "-t", "2", "--no-search"],
+    ));
+    for s in v["sizes"].as_array().expect("sizes") {
+        let len = s["frame_len"].as_f64().unwrap();
+        let rows = s["at_load"]["ports"].as_array().expect("ports");
+        assert_eq!(rows.len(), 3, "{s}");
+        let mut sent_total = 0;
+        for p in rows {
+            let sent = p["sent"].as_u64().unwrap();
+            sent_total += sent;
+            assert!(sent as f64 <= 2.0 * max_fps(len) * 1.01, "{p}");
+            assert!(sent as f64 >= 2.0 * max_fps(len) * 0.5, "it sent: {p}");
+            assert_eq!(p["flood"], 0, "learned ports flood nothing: {p}");
+            assert!(p["received"].as_u64().unwrap() > 0, "{p}");
+            assert!(
+                p["latency"]["mean_us"].as_f64().is_some(),
+                "one host's clock: {p}"
+            );
+        }
+        let received: u64 = rows.iter().map(|p| p["received"].as_u64().unwrap()).sum();
+        let lost = s["at_load"]["totals"]["lost"].as_u64().unwrap();
+        assert_eq!(sent_total - lost, received, "every frame counted: {s}");
+    }
+
+    // Learning off at h2's port (its address forgotten): frames to h2 flood.
+    let sw = format!("wb-{}-sw", lab.0);
+    let out = std::process::Command::new("ip")
+        .args([
+            "-n",
+            &sw,
+            "link",
+            "set",
+            "dev",
+            "p2",
+            "type",
+            "bridge_slave",
+        ])
+        .args(["learning", "off", "fdb_flush"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v = json(rfc2889(
+        "fully-meshed",
+        &all,
+        &["--sizes", "512", "-t", "2", "--no-search", "--load", "30%"],
+    ));
+    let rows = v["sizes"][0]["at_load"]["ports"]
+        .as_array()
+        .expect("ports")
+        .clone();
+    let sent = |i: usize| rows[i]["sent"].as_u64().unwrap();
+    let flood = |i: usize| rows[i]["flood"].as_u64().unwrap();
+    // Each port sends half its frames to h2; at 30 % nothing is lost, so each of those
+    // arrives at the third port too. h2's own frames go to learned addresses.
+    assert_eq!(flood(1), 0, "{rows:?}");
+    for (at, from) in [(0, 2), (2, 0)] {
+        let half = sent(from) as f64 / 2.0;
+        assert!(
+            flood(at) as f64 >= half * 0.98 && flood(at) as f64 <= half + 1.0,
+            "port {at} sees port {from}'s frames to h2: {} of {half}: {rows:?}",
+            flood(at)
+        );
+    }
+
+    // A broadcast from h1: counted once at each lent port.
+    let v = json(rfc2889(
+        "broadcast",
+        &all,
+        &["--sizes", "1518", "-t", "1", "--no-search"],
+    ));
+    let rows = v["sizes"][0]["at_load"]["ports"]
+        .as_array()
+        .expect("ports")
+        .clone();
+    let sent = rows[0]["sent"].as_u64().unwrap();
+    assert!(sent > 700, "{rows:?}");
+    for p in &rows[1..] {
+        assert_eq!(p["received"].as_u64(), Some(sent), "once each: {p}");
+    }
+
+    // From a lent port, a broadcast is the server's to allow.
+    let out = rfc2889(
+        "broadcast",
+        &[all[1], all[0], all[2]],
+        &["--sizes", "1518", "-t", "1", "--no-search"],
+    );
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--raw-allow-broadcast"), "{err}");
+}
+
 /// This module's tests and what each needs from the machine ([`crate::harness`]).
 pub(crate) fn cases() -> Vec<crate::harness::Case> {
     use crate::harness::Need::Root;
@@ -295,5 +470,9 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
             Root
         ),
         crate::harness::case!(rfc2889_address_tests_find_the_bridges_learning_limit, Root),
+        crate::harness::case!(
+            rfc2889_runs_over_a_servers_lent_ports_and_counts_their_floods,
+            Root
+        ),
     ]
 }

@@ -79,7 +79,11 @@ pub const MAGIC: &str = "wirebench";
 /// Version 9: a controller says it is `Alive` every second while a lent raw port sends for
 /// it, and the server stops a silent one's send (a version 8 server took any message then
 /// as the controller leaving; a version 8 controller says nothing and would be stopped).
-pub const VERSION: u32 = 9;
+/// Version 10: a lent port's reception reports the test's other streams it saw (`strays`,
+/// RFC 2889's flood count), a receiver may count no stream of its own (a port that only
+/// listens for floods), and a lent port sends raw test frames of the local experimental
+/// EtherType (0x88B5) as well as IP ones.
+pub const VERSION: u32 = 10;
 /// Default control port (iperf3 uses 5201; a different default lets both run side by side).
 pub const DEFAULT_PORT: u16 = 5301;
 

@@ -383,7 +383,10 @@ impl RawTrialReport {
 pub struct Reception {
     /// Per stream id: what arrived.
     pub streams: Vec<ReceivedStream>,
-    /// Frames not of this test and its streams.
+    /// Per stream id, what arrived of this test's other streams: frames a switch flooded
+    /// here, or that were addressed elsewhere (RFC 2889's flood count).
+    pub strays: Vec<ReceivedStream>,
+    /// Frames not of this test.
     pub foreign: u64,
     /// Frames the receive socket's kernel buffer dropped.
     pub drops: u64,
@@ -407,23 +410,22 @@ pub struct ReceivedStream {
 }
 
 impl Reception {
-    /// The streams `ids` of `table`.
+    /// The streams `ids` of `table`, and the test's other streams it saw (strays).
     pub fn of(table: &StreamTable, ids: &[u8], drops: u64) -> Self {
+        let received = |id: u8, st: &model::stats::table::StreamRx| ReceivedStream {
+            id,
+            counters: st.counters(),
+            bytes: st.bytes,
+            latency: st.latency.clone(),
+            unstamped: st.unstamped,
+            span: st.span,
+        };
         Self {
             streams: ids
                 .iter()
-                .filter_map(|id| {
-                    let st = table.stream(*id)?;
-                    Some(ReceivedStream {
-                        id: *id,
-                        counters: st.counters(),
-                        bytes: st.bytes,
-                        latency: st.latency.clone(),
-                        unstamped: st.unstamped,
-                        span: st.span,
-                    })
-                })
+                .filter_map(|id| Some(received(*id, table.stream(*id)?)))
                 .collect(),
+            strays: table.strays().map(|(id, st)| received(id, st)).collect(),
             foreign: table.foreign,
             drops,
         }
@@ -612,6 +614,39 @@ fn generate(
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// A receiver's reception reports its own streams and, apart, the test's other
+    /// streams that reached it (a switch's floods), each with its own counters; another
+    /// test's frames are foreign.
+    #[test]
+    fn a_reception_reports_the_tests_other_streams_apart() {
+        let mut table = StreamTable::new(7, [1]);
+        let h = |test_id, stream_id, seq| TestHeaderRepr {
+            flags: wire::testhdr::TestFlags::empty(),
+            test_id,
+            stream_id,
+            seq,
+            tx_ns: 10,
+        };
+        for seq in 0..5 {
+            table.on_frame(Some(&h(7, 1, seq)), 100, Some(UnixNanos(20)));
+        }
+        for seq in [0, 1, 1, 2] {
+            table.on_frame(Some(&h(7, 3, seq)), 60, Some(UnixNanos(30)));
+        }
+        table.on_frame(Some(&h(8, 1, 0)), 60, None);
+        let r = Reception::of(&table, &[1], 2);
+        assert_eq!(r.streams.len(), 1);
+        assert_eq!(r.streams[0].counters.received, 5);
+        assert_eq!(r.strays.len(), 1);
+        let stray = &r.strays[0];
+        assert_eq!(
+            (stray.id, stray.counters.received, stray.counters.duplicates),
+            (3, 3, 1)
+        );
+        assert_eq!((stray.bytes, stray.latency.len()), (180, 3));
+        assert_eq!((r.foreign, r.drops), (1, 2));
+    }
 
     #[test]
     fn generators_share_the_load_and_the_shares_add_up() {

@@ -335,6 +335,7 @@ impl LentPort for FakeLent {
                 unstamped: 0,
                 span: Some((UnixNanos(1_000_000), UnixNanos(3_000_000))),
             }],
+            strays: Vec::new(),
             foreign: 0,
             drops: 0,
         })

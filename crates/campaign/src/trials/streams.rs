@@ -124,10 +124,11 @@ impl StreamsRun {
                         ends.dests.push(p.clone());
                     }
                 }
-                frames::Port::Agent { .. } => {
-                    return Err(usage(format!(
-                        "{p}: a server's port counts only the streams sent to it; listen on ports of this host"
-                    )))
+                frames::Port::Agent { host, port, iface } => {
+                    if !ends.far_dests.iter().any(|d| d.dest == *p) {
+                        let at = (host.as_str(), port, iface.as_str());
+                        ends.far_dests.push(RemoteDest::open(self, profile, p, at)?);
+                    }
                 }
             }
         }
@@ -592,14 +593,46 @@ fn collect(
             .filter_map(|(i, s)| sent_of((i + 1) as u8, &s.source))
             .map(|x| x.sent)
             .sum();
+        // A port that counts strays drains as a port here does: frames of other streams
+        // may still arrive once its own are in.
         let reception = d
             .agent
-            .finish_receive(sent)
+            .finish_receive(if d.listens { u64::MAX } else { sent })
             .map_err(|e| Error::from(e).context(d.agent.label.clone()))?;
         data.rx_drops += reception.drops;
         far_received.push((d.dest.clone(), reception));
     }
     data.strays = vec![Vec::new(); profile.streams.len()];
+    // A stray's one-way latency needs its source and this port on one host.
+    let here = engine::env::boot_id();
+    let host_of = |source: &str| {
+        ends.remote
+            .iter()
+            .find(|r| r.source == source)
+            .map_or(here.clone(), |r| r.agent.facts.host_id.clone())
+    };
+    for (d, reception) in &far_received {
+        let at = ends
+            .far_dests
+            .iter()
+            .find(|x| x.dest == *d)
+            .and_then(|x| x.agent.facts.host_id.clone());
+        for rx in &reception.strays {
+            let Some(s) = profile.streams.get(usize::from(rx.id).wrapping_sub(1)) else {
+                continue;
+            };
+            let sent = sent_of(rx.id, &s.source).unwrap_or_default();
+            let arrived = Arrived {
+                counters: rx.counters,
+                bytes: rx.bytes,
+                span: rx.span,
+                latency: &rx.latency,
+            };
+            let latency = at.is_some() && host_of(&s.source) == at;
+            data.strays[usize::from(rx.id) - 1]
+                .push((d.clone(), stream_data(&sent, Some(arrived), latency)));
+        }
+    }
     for (d, (table, _)) in ends.dests.iter().zip(&r.received) {
         for (id, rx) in table.strays() {
             let Some(s) = profile.streams.get(usize::from(id).wrapping_sub(1)) else {
@@ -612,7 +645,7 @@ fn collect(
                 span: rx.span,
                 latency: &rx.latency,
             };
-            let latency = !no_latency.contains(&id);
+            let latency = here.is_some() && host_of(&s.source) == here;
             data.strays[usize::from(id) - 1]
                 .push((d.clone(), stream_data(&sent, Some(arrived), latency)));
         }

@@ -130,13 +130,11 @@ impl RemoteSource {
             .filter(|s| s.source == source)
             .collect();
         let mut dst_ips = Vec::new();
-        for s in &mine {
-            if matches!(s.protocol, StreamProto::EtherType(_)) {
-                return Err(usage(format!(
-                    "stream '{}': EtherType streams from a server's port are not supported yet (IP streams are)",
-                    s.name
-                )));
-            }
+        // Raw EtherType streams go to their destination's MAC: nothing to resolve.
+        for s in mine
+            .iter()
+            .filter(|s| !matches!(s.protocol, StreamProto::EtherType(_)))
+        {
             let (name, rxa, _) = destination(s, run, far_dests)?;
             let ip = frames::dst_ip(&stream_request(s, run, line), Some((&name, &rxa)))?;
             if s.dst_mac.is_none() && !dst_ips.contains(&ip) {
@@ -170,8 +168,12 @@ impl RemoteSource {
         (run, line): (&StreamsRun, LineRate),
         far_dests: &[RemoteDest],
     ) -> Result<Templates, Error> {
-        let request = stream_request(s, run, line);
         let (name, rxa, _) = destination(s, run, far_dests)?;
+        if let StreamProto::EtherType(t) = s.protocol {
+            let dst = s.dst_mac.unwrap_or(rxa.mac);
+            return l2_templates(s, t, (self.agent.facts.mac, dst), hdr);
+        }
+        let request = stream_request(s, run, line);
         let dst_ip = frames::dst_ip(&request, Some((&name, &rxa)))?;
         let dst_mac = s.dst_mac.or(self.agent.facts.next_hop_mac).ok_or_else(|| {
             usage(format!(
@@ -225,18 +227,23 @@ pub(crate) fn refuse_past_longest(
     Ok(())
 }
 
-/// A destination on a server's port: its session, counting the streams that end there.
+/// A destination on a server's port: its session, counting the streams that end there
+/// and, when it listens, the other streams' frames that arrive there too (strays).
 pub(crate) struct RemoteDest {
     /// `HOST/IFACE` as the profile names it.
     pub(crate) dest: String,
     pub(crate) agent: RawAgent,
+    /// It counts strays: it drains as a port here does, not only until its own streams
+    /// are in.
+    pub(crate) listens: bool,
 }
 
 impl RemoteDest {
-    /// Opens destination `dest` (`HOST/IFACE`) for the streams of `profile` that end there.
+    /// Opens destination `dest` (`HOST/IFACE`) for the streams of `profile` that end there
+    /// (none, for a port that only listens).
     ///
     /// # Errors
-    /// The server refuses, or a stream needs what a server's port does not do yet.
+    /// The server refuses.
     pub(crate) fn open(
         run: &StreamsRun,
         profile: &Profile,
@@ -248,12 +255,6 @@ impl RemoteDest {
             .iter()
             .filter(|s| s.destination == dest)
             .collect();
-        if let Some(s) = mine
-            .iter()
-            .find(|s| matches!(s.protocol, StreamProto::EtherType(_)))
-        {
-            return Err(not_to_far(s));
-        }
         let req = RawOpenRequest {
             receive: Some(backend_name(run.backend)),
             ..RawOpenRequest::default()
@@ -263,16 +264,9 @@ impl RemoteDest {
         Ok(Self {
             dest: dest.to_owned(),
             agent,
+            listens: run.listen.iter().any(|p| p == dest),
         })
     }
-}
-
-/// The refusal of EtherType stream `s` toward a server's port.
-fn not_to_far(s: &StreamSpec) -> Error {
-    usage(format!(
-        "stream '{}': EtherType streams to a server's port are not supported yet (IP streams are)",
-        s.name
-    ))
 }
 
 /// Where stream `s` goes: its port's name, addresses and host's boot id (this host's for
@@ -298,15 +292,15 @@ pub(crate) fn templates_to_far(
     (run, line): (&StreamsRun, LineRate),
     far_dests: &[RemoteDest],
 ) -> Result<Templates, Error> {
-    if matches!(s.protocol, StreamProto::EtherType(_)) {
-        return Err(not_to_far(s));
-    }
-    let request = stream_request(s, run, line);
     let (name, rxa, _) = destination(s, run, far_dests)?;
-    let dst_ip = frames::dst_ip(&request, Some((&name, &rxa)))?;
     let runner = &mut lab::SystemRunner;
     let tx = frames::port(&s.source, &run.lab)?;
     let txa = lab::probe::addresses(runner, &tx)?;
+    if let StreamProto::EtherType(t) = s.protocol {
+        return l2_templates(s, t, (txa.mac, s.dst_mac.unwrap_or(rxa.mac)), hdr);
+    }
+    let request = stream_request(s, run, line);
+    let dst_ip = frames::dst_ip(&request, Some((&name, &rxa)))?;
     let dst_mac = match s.dst_mac {
         Some(m) => m,
         None => lab::probe::next_hop_mac(runner, &tx, dst_ip)?,

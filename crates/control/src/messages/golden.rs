@@ -4,7 +4,8 @@
 //! protocol and goes with a new [`crate::VERSION`].
 //!
 //! Version 8 changed the types these messages are built of (the protocol's own instead of
-//! the engine's), not their JSON: the strings are those of version 7.
+//! the engine's), not their JSON: the strings are those of version 7. Version 10 added a
+//! reception's `strays`.
 
 use std::time::Duration;
 
@@ -264,6 +265,17 @@ fn messages() -> Vec<(&'static str, Msg)> {
                         unstamped: 2,
                         span: Some((UnixNanos(10), UnixNanos(20))),
                     }],
+                    strays: vec![RawReceivedStream {
+                        id: 2,
+                        counters: Counters {
+                            received: 3,
+                            ..Counters::default()
+                        },
+                        bytes: 180,
+                        latency: LatencyHistogram::new(),
+                        unstamped: 0,
+                        span: None,
+                    }],
                     foreign: 4,
                     drops: 5,
                 },
@@ -312,7 +324,7 @@ const GOLDEN: &[(&str, &str)] = &[
     ),
     (
         "raw_received",
-        r#"{"type":"raw_received","reception":{"streams":[{"id":1,"counters":{"packets":990,"lost_so_far":0,"duplicates":1,"reordered":0,"late":0},"bytes":59400,"latency":"HISTFAAAACd4nJNpmSzMwMDAxgABzFCaEYjFPcpeMNh/gAhsF2fq5GEBAG12BaY=","unstamped":2,"span":[10,20]}],"foreign":4,"drops":5}}"#,
+        r#"{"type":"raw_received","reception":{"streams":[{"id":1,"counters":{"packets":990,"lost_so_far":0,"duplicates":1,"reordered":0,"late":0},"bytes":59400,"latency":"HISTFAAAACd4nJNpmSzMwMDAxgABzFCaEYjFPcpeMNh/gAhsF2fq5GEBAG12BaY=","unstamped":2,"span":[10,20]}],"strays":[{"id":2,"counters":{"packets":3,"lost_so_far":0,"duplicates":0,"reordered":0,"late":0},"bytes":180,"latency":"HISTFAAAACB4nJNpmSzMwMDAyAABzFAaxBf3KHvBYP8BKgIAUR8EOA==","unstamped":0,"span":null}],"foreign":4,"drops":5}}"#,
     ),
     (
         "raw_reflected",

@@ -227,7 +227,10 @@ impl From<RawSending> for Sending {
 pub struct RawReception {
     /// Per stream id: what arrived.
     pub streams: Vec<RawReceivedStream>,
-    /// Frames not of this test and its streams.
+    /// Per stream id, what arrived of the test's other streams (flooded here, or addressed
+    /// elsewhere). Since version 10.
+    pub strays: Vec<RawReceivedStream>,
+    /// Frames not of this test.
     pub foreign: u64,
     /// Frames the receive socket's kernel buffer dropped.
     pub drops: u64,
@@ -296,11 +299,13 @@ impl From<Reception> for RawReception {
     fn from(r: Reception) -> Self {
         let Reception {
             streams,
+            strays,
             foreign,
             drops,
         } = r;
         Self {
             streams: streams.into_iter().map(Into::into).collect(),
+            strays: strays.into_iter().map(Into::into).collect(),
             foreign,
             drops,
         }
@@ -311,11 +316,13 @@ impl From<RawReception> for Reception {
     fn from(r: RawReception) -> Self {
         let RawReception {
             streams,
+            strays,
             foreign,
             drops,
         } = r;
         Self {
             streams: streams.into_iter().map(Into::into).collect(),
+            strays: strays.into_iter().map(Into::into).collect(),
             foreign,
             drops,
         }
@@ -405,18 +412,24 @@ mod tests {
         assert_eq!(Sending::from(RawSending::from(sending.clone())), sending);
         let mut latency = LatencyHistogram::new();
         latency.record_ns(1_000);
+        let stream = ReceivedStream {
+            id: 2,
+            counters: Counters {
+                received: 7,
+                ..Counters::default()
+            },
+            bytes: 70,
+            latency,
+            unstamped: 1,
+            span: Some((UnixNanos(1), UnixNanos(2))),
+        };
         let reception = Reception {
-            streams: vec![ReceivedStream {
-                id: 2,
-                counters: Counters {
-                    received: 7,
-                    ..Counters::default()
-                },
-                bytes: 70,
-                latency,
-                unstamped: 1,
-                span: Some((UnixNanos(1), UnixNanos(2))),
+            strays: vec![ReceivedStream {
+                id: 5,
+                bytes: 7,
+                ..stream.clone()
             }],
+            streams: vec![stream],
             foreign: 3,
             drops: 4,
         };

@@ -64,7 +64,7 @@ pub(crate) enum RawRequestError {
     #[error("the frame is not hex")]
     NotHex,
     /// The example frame has no headers this server builds frames from.
-    #[error("the frame has no IP and transport header this server can build")]
+    #[error("the frame has no IP and transport header, nor the test EtherType 0x88B5 and a test header, that this server can build")]
     NoHeaders,
     /// A frame size below the headers, or beyond what a lent port sends.
     #[error("frame size {0} B does not fit its headers")]
@@ -201,6 +201,93 @@ fn example_spec(hex: &str) -> Result<wire::frame::FrameSpec, RawRequestError> {
         .ok()
         .and_then(|p| p.spec())
         .ok_or(RawRequestError::NoHeaders)
+}
+
+/// The headers a stream's frames are built from: IP and transport, or raw test frames of
+/// the IEEE 802 local experimental EtherType (0x88B5, as RFC 2889's tests send them).
+enum Example {
+    /// An IP frame's headers.
+    Ip(wire::frame::FrameSpec),
+    /// A raw test frame's Ethernet header and 802.1Q tag (its EtherType the test one).
+    L2 {
+        eth: wire::ethernet::EthernetRepr,
+        vlan: Option<wire::vlan::VlanRepr>,
+    },
+}
+
+impl Example {
+    /// The headers of an example frame (hex) a stream's controller sent.
+    fn of(hex: &str) -> Result<Self, RawRequestError> {
+        let bytes = auth::from_hex(hex).ok_or(RawRequestError::NotHex)?;
+        let p = wire::frame::parse_frame(&bytes).map_err(|_| RawRequestError::NoHeaders)?;
+        if let Some(spec) = p.spec() {
+            return Ok(Self::Ip(spec));
+        }
+        let inner = p.vlan.map_or(p.eth.ethertype, |v| v.inner_ethertype);
+        match (p.ip, p.test) {
+            (None, Some(_)) if inner == wire::EtherType::EXPERIMENTAL => Ok(Self::L2 {
+                eth: p.eth,
+                vlan: p.vlan,
+            }),
+            _ => Err(RawRequestError::NoHeaders),
+        }
+    }
+
+    /// Whether the port may send these frames under its policy: IP frames as
+    /// [`frames_allowed`] says; raw test frames from the port's own MAC (unless
+    /// `--raw-allow-spoof`) to a unicast MAC (unless `--raw-allow-broadcast`). Those need
+    /// no address check: no router forwards their EtherType, so they stay on the port's
+    /// own layer-2 segment.
+    fn allowed(&self, port: &PortRules) -> Result<(), RawRequestError> {
+        let eth = match self {
+            Self::Ip(spec) => return frames_allowed(spec, port),
+            Self::L2 { eth, .. } => eth,
+        };
+        let own = wire::EthernetAddress(port.mac);
+        if !port.policy.allow_spoof && eth.src_addr != own {
+            return Err(RawRequestError::SpoofedMac {
+                mac: eth.src_addr,
+                own,
+            });
+        }
+        if !port.policy.allow_broadcast && eth.dst_addr.is_multicast() {
+            return Err(RawRequestError::BroadcastMac(eth.dst_addr));
+        }
+        Ok(())
+    }
+
+    /// A frame of `len` bytes (FCS included) with test header `hdr`, and where a sender
+    /// patches it.
+    fn build(
+        &self,
+        len: u64,
+        hdr: &wire::testhdr::TestHeaderRepr,
+    ) -> Result<(Vec<u8>, engine::multi::Patch), RawRequestError> {
+        let n = len as usize;
+        let mut buf = vec![0u8; n];
+        let (built, patch) = match self {
+            Self::Ip(spec) => {
+                fits_len(spec, len)?;
+                let built = spec
+                    .build(n, hdr, &mut buf)
+                    .map_err(RawRequestError::Build)?;
+                let layout = spec.layout(n).map_err(RawRequestError::Build)?;
+                (built, engine::multi::Patch::L4(layout))
+            }
+            Self::L2 { eth, vlan } => {
+                if !(64..=MAX_LEN).contains(&len) {
+                    return Err(RawRequestError::SizeDoesNotFit(len));
+                }
+                let built = wire::frame::build_l2(eth, vlan.as_ref(), n, hdr, &mut buf)
+                    .map_err(|_| RawRequestError::SizeDoesNotFit(len))?;
+                let at = wire::ethernet::HEADER_LEN + vlan.map_or(0, |_| wire::vlan::HEADER_LEN);
+                (built, engine::multi::Patch::L2(at))
+            }
+        };
+        buf.truncate(built);
+        buf.shrink_to_fit();
+        Ok((buf, patch))
+    }
 }
 
 /// Whether the port may send frames of `spec`'s headers under its policy: its own source
@@ -344,8 +431,8 @@ pub(super) fn stream_specs(
                 max_s,
             }));
         }
-        let spec = example_spec(&s.frame).map_err(bad)?;
-        frames_allowed(&spec, port).map_err(bad)?;
+        let example = Example::of(&s.frame).map_err(bad)?;
+        example.allowed(port).map_err(bad)?;
         let hdr = wire::testhdr::TestHeaderRepr::template(test_id, s.stream_id);
         let mut templates = Vec::with_capacity(s.sizes.len());
         for len in &s.sizes {
@@ -355,20 +442,11 @@ pub(super) fn stream_specs(
                     max_len,
                 }));
             }
-            fits_len(&spec, *len).map_err(bad)?;
             template_bytes += len;
             if template_bytes > MAX_TEMPLATE_BYTES {
                 return Err(RawRequestError::TooManyFrameBytes);
             }
-            let n = *len as usize;
-            let mut buf = vec![0u8; n];
-            let built = spec
-                .build(n, &hdr, &mut buf)
-                .map_err(|e| bad(RawRequestError::Build(e)))?;
-            buf.truncate(built);
-            buf.shrink_to_fit();
-            let layout = spec.layout(n).map_err(|e| bad(RawRequestError::Build(e)))?;
-            templates.push((buf, engine::multi::Patch::L4(layout)));
+            templates.push(example.build(*len, &hdr).map_err(bad)?);
         }
         let mean_len: f64 = s
             .pattern
@@ -641,6 +719,80 @@ mod test {
         // Two streams of 500M frames/s, mean 213 bytes: 1.7 Tbit/s in all.
         let both = [stream(1, 5e8, (0.0, 1.0)), stream(2, 5e8, (0.0, 1.0))];
         assert!(refused(&both, 1518).contains("in all: this server allows"));
+    }
+
+    /// Version 10: a stream of raw test frames (EtherType 0x88B5, as RFC 2889 sends them)
+    /// is built here at each size with its test header where the sender patches it; it
+    /// must come from the port's MAC and go to a unicast one unless the policy allows
+    /// otherwise, and no other EtherType without IP headers is built.
+    #[test]
+    fn raw_test_frames_are_built_from_the_ports_own_mac_to_a_unicast_one() {
+        let limits = Limits {
+            max_duration_s: 60.0,
+            max_rate_bps: Some(1e12),
+            max_streams: 8,
+            ..Default::default()
+        };
+        let l2 = |src: [u8; 6], dst: [u8; 6], ethertype: u16, vid: Option<u16>| {
+            let eth = wire::ethernet::EthernetRepr {
+                src_addr: wire::EthernetAddress(src),
+                dst_addr: wire::EthernetAddress(dst),
+                ethertype: wire::EtherType::from(ethertype),
+            };
+            let vlan = vid.map(|vid| wire::vlan::VlanRepr {
+                pcp: 3,
+                dei: false,
+                vid,
+                inner_ethertype: wire::EtherType::from(ethertype),
+            });
+            let hdr = wire::testhdr::TestHeaderRepr::template(7, 1);
+            let mut buf = vec![0u8; 64];
+            let n = wire::frame::build_l2(&eth, vlan.as_ref(), 64, &hdr, &mut buf).unwrap();
+            buf.truncate(n);
+            RawStream {
+                stream_id: 3,
+                frame: auth::to_hex(&buf),
+                sizes: vec![64, 1518],
+                pattern: vec![0, 1],
+                pps: 100.0,
+                start_s: 0.0,
+                stop_s: 1.0,
+            }
+        };
+        let (own, peer) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        let policy = RawPortPolicy::default();
+        let rules = port_rules(&policy);
+        for (vid, at) in [(None, 14), (Some(10), 18)] {
+            let built =
+                stream_specs(9, &[l2(own, peer, 0x88b5, vid)], 1518, &limits, &rules).unwrap();
+            let lens: Vec<usize> = built[0].templates.iter().map(|(b, _)| b.len()).collect();
+            assert_eq!(lens, [60, 1514]);
+            for (frame, patch) in &built[0].templates {
+                assert!(matches!(patch, engine::multi::Patch::L2(x) if *x == at));
+                let p = wire::frame::parse_frame(frame).unwrap();
+                assert_eq!(p.test.map(|t| (t.test_id, t.stream_id)), Some((9, 3)));
+                assert_eq!((p.eth.src_addr.0, p.eth.dst_addr.0), (own, peer));
+                assert_eq!(p.vlan.map(|v| v.vid), vid);
+            }
+        }
+        let refused = |stream: RawStream, rules: &PortRules| {
+            stream_specs(9, &[stream], 1518, &limits, rules)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let other = [2, 0, 0, 0, 0, 9];
+        assert!(refused(l2(other, peer, 0x88b5, None), &rules).contains("--raw-allow-spoof"));
+        assert!(refused(l2(own, [0xff; 6], 0x88b5, None), &rules).contains("--raw-allow-broadcast"));
+        // PTP's EtherType, say, could reach a clock next to the port: not built.
+        assert!(refused(l2(own, peer, 0x88f7, None), &rules).contains("EtherType 0x88B5"));
+        let open = RawPortPolicy {
+            allow_spoof: true,
+            allow_broadcast: true,
+            ..RawPortPolicy::default()
+        };
+        let open = port_rules(&open);
+        assert_eq!(refused(l2(other, [0xff; 6], 0x88b5, None), &open), "");
     }
 
     /// [`spec`] with its IPv4 addresses changed by `f`.

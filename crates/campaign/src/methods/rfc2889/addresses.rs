@@ -103,6 +103,20 @@ fn forget(req: &Rfc2889Request, stop: &Stop) -> Result<(), Error> {
     }
 }
 
+/// Flushes the lab switch's bridge when dropped, so that the test's addresses do not fill
+/// it for its ageing time after the test (a test run next on the lab would flood).
+struct FlushAfter<'a>(&'a Rfc2889Request);
+
+impl Drop for FlushAfter<'_> {
+    fn drop(&mut self) {
+        if let Some(node) = &self.0.addresses.switch {
+            if let Err(e) = lab::switch::flush(&mut lab::SystemRunner, &self.0.lab, node) {
+                tracing::warn!("flushing switch {node}'s bridge after the test: {e}");
+            }
+        }
+    }
+}
+
 /// One trial: `n` addresses learned at `fps`, then `n` test frames to them.
 fn trial(
     req: &Rfc2889Request,
@@ -179,6 +193,8 @@ pub(super) fn run(
         _ => Bisection::rate(a.rates.0, a.rates.1, a.rates.2).map_err(bad)?,
     };
     let mut ports = Ports::open(req, len)?;
+    // Read what the bridge learned before this flushes it (declared first, dropped last).
+    let _flush = FlushAfter(req);
     let mut trials = Vec::new();
     let mut interrupted = false;
     while let Some(v) = search.next() {
@@ -250,7 +266,9 @@ pub(super) fn run(
             result,
             failed,
             forgetting: match &a.switch {
-                Some(node) => format!("lab switch {node}'s bridge flushed before each trial"),
+                Some(node) => format!(
+                    "lab switch {node}'s bridge flushed before each trial and after the last"
+                ),
                 None => format!(
                     "waited its ageing time ({} s) and a second before each trial",
                     model::units::secs(a.ageing.as_secs_f64())

@@ -29,6 +29,7 @@ mod show;
 pub use request::{AddressSettings, Rfc2889Request, Test};
 pub use result::{part, Rfc2889Result, PART};
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -251,7 +252,8 @@ pub struct Rfc2889Args {
     /// The test.
     #[arg(value_enum)]
     pub test: TestArg,
-    /// The ports (IFACE or NODE:IFACE of --lab), in the order the test gives them roles.
+    /// The ports (IFACE, NODE:IFACE of --lab, or HOST/IFACE a server lends for the
+    /// traffic tests), in the order the test gives them roles.
     #[arg(required = true, num_args = 2..)]
     pub ports: Vec<String>,
     /// Lab whose nodes NODE:IFACE names.
@@ -312,6 +314,12 @@ pub struct Rfc2889Args {
     /// Frame I/O backend.
     #[arg(long, value_enum, default_value_t = FrameBackend::Auto)]
     pub backend: FrameBackend,
+    /// Pre-shared key file of the servers whose ports (HOST/IFACE) are among the ports.
+    #[arg(long)]
+    pub auth_key_file: Option<PathBuf>,
+    /// Control port of those servers, unless a port says HOST:PORT/IFACE.
+    #[arg(short, long, default_value_t = control::DEFAULT_PORT)]
+    pub port: u16,
     /// Print one JSON document.
     #[arg(short = 'J', long)]
     pub json: bool,
@@ -369,10 +377,18 @@ fn request(a: &Rfc2889Args) -> Result<Rfc2889Request, Error> {
         if seen.contains(&p) {
             return Err(usage(format!("port {p} is given twice")));
         }
-        if p.contains('/') {
+        if p.contains('/') && test == Test::Errored {
             return Err(usage(format!(
-                "{p}: RFC 2889 counts every frame at every port (flooding), which a server's \
-                 lent port does not report; use ports of this host or a lab"
+                "{p}: errored frames are undersized and oversized, which a server's lent \
+                 port does not send (it sends checked frames of 64 to 9220 bytes); use ports \
+                 of this host or a lab"
+            )));
+        }
+        if p.contains('/') && test.pattern().is_none() && test != Test::Errored {
+            return Err(usage(format!(
+                "{p}: {} sends from many source MACs, which a server's lent port does not \
+                 (it sends from its own MAC); use ports of this host or a lab",
+                test.name()
             )));
         }
         seen.push(p);
@@ -413,6 +429,11 @@ fn request(a: &Rfc2889Args) -> Result<Rfc2889Request, Error> {
             ),
             switch: a.switch.clone(),
             ageing: a.ageing,
+        },
+        agents: crate::request::Agents {
+            port: a.port,
+            key_file: a.auth_key_file.clone(),
+            synced_clocks: false,
         },
     })
 }

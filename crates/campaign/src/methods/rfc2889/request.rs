@@ -6,7 +6,7 @@ use std::time::Duration;
 use method::rfc2889::Pattern;
 use wire::linerate::LineRate;
 
-use crate::request::FrameBackend;
+use crate::request::{Agents, FrameBackend};
 
 /// The EtherType of the test frames: IEEE 802 local experimental EtherType 1.
 pub(super) const ETHERTYPE: u16 = 0x88b5;
@@ -84,7 +84,8 @@ pub struct AddressSettings {
 pub struct Rfc2889Request {
     /// The test.
     pub test: Test,
-    /// The ports (`IFACE` or `NODE:IFACE`), in the order the test gives them roles.
+    /// The ports (`IFACE`, `NODE:IFACE` or a server's `HOST/IFACE`), in the order the
+    /// test gives them roles.
     pub ports: Vec<String>,
     /// The lab whose nodes `NODE:IFACE` names.
     pub lab: String,
@@ -106,4 +107,6 @@ pub struct Rfc2889Request {
     pub backend: FrameBackend,
     /// The address tests' settings.
     pub addresses: AddressSettings,
+    /// The servers whose ports (`HOST/IFACE`) are among the ports.
+    pub agents: Agents,
 }

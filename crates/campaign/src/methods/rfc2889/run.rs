@@ -19,7 +19,6 @@ use model::units::FrameRate;
 
 use super::request::{Rfc2889Request, Test, ETHERTYPE};
 use super::result::{Congestion, Latency, PortRow, Rfc2889Result, SizeResult, TrialRows, PART};
-use crate::request::Agents;
 use crate::trials::StreamsRun;
 use crate::{Error, Watch};
 
@@ -69,7 +68,7 @@ pub(super) fn streams_run(req: &Rfc2889Request, stop: &Stop) -> StreamsRun {
         backend: req.backend,
         stop: stop.clone(),
         interval: None,
-        agents: Agents::default(),
+        agents: req.agents.clone(),
         listen: req.ports.clone(),
     }
 }
@@ -128,8 +127,10 @@ fn profile(req: &Rfc2889Request, flows: &[Flow], len: u64, fps: f64, seconds: f6
     }
 }
 
-/// RFC 2544 §23's learning frames: ten broadcasts from every port, so the switch knows
-/// every port's address before a trial and does not flood its frames.
+/// RFC 2544 §23's learning frames: ten frames from every port to the next, so the switch
+/// knows every port's address before a trial and does not flood its frames. Unicast, so
+/// that a server's lent port sends them under its default policy (no broadcasts); the
+/// first ones are flooded, which teaches the switch all the same.
 fn learn(req: &Rfc2889Request, run: &mut StreamsRun, len: u64) -> Result<(), Error> {
     let n = req.ports.len();
     let streams = (0..n)
@@ -138,7 +139,7 @@ fn learn(req: &Rfc2889Request, run: &mut StreamsRun, len: u64) -> Result<(), Err
             stream(
                 format!("learning {from}"),
                 (from, to),
-                true,
+                false,
                 len,
                 100.0,
                 0.1,

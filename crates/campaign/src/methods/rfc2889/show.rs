@@ -278,7 +278,7 @@ pub(super) fn text(r: &RunResult) -> String {
         out.push('\n');
         if let Some((n, limit)) = a.bridge {
             out.push_str(&format!(
-                "the lab switch's bridge now holds {n} learned addresses{}\n",
+                "the lab switch's bridge held {n} learned addresses after the last trial{}\n",
                 if limit > 0 {
                     format!(" (limit {limit})")
                 } else {

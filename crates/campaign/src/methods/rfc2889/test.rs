@@ -36,6 +36,14 @@ fn the_command_line_gives_the_test_its_ports_and_the_rfcs_defaults() {
     assert_eq!(r.test, Test::Caching);
     assert_eq!(r.addresses.count, (1, 1024, 1));
     assert_eq!(r.addresses.switch.as_deref(), Some("sw"));
+    // A server's lent ports carry the traffic tests, reached with its key and port.
+    let r = req("fully-meshed a:eth0 srv/eth1 srv:6000/eth2 --auth-key-file k -p 7000").unwrap();
+    assert_eq!(r.ports[1], "srv/eth1");
+    assert_eq!(
+        r.agents.key_file.as_deref(),
+        Some(std::path::Path::new("k"))
+    );
+    assert_eq!(r.agents.port, 7000);
 }
 
 #[test]
@@ -48,7 +56,9 @@ fn bad_command_lines_say_what_is_wrong() {
             "takes 3 ports: learning, test and monitor",
         ),
         ("fully-meshed a b a", "port a is given twice"),
-        ("fully-meshed a host/eth1", "a server's lent port"),
+        ("address-caching a host/eth1 c", "many source MACs"),
+        ("learning-rate a b host/eth1", "many source MACs"),
+        ("errored-frames a host/eth1", "undersized and oversized"),
         ("fully-meshed a b --load 0", "not a load"),
         ("fully-meshed a b --load 120%", "not a load"),
         ("forward-pressure a b", "not possible on these ports"),
@@ -192,7 +202,7 @@ fn figures_and_text_come_from_the_result() {
         "{text}"
     );
     assert!(
-        text.contains("holds 512 learned addresses (limit 512)"),
+        text.contains("held 512 learned addresses after the last trial (limit 512)"),
         "{text}"
     );
 }
