@@ -141,6 +141,9 @@ pub struct FlowCount {
     pub sent: u64,
     /// Distinct frames that arrived at each port, by port index.
     pub at: Vec<u64>,
+    /// Seconds from the first to the last of them at each port, by port index (0 where
+    /// none arrived, or not known).
+    pub span_s: Vec<f64>,
 }
 
 /// One port's figures in a trial.
@@ -159,7 +162,9 @@ pub struct PortFigures {
     pub lost: u64,
     /// Frames addressed to it that arrived here.
     pub received: u64,
-    /// Forwarding rate: frames per second arriving here that were meant for it.
+    /// Forwarding rate (RFC 2285 §3.6.1): frames per second arriving here that were meant
+    /// for it, over the time they arrived, at least the trial's: a queue that drains after
+    /// the senders stopped delivers its frames later, not faster.
     pub forwarding_fps: f64,
     /// Flood count: frames of the test that arrived here but were meant for another
     /// port.
@@ -184,7 +189,8 @@ impl PortFigures {
 }
 
 /// Every port's figures for a trial at `iload_fps` per sending port (each flow at its
-/// share) that lasted `seconds`.
+/// share) that lasted `seconds` (what the offered load is over; the forwarding rate is
+/// over the longer of that and the time the port's frames arrived over).
 ///
 /// Unicast frames count at their own port (forwarded) or elsewhere (flooded); broadcast
 /// frames count at every port but their sender's, each delivery once.
@@ -216,6 +222,8 @@ pub fn port_figures(
             deliveries: 0,
         })
         .collect();
+    // Per port: the longest time its own frames arrived over.
+    let mut arriving = vec![0.0f64; n];
     for (f, c) in flows.iter().zip(counts) {
         let fps = iload_fps * f.share;
         let receivers: Vec<usize> = if f.broadcast {
@@ -230,6 +238,10 @@ pub fn port_figures(
         for p in 0..n {
             let got = c.at.get(p).copied().unwrap_or(0);
             if receivers.contains(&p) {
+                let span = c.span_s.get(p).copied().unwrap_or(0.0);
+                if span.is_finite() {
+                    arriving[p] = arriving[p].max(span);
+                }
                 rows[p].received += got;
                 rows[p].intended_rx_fps += fps;
                 rows[f.from].lost += c.sent.saturating_sub(got);
@@ -238,9 +250,14 @@ pub fn port_figures(
             }
         }
     }
-    for r in &mut rows {
+    for (r, span) in rows.iter_mut().zip(arriving) {
         r.oload_fps = per_s(r.sent);
-        r.forwarding_fps = per_s(r.received);
+        let window = seconds.max(span);
+        r.forwarding_fps = if window > 0.0 {
+            r.received as f64 / window
+        } else {
+            0.0
+        };
     }
     rows
 }
@@ -461,7 +478,28 @@ mod test {
         FlowCount {
             sent,
             at: at.to_vec(),
+            span_s: vec![0.0; at.len()],
         }
+    }
+
+    /// Two ports into one for 1 s: the egress's queue delivers 60 frames more after the
+    /// senders stopped, over 0.2 s more. Its forwarding rate is over the 1.2 s its frames
+    /// arrived, never above what it carries; a port whose frames all came within the
+    /// trial is over the trial's time.
+    #[test]
+    fn the_forwarding_rate_is_over_the_time_the_frames_arrived() {
+        let f = flows(Pattern::ManyToOne, 3).unwrap();
+        let mut a = count(300, &[180, 0, 0]);
+        a.span_s[0] = 1.2;
+        let mut b = count(300, &[180, 0, 0]);
+        b.span_s[0] = 1.1;
+        let rows = port_figures(&f, &[a, b], 3, 300.0, 1.0);
+        assert!((rows[0].forwarding_fps - 360.0 / 1.2).abs() < 1e-9);
+        assert_eq!(rows[1].oload_fps, 300.0, "offered over the trial's second");
+        let mut c = count(300, &[250, 0, 0]);
+        c.span_s[0] = 0.9;
+        let rows = port_figures(&f, &[c, count(0, &[0, 0, 0])], 3, 300.0, 1.0);
+        assert_eq!(rows[0].forwarding_fps, 250.0);
     }
 
     #[test]

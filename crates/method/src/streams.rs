@@ -57,8 +57,8 @@ pub struct StreamsData {
     pub intervals: Vec<model::results::IntervalRow>,
     /// What a reader must know of how the streams ran (figures a source could not give).
     pub notes: Vec<String>,
-    /// Per stream (in profile order, where counted), its frames that arrived at ports of
-    /// this host other than its destination: (port, what arrived there).
+    /// Per stream (in profile order, where counted), its frames that arrived at listening
+    /// ports other than its destination: (port, what arrived there).
     pub strays: Vec<Vec<(String, TrialData)>>,
 }
 

@@ -557,6 +557,22 @@ fn stream_data(sent: &StreamSent, rx: Option<Arrived<'_>>, latency: bool) -> Tri
     }
 }
 
+/// Whether a frame sent on a port at `from` and counted on a port at `at` has a one-way
+/// latency: both ports are here, or both hosts' boot ids are known and equal (`None`: this
+/// host, whose boot id is `here`).
+fn one_clock(
+    from: Option<Option<String>>,
+    at: Option<Option<String>>,
+    here: &Option<String>,
+) -> bool {
+    if from.is_none() && at.is_none() {
+        return true;
+    }
+    let from = from.unwrap_or_else(|| here.clone());
+    let at = at.unwrap_or_else(|| here.clone());
+    from.is_some() && from == at
+}
+
 /// The run's results, in profile order: the server streams' (`by_server`), the raw
 /// streams' from what the engine (`r`) and the servers' receivers counted.
 fn collect(
@@ -582,70 +598,107 @@ fn collect(
     };
     // Each receiver here once.
     data.rx_drops += r.received.iter().map(|(_, drops)| drops).sum::<u64>();
-    // The servers' receivers: told what was sent to them, they drain and count.
+    // The servers' receivers: told what was sent to them, they drain and count. A port
+    // that counts strays drains as a port here does (frames of other streams may still
+    // arrive once its own are in). All at once: each drains for 300 ms at least.
+    let told: Vec<u64> = ends
+        .far_dests
+        .iter()
+        .map(|d| {
+            if d.listens {
+                return u64::MAX;
+            }
+            profile
+                .streams
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.destination == d.dest)
+                .filter_map(|(i, s)| sent_of((i + 1) as u8, &s.source))
+                .map(|x| x.sent)
+                .sum()
+        })
+        .collect();
+    let receptions = std::thread::scope(|scope| {
+        let handles: Vec<_> = ends
+            .far_dests
+            .iter_mut()
+            .zip(&told)
+            .map(|(d, sent)| {
+                scope.spawn(move || {
+                    d.agent
+                        .finish_receive(*sent)
+                        .map_err(|e| Error::from(e).context(d.agent.label.clone()))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::Failed("a server's receiver thread panicked".into()))
+                })
+            })
+            .collect::<Vec<_>>()
+    });
     let mut far_received = Vec::new();
-    for d in &mut ends.far_dests {
-        let sent: u64 = profile
-            .streams
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.destination == d.dest)
-            .filter_map(|(i, s)| sent_of((i + 1) as u8, &s.source))
-            .map(|x| x.sent)
-            .sum();
-        // A port that counts strays drains as a port here does: frames of other streams
-        // may still arrive once its own are in.
-        let reception = d
-            .agent
-            .finish_receive(if d.listens { u64::MAX } else { sent })
-            .map_err(|e| Error::from(e).context(d.agent.label.clone()))?;
+    for (d, reception) in ends.far_dests.iter().zip(receptions) {
+        let reception = reception?;
         data.rx_drops += reception.drops;
         far_received.push((d.dest.clone(), reception));
     }
     data.strays = vec![Vec::new(); profile.streams.len()];
-    // A stray's one-way latency needs its source and this port on one host.
+    // A stray's one-way latency needs its source and the port that counted it on one
+    // clock. Where a port is: `None` here, else its server's boot id.
     let here = engine::env::boot_id();
-    let host_of = |source: &str| {
+    let source_at = |source: &str| {
         ends.remote
             .iter()
             .find(|r| r.source == source)
-            .map_or(here.clone(), |r| r.agent.facts.host_id.clone())
+            .map(|r| r.agent.facts.host_id.clone())
     };
-    for (d, reception) in &far_received {
-        let at = ends
-            .far_dests
-            .iter()
-            .find(|x| x.dest == *d)
-            .and_then(|x| x.agent.facts.host_id.clone());
-        for rx in &reception.strays {
-            let Some(s) = profile.streams.get(usize::from(rx.id).wrapping_sub(1)) else {
-                continue;
-            };
-            let sent = sent_of(rx.id, &s.source).unwrap_or_default();
-            let arrived = Arrived {
-                counters: rx.counters,
-                bytes: rx.bytes,
-                span: rx.span,
-                latency: &rx.latency,
-            };
-            let latency = at.is_some() && host_of(&s.source) == at;
-            data.strays[usize::from(rx.id) - 1]
-                .push((d.clone(), stream_data(&sent, Some(arrived), latency)));
-        }
-    }
-    for (d, (table, _)) in ends.dests.iter().zip(&r.received) {
-        for (id, rx) in table.strays() {
+    let counted = ends.dests.iter().zip(&r.received).map(|(d, (table, _))| {
+        let strays: Vec<(u8, Arrived)> = table
+            .strays()
+            .map(|(id, rx)| {
+                let arrived = Arrived {
+                    counters: rx.counters(),
+                    bytes: rx.bytes,
+                    span: rx.span,
+                    latency: &rx.latency,
+                };
+                (id, arrived)
+            })
+            .collect();
+        (d, None, strays)
+    });
+    let far_counted = ends
+        .far_dests
+        .iter()
+        .zip(&far_received)
+        .filter(|(d, _)| d.listens)
+        .map(|(d, (_, reception))| {
+            let strays: Vec<(u8, Arrived)> = reception
+                .strays
+                .iter()
+                .map(|rx| {
+                    let arrived = Arrived {
+                        counters: rx.counters,
+                        bytes: rx.bytes,
+                        span: rx.span,
+                        latency: &rx.latency,
+                    };
+                    (rx.id, arrived)
+                })
+                .collect();
+            (&d.dest, Some(d.agent.facts.host_id.clone()), strays)
+        });
+    for (d, at, strays) in counted.chain(far_counted) {
+        for (id, arrived) in strays {
             let Some(s) = profile.streams.get(usize::from(id).wrapping_sub(1)) else {
                 continue;
             };
             let sent = sent_of(id, &s.source).unwrap_or_default();
-            let arrived = Arrived {
-                counters: rx.counters(),
-                bytes: rx.bytes,
-                span: rx.span,
-                latency: &rx.latency,
-            };
-            let latency = here.is_some() && host_of(&s.source) == here;
+            let latency = one_clock(source_at(&s.source), at.clone(), &here);
             data.strays[usize::from(id) - 1]
                 .push((d.clone(), stream_data(&sent, Some(arrived), latency)));
         }

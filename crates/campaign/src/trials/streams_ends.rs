@@ -129,6 +129,7 @@ impl RemoteSource {
             .iter()
             .filter(|s| s.source == source)
             .collect();
+        refuse_other_ethertypes(&mine)?;
         let mut dst_ips = Vec::new();
         // Raw EtherType streams go to their destination's MAC: nothing to resolve.
         for s in mine
@@ -227,6 +228,23 @@ pub(crate) fn refuse_past_longest(
     Ok(())
 }
 
+/// Refuses, before anything is sent, raw EtherType streams of `streams` whose EtherType
+/// is not the test one (0x88B5): a server's port builds and counts no other.
+pub(crate) fn refuse_other_ethertypes(streams: &[&StreamSpec]) -> Result<(), Error> {
+    let test = u16::from(wire::EtherType::EXPERIMENTAL);
+    match streams.iter().find_map(|s| match s.protocol {
+        StreamProto::EtherType(t) if t != test => Some((s, t)),
+        _ => None,
+    }) {
+        Some((s, t)) => Err(usage(format!(
+            "stream '{}': a server's port sends and counts raw frames of the test EtherType \
+             0x88B5 only, not 0x{t:04X}",
+            s.name
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A destination on a server's port: its session, counting the streams that end there
 /// and, when it listens, the other streams' frames that arrive there too (strays).
 pub(crate) struct RemoteDest {
@@ -255,16 +273,24 @@ impl RemoteDest {
             .iter()
             .filter(|s| s.destination == dest)
             .collect();
+        refuse_other_ethertypes(&mine)?;
+        let listens = run.listen.iter().any(|p| p == dest);
         let req = RawOpenRequest {
             receive: Some(backend_name(run.backend)),
             ..RawOpenRequest::default()
         };
         let agent = open_far(run, &mine, (host, port, iface), req)?;
-        refuse_past_longest((&agent.label, agent.longest_test()), &mine)?;
+        // A port that listens counts until every stream of the profile is done.
+        let counted: Vec<&StreamSpec> = if listens {
+            profile.streams.iter().collect()
+        } else {
+            mine
+        };
+        refuse_past_longest((&agent.label, agent.longest_test()), &counted)?;
         Ok(Self {
             dest: dest.to_owned(),
             agent,
-            listens: run.listen.iter().any(|p| p == dest),
+            listens,
         })
     }
 }

@@ -27,8 +27,9 @@ pub struct StreamsRun {
     pub interval: Option<Duration>,
     /// Servers whose ports are ends of streams (`HOST/IFACE`).
     pub agents: Agents,
-    /// Ports of this host that count frames though no stream ends there (a switch's
-    /// other ports, to see what it floods).
+    /// Ports (of this host, or servers' `HOST/IFACE`) that count every frame of the
+    /// test's streams that reaches them, though no stream or not that stream ends there
+    /// (a switch's other ports, to see what it floods: [`method::StreamsData::strays`]).
     pub listen: Vec<String>,
 }
 

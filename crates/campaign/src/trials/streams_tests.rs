@@ -10,7 +10,9 @@ use model::stop::Stop;
 use super::*;
 use crate::request::{Agents, FrameBackend};
 use crate::trials::fakes::{latency, summary, FakeServer};
-use crate::trials::streams_ends::{l2_templates, l4_templates, refuse_past_longest};
+use crate::trials::streams_ends::{
+    l2_templates, l4_templates, refuse_other_ethertypes, refuse_past_longest,
+};
 use crate::trials::streams_run::stream_request;
 use method::streams::StreamProto;
 
@@ -342,4 +344,44 @@ fn a_streams_counts_settle_against_what_was_sent() {
         ..arrived()
     };
     assert!(stream_data(&sent, Some(unstamped), true).latency.is_none());
+}
+
+/// A stray (a stream's frame at a listening port not its destination) has a one-way
+/// latency where its source and that port share a clock: both here, or hosts whose boot
+/// ids are known and equal (this host's too, when the other end is here).
+#[test]
+fn a_strays_latency_needs_one_clock() {
+    let here = Some("boot-a".to_owned());
+    let at = |id: Option<&str>| Some(id.map(str::to_owned));
+    assert!(one_clock(None, None, &None), "two ports here: one clock");
+    assert!(one_clock(None, at(Some("boot-a")), &here));
+    assert!(one_clock(at(Some("boot-a")), None, &here));
+    assert!(one_clock(at(Some("boot-b")), at(Some("boot-b")), &here));
+    assert!(!one_clock(at(Some("boot-b")), None, &here));
+    assert!(
+        !one_clock(None, at(Some("boot-a")), &None),
+        "this host's id unknown"
+    );
+    assert!(
+        !one_clock(at(None), at(None), &here),
+        "ids unknown are not equal"
+    );
+}
+
+/// Raw EtherType streams of another EtherType than the test one are refused before
+/// anything runs when an end is a server's port (its server would refuse them once the
+/// streams here have started).
+#[test]
+fn a_servers_port_takes_raw_frames_of_the_test_ethertype_only() {
+    let p = Profile::parse(PROFILE).unwrap();
+    let l2 = &p.streams[2];
+    assert!(refuse_other_ethertypes(&[l2]).is_ok());
+    let ptp = StreamSpec {
+        protocol: StreamProto::EtherType(0x88f7),
+        ..l2.clone()
+    };
+    let e = refuse_other_ethertypes(&[l2, &ptp])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("stream 'l2'") && e.contains("not 0x88F7"), "{e}");
 }

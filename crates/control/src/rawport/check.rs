@@ -64,8 +64,11 @@ pub(crate) enum RawRequestError {
     #[error("the frame is not hex")]
     NotHex,
     /// The example frame has no headers this server builds frames from.
-    #[error("the frame has no IP and transport header, nor the test EtherType 0x88B5 and a test header, that this server can build")]
+    #[error("the frame has no IP and transport header this server can build")]
     NoHeaders,
+    /// A stream's example frame has no headers this server builds a stream's frames from.
+    #[error("the frame has no IP and transport header, nor the test EtherType 0x88B5 and a test header, that this server can build")]
+    NoStreamHeaders,
     /// A frame size below the headers, or beyond what a lent port sends.
     #[error("frame size {0} B does not fit its headers")]
     SizeDoesNotFit(u64),
@@ -219,7 +222,7 @@ impl Example {
     /// The headers of an example frame (hex) a stream's controller sent.
     fn of(hex: &str) -> Result<Self, RawRequestError> {
         let bytes = auth::from_hex(hex).ok_or(RawRequestError::NotHex)?;
-        let p = wire::frame::parse_frame(&bytes).map_err(|_| RawRequestError::NoHeaders)?;
+        let p = wire::frame::parse_frame(&bytes).map_err(|_| RawRequestError::NoStreamHeaders)?;
         if let Some(spec) = p.spec() {
             return Ok(Self::Ip(spec));
         }
@@ -229,7 +232,7 @@ impl Example {
                 eth: p.eth,
                 vlan: p.vlan,
             }),
-            _ => Err(RawRequestError::NoHeaders),
+            _ => Err(RawRequestError::NoStreamHeaders),
         }
     }
 
@@ -784,8 +787,19 @@ mod test {
         let other = [2, 0, 0, 0, 0, 9];
         assert!(refused(l2(other, peer, 0x88b5, None), &rules).contains("--raw-allow-spoof"));
         assert!(refused(l2(own, [0xff; 6], 0x88b5, None), &rules).contains("--raw-allow-broadcast"));
-        // PTP's EtherType, say, could reach a clock next to the port: not built.
+        // PTP's EtherType, say, could reach a clock next to the port: not built; nor the
+        // test EtherType behind a second tag or an 802.1ad one (only one 802.1Q tag is read).
         assert!(refused(l2(own, peer, 0x88f7, None), &rules).contains("EtherType 0x88B5"));
+        for outer in [0x8100u16, 0x88a8] {
+            let mut s = l2(own, peer, 0x88b5, Some(10));
+            let mut bytes = auth::from_hex(&s.frame).unwrap();
+            // Another tag in front: outer TPID, TCI 20, then the frame's own 0x8100 tag.
+            let mut tag = outer.to_be_bytes().to_vec();
+            tag.extend_from_slice(&20u16.to_be_bytes());
+            bytes.splice(12..12, tag);
+            s.frame = auth::to_hex(&bytes);
+            assert!(refused(s, &rules).contains("EtherType 0x88B5"), "{outer:x}");
+        }
         let open = RawPortPolicy {
             allow_spoof: true,
             allow_broadcast: true,

@@ -193,7 +193,8 @@ pub(super) fn run(
         _ => Bisection::rate(a.rates.0, a.rates.1, a.rates.2).map_err(bad)?,
     };
     let mut ports = Ports::open(req, len)?;
-    // Read what the bridge learned before this flushes it (declared first, dropped last).
+    // Flushes the bridge when this function returns, however: after `bridge` below has
+    // read what it learned.
     let _flush = FlushAfter(req);
     let mut trials = Vec::new();
     let mut interrupted = false;

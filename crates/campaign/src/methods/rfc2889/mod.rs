@@ -1,5 +1,5 @@
-//! `rfc2889`: benchmarking a LAN switch over N raw ports of this host (lab ports or its
-//! own interfaces), as RFC 2889 describes it:
+//! `rfc2889`: benchmarking a LAN switch over N raw ports (lab ports, this host's own
+//! interfaces, or for the traffic tests ports a server lends), as RFC 2889 describes it:
 //!
 //! - traffic tests: fully meshed (§5.1), one-to-many and many-to-one (§5.2),
 //!   unidirectional (§5.4), congestion control (§5.5) and broadcast forwarding (§5.10),
@@ -380,7 +380,7 @@ fn request(a: &Rfc2889Args) -> Result<Rfc2889Request, Error> {
         if p.contains('/') && test == Test::Errored {
             return Err(usage(format!(
                 "{p}: errored frames are undersized and oversized, which a server's lent \
-                 port does not send (it sends checked frames of 64 to 9220 bytes); use ports \
+                 port does not send (none below 64 bytes, none beyond its MTU); use ports \
                  of this host or a lab"
             )));
         }

@@ -38,7 +38,8 @@ pub struct PortRow {
     pub loss_ratio: f64,
     /// Frames meant for it that arrived.
     pub received: u64,
-    /// Forwarding rate: frames/s meant for it that arrived.
+    /// Forwarding rate: frames/s meant for it that arrived, over the time they arrived
+    /// (at least the trial's).
     pub forwarding_fps: f64,
     /// What a switch that forwards everything would deliver here, frames/s.
     pub intended_rx_fps: f64,

@@ -167,17 +167,25 @@ fn counts(
     let mut out = Vec::new();
     for (i, f) in flows.iter().enumerate() {
         let mut at = vec![0u64; n];
+        let mut span_s = vec![0.0; n];
+        let span = |x: &TrialData| x.rx_span.map_or(0.0, |s| s.as_secs_f64());
         let Some(own) = d.streams.get(i) else {
-            out.push(FlowCount { sent: 0, at });
+            out.push(FlowCount {
+                sent: 0,
+                at,
+                span_s,
+            });
             continue;
         };
         at[f.to] = own.counters.received;
+        span_s[f.to] = span(own);
         if let Some(h) = &own.latency {
             latency[f.to].merge(h);
         }
         for (port, x) in d.strays.get(i).into_iter().flatten() {
             let Some(p) = index(port) else { continue };
             at[p] += x.counters.received;
+            span_s[p] = span_s[p].max(span(x));
             if f.broadcast {
                 if let Some(h) = &x.latency {
                     latency[p].merge(h);
@@ -187,6 +195,7 @@ fn counts(
         out.push(FlowCount {
             sent: own.counters.sent,
             at,
+            span_s,
         });
     }
     (out, latency)
@@ -339,8 +348,9 @@ fn traffic(
             let r = rows(req, &flows, (&c, &latency), (load, fps, seconds), &d);
             if d.rx_drops > 0 {
                 notes.push(format!(
-                    "{len}-byte frames at {:.1} % load: this host's receiving sockets dropped \
-                     {} frames before counting them; that much of the loss is the tester's",
+                    "{len}-byte frames at {:.1} % load: the receiving sockets (this host's and \
+                     the servers') dropped {} frames before counting them; that much of the \
+                     loss is the tester's",
                     r.load_pct, d.rx_drops
                 ));
             }
