@@ -180,6 +180,77 @@ fn assert_one_way_10ms(v: &serde_json::Value) {
     );
 }
 
+/// A plan on a lab from a file runs its server-based tests on the node the file marks
+/// `talker = true` (host `a`, not a node named talker) toward the server on the one marked
+/// `listener = true`: TCP across a 20 Mbit/s link gets at most that. A file without a
+/// talker fails such a test with the reason, and the run goes on.
+fn a_plans_client_runs_on_the_node_a_file_marks_talker() {
+    let dir = Scratch::new("talker");
+    let file = |talker: bool| {
+        let mut text = String::new();
+        for (n, role) in [("a", "host"), ("r1", "router"), ("b", "host")] {
+            text += &format!("[[node]]\nname = \"{n}\"\nrole = \"{role}\"\n");
+            if n == "a" && talker {
+                text += "talker = true\n";
+            }
+            if n == "b" {
+                text += "listener = true\n";
+            }
+        }
+        text += "[[link]]\na = \"a:eth0\"\nb = \"r1:eth0\"\n\
+                 [[link]]\na = \"r1:eth1\"\nb = \"b:eth0\"\nrate = \"20M\"\n";
+        let path = dir.join(if talker {
+            "marked.toml"
+        } else {
+            "unmarked.toml"
+        });
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let plan_on = |lab: &std::path::Path, name: &str| {
+        let plan = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &plan,
+            format!(
+                "[plan]\ntitle = \"talker\"\n[target]\nlab = \"{}\"\n[[test]]\nname = \"tcp\"\n\
+                 kind = \"client\"\nargs = \"-t 2\"\n",
+                lab.display()
+            ),
+        )
+        .unwrap();
+        let lab_name = format!("{name}{:x}", std::process::id() & 0xfff);
+        let _guard = LabGuard(lab_name.clone());
+        let out_dir = dir.join(format!("{name}-out"));
+        let out = run(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--name",
+            &lab_name,
+        ]);
+        let results: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out_dir.join("results.json")).unwrap_or_default(),
+        )
+        .unwrap_or_else(|e| panic!("results.json ({e}): {out:?}"));
+        (lab_name, results["tests"][0].clone())
+    };
+    let (lab_name, t) = plan_on(&file(true), "tk");
+    assert_eq!(t["status"], "done", "{t}");
+    assert_eq!(t["node"], format!("a (talker) of lab {lab_name}"), "{t}");
+    let bps = t["result"]["summary"]["received_bps"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("a received rate: {t}"));
+    assert!(
+        (2e6..=20e6 * 1.02).contains(&bps),
+        "TCP across the 20 Mbit/s link: {bps} bit/s"
+    );
+    let (_, t) = plan_on(&file(false), "tn");
+    assert_eq!(t["status"], "failed", "{t}");
+    let e = t["error"].as_str().unwrap_or_default();
+    assert!(e.contains("has no talker node"), "{e}");
+}
+
 /// This module's tests and what each needs from the machine ([`crate::harness`]).
 pub(crate) fn cases() -> Vec<crate::harness::Case> {
     use crate::harness::Need::Root;
@@ -190,5 +261,6 @@ pub(crate) fn cases() -> Vec<crate::harness::Case> {
         ),
         crate::harness::case!(an_impair_node_from_a_file_delays_what_it_forwards, Root),
         crate::harness::case!(a_link_s_impairment_delays_and_drops_what_crosses_it, Root),
+        crate::harness::case!(a_plans_client_runs_on_the_node_a_file_marks_talker, Root),
     ]
 }

@@ -357,13 +357,15 @@ impl Run<'_> {
         progress.started(entry);
         let before = setup.lab().and_then(relays);
         let started = engine::clock::RealClock::new();
-        let ns = on_talker.then(|| setup.client_ns()).flatten();
+        let ns = if on_talker {
+            setup.client_ns()
+        } else {
+            Ok(None)
+        };
         let stop = &self.stop;
-        let outcome = self
-            .commands
-            .test(&argv)
-            .map_err(Error::from)
-            .and_then(|req| {
+        let outcome = ns
+            .and_then(|ns| Ok((ns, self.commands.test(&argv)?)))
+            .and_then(|(ns, req)| {
                 engine::frameio::in_netns(ns.as_deref(), || {
                     crate::methods::run(&req, &mut Quiet, stop)
                 })?

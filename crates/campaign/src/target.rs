@@ -107,6 +107,8 @@ pub struct Setup {
     server: Option<ServerHandle>,
     /// The lab, when this set-up built one.
     lab: Option<String>,
+    /// Its talker node (named `talker`, or marked `talker = true`), if it has one.
+    talker: Option<String>,
 }
 
 impl Drop for Setup {
@@ -166,6 +168,7 @@ impl Setup {
                     ),
                     server: Some(handle),
                     lab: None,
+                    talker: None,
                 })
             }
             Target::Host { host, port, .. } => Ok(Setup {
@@ -173,12 +176,14 @@ impl Setup {
                 described: format!("host {host} (wirebench server on port {port})"),
                 server: None,
                 lab: None,
+                talker: None,
             }),
             Target::Hosts => Ok(Setup {
                 ctx: Context::stand_in(target),
                 described: "the plan's hosts".into(),
                 server: None,
                 lab: None,
+                talker: None,
             }),
             Target::Lab { request, args } => {
                 // As a run sees it, a lab that cannot be built is a run that could not
@@ -216,6 +221,7 @@ impl Setup {
                         .to_owned(),
                     server: None,
                     lab: Some(lab_name.into()),
+                    talker: topo.talker_node().map(str::to_owned),
                 };
                 // The server and every thread it starts live in the listener's namespace.
                 let ns = lab::naming::namespace(lab_name, &node);
@@ -233,18 +239,28 @@ impl Setup {
         self.lab.as_deref()
     }
 
-    /// The namespace server-based tests run in: the lab's talker, or this host's.
-    pub fn client_ns(&self) -> Option<String> {
-        self.lab
-            .as_deref()
-            .map(|l| lab::naming::namespace(l, "talker"))
+    /// The namespace server-based tests run in: the lab's talker, or this host's (`None`).
+    ///
+    /// # Errors
+    /// The lab has no talker node.
+    pub fn client_ns(&self) -> Result<Option<String>, Error> {
+        match (&self.lab, &self.talker) {
+            (None, _) => Ok(None),
+            (Some(l), Some(t)) => Ok(Some(lab::naming::namespace(l, t))),
+            (Some(l), None) => Err(Error::Usage(format!(
+                "lab '{l}' has no talker node (a node named talker, or one its topology file \
+                 marks talker = true): a plan's server-based tests run there"
+            ))),
+        }
     }
 
     /// Where server-based tests run, as the results name it.
     pub fn client_node(&self) -> String {
-        match &self.lab {
-            Some(l) => format!("talker of lab {l}"),
-            None => "this host".into(),
+        match (&self.lab, &self.talker) {
+            (Some(l), Some(t)) if t == "talker" => format!("talker of lab {l}"),
+            (Some(l), Some(t)) => format!("{t} (talker) of lab {l}"),
+            (Some(l), None) => format!("lab {l}, which has no talker"),
+            (None, _) => "this host".into(),
         }
     }
 

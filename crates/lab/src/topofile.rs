@@ -7,7 +7,7 @@
 //! [[node]]
 //! name = "talker"
 //! role = "host"            # host, switch, router, shaper, impair, relay
-//! talker = true            # optional mark: where tests start (listener: where they end)
+//! talker = true            # optional: a plan's server-based tests start here (listener: where they end)
 //!
 //! [[node]]
 //! name = "sw"

@@ -179,6 +179,9 @@ pub struct Topology {
     pub egress_limits: Vec<(String, String, u64)>,
     /// The node a topology file marks `listener = true` (the first), if any.
     pub listener_mark: Option<String>,
+    /// The node a topology file marks `talker = true` (the first), if any.
+    #[serde(default)]
+    pub talker_mark: Option<String>,
     /// A topology file's shapers: (node, port, classes) on that port's egress.
     #[serde(skip)]
     pub file_shapers: Vec<(String, String, ShaperSpec)>,
@@ -320,6 +323,7 @@ impl Topology {
             egress_limits: vec![],
             file_shapers: vec![],
             listener_mark: None,
+            talker_mark: None,
             limit_overhead: 0,
             bridges: vec![],
         }
@@ -364,6 +368,7 @@ impl Topology {
         t.kind = kind.to_owned();
         t.limit_overhead = 0;
         t.listener_mark = None;
+        t.talker_mark = None;
         t
     }
 
@@ -548,6 +553,7 @@ impl Topology {
         let mut t = Self::empty("file", &names);
         t.limit_overhead = 24;
         t.listener_mark = f.nodes.iter().find(|n| n.listener).map(|n| n.name.clone());
+        t.talker_mark = f.nodes.iter().find(|n| n.talker).map(|n| n.name.clone());
         let node_of = |name: &str| f.nodes.iter().find(|n| n.name == name);
         let role = |name: &str| node_of(name).map(|n| n.role);
         let on_path =
@@ -832,6 +838,15 @@ impl Topology {
             return Some("listener");
         }
         self.listener_mark.as_deref()
+    }
+
+    /// The node tests start at, where a plan's server-based tests run: the one named
+    /// `talker`, else the one a topology file marks `talker = true`.
+    pub fn talker_node(&self) -> Option<&str> {
+        if self.nodes.iter().any(|n| n == "talker") {
+            return Some("talker");
+        }
+        self.talker_mark.as_deref()
     }
 
     /// The address a node is reached at (its first interface with an address).
@@ -1491,6 +1506,27 @@ mod test {
         w
     }
 
+    /// A file's marks name where tests start and end: the chain's hosts `a` and `b`.
+    #[test]
+    fn a_files_talker_and_listener_marks_name_their_nodes() {
+        for (name, text, marks) in [
+            (
+                "lab-chain.toml",
+                include_str!("../../../examples/lab-chain.toml"),
+                (Some("a"), Some("b")),
+            ),
+            (
+                "lab-switch.toml",
+                include_str!("../../../examples/lab-switch.toml"),
+                (None, Some("h4")),
+            ),
+        ] {
+            let f = crate::topofile::TopologyFile::parse(name, text).unwrap();
+            let t = Topology::from_file(&f, &no_classes).unwrap();
+            assert_eq!((t.talker_node(), t.listener_node()), marks, "{name}");
+        }
+    }
+
     #[test]
     fn the_frer_network_file_builds_the_built_in_frer_lab() {
         let f = crate::topofile::TopologyFile::parse(
@@ -1575,6 +1611,7 @@ mod test {
                 assert_eq!((l.a.mac[4], l.a.mac[5], l.b.mac[5]), (l.b.mac[4], 1, 2));
             }
             assert_eq!(t.listener_node(), Some("listener"));
+            assert_eq!(t.talker_node(), Some("talker"), "{kind}");
         }
         // The hosts of router and impair have a default route through the dut.
         for kind in ["router", "impair"] {

@@ -157,7 +157,7 @@ impl Groups for FrerLabs<'_> {
             marginal_band: None,
             interval: None,
         };
-        let ns = setup.client_ns();
+        let ns = setup.client_ns()?;
         let stop = self.stop;
         let mut before = lab::relay::state::Snapshot::of(&name, "merge");
         let mut per = [None; 3];
