@@ -245,12 +245,8 @@ pub(crate) fn l2_frame(
         dst_addr: wire::EthernetAddress(dst),
         ethertype: wire::EtherType::from(ethertype),
     };
-    let mut buf = vec![0u8; len as usize];
-    let n = wire::frame::build_l2(&eth, vlan.as_ref(), len as usize, hdr, &mut buf)
-        .map_err(|e| format!("{len}-byte frame: {e}"))?;
-    buf.truncate(n);
-    let at = 14 + if vlan.is_some() { 4 } else { 0 };
-    Ok((buf, engine::multi::Patch::L2(at)))
+    engine::multi::Patch::l2_frame(&eth, vlan.as_ref(), len as usize, hdr)
+        .map_err(|e| format!("{len}-byte frame: {e}"))
 }
 
 /// Refuses frame sizes too small for the template's headers and the test header.

@@ -40,6 +40,25 @@ pub enum Patch {
 }
 
 impl Patch {
+    /// A raw EtherType test frame of `len` bytes (FCS included) from `eth`, behind
+    /// `vlan`'s 802.1Q tag when given, its test header `hdr` right after the EtherType
+    /// ([`wire::frame::build_l2`]), and where a sender patches it.
+    ///
+    /// # Errors
+    /// As [`wire::frame::build_l2`]: a length too short for the headers, a bad tag.
+    pub fn l2_frame(
+        eth: &wire::ethernet::EthernetRepr,
+        vlan: Option<&wire::vlan::VlanRepr>,
+        len: usize,
+        hdr: &wire::testhdr::TestHeaderRepr,
+    ) -> wire::Result<(Vec<u8>, Self)> {
+        let mut buf = vec![0u8; len];
+        let n = wire::frame::build_l2(eth, vlan, len, hdr, &mut buf)?;
+        buf.truncate(n);
+        let at = wire::ethernet::HEADER_LEN + vlan.map_or(0, |_| wire::vlan::HEADER_LEN);
+        Ok((buf, Self::L2(at)))
+    }
+
     fn apply(&self, frame: &mut [u8], seq: u64, tx_ns: u64) {
         match self {
             Patch::L4(l) => l.write_seq_ts(frame, seq, tx_ns),

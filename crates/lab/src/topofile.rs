@@ -832,7 +832,7 @@ fn address(
                 let field = format!("link[{}].{key}", i + 1);
                 let m = model::units::mac(g.get_ref())
                     .ok()
-                    .filter(|m| m[0] & 1 == 0 && *m != [0; 6])
+                    .filter(|m| wire::EthernetAddress(*m).is_unicast() && *m != [0; 6])
                     .ok_or_else(|| {
                         err(
                             at(g.span()),

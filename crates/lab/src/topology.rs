@@ -367,8 +367,6 @@ impl Topology {
         let mut t = build().unwrap_or_else(|e| unreachable!("built-in {kind}: {e}"));
         t.kind = kind.to_owned();
         t.limit_overhead = 0;
-        t.listener_mark = None;
-        t.talker_mark = None;
         t
     }
 

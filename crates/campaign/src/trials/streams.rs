@@ -534,6 +534,28 @@ struct Arrived<'a> {
     latency: &'a LatencyHistogram,
 }
 
+impl<'a> Arrived<'a> {
+    /// What a receiver here counted of a stream.
+    fn here(rx: &'a model::stats::table::StreamRx) -> Self {
+        Self {
+            counters: rx.counters(),
+            bytes: rx.bytes,
+            span: rx.span,
+            latency: &rx.latency,
+        }
+    }
+
+    /// What a server's receiver counted of a stream.
+    fn far(rx: &'a engine::raw::ReceivedStream) -> Self {
+        Self {
+            counters: rx.counters,
+            bytes: rx.bytes,
+            span: rx.span,
+            latency: &rx.latency,
+        }
+    }
+}
+
 /// One raw stream's data: what arrived (`rx`, if anything) settled against what was
 /// `sent`; its latency only when `latency` (its ends share a clock) and any was measured.
 fn stream_data(sent: &StreamSent, rx: Option<Arrived<'_>>, latency: bool) -> TrialData {
@@ -656,52 +678,36 @@ fn collect(
             .find(|r| r.source == source)
             .map(|r| r.agent.facts.host_id.clone())
     };
-    let counted = ends.dests.iter().zip(&r.received).map(|(d, (table, _))| {
-        let strays: Vec<(u8, Arrived)> = table
-            .strays()
-            .map(|(id, rx)| {
-                let arrived = Arrived {
-                    counters: rx.counters(),
-                    bytes: rx.bytes,
-                    span: rx.span,
-                    latency: &rx.latency,
-                };
-                (id, arrived)
-            })
-            .collect();
-        (d, None, strays)
-    });
-    let far_counted = ends
+    // Where each listening port is (`None`: here) and the strays it counted.
+    let here_strays = ends
+        .dests
+        .iter()
+        .zip(&r.received)
+        .flat_map(|(d, (table, _))| {
+            table
+                .strays()
+                .map(move |(id, rx)| (d, None, id, Arrived::here(rx)))
+        });
+    let far_strays = ends
         .far_dests
         .iter()
         .zip(&far_received)
         .filter(|(d, _)| d.listens)
-        .map(|(d, (_, reception))| {
-            let strays: Vec<(u8, Arrived)> = reception
+        .flat_map(|(d, (_, reception))| {
+            let at = Some(d.agent.facts.host_id.clone());
+            reception
                 .strays
                 .iter()
-                .map(|rx| {
-                    let arrived = Arrived {
-                        counters: rx.counters,
-                        bytes: rx.bytes,
-                        span: rx.span,
-                        latency: &rx.latency,
-                    };
-                    (rx.id, arrived)
-                })
-                .collect();
-            (&d.dest, Some(d.agent.facts.host_id.clone()), strays)
+                .map(move |rx| (&d.dest, at.clone(), rx.id, Arrived::far(rx)))
         });
-    for (d, at, strays) in counted.chain(far_counted) {
-        for (id, arrived) in strays {
-            let Some(s) = profile.streams.get(usize::from(id).wrapping_sub(1)) else {
-                continue;
-            };
-            let sent = sent_of(id, &s.source).unwrap_or_default();
-            let latency = one_clock(source_at(&s.source), at.clone(), &here);
-            data.strays[usize::from(id) - 1]
-                .push((d.clone(), stream_data(&sent, Some(arrived), latency)));
-        }
+    for (d, at, id, arrived) in here_strays.chain(far_strays) {
+        let Some(s) = profile.streams.get(usize::from(id).wrapping_sub(1)) else {
+            continue;
+        };
+        let sent = sent_of(id, &s.source).unwrap_or_default();
+        let latency = one_clock(source_at(&s.source), at, &here);
+        data.strays[usize::from(id) - 1]
+            .push((d.clone(), stream_data(&sent, Some(arrived), latency)));
     }
     for (i, s) in profile.streams.iter().enumerate() {
         if let Some(m) = by_server.remove(&i) {
@@ -713,12 +719,7 @@ fn collect(
         let latency = !no_latency.contains(&stream_id);
         if let Some((_, reception)) = far_received.iter().find(|(d, _)| *d == s.destination) {
             let rx = reception.streams.iter().find(|x| x.id == stream_id);
-            let arrived = rx.map(|x| Arrived {
-                counters: x.counters,
-                bytes: x.bytes,
-                span: x.span,
-                latency: &x.latency,
-            });
+            let arrived = rx.map(Arrived::far);
             data.streams.push(stream_data(&sent, arrived, latency));
             continue;
         }
@@ -728,12 +729,7 @@ fn collect(
             .position(|x| *x == s.destination)
             .unwrap_or(0);
         let (table, _) = &r.received[d];
-        let arrived = table.stream(stream_id).map(|x| Arrived {
-            counters: x.counters(),
-            bytes: x.bytes,
-            span: x.span,
-            latency: &x.latency,
-        });
+        let arrived = table.stream(stream_id).map(Arrived::here);
         data.streams.push(stream_data(&sent, arrived, latency));
     }
     Ok(data)

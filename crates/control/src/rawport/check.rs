@@ -242,21 +242,10 @@ impl Example {
     /// no address check: no router forwards their EtherType, so they stay on the port's
     /// own layer-2 segment.
     fn allowed(&self, port: &PortRules) -> Result<(), RawRequestError> {
-        let eth = match self {
-            Self::Ip(spec) => return frames_allowed(spec, port),
-            Self::L2 { eth, .. } => eth,
-        };
-        let own = wire::EthernetAddress(port.mac);
-        if !port.policy.allow_spoof && eth.src_addr != own {
-            return Err(RawRequestError::SpoofedMac {
-                mac: eth.src_addr,
-                own,
-            });
+        match self {
+            Self::Ip(spec) => frames_allowed(spec, port),
+            Self::L2 { eth, .. } => ethernet_allowed(eth, port),
         }
-        if !port.policy.allow_broadcast && eth.dst_addr.is_multicast() {
-            return Err(RawRequestError::BroadcastMac(eth.dst_addr));
-        }
-        Ok(())
     }
 
     /// A frame of `len` bytes (FCS included) with test header `hdr`, and where a sender
@@ -267,30 +256,47 @@ impl Example {
         hdr: &wire::testhdr::TestHeaderRepr,
     ) -> Result<(Vec<u8>, engine::multi::Patch), RawRequestError> {
         let n = len as usize;
-        let mut buf = vec![0u8; n];
-        let (built, patch) = match self {
+        let (mut buf, patch) = match self {
             Self::Ip(spec) => {
                 fits_len(spec, len)?;
+                let mut buf = vec![0u8; n];
                 let built = spec
                     .build(n, hdr, &mut buf)
                     .map_err(RawRequestError::Build)?;
+                buf.truncate(built);
                 let layout = spec.layout(n).map_err(RawRequestError::Build)?;
-                (built, engine::multi::Patch::L4(layout))
+                (buf, engine::multi::Patch::L4(layout))
             }
             Self::L2 { eth, vlan } => {
                 if !(64..=MAX_LEN).contains(&len) {
                     return Err(RawRequestError::SizeDoesNotFit(len));
                 }
-                let built = wire::frame::build_l2(eth, vlan.as_ref(), n, hdr, &mut buf)
-                    .map_err(|_| RawRequestError::SizeDoesNotFit(len))?;
-                let at = wire::ethernet::HEADER_LEN + vlan.map_or(0, |_| wire::vlan::HEADER_LEN);
-                (built, engine::multi::Patch::L2(at))
+                engine::multi::Patch::l2_frame(eth, vlan.as_ref(), n, hdr)
+                    .map_err(|_| RawRequestError::SizeDoesNotFit(len))?
             }
         };
-        buf.truncate(built);
         buf.shrink_to_fit();
         Ok((buf, patch))
     }
+}
+
+/// Whether the port may send frames with Ethernet header `eth` under its policy: from its
+/// own MAC (unless `--raw-allow-spoof`), to a unicast one (unless `--raw-allow-broadcast`).
+fn ethernet_allowed(
+    eth: &wire::ethernet::EthernetRepr,
+    port: &PortRules,
+) -> Result<(), RawRequestError> {
+    let own = wire::EthernetAddress(port.mac);
+    if !port.policy.allow_spoof && eth.src_addr != own {
+        return Err(RawRequestError::SpoofedMac {
+            mac: eth.src_addr,
+            own,
+        });
+    }
+    if !port.policy.allow_broadcast && eth.dst_addr.is_multicast() {
+        return Err(RawRequestError::BroadcastMac(eth.dst_addr));
+    }
+    Ok(())
 }
 
 /// Whether the port may send frames of `spec`'s headers under its policy: its own source
@@ -307,14 +313,8 @@ fn frames_allowed(spec: &wire::frame::FrameSpec, port: &PortRules) -> Result<(),
         IpAddr::from(spec.ip.src_addr()),
         IpAddr::from(spec.ip.dst_addr()),
     );
+    ethernet_allowed(&spec.eth, port)?;
     if !policy.allow_spoof {
-        let own = wire::EthernetAddress(port.mac);
-        if spec.eth.src_addr != own {
-            return Err(RawRequestError::SpoofedMac {
-                mac: spec.eth.src_addr,
-                own,
-            });
-        }
         if !port.networks.iter().any(|(ip, _)| *ip == src) {
             return Err(RawRequestError::SpoofedIp(src));
         }
@@ -326,13 +326,8 @@ fn frames_allowed(spec: &wire::frame::FrameSpec, port: &PortRules) -> Result<(),
         }
     }
     let group = is_broadcast_or_multicast(dst, port.networks);
-    if !policy.allow_broadcast {
-        if spec.eth.dst_addr.is_multicast() {
-            return Err(RawRequestError::BroadcastMac(spec.eth.dst_addr));
-        }
-        if group {
-            return Err(RawRequestError::BroadcastIp(dst));
-        }
+    if !policy.allow_broadcast && group {
+        return Err(RawRequestError::BroadcastIp(dst));
     }
     // A group address allowed above is no one host's: the blocks are for unicast ones.
     let nearby = group

@@ -377,18 +377,24 @@ fn request(a: &Rfc2889Args) -> Result<Rfc2889Request, Error> {
         if seen.contains(&p) {
             return Err(usage(format!("port {p} is given twice")));
         }
-        if p.contains('/') && test == Test::Errored {
-            return Err(usage(format!(
-                "{p}: errored frames are undersized and oversized, which a server's lent \
-                 port does not send (none below 64 bytes, none beyond its MTU); use ports \
-                 of this host or a lab"
-            )));
-        }
-        if p.contains('/') && test.pattern().is_none() && test != Test::Errored {
-            return Err(usage(format!(
-                "{p}: {} sends from many source MACs, which a server's lent port does not \
-                 (it sends from its own MAC); use ports of this host or a lab",
+        // A server's lent port sends checked frames from its own MAC only.
+        let lent_refusal = match test {
+            _ if !p.contains('/') => None,
+            Test::Errored => Some(
+                "errored frames are undersized and oversized, which a server's lent port \
+                 does not send (none below 64 bytes, none beyond its MTU)"
+                    .to_owned(),
+            ),
+            Test::Caching | Test::LearningRate => Some(format!(
+                "{} sends from many source MACs, which a server's lent port does not (it \
+                 sends from its own MAC)",
                 test.name()
+            )),
+            Test::Traffic(_) | Test::MaxForwardingRate => None,
+        };
+        if let Some(why) = lent_refusal {
+            return Err(usage(format!(
+                "{p}: {why}; use ports of this host or a lab"
             )));
         }
         seen.push(p);
